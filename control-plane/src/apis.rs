@@ -1,0 +1,458 @@
+//! The API record of the publisher (spec 2.3, WSO2's `APIDetailed`): its fields, their
+//! validation, and the checks on the swagger definition and endpoint configuration.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::tiers::{self, TierLevel};
+
+/// An API record; every field is stored and returned as given.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ApiRecord {
+    pub id: Option<String>,
+    pub name: Option<String>,
+    pub description: Option<String>,
+    pub context: Option<String>,
+    pub version: Option<String>,
+    pub provider: Option<String>,
+    pub api_definition: Option<String>,
+    pub wsdl_uri: Option<String>,
+    pub status: Option<String>,
+    pub thumbnail_uri: Option<String>,
+    pub response_caching: Option<String>,
+    pub cache_timeout: Option<i64>,
+    /// A boolean in the spec, a string ("Disabled") in WSO2's swagger: either is kept.
+    pub destination_stats_enabled: Option<Value>,
+    pub is_default_version: Option<bool>,
+    #[serde(rename = "type")]
+    pub api_type: Option<String>,
+    pub transport: Option<Vec<String>>,
+    pub tags: Option<Vec<String>>,
+    pub tiers: Option<Vec<String>>,
+    pub api_level_policy: Option<String>,
+    pub authorization_header: Option<String>,
+    pub max_tps: Option<MaxTps>,
+    pub visibility: Option<String>,
+    pub visible_roles: Option<Vec<String>>,
+    pub visible_tenants: Option<Vec<String>>,
+    pub endpoint_config: Option<String>,
+    pub endpoint_security: Option<EndpointSecurity>,
+    pub gateway_environments: Option<String>,
+    pub labels: Option<Vec<Value>>,
+    pub sequences: Option<Vec<Sequence>>,
+    pub subscription_availability: Option<String>,
+    pub subscription_available_tenants: Option<Vec<String>>,
+    pub additional_properties: Option<Map<String, Value>>,
+    pub access_control: Option<String>,
+    pub access_control_roles: Option<Vec<String>>,
+    pub business_information: Option<BusinessInformation>,
+    pub cors_configuration: Option<CorsConfiguration>,
+}
+
+/// Per-environment transactions per second.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MaxTps {
+    pub production: Option<i64>,
+    pub sandbox: Option<i64>,
+}
+
+/// Credentials the gateway sends to the backend.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EndpointSecurity {
+    #[serde(rename = "type")]
+    pub security_type: Option<String>,
+    pub username: Option<String>,
+    pub password: Option<String>,
+}
+
+/// A mediation sequence reference.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sequence {
+    pub name: Option<String>,
+    #[serde(rename = "type")]
+    pub sequence_type: Option<String>,
+    pub id: Option<String>,
+    pub shared: Option<bool>,
+    pub config: Option<Value>,
+}
+
+/// Owners of the API.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BusinessInformation {
+    pub business_owner: Option<String>,
+    pub business_owner_email: Option<String>,
+    pub technical_owner: Option<String>,
+    pub technical_owner_email: Option<String>,
+}
+
+/// CORS settings the gateway applies.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CorsConfiguration {
+    pub cors_configuration_enabled: Option<bool>,
+    pub access_control_allow_origins: Option<Vec<String>>,
+    pub access_control_allow_credentials: Option<bool>,
+    pub access_control_allow_headers: Option<Vec<String>>,
+    pub access_control_allow_methods: Option<Vec<String>>,
+}
+
+/// Characters WSO2 refuses in API names and versions.
+const FORBIDDEN_NAME_CHARS: &str = "~!@#;:%^*()+={}|\\<>\"',&$/[]?";
+
+/// HTTP methods a swagger path item may define.
+pub const METHODS: &[&str] = &["get", "put", "post", "delete", "patch", "head", "options"];
+
+/// Values of an operation's `x-auth-type`.
+pub const AUTH_TYPES: &[&str] = &[
+    "None",
+    "Application",
+    "Application User",
+    "Application & Application User",
+    "Any",
+];
+
+impl ApiRecord {
+    /// Every problem with a record for create or update, in WSO2's words; empty when valid.
+    /// Returns the problems and whether the first one is a bean-validation failure.
+    pub fn validate(&self) -> Result<(), Invalid> {
+        self.check_required()?;
+        let text = |v: &Option<String>| v.clone().unwrap_or_default();
+        check_name("name", &text(&self.name))?;
+        check_name("version", &text(&self.version))?;
+        check_context(&text(&self.context))?;
+        self.check_tiers()?;
+        check_enum(
+            "visibility",
+            self.visibility.as_deref(),
+            &["PUBLIC", "PRIVATE", "RESTRICTED", "CONTROLLED"],
+        )?;
+        check_enum("type", self.api_type.as_deref(), &["HTTP", "WS"])?;
+        check_enum(
+            "responseCaching",
+            self.response_caching.as_deref(),
+            &["Enabled", "Disabled"],
+        )?;
+        check_enum(
+            "subscriptionAvailability",
+            self.subscription_availability.as_deref(),
+            &["current_tenant", "all_tenants", "specific_tenants"],
+        )?;
+        check_enum(
+            "accessControl",
+            self.access_control.as_deref(),
+            &["NONE", "RESTRICTED"],
+        )?;
+        if let Some(security) = &self.endpoint_security {
+            check_enum(
+                "endpointSecurity.type",
+                security.security_type.as_deref(),
+                &["basic", "digest"],
+            )?;
+        }
+        for transport in self.transport.iter().flatten() {
+            check_enum("transport", Some(transport), &["http", "https"])?;
+        }
+        if self.transport.as_ref().is_some_and(Vec::is_empty) {
+            return Err(Invalid::Message(
+                "At least one transport (http or https) is required".into(),
+            ));
+        }
+        if self.cache_timeout.is_some_and(|t| t < 0) {
+            return Err(Invalid::Message("cacheTimeout must not be negative".into()));
+        }
+        if let Some(tps) = &self.max_tps
+            && (tps.production.is_some_and(|t| t < 0) || tps.sandbox.is_some_and(|t| t < 0))
+        {
+            return Err(Invalid::Message(
+                "maxTps values must not be negative".into(),
+            ));
+        }
+        validate_swagger(&text(&self.api_definition)).map_err(Invalid::Message)?;
+        validate_endpoint_config(&text(&self.endpoint_config)).map_err(Invalid::Message)?;
+        Ok(())
+    }
+
+    fn check_required(&self) -> Result<(), Invalid> {
+        let present = [
+            (
+                "name",
+                self.name.as_ref().is_some_and(|v| !v.trim().is_empty()),
+            ),
+            (
+                "context",
+                self.context.as_ref().is_some_and(|v| !v.trim().is_empty()),
+            ),
+            (
+                "version",
+                self.version.as_ref().is_some_and(|v| !v.trim().is_empty()),
+            ),
+            ("tiers", self.tiers.is_some()),
+            ("isDefaultVersion", self.is_default_version.is_some()),
+            ("transport", self.transport.is_some()),
+            ("endpointConfig", self.endpoint_config.is_some()),
+            ("visibility", self.visibility.is_some()),
+            ("type", self.api_type.is_some()),
+            ("apiDefinition", self.api_definition.is_some()),
+        ];
+        let missing: Vec<(String, String)> = present
+            .iter()
+            .filter(|(_, ok)| !ok)
+            .map(|(name, _)| (name.to_string(), "may not be null".to_string()))
+            .collect();
+        if missing.is_empty() {
+            Ok(())
+        } else {
+            Err(Invalid::Fields(missing))
+        }
+    }
+
+    fn check_tiers(&self) -> Result<(), Invalid> {
+        let tiers = self.tiers.as_deref().unwrap_or_default();
+        if tiers.is_empty() {
+            return Err(Invalid::Message("No tier defined for the API".into()));
+        }
+        let unknown: Vec<&str> = tiers
+            .iter()
+            .filter(|t| tiers::find(TierLevel::Subscription, t).is_none())
+            .map(String::as_str)
+            .collect();
+        if unknown.is_empty() {
+            Ok(())
+        } else {
+            Err(Invalid::Message(format!(
+                "Specified tier(s) [{}] are invalid",
+                unknown.join(", ")
+            )))
+        }
+    }
+}
+
+/// Why a record was refused.
+#[derive(Debug, PartialEq)]
+pub enum Invalid {
+    /// Required properties missing: `(property, problem)`.
+    Fields(Vec<(String, String)>),
+    /// Any other problem, described.
+    Message(String),
+}
+
+fn check_name(property: &str, value: &str) -> Result<(), Invalid> {
+    if value != value.trim() {
+        return Err(Invalid::Message(format!(
+            "The API {property} must not start or end with spaces"
+        )));
+    }
+    if value.len() > 60 {
+        return Err(Invalid::Message(format!(
+            "The API {property} must not be longer than 60 characters"
+        )));
+    }
+    if let Some(c) = value
+        .chars()
+        .find(|c| FORBIDDEN_NAME_CHARS.contains(*c) || c.is_control())
+    {
+        return Err(Invalid::Message(format!(
+            "The API {property} contains the illegal character '{c}'"
+        )));
+    }
+    Ok(())
+}
+
+fn check_context(context: &str) -> Result<(), Invalid> {
+    if context.ends_with('/') {
+        return Err(Invalid::Message(
+            "Context cannot end with '/' character".into(),
+        ));
+    }
+    if context.contains(|c: char| c.is_whitespace() || "?#%\\".contains(c))
+        || context.contains("//")
+    {
+        return Err(Invalid::Message(format!(
+            "Context {context} is not a valid URL path"
+        )));
+    }
+    Ok(())
+}
+
+fn check_enum(property: &str, value: Option<&str>, allowed: &[&str]) -> Result<(), Invalid> {
+    match value {
+        Some(v) if !allowed.contains(&v) => Err(Invalid::Message(format!(
+            "Invalid value '{v}' for {property}; allowed values are {}",
+            allowed.join(", ")
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// The context as stored: a leading `/` added, tenants' APIs under `/t/<domain>`.
+pub fn normalise_context(context: &str, tenant: &str) -> String {
+    let context = if context.starts_with('/') {
+        context.to_string()
+    } else {
+        format!("/{context}")
+    };
+    if tenant == crate::users::SUPER_TENANT || context.starts_with(&format!("/t/{tenant}/")) {
+        context
+    } else {
+        format!("/t/{tenant}{context}")
+    }
+}
+
+/// Checks that a definition is a Swagger 2.0 JSON document whose `paths` define operations
+/// the gateway can route, with known `x-auth-type` and `x-throttling-tier` values.
+pub fn validate_swagger(definition: &str) -> Result<Value, String> {
+    let doc: Value = serde_json::from_str(definition)
+        .map_err(|e| format!("apiDefinition is not a valid JSON document: {e}"))?;
+    let object = doc
+        .as_object()
+        .ok_or("apiDefinition must be a JSON object")?;
+    if object.get("swagger").and_then(Value::as_str) != Some("2.0") {
+        return Err("apiDefinition must be a Swagger 2.0 document (\"swagger\": \"2.0\")".into());
+    }
+    let paths = object
+        .get("paths")
+        .and_then(Value::as_object)
+        .ok_or("apiDefinition must have a \"paths\" object")?;
+    for (path, item) in paths {
+        if !path.starts_with('/') {
+            return Err(format!(
+                "Path '{path}' in apiDefinition must start with '/'"
+            ));
+        }
+        let item = item
+            .as_object()
+            .ok_or_else(|| format!("Path '{path}' in apiDefinition must be an object"))?;
+        for (method, operation) in item.iter().filter(|(k, _)| METHODS.contains(&k.as_str())) {
+            validate_operation(path, method, operation)?;
+        }
+    }
+    Ok(doc)
+}
+
+fn validate_operation(path: &str, method: &str, operation: &Value) -> Result<(), String> {
+    let operation = operation
+        .as_object()
+        .ok_or_else(|| format!("Operation {method} {path} must be an object"))?;
+    if let Some(auth) = operation.get("x-auth-type")
+        && !auth.as_str().is_some_and(|a| AUTH_TYPES.contains(&a))
+    {
+        return Err(format!(
+            "x-auth-type of {method} {path} must be one of: {}",
+            AUTH_TYPES.join(", ")
+        ));
+    }
+    if let Some(tier) = operation.get("x-throttling-tier")
+        && tier
+            .as_str()
+            .is_none_or(|t| tiers::find(TierLevel::Resource, t).is_none())
+    {
+        return Err(format!(
+            "x-throttling-tier of {method} {path} is not a known resource tier"
+        ));
+    }
+    Ok(())
+}
+
+/// Checks an `endpointConfig` string: a JSON object with `endpoint_type` and production
+/// and/or sandbox endpoints, each `{url, config}` (or a list of them) with an http(s) URL.
+pub fn validate_endpoint_config(config: &str) -> Result<Value, String> {
+    let doc: Value = serde_json::from_str(config)
+        .map_err(|e| format!("endpointConfig is not a valid JSON document: {e}"))?;
+    let object = doc
+        .as_object()
+        .ok_or("endpointConfig must be a JSON object")?;
+    if !object.get("endpoint_type").is_some_and(Value::is_string) {
+        return Err("endpointConfig must have an \"endpoint_type\"".into());
+    }
+    let mut found = false;
+    for key in ["production_endpoints", "sandbox_endpoints"] {
+        match object.get(key) {
+            None | Some(Value::Null) => {}
+            Some(Value::Array(list)) => {
+                for endpoint in list {
+                    check_endpoint(key, endpoint)?;
+                }
+                found |= !list.is_empty();
+            }
+            Some(endpoint) => {
+                check_endpoint(key, endpoint)?;
+                found = true;
+            }
+        }
+    }
+    if found {
+        Ok(doc)
+    } else {
+        Err("endpointConfig must define production_endpoints or sandbox_endpoints".into())
+    }
+}
+
+fn check_endpoint(key: &str, endpoint: &Value) -> Result<(), String> {
+    let url = endpoint
+        .get("url")
+        .and_then(Value::as_str)
+        .ok_or_else(|| format!("{key} in endpointConfig must have a \"url\""))?;
+    let rest = url
+        .strip_prefix("http://")
+        .or_else(|| url.strip_prefix("https://"))
+        .ok_or_else(|| format!("{key} url '{url}' must be an http:// or https:// URL"))?;
+    if rest.is_empty() || rest.starts_with('/') || url.contains(char::is_whitespace) {
+        return Err(format!("{key} url '{url}' has no host"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn swagger_must_be_2_0_with_paths_and_known_extensions() {
+        assert!(validate_swagger(r#"{"swagger":"2.0","paths":{"/a":{"get":{}}}}"#).is_ok());
+        assert!(validate_swagger(r#"{"swagger":"2.0"}"#).is_err());
+        assert!(validate_swagger(r#"{"openapi":"3.0.0","paths":{}}"#).is_err());
+        assert!(validate_swagger("not json").is_err());
+        assert!(
+            validate_swagger(
+                r#"{"swagger":"2.0","paths":{"/a":{"get":{"x-auth-type":"Nobody"}}}}"#
+            )
+            .is_err()
+        );
+        assert!(
+            validate_swagger(
+                r#"{"swagger":"2.0","paths":{"/a":{"get":{"x-throttling-tier":"Gold"}}}}"#
+            )
+            .is_err()
+        );
+        assert!(validate_swagger(r#"{"swagger":"2.0","paths":{"/a":{"get":{"x-throttling-tier":"10KPerMin","x-auth-type":"None"}}}}"#).is_ok());
+    }
+
+    #[test]
+    fn endpoint_config_needs_an_http_endpoint() {
+        let ok = r#"{"production_endpoints":{"url":"http://localhost:8080/api","config":null},"sandbox_endpoints":null,"endpoint_type":"http"}"#;
+        assert!(validate_endpoint_config(ok).is_ok());
+        assert!(validate_endpoint_config(r#"{"endpoint_type":"http"}"#).is_err());
+        assert!(
+            validate_endpoint_config(
+                r#"{"production_endpoints":{"url":"ftp://x"},"endpoint_type":"http"}"#
+            )
+            .is_err()
+        );
+        assert!(validate_endpoint_config("{").is_err());
+    }
+
+    #[test]
+    fn contexts_are_normalised_per_tenant() {
+        assert_eq!(normalise_context("pizza", "carbon.super"), "/pizza");
+        assert_eq!(normalise_context("/pizza", "acme.com"), "/t/acme.com/pizza");
+        assert_eq!(
+            normalise_context("/t/acme.com/pizza", "acme.com"),
+            "/t/acme.com/pizza"
+        );
+    }
+}

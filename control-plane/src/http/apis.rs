@@ -1,0 +1,605 @@
+//! Publisher APIs, `/api/am/publisher/v0.14/apis` (spec 2.3, 3, 4.3).
+
+use axum::extract::{Path, Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+use sqlx::AnyPool;
+
+use super::AppState;
+use super::auth::Caller;
+use super::error::{ApiError, ApiResult, OnDuplicate};
+use super::extract::{JsonBody, QueryParams, parse_json, read_body};
+use super::pagination::{ListEnvelope, Page};
+use crate::apis::{ApiRecord, Invalid, normalise_context, validate_swagger};
+use crate::db::now;
+use crate::lifecycle;
+use crate::scopes::Scope;
+use crate::users::{provider_key, tenant_of};
+
+const BASE: &str = "/api/am/publisher/v0.14";
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route(&format!("{BASE}/apis"), get(list_apis).post(create_api))
+        .route(
+            &format!("{BASE}/apis/change-lifecycle"),
+            post(change_lifecycle),
+        )
+        .route(
+            &format!("{BASE}/apis/{{api_id}}"),
+            get(get_api).put(update_api).delete(delete_api),
+        )
+        .route(
+            &format!("{BASE}/apis/{{api_id}}/swagger"),
+            get(get_swagger).put(put_swagger),
+        )
+}
+
+/// An API as stored: indexed columns plus the record.
+#[derive(Debug, Clone)]
+pub struct StoredApi {
+    pub id: String,
+    pub tenant: String,
+    pub provider: String,
+    pub name: String,
+    pub version: String,
+    pub context: String,
+    pub status: String,
+    pub record: ApiRecord,
+}
+
+impl StoredApi {
+    /// `provider-name-version`, as subscriptions show the API (`@` kept, `-` in parts as %2D).
+    pub fn identifier(&self) -> String {
+        let part = |s: &str| s.replace('-', "%2D");
+        format!(
+            "{}-{}-{}",
+            part(&self.provider),
+            part(&self.name),
+            part(&self.version)
+        )
+    }
+
+    /// The record with the authoritative id and status.
+    fn full_record(&self) -> ApiRecord {
+        let mut record = self.record.clone();
+        record.id = Some(self.id.clone());
+        record.status = Some(self.status.clone());
+        record
+    }
+}
+
+/// `<provider with -AT->-<name>-<version>`, the unique name subscriptions may use.
+fn unique_name(provider: &str, name: &str, version: &str) -> String {
+    format!("{}-{name}-{version}", provider_key(provider))
+}
+
+type ApiRow = (
+    String,
+    String,
+    String,
+    String,
+    String,
+    String,
+    String,
+    String,
+);
+
+const API_COLUMNS: &str = "id, tenant, provider, name, version, context, status, record";
+
+fn from_row(row: ApiRow) -> ApiResult<StoredApi> {
+    let (id, tenant, provider, name, version, context, status, record) = row;
+    let record = serde_json::from_str(&record)
+        .map_err(|e| anyhow::anyhow!("stored record of API {id} is unreadable: {e}"))?;
+    Ok(StoredApi {
+        id,
+        tenant,
+        provider,
+        name,
+        version,
+        context,
+        status,
+        record,
+    })
+}
+
+/// The API with this id or unique name (`provider-name-version`, `-AT-` or `@` for
+/// tenants, `%2D` for dashes inside parts). `None` when missing.
+pub async fn find_api(db: &AnyPool, id_or_name: &str) -> ApiResult<Option<StoredApi>> {
+    // language=SQL
+    let by_id: Option<ApiRow> =
+        sqlx::query_as(&format!("SELECT {API_COLUMNS} FROM apis WHERE id = $1"))
+            .bind(id_or_name)
+            .fetch_optional(db)
+            .await?;
+    let row = match by_id {
+        Some(row) => Some(row),
+        None => {
+            let name = id_or_name
+                .replace("%2D", "-")
+                .replace("%2d", "-")
+                .replace('@', "-AT-");
+            // language=SQL
+            sqlx::query_as(&format!(
+                "SELECT {API_COLUMNS} FROM apis WHERE unique_name = $1"
+            ))
+            .bind(name)
+            .fetch_optional(db)
+            .await?
+        }
+    };
+    row.map(from_row).transpose()
+}
+
+/// The API if it exists in the caller's tenant; 404 otherwise (other tenants' APIs too).
+async fn tenant_api(state: &AppState, caller: &Caller, api_id: &str) -> ApiResult<StoredApi> {
+    match find_api(&state.db, api_id).await? {
+        Some(api) if api.tenant == caller.tenant() => Ok(api),
+        _ => Err(ApiError::NotFound("API", api_id.to_string())),
+    }
+}
+
+/// Every API of a tenant, by name and version.
+pub async fn tenant_apis(db: &AnyPool, tenant: &str) -> ApiResult<Vec<StoredApi>> {
+    // language=SQL
+    let rows: Vec<ApiRow> = sqlx::query_as(&format!(
+        "SELECT {API_COLUMNS} FROM apis WHERE tenant = $1 ORDER BY name, version"
+    ))
+    .bind(tenant)
+    .fetch_all(db)
+    .await?;
+    rows.into_iter().map(from_row).collect()
+}
+
+fn invalid(err: Invalid) -> ApiError {
+    match err {
+        Invalid::Fields(fields) => ApiError::Validation(fields),
+        Invalid::Message(message) => ApiError::BadRequest(message),
+    }
+}
+
+/// WSO2's `APIInfo`, the list item.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ApiInfo {
+    id: String,
+    name: String,
+    description: Option<String>,
+    context: String,
+    version: String,
+    provider: String,
+    status: String,
+    thumbnail_uri: Option<String>,
+}
+
+impl From<&StoredApi> for ApiInfo {
+    fn from(api: &StoredApi) -> Self {
+        ApiInfo {
+            id: api.id.clone(),
+            name: api.name.clone(),
+            description: api.record.description.clone(),
+            context: api.context.clone(),
+            version: api.version.clone(),
+            provider: api.provider.clone(),
+            status: api.status.clone(),
+            thumbnail_uri: api.record.thumbnail_uri.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ListQuery {
+    limit: Option<i64>,
+    offset: Option<i64>,
+    query: Option<String>,
+    #[allow(dead_code)]
+    expand: Option<bool>,
+}
+
+/// `GET /apis`: the tenant's APIs matching `query`, a page at a time.
+async fn list_apis(
+    State(state): State<AppState>,
+    caller: Caller,
+    QueryParams(q): QueryParams<ListQuery>,
+) -> ApiResult<Json<ListEnvelope<ApiInfo>>> {
+    caller.require(&state, Scope::ApiView)?;
+    let page = Page::new(q.limit, q.offset)?;
+    let query = q.query.unwrap_or_default();
+    let criteria = search::parse(&query).map_err(ApiError::BadRequest)?;
+    let matches: Vec<StoredApi> = tenant_apis(&state.db, caller.tenant())
+        .await?
+        .into_iter()
+        .filter(|api| criteria.iter().all(|c| c.matches(api)))
+        .collect();
+    let total = matches.len() as i64;
+    let list = page.slice(matches).iter().map(ApiInfo::from).collect();
+    let link = |limit, offset| format!("/apis?limit={limit}&offset={offset}&query={query}");
+    Ok(Json(
+        ListEnvelope::new(list, total, page, link).with_pagination(total, page),
+    ))
+}
+
+/// `POST /apis`: 201 with `Location` and the full record, status CREATED (or PROTOTYPED).
+async fn create_api(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(mut record): JsonBody<ApiRecord>,
+) -> ApiResult<Response> {
+    caller.require(&state, Scope::ApiCreate)?;
+    record.validate().map_err(invalid)?;
+    let provider = record
+        .provider
+        .clone()
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| caller.username().to_string());
+    if tenant_of(&provider) != caller.tenant() {
+        return Err(ApiError::BadRequest(format!(
+            "Provider '{provider}' is not in the tenant of the logged in user"
+        )));
+    }
+    let tenant = caller.tenant().to_string();
+    let name = record.name.clone().unwrap_or_default();
+    let version = record.version.clone().unwrap_or_default();
+    let context = normalise_context(record.context.as_deref().unwrap_or_default(), &tenant);
+    let status = if record.status.as_deref() == Some("PROTOTYPED") {
+        "PROTOTYPED"
+    } else {
+        "CREATED"
+    };
+    let id = uuid::Uuid::new_v4().to_string();
+    record.id = Some(id.clone());
+    record.provider = Some(provider.clone());
+    record.context = Some(context.clone());
+    record.status = Some(status.to_string());
+
+    let mut tx = state.db.begin().await?;
+    check_unique(&mut tx, &tenant, &name, &version, &context).await?;
+    // language=SQL
+    sqlx::query(
+        "INSERT INTO apis (id, tenant, provider, name, version, context, status, unique_name, record, created_at, updated_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10)",
+    )
+    .bind(&id)
+    .bind(&tenant)
+    .bind(&provider)
+    .bind(&name)
+    .bind(&version)
+    .bind(&context)
+    .bind(status)
+    .bind(unique_name(&provider, &name, &version))
+    .bind(serde_json::to_string(&record).map_err(anyhow::Error::from)?)
+    .bind(now())
+    .execute(&mut *tx)
+    .await
+    .on_duplicate(|| format!("A duplicate API already exists for {name}-{version}"))?;
+    tx.commit().await?;
+    tracing::info!(api = %id, %name, %version, %provider, "API created");
+    let location = format!("{BASE}/apis/{id}");
+    Ok((
+        StatusCode::CREATED,
+        [(header::LOCATION, location)],
+        Json(record),
+    )
+        .into_response())
+}
+
+/// WSO2's name, version and context rules within a tenant.
+async fn check_unique(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    tenant: &str,
+    name: &str,
+    version: &str,
+    context: &str,
+) -> ApiResult<()> {
+    // language=SQL
+    let others: Vec<(String, String, String)> = sqlx::query_as(
+        "SELECT name, version, context FROM apis
+         WHERE tenant = $1 AND (LOWER(name) = LOWER($2) OR context = $3)",
+    )
+    .bind(tenant)
+    .bind(name)
+    .bind(context)
+    .fetch_all(&mut **tx)
+    .await?;
+    for (other_name, other_version, other_context) in &others {
+        if other_name == name && other_version == version {
+            return Err(ApiError::AlreadyExists(format!(
+                "A duplicate API already exists for {name}-{version}"
+            )));
+        }
+        if other_name != name && other_name.eq_ignore_ascii_case(name) {
+            return Err(ApiError::BadRequest(format!(
+                "API with name {other_name} already exists."
+            )));
+        }
+        if other_name == name && other_context != context {
+            return Err(ApiError::BadRequest(format!(
+                "API name {name} already exists with different context {other_context}"
+            )));
+        }
+        if other_name != name {
+            return Err(ApiError::BadRequest(format!(
+                "A duplicate API context already exists for {context}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `GET /apis/{apiId}`.
+async fn get_api(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(api_id): Path<String>,
+) -> ApiResult<Json<ApiRecord>> {
+    caller.require(&state, Scope::ApiView)?;
+    Ok(Json(
+        tenant_api(&state, &caller, &api_id).await?.full_record(),
+    ))
+}
+
+/// `PUT /apis/{apiId}`: replaces the record; name, version, provider and context stay.
+async fn update_api(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(api_id): Path<String>,
+    JsonBody(mut record): JsonBody<ApiRecord>,
+) -> ApiResult<Json<ApiRecord>> {
+    caller.require(&state, Scope::ApiCreate)?;
+    let api = tenant_api(&state, &caller, &api_id).await?;
+    record.validate().map_err(invalid)?;
+    let context = normalise_context(record.context.as_deref().unwrap_or_default(), &api.tenant);
+    let provider = record
+        .provider
+        .clone()
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| api.provider.clone());
+    if record.name.as_deref() != Some(api.name.as_str())
+        || record.version.as_deref() != Some(api.version.as_str())
+        || provider != api.provider
+        || context != api.context
+    {
+        return Err(ApiError::BadRequest(
+            "The name, version, provider and context of an API cannot be changed".into(),
+        ));
+    }
+    record.id = Some(api.id.clone());
+    record.provider = Some(provider);
+    record.context = Some(context);
+    record.status = Some(api.status.clone());
+    save_record(&state.db, &api.id, &record).await?;
+    tracing::info!(api = %api.id, "API updated");
+    Ok(Json(record))
+}
+
+async fn save_record(db: &AnyPool, id: &str, record: &ApiRecord) -> ApiResult<()> {
+    // language=SQL
+    sqlx::query("UPDATE apis SET record = $1, updated_at = $2 WHERE id = $3")
+        .bind(serde_json::to_string(record).map_err(anyhow::Error::from)?)
+        .bind(now())
+        .bind(id)
+        .execute(db)
+        .await?;
+    Ok(())
+}
+
+/// `DELETE /apis/{apiId}`: 200 with no body; 409 while any application is subscribed.
+async fn delete_api(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(api_id): Path<String>,
+) -> ApiResult<StatusCode> {
+    caller.require(&state, Scope::ApiCreate)?;
+    let api = tenant_api(&state, &caller, &api_id).await?;
+    let mut tx = state.db.begin().await?;
+    // language=SQL
+    let (subscriptions,): (i64,) =
+        sqlx::query_as("SELECT COUNT(*) FROM subscriptions WHERE api_id = $1")
+            .bind(&api.id)
+            .fetch_one(&mut *tx)
+            .await?;
+    if subscriptions > 0 {
+        return Err(ApiError::Conflict(format!(
+            "Cannot remove the API {} as active subscriptions exist",
+            api.id
+        )));
+    }
+    // language=SQL
+    sqlx::query("DELETE FROM apis WHERE id = $1")
+        .bind(&api.id)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    tracing::info!(api = %api.id, "API deleted");
+    Ok(StatusCode::OK)
+}
+
+/// `GET /apis/{apiId}/swagger`: the definition as a JSON document.
+async fn get_swagger(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(api_id): Path<String>,
+) -> ApiResult<Response> {
+    caller.require(&state, Scope::ApiView)?;
+    let api = tenant_api(&state, &caller, &api_id).await?;
+    let definition = api.record.api_definition.unwrap_or_default();
+    Ok(([(header::CONTENT_TYPE, "application/json")], definition).into_response())
+}
+
+/// `PUT /apis/{apiId}/swagger`: the form field `apiDefinition` (multipart, as WSO2 takes
+/// it) or the definition itself as a JSON body.
+async fn put_swagger(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(api_id): Path<String>,
+    headers: HeaderMap,
+    request: Request,
+) -> ApiResult<Response> {
+    caller.require(&state, Scope::ApiCreate)?;
+    let api = tenant_api(&state, &caller, &api_id).await?;
+    let definition = swagger_from_request(&state, &headers, request).await?;
+    validate_swagger(&definition).map_err(ApiError::BadRequest)?;
+    let mut record = api.full_record();
+    record.api_definition = Some(definition.clone());
+    save_record(&state.db, &api.id, &record).await?;
+    Ok(([(header::CONTENT_TYPE, "application/json")], definition).into_response())
+}
+
+async fn swagger_from_request(
+    state: &AppState,
+    headers: &HeaderMap,
+    request: Request,
+) -> ApiResult<String> {
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    if content_type.starts_with("multipart/form-data") {
+        use axum::extract::FromRequest;
+        let mut form = axum::extract::Multipart::from_request(request, state)
+            .await
+            .map_err(|e| ApiError::BadRequest(e.body_text()))?;
+        while let Some(field) = form
+            .next_field()
+            .await
+            .map_err(|e| ApiError::BadRequest(e.body_text()))?
+        {
+            if field.name() == Some("apiDefinition") {
+                return field
+                    .text()
+                    .await
+                    .map_err(|e| ApiError::BadRequest(e.body_text()));
+            }
+        }
+        return Err(ApiError::Validation(vec![(
+            "apiDefinition".into(),
+            "may not be null".into(),
+        )]));
+    }
+    let body = read_body(request, state).await?;
+    let doc: serde_json::Value = parse_json(&body)?;
+    Ok(doc.to_string())
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct LifecycleQuery {
+    api_id: Option<String>,
+    action: Option<String>,
+    #[allow(dead_code)]
+    lifecycle_checklist: Option<String>,
+}
+
+/// `POST /apis/change-lifecycle?apiId&action`: 200 with no body, or 400 naming the
+/// actions the current state allows.
+async fn change_lifecycle(
+    State(state): State<AppState>,
+    caller: Caller,
+    QueryParams(q): QueryParams<LifecycleQuery>,
+) -> ApiResult<StatusCode> {
+    caller.require(&state, Scope::ApiPublish)?;
+    let (Some(api_id), Some(action)) = (q.api_id, q.action) else {
+        return Err(ApiError::BadRequest(
+            "Query parameters apiId and action are required".into(),
+        ));
+    };
+    let api = tenant_api(&state, &caller, &api_id).await?;
+    let next = lifecycle::next_state(&api.status, &action).map_err(|allowed| {
+        ApiError::BadRequest(format!(
+            "Action '{action}' is not allowed. Allowed actions are [{}]",
+            allowed.join(", ")
+        ))
+    })?;
+    // Compare-and-set, so two concurrent changes cannot both apply to the same state.
+    // language=SQL
+    let changed =
+        sqlx::query("UPDATE apis SET status = $1, updated_at = $2 WHERE id = $3 AND status = $4")
+            .bind(next)
+            .bind(now())
+            .bind(&api.id)
+            .bind(&api.status)
+            .execute(&state.db)
+            .await?;
+    if changed.rows_affected() == 0 {
+        return Err(ApiError::Conflict(format!(
+            "The lifecycle state of API {} changed concurrently; try again",
+            api.id
+        )));
+    }
+    tracing::info!(api = %api.id, from = %api.status, to = next, %action, "API lifecycle changed");
+    Ok(StatusCode::OK)
+}
+
+/// WSO2's API search: `attribute:value` criteria, ANDed; values match as substrings
+/// (case-insensitive) unless double-quoted; no attribute means the name.
+pub mod search {
+    use super::StoredApi;
+
+    /// One criterion of a search query.
+    #[derive(Debug)]
+    pub struct Criterion {
+        attribute: String,
+        value: String,
+        exact: bool,
+    }
+
+    /// Parses a query string into criteria.
+    pub fn parse(query: &str) -> Result<Vec<Criterion>, String> {
+        query
+            .split_whitespace()
+            .map(|term| {
+                let (attribute, value) = term.split_once(':').unwrap_or(("name", term));
+                let attribute = match attribute.to_ascii_lowercase().as_str() {
+                    "tag" => "tags".to_string(),
+                    a @ ("name" | "version" | "context" | "status" | "description" | "provider"
+                    | "tags" | "subcontext" | "doc" | "label") => a.to_string(),
+                    other => return Err(format!("Invalid search attribute '{other}'")),
+                };
+                if value.is_empty() {
+                    return Err("Search term is missing. Try again with valid search query.".into());
+                }
+                let exact = value.len() >= 2 && value.starts_with('"') && value.ends_with('"');
+                let value = value.trim_matches('"').to_string();
+                let value = if attribute == "provider" {
+                    value.replace("-AT-", "@")
+                } else {
+                    value
+                };
+                Ok(Criterion {
+                    attribute,
+                    value,
+                    exact,
+                })
+            })
+            .collect()
+    }
+
+    impl Criterion {
+        /// Whether an API satisfies this criterion.
+        pub fn matches(&self, api: &StoredApi) -> bool {
+            let candidates: Vec<String> = match self.attribute.as_str() {
+                "name" => vec![api.name.clone()],
+                "version" => vec![api.version.clone()],
+                "context" | "subcontext" => vec![api.context.clone()],
+                "status" => vec![api.status.clone()],
+                "description" => vec![api.record.description.clone().unwrap_or_default()],
+                "provider" => vec![api.provider.clone()],
+                "tags" => api.record.tags.clone().unwrap_or_default(),
+                _ => vec![],
+            };
+            candidates.iter().any(|c| {
+                if self.exact {
+                    c.eq_ignore_ascii_case(&self.value)
+                } else {
+                    c.to_ascii_lowercase()
+                        .contains(&self.value.to_ascii_lowercase())
+                }
+            })
+        }
+    }
+}

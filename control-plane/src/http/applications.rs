@@ -1,0 +1,400 @@
+//! Store applications, `/api/am/store/v0.14/applications` (spec 2.4, 4.4).
+
+use axum::extract::{FromRequestParts, Path, State};
+use axum::http::request::Parts;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::AppState;
+use super::auth::Caller;
+use super::error::{ApiError, ApiResult, OnDuplicate};
+use super::extract::{JsonBody, QueryParams};
+use super::keys::{ApplicationKey, application_keys};
+use super::pagination::{ListEnvelope, Page};
+use crate::db::now;
+use crate::scopes::Scope;
+use crate::tiers::{self, TierLevel};
+
+pub const STORE: &str = "/api/am/store/v0.14";
+
+/// Name of the application every store user has.
+const DEFAULT_APPLICATION: &str = "DefaultApplication";
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route(
+            &format!("{STORE}/applications"),
+            get(list_applications).post(create_application),
+        )
+        .route(
+            &format!("{STORE}/applications/{{application_id}}"),
+            get(get_application)
+                .put(update_application)
+                .delete(delete_application),
+        )
+}
+
+/// A store caller: a token with the subscribe scope. The first such call creates the
+/// user's DefaultApplication, as WSO2's PostAuthenticationInterceptor does.
+pub struct StoreUser(pub Caller);
+
+impl FromRequestParts<AppState> for StoreUser {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> ApiResult<Self> {
+        let caller = Caller::from_request_parts(parts, state).await?;
+        caller.require(state, Scope::Subscribe)?;
+        ensure_default_application(state, caller.username()).await?;
+        Ok(StoreUser(caller))
+    }
+}
+
+async fn ensure_default_application(state: &AppState, username: &str) -> ApiResult<()> {
+    if state
+        .store_users
+        .lock()
+        .expect("store users lock")
+        .contains(username)
+    {
+        return Ok(());
+    }
+    // language=SQL
+    sqlx::query(
+        "INSERT INTO applications (id, owner, name, throttling_tier, description, callback_url, group_id, token_type, status, attributes, created_at)
+         VALUES ($1, $2, $3, 'Unlimited', 'This is the default application', '', '', 'DEFAULT', 'APPROVED', '{}', $4)
+         ON CONFLICT (owner, name) DO NOTHING",
+    )
+    .bind(uuid::Uuid::new_v4().to_string())
+    .bind(username)
+    .bind(DEFAULT_APPLICATION)
+    .bind(now())
+    .execute(&state.db)
+    .await?;
+    state
+        .store_users
+        .lock()
+        .expect("store users lock")
+        .insert(username.to_string());
+    Ok(())
+}
+
+/// An application as stored.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct StoredApplication {
+    pub id: String,
+    pub owner: String,
+    pub name: String,
+    pub throttling_tier: String,
+    pub description: String,
+    pub callback_url: String,
+    pub group_id: String,
+    pub token_type: String,
+    pub status: String,
+    pub attributes: String,
+}
+
+const APP_COLUMNS: &str = "id, owner, name, throttling_tier, description, callback_url, group_id, token_type, status, attributes";
+
+/// The caller's application: 404 when missing, 403 when someone else's.
+pub async fn owned_application(
+    state: &AppState,
+    caller: &Caller,
+    application_id: &str,
+) -> ApiResult<StoredApplication> {
+    // language=SQL
+    let app: Option<StoredApplication> = sqlx::query_as(&format!(
+        "SELECT {APP_COLUMNS} FROM applications WHERE id = $1"
+    ))
+    .bind(application_id)
+    .fetch_optional(&state.db)
+    .await?;
+    match app {
+        None => Err(ApiError::NotFound(
+            "application",
+            application_id.to_string(),
+        )),
+        Some(app) if app.owner != caller.username() => Err(ApiError::Forbidden(format!(
+            "You don't have permission to access the application with Id '{application_id}'"
+        ))),
+        Some(app) => Ok(app),
+    }
+}
+
+/// WSO2's `Application`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ApplicationDto {
+    application_id: String,
+    name: String,
+    subscriber: String,
+    throttling_tier: String,
+    callback_url: String,
+    description: String,
+    status: String,
+    group_id: String,
+    token_type: String,
+    keys: Vec<ApplicationKey>,
+    attributes: Value,
+}
+
+/// WSO2's `ApplicationInfo`, the list item.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ApplicationInfo {
+    application_id: String,
+    name: String,
+    subscriber: String,
+    throttling_tier: String,
+    description: String,
+    status: String,
+    group_id: String,
+    attributes: Value,
+}
+
+fn attributes(app: &StoredApplication) -> Value {
+    serde_json::from_str(&app.attributes).unwrap_or_else(|_| Value::Object(Map::new()))
+}
+
+async fn dto(state: &AppState, app: StoredApplication) -> ApiResult<ApplicationDto> {
+    let keys = application_keys(&state.db, &app.id).await?;
+    Ok(ApplicationDto {
+        attributes: attributes(&app),
+        application_id: app.id,
+        name: app.name,
+        subscriber: app.owner,
+        throttling_tier: app.throttling_tier,
+        callback_url: app.callback_url,
+        description: app.description,
+        status: app.status,
+        group_id: app.group_id,
+        token_type: app.token_type,
+        keys,
+    })
+}
+
+/// The request body of create and update.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ApplicationBody {
+    name: Option<String>,
+    throttling_tier: Option<String>,
+    description: Option<String>,
+    callback_url: Option<String>,
+    group_id: Option<String>,
+    token_type: Option<String>,
+    attributes: Option<Map<String, Value>>,
+    // Read-only properties clients echo back from a GET; ignored.
+    #[allow(dead_code)]
+    application_id: Option<String>,
+    #[allow(dead_code)]
+    subscriber: Option<String>,
+    #[allow(dead_code)]
+    status: Option<String>,
+    #[allow(dead_code)]
+    keys: Option<Vec<Value>>,
+}
+
+impl ApplicationBody {
+    /// Checks the body, returning the name and tier.
+    fn validate(&self) -> ApiResult<(String, String)> {
+        let mut missing = Vec::new();
+        if self.name.as_deref().is_none_or(|n| n.is_empty()) {
+            missing.push(("name".to_string(), "may not be null".to_string()));
+        }
+        if self.throttling_tier.as_deref().is_none_or(|t| t.is_empty()) {
+            missing.push(("throttlingTier".to_string(), "may not be null".to_string()));
+        }
+        if !missing.is_empty() {
+            return Err(ApiError::Validation(missing));
+        }
+        let name = self.name.clone().unwrap_or_default();
+        let tier = self.throttling_tier.clone().unwrap_or_default();
+        if name.trim() != name {
+            return Err(ApiError::BadRequest(
+                "Application name cannot contain leading or trailing white spaces".into(),
+            ));
+        }
+        if name.chars().count() > 70 || name.chars().any(char::is_control) {
+            return Err(ApiError::BadRequest(
+                "Application name must have at most 70 printable characters".into(),
+            ));
+        }
+        if tiers::find(TierLevel::Application, &tier).is_none() {
+            return Err(ApiError::BadRequest(format!(
+                "Specified tier {tier} is invalid"
+            )));
+        }
+        if let Some(token_type) = &self.token_type
+            && !matches!(token_type.as_str(), "OAUTH" | "JWT" | "DEFAULT")
+        {
+            return Err(ApiError::BadRequest(format!(
+                "Invalid tokenType '{token_type}'; allowed values are OAUTH, JWT"
+            )));
+        }
+        Ok((name, tier))
+    }
+
+    fn attributes_json(&self) -> String {
+        Value::Object(self.attributes.clone().unwrap_or_default()).to_string()
+    }
+}
+
+fn already_exists(name: &str) -> String {
+    format!("An application already exists with name {name}")
+}
+
+/// `POST /applications`: 201 with `Location` and the application.
+async fn create_application(
+    State(state): State<AppState>,
+    StoreUser(caller): StoreUser,
+    JsonBody(body): JsonBody<ApplicationBody>,
+) -> ApiResult<Response> {
+    let (name, tier) = body.validate()?;
+    let id = uuid::Uuid::new_v4().to_string();
+    // language=SQL
+    sqlx::query(
+        "INSERT INTO applications (id, owner, name, throttling_tier, description, callback_url, group_id, token_type, status, attributes, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'APPROVED', $9, $10)",
+    )
+    .bind(&id)
+    .bind(caller.username())
+    .bind(&name)
+    .bind(&tier)
+    .bind(body.description.clone().unwrap_or_default())
+    .bind(body.callback_url.clone().unwrap_or_default())
+    .bind(body.group_id.clone().unwrap_or_default())
+    .bind(body.token_type.clone().unwrap_or_else(|| "OAUTH".into()))
+    .bind(body.attributes_json())
+    .bind(now())
+    .execute(&state.db)
+    .await
+    .on_duplicate(|| already_exists(&name))?;
+    tracing::info!(application = %id, %name, owner = caller.username(), "application created");
+    let app = owned_application(&state, &caller, &id).await?;
+    let location = format!("{STORE}/applications/{id}");
+    Ok((
+        StatusCode::CREATED,
+        [(header::LOCATION, location)],
+        Json(dto(&state, app).await?),
+    )
+        .into_response())
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ListQuery {
+    limit: Option<i64>,
+    offset: Option<i64>,
+    query: Option<String>,
+    group_id: Option<String>,
+    #[allow(dead_code)]
+    sort_by: Option<String>,
+    #[allow(dead_code)]
+    sort_order: Option<String>,
+}
+
+/// `GET /applications`: the caller's applications, optionally filtered by name.
+async fn list_applications(
+    State(state): State<AppState>,
+    StoreUser(caller): StoreUser,
+    QueryParams(q): QueryParams<ListQuery>,
+) -> ApiResult<Json<ListEnvelope<ApplicationInfo>>> {
+    let page = Page::new(q.limit, q.offset)?;
+    // language=SQL
+    let apps: Vec<StoredApplication> = sqlx::query_as(&format!(
+        "SELECT {APP_COLUMNS} FROM applications WHERE owner = $1 ORDER BY name"
+    ))
+    .bind(caller.username())
+    .fetch_all(&state.db)
+    .await?;
+    let needle = q.query.unwrap_or_default().to_ascii_lowercase();
+    let matching: Vec<StoredApplication> = apps
+        .into_iter()
+        .filter(|a| a.name.to_ascii_lowercase().contains(&needle))
+        .collect();
+    let total = matching.len() as i64;
+    let list = page
+        .slice(matching)
+        .into_iter()
+        .map(|app| ApplicationInfo {
+            attributes: attributes(&app),
+            application_id: app.id,
+            name: app.name,
+            subscriber: app.owner,
+            throttling_tier: app.throttling_tier,
+            description: app.description,
+            status: app.status,
+            group_id: app.group_id,
+        })
+        .collect();
+    let group = q.group_id.unwrap_or_default();
+    let link =
+        |limit, offset| format!("/applications?limit={limit}&offset={offset}&groupId={group}");
+    Ok(Json(ListEnvelope::new(list, total, page, link)))
+}
+
+/// `GET /applications/{applicationId}`.
+async fn get_application(
+    State(state): State<AppState>,
+    StoreUser(caller): StoreUser,
+    Path(application_id): Path<String>,
+) -> ApiResult<Json<ApplicationDto>> {
+    let app = owned_application(&state, &caller, &application_id).await?;
+    Ok(Json(dto(&state, app).await?))
+}
+
+/// `PUT /applications/{applicationId}`.
+async fn update_application(
+    State(state): State<AppState>,
+    StoreUser(caller): StoreUser,
+    Path(application_id): Path<String>,
+    JsonBody(body): JsonBody<ApplicationBody>,
+) -> ApiResult<Json<ApplicationDto>> {
+    let app = owned_application(&state, &caller, &application_id).await?;
+    let (name, tier) = body.validate()?;
+    // language=SQL
+    sqlx::query(
+        "UPDATE applications SET name = $1, throttling_tier = $2, description = $3, callback_url = $4,
+         group_id = $5, token_type = $6, attributes = $7 WHERE id = $8",
+    )
+    .bind(&name)
+    .bind(&tier)
+    .bind(body.description.clone().unwrap_or(app.description))
+    .bind(body.callback_url.clone().unwrap_or(app.callback_url))
+    .bind(body.group_id.clone().unwrap_or(app.group_id))
+    .bind(body.token_type.clone().unwrap_or(app.token_type))
+    .bind(if body.attributes.is_some() { body.attributes_json() } else { app.attributes })
+    .bind(&application_id)
+    .execute(&state.db)
+    .await
+    .on_duplicate(|| already_exists(&name))?;
+    let app = owned_application(&state, &caller, &application_id).await?;
+    Ok(Json(dto(&state, app).await?))
+}
+
+/// `DELETE /applications/{applicationId}`: the application, its subscriptions and keys.
+async fn delete_application(
+    State(state): State<AppState>,
+    StoreUser(caller): StoreUser,
+    Path(application_id): Path<String>,
+) -> ApiResult<StatusCode> {
+    let app = owned_application(&state, &caller, &application_id).await?;
+    let mut tx = state.db.begin().await?;
+    for statement in [
+        "DELETE FROM subscriptions WHERE application_id = $1",
+        "DELETE FROM oauth_clients WHERE application_id = $1",
+        "DELETE FROM applications WHERE id = $1",
+    ] {
+        sqlx::query(statement)
+            .bind(&app.id)
+            .execute(&mut *tx)
+            .await?;
+    }
+    tx.commit().await?;
+    tracing::info!(application = %app.id, "application deleted");
+    Ok(StatusCode::OK)
+}

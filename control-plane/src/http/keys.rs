@@ -1,0 +1,251 @@
+//! Application keys (spec 2.6, 4.4): consumer key and secret per key type, usable as
+//! client credentials at the token service.
+
+use axum::extract::{Path, State};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sqlx::AnyPool;
+
+use super::AppState;
+use super::applications::{STORE, StoreUser, owned_application};
+use super::error::{ApiError, ApiResult, OnDuplicate};
+use super::extract::{JsonBody, QueryParams};
+use super::token::issue;
+use crate::clients::{self, OAuthClient};
+use crate::users;
+
+/// Grants a key gets when the request names none.
+const DEFAULT_GRANTS: &str = "password client_credentials refresh_token";
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route(
+            &format!("{STORE}/applications/generate-keys"),
+            post(generate_keys),
+        )
+        .route(
+            &format!("{STORE}/applications/{{application_id}}/keys/{{key_type}}"),
+            get(get_key),
+        )
+}
+
+/// WSO2's `ApplicationKey`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ApplicationKey {
+    consumer_key: String,
+    consumer_secret: String,
+    supported_grant_types: Vec<String>,
+    callback_url: String,
+    key_state: &'static str,
+    key_type: String,
+    group_id: Option<String>,
+    token: Option<TokenInfo>,
+}
+
+/// WSO2's `Token`: the application access token issued with the keys.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct TokenInfo {
+    access_token: String,
+    token_scopes: Vec<String>,
+    validity_time: i64,
+}
+
+impl ApplicationKey {
+    fn new(client: OAuthClient, token: Option<TokenInfo>) -> Self {
+        ApplicationKey {
+            supported_grant_types: client
+                .grant_types
+                .split_whitespace()
+                .map(str::to_string)
+                .collect(),
+            consumer_key: client.client_id,
+            consumer_secret: client.client_secret,
+            callback_url: client.callback_url,
+            key_state: "COMPLETED",
+            key_type: client.key_type.unwrap_or_default(),
+            group_id: None,
+            token,
+        }
+    }
+}
+
+/// The keys an application has, production first.
+pub async fn application_keys(
+    db: &AnyPool,
+    application_id: &str,
+) -> ApiResult<Vec<ApplicationKey>> {
+    let mut keys = Vec::new();
+    for key_type in ["PRODUCTION", "SANDBOX"] {
+        if let Some(client) = clients::find_application_key(db, application_id, key_type).await? {
+            keys.push(ApplicationKey::new(client, None));
+        }
+    }
+    Ok(keys)
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct GenerateQuery {
+    application_id: Option<String>,
+}
+
+/// WSO2's `ApplicationKeyGenerateRequest`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct GenerateRequest {
+    key_type: Option<String>,
+    /// A string of seconds in WSO2's swagger; a number is taken too.
+    validity_time: Option<Value>,
+    access_allow_domains: Option<Vec<String>>,
+    supported_grant_types: Option<Vec<String>>,
+    callback_url: Option<String>,
+    scopes: Option<Vec<String>>,
+    #[allow(dead_code)]
+    client_id: Option<String>,
+    #[allow(dead_code)]
+    client_secret: Option<String>,
+}
+
+impl GenerateRequest {
+    /// Checks the request, returning key type and validity in seconds.
+    fn validate(&self) -> ApiResult<(String, i64)> {
+        let mut missing = Vec::new();
+        for (property, present) in [
+            ("keyType", self.key_type.is_some()),
+            ("validityTime", self.validity_time.is_some()),
+            ("accessAllowDomains", self.access_allow_domains.is_some()),
+        ] {
+            if !present {
+                missing.push((property.to_string(), "may not be null".to_string()));
+            }
+        }
+        if !missing.is_empty() {
+            return Err(ApiError::Validation(missing));
+        }
+        let key_type = self.key_type.clone().unwrap_or_default();
+        if !matches!(key_type.as_str(), "PRODUCTION" | "SANDBOX") {
+            return Err(ApiError::BadRequest(format!(
+                "Invalid keyType '{key_type}'; allowed values are PRODUCTION, SANDBOX"
+            )));
+        }
+        let validity = match &self.validity_time {
+            Some(Value::String(s)) => s.trim().parse::<i64>().ok(),
+            Some(Value::Number(n)) => n.as_i64(),
+            _ => None,
+        }
+        .filter(|v| *v > 0)
+        .ok_or_else(|| {
+            ApiError::BadRequest("validityTime must be a positive number of seconds".into())
+        })?;
+        Ok((key_type, validity))
+    }
+}
+
+/// `POST /applications/generate-keys?applicationId=`: 200 with the new key and an
+/// application token; 409 if the key type already has keys.
+async fn generate_keys(
+    State(state): State<AppState>,
+    StoreUser(caller): StoreUser,
+    QueryParams(q): QueryParams<GenerateQuery>,
+    JsonBody(request): JsonBody<GenerateRequest>,
+) -> ApiResult<Json<ApplicationKey>> {
+    let application_id = q
+        .application_id
+        .ok_or_else(|| ApiError::BadRequest("Query parameter applicationId is required".into()))?;
+    let app = owned_application(&state, &caller, &application_id).await?;
+    let (key_type, validity) = request.validate()?;
+    let grants = match &request.supported_grant_types {
+        Some(list) if !list.is_empty() => list.join(" "),
+        _ => DEFAULT_GRANTS.to_string(),
+    };
+    let client = OAuthClient {
+        client_id: clients::new_client_id(),
+        client_secret: clients::new_client_secret(),
+        client_name: format!("{}_{}_{key_type}", caller.username(), app.name),
+        owner: caller.username().to_string(),
+        callback_url: request.callback_url.clone().unwrap_or(app.callback_url),
+        grant_types: grants,
+        saas_app: 0,
+        application_id: Some(app.id.clone()),
+        key_type: Some(key_type.clone()),
+        validity_secs: Some(validity),
+        scopes: request.scopes.clone().unwrap_or_default().join(" "),
+        allow_domains: request
+            .access_allow_domains
+            .clone()
+            .unwrap_or_default()
+            .join(" "),
+    };
+    let conflict = || format!("Keys already generated for the application {}", app.id);
+    if clients::find_application_key(&state.db, &app.id, &key_type)
+        .await?
+        .is_some()
+    {
+        return Err(ApiError::Conflict(conflict()));
+    }
+    clients::insert(&state.db, &client)
+        .await
+        .on_duplicate(conflict)
+        .map_err(|err| match err {
+            ApiError::AlreadyExists(message) => ApiError::Conflict(message),
+            other => other,
+        })?;
+    tracing::info!(application = %app.id, %key_type, "application keys generated");
+    let token = application_token(&state, &client, validity).await?;
+    Ok(Json(ApplicationKey::new(client, token)))
+}
+
+/// The client_credentials token WSO2 hands out with new keys, when the key allows that grant.
+async fn application_token(
+    state: &AppState,
+    client: &OAuthClient,
+    validity: i64,
+) -> ApiResult<Option<TokenInfo>> {
+    if !client.allows_grant("client_credentials") {
+        return Ok(None);
+    }
+    let owner = users::find(&state.db, &client.owner)
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("owner {} of a new key is missing", client.owner))?;
+    let scope = if client.scopes.is_empty() {
+        "default"
+    } else {
+        client.scopes.as_str()
+    };
+    let issued = issue(state, client, &owner, scope, validity, false)
+        .await
+        .map_err(|_| anyhow::anyhow!("could not issue the application token"))?;
+    Ok(Some(TokenInfo {
+        access_token: issued.access_token,
+        token_scopes: issued
+            .scope
+            .split_whitespace()
+            .map(str::to_string)
+            .collect(),
+        validity_time: issued.expires_in,
+    }))
+}
+
+/// `GET /applications/{applicationId}/keys/{keyType}`.
+async fn get_key(
+    State(state): State<AppState>,
+    StoreUser(caller): StoreUser,
+    Path((application_id, key_type)): Path<(String, String)>,
+) -> ApiResult<Json<ApplicationKey>> {
+    let app = owned_application(&state, &caller, &application_id).await?;
+    if !matches!(key_type.as_str(), "PRODUCTION" | "SANDBOX") {
+        return Err(ApiError::BadRequest(format!(
+            "Invalid keyType '{key_type}'; allowed values are PRODUCTION, SANDBOX"
+        )));
+    }
+    clients::find_application_key(&state.db, &app.id, &key_type)
+        .await?
+        .map(|client| Json(ApplicationKey::new(client, None)))
+        .ok_or_else(|| {
+            ApiError::NotFound("application key", format!("{application_id}/{key_type}"))
+        })
+}

@@ -1,0 +1,70 @@
+//! The management listener: every REST resource, merged into one router.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use sqlx::AnyPool;
+use tower_http::trace::TraceLayer;
+
+use crate::config::Config;
+use crate::keys::KeyRing;
+use crate::scopes::ScopeNames;
+
+mod admin;
+mod apis;
+mod applications;
+mod auth;
+pub mod error;
+mod extract;
+mod keys;
+mod pagination;
+mod registration;
+mod subscriptions;
+mod tiers;
+mod token;
+
+/// What every handler shares.
+#[derive(Clone)]
+pub struct AppState {
+    /// The database pool.
+    pub db: AnyPool,
+    /// Token signing keys.
+    pub keys: Arc<KeyRing>,
+    /// Start-up configuration.
+    pub config: Arc<Config>,
+    /// Scope names under the configured prefix.
+    pub scopes: ScopeNames,
+    /// `iss` of issued tokens.
+    pub issuer: String,
+    /// Users whose DefaultApplication is known to exist (saves a write per store call).
+    pub store_users: Arc<Mutex<HashSet<String>>>,
+}
+
+/// The whole management API.
+pub fn app(state: AppState) -> Router {
+    let body_limit = state.config.max_body_bytes;
+    Router::new()
+        .merge(registration::router())
+        .merge(token::router())
+        .merge(apis::router())
+        .merge(tiers::router())
+        .merge(applications::router())
+        .merge(keys::router())
+        .merge(subscriptions::router())
+        .merge(admin::router())
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(body_limit))
+        .layer(TraceLayer::new_for_http())
+        .with_state(state)
+}
+
+async fn not_found(uri: axum::http::Uri) -> error::ApiError {
+    error::ApiError::NotFoundWhy(format!("No resource at {}", uri.path()))
+}
+
+async fn method_not_allowed() -> error::ApiError {
+    error::ApiError::MethodNotAllowed
+}

@@ -1,0 +1,191 @@
+//! Dynamic client registration, `POST /client-registration/v0.14/register` (spec 2.1, 4.1).
+//! Behaves as WSO2's DCR v0.14: 200, idempotent per owner and client name.
+
+use axum::routing::post;
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+
+use super::AppState;
+use super::auth::BasicUser;
+use super::error::{ApiError, ApiResult, OnDuplicate};
+use super::extract::JsonBody;
+use crate::clients::{self, OAuthClient};
+
+pub fn router() -> Router<AppState> {
+    Router::new().route("/client-registration/v0.14/register", post(register))
+}
+
+/// WSO2's `RegistrationProfile`, including the OIDC fields it accepts and ignores.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[allow(dead_code)]
+struct RegistrationProfile {
+    callback_url: Option<String>,
+    client_name: Option<String>,
+    owner: Option<String>,
+    grant_type: Option<String>,
+    saas_app: Option<bool>,
+    token_scope: Option<String>,
+    token_type: Option<String>,
+    application_type: Option<String>,
+    redirect_uris: Option<Vec<String>>,
+    logo_uri: Option<String>,
+    subject_type: Option<String>,
+    sector_identifier_uri: Option<String>,
+    token_endpoint_auth_method: Option<String>,
+    jwks_uri: Option<String>,
+    user_info_encrypted_response_alg: Option<String>,
+    user_info_encrypted_response_enc: Option<String>,
+    contacts: Option<Vec<String>>,
+    request_uris: Option<Vec<String>>,
+    audience: Option<String>,
+    recepient_validation_u_r_l: Option<String>,
+    assertion_consumer_u_r_l: Option<String>,
+}
+
+/// WSO2's `OAuthApplicationInfo`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct OAuthApplicationInfo {
+    client_id: String,
+    client_name: String,
+    #[serde(rename = "callBackURL")]
+    call_back_url: String,
+    client_secret: String,
+    is_saas_application: bool,
+    app_owner: Option<String>,
+    json_string: String,
+    json_app_attribute: String,
+    token_type: Option<String>,
+}
+
+async fn register(
+    state: axum::extract::State<AppState>,
+    BasicUser(user): BasicUser,
+    JsonBody(profile): JsonBody<RegistrationProfile>,
+) -> ApiResult<Json<OAuthApplicationInfo>> {
+    let client_name = required(profile.client_name.as_deref(), "clientName")?;
+    let owner = profile.owner.clone().unwrap_or_default();
+    if owner != user.username {
+        return Err(ApiError::BadRequest(format!(
+            "Logged in user '{}' and application owner '{owner}' should be same.",
+            user.username
+        )));
+    }
+    if user.roles.is_empty() {
+        return Err(ApiError::Forbidden(
+            "You do not have enough privileges to create an OAuth app".into(),
+        ));
+    }
+    let full_name = format!("{}_{client_name}", registration_prefix(&owner));
+    if let Some(existing) = clients::find_registered(&state.db, &owner, &full_name).await? {
+        return Ok(Json(info(existing, None, profile.token_type)));
+    }
+    let callback_url = profile.callback_url.clone().unwrap_or_default();
+    let client = OAuthClient {
+        client_id: clients::new_client_id(),
+        client_secret: clients::new_client_secret(),
+        client_name: full_name.clone(),
+        owner: owner.clone(),
+        grant_types: grant_types(profile.grant_type.as_deref(), &callback_url),
+        callback_url,
+        saas_app: i64::from(profile.saas_app.unwrap_or(false)),
+        application_id: None,
+        key_type: None,
+        validity_secs: None,
+        scopes: String::new(),
+        allow_domains: String::new(),
+    };
+    match clients::insert(&state.db, &client)
+        .await
+        .on_duplicate(String::new)
+    {
+        Ok(()) => Ok(Json(info(client, Some(owner), profile.token_type))),
+        // Registered concurrently by the same owner: answer with that client, as a repeat would.
+        Err(ApiError::AlreadyExists(_)) => {
+            let existing = clients::find_registered(&state.db, &owner, &full_name)
+                .await?
+                .ok_or_else(|| anyhow::anyhow!("registered client vanished"))?;
+            Ok(Json(info(existing, None, profile.token_type)))
+        }
+        Err(err) => Err(err),
+    }
+}
+
+fn required<'a>(value: Option<&'a str>, property: &str) -> ApiResult<&'a str> {
+    match value {
+        Some(v) if !v.trim().is_empty() => Ok(v),
+        _ => Err(ApiError::Validation(vec![(
+            property.to_string(),
+            "may not be null".into(),
+        )])),
+    }
+}
+
+/// `<owner without tenant, '@' as -AT->`, WSO2's prefix of registered client names.
+fn registration_prefix(owner: &str) -> String {
+    let local = owner
+        .rsplit_once('@')
+        .map(|(local, _)| local)
+        .unwrap_or(owner);
+    local.replace('@', "-AT-").replace('/', "_")
+}
+
+/// The requested grants; the redirect-based ones need a callback URL.
+fn grant_types(requested: Option<&str>, callback_url: &str) -> String {
+    requested
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter(|g| {
+            !callback_url.trim().is_empty() || !matches!(*g, "authorization_code" | "implicit")
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn info(
+    client: OAuthClient,
+    app_owner: Option<String>,
+    token_type: Option<String>,
+) -> OAuthApplicationInfo {
+    // A new client reports all its parameters; a repeated registration only its grants.
+    let json_string = if app_owner.is_some() {
+        serde_json::json!({
+            "grant_types": client.grant_types,
+            "client_name": client.client_name,
+            "redirect_uris": client.callback_url,
+        })
+    } else {
+        serde_json::json!({"grant_types": client.grant_types})
+    };
+    OAuthApplicationInfo {
+        client_id: client.client_id,
+        client_name: client.client_name,
+        call_back_url: client.callback_url,
+        client_secret: client.client_secret,
+        is_saas_application: client.saas_app != 0,
+        app_owner,
+        json_string: json_string.to_string(),
+        json_app_attribute: "{}".into(),
+        token_type,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_grants_follow_wso2() {
+        assert_eq!(registration_prefix("admin"), "admin");
+        assert_eq!(registration_prefix("alice@acme.com"), "alice");
+        assert_eq!(
+            grant_types(Some("password refresh_token implicit"), ""),
+            "password refresh_token"
+        );
+        assert_eq!(
+            grant_types(Some("authorization_code"), "http://cb"),
+            "authorization_code"
+        );
+    }
+}

@@ -1,0 +1,277 @@
+//! Store subscriptions, `/api/am/store/v0.14/subscriptions` (spec 2.5, 4.4).
+
+use axum::extract::{Path, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+
+use super::AppState;
+use super::apis::{StoredApi, find_api};
+use super::applications::{STORE, StoreUser, owned_application};
+use super::auth::Caller;
+use super::error::{ApiError, ApiResult, OnDuplicate};
+use super::extract::{JsonBody, QueryParams};
+use super::pagination::{ListEnvelope, Page};
+use crate::db::now;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route(
+            &format!("{STORE}/subscriptions"),
+            get(list_subscriptions).post(subscribe),
+        )
+        .route(
+            &format!("{STORE}/subscriptions/{{subscription_id}}"),
+            get(get_subscription).delete(unsubscribe),
+        )
+}
+
+/// WSO2's `Subscription`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SubscriptionDto {
+    subscription_id: String,
+    application_id: String,
+    api_identifier: String,
+    tier: String,
+    status: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct SubscriptionBody {
+    tier: Option<String>,
+    api_identifier: Option<String>,
+    application_id: Option<String>,
+    #[allow(dead_code)]
+    subscription_id: Option<String>,
+    #[allow(dead_code)]
+    status: Option<String>,
+}
+
+/// Whether a caller of this tenant may subscribe to the API.
+fn visible_to(api: &StoredApi, tenant: &str) -> bool {
+    if api.tenant == tenant {
+        return true;
+    }
+    match api.record.subscription_availability.as_deref() {
+        Some("all_tenants") => true,
+        Some("specific_tenants") => api
+            .record
+            .subscription_available_tenants
+            .iter()
+            .flatten()
+            .any(|t| t == tenant),
+        _ => false,
+    }
+}
+
+/// `POST /subscriptions`: 201 with `Location`; the API by id or unique name.
+async fn subscribe(
+    State(state): State<AppState>,
+    StoreUser(caller): StoreUser,
+    JsonBody(body): JsonBody<SubscriptionBody>,
+) -> ApiResult<Response> {
+    let missing: Vec<(String, String)> = [
+        ("tier", &body.tier),
+        ("apiIdentifier", &body.api_identifier),
+        ("applicationId", &body.application_id),
+    ]
+    .iter()
+    .filter(|(_, v)| v.as_deref().is_none_or(str::is_empty))
+    .map(|(name, _)| (name.to_string(), "may not be null".to_string()))
+    .collect();
+    if !missing.is_empty() {
+        return Err(ApiError::Validation(missing));
+    }
+    let (tier, api_identifier, application_id) = (
+        body.tier.unwrap_or_default(),
+        body.api_identifier.unwrap_or_default(),
+        body.application_id.unwrap_or_default(),
+    );
+    let app = owned_application(&state, &caller, &application_id).await?;
+    let api = find_api(&state.db, &api_identifier)
+        .await?
+        .ok_or_else(|| ApiError::NotFound("API", api_identifier.clone()))?;
+    if !visible_to(&api, caller.tenant()) {
+        return Err(ApiError::Forbidden(format!(
+            "The API {api_identifier} is not visible to the tenant of the logged in user"
+        )));
+    }
+    if !matches!(api.status.as_str(), "PUBLISHED" | "PROTOTYPED") {
+        return Err(ApiError::NotFoundWhy(format!(
+            "Subscriptions not allowed on APIs in the state: {}",
+            api.status
+        )));
+    }
+    let allowed = api.record.tiers.clone().unwrap_or_default();
+    if !allowed.contains(&tier) {
+        return Err(ApiError::Forbidden(format!(
+            "Tier {tier} is not allowed for API {}. Only [{}] tiers are allowed",
+            api.identifier(),
+            allowed.join(", ")
+        )));
+    }
+    let id = uuid::Uuid::new_v4().to_string();
+    // language=SQL
+    sqlx::query(
+        "INSERT INTO subscriptions (id, application_id, api_id, tier, status, created_at)
+         VALUES ($1, $2, $3, $4, 'UNBLOCKED', $5)",
+    )
+    .bind(&id)
+    .bind(&app.id)
+    .bind(&api.id)
+    .bind(&tier)
+    .bind(now())
+    .execute(&state.db)
+    .await
+    .on_duplicate(|| {
+        format!(
+            "Specified subscription already exists for API {} for application {}",
+            api.identifier(),
+            app.name
+        )
+    })?;
+    tracing::info!(subscription = %id, api = %api.id, application = %app.id, %tier, "subscribed");
+    let dto = SubscriptionDto {
+        subscription_id: id.clone(),
+        application_id: app.id,
+        api_identifier: api.identifier(),
+        tier,
+        status: "UNBLOCKED".into(),
+    };
+    let location = format!("{STORE}/subscriptions/{id}");
+    Ok((
+        StatusCode::CREATED,
+        [(header::LOCATION, location)],
+        Json(dto),
+    )
+        .into_response())
+}
+
+type SubscriptionRow = (String, String, String, String, String);
+
+const SUBSCRIPTION_COLUMNS: &str = "s.id, s.application_id, s.api_id, s.tier, s.status";
+
+async fn to_dto(
+    state: &AppState,
+    (id, application_id, api_id, tier, status): SubscriptionRow,
+) -> ApiResult<SubscriptionDto> {
+    let api_identifier = match find_api(&state.db, &api_id).await? {
+        Some(api) => api.identifier(),
+        None => api_id,
+    };
+    Ok(SubscriptionDto {
+        subscription_id: id,
+        application_id,
+        api_identifier,
+        tier,
+        status,
+    })
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ListQuery {
+    api_id: Option<String>,
+    application_id: Option<String>,
+    #[allow(dead_code)]
+    group_id: Option<String>,
+    limit: Option<i64>,
+    offset: Option<i64>,
+}
+
+/// `GET /subscriptions?applicationId=` or `?apiId=`: the caller's subscriptions.
+async fn list_subscriptions(
+    State(state): State<AppState>,
+    StoreUser(caller): StoreUser,
+    QueryParams(q): QueryParams<ListQuery>,
+) -> ApiResult<Json<ListEnvelope<SubscriptionDto>>> {
+    let page = Page::new(q.limit, q.offset)?;
+    let (rows, link_param): (Vec<SubscriptionRow>, String) = match (&q.application_id, &q.api_id) {
+        (Some(application_id), _) => {
+            let app = owned_application(&state, &caller, application_id).await?;
+            // language=SQL
+            let rows = sqlx::query_as(&format!(
+                "SELECT {SUBSCRIPTION_COLUMNS} FROM subscriptions s WHERE s.application_id = $1 ORDER BY s.created_at, s.id"
+            ))
+            .bind(&app.id)
+            .fetch_all(&state.db)
+            .await?;
+            (rows, format!("applicationId={application_id}"))
+        }
+        (None, Some(api_id)) => {
+            let api = find_api(&state.db, api_id)
+                .await?
+                .ok_or_else(|| ApiError::NotFound("API", api_id.clone()))?;
+            // language=SQL
+            let rows = sqlx::query_as(&format!(
+                "SELECT {SUBSCRIPTION_COLUMNS} FROM subscriptions s JOIN applications a ON a.id = s.application_id
+                 WHERE s.api_id = $1 AND a.owner = $2 ORDER BY s.created_at, s.id"
+            ))
+            .bind(&api.id)
+            .bind(caller.username())
+            .fetch_all(&state.db)
+            .await?;
+            (rows, format!("apiId={api_id}"))
+        }
+        (None, None) => {
+            return Err(ApiError::BadRequest(
+                "Either applicationId or apiId should be available".into(),
+            ));
+        }
+    };
+    let total = rows.len() as i64;
+    let mut list = Vec::new();
+    for row in page.slice(rows) {
+        list.push(to_dto(&state, row).await?);
+    }
+    let link = |limit, offset| format!("/subscriptions?limit={limit}&offset={offset}&{link_param}");
+    Ok(Json(ListEnvelope::new(list, total, page, link)))
+}
+
+/// The caller's subscription: 404 when missing, 403 when another user's.
+async fn owned_subscription(
+    state: &AppState,
+    caller: &Caller,
+    id: &str,
+) -> ApiResult<SubscriptionRow> {
+    // language=SQL
+    let row: Option<SubscriptionRow> = sqlx::query_as(&format!(
+        "SELECT {SUBSCRIPTION_COLUMNS} FROM subscriptions s WHERE s.id = $1"
+    ))
+    .bind(id)
+    .fetch_optional(&state.db)
+    .await?;
+    let row = row.ok_or_else(|| ApiError::NotFound("subscription", id.to_string()))?;
+    owned_application(state, caller, &row.1).await?;
+    Ok(row)
+}
+
+/// `GET /subscriptions/{subscriptionId}`.
+async fn get_subscription(
+    State(state): State<AppState>,
+    StoreUser(caller): StoreUser,
+    Path(subscription_id): Path<String>,
+) -> ApiResult<Json<SubscriptionDto>> {
+    let row = owned_subscription(&state, &caller, &subscription_id).await?;
+    Ok(Json(to_dto(&state, row).await?))
+}
+
+/// `DELETE /subscriptions/{subscriptionId}`: 200 with no body.
+async fn unsubscribe(
+    State(state): State<AppState>,
+    StoreUser(caller): StoreUser,
+    Path(subscription_id): Path<String>,
+) -> ApiResult<StatusCode> {
+    let row = owned_subscription(&state, &caller, &subscription_id).await?;
+    // language=SQL
+    sqlx::query("DELETE FROM subscriptions WHERE id = $1")
+        .bind(&row.0)
+        .execute(&state.db)
+        .await?;
+    tracing::info!(subscription = %row.0, "unsubscribed");
+    Ok(StatusCode::OK)
+}

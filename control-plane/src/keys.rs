@@ -1,0 +1,180 @@
+//! Token signing keys: Ed25519, one PKCS#8 PEM file per key under `<data dir>/keys`.
+//!
+//! The newest key signs; every key on disk verifies and is published in the JWKS, so a
+//! rotation never invalidates tokens that are still in flight.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+
+use anyhow::Context;
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use ed25519_dalek::SigningKey;
+use ed25519_dalek::pkcs8::{DecodePrivateKey, EncodePrivateKey, spki::der::pem::LineEnding};
+use jsonwebtoken::jwk::{
+    AlgorithmParameters, CommonParameters, EllipticCurve, Jwk, JwkSet, KeyAlgorithm,
+    OctetKeyPairParameters, OctetKeyPairType, PublicKeyUse,
+};
+use jsonwebtoken::{DecodingKey, EncodingKey};
+
+/// One signing key, ready for use.
+pub struct SigningKeyEntry {
+    /// Key id, written into every token's header.
+    pub kid: String,
+    /// Private half, for signing.
+    pub encoding: EncodingKey,
+    /// Public half, for verifying.
+    pub decoding: DecodingKey,
+    /// Public half as a JWK.
+    pub jwk: Jwk,
+}
+
+/// The key ring: every key in the directory, newest last.
+pub struct KeyRing {
+    dir: PathBuf,
+    keys: RwLock<Vec<Arc<SigningKeyEntry>>>,
+}
+
+impl KeyRing {
+    /// Loads the keys under `dir`, creating the first one when there is none.
+    pub fn load_or_create(dir: &Path) -> anyhow::Result<Self> {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("could not create key directory {}", dir.display()))?;
+        let ring = KeyRing {
+            dir: dir.to_path_buf(),
+            keys: RwLock::new(read_keys(dir)?),
+        };
+        if ring.keys.read().expect("key ring lock").is_empty() {
+            ring.rotate()?;
+        }
+        Ok(ring)
+    }
+
+    /// The key that signs new tokens.
+    pub fn active(&self) -> Arc<SigningKeyEntry> {
+        let keys = self.keys.read().expect("key ring lock");
+        keys.last().expect("the key ring is never empty").clone()
+    }
+
+    /// The key with this id, if it is still on the ring.
+    pub fn by_kid(&self, kid: &str) -> Option<Arc<SigningKeyEntry>> {
+        let keys = self.keys.read().expect("key ring lock");
+        keys.iter().find(|k| k.kid == kid).cloned()
+    }
+
+    /// The public keys as a JWKS document.
+    pub fn jwks(&self) -> JwkSet {
+        let keys = self.keys.read().expect("key ring lock");
+        JwkSet {
+            keys: keys.iter().map(|k| k.jwk.clone()).collect(),
+        }
+    }
+
+    /// Generates a new key, writes it to disk and makes it the active one.
+    pub fn rotate(&self) -> anyhow::Result<String> {
+        let seed: [u8; 32] = rand::random();
+        let signing = SigningKey::from_bytes(&seed);
+        // Key ids sort by creation time, so the newest file is the active key.
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default();
+        let kid = format!(
+            "{nanos:020}-{}",
+            &uuid::Uuid::new_v4().simple().to_string()[..8]
+        );
+        let pem = signing
+            .to_pkcs8_pem(LineEnding::LF)
+            .context("could not encode signing key")?;
+        let path = self.dir.join(format!("{kid}.pem"));
+        write_private(&path, pem.as_bytes())?;
+        let entry = entry_from_pem(&kid, &pem)?;
+        self.keys
+            .write()
+            .expect("key ring lock")
+            .push(Arc::new(entry));
+        Ok(kid)
+    }
+}
+
+fn read_keys(dir: &Path) -> anyhow::Result<Vec<Arc<SigningKeyEntry>>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|ext| ext == "pem"))
+        .collect();
+    files.sort();
+    files
+        .iter()
+        .map(|path| {
+            let kid = path
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .unwrap_or_default();
+            let pem = std::fs::read_to_string(path)
+                .with_context(|| format!("could not read {}", path.display()))?;
+            entry_from_pem(kid, &pem)
+                .with_context(|| format!("bad signing key {}", path.display()))
+                .map(Arc::new)
+        })
+        .collect()
+}
+
+fn entry_from_pem(kid: &str, pem: &str) -> anyhow::Result<SigningKeyEntry> {
+    let signing = SigningKey::from_pkcs8_pem(pem).context("not an Ed25519 PKCS#8 key")?;
+    let public = URL_SAFE_NO_PAD.encode(signing.verifying_key().as_bytes());
+    Ok(SigningKeyEntry {
+        kid: kid.to_string(),
+        encoding: EncodingKey::from_ed_pem(pem.as_bytes())?,
+        decoding: DecodingKey::from_ed_components(&public)?,
+        jwk: public_jwk(kid, public),
+    })
+}
+
+fn public_jwk(kid: &str, x: String) -> Jwk {
+    Jwk {
+        common: CommonParameters {
+            public_key_use: Some(PublicKeyUse::Signature),
+            key_algorithm: Some(KeyAlgorithm::EdDSA),
+            key_id: Some(kid.to_string()),
+            ..Default::default()
+        },
+        algorithm: AlgorithmParameters::OctetKeyPair(OctetKeyPairParameters {
+            key_type: OctetKeyPairType::OctetKeyPair,
+            curve: EllipticCurve::Ed25519,
+            x,
+        }),
+    }
+}
+
+/// Writes a private key readable by the owner only.
+fn write_private(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options
+        .open(path)
+        .with_context(|| format!("could not create {}", path.display()))?;
+    file.write_all(bytes)?;
+    file.sync_all()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_survive_a_reload_and_rotation_keeps_old_keys() {
+        let dir = std::env::temp_dir().join(format!("keys-{}", uuid::Uuid::new_v4()));
+        let ring = KeyRing::load_or_create(&dir).unwrap();
+        let first = ring.active().kid.clone();
+        let second = ring.rotate().unwrap();
+        let reloaded = KeyRing::load_or_create(&dir).unwrap();
+        assert_eq!(reloaded.active().kid, second);
+        assert!(reloaded.by_kid(&first).is_some());
+        assert_eq!(reloaded.jwks().keys.len(), 2);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}

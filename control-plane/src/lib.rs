@@ -1,0 +1,15 @@
+//! API management control plane: client registration, the OAuth 2.0 token service, the
+//! publisher and the store, speaking WSO2 API Manager's REST API v0.14.
+
+pub mod apis;
+pub mod clients;
+pub mod config;
+pub mod db;
+pub mod http;
+pub mod keys;
+pub mod lifecycle;
+pub mod scopes;
+pub mod server;
+pub mod tiers;
+pub mod token;
+pub mod users;

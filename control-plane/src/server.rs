@@ -1,0 +1,130 @@
+//! Start-up: data directory, database, administrator, signing keys, then the listener.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use anyhow::Context;
+use sqlx::AnyPool;
+use tokio::net::TcpListener;
+
+use crate::config::{Command, Config};
+use crate::http::{AppState, app};
+use crate::keys::KeyRing;
+use crate::scopes::ScopeNames;
+use crate::users;
+
+/// Runs the command the configuration names (serving by default).
+pub async fn run(config: Config) -> anyhow::Result<()> {
+    config.validate()?;
+    std::fs::create_dir_all(&config.data_dir).with_context(|| {
+        format!(
+            "could not create data directory {}",
+            config.data_dir.display()
+        )
+    })?;
+    let db = crate::db::connect(&config.effective_database_url()).await?;
+    match config.command.clone().unwrap_or(Command::Serve) {
+        Command::Serve => serve(config, db).await,
+        Command::AddUser {
+            username,
+            password,
+            roles,
+        } => {
+            users::validate_username(&username).map_err(anyhow::Error::msg)?;
+            let roles = users::parse_roles(&roles).map_err(anyhow::Error::msg)?;
+            users::upsert(&db, &username, &password, &roles).await?;
+            println!("user {username} stored with roles [{}]", roles.join(", "));
+            Ok(())
+        }
+        Command::RotateSigningKey => {
+            let keys = KeyRing::load_or_create(&config.data_dir.join("keys"))?;
+            let kid = keys.rotate()?;
+            println!("new signing key {kid}; a running control plane uses it after a restart");
+            Ok(())
+        }
+    }
+}
+
+async fn serve(config: Config, db: AnyPool) -> anyhow::Result<()> {
+    ensure_admin(&config, &db).await?;
+    let keys = Arc::new(KeyRing::load_or_create(&config.data_dir.join("keys"))?);
+    let listener = TcpListener::bind(config.mgmt_addr)
+        .await
+        .with_context(|| format!("could not listen on {}", config.mgmt_addr))?;
+    let addr = listener.local_addr()?;
+    let issuer = if config.token_issuer.is_empty() {
+        format!("http://{addr}/oauth2/token")
+    } else {
+        config.token_issuer.clone()
+    };
+    let state = AppState {
+        db: db.clone(),
+        keys,
+        scopes: ScopeNames::new(&config.scope_prefix),
+        issuer,
+        config: Arc::new(config),
+        store_users: Arc::new(Mutex::new(HashSet::new())),
+    };
+    // The harness and scripts read this line to find the bound port.
+    println!("Serving HTTP on http://{addr}/");
+    tracing::info!(%addr, "control plane listening");
+    axum::serve(listener, app(state))
+        .with_graceful_shutdown(shutdown_signal())
+        .await?;
+    db.close().await;
+    tracing::info!("control plane stopped");
+    Ok(())
+}
+
+/// Creates or updates the configured administrator. Without a password the existing
+/// administrator is kept; a first start needs APIM_ADMIN_PASSWORD, or --dev for admin/admin.
+async fn ensure_admin(config: &Config, db: &AnyPool) -> anyhow::Result<()> {
+    let admin_roles = vec!["admin".to_string()];
+    match (&config.admin_password, config.dev) {
+        (Some(password), _) => {
+            anyhow::ensure!(
+                !password.is_empty(),
+                "APIM_ADMIN_PASSWORD must not be empty"
+            );
+            users::validate_username(&config.admin_user).map_err(anyhow::Error::msg)?;
+            users::upsert(db, &config.admin_user, password, &admin_roles).await
+        }
+        (None, true) => {
+            if users::find(db, &config.admin_user).await?.is_none() {
+                tracing::warn!(user = %config.admin_user, "development mode: administrator password is 'admin'");
+                users::upsert(db, &config.admin_user, "admin", &admin_roles).await?;
+            }
+            Ok(())
+        }
+        (None, false) => {
+            anyhow::ensure!(
+                users::admin_exists(db).await?,
+                "no administrator yet: set APIM_ADMIN_PASSWORD (or run with --dev for admin/admin)"
+            );
+            Ok(())
+        }
+    }
+}
+
+/// Resolves on Ctrl-C or SIGTERM, letting in-flight requests finish.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = terminate => {},
+    }
+    tracing::info!("shutting down");
+}

@@ -1,0 +1,83 @@
+//! Access tokens: EdDSA-signed JWTs that gateways verify against the published JWKS.
+
+use jsonwebtoken::{Algorithm, Header, Validation};
+use serde::{Deserialize, Serialize};
+
+use crate::keys::KeyRing;
+
+/// Claims of an access token.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Claims {
+    /// Issuer.
+    pub iss: String,
+    /// The user the token acts for.
+    pub sub: String,
+    /// Issued at, Unix seconds.
+    pub iat: i64,
+    /// Expires at, Unix seconds.
+    pub exp: i64,
+    /// Token id, the handle for revocation.
+    pub jti: String,
+    /// Granted scopes, space separated.
+    pub scope: String,
+    /// The OAuth client (registered client or application consumer key).
+    pub client_id: String,
+    /// The store application, for tokens issued to its consumer key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub application_id: Option<String>,
+    /// PRODUCTION or SANDBOX, for tokens issued to an application's consumer key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_type: Option<String>,
+}
+
+impl Claims {
+    /// Whether the token carries this scope.
+    pub fn has_scope(&self, scope: &str) -> bool {
+        self.scope.split_whitespace().any(|s| s == scope)
+    }
+}
+
+/// Signs claims with the active key, naming it in the `kid` header.
+pub fn sign(keys: &KeyRing, claims: &Claims) -> anyhow::Result<String> {
+    let key = keys.active();
+    let mut header = Header::new(Algorithm::EdDSA);
+    header.kid = Some(key.kid.clone());
+    Ok(jsonwebtoken::encode(&header, claims, &key.encoding)?)
+}
+
+/// Why a token was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum TokenError {
+    /// Past its `exp`.
+    #[error("token expired")]
+    Expired,
+    /// Malformed, unknown key, bad signature or wrong issuer.
+    #[error("invalid token")]
+    Invalid,
+}
+
+/// Verifies signature and issuer; checks expiry unless `allow_expired`.
+pub fn verify(
+    keys: &KeyRing,
+    issuer: &str,
+    token: &str,
+    allow_expired: bool,
+) -> Result<Claims, TokenError> {
+    let header = jsonwebtoken::decode_header(token).map_err(|_| TokenError::Invalid)?;
+    let key = header
+        .kid
+        .as_deref()
+        .and_then(|kid| keys.by_kid(kid))
+        .ok_or(TokenError::Invalid)?;
+    let mut validation = Validation::new(Algorithm::EdDSA);
+    validation.leeway = 0;
+    validation.validate_exp = !allow_expired;
+    validation.set_issuer(&[issuer]);
+    validation.set_required_spec_claims(&["exp", "iss", "sub"]);
+    jsonwebtoken::decode::<Claims>(token, &key.decoding, &validation)
+        .map(|data| data.claims)
+        .map_err(|err| match err.kind() {
+            jsonwebtoken::errors::ErrorKind::ExpiredSignature => TokenError::Expired,
+            _ => TokenError::Invalid,
+        })
+}

@@ -1,0 +1,212 @@
+//! Users, their roles and tenants; passwords hashed with argon2.
+
+use anyhow::Context;
+use argon2::Argon2;
+use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
+use sqlx::AnyPool;
+
+use crate::scopes::ROLES;
+
+/// The tenant of users without a `@domain`, as WSO2 names it.
+pub const SUPER_TENANT: &str = "carbon.super";
+
+/// An authenticated user.
+#[derive(Debug, Clone)]
+pub struct User {
+    /// Login name, `name` or `name@domain`.
+    pub username: String,
+    /// Roles: admin, creator, publisher, subscriber.
+    pub roles: Vec<String>,
+    /// Tenant domain.
+    pub tenant: String,
+}
+
+impl User {
+    /// Whether the user holds this role.
+    pub fn has_role(&self, role: &str) -> bool {
+        self.roles.iter().any(|r| r == role)
+    }
+}
+
+/// The tenant a user name belongs to: the part after the last `@`.
+pub fn tenant_of(username: &str) -> &str {
+    match username.rsplit_once('@') {
+        Some((_, domain)) if !domain.is_empty() => domain,
+        _ => SUPER_TENANT,
+    }
+}
+
+/// How a provider appears in unique names: `name@domain` becomes `name-AT-domain`.
+pub fn provider_key(username: &str) -> String {
+    username.replace('@', "-AT-")
+}
+
+/// Checks a role list, returning it normalised.
+pub fn parse_roles(roles: &[String]) -> Result<Vec<String>, String> {
+    let mut parsed: Vec<String> = Vec::new();
+    for role in roles.iter().map(|r| r.trim()).filter(|r| !r.is_empty()) {
+        let role = role.strip_prefix("Internal/").unwrap_or(role);
+        if !ROLES.contains(&role) {
+            return Err(format!(
+                "Unknown role '{role}'. Roles are {}",
+                ROLES.join(", ")
+            ));
+        }
+        if !parsed.iter().any(|p| p == role) {
+            parsed.push(role.to_string());
+        }
+    }
+    Ok(parsed)
+}
+
+/// Checks a user name: non-empty, no spaces or ':' (it travels in HTTP Basic).
+pub fn validate_username(username: &str) -> Result<(), String> {
+    if username.is_empty() || username.len() > 100 {
+        return Err("User name must have 1 to 100 characters".into());
+    }
+    if username.contains(|c: char| c.is_whitespace() || c == ':' || c.is_control()) {
+        return Err("User name must not contain spaces, ':' or control characters".into());
+    }
+    Ok(())
+}
+
+/// Creates a user or replaces the password and roles of an existing one.
+pub async fn upsert(
+    db: &AnyPool,
+    username: &str,
+    password: &str,
+    roles: &[String],
+) -> anyhow::Result<()> {
+    let hash = hash_password(password).await?;
+    // language=SQL
+    sqlx::query(
+        "INSERT INTO users (username, password_hash, roles, tenant, created_at)
+         VALUES ($1, $2, $3, $4, $5)
+         ON CONFLICT (username) DO UPDATE SET password_hash = excluded.password_hash, roles = excluded.roles",
+    )
+    .bind(username)
+    .bind(hash)
+    .bind(roles.join(" "))
+    .bind(tenant_of(username))
+    .bind(crate::db::now())
+    .execute(db)
+    .await
+    .context("could not store user")?;
+    Ok(())
+}
+
+/// Creates a user; `false` when the name is taken.
+pub async fn insert_new(
+    db: &AnyPool,
+    username: &str,
+    password: &str,
+    roles: &[String],
+) -> anyhow::Result<bool> {
+    let hash = hash_password(password).await?;
+    // language=SQL
+    let result = sqlx::query(
+        "INSERT INTO users (username, password_hash, roles, tenant, created_at)
+         VALUES ($1, $2, $3, $4, $5) ON CONFLICT (username) DO NOTHING",
+    )
+    .bind(username)
+    .bind(hash)
+    .bind(roles.join(" "))
+    .bind(tenant_of(username))
+    .bind(crate::db::now())
+    .execute(db)
+    .await?;
+    Ok(result.rows_affected() == 1)
+}
+
+/// The user with this name, if any.
+pub async fn find(db: &AnyPool, username: &str) -> sqlx::Result<Option<User>> {
+    Ok(find_with_hash(db, username).await?.map(|(user, _)| user))
+}
+
+/// Every user, by name.
+pub async fn list(db: &AnyPool) -> sqlx::Result<Vec<User>> {
+    // language=SQL
+    let rows: Vec<(String, String, String)> =
+        sqlx::query_as("SELECT username, roles, tenant FROM users ORDER BY username")
+            .fetch_all(db)
+            .await?;
+    Ok(rows.into_iter().map(user_from_row).collect())
+}
+
+/// Whether any user holds the admin role.
+pub async fn admin_exists(db: &AnyPool) -> sqlx::Result<bool> {
+    Ok(list(db).await?.iter().any(|u| u.has_role("admin")))
+}
+
+/// The user, if the password is right.
+pub async fn authenticate(
+    db: &AnyPool,
+    username: &str,
+    password: &str,
+) -> anyhow::Result<Option<User>> {
+    let Some((user, hash)) = find_with_hash(db, username).await? else {
+        return Ok(None);
+    };
+    let password = password.to_string();
+    let valid = tokio::task::spawn_blocking(move || {
+        PasswordHash::new(&hash)
+            .map(|parsed| {
+                Argon2::default()
+                    .verify_password(password.as_bytes(), &parsed)
+                    .is_ok()
+            })
+            .unwrap_or(false)
+    })
+    .await?;
+    Ok(valid.then_some(user))
+}
+
+async fn find_with_hash(db: &AnyPool, username: &str) -> sqlx::Result<Option<(User, String)>> {
+    // language=SQL
+    let row: Option<(String, String, String, String)> = sqlx::query_as(
+        "SELECT username, roles, tenant, password_hash FROM users WHERE username = $1",
+    )
+    .bind(username)
+    .fetch_optional(db)
+    .await?;
+    Ok(row.map(|(username, roles, tenant, hash)| (user_from_row((username, roles, tenant)), hash)))
+}
+
+fn user_from_row((username, roles, tenant): (String, String, String)) -> User {
+    User {
+        username,
+        roles: roles.split_whitespace().map(str::to_string).collect(),
+        tenant,
+    }
+}
+
+/// Argon2id with a random salt, off the async threads (it is deliberately slow).
+async fn hash_password(password: &str) -> anyhow::Result<String> {
+    let password = password.to_string();
+    tokio::task::spawn_blocking(move || {
+        let salt = SaltString::encode_b64(&rand::random::<[u8; 16]>())
+            .map_err(|e| anyhow::anyhow!("salt: {e}"))?;
+        Argon2::default()
+            .hash_password(password.as_bytes(), &salt)
+            .map(|h| h.to_string())
+            .map_err(|e| anyhow::anyhow!("could not hash password: {e}"))
+    })
+    .await?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tenants_and_provider_keys() {
+        assert_eq!(tenant_of("admin"), SUPER_TENANT);
+        assert_eq!(tenant_of("alice@acme.com"), "acme.com");
+        assert_eq!(provider_key("alice@acme.com"), "alice-AT-acme.com");
+        assert_eq!(
+            parse_roles(&["Internal/creator".into(), "creator".into()]).unwrap(),
+            vec!["creator"]
+        );
+        assert!(parse_roles(&["root".into()]).is_err());
+    }
+}
