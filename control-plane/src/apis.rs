@@ -6,7 +6,9 @@ use serde_json::{Map, Value};
 
 use crate::tiers::{self, TierLevel};
 
-/// An API record; every field is stored and returned as given.
+/// An API record; every field is stored and returned as given. Nested objects are kept
+/// as the JSON they came in (absent members stay absent) and checked against their
+/// typed shapes below by [`ApiRecord::validate`].
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ApiRecord {
@@ -32,22 +34,22 @@ pub struct ApiRecord {
     pub tiers: Option<Vec<String>>,
     pub api_level_policy: Option<String>,
     pub authorization_header: Option<String>,
-    pub max_tps: Option<MaxTps>,
+    pub max_tps: Option<Value>,
     pub visibility: Option<String>,
     pub visible_roles: Option<Vec<String>>,
     pub visible_tenants: Option<Vec<String>>,
     pub endpoint_config: Option<String>,
-    pub endpoint_security: Option<EndpointSecurity>,
+    pub endpoint_security: Option<Value>,
     pub gateway_environments: Option<String>,
     pub labels: Option<Vec<Value>>,
-    pub sequences: Option<Vec<Sequence>>,
+    pub sequences: Option<Value>,
     pub subscription_availability: Option<String>,
     pub subscription_available_tenants: Option<Vec<String>>,
     pub additional_properties: Option<Map<String, Value>>,
     pub access_control: Option<String>,
     pub access_control_roles: Option<Vec<String>>,
-    pub business_information: Option<BusinessInformation>,
-    pub cors_configuration: Option<CorsConfiguration>,
+    pub business_information: Option<Value>,
+    pub cors_configuration: Option<Value>,
 }
 
 /// Per-environment transactions per second.
@@ -117,8 +119,7 @@ pub const AUTH_TYPES: &[&str] = &[
 ];
 
 impl ApiRecord {
-    /// Every problem with a record for create or update, in WSO2's words; empty when valid.
-    /// Returns the problems and whether the first one is a bean-validation failure.
+    /// Checks a record for create or update; the first problem found, in WSO2's words.
     pub fn validate(&self) -> Result<(), Invalid> {
         self.check_required()?;
         let text = |v: &Option<String>| v.clone().unwrap_or_default();
@@ -147,7 +148,12 @@ impl ApiRecord {
             self.access_control.as_deref(),
             &["NONE", "RESTRICTED"],
         )?;
-        if let Some(security) = &self.endpoint_security {
+        let security: Option<EndpointSecurity> =
+            typed("endpointSecurity", &self.endpoint_security)?;
+        typed::<Vec<Sequence>>("sequences", &self.sequences)?;
+        typed::<BusinessInformation>("businessInformation", &self.business_information)?;
+        typed::<CorsConfiguration>("corsConfiguration", &self.cors_configuration)?;
+        if let Some(security) = security {
             check_enum(
                 "endpointSecurity.type",
                 security.security_type.as_deref(),
@@ -165,7 +171,7 @@ impl ApiRecord {
         if self.cache_timeout.is_some_and(|t| t < 0) {
             return Err(Invalid::Message("cacheTimeout must not be negative".into()));
         }
-        if let Some(tps) = &self.max_tps
+        if let Some(tps) = typed::<MaxTps>("maxTps", &self.max_tps)?
             && (tps.production.is_some_and(|t| t < 0) || tps.sandbox.is_some_and(|t| t < 0))
         {
             return Err(Invalid::Message(
@@ -229,6 +235,19 @@ impl ApiRecord {
                 unknown.join(", ")
             )))
         }
+    }
+}
+
+/// A nested member in its typed shape; a member of the wrong shape is refused.
+fn typed<T: serde::de::DeserializeOwned>(
+    property: &str,
+    value: &Option<Value>,
+) -> Result<Option<T>, Invalid> {
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(value) => serde_json::from_value(value.clone())
+            .map(Some)
+            .map_err(|e| Invalid::Message(format!("Invalid {property}: {e}"))),
     }
 }
 

@@ -52,8 +52,10 @@ async fn serve(config: Config, db: AnyPool) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("could not listen on {}", config.mgmt_addr))?;
     let addr = listener.local_addr()?;
+    // Derived from the configured address, not the bound one, so that tokens stay valid
+    // across restarts even when the port is chosen at start-up.
     let issuer = if config.token_issuer.is_empty() {
-        format!("http://{addr}/oauth2/token")
+        format!("http://{}/oauth2/token", config.mgmt_addr)
     } else {
         config.token_issuer.clone()
     };

@@ -1,1 +1,103 @@
-fn main() {}
+//! One test binary for every end-to-end scenario; each runs against a real control-plane
+//! process, once on SQLite and once on PostgreSQL.
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
+
+use e2e::{Backend, Client, ControlPlane};
+
+mod flow;
+mod publisher;
+mod registration;
+mod restart;
+mod store;
+mod tokens;
+
+/// What a scenario gets: a running control plane and a client for it.
+pub struct Env {
+    /// Its database.
+    pub backend: Backend,
+    /// Its data directory.
+    pub data_dir: PathBuf,
+    /// The process.
+    pub control_plane: ControlPlane,
+    /// A client for its management listener.
+    pub api: Client,
+}
+
+impl Env {
+    /// Stops the control plane gracefully and starts it again on the same data.
+    pub async fn restart(&mut self) {
+        let replacement = ControlPlane::start(&self.backend, &self.data_dir).await;
+        let old = std::mem::replace(&mut self.control_plane, replacement);
+        old.stop().await;
+        self.api = Client::new(&self.control_plane.url);
+    }
+}
+
+enum Kind {
+    Sqlite,
+    Postgres,
+}
+
+type Scenario = fn(Env) -> Pin<Box<dyn Future<Output = ()> + Send>>;
+
+async fn run(kind: Kind, scenario: Scenario) {
+    let backend = match kind {
+        Kind::Sqlite => Backend::Sqlite,
+        Kind::Postgres => Backend::fresh_postgres().await,
+    };
+    let data_dir = e2e::temp_dir();
+    let control_plane = ControlPlane::start(&backend, &data_dir).await;
+    let api = Client::new(&control_plane.url);
+    let env = Env {
+        backend: backend.clone(),
+        data_dir: data_dir.clone(),
+        control_plane,
+        api,
+    };
+    let outcome = tokio::spawn(scenario(env)).await;
+    backend.cleanup().await;
+    let _ = std::fs::remove_dir_all(&data_dir);
+    if let Err(err) = outcome {
+        std::panic::resume_unwind(err.into_panic());
+    }
+}
+
+/// Declares each scenario as a test on SQLite and one on PostgreSQL.
+macro_rules! on_both_backends {
+    ($($module:ident :: $name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    crate::run(crate::Kind::Sqlite, |env| Box::pin(crate::$module::$name(env))).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    crate::run(crate::Kind::Postgres, |env| Box::pin(crate::$module::$name(env))).await;
+                }
+            )*
+        }
+    };
+}
+
+on_both_backends!(
+    flow::spec_flow_end_to_end,
+    registration::registration_follows_wso2,
+    tokens::token_service_grants_and_errors,
+    tokens::refresh_and_revocation,
+    tokens::scopes_follow_roles,
+    publisher::api_validation_and_conflicts,
+    publisher::lifecycle_state_machine,
+    publisher::update_list_search_and_delete,
+    store::applications_and_default_application,
+    store::subscription_rules,
+    store::key_generation,
+    restart::restart_keeps_records_and_keys,
+);

@@ -1,1 +1,458 @@
-//! e2e harness
+//! End-to-end harness: runs the real `control-plane` binary on an ephemeral port against
+//! a fresh SQLite file or PostgreSQL database, and talks to it over HTTP.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use base64::Engine;
+use serde_json::Value;
+use sqlx::Connection;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+/// PostgreSQL server the tests create their databases on.
+pub fn postgres_admin_url() -> String {
+    std::env::var("APIM_TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_string())
+}
+
+/// Where a test's control plane keeps its data.
+#[derive(Debug, Clone)]
+pub enum Backend {
+    /// The embedded SQLite file in the data directory.
+    Sqlite,
+    /// A database of its own on the PostgreSQL server.
+    Postgres {
+        /// `postgres://` URL of the test database.
+        url: String,
+        /// Its name, to drop it afterwards.
+        name: String,
+    },
+}
+
+impl Backend {
+    /// A PostgreSQL database made for one test.
+    pub async fn fresh_postgres() -> Self {
+        let admin = postgres_admin_url();
+        let name = format!("apim_test_{}", uuid::Uuid::new_v4().simple());
+        let mut conn = sqlx::PgConnection::connect(&admin)
+            .await
+            .unwrap_or_else(|e| panic!("PostgreSQL at {admin} is needed for the tests: {e}"));
+        sqlx::query(&format!("CREATE DATABASE {name}"))
+            .execute(&mut conn)
+            .await
+            .expect("create test database");
+        let base = admin
+            .rsplit_once('/')
+            .map(|(base, _)| base)
+            .unwrap_or(&admin);
+        Backend::Postgres {
+            url: format!("{base}/{name}"),
+            name,
+        }
+    }
+
+    /// Drops the test database, if any.
+    pub async fn cleanup(&self) {
+        if let Backend::Postgres { name, .. } = self {
+            if let Ok(mut conn) = sqlx::PgConnection::connect(&postgres_admin_url()).await {
+                let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                    .execute(&mut conn)
+                    .await;
+            }
+        }
+    }
+
+    fn database_url(&self) -> &str {
+        match self {
+            Backend::Sqlite => "",
+            Backend::Postgres { url, .. } => url,
+        }
+    }
+}
+
+/// The directory the workspace's binaries are built into, next to the test executable.
+pub fn binary(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    let dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target directory");
+    let path = dir.join(name);
+    assert!(
+        path.exists(),
+        "{} is missing: run the tests with `cargo test --workspace`",
+        path.display()
+    );
+    path
+}
+
+/// Password of the administrator every test control plane starts with.
+pub const ADMIN_PASSWORD: &str = "admin-secret";
+
+/// A running control plane.
+pub struct ControlPlane {
+    child: Child,
+    /// `http://127.0.0.1:<port>`.
+    pub url: String,
+    output: Arc<Mutex<String>>,
+}
+
+impl ControlPlane {
+    /// Starts the binary on a free port and waits until it serves.
+    pub async fn start(backend: &Backend, data_dir: &Path) -> Self {
+        Self::start_with(backend, data_dir, &[]).await
+    }
+
+    /// Starts it with extra environment variables.
+    pub async fn start_with(backend: &Backend, data_dir: &Path, env: &[(&str, &str)]) -> Self {
+        let mut command = Command::new(binary("control-plane"));
+        command
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("APIM_MGMT_ADDR", "127.0.0.1:0")
+            .env("APIM_DATA_DIR", data_dir)
+            .env("APIM_DATABASE_URL", backend.database_url())
+            .env("APIM_ADMIN_PASSWORD", ADMIN_PASSWORD)
+            .env("RUST_LOG", "warn")
+            .envs(env.iter().copied())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        let mut child = command.spawn().expect("spawn control-plane");
+        let output = Arc::new(Mutex::new(String::new()));
+        let mut stdout = BufReader::new(child.stdout.take().expect("stdout")).lines();
+        collect(child.stderr.take().expect("stderr"), output.clone());
+        let url = tokio::time::timeout(Duration::from_secs(30), async {
+            while let Ok(Some(line)) = stdout.next_line().await {
+                output.lock().unwrap().push_str(&format!("{line}\n"));
+                if let Some(rest) = line.strip_prefix("Serving HTTP on ") {
+                    return Some(rest.trim_end_matches('/').to_string());
+                }
+            }
+            None
+        })
+        .await
+        .ok()
+        .flatten();
+        let Some(url) = url else {
+            let status = child.try_wait().ok().flatten();
+            panic!(
+                "control plane did not start (exit: {status:?}):\n{}",
+                output.lock().unwrap()
+            );
+        };
+        tokio::spawn(async move { while let Ok(Some(_)) = stdout.next_line().await {} });
+        ControlPlane { child, url, output }
+    }
+
+    /// Stops it gracefully (SIGTERM) and waits for it to exit.
+    pub async fn stop(mut self) {
+        if let Some(pid) = self.child.id() {
+            let _ = std::process::Command::new("kill")
+                .arg("-TERM")
+                .arg(pid.to_string())
+                .status();
+        }
+        let exited = tokio::time::timeout(Duration::from_secs(15), self.child.wait()).await;
+        assert!(
+            matches!(exited, Ok(Ok(status)) if status.success()),
+            "control plane did not shut down cleanly: {exited:?}\n{}",
+            self.output.lock().unwrap()
+        );
+    }
+
+    /// Everything it printed so far.
+    pub fn output(&self) -> String {
+        self.output.lock().unwrap().clone()
+    }
+}
+
+fn collect(stream: impl tokio::io::AsyncRead + Unpin + Send + 'static, into: Arc<Mutex<String>>) {
+    tokio::spawn(async move {
+        let mut lines = BufReader::new(stream).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            into.lock().unwrap().push_str(&format!("{line}\n"));
+        }
+    });
+}
+
+/// A response: status and body (JSON when it parses, else a string; Null when empty).
+#[derive(Debug, Clone)]
+pub struct Reply {
+    /// HTTP status.
+    pub status: u16,
+    /// The body.
+    pub body: Value,
+    /// Response headers.
+    pub headers: reqwest::header::HeaderMap,
+}
+
+impl Reply {
+    /// A string member of the body.
+    pub fn str(&self, key: &str) -> String {
+        self.body[key]
+            .as_str()
+            .unwrap_or_else(|| panic!("no string '{key}' in {}", self.body))
+            .to_string()
+    }
+
+    /// Asserts the status, showing the body when it differs.
+    #[track_caller]
+    pub fn expect(self, status: u16) -> Self {
+        assert_eq!(
+            self.status, status,
+            "unexpected status; body: {}",
+            self.body
+        );
+        self
+    }
+
+    /// Asserts a WSO2 error body with this status and a description containing `text`.
+    #[track_caller]
+    pub fn expect_error(self, status: u16, text: &str) -> Self {
+        let reply = self.expect(status);
+        assert_eq!(reply.body["code"], status, "error code in {}", reply.body);
+        for member in ["message", "description", "moreInfo"] {
+            assert!(
+                reply.body[member].is_string(),
+                "{member} missing in {}",
+                reply.body
+            );
+        }
+        assert!(
+            reply.body["error"].is_array(),
+            "error list missing in {}",
+            reply.body
+        );
+        let all = reply.body.to_string();
+        assert!(all.contains(text), "expected '{text}' in {all}");
+        reply
+    }
+
+    /// Asserts an OAuth error (RFC 6749 §5.2) with this status and code.
+    #[track_caller]
+    pub fn expect_oauth_error(self, status: u16, error: &str) -> Self {
+        let reply = self.expect(status);
+        assert_eq!(reply.body["error"], error, "in {}", reply.body);
+        assert!(reply.body["error_description"].is_string());
+        reply
+    }
+}
+
+/// An HTTP client for one control plane.
+#[derive(Clone)]
+pub struct Client {
+    http: reqwest::Client,
+    /// Base URL.
+    pub base: String,
+}
+
+/// Publisher base path.
+pub const PUBLISHER: &str = "/api/am/publisher/v0.14";
+/// Store base path.
+pub const STORE: &str = "/api/am/store/v0.14";
+
+impl Client {
+    /// A client for this base URL.
+    pub fn new(base: &str) -> Self {
+        Client {
+            http: reqwest::Client::new(),
+            base: base.to_string(),
+        }
+    }
+
+    /// Sends a request and reads the reply.
+    pub async fn send(&self, request: reqwest::RequestBuilder) -> Reply {
+        let response = request.send().await.expect("request failed");
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        let text = response.text().await.expect("response body");
+        let body = if text.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&text).unwrap_or(Value::String(text))
+        };
+        Reply {
+            status,
+            body,
+            headers,
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    /// A request with a bearer token (none when `token` is empty).
+    pub fn request(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        token: &str,
+    ) -> reqwest::RequestBuilder {
+        let request = self.http.request(method, self.url(path));
+        if token.is_empty() {
+            request
+        } else {
+            request.bearer_auth(token)
+        }
+    }
+
+    /// GET with a bearer token.
+    pub async fn get(&self, path: &str, token: &str) -> Reply {
+        self.send(self.request(reqwest::Method::GET, path, token))
+            .await
+    }
+
+    /// POST of a JSON body with a bearer token.
+    pub async fn post_json(&self, path: &str, token: &str, body: &Value) -> Reply {
+        self.send(self.request(reqwest::Method::POST, path, token).json(body))
+            .await
+    }
+
+    /// PUT of a JSON body with a bearer token.
+    pub async fn put_json(&self, path: &str, token: &str, body: &Value) -> Reply {
+        self.send(self.request(reqwest::Method::PUT, path, token).json(body))
+            .await
+    }
+
+    /// POST without a body.
+    pub async fn post_empty(&self, path: &str, token: &str) -> Reply {
+        self.send(self.request(reqwest::Method::POST, path, token))
+            .await
+    }
+
+    /// DELETE with a bearer token.
+    pub async fn delete(&self, path: &str, token: &str) -> Reply {
+        self.send(self.request(reqwest::Method::DELETE, path, token))
+            .await
+    }
+
+    /// Dynamic client registration with HTTP Basic.
+    pub async fn register(&self, user: &str, password: &str, client_name: &str) -> Reply {
+        let body = serde_json::json!({
+            "callbackUrl": "www.google.lk",
+            "clientName": client_name,
+            "owner": user,
+            "grantType": "password refresh_token",
+            "saasApp": true,
+        });
+        self.send(
+            self.http
+                .post(self.url("/client-registration/v0.14/register"))
+                .basic_auth(user, Some(password))
+                .json(&body),
+        )
+        .await
+    }
+
+    /// A token request with client credentials by HTTP Basic.
+    pub async fn token(
+        &self,
+        client_id: &str,
+        client_secret: &str,
+        form: &[(&str, &str)],
+    ) -> Reply {
+        self.send(
+            self.http
+                .post(self.url("/oauth2/token"))
+                .basic_auth(client_id, Some(client_secret))
+                .form(form),
+        )
+        .await
+    }
+
+    /// Registers a client for `user` and returns a password-grant access token with `scope`.
+    pub async fn login(&self, user: &str, password: &str, scope: &str) -> String {
+        let client = self
+            .register(user, password, "e2e_client")
+            .await
+            .expect(200);
+        self.token(
+            &client.str("clientId"),
+            &client.str("clientSecret"),
+            &[
+                ("grant_type", "password"),
+                ("username", user),
+                ("password", password),
+                ("scope", scope),
+            ],
+        )
+        .await
+        .expect(200)
+        .str("access_token")
+    }
+
+    /// Adds a user through the admin API.
+    pub async fn add_user(&self, username: &str, password: &str, roles: &[&str]) {
+        self.send(
+            self.http
+                .post(self.url("/api/am/admin/v0.14/users"))
+                .basic_auth("admin", Some(ADMIN_PASSWORD))
+                .json(&serde_json::json!({"username": username, "password": password, "roles": roles})),
+        )
+        .await
+        .expect(201);
+    }
+}
+
+/// The claims of a JWT, read without verifying it.
+pub fn jwt_claims(token: &str) -> Value {
+    let payload = token.split('.').nth(1).expect("JWT payload");
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload)
+        .expect("base64url payload");
+    serde_json::from_slice(&bytes).expect("JSON claims")
+}
+
+/// The header of a JWT.
+pub fn jwt_header(token: &str) -> Value {
+    let header = token.split('.').next().expect("JWT header");
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(header)
+        .expect("base64url header");
+    serde_json::from_slice(&bytes).expect("JSON header")
+}
+
+/// The API record of spec 2.3 (tests/fixtures/api.json).
+pub fn spec_api_record() -> Value {
+    serde_json::from_str(include_str!("../fixtures/api.json")).expect("fixture api.json")
+}
+
+/// A fresh temporary directory.
+pub fn temp_dir() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("apim-e2e-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+/// POSTs a JSON body announced as `length` bytes, over a raw connection, without sending
+/// it all: a server that refuses it by its Content-Length answers before reading it.
+/// Returns the status and the response body.
+pub async fn oversized_post(base: &str, path: &str, token: &str, length: usize) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let host = base.trim_start_matches("http://");
+    let mut stream = tokio::net::TcpStream::connect(host).await.expect("connect");
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\n\
+         Content-Type: application/json\r\nContent-Length: {length}\r\nConnection: close\r\n\r\n{{\"description\":\""
+    );
+    stream.write_all(head.as_bytes()).await.expect("send head");
+    let mut response = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut response)).await;
+    let text = String::from_utf8_lossy(&response).to_string();
+    let status = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = text
+        .split("\r\n\r\n")
+        .nth(1)
+        .unwrap_or_default()
+        .to_string();
+    (status, body)
+}

@@ -57,8 +57,32 @@ pub fn app(state: AppState) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(body_limit))
+        .layer(axum::middleware::from_fn_with_state(
+            body_limit,
+            refuse_oversized_bodies,
+        ))
         .layer(TraceLayer::new_for_http())
         .with_state(state)
+}
+
+/// Answers 413 from the announced Content-Length, before reading a byte of the body.
+/// (The body limit above still stops chunked bodies once they grow past it.)
+async fn refuse_oversized_bodies(
+    axum::extract::State(limit): axum::extract::State<usize>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let announced = request
+        .headers()
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    match announced {
+        Some(length) if length > limit as u64 => {
+            axum::response::IntoResponse::into_response(error::ApiError::PayloadTooLarge)
+        }
+        _ => next.run(request).await,
+    }
 }
 
 async fn not_found(uri: axum::http::Uri) -> error::ApiError {

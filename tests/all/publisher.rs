@@ -1,0 +1,497 @@
+//! Publisher validation, conflicts, lifecycle, updates, lists and deletes.
+
+use e2e::{PUBLISHER, STORE, spec_api_record};
+use serde_json::{Value, json};
+
+use crate::Env;
+
+const ALL_SCOPES: &str = "mgr:api_view mgr:api_create mgr:api_publish mgr:subscribe";
+
+async fn admin_token(env: &Env) -> String {
+    env.api
+        .login("admin", e2e::ADMIN_PASSWORD, ALL_SCOPES)
+        .await
+}
+
+fn with(mut record: Value, changes: Value) -> Value {
+    for (key, value) in changes.as_object().unwrap() {
+        if value.is_null() {
+            record.as_object_mut().unwrap().remove(key);
+        } else {
+            record[key] = value.clone();
+        }
+    }
+    record
+}
+
+async fn api_count(env: &Env, token: &str) -> i64 {
+    let list = env
+        .api
+        .get(&format!("{PUBLISHER}/apis"), token)
+        .await
+        .expect(200);
+    list.body["pagination"]["total"].as_i64().unwrap()
+}
+
+pub async fn api_validation_and_conflicts(env: Env) {
+    let api = &env.api;
+    let token = admin_token(&env).await;
+    let apis = format!("{PUBLISHER}/apis");
+    let record = spec_api_record();
+    let swagger_with = |operation: Value| {
+        json!({"swagger": "2.0", "paths": {"/x": {"get": operation}}}).to_string()
+    };
+    let refused: Vec<(Value, &str)> = vec![
+        (
+            with(record.clone(), json!({"name": null, "tiers": null})),
+            "400_name",
+        ),
+        (
+            with(record.clone(), json!({"apiDefinition": null})),
+            "apiDefinition: may not be null",
+        ),
+        (
+            with(record.clone(), json!({"context": "/dev-management/"})),
+            "Context cannot end with '/' character",
+        ),
+        (
+            with(record.clone(), json!({"tiers": []})),
+            "No tier defined for the API",
+        ),
+        (
+            with(record.clone(), json!({"tiers": ["Gold", "Platinum"]})),
+            "Specified tier(s) [Platinum] are invalid",
+        ),
+        (
+            with(
+                record.clone(),
+                json!({"apiDefinition": "{\"swagger\":\"2.0\"}"}),
+            ),
+            "paths",
+        ),
+        (
+            with(record.clone(), json!({"apiDefinition": "not json"})),
+            "apiDefinition is not a valid JSON",
+        ),
+        (
+            with(
+                record.clone(),
+                json!({"apiDefinition": "{\"openapi\":\"3.0.0\",\"paths\":{}}"}),
+            ),
+            "Swagger 2.0",
+        ),
+        (
+            with(
+                record.clone(),
+                json!({"apiDefinition": swagger_with(json!({"x-auth-type": "Whoever"}))}),
+            ),
+            "x-auth-type",
+        ),
+        (
+            with(
+                record.clone(),
+                json!({"apiDefinition": swagger_with(json!({"x-throttling-tier": "Gold"}))}),
+            ),
+            "x-throttling-tier",
+        ),
+        (
+            with(record.clone(), json!({"endpointConfig": "{"})),
+            "endpointConfig is not a valid JSON",
+        ),
+        (
+            with(
+                record.clone(),
+                json!({"endpointConfig": "{\"endpoint_type\":\"http\"}"}),
+            ),
+            "production_endpoints",
+        ),
+        (
+            with(record.clone(), json!({"visibility": "EVERYONE"})),
+            "visibility",
+        ),
+        (
+            with(record.clone(), json!({"transport": ["ftp"]})),
+            "transport",
+        ),
+        (
+            with(record.clone(), json!({"cacheTimeout": "soon"})),
+            "Malformed request body",
+        ),
+        (
+            with(record.clone(), json!({"colour": "blue"})),
+            "Unrecognized property 'colour'",
+        ),
+        (
+            with(record.clone(), json!({"name": "Dev/Management"})),
+            "illegal character",
+        ),
+    ];
+    for (body, message) in refused {
+        api.post_json(&apis, &token, &body)
+            .await
+            .expect_error(400, message);
+    }
+    // Raw bodies: malformed, empty, not JSON, too large.
+    let raw = |body: String, content_type: &str| {
+        api.request(reqwest::Method::POST, &apis, &token)
+            .header("content-type", content_type)
+            .body(body)
+    };
+    api.send(raw("{\"name\":".into(), "application/json"))
+        .await
+        .expect_error(400, "Malformed request body.");
+    api.send(raw(String::new(), "application/json"))
+        .await
+        .expect_error(400, "Request payload cannot be empty.");
+    api.send(raw(record.to_string(), "text/plain"))
+        .await
+        .expect_error(415, "application/json");
+    let (status, body) = e2e::oversized_post(&api.base, &apis, &token, 6 * 1024 * 1024).await;
+    assert_eq!(status, 413, "{body}");
+    assert!(body.contains("\"code\":413"), "{body}");
+    assert_eq!(
+        api_count(&env, &token).await,
+        0,
+        "refused requests must create nothing"
+    );
+
+    // Conflicts, as WSO2 words them.
+    let id = api
+        .post_json(&apis, &token, &record)
+        .await
+        .expect(201)
+        .str("id");
+    api.post_json(&apis, &token, &record)
+        .await
+        .expect_error(409, "A duplicate API already exists");
+    api.post_json(
+        &apis,
+        &token,
+        &with(
+            record.clone(),
+            json!({"name": "devmanagementapi", "context": "/other"}),
+        ),
+    )
+    .await
+    .expect_error(400, "API with name DevManagementAPI already exists.");
+    api.post_json(
+        &apis,
+        &token,
+        &with(
+            record.clone(),
+            json!({"version": "v2.0.0", "context": "/elsewhere"}),
+        ),
+    )
+    .await
+    .expect_error(400, "already exists with different context");
+    api.post_json(
+        &apis,
+        &token,
+        &with(record.clone(), json!({"name": "OtherAPI"})),
+    )
+    .await
+    .expect_error(
+        400,
+        "A duplicate API context already exists for /dev-management",
+    );
+    // A new version under the same context is fine; a context without '/' gets one.
+    let v2 = api
+        .post_json(
+            &apis,
+            &token,
+            &with(
+                record.clone(),
+                json!({"version": "v2.0.0", "context": "dev-management"}),
+            ),
+        )
+        .await
+        .expect(201);
+    assert_eq!(v2.body["context"], "/dev-management");
+    // PROTOTYPED may be asked for at creation; any other status becomes CREATED.
+    let proto = api
+        .post_json(
+            &apis,
+            &token,
+            &with(
+                record.clone(),
+                json!({"name": "Proto", "context": "/proto", "status": "PROTOTYPED"}),
+            ),
+        )
+        .await
+        .expect(201);
+    assert_eq!(proto.body["status"], "PROTOTYPED");
+    let forced = api
+        .post_json(
+            &apis,
+            &token,
+            &with(
+                record.clone(),
+                json!({"name": "Forced", "context": "/forced", "status": "PUBLISHED"}),
+            ),
+        )
+        .await
+        .expect(201);
+    assert_eq!(forced.body["status"], "CREATED");
+
+    // Unknown ids: 404 with WSO2's description.
+    let missing = "00000000-0000-0000-0000-000000000000";
+    api.get(&format!("{apis}/{missing}"), &token)
+        .await
+        .expect_error(404, &format!("Requested API with Id '{missing}' not found"));
+    api.put_json(&format!("{apis}/{missing}"), &token, &record)
+        .await
+        .expect(404);
+    api.delete(&format!("{apis}/{missing}"), &token)
+        .await
+        .expect(404);
+    api.get(&format!("{apis}/{missing}/swagger"), &token)
+        .await
+        .expect(404);
+    api.post_empty(
+        &format!("{apis}/change-lifecycle?apiId={missing}&action=Publish"),
+        &token,
+    )
+    .await
+    .expect(404);
+    // The unique name works wherever an id does.
+    let by_name = api
+        .get(&format!("{apis}/admin-DevManagementAPI-v1.0.0"), &token)
+        .await
+        .expect(200);
+    assert_eq!(by_name.str("id"), id);
+    // Unknown routes and methods answer in the same format.
+    api.get("/api/am/publisher/v0.14/nothing-here", &token)
+        .await
+        .expect_error(404, "No resource");
+    api.send(api.request(reqwest::Method::PATCH, &apis, &token))
+        .await
+        .expect_error(405, "");
+}
+
+pub async fn lifecycle_state_machine(env: Env) {
+    let api = &env.api;
+    let token = admin_token(&env).await;
+    let id = api
+        .post_json(&format!("{PUBLISHER}/apis"), &token, &spec_api_record())
+        .await
+        .expect(201)
+        .str("id");
+    let change = |action: &str| {
+        let path = format!(
+            "{PUBLISHER}/apis/change-lifecycle?apiId={id}&action={}",
+            action.replace(' ', "+")
+        );
+        let token = token.clone();
+        async move { api.post_empty(&path, &token).await }
+    };
+    let status = || async {
+        api.get(&format!("{PUBLISHER}/apis/{id}"), &token)
+            .await
+            .expect(200)
+            .str("status")
+    };
+    change("Retire").await.expect_error(
+        400,
+        "Action 'Retire' is not allowed. Allowed actions are [Publish, Deploy as a Prototype]",
+    );
+    assert_eq!(
+        status().await,
+        "CREATED",
+        "a refused action changes nothing"
+    );
+    for (action, expected) in [
+        ("Deploy as a Prototype", "PROTOTYPED"),
+        ("Demote to Created", "CREATED"),
+        ("Publish", "PUBLISHED"),
+        ("Publish", "PUBLISHED"),
+        ("Block", "BLOCKED"),
+        ("Re-Publish", "PUBLISHED"),
+        ("Deprecate", "DEPRECATED"),
+        ("Retire", "RETIRED"),
+    ] {
+        change(action).await.expect(200);
+        assert_eq!(status().await, expected, "after {action}");
+    }
+    change("Publish")
+        .await
+        .expect_error(400, "Allowed actions are []");
+    change("Demote to Prototyped").await.expect(400);
+    // Missing parameters.
+    api.post_empty(
+        &format!("{PUBLISHER}/apis/change-lifecycle?apiId={id}"),
+        &token,
+    )
+    .await
+    .expect(400);
+    api.post_empty(
+        &format!("{PUBLISHER}/apis/change-lifecycle?action=Publish"),
+        &token,
+    )
+    .await
+    .expect(400);
+}
+
+pub async fn update_list_search_and_delete(env: Env) {
+    let api = &env.api;
+    let token = admin_token(&env).await;
+    let apis = format!("{PUBLISHER}/apis");
+    let record = spec_api_record();
+    let id = api
+        .post_json(&apis, &token, &record)
+        .await
+        .expect(201)
+        .str("id");
+
+    // Update keeps identity and status, replaces the rest.
+    let updated = with(
+        record.clone(),
+        json!({"description": "new words", "tags": ["x"], "cacheTimeout": 60}),
+    );
+    let reply = api
+        .put_json(&format!("{apis}/{id}"), &token, &updated)
+        .await
+        .expect(200);
+    assert_eq!(reply.body["description"], "new words");
+    assert_eq!(reply.body["id"], id.as_str());
+    assert_eq!(reply.body["status"], "CREATED");
+    let fetched = api.get(&format!("{apis}/{id}"), &token).await.expect(200);
+    assert_eq!(fetched.body["cacheTimeout"], 60);
+    api.put_json(
+        &format!("{apis}/{id}"),
+        &token,
+        &with(updated.clone(), json!({"version": "v9"})),
+    )
+    .await
+    .expect_error(400, "cannot be changed");
+    api.put_json(
+        &format!("{apis}/{id}"),
+        &token,
+        &with(updated.clone(), json!({"tiers": ["Nope"]})),
+    )
+    .await
+    .expect(400);
+    assert_eq!(
+        api.get(&format!("{apis}/{id}"), &token).await.body["description"],
+        "new words"
+    );
+
+    // Swagger read and replace (JSON body, and multipart as WSO2 clients send it).
+    let swagger = api
+        .get(&format!("{apis}/{id}/swagger"), &token)
+        .await
+        .expect(200);
+    assert_eq!(swagger.body["swagger"], "2.0");
+    let new_swagger =
+        json!({"swagger": "2.0", "paths": {"/ping": {"get": {"x-auth-type": "None"}}}});
+    api.put_json(&format!("{apis}/{id}/swagger"), &token, &new_swagger)
+        .await
+        .expect(200);
+    let form = reqwest::multipart::Form::new().text("apiDefinition", new_swagger.to_string());
+    api.send(
+        api.request(
+            reqwest::Method::PUT,
+            &format!("{apis}/{id}/swagger"),
+            &token,
+        )
+        .multipart(form),
+    )
+    .await
+    .expect(200);
+    let swagger = api
+        .get(&format!("{apis}/{id}/swagger"), &token)
+        .await
+        .expect(200);
+    assert!(swagger.body["paths"]["/ping"].is_object());
+    api.put_json(
+        &format!("{apis}/{id}/swagger"),
+        &token,
+        &json!({"swagger": "1.2"}),
+    )
+    .await
+    .expect(400);
+
+    // Lists: paging and search.
+    for n in 0..4 {
+        api.post_json(
+            &apis,
+            &token,
+            &with(
+                record.clone(),
+                json!({"name": format!("Pager{n}"), "context": format!("/pager{n}")}),
+            ),
+        )
+        .await
+        .expect(201);
+    }
+    let page = api
+        .get(&format!("{apis}?limit=2&offset=1"), &token)
+        .await
+        .expect(200);
+    assert_eq!(page.body["count"], 2);
+    assert_eq!(page.body["pagination"]["total"], 5);
+    assert!(page.body["next"].as_str().unwrap().contains("offset=3"));
+    assert!(page.body["previous"].as_str().unwrap().contains("offset=0"));
+    let found = api
+        .get(&format!("{apis}?query=name:pager"), &token)
+        .await
+        .expect(200);
+    assert_eq!(found.body["count"], 4);
+    let found = api
+        .get(&format!("{apis}?query=context:pager2"), &token)
+        .await
+        .expect(200);
+    assert_eq!(found.body["list"][0]["name"], "Pager2");
+    let exact = api
+        .get(&format!("{apis}?query=name:%22Pager%22"), &token)
+        .await
+        .expect(200);
+    assert_eq!(exact.body["count"], 0);
+    api.get(&format!("{apis}?limit=lots"), &token)
+        .await
+        .expect_error(400, "Invalid query parameters");
+    api.get(&format!("{apis}?limit=-1"), &token)
+        .await
+        .expect(400);
+    api.get(&format!("{apis}?query=name:"), &token)
+        .await
+        .expect_error(400, "Search term is missing");
+
+    // Delete: refused while subscribed, allowed after.
+    api.post_empty(
+        &format!("{apis}/change-lifecycle?apiId={id}&action=Publish"),
+        &token,
+    )
+    .await
+    .expect(200);
+    let app = api
+        .post_json(
+            &format!("{STORE}/applications"),
+            &token,
+            &json!({"name": "Holder", "throttlingTier": "Unlimited"}),
+        )
+        .await
+        .expect(201)
+        .str("applicationId");
+    let subscription = api
+        .post_json(
+            &format!("{STORE}/subscriptions"),
+            &token,
+            &json!({"tier": "Unlimited", "apiIdentifier": id, "applicationId": app}),
+        )
+        .await
+        .expect(201)
+        .str("subscriptionId");
+    api.delete(&format!("{apis}/{id}"), &token)
+        .await
+        .expect_error(409, "Cannot remove the API");
+    api.get(&format!("{apis}/{id}"), &token).await.expect(200);
+    api.delete(&format!("{STORE}/subscriptions/{subscription}"), &token)
+        .await
+        .expect(200);
+    let deleted = api
+        .delete(&format!("{apis}/{id}"), &token)
+        .await
+        .expect(200);
+    assert!(deleted.body.is_null());
+    api.get(&format!("{apis}/{id}"), &token).await.expect(404);
+}
