@@ -56,12 +56,12 @@ impl Backend {
 
     /// Drops the test database, if any.
     pub async fn cleanup(&self) {
-        if let Backend::Postgres { name, .. } = self {
-            if let Ok(mut conn) = sqlx::PgConnection::connect(&postgres_admin_url()).await {
-                let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-                    .execute(&mut conn)
-                    .await;
-            }
+        if let Backend::Postgres { name, .. } = self
+            && let Ok(mut conn) = sqlx::PgConnection::connect(&postgres_admin_url()).await
+        {
+            let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                .execute(&mut conn)
+                .await;
         }
     }
 
