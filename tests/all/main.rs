@@ -12,6 +12,7 @@ mod publisher;
 mod registration;
 mod restart;
 mod store;
+mod tenants;
 mod tokens;
 
 /// What a scenario gets: a running control plane and a client for it.
@@ -100,4 +101,5 @@ on_both_backends!(
     store::subscription_rules,
     store::key_generation,
     restart::restart_keeps_records_and_keys,
+    tenants::tenant_users_and_unique_names,
 );

@@ -1,0 +1,101 @@
+//! Tenants: `name@domain` users, `/t/<domain>` contexts and `-AT-` unique names.
+
+use e2e::{PUBLISHER, STORE, spec_api_record};
+use serde_json::json;
+
+use crate::Env;
+
+pub async fn tenant_users_and_unique_names(env: Env) {
+    let api = &env.api;
+    api.add_user(
+        "alice@acme.com",
+        "alice-pw",
+        &["creator", "publisher", "subscriber"],
+    )
+    .await;
+    api.add_user("bob@acme.com", "bob-pw", &["subscriber"])
+        .await;
+    let scopes = "mgr:api_view mgr:api_create mgr:api_publish mgr:subscribe";
+    let alice = api.login("alice@acme.com", "alice-pw", scopes).await;
+    // A provider from another tenant is refused.
+    api.post_json(&format!("{PUBLISHER}/apis"), &alice, &spec_api_record())
+        .await
+        .expect_error(400, "not in the tenant");
+    let mut record = spec_api_record();
+    record["provider"] = json!("alice@acme.com");
+    let created = api
+        .post_json(&format!("{PUBLISHER}/apis"), &alice, &record)
+        .await
+        .expect(201);
+    let id = created.str("id");
+    assert_eq!(created.body["context"], "/t/acme.com/dev-management");
+    assert_eq!(created.body["provider"], "alice@acme.com");
+    api.post_empty(
+        &format!("{PUBLISHER}/apis/change-lifecycle?apiId={id}&action=Publish"),
+        &alice,
+    )
+    .await
+    .expect(200);
+    // The same API in the super tenant does not collide with the tenant's.
+    let admin = api.login("admin", e2e::ADMIN_PASSWORD, scopes).await;
+    api.post_json(&format!("{PUBLISHER}/apis"), &admin, &spec_api_record())
+        .await
+        .expect(201);
+    // Another tenant's API is not found in the publisher.
+    api.get(&format!("{PUBLISHER}/apis/{id}"), &admin)
+        .await
+        .expect(404);
+    let listed = api
+        .get(&format!("{PUBLISHER}/apis"), &alice)
+        .await
+        .expect(200);
+    assert_eq!(listed.body["count"], 1);
+
+    // A tenant user subscribes by the -AT- unique name (and by the @ form).
+    let bob = api.login("bob@acme.com", "bob-pw", "mgr:subscribe").await;
+    let app = api
+        .post_json(
+            &format!("{STORE}/applications"),
+            &bob,
+            &json!({"name": "BobApp", "throttlingTier": "Unlimited"}),
+        )
+        .await
+        .expect(201)
+        .str("applicationId");
+    let subscribed = api
+        .post_json(
+            &format!("{STORE}/subscriptions"),
+            &bob,
+            &json!({"tier": "Unlimited", "apiIdentifier": "alice-AT-acme.com-DevManagementAPI-v1.0.0", "applicationId": app}),
+        )
+        .await
+        .expect(201);
+    assert_eq!(
+        subscribed.body["apiIdentifier"],
+        "alice@acme.com-DevManagementAPI-v1.0.0"
+    );
+    api.post_json(
+        &format!("{STORE}/subscriptions"),
+        &bob,
+        &json!({"tier": "Unlimited", "apiIdentifier": "alice@acme.com-DevManagementAPI-v1.0.0", "applicationId": app}),
+    )
+    .await
+    .expect(409);
+    // A super-tenant user may not subscribe to the tenant's API (current_tenant availability).
+    let admin_app = api
+        .post_json(
+            &format!("{STORE}/applications"),
+            &admin,
+            &json!({"name": "AdminApp", "throttlingTier": "Unlimited"}),
+        )
+        .await
+        .expect(201)
+        .str("applicationId");
+    api.post_json(
+        &format!("{STORE}/subscriptions"),
+        &admin,
+        &json!({"tier": "Unlimited", "apiIdentifier": id, "applicationId": admin_app}),
+    )
+    .await
+    .expect(403);
+}
