@@ -77,22 +77,15 @@ pub async fn upsert(
     password: &str,
     roles: &[String],
 ) -> anyhow::Result<()> {
-    let hash = hash_password(password).await?;
-    // language=SQL
-    sqlx::query(
-        "INSERT INTO users (username, password_hash, roles, tenant, created_at)
-         VALUES ($1, $2, $3, $4, $5)
-         ON CONFLICT (username) DO UPDATE SET password_hash = excluded.password_hash, roles = excluded.roles",
+    store(
+        db,
+        username,
+        password,
+        roles,
+        "DO UPDATE SET password_hash = excluded.password_hash, roles = excluded.roles",
     )
-    .bind(username)
-    .bind(hash)
-    .bind(roles.join(" "))
-    .bind(tenant_of(username))
-    .bind(crate::db::now())
-    .execute(db)
     .await
-    .context("could not store user")?;
-    Ok(())
+    .map(|_| ())
 }
 
 /// Creates a user; `false` when the name is taken.
@@ -102,19 +95,31 @@ pub async fn insert_new(
     password: &str,
     roles: &[String],
 ) -> anyhow::Result<bool> {
+    store(db, username, password, roles, "DO NOTHING").await
+}
+
+/// Inserts a user, doing `on_conflict` when the name exists; whether a row changed.
+async fn store(
+    db: &AnyPool,
+    username: &str,
+    password: &str,
+    roles: &[String],
+    on_conflict: &str,
+) -> anyhow::Result<bool> {
     let hash = hash_password(password).await?;
     // language=SQL
-    let result = sqlx::query(
+    let result = sqlx::query(&format!(
         "INSERT INTO users (username, password_hash, roles, tenant, created_at)
-         VALUES ($1, $2, $3, $4, $5) ON CONFLICT (username) DO NOTHING",
-    )
+         VALUES ($1, $2, $3, $4, $5) ON CONFLICT (username) {on_conflict}"
+    ))
     .bind(username)
     .bind(hash)
     .bind(roles.join(" "))
     .bind(tenant_of(username))
     .bind(crate::db::now())
     .execute(db)
-    .await?;
+    .await
+    .context("could not store user")?;
     Ok(result.rows_affected() == 1)
 }
 

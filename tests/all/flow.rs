@@ -27,16 +27,7 @@ pub async fn spec_flow_end_to_end(env: Env) {
 
     // Step 2: a password-grant token with the management scopes.
     let reply = api
-        .token(
-            &client.str("clientId"),
-            &client.str("clientSecret"),
-            &[
-                ("grant_type", "password"),
-                ("username", "admin"),
-                ("password", e2e::ADMIN_PASSWORD),
-                ("scope", ALL_SCOPES),
-            ],
-        )
+        .password_token(&client, "admin", e2e::ADMIN_PASSWORD, ALL_SCOPES)
         .await
         .expect(200);
     assert_eq!(reply.body["token_type"], "Bearer");

@@ -233,18 +233,9 @@ pub async fn scopes_follow_roles(env: Env) {
 
     let login = |user: &'static str, password: &'static str| async move {
         let client = api.register(user, password, "scopes").await.expect(200);
-        api.token(
-            &client.str("clientId"),
-            &client.str("clientSecret"),
-            &[
-                ("grant_type", "password"),
-                ("username", user),
-                ("password", password),
-                ("scope", all),
-            ],
-        )
-        .await
-        .expect(200)
+        api.password_token(&client, user, password, all)
+            .await
+            .expect(200)
     };
     // Scopes a role lacks are dropped silently.
     let sam = login("sam", "sam-pw").await;
@@ -262,31 +253,13 @@ pub async fn scopes_follow_roles(env: Env) {
     // Nothing grantable, or nothing asked: default.
     let client = api.register("sam", "sam-pw", "scopes").await.expect(200);
     let none = api
-        .token(
-            &client.str("clientId"),
-            &client.str("clientSecret"),
-            &[
-                ("grant_type", "password"),
-                ("username", "sam"),
-                ("password", "sam-pw"),
-                ("scope", "mgr:api_publish"),
-            ],
-        )
+        .password_token(&client, "sam", "sam-pw", "mgr:api_publish")
         .await
         .expect(200);
     assert_eq!(none.body["scope"], "default");
     // WSO2's apim: prefix is not ours: dropped.
     let wrong_prefix = api
-        .token(
-            &client.str("clientId"),
-            &client.str("clientSecret"),
-            &[
-                ("grant_type", "password"),
-                ("username", "sam"),
-                ("password", "sam-pw"),
-                ("scope", "apim:subscribe"),
-            ],
-        )
+        .password_token(&client, "sam", "sam-pw", "apim:subscribe")
         .await
         .expect(200);
     assert_eq!(wrong_prefix.body["scope"], "default");

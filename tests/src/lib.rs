@@ -365,12 +365,14 @@ impl Client {
         .await
     }
 
-    /// Registers a client for `user` and returns a password-grant access token with `scope`.
-    pub async fn login(&self, user: &str, password: &str, scope: &str) -> String {
-        let client = self
-            .register(user, password, "e2e_client")
-            .await
-            .expect(200);
+    /// A password grant for `user` through a registered client (a registration reply).
+    pub async fn password_token(
+        &self,
+        client: &Reply,
+        user: &str,
+        password: &str,
+        scope: &str,
+    ) -> Reply {
         self.token(
             &client.str("clientId"),
             &client.str("clientSecret"),
@@ -382,8 +384,18 @@ impl Client {
             ],
         )
         .await
-        .expect(200)
-        .str("access_token")
+    }
+
+    /// Registers a client for `user` and returns a password-grant access token with `scope`.
+    pub async fn login(&self, user: &str, password: &str, scope: &str) -> String {
+        let client = self
+            .register(user, password, "e2e_client")
+            .await
+            .expect(200);
+        self.password_token(&client, user, password, scope)
+            .await
+            .expect(200)
+            .str("access_token")
     }
 
     /// Adds a user through the admin API.

@@ -54,8 +54,7 @@ async fn token_endpoint(
     headers: HeaderMap,
     form: Result<Form<Params>, FormRejection>,
 ) -> Result<Response, OAuthError> {
-    let Form(params) = form.map_err(|e| OAuthError::invalid_request(e.body_text()))?;
-    let client = authenticate_client(&state, &headers, &params).await?;
+    let (client, params) = authenticated_form(&state, &headers, form).await?;
     let grant = param(&params, "grant_type")?;
     if !matches!(grant, "password" | "client_credentials" | "refresh_token") {
         return Err(OAuthError::unsupported_grant_type(grant));
@@ -193,8 +192,7 @@ async fn revoke_endpoint(
     headers: HeaderMap,
     form: Result<Form<Params>, FormRejection>,
 ) -> Result<Response, OAuthError> {
-    let Form(params) = form.map_err(|e| OAuthError::invalid_request(e.body_text()))?;
-    let client = authenticate_client(&state, &headers, &params).await?;
+    let (client, params) = authenticated_form(&state, &headers, form).await?;
     let presented = param(&params, "token")?;
     if !revoke_refresh_token(&state, &client, presented).await?
         && let Ok(claims) = token::verify(&state.keys, &state.issuer, presented, true)
@@ -291,12 +289,14 @@ async fn jwks(State(state): State<AppState>) -> impl IntoResponse {
     Json(state.keys.jwks())
 }
 
-/// Client authentication by HTTP Basic or `client_id`/`client_secret` form fields.
-async fn authenticate_client(
+/// The form parameters and the client they authenticate, by HTTP Basic or by the
+/// `client_id`/`client_secret` form fields.
+async fn authenticated_form(
     state: &AppState,
     headers: &HeaderMap,
-    params: &Params,
-) -> Result<OAuthClient, OAuthError> {
+    form: Result<Form<Params>, FormRejection>,
+) -> Result<(OAuthClient, Params), OAuthError> {
+    let Form(params) = form.map_err(|e| OAuthError::invalid_request(e.body_text()))?;
     let (id, secret) = basic_credentials(headers)
         .or_else(|| {
             Some((
@@ -306,7 +306,7 @@ async fn authenticate_client(
         })
         .ok_or_else(|| OAuthError::invalid_client("Client authentication required"))?;
     match clients::find(&state.db, &id).await? {
-        Some(client) if client.secret_matches(&secret) => Ok(client),
+        Some(client) if client.secret_matches(&secret) => Ok((client, params)),
         _ => Err(OAuthError::invalid_client("Client Authentication failed.")),
     }
 }
