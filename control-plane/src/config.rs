@@ -56,6 +56,21 @@ pub struct Config {
     #[arg(long, env = "APIM_MAX_BODY_BYTES", default_value_t = 5 * 1024 * 1024)]
     pub max_body_bytes: usize,
 
+    /// Gateways to push route manifests to: comma-separated base URLs, e.g.
+    /// `http://127.0.0.1:8280`. Failed pushes are retried.
+    #[arg(long, env = "APIM_GATEWAYS", value_delimiter = ',')]
+    pub gateways: Vec<String>,
+
+    /// Secret gateways present (as a bearer token) to pull the current manifest. Empty: one is
+    /// generated on first start into `<data dir>/gateway-secret`.
+    #[arg(
+        long,
+        env = "APIM_GATEWAY_SECRET",
+        default_value = "",
+        hide_env_values = true
+    )]
+    pub gateway_secret: String,
+
     /// Log as JSON lines instead of human-readable text. Filter with RUST_LOG.
     #[arg(long, env = "APIM_LOG_JSON")]
     pub log_json: bool,

@@ -146,8 +146,8 @@ fn public_jwk(kid: &str, x: String) -> Jwk {
     }
 }
 
-/// Writes a private key readable by the owner only.
-fn write_private(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+/// Writes a new file readable by the owner only (keys, secrets).
+pub fn write_private(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     use std::io::Write;
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);

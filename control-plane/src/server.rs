@@ -8,6 +8,7 @@ use sqlx::AnyPool;
 use tokio::net::TcpListener;
 
 use crate::config::{Command, Config};
+use crate::gateways::{self, ManifestHub};
 use crate::http::{AppState, app};
 use crate::keys::KeyRing;
 use crate::scopes::ScopeNames;
@@ -59,9 +60,32 @@ async fn serve(config: Config, db: AnyPool) -> anyhow::Result<()> {
     } else {
         config.token_issuer.clone()
     };
+    let manifest_keys = Arc::new(KeyRing::load_or_create(
+        &config.data_dir.join("manifest-keys"),
+    )?);
+    let gateway_secret = gateway_secret(&config)?;
+    let manifests = ManifestHub::new();
+    gateways::spawn(
+        manifests.clone(),
+        gateways::Compiler {
+            db: db.clone(),
+            token_keys: keys.clone(),
+            manifest_keys: manifest_keys.clone(),
+            issuer: issuer.clone(),
+        },
+        config
+            .gateways
+            .iter()
+            .filter(|g| !g.is_empty())
+            .cloned()
+            .collect(),
+    );
     let state = AppState {
         db: db.clone(),
         keys,
+        manifests,
+        manifest_keys,
+        gateway_secret,
         scopes: ScopeNames::new(&config.scope_prefix),
         issuer,
         config: Arc::new(config),
@@ -76,6 +100,20 @@ async fn serve(config: Config, db: AnyPool) -> anyhow::Result<()> {
     db.close().await;
     tracing::info!("control plane stopped");
     Ok(())
+}
+
+/// The configured gateway secret, or the one generated into the data directory.
+fn gateway_secret(config: &Config) -> anyhow::Result<String> {
+    if !config.gateway_secret.is_empty() {
+        return Ok(config.gateway_secret.clone());
+    }
+    let path = config.data_dir.join("gateway-secret");
+    if let Ok(secret) = std::fs::read_to_string(&path) {
+        return Ok(secret.trim().to_string());
+    }
+    let secret = crate::clients::new_client_secret() + &crate::clients::new_client_secret();
+    crate::keys::write_private(&path, secret.as_bytes())?;
+    Ok(secret)
 }
 
 /// Creates or updates the configured administrator. Without a password the existing

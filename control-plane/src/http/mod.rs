@@ -9,6 +9,7 @@ use sqlx::AnyPool;
 use tower_http::trace::TraceLayer;
 
 use crate::config::Config;
+use crate::gateways::ManifestHub;
 use crate::keys::KeyRing;
 use crate::scopes::ScopeNames;
 
@@ -18,6 +19,7 @@ mod applications;
 mod auth;
 pub mod error;
 mod extract;
+mod gateway;
 mod keys;
 mod pagination;
 mod registration;
@@ -38,6 +40,12 @@ pub struct AppState {
     pub scopes: ScopeNames,
     /// `iss` of issued tokens.
     pub issuer: String,
+    /// The current route manifest, and where changes are reported.
+    pub manifests: Arc<ManifestHub>,
+    /// The key route manifests are signed with.
+    pub manifest_keys: Arc<KeyRing>,
+    /// What gateways present to pull the manifest.
+    pub gateway_secret: String,
     /// Users whose DefaultApplication is known to exist (saves a write per store call).
     pub store_users: Arc<Mutex<HashSet<String>>>,
 }
@@ -54,8 +62,13 @@ pub fn app(state: AppState) -> Router {
         .merge(keys::router())
         .merge(subscriptions::router())
         .merge(admin::router())
+        .merge(gateway::router())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
+        .layer(axum::middleware::from_fn_with_state(
+            state.manifests.clone(),
+            recompile_after_changes,
+        ))
         .layer(DefaultBodyLimit::max(body_limit))
         .layer(axum::middleware::from_fn_with_state(
             body_limit,
@@ -63,6 +76,26 @@ pub fn app(state: AppState) -> Router {
         ))
         .layer(TraceLayer::new_for_http())
         .with_state(state)
+}
+
+/// Every successful change (any method but GET/HEAD/OPTIONS) may change what gateways
+/// must do: lifecycle, updates, deletes, subscriptions, keys, revocations, key rotation.
+/// Requests a recompile, which is debounced, so bursts cost one manifest.
+async fn recompile_after_changes(
+    axum::extract::State(manifests): axum::extract::State<Arc<ManifestHub>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::http::Method;
+    let changes = !matches!(
+        *request.method(),
+        Method::GET | Method::HEAD | Method::OPTIONS
+    );
+    let response = next.run(request).await;
+    if changes && response.status().is_success() {
+        manifests.request_recompile();
+    }
+    response
 }
 
 /// Answers 413 from the announced Content-Length, before reading a byte of the body.

@@ -1,0 +1,295 @@
+//! The route manifest: everything a gateway needs to serve the published APIs, compiled by
+//! the control plane and verified by the gateway component. This crate is the one
+//! definition both sides use; it builds natively and for `wasm32-wasip2`.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// A route manifest. Versions only grow; a gateway applies a manifest only if it is newer
+/// than the one it serves. The manifest travels as a compact JWS (EdDSA) of this JSON.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// Monotonically increasing version.
+    pub version: u64,
+    /// When it was compiled, Unix seconds.
+    pub issued_at: i64,
+    /// `iss` that access tokens must carry.
+    pub token_issuer: String,
+    /// Public keys that verify access tokens (the control plane's JWKS).
+    pub token_keys: Vec<TokenKey>,
+    /// Deployed APIs (PUBLISHED, PROTOTYPED, DEPRECATED, BLOCKED); others are not routed.
+    pub apis: Vec<ApiRoute>,
+    /// Applications with their throttling tier.
+    pub applications: Vec<ApplicationEntry>,
+    /// Subscriptions of applications to APIs.
+    pub subscriptions: Vec<SubscriptionEntry>,
+    /// Revoked access tokens (by `jti`) that have not expired yet.
+    pub revoked_tokens: Vec<RevokedToken>,
+    /// Request limits per minute of every tier, by level and name; `None` is unlimited.
+    pub tiers: Tiers,
+}
+
+/// An Ed25519 public key for access tokens.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TokenKey {
+    /// Key id, as in the token header.
+    pub kid: String,
+    /// The public key, base64url without padding (JWK `x`).
+    pub x: String,
+}
+
+/// Lifecycle state of a deployed API, as the gateway treats it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum ApiState {
+    /// Invocable.
+    Published,
+    /// Invocable as a prototype.
+    Prototyped,
+    /// Invocable; no new subscriptions.
+    Deprecated,
+    /// Deployed but answering 503 (700700).
+    Blocked,
+}
+
+impl ApiState {
+    /// The state of a lifecycle status, if the gateway deploys APIs in it.
+    pub fn deployed(status: &str) -> Option<Self> {
+        match status {
+            "PUBLISHED" => Some(Self::Published),
+            "PROTOTYPED" => Some(Self::Prototyped),
+            "DEPRECATED" => Some(Self::Deprecated),
+            "BLOCKED" => Some(Self::Blocked),
+            _ => None,
+        }
+    }
+}
+
+/// One API as the gateway routes it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApiRoute {
+    /// API id.
+    pub id: String,
+    /// Name.
+    pub name: String,
+    /// Version.
+    pub version: String,
+    /// Context, starting with `/` (tenants' under `/t/<domain>`).
+    pub context: String,
+    /// Lifecycle state.
+    pub state: ApiState,
+    /// Also routed at `<context>` without the version.
+    pub default_version: bool,
+    /// Operations, most specific first.
+    pub operations: Vec<Operation>,
+    /// Production endpoint URL.
+    pub production_url: Option<String>,
+    /// Sandbox endpoint URL.
+    pub sandbox_url: Option<String>,
+    /// `Authorization` value sent to the backend instead of the client's (endpointSecurity).
+    pub backend_authorization: Option<String>,
+    /// Transactions per second, per environment.
+    pub max_tps: MaxTps,
+    /// CORS headers, when enabled.
+    pub cors: Option<Cors>,
+    /// Seconds GET responses are cached, when response caching is enabled.
+    pub cache_timeout_secs: Option<u64>,
+}
+
+/// Transactions-per-second limits.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MaxTps {
+    /// Production limit.
+    pub production: Option<u64>,
+    /// Sandbox limit.
+    pub sandbox: Option<u64>,
+}
+
+/// CORS settings, ready to be sent as headers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Cors {
+    /// Allowed origins; `*` allows any.
+    pub allow_origins: Vec<String>,
+    /// `Access-Control-Allow-Headers` value.
+    pub allow_headers: String,
+    /// `Access-Control-Allow-Methods` value.
+    pub allow_methods: String,
+    /// `Access-Control-Allow-Credentials`.
+    pub allow_credentials: bool,
+}
+
+/// Who may call an operation (`x-auth-type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum AuthType {
+    /// No token needed.
+    None,
+    /// A valid token of a subscribed application.
+    Required,
+}
+
+impl AuthType {
+    /// The auth type of an `x-auth-type` value (absent means a token is needed).
+    pub fn from_swagger(value: Option<&str>) -> Self {
+        match value {
+            Some("None") => Self::None,
+            _ => Self::Required,
+        }
+    }
+}
+
+/// One operation: a method and a path template.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Operation {
+    /// Upper-case HTTP method.
+    pub method: String,
+    /// The template as written, e.g. `/devs/{username}`.
+    pub template: String,
+    /// The template, precompiled.
+    pub segments: Vec<Segment>,
+    /// Who may call it.
+    pub auth: AuthType,
+    /// Resource tier (`x-throttling-tier`), if limited.
+    pub throttling_tier: Option<String>,
+}
+
+/// A path template segment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Segment {
+    /// Must equal this text.
+    Literal(String),
+    /// Any one non-empty segment (`{name}`).
+    Param,
+    /// Any rest of the path, including nothing (`*` as the last segment).
+    Rest,
+}
+
+/// Compiles a swagger path template into segments.
+pub fn compile_template(template: &str) -> Vec<Segment> {
+    let segments: Vec<&str> = template.split('/').filter(|s| !s.is_empty()).collect();
+    segments
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            if *s == "*" && i + 1 == segments.len() {
+                Segment::Rest
+            } else if s.starts_with('{') && s.ends_with('}') {
+                Segment::Param
+            } else {
+                Segment::Literal((*s).to_string())
+            }
+        })
+        .collect()
+}
+
+/// Whether a request path (without query) matches compiled segments.
+pub fn matches(segments: &[Segment], path: &str) -> bool {
+    let mut parts = path.split('/').filter(|s| !s.is_empty());
+    for segment in segments {
+        match segment {
+            Segment::Rest => return true,
+            Segment::Literal(text) => {
+                if parts.next() != Some(text.as_str()) {
+                    return false;
+                }
+            }
+            Segment::Param => {
+                if parts.next().is_none() {
+                    return false;
+                }
+            }
+        }
+    }
+    parts.next().is_none()
+}
+
+/// Sort key putting more specific templates first: more literal segments, then fewer
+/// parameters, then no trailing wildcard.
+pub fn specificity(segments: &[Segment]) -> (usize, usize, bool) {
+    let literals = segments
+        .iter()
+        .filter(|s| matches!(s, Segment::Literal(_)))
+        .count();
+    let params = segments
+        .iter()
+        .filter(|s| matches!(s, Segment::Param))
+        .count();
+    let rest = segments.contains(&Segment::Rest);
+    (usize::MAX - literals, params, rest)
+}
+
+/// An application and its tier.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApplicationEntry {
+    /// Application id.
+    pub id: String,
+    /// Application tier.
+    pub tier: String,
+}
+
+/// A subscription.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SubscriptionEntry {
+    /// Subscribed application.
+    pub application_id: String,
+    /// API subscribed to.
+    pub api_id: String,
+    /// Subscription tier.
+    pub tier: String,
+    /// UNBLOCKED, BLOCKED, PROD_ONLY_BLOCKED, ON_HOLD or REJECTED.
+    pub status: String,
+}
+
+/// A revoked access token.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RevokedToken {
+    /// Token id.
+    pub jti: String,
+    /// When it expires anyway, Unix seconds.
+    pub exp: i64,
+}
+
+/// Requests per minute of every tier; `None` means unlimited.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Tiers {
+    /// Subscription tiers.
+    pub subscription: BTreeMap<String, Option<u64>>,
+    /// Application tiers.
+    pub application: BTreeMap<String, Option<u64>>,
+    /// Resource tiers.
+    pub resource: BTreeMap<String, Option<u64>>,
+}
+
+/// Where gateways accept pushed manifests and where the control plane serves the current
+/// one (both carry the compact JWS as the body).
+pub mod paths {
+    /// Gateway: POST a signed manifest here; answers `{"version": n}`.
+    pub const GATEWAY_PUSH: &str = "/_apim/manifest";
+    /// Gateway: POST here to make it pull the current manifest now.
+    pub const GATEWAY_SYNC: &str = "/_apim/sync";
+    /// Control plane: GET the current signed manifest (bearer gateway secret).
+    pub const CONTROL_PLANE_MANIFEST: &str = "/internal/gateway/manifest";
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn templates_match_paths() {
+        let devs = compile_template("/devs/{username}");
+        assert!(matches(&devs, "/devs/alice"));
+        assert!(!matches(&devs, "/devs"));
+        assert!(!matches(&devs, "/devs/alice/repos"));
+        let repos = compile_template("/devs/{username}/repos");
+        assert!(matches(&repos, "/devs/alice/repos"));
+        let any = compile_template("/*");
+        assert!(matches(&any, "/"));
+        assert!(matches(&any, "/a/b"));
+        let root = compile_template("/");
+        assert!(matches(&root, "/"));
+        assert!(matches(&root, ""));
+        assert!(specificity(&repos) < specificity(&devs));
+        assert!(specificity(&devs) < specificity(&any));
+    }
+}
