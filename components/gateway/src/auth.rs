@@ -1,0 +1,177 @@
+//! Bearer tokens: EdDSA signatures against the manifest's keys, expiry, revocation, and
+//! the application's subscription. Verified tokens are remembered by the instance.
+
+use std::collections::HashMap;
+
+use apim_manifest::ApiRoute;
+use jsonwebtoken::errors::ErrorKind;
+use jsonwebtoken::{Algorithm, Validation};
+use serde::Deserialize;
+
+use crate::faults::Fault;
+use crate::state::Index;
+
+/// At most this many verified tokens are remembered per instance.
+const TOKEN_CACHE_LIMIT: usize = 10_000;
+
+/// The claims the gateway reads.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Claims {
+    /// Token id.
+    pub jti: String,
+    /// Expiry, Unix seconds.
+    pub exp: i64,
+    /// The application of a consumer-key token.
+    #[serde(default)]
+    pub application_id: Option<String>,
+    /// PRODUCTION or SANDBOX.
+    #[serde(default)]
+    pub key_type: Option<String>,
+}
+
+/// Tokens whose signature has been checked, so a reused instance verifies each once.
+#[derive(Default)]
+pub struct TokenCache {
+    verified: HashMap<String, Claims>,
+}
+
+/// Which endpoint a caller goes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Environment {
+    /// Production endpoints.
+    Production,
+    /// Sandbox endpoints.
+    Sandbox,
+}
+
+impl Environment {
+    /// The name used in keys and logs.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Production => "production",
+            Self::Sandbox => "sandbox",
+        }
+    }
+}
+
+/// A caller allowed through: the application, its subscription tier, and its environment.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Admitted {
+    /// Application id.
+    pub application_id: String,
+    /// Subscription tier.
+    pub subscription_tier: String,
+    /// Application tier.
+    pub application_tier: Option<String>,
+    /// Where the request goes.
+    pub environment: Environment,
+}
+
+/// The token of an `Authorization: Bearer` header value.
+pub fn bearer(value: Option<&str>) -> Option<&str> {
+    let (scheme, token) = value?.trim().split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+}
+
+/// Admits the bearer of `token` to `api`, or says why not, the way WSO2 does.
+pub fn admit(
+    index: &Index,
+    tokens: &mut TokenCache,
+    api: &ApiRoute,
+    token: &str,
+    now_secs: i64,
+) -> Result<Admitted, Fault> {
+    let (context, version) = (api.context.as_str(), api.version.as_str());
+    let claims = tokens.verify(index, token, now_secs).map_err(|expired| {
+        if expired {
+            Fault::expired(context, version)
+        } else {
+            Fault::invalid_credentials(context, version)
+        }
+    })?;
+    if index.revoked.contains(&claims.jti) {
+        return Err(Fault::invalid_credentials(context, version));
+    }
+    let Some(application_id) = claims.application_id.clone() else {
+        return Err(Fault::not_subscribed(context, version));
+    };
+    let subscription = index
+        .subscriptions
+        .get(&(application_id.clone(), api.id.clone()))
+        .ok_or_else(|| Fault::not_subscribed(context, version))?;
+    let environment = match claims.key_type.as_deref() {
+        Some("SANDBOX") => Environment::Sandbox,
+        _ => Environment::Production,
+    };
+    match subscription.status.as_str() {
+        "BLOCKED" => return Err(Fault::subscription_blocked(context, version)),
+        "PROD_ONLY_BLOCKED" if environment == Environment::Production => {
+            return Err(Fault::subscription_blocked(context, version));
+        }
+        "ON_HOLD" | "REJECTED" => return Err(Fault::subscription_inactive(context, version)),
+        _ => {}
+    }
+    let has_endpoint = match environment {
+        Environment::Production => api.production_url.is_some(),
+        Environment::Sandbox => api.sandbox_url.is_some(),
+    };
+    if !has_endpoint {
+        return Err(Fault::wrong_key_type(context, version));
+    }
+    Ok(Admitted {
+        subscription_tier: subscription.tier.clone(),
+        application_tier: index.application_tiers.get(&application_id).cloned(),
+        application_id,
+        environment,
+    })
+}
+
+impl TokenCache {
+    /// The token's claims, verified now or earlier under this manifest. `Err(true)` when it
+    /// has expired, `Err(false)` when it is invalid.
+    fn verify(&mut self, index: &Index, token: &str, now_secs: i64) -> Result<Claims, bool> {
+        if let Some(claims) = self.verified.get(token) {
+            return if claims.exp > now_secs {
+                Ok(claims.clone())
+            } else {
+                Err(true)
+            };
+        }
+        let header = jsonwebtoken::decode_header(token).map_err(|_| false)?;
+        let key = header
+            .kid
+            .as_deref()
+            .and_then(|kid| index.token_keys.get(kid))
+            .ok_or(false)?;
+        let mut validation = Validation::new(Algorithm::EdDSA);
+        validation.leeway = 0;
+        validation.set_issuer(&[index.manifest.token_issuer.as_str()]);
+        validation.set_required_spec_claims(&["exp", "iss", "sub"]);
+        let claims = jsonwebtoken::decode::<Claims>(token, key, &validation)
+            .map(|data| data.claims)
+            .map_err(|e| matches!(e.kind(), ErrorKind::ExpiredSignature))?;
+        if claims.exp <= now_secs {
+            return Err(true);
+        }
+        if self.verified.len() >= TOKEN_CACHE_LIMIT {
+            self.verified.clear();
+        }
+        self.verified.insert(token.to_string(), claims.clone());
+        Ok(claims)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_bearer_headers() {
+        assert_eq!(bearer(Some("Bearer abc")), Some("abc"));
+        assert_eq!(bearer(Some("bearer  abc ")), Some("abc"));
+        assert_eq!(bearer(Some("Basic abc")), None);
+        assert_eq!(bearer(Some("Bearer ")), None);
+        assert_eq!(bearer(None), None);
+    }
+}

@@ -1,0 +1,366 @@
+//! Failure responses as WSO2's gateway writes them: XML by default, JSON when the client
+//! accepts exactly `application/json` (SUMMARY §11).
+
+use quick_xml::escape::escape;
+
+use crate::host::{Headers, Response, header};
+
+/// The XML namespace a fault belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    /// `ams`: authentication.
+    Security,
+    /// `amt`: throttling.
+    Throttling,
+    /// `am`: everything else (with `<am:type>Status report</am:type>`).
+    General,
+}
+
+/// A gateway failure.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fault {
+    /// HTTP status.
+    pub status: u16,
+    /// WSO2 error code.
+    pub code: u32,
+    /// Short message.
+    pub message: &'static str,
+    /// Longer description.
+    pub description: String,
+    /// Namespace.
+    pub family: Family,
+    /// When a throttled client may try again (`yyyy-MMM-dd HH:mm:ss+0000 UTC`).
+    pub next_access_time: Option<String>,
+}
+
+impl Fault {
+    fn new(
+        status: u16,
+        code: u32,
+        message: &'static str,
+        description: String,
+        family: Family,
+    ) -> Self {
+        Fault {
+            status,
+            code,
+            message,
+            description,
+            family,
+            next_access_time: None,
+        }
+    }
+
+    /// 401 900902: no credentials.
+    pub fn missing_credentials() -> Self {
+        Self::new(
+            401,
+            900902,
+            "Missing Credentials",
+            "Required OAuth credentials not provided. Make sure your API invocation call has a header: \"Authorization: Bearer ACCESS_TOKEN\"".into(),
+            Family::Security,
+        )
+    }
+
+    /// 401 900901: invalid, unknown or revoked token.
+    pub fn invalid_credentials(context: &str, version: &str) -> Self {
+        Self::new(
+            401,
+            900901,
+            "Invalid Credentials",
+            format!(
+                "Access failure for API: {context}, version: {version} status: (900901) - Invalid Credentials. Make sure you have given the correct access token"
+            ),
+            Family::Security,
+        )
+    }
+
+    /// 401 900903: expired token.
+    pub fn expired(context: &str, version: &str) -> Self {
+        Self::new(
+            401,
+            900903,
+            "Access Token Expired",
+            format!(
+                "Access failure for API: {context}, version: {version} status: (900903) - Access Token Expired. Renew the access token and try again"
+            ),
+            Family::Security,
+        )
+    }
+
+    /// 401 900905: a key of the wrong type for this API's endpoints.
+    pub fn wrong_key_type(context: &str, version: &str) -> Self {
+        Self::new(
+            401,
+            900905,
+            "Incorrect Access Token Type is provided",
+            format!(
+                "Access failure for API: {context}, version: {version} status: (900905) - Incorrect Access Token Type is provided"
+            ),
+            Family::Security,
+        )
+    }
+
+    /// 403 900906: the API has no operation for this method on this path.
+    pub fn no_matching_resource(context: &str, version: &str) -> Self {
+        Self::new(
+            403,
+            900906,
+            "No matching resource found in the API for the given request",
+            format!(
+                "Access failure for API: {context}, version: {version} status: (900906) - No matching resource found in the API for the given request"
+            ),
+            Family::Security,
+        )
+    }
+
+    /// 401 900907: the subscription is blocked.
+    pub fn subscription_blocked(context: &str, version: &str) -> Self {
+        Self::new(
+            401,
+            900907,
+            "The requested API is temporarily blocked",
+            format!(
+                "Access failure for API: {context}, version: {version} status: (900907) - The requested API is temporarily blocked"
+            ),
+            Family::Security,
+        )
+    }
+
+    /// 403 900908: the application is not subscribed (WSO2's message ends in a space).
+    pub fn not_subscribed(context: &str, version: &str) -> Self {
+        Self::new(
+            403,
+            900908,
+            "Resource forbidden ",
+            format!(
+                "Access failure for API: {context}, version: {version} status: (900908) - Resource forbidden "
+            ),
+            Family::Security,
+        )
+    }
+
+    /// 401 900909: the subscription is on hold or rejected.
+    pub fn subscription_inactive(context: &str, version: &str) -> Self {
+        Self::new(
+            401,
+            900909,
+            "The subscription to the API is inactive",
+            format!(
+                "Access failure for API: {context}, version: {version} status: (900909) - The subscription to the API is inactive"
+            ),
+            Family::Security,
+        )
+    }
+
+    /// 429 (900802 resource, 900803 application, 900804 subscription tier).
+    pub fn throttled(code: u32, next_access_time: String) -> Self {
+        let mut fault = Self::new(
+            429,
+            code,
+            "Message throttled out",
+            "You have exceeded your quota".into(),
+            Family::Throttling,
+        );
+        fault.next_access_time = Some(next_access_time);
+        fault
+    }
+
+    /// 503 900801: the API's maxTps is reached.
+    pub fn api_limit_reached() -> Self {
+        Self::new(
+            503,
+            900801,
+            "API Limit Reached",
+            "API not accepting requests".into(),
+            Family::Throttling,
+        )
+    }
+
+    /// 503 700700: the API is BLOCKED.
+    pub fn api_blocked() -> Self {
+        Self::new(
+            503,
+            700700,
+            "API blocked",
+            "This API has been blocked temporarily. Please try again later or contact the system administrators.".into(),
+            Family::General,
+        )
+    }
+
+    /// 404: no API at this path (unknown, CREATED, RETIRED).
+    pub fn not_found() -> Self {
+        Self::new(
+            404,
+            404,
+            "Not Found",
+            "The requested resource is not available.".into(),
+            Family::General,
+        )
+    }
+
+    /// 404: the API has no resource at this path.
+    pub fn resource_mismatch() -> Self {
+        Self::new(
+            404,
+            404,
+            "Runtime Error",
+            "No matching resource found for given API Request".into(),
+            Family::General,
+        )
+    }
+
+    /// 502 101503: the backend could not be reached.
+    pub fn backend_unreachable() -> Self {
+        Self::new(
+            502,
+            101503,
+            "Runtime Error",
+            "Error connecting to the back end".into(),
+            Family::General,
+        )
+    }
+
+    /// 504 101504: the backend did not answer in time.
+    pub fn backend_timeout() -> Self {
+        Self::new(
+            504,
+            101504,
+            "Runtime Error",
+            "Send timeout".into(),
+            Family::General,
+        )
+    }
+
+    /// 503: the token service could not be reached.
+    pub fn token_service_unavailable() -> Self {
+        Self::new(
+            503,
+            101503,
+            "Runtime Error",
+            "The token service is not reachable".into(),
+            Family::General,
+        )
+    }
+
+    /// 413: the request body is larger than the gateway accepts.
+    pub fn payload_too_large() -> Self {
+        Self::new(
+            413,
+            413,
+            "Payload Too Large",
+            "The request body is larger than the gateway accepts".into(),
+            Family::General,
+        )
+    }
+
+    /// The response for a client whose request carried these headers.
+    pub fn render(&self, request_headers: &Headers) -> Response {
+        let json = header(request_headers, "accept")
+            .map(|a| {
+                a.split(';')
+                    .next()
+                    .unwrap_or_default()
+                    .trim()
+                    .eq_ignore_ascii_case("application/json")
+            })
+            .unwrap_or(false);
+        let mut response = if json {
+            Response::json(self.status, &self.json())
+        } else {
+            Response::new(self.status, "application/xml", self.xml())
+        };
+        if self.status == 401 {
+            // WSO2 sends this on every 401, whatever the cause.
+            response = response.with_header(
+                "www-authenticate",
+                "OAuth2 realm=\"WSO2 API Manager\", error=\"invalid token\", error_description=\"The access token expired\"",
+            );
+        }
+        response
+    }
+
+    fn json(&self) -> serde_json::Value {
+        let mut fault = serde_json::json!({
+            "code": self.code,
+            "message": self.message,
+            "description": self.description,
+        });
+        if self.family == Family::General {
+            fault["type"] = "Status report".into();
+        }
+        if let Some(next) = &self.next_access_time {
+            fault["nextAccessTime"] = next.clone().into();
+        }
+        serde_json::json!({ "fault": fault })
+    }
+
+    fn xml(&self) -> String {
+        let (prefix, namespace) = match self.family {
+            Family::Security => ("ams", "http://wso2.org/apimanager/security"),
+            Family::Throttling => ("amt", "http://wso2.org/apimanager/throttling"),
+            Family::General => ("am", "http://wso2.org/apimanager"),
+        };
+        let kind = if self.family == Family::General {
+            format!("<{prefix}:type>Status report</{prefix}:type>")
+        } else {
+            String::new()
+        };
+        let next = self
+            .next_access_time
+            .as_ref()
+            .map(|t| {
+                format!(
+                    "<{prefix}:nextAccessTime>{}</{prefix}:nextAccessTime>",
+                    escape(t.as_str())
+                )
+            })
+            .unwrap_or_default();
+        format!(
+            "<{prefix}:fault xmlns:{prefix}=\"{namespace}\"><{prefix}:code>{}</{prefix}:code>{kind}<{prefix}:message>{}</{prefix}:message><{prefix}:description>{}</{prefix}:description>{next}</{prefix}:fault>",
+            self.code,
+            escape(self.message),
+            escape(self.description.as_str()),
+        )
+    }
+}
+
+/// `yyyy-MMM-dd HH:mm:ss+0000 UTC`, WSO2's `nextAccessTime`.
+pub fn access_time(millis: i64) -> String {
+    let format = time::macros::format_description!(
+        "[year]-[month repr:short]-[day] [hour]:[minute]:[second]+0000 UTC"
+    );
+    time::OffsetDateTime::from_unix_timestamp(millis.div_euclid(1000))
+        .ok()
+        .and_then(|t| t.format(&format).ok())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_xml_by_default_and_json_on_request() {
+        let fault = Fault::invalid_credentials("/ctx<", "v1");
+        let xml = fault.render(&vec![]);
+        assert_eq!(xml.status, 401);
+        let body = String::from_utf8(xml.body).unwrap();
+        assert!(body.starts_with("<ams:fault xmlns:ams=\"http://wso2.org/apimanager/security\"><ams:code>900901</ams:code>"));
+        assert!(body.contains("/ctx&lt;"));
+        assert!(xml.headers.iter().any(|(n, _)| n == "www-authenticate"));
+        let json = fault.render(&vec![("accept".into(), b"application/json".to_vec())]);
+        let value: serde_json::Value = serde_json::from_slice(&json.body).unwrap();
+        assert_eq!(value["fault"]["code"], 900901);
+        let blocked = String::from_utf8(Fault::api_blocked().render(&vec![]).body).unwrap();
+        assert!(blocked.contains("<am:code>700700</am:code><am:type>Status report</am:type>"));
+    }
+
+    #[test]
+    fn next_access_time_reads_like_wso2() {
+        assert_eq!(
+            access_time(1_700_000_000_000),
+            "2023-Nov-14 22:13:20+0000 UTC"
+        );
+    }
+}

@@ -1,0 +1,198 @@
+//! Building the requests the gateway sends (to backends and to the token service) and
+//! cleaning what comes back.
+
+use apim_manifest::ApiRoute;
+
+use crate::auth::Environment;
+use crate::faults::Fault;
+use crate::host::{Headers, Outbound, Request, Response, SendError, header, split_url};
+
+/// Headers that belong to one hop and never travel on (RFC 9110 §7.6.1), plus those the
+/// gateway sets itself.
+const HOP_BY_HOP: &[&str] = &[
+    "connection",
+    "keep-alive",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "trailers",
+    "transfer-encoding",
+    "upgrade",
+    "http2-settings",
+    "host",
+    "content-length",
+];
+
+/// Whether a header must not be passed on.
+fn is_hop_by_hop(name: &str, connection: &[String]) -> bool {
+    let name = name.to_ascii_lowercase();
+    HOP_BY_HOP.contains(&name.as_str()) || name.starts_with("spin-") || connection.contains(&name)
+}
+
+/// Headers named in `Connection`, which are hop-by-hop too.
+fn connection_tokens(headers: &Headers) -> Vec<String> {
+    header(headers, "connection")
+        .map(|v| {
+            v.split(',')
+                .map(|t| t.trim().to_ascii_lowercase())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The headers of a message without its hop-by-hop ones.
+pub fn end_to_end(headers: &Headers) -> Headers {
+    let connection = connection_tokens(headers);
+    headers
+        .iter()
+        .filter(|(name, _)| !is_hop_by_hop(name, &connection))
+        .cloned()
+        .collect()
+}
+
+/// The request to the API's backend: endpoint URL + resource path + query; the client's
+/// `Authorization` replaced by the endpoint credentials (or dropped), `X-Forwarded-For`
+/// extended with the client address.
+pub fn backend_request(
+    api: &ApiRoute,
+    environment: Environment,
+    resource_with_query: &str,
+    request: &Request,
+    timeout_ms: u64,
+) -> Result<Outbound, Fault> {
+    let url = match environment {
+        Environment::Production => api.production_url.as_deref(),
+        Environment::Sandbox => api.sandbox_url.as_deref(),
+    }
+    .ok_or_else(Fault::backend_unreachable)?;
+    let (scheme, authority, base_path) = split_url(url).ok_or_else(Fault::backend_unreachable)?;
+    let mut headers: Headers = end_to_end(&request.headers)
+        .into_iter()
+        .filter(|(name, _)| {
+            !name.eq_ignore_ascii_case("authorization")
+                && !name.eq_ignore_ascii_case("x-forwarded-for")
+        })
+        .collect();
+    if let Some(credentials) = &api.backend_authorization {
+        headers.push(("authorization".into(), credentials.as_bytes().to_vec()));
+    }
+    headers.push((
+        "x-forwarded-for".into(),
+        forwarded_for(&request.headers).into_bytes(),
+    ));
+    Ok(Outbound {
+        method: request.method.clone(),
+        scheme: scheme.to_string(),
+        authority: authority.to_string(),
+        path_with_query: join_path(base_path, resource_with_query),
+        headers,
+        body: request.body.clone(),
+        timeout_ms,
+    })
+}
+
+/// `X-Forwarded-For` with the client's address appended (the host reports it in
+/// `spin-client-addr`, as Spin does).
+fn forwarded_for(headers: &Headers) -> String {
+    let client = header(headers, "spin-client-addr")
+        .map(|addr| match addr.rsplit_once(':') {
+            Some((ip, port)) if port.chars().all(|c| c.is_ascii_digit()) => {
+                ip.trim_matches(['[', ']']).to_string()
+            }
+            _ => addr.to_string(),
+        })
+        .unwrap_or_else(|| "unknown".to_string());
+    match header(headers, "x-forwarded-for") {
+        Some(existing) if !existing.trim().is_empty() => format!("{existing}, {client}"),
+        _ => client,
+    }
+}
+
+/// The endpoint's path followed by the resource path and query.
+fn join_path(base: &str, resource_with_query: &str) -> String {
+    let base = base.trim_end_matches('/');
+    match resource_with_query {
+        "" => {
+            if base.is_empty() {
+                "/".to_string()
+            } else {
+                base.to_string()
+            }
+        }
+        r if r.starts_with('?') => format!("{}/{r}", base),
+        r => format!("{base}{r}"),
+    }
+}
+
+/// A backend's answer, or the fault for its failure.
+pub fn backend_response(result: Result<Response, SendError>) -> Result<Response, Fault> {
+    match result {
+        Ok(response) => Ok(Response {
+            status: response.status,
+            headers: end_to_end(&response.headers),
+            body: response.body,
+        }),
+        Err(SendError::Timeout(err)) => {
+            eprintln!("backend timed out: {err}");
+            Err(Fault::backend_timeout())
+        }
+        Err(SendError::Unreachable(err)) => {
+            eprintln!("backend unreachable: {err}");
+            Err(Fault::backend_unreachable())
+        }
+    }
+}
+
+/// The request that relays `/token` or `/revoke` to the control plane's token service.
+pub fn token_service_request(
+    control_plane_url: &str,
+    path: &str,
+    request: &Request,
+    timeout_ms: u64,
+) -> Option<Outbound> {
+    let (scheme, authority, base) = split_url(control_plane_url)?;
+    let query = request
+        .path_with_query
+        .find('?')
+        .map(|i| &request.path_with_query[i..])
+        .unwrap_or("");
+    Some(Outbound {
+        method: request.method.clone(),
+        scheme: scheme.to_string(),
+        authority: authority.to_string(),
+        path_with_query: format!("{}{path}{query}", base.trim_end_matches('/')),
+        headers: end_to_end(&request.headers),
+        body: request.body.clone(),
+        timeout_ms,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_join_without_double_slashes() {
+        assert_eq!(join_path("/", "/devs/a?x=1"), "/devs/a?x=1");
+        assert_eq!(join_path("/api/", "/devs"), "/api/devs");
+        assert_eq!(join_path("", ""), "/");
+        assert_eq!(join_path("/api", ""), "/api");
+        assert_eq!(join_path("/api", "?q=1"), "/api/?q=1");
+    }
+
+    #[test]
+    fn hop_by_hop_headers_and_client_address() {
+        let headers: Headers = vec![
+            ("connection".into(), b"close, x-private".to_vec()),
+            ("x-private".into(), b"1".to_vec()),
+            ("spin-client-addr".into(), b"10.1.2.3:5555".to_vec()),
+            ("x-forwarded-for".into(), b"1.1.1.1".to_vec()),
+            ("accept".into(), b"*/*".to_vec()),
+        ];
+        let kept: Vec<String> = end_to_end(&headers).into_iter().map(|(n, _)| n).collect();
+        assert_eq!(kept, vec!["x-forwarded-for", "accept"]);
+        assert_eq!(forwarded_for(&headers), "1.1.1.1, 10.1.2.3");
+    }
+}

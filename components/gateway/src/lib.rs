@@ -1,0 +1,27 @@
+//! The API gateway as a WebAssembly component (WASI 0.2 HTTP proxy world).
+//!
+//! Per request it routes by context and version, matches the operation, checks the bearer
+//! token and subscription, throttles, and forwards to the backend, answering failures the
+//! way WSO2's gateway does. State shared between instances (the signed route manifest,
+//! throttling counters, cached responses) lives in the host's key-value store; each
+//! instance keeps the parsed manifest and verified tokens while it lives.
+//!
+//! Everything but the WASI glue ([`wasm`], built only for wasm32) is plain Rust behind the
+//! [`host::Host`] trait, so it is tested natively.
+
+pub mod auth;
+pub mod cache;
+pub mod cors;
+pub mod faults;
+pub mod forward;
+pub mod gateway;
+pub mod host;
+pub mod state;
+pub mod sync;
+pub mod throttle;
+
+#[cfg(target_arch = "wasm32")]
+mod wasm;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,110 @@
+//! Throttling with counters in the shared key-value store, so every instance and every
+//! node counts together: the API's maxTps per environment (per second), the resource
+//! tier, the subscription tier and the application tier (per minute).
+
+use std::collections::BTreeMap;
+
+use apim_manifest::{ApiRoute, Operation};
+
+use crate::auth::{Admitted, Environment};
+use crate::faults::{Fault, access_time};
+use crate::host::Host;
+
+/// One fixed window counter.
+struct Window<'a> {
+    /// Key prefix; the window number is appended.
+    key: String,
+    /// Requests allowed in a window.
+    limit: u64,
+    /// Window length in milliseconds.
+    length_ms: i64,
+    /// The fault when the limit is passed.
+    fault: &'a dyn Fn(i64) -> Fault,
+}
+
+/// Counts the request against every limit that applies; the first limit passed refuses it.
+pub fn check(
+    host: &dyn Host,
+    tiers: &apim_manifest::Tiers,
+    api: &ApiRoute,
+    operation: &Operation,
+    caller: Option<&Admitted>,
+    environment: Environment,
+    now_ms: i64,
+) -> Result<(), Fault> {
+    let api_limit = |_| Fault::api_limit_reached();
+    let per_minute =
+        |code: u32| move |window_end: i64| Fault::throttled(code, access_time(window_end));
+    let (resource, subscription, application) =
+        (per_minute(900802), per_minute(900804), per_minute(900803));
+    let tps = match environment {
+        Environment::Production => api.max_tps.production,
+        Environment::Sandbox => api.max_tps.sandbox,
+    };
+    let mut windows = Vec::new();
+    if let Some(limit) = tps {
+        windows.push(Window {
+            key: format!("apim:tps:{}:{}", api.id, environment.name()),
+            limit,
+            length_ms: 1000,
+            fault: &api_limit,
+        });
+    }
+    if let Some(limit) = limit_of(&tiers.resource, operation.throttling_tier.as_deref()) {
+        windows.push(Window {
+            key: format!(
+                "apim:thr:res:{}:{}:{}",
+                api.id, operation.method, operation.template
+            ),
+            limit,
+            length_ms: 60_000,
+            fault: &resource,
+        });
+    }
+    if let Some(caller) = caller {
+        if let Some(limit) = limit_of(&tiers.subscription, Some(&caller.subscription_tier)) {
+            windows.push(Window {
+                key: format!("apim:thr:sub:{}:{}", caller.application_id, api.id),
+                limit,
+                length_ms: 60_000,
+                fault: &subscription,
+            });
+        }
+        if let Some(limit) = limit_of(&tiers.application, caller.application_tier.as_deref()) {
+            windows.push(Window {
+                key: format!("apim:thr:app:{}", caller.application_id),
+                limit,
+                length_ms: 60_000,
+                fault: &application,
+            });
+        }
+    }
+    windows.iter().try_for_each(|w| count(host, w, now_ms))
+}
+
+/// The limit of a named tier; `None` when unlimited or unknown.
+fn limit_of(tiers: &BTreeMap<String, Option<u64>>, name: Option<&str>) -> Option<u64> {
+    tiers.get(name?).copied().flatten()
+}
+
+fn count(host: &dyn Host, window: &Window, now_ms: i64) -> Result<(), Fault> {
+    let number = now_ms.div_euclid(window.length_ms);
+    let key = format!("{}:{number}", window.key);
+    let count = match host.kv_increment(&key, 1) {
+        Ok(count) => count,
+        Err(err) => {
+            // Fail open: a store outage must not take every API down with it.
+            eprintln!("throttling counter {key} unavailable: {err}");
+            return Ok(());
+        }
+    };
+    if count == 1 {
+        // The first request of a window tidies up the window before the last one.
+        let _ = host.kv_delete(&format!("{}:{}", window.key, number - 2));
+    }
+    if count as u64 > window.limit {
+        Err((window.fault)((number + 1) * window.length_ms))
+    } else {
+        Ok(())
+    }
+}
