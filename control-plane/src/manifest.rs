@@ -118,6 +118,15 @@ fn api_route(
         cors: cors(record.cors_configuration.as_ref()),
         cache_timeout_secs: (record.response_caching.as_deref() == Some("Enabled"))
             .then(|| record.cache_timeout.unwrap_or(300).max(0) as u64),
+        environments: record
+            .gateway_environments
+            .as_deref()
+            .unwrap_or_default()
+            .split(',')
+            .map(str::trim)
+            .filter(|e| !e.is_empty())
+            .map(str::to_string)
+            .collect(),
     }
 }
 

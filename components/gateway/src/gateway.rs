@@ -54,7 +54,8 @@ impl Gateway {
                 .unwrap_or_default();
             match state::load_stored(host, &public_key) {
                 Some(manifest) if Some(manifest.version) > serving => {
-                    self.loaded = Some(Loaded::new(manifest))
+                    let environment = host.setting(settings::GATEWAY_ENVIRONMENT);
+                    self.loaded = Some(Loaded::new(manifest, environment.as_deref()));
                 }
                 Some(_) => {}
                 None => {

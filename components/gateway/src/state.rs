@@ -24,8 +24,9 @@ pub struct Loaded {
 }
 
 impl Loaded {
-    /// Indexes a verified manifest.
-    pub fn new(manifest: Manifest) -> Self {
+    /// Indexes a verified manifest, keeping the APIs deployed to `environment`.
+    pub fn new(mut manifest: Manifest, environment: Option<&str>) -> Self {
+        manifest.apis.retain(|api| api.deployed_to(environment));
         Loaded {
             index: Index::new(manifest),
             tokens: TokenCache::default(),
@@ -167,6 +168,7 @@ mod tests {
             max_tps: MaxTps::default(),
             cors: None,
             cache_timeout_secs: None,
+            environments: vec![],
         }
     }
 

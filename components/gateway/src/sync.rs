@@ -16,6 +16,9 @@ pub mod settings {
     pub const GATEWAY_SECRET: &str = "gateway_secret";
     /// Timeout of backend and control-plane requests, milliseconds.
     pub const BACKEND_TIMEOUT_MS: &str = "backend_timeout_ms";
+    /// The gateway environment this gateway is (e.g. `Production and Sandbox`); only APIs
+    /// deployed to it are routed. Unset: every API.
+    pub const GATEWAY_ENVIRONMENT: &str = "gateway_environment";
 }
 
 /// Default timeout of outbound requests.

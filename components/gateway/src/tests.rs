@@ -150,6 +150,7 @@ fn manifest(token_x: &str, version: u64) -> Manifest {
                 allow_credentials: false,
             }),
             cache_timeout_secs: None,
+            environments: vec!["Production and Sandbox".into()],
         }],
         applications: vec![
             ApplicationEntry {
@@ -557,4 +558,21 @@ fn cors_preflight_and_token_relay() {
     );
     assert_eq!(header(&last.headers, "authorization"), Some("Basic eDp5"));
     assert_eq!(last.body, b"grant_type=client_credentials");
+}
+
+#[test]
+fn gateways_route_only_the_apis_of_their_environment() {
+    let mut world = World::new();
+    world
+        .host
+        .settings
+        .insert("gateway_environment", "Edge".into());
+    let mut fresh = Gateway::default();
+    let open = fresh.handle(&world.host, request("GET", "/dev/v1/open", &[], b""));
+    assert_eq!(open.status, 404, "deployed to another environment");
+    world
+        .host
+        .settings
+        .insert("gateway_environment", "Production and Sandbox".into());
+    assert_eq!(world.call("GET", "/dev/v1/open", &[]).status, 200);
 }

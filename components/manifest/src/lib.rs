@@ -95,6 +95,19 @@ pub struct ApiRoute {
     pub cors: Option<Cors>,
     /// Seconds GET responses are cached, when response caching is enabled.
     pub cache_timeout_secs: Option<u64>,
+    /// Gateway environments it is deployed to (`gatewayEnvironments`); empty means all.
+    #[serde(default)]
+    pub environments: Vec<String>,
+}
+
+impl ApiRoute {
+    /// Whether a gateway of `environment` serves this API (a gateway without one serves all).
+    pub fn deployed_to(&self, environment: Option<&str>) -> bool {
+        match environment {
+            None => true,
+            Some(env) => self.environments.is_empty() || self.environments.iter().any(|e| e == env),
+        }
+    }
 }
 
 /// Transactions-per-second limits.
