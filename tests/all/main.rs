@@ -7,7 +7,9 @@ use std::pin::Pin;
 
 use e2e::{Backend, Client, ControlPlane};
 
+mod component;
 mod flow;
+mod gateway;
 mod publisher;
 mod registration;
 mod restart;
@@ -30,7 +32,7 @@ pub struct Env {
 impl Env {
     /// Stops the control plane gracefully and starts it again on the same data.
     pub async fn restart(&mut self) {
-        let replacement = ControlPlane::start(&self.backend, &self.data_dir).await;
+        let replacement = e2e::start_control_plane(&self.backend, &self.data_dir, &[]).await;
         let old = std::mem::replace(&mut self.control_plane, replacement);
         old.stop().await;
         self.api = Client::new(&self.control_plane.url);
@@ -50,7 +52,7 @@ async fn run(kind: Kind, scenario: Scenario) {
         Kind::Postgres => Backend::fresh_postgres().await,
     };
     let data_dir = e2e::temp_dir();
-    let control_plane = ControlPlane::start(&backend, &data_dir).await;
+    let control_plane = e2e::start_control_plane(&backend, &data_dir, &[]).await;
     let api = Client::new(&control_plane.url);
     let env = Env {
         backend: backend.clone(),

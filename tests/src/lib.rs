@@ -12,6 +12,8 @@ use sqlx::Connection;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
+pub mod stack;
+
 /// PostgreSQL server the tests create their databases on.
 pub fn postgres_admin_url() -> String {
     std::env::var("APIM_TEST_POSTGRES_URL")
@@ -73,14 +75,20 @@ impl Backend {
     }
 }
 
-/// The directory the workspace's binaries are built into, next to the test executable.
+/// The target directory this executable runs from (`target/debug` for binaries and, one
+/// level up from `deps`, for tests; `target/release` likewise).
+fn binary_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("executable path");
+    let mut dir = exe.parent().expect("target directory").to_path_buf();
+    if dir.ends_with("deps") {
+        dir.pop();
+    }
+    dir
+}
+
+/// A binary of the workspace, built in the same profile as this executable.
 pub fn binary(name: &str) -> PathBuf {
-    let exe = std::env::current_exe().expect("test executable path");
-    let dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("target directory");
-    let path = dir.join(name);
+    let path = binary_dir().join(name);
     assert!(
         path.exists(),
         "{} is missing: run the tests with `cargo test --workspace`",
@@ -92,40 +100,43 @@ pub fn binary(name: &str) -> PathBuf {
 /// Password of the administrator every test control plane starts with.
 pub const ADMIN_PASSWORD: &str = "admin-secret";
 
-/// A running control plane.
-pub struct ControlPlane {
+/// A running server binary of ours, stopped (killed) when dropped.
+pub struct ServerProcess {
     child: Child,
     /// `http://127.0.0.1:<port>`.
     pub url: String,
     output: Arc<Mutex<String>>,
 }
 
-impl ControlPlane {
-    /// Starts the binary on a free port and waits until it serves.
-    pub async fn start(backend: &Backend, data_dir: &Path) -> Self {
-        Self::start_with(backend, data_dir, &[]).await
+impl ServerProcess {
+    /// Starts `binary` with exactly `env` (plus PATH) and waits for its
+    /// "Serving HTTP on ..." line.
+    pub async fn start(binary: &Path, env: &[(&str, String)]) -> Self {
+        Self::start_echoing(binary, env, None).await
     }
 
-    /// Starts it with extra environment variables.
-    pub async fn start_with(backend: &Backend, data_dir: &Path, env: &[(&str, &str)]) -> Self {
-        let mut command = Command::new(binary("control-plane"));
+    /// Like [`ServerProcess::start`], also echoing its log lines to stderr behind `label`.
+    pub async fn start_echoing(
+        binary: &Path,
+        env: &[(&str, String)],
+        label: Option<&'static str>,
+    ) -> Self {
+        let mut command = Command::new(binary);
         command
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("APIM_MGMT_ADDR", "127.0.0.1:0")
-            .env("APIM_DATA_DIR", data_dir)
-            .env("APIM_DATABASE_URL", backend.database_url())
-            .env("APIM_ADMIN_PASSWORD", ADMIN_PASSWORD)
-            .env("RUST_LOG", "warn")
-            .envs(env.iter().copied())
+            .env("RUST_LOG", if label.is_some() { "info" } else { "warn" })
+            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
-        let mut child = command.spawn().expect("spawn control-plane");
+        let mut child = command
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn {}: {e}", binary.display()));
         let output = Arc::new(Mutex::new(String::new()));
         let mut stdout = BufReader::new(child.stdout.take().expect("stdout")).lines();
-        collect(child.stderr.take().expect("stderr"), output.clone());
-        let url = tokio::time::timeout(Duration::from_secs(30), async {
+        collect(child.stderr.take().expect("stderr"), output.clone(), label);
+        let url = tokio::time::timeout(Duration::from_secs(120), async {
             while let Ok(Some(line)) = stdout.next_line().await {
                 output.lock().unwrap().push_str(&format!("{line}\n"));
                 if let Some(rest) = line.strip_prefix("Serving HTTP on ") {
@@ -140,15 +151,16 @@ impl ControlPlane {
         let Some(url) = url else {
             let status = child.try_wait().ok().flatten();
             panic!(
-                "control plane did not start (exit: {status:?}):\n{}",
+                "{} did not start (exit: {status:?}):\n{}",
+                binary.display(),
                 output.lock().unwrap()
             );
         };
         tokio::spawn(async move { while let Ok(Some(_)) = stdout.next_line().await {} });
-        ControlPlane { child, url, output }
+        ServerProcess { child, url, output }
     }
 
-    /// Stops it gracefully (SIGTERM) and waits for it to exit.
+    /// Stops it gracefully (SIGTERM) and waits for a clean exit.
     pub async fn stop(mut self) {
         if let Some(pid) = self.child.id() {
             let _ = std::process::Command::new("kill")
@@ -159,7 +171,7 @@ impl ControlPlane {
         let exited = tokio::time::timeout(Duration::from_secs(15), self.child.wait()).await;
         assert!(
             matches!(exited, Ok(Ok(status)) if status.success()),
-            "control plane did not shut down cleanly: {exited:?}\n{}",
+            "server did not shut down cleanly: {exited:?}\n{}",
             self.output.lock().unwrap()
         );
     }
@@ -168,12 +180,137 @@ impl ControlPlane {
     pub fn output(&self) -> String {
         self.output.lock().unwrap().clone()
     }
+
+    /// Its process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id().unwrap_or_default()
+    }
 }
 
-fn collect(stream: impl tokio::io::AsyncRead + Unpin + Send + 'static, into: Arc<Mutex<String>>) {
+/// A running control plane.
+pub type ControlPlane = ServerProcess;
+
+/// Starts a control plane on a free port.
+pub async fn start_control_plane(
+    backend: &Backend,
+    data_dir: &Path,
+    extra: &[(&str, String)],
+) -> ControlPlane {
+    let mut env = vec![
+        ("APIM_MGMT_ADDR", "127.0.0.1:0".to_string()),
+        ("APIM_DATA_DIR", data_dir.display().to_string()),
+        ("APIM_DATABASE_URL", backend.database_url().to_string()),
+        ("APIM_ADMIN_PASSWORD", ADMIN_PASSWORD.to_string()),
+    ];
+    env.extend(extra.iter().cloned());
+    ServerProcess::start(&binary("control-plane"), &env).await
+}
+
+/// Starts an edge gateway for a control plane, on `addr` (e.g. `127.0.0.1:0`), with extra
+/// component variables (`name=value`).
+pub async fn start_edge_gateway(
+    control_plane: &ControlPlane,
+    data_dir: &Path,
+    addr: &str,
+    vars: &[&str],
+) -> ServerProcess {
+    let key = Client::new(&control_plane.url)
+        .get("/internal/gateway/manifest-key", "")
+        .await
+        .expect(200);
+    let x = key.body["keys"][0]["x"]
+        .as_str()
+        .expect("manifest key")
+        .to_string();
+    let secret = std::fs::read_to_string(data_dir.join("gateway-secret")).expect("gateway secret");
+    let env = vec![
+        ("APIM_GATEWAY_ADDR", addr.to_string()),
+        (
+            "APIM_GATEWAY_COMPONENT",
+            gateway_component().display().to_string(),
+        ),
+        ("APIM_CONTROL_PLANE_URL", control_plane.url.clone()),
+        ("APIM_MANIFEST_PUBLIC_KEY", x),
+    ];
+    let mut env = env;
+    let mut all_vars = vec![format!("gateway_secret={}", secret.trim())];
+    all_vars.extend(vars.iter().map(|v| v.to_string()));
+    env.push(("APIM_VARS", all_vars.join(",")));
+    ServerProcess::start(&binary("edge-gateway"), &env).await
+}
+
+/// A port that was free a moment ago (for servers that must know each other's address).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port()
+}
+
+/// The workspace root.
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("workspace root")
+        .to_path_buf()
+}
+
+/// The built gateway component; builds it (and the host binaries, in the profile this
+/// executable was built with) once per process.
+pub fn gateway_component() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            let release = binary_dir().ends_with("release");
+            let hosts = if release {
+                vec![
+                    "build",
+                    "--release",
+                    "-p",
+                    "control-plane",
+                    "-p",
+                    "edge-gateway",
+                ]
+            } else {
+                // The same feature set `cargo test --workspace` resolved: nothing rebuilds.
+                vec!["build", "--workspace", "--all-targets"]
+            };
+            for args in [
+                vec![
+                    "build",
+                    "-p",
+                    "gateway",
+                    "--target",
+                    "wasm32-wasip2",
+                    "--release",
+                ],
+                hosts,
+            ] {
+                let status = std::process::Command::new(&cargo)
+                    .args(&args)
+                    .current_dir(workspace_root())
+                    .status()
+                    .expect("run cargo");
+                assert!(status.success(), "cargo {} failed", args.join(" "));
+            }
+            workspace_root().join("target/wasm32-wasip2/release/gateway.wasm")
+        })
+        .clone()
+}
+
+fn collect(
+    stream: impl tokio::io::AsyncRead + Unpin + Send + 'static,
+    into: Arc<Mutex<String>>,
+    echo: Option<&'static str>,
+) {
     tokio::spawn(async move {
         let mut lines = BufReader::new(stream).lines();
         while let Ok(Some(line)) = lines.next_line().await {
+            if let Some(label) = echo {
+                eprintln!("[{label}] {line}");
+            }
             into.lock().unwrap().push_str(&format!("{line}\n"));
         }
     });
@@ -356,9 +493,21 @@ impl Client {
         client_secret: &str,
         form: &[(&str, &str)],
     ) -> Reply {
+        self.token_at("/oauth2/token", client_id, client_secret, form)
+            .await
+    }
+
+    /// A token request at `path` (`/token` on a gateway).
+    pub async fn token_at(
+        &self,
+        path: &str,
+        client_id: &str,
+        client_secret: &str,
+        form: &[(&str, &str)],
+    ) -> Reply {
         self.send(
             self.http
-                .post(self.url("/oauth2/token"))
+                .post(self.url(path))
                 .basic_auth(client_id, Some(client_secret))
                 .form(form),
         )
@@ -467,4 +616,71 @@ pub async fn oversized_post(base: &str, path: &str, token: &str, length: usize) 
         .unwrap_or_default()
         .to_string();
     (status, body)
+}
+
+/// A real HTTP backend on a free port that echoes each request as JSON
+/// (`method`, `path`, `query`, `headers`, `body`); paths under `/slow` answer after 3 s.
+pub struct EchoBackend {
+    /// `http://127.0.0.1:<port>`.
+    pub url: String,
+    /// Requests it has served.
+    pub hits: Arc<std::sync::atomic::AtomicUsize>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl EchoBackend {
+    /// Starts it.
+    pub async fn start() -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind backend");
+        let url = format!("http://{}", listener.local_addr().expect("addr"));
+        let hits = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counter = hits.clone();
+        let app = axum::Router::new().fallback(move |request: axum::extract::Request| {
+            let counter = counter.clone();
+            async move { echo(request, &counter).await }
+        });
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        EchoBackend { url, hits, task }
+    }
+}
+
+impl Drop for EchoBackend {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn echo(
+    request: axum::extract::Request,
+    hits: &std::sync::atomic::AtomicUsize,
+) -> axum::Json<Value> {
+    hits.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let (parts, body) = request.into_parts();
+    if parts.uri.path().starts_with("/slow") {
+        tokio::time::sleep(Duration::from_secs(3)).await;
+    }
+    let body = axum::body::to_bytes(body, 1 << 20)
+        .await
+        .unwrap_or_default();
+    let headers: serde_json::Map<String, Value> = parts
+        .headers
+        .iter()
+        .map(|(n, v)| {
+            (
+                n.to_string(),
+                Value::String(v.to_str().unwrap_or_default().to_string()),
+            )
+        })
+        .collect();
+    axum::Json(serde_json::json!({
+        "method": parts.method.as_str(),
+        "path": parts.uri.path(),
+        "query": parts.uri.query().unwrap_or_default(),
+        "headers": headers,
+        "body": String::from_utf8_lossy(&body),
+    }))
 }

@@ -1,0 +1,291 @@
+//! Command-line and environment configuration of the gateway host.
+//!
+//! Every setting is a flag with an `APIM_*` environment variable behind it, so
+//! the same binary is configured the same way on a laptop, in CI and in a
+//! container. [`Config::validate`] rejects nonsensical values before anything
+//! is started.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context as _, bail, ensure};
+use clap::Parser;
+
+use crate::config_store::{Variables, parse_variable};
+
+/// Name under which `APIM_CONTROL_PLANE_URL` is exposed through `wasi:config/store`.
+pub const CONTROL_PLANE_URL_VAR: &str = "control_plane_url";
+/// Name under which `APIM_MANIFEST_PUBLIC_KEY` is exposed through `wasi:config/store`.
+pub const MANIFEST_PUBLIC_KEY_VAR: &str = "manifest_public_key";
+
+/// Largest accepted `--max-instances`.
+const MAX_INSTANCES_LIMIT: u32 = 10_000;
+/// Largest accepted `--instance-memory-mb` (the 32-bit linear memory maximum).
+const MAX_INSTANCE_MEMORY_MB: u64 = 4096;
+
+/// Configuration of the native gateway host.
+#[derive(Debug, Clone, Parser)]
+#[command(
+    name = "edge-gateway",
+    version,
+    about = "Runs the API gateway WebAssembly component (WASI 0.2 HTTP proxy world) natively."
+)]
+pub struct Config {
+    /// Address to listen on for HTTP/1.1. Port 0 picks a free port; the bound
+    /// address is printed as `Serving HTTP on http://ADDR/`.
+    #[arg(long, env = "APIM_GATEWAY_ADDR", default_value = "127.0.0.1:8280")]
+    pub addr: SocketAddr,
+
+    /// Path of the gateway component (.wasm). It is compiled once at start-up,
+    /// so deploying a new component needs no rebuild of the host.
+    #[arg(
+        long,
+        env = "APIM_GATEWAY_COMPONENT",
+        default_value = "target/wasm32-wasip2/release/gateway.wasm"
+    )]
+    pub component: PathBuf,
+
+    /// Key-value backend for `wasi:keyvalue`: empty for a process-local
+    /// in-memory store, or a `redis://host:port/db` URL so that several
+    /// gateway nodes share counters and state.
+    #[arg(long, env = "APIM_KV_URL", default_value = "")]
+    pub kv_url: String,
+
+    /// Key prefix used in Redis: bucket B's key K is stored as `NAMESPACE:B:K`.
+    #[arg(long, env = "APIM_KV_NAMESPACE", default_value = "apim")]
+    pub kv_namespace: String,
+
+    /// A `wasi:config/store` variable as NAME=VALUE; repeatable. The
+    /// environment variable takes a comma-separated list (values therefore
+    /// cannot contain commas).
+    #[arg(
+        long = "var",
+        value_name = "NAME=VALUE",
+        env = "APIM_VARS",
+        value_delimiter = ',',
+        value_parser = parse_variable
+    )]
+    pub vars: Vec<(String, String)>,
+
+    /// Base URL of the control plane, exposed to the component as the
+    /// variable `control_plane_url` (takes precedence over `--var`).
+    #[arg(long, env = "APIM_CONTROL_PLANE_URL")]
+    pub control_plane_url: Option<String>,
+
+    /// Public key that signs route manifests, exposed to the component as the
+    /// variable `manifest_public_key` (takes precedence over `--var`).
+    #[arg(long, env = "APIM_MANIFEST_PUBLIC_KEY")]
+    pub manifest_public_key: Option<String>,
+
+    /// Number of requests one component instance serves, one after the other,
+    /// before it is discarded and a fresh one is instantiated.
+    #[arg(long, env = "APIM_INSTANCE_REUSE", default_value_t = 256)]
+    pub instance_reuse: usize,
+
+    /// Maximum number of component instances running at once; this is also
+    /// the number of requests handled concurrently. Further requests wait for
+    /// a free instance (up to the request timeout) and then get a 503.
+    #[arg(long, env = "APIM_MAX_INSTANCES", default_value_t = 128)]
+    pub max_instances: u32,
+
+    /// Linear memory limit of each instance, in MiB.
+    #[arg(long, env = "APIM_INSTANCE_MEMORY_MB", default_value_t = 64)]
+    pub instance_memory_mb: u64,
+
+    /// Execution deadline of one request in the component, in milliseconds. A
+    /// guest that exceeds it is interrupted and the client gets a 504.
+    #[arg(long, env = "APIM_REQUEST_TIMEOUT_MS", default_value_t = 30_000)]
+    pub request_timeout_ms: u64,
+
+    /// Default connect, first-byte and between-bytes timeout of the
+    /// component's outbound HTTP requests, in milliseconds, used when the
+    /// component does not set its own through `request-options`.
+    #[arg(long, env = "APIM_BACKEND_TIMEOUT_MS", default_value_t = 10_000)]
+    pub backend_timeout_ms: u64,
+
+    /// Interval in seconds between the internal `POST /_apim/sync` requests
+    /// that make the component refresh its route manifest (one is also sent
+    /// at start-up). 0 disables them.
+    #[arg(long, env = "APIM_SYNC_INTERVAL_SECS", default_value_t = 30)]
+    pub sync_interval_secs: u64,
+
+    /// On SIGTERM or Ctrl-C, how long in seconds in-flight requests may take to
+    /// finish before the host exits anyway.
+    #[arg(long, env = "APIM_SHUTDOWN_GRACE_SECS", default_value_t = 30)]
+    pub shutdown_grace_secs: u64,
+}
+
+impl Config {
+    /// Checks value ranges and the key-value URL; returns the first problem found.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        ensure!(
+            self.instance_reuse >= 1,
+            "APIM_INSTANCE_REUSE must be at least 1"
+        );
+        ensure!(
+            (1..=MAX_INSTANCES_LIMIT).contains(&self.max_instances),
+            "APIM_MAX_INSTANCES must be between 1 and {MAX_INSTANCES_LIMIT}"
+        );
+        ensure!(
+            (1..=MAX_INSTANCE_MEMORY_MB).contains(&self.instance_memory_mb),
+            "APIM_INSTANCE_MEMORY_MB must be between 1 and {MAX_INSTANCE_MEMORY_MB}"
+        );
+        ensure!(
+            self.request_timeout_ms >= 1,
+            "APIM_REQUEST_TIMEOUT_MS must be at least 1"
+        );
+        ensure!(
+            self.backend_timeout_ms >= 1,
+            "APIM_BACKEND_TIMEOUT_MS must be at least 1"
+        );
+        ensure!(
+            !self.kv_namespace.is_empty() && !self.kv_namespace.contains(char::is_whitespace),
+            "APIM_KV_NAMESPACE must be non-empty and contain no whitespace"
+        );
+        self.validate_kv_url()?;
+        self.variables()?;
+        Ok(())
+    }
+
+    fn validate_kv_url(&self) -> anyhow::Result<()> {
+        let url = self.kv_url.trim();
+        if url.is_empty() {
+            return Ok(());
+        }
+        if !(url.starts_with("redis://")
+            || url.starts_with("redis+unix://")
+            || url.starts_with("unix://"))
+        {
+            bail!("APIM_KV_URL must be empty (in-memory) or a redis:// URL, got {url:?}");
+        }
+        redis::Client::open(url).with_context(|| format!("invalid APIM_KV_URL {url:?}"))?;
+        Ok(())
+    }
+
+    /// The `wasi:config/store` variables: every `--var`, then the dedicated
+    /// settings. Fails on a name given twice with `--var`.
+    pub fn variables(&self) -> anyhow::Result<Variables> {
+        let mut vars = Variables::default();
+        for (name, value) in &self.vars {
+            if vars.insert(name.clone(), value.clone()).is_some() {
+                bail!("variable {name:?} is given more than once");
+            }
+        }
+        let dedicated = [
+            (CONTROL_PLANE_URL_VAR, &self.control_plane_url),
+            (MANIFEST_PUBLIC_KEY_VAR, &self.manifest_public_key),
+        ];
+        for (name, value) in dedicated {
+            if let Some(value) = value.as_deref().filter(|v| !v.is_empty()) {
+                vars.insert(name.to_owned(), value.to_owned());
+            }
+        }
+        Ok(vars)
+    }
+
+    /// Execution deadline of one request in the component.
+    pub fn request_timeout(&self) -> Duration {
+        Duration::from_millis(self.request_timeout_ms)
+    }
+
+    /// Default timeout of outbound requests.
+    pub fn backend_timeout(&self) -> Duration {
+        Duration::from_millis(self.backend_timeout_ms)
+    }
+
+    /// Sync period, or `None` when syncing is disabled.
+    pub fn sync_interval(&self) -> Option<Duration> {
+        (self.sync_interval_secs > 0).then(|| Duration::from_secs(self.sync_interval_secs))
+    }
+
+    /// Per-instance linear memory limit in bytes.
+    pub fn instance_memory_bytes(&self) -> usize {
+        usize::try_from(self.instance_memory_mb << 20).unwrap_or(usize::MAX)
+    }
+
+    /// Bounded wait for in-flight requests at shutdown.
+    pub fn shutdown_grace(&self) -> Duration {
+        Duration::from_secs(self.shutdown_grace_secs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Config {
+        let argv = std::iter::once("edge-gateway").chain(args.iter().copied());
+        Config::try_parse_from(argv).expect("arguments parse")
+    }
+
+    #[test]
+    fn defaults_are_valid() {
+        let config = parse(&[]);
+        config.validate().unwrap();
+        assert_eq!(config.addr.to_string(), "127.0.0.1:8280");
+        assert_eq!(config.instance_reuse, 256);
+        assert!(config.kv_url.is_empty());
+        assert_eq!(config.sync_interval(), Some(Duration::from_secs(30)));
+        assert_eq!(config.instance_memory_bytes(), 64 << 20);
+    }
+
+    #[test]
+    fn variables_merge_with_dedicated_settings() {
+        let config = parse(&[
+            "--var",
+            "a=1",
+            "--var",
+            "b=x=y,c=3",
+            "--control-plane-url",
+            "http://127.0.0.1:9000",
+            "--var",
+            "control_plane_url=ignored",
+        ]);
+        let vars = config.variables().unwrap();
+        assert_eq!(vars.get("a"), Some("1"));
+        assert_eq!(vars.get("b"), Some("x=y"));
+        assert_eq!(vars.get("c"), Some("3"));
+        assert_eq!(
+            vars.get(CONTROL_PLANE_URL_VAR),
+            Some("http://127.0.0.1:9000")
+        );
+        assert_eq!(vars.get(MANIFEST_PUBLIC_KEY_VAR), None);
+    }
+
+    #[test]
+    fn duplicate_variable_is_rejected() {
+        let config = parse(&["--var", "a=1", "--var", "a=2"]);
+        assert!(config.validate().is_err());
+    }
+
+    #[test]
+    fn malformed_variable_is_rejected_by_the_parser() {
+        let argv = ["edge-gateway", "--var", "novalue"];
+        assert!(Config::try_parse_from(argv).is_err());
+        let argv = ["edge-gateway", "--var", "=value"];
+        assert!(Config::try_parse_from(argv).is_err());
+    }
+
+    #[test]
+    fn out_of_range_values_are_rejected() {
+        for args in [
+            &["--instance-reuse", "0"][..],
+            &["--max-instances", "0"],
+            &["--instance-memory-mb", "0"],
+            &["--instance-memory-mb", "5000"],
+            &["--request-timeout-ms", "0"],
+            &["--backend-timeout-ms", "0"],
+            &["--kv-url", "memcached://127.0.0.1"],
+            &["--kv-namespace", ""],
+        ] {
+            assert!(
+                parse(args).validate().is_err(),
+                "{args:?} should be rejected"
+            );
+        }
+        let config = parse(&["--kv-url", "redis://127.0.0.1:6379/0"]);
+        config.validate().unwrap();
+        assert_eq!(parse(&["--sync-interval-secs", "0"]).sync_interval(), None);
+    }
+}

@@ -1,0 +1,273 @@
+//! Hands HTTP requests to the component and turns failures into plain HTTP errors.
+//!
+//! Every request — a client's or the host's own sync request — takes one of
+//! `max_instances` permits before it reaches the
+//! [`ProxyHandler`]; the permit is held until the response body has been sent,
+//! so the number of busy instances stays bounded. Requests that get no permit
+//! within the request timeout are answered 503. Guest failures are logged and
+//! answered with an empty 500 (504 when the deadline was exceeded).
+
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::header::HOST;
+use http::{HeaderName, HeaderValue, Request, Response, StatusCode};
+use http_body::{Body, Frame, SizeHint};
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::{BodyExt as _, Empty};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use wasmtime_wasi_http::WasiBody;
+use wasmtime_wasi_http::handler::{ExpirationError, InstantiationError, ProxyHandler};
+
+use crate::instances::{DeadlineExceeded, RequestMeta, Runtime};
+
+/// Header carrying the client's socket address, as Spin sets it.
+pub const CLIENT_ADDR_HEADER: HeaderName = HeaderName::from_static("spin-client-addr");
+/// Path of the host's periodic sync request.
+pub const SYNC_PATH: &str = "/_apim/sync";
+/// Attempts when no instance slot could be allocated (e.g. one is still being torn down).
+const INSTANTIATE_ATTEMPTS: u32 = 4;
+/// Pause between such attempts (multiplied by the attempt number).
+const INSTANTIATE_BACKOFF: Duration = Duration::from_millis(5);
+
+/// Error type of response bodies sent to clients.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+/// Body of responses sent to clients.
+pub type ResponseBody = UnsyncBoxBody<Bytes, BoxError>;
+
+/// The component behind a concurrency limit.
+pub struct Gateway {
+    handler: ProxyHandler<Runtime>,
+    permits: Arc<Semaphore>,
+    /// Request deadline; also the longest wait for a free instance.
+    request_timeout: Duration,
+    next_id: AtomicU64,
+}
+
+impl Gateway {
+    /// Wraps `runtime`; concurrency and queueing follow its limits.
+    pub fn new(runtime: Runtime) -> Self {
+        let limits = *runtime.limits();
+        let permits = usize::try_from(limits.max_instances).unwrap_or(usize::MAX);
+        Self {
+            handler: ProxyHandler::new(runtime),
+            permits: Arc::new(Semaphore::new(permits)),
+            request_timeout: limits.request_timeout,
+            next_id: AtomicU64::new(0),
+        }
+    }
+
+    /// Marks the host as exiting (see [`Runtime::begin_shutdown`]).
+    pub fn begin_shutdown(&self) {
+        self.handler.state().begin_shutdown();
+    }
+
+    /// Serves one client request received from `peer` on the listener at `local`.
+    pub async fn serve<B>(
+        &self,
+        request: Request<B>,
+        peer: SocketAddr,
+        local: SocketAddr,
+    ) -> Response<ResponseBody>
+    where
+        B: Body<Data = Bytes, Error = hyper::Error> + Send + 'static,
+    {
+        let mut request = request.map(|body| {
+            body.map_err(wasmtime_wasi_http::Error::Hyper)
+                .boxed_unsync()
+        });
+        prepare_headers(request.headers_mut(), peer, local);
+        self.dispatch(request).await
+    }
+
+    /// Sends the internal `POST /_apim/sync` and drains the answer; returns its status.
+    pub async fn sync(&self, local: SocketAddr) -> StatusCode {
+        let body = Empty::new().map_err(|never| match never {}).boxed_unsync();
+        let mut request = Request::post(SYNC_PATH)
+            .body(body)
+            .expect("static request is valid");
+        prepare_headers(request.headers_mut(), local, local);
+        let response = self.dispatch(request).await;
+        let status = response.status();
+        if let Err(err) = response.into_body().collect().await {
+            tracing::debug!("sync response body failed: {err}");
+        }
+        status
+    }
+
+    async fn dispatch(&self, request: Request<WasiBody>) -> Response<ResponseBody> {
+        let meta = RequestMeta {
+            id: self.next_id.fetch_add(1, Ordering::Relaxed) + 1,
+        };
+        let permit =
+            match tokio::time::timeout(self.request_timeout, self.permits.clone().acquire_owned())
+                .await
+            {
+                Ok(Ok(permit)) => permit,
+                _ => {
+                    tracing::warn!(request = meta.id, "no free instance; answering 503");
+                    return empty(StatusCode::SERVICE_UNAVAILABLE);
+                }
+            };
+        let started = Instant::now();
+        match self.handle(meta, request).await {
+            Ok(response) => response.map(|body| {
+                PermitBody {
+                    inner: body,
+                    permit: Some(permit),
+                }
+                .map_err(BoxError::from)
+                .boxed_unsync()
+            }),
+            Err(err) => {
+                let status = failure_status(&err, started.elapsed() >= self.request_timeout);
+                tracing::error!(request = meta.id, %status, "component failed: {err:?}");
+                empty(status)
+            }
+        }
+    }
+
+    /// Calls the handler, retrying when no instance slot could be allocated.
+    async fn handle(
+        &self,
+        meta: RequestMeta,
+        mut request: Request<WasiBody>,
+    ) -> wasmtime::Result<Response<WasiBody>> {
+        let mut attempt = 1;
+        loop {
+            let err = match self.handler.handle(meta, request).await {
+                Ok(response) => return Ok(response),
+                Err(err) => err,
+            };
+            match err.downcast::<InstantiationError<RequestMeta>>() {
+                Ok(failed) if attempt < INSTANTIATE_ATTEMPTS => {
+                    tracing::debug!(
+                        request = meta.id,
+                        attempt,
+                        "instantiation failed: {:?}",
+                        failed.error
+                    );
+                    request = failed
+                        .request
+                        .into_inner()
+                        .unwrap_or_else(|poisoned| poisoned.into_inner());
+                    tokio::time::sleep(INSTANTIATE_BACKOFF * attempt).await;
+                    attempt += 1;
+                }
+                Ok(failed) => return Err(wasmtime::Error::new(failed)),
+                Err(err) => return Err(err),
+            }
+        }
+    }
+}
+
+/// Sets `spin-client-addr` (replacing any sent by the client) and a `Host` if missing.
+fn prepare_headers(headers: &mut http::HeaderMap, peer: SocketAddr, local: SocketAddr) {
+    let addr = HeaderValue::from_str(&peer.to_string()).expect("socket address is a valid header");
+    headers.insert(CLIENT_ADDR_HEADER, addr);
+    if !headers.contains_key(HOST) {
+        let host =
+            HeaderValue::from_str(&local.to_string()).expect("socket address is a valid header");
+        headers.insert(HOST, host);
+    }
+}
+
+/// Status for a request the component did not answer; `overran` tells
+/// whether the failure came after the request deadline (a guest interrupted
+/// by the deadline surfaces only as a missing response).
+fn failure_status(err: &wasmtime::Error, overran: bool) -> StatusCode {
+    if overran || err.is::<ExpirationError>() || err.is::<DeadlineExceeded>() {
+        StatusCode::GATEWAY_TIMEOUT
+    } else if err.is::<InstantiationError<RequestMeta>>() {
+        StatusCode::SERVICE_UNAVAILABLE
+    } else {
+        StatusCode::INTERNAL_SERVER_ERROR
+    }
+}
+
+/// An empty response with `status`.
+pub fn empty(status: StatusCode) -> Response<ResponseBody> {
+    let body = Empty::new().map_err(|never| match never {}).boxed_unsync();
+    let mut response = Response::new(body);
+    *response.status_mut() = status;
+    response
+}
+
+/// Response body that holds an instance permit until it is finished or dropped.
+struct PermitBody {
+    inner: WasiBody,
+    permit: Option<OwnedSemaphorePermit>,
+}
+
+impl Body for PermitBody {
+    type Data = Bytes;
+    type Error = wasmtime_wasi_http::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        let poll = Pin::new(&mut self.inner).poll_frame(cx);
+        if matches!(poll, Poll::Ready(None)) {
+            self.permit = None;
+        }
+        poll
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn client_addr_is_replaced_and_host_defaulted() {
+        let peer: SocketAddr = "10.1.2.3:4567".parse().unwrap();
+        let local: SocketAddr = "127.0.0.1:8280".parse().unwrap();
+        let mut headers = http::HeaderMap::new();
+        headers.append(CLIENT_ADDR_HEADER, HeaderValue::from_static("6.6.6.6:1"));
+        headers.append(CLIENT_ADDR_HEADER, HeaderValue::from_static("7.7.7.7:1"));
+        prepare_headers(&mut headers, peer, local);
+        let values: Vec<_> = headers.get_all(CLIENT_ADDR_HEADER).iter().collect();
+        assert_eq!(values, ["10.1.2.3:4567"]);
+        assert_eq!(headers[HOST], "127.0.0.1:8280");
+
+        let mut headers = http::HeaderMap::new();
+        headers.insert(HOST, HeaderValue::from_static("api.example"));
+        prepare_headers(&mut headers, peer, local);
+        assert_eq!(headers[HOST], "api.example");
+    }
+
+    #[test]
+    fn failures_map_to_statuses() {
+        let status = |err| failure_status(&err, false);
+        assert_eq!(
+            status(wasmtime::Error::new(DeadlineExceeded)),
+            StatusCode::GATEWAY_TIMEOUT
+        );
+        assert_eq!(
+            status(wasmtime::Error::new(ExpirationError)),
+            StatusCode::GATEWAY_TIMEOUT
+        );
+        assert_eq!(
+            status(wasmtime::Error::msg("trap")),
+            StatusCode::INTERNAL_SERVER_ERROR
+        );
+        let deep = wasmtime::Error::new(DeadlineExceeded).context("while handling");
+        assert_eq!(status(deep), StatusCode::GATEWAY_TIMEOUT);
+        let late = wasmtime::Error::msg("guest never invoked `response-outparam::set` method");
+        assert_eq!(failure_status(&late, true), StatusCode::GATEWAY_TIMEOUT);
+    }
+}

@@ -1,0 +1,266 @@
+//! Redis key-value backend, shared by every gateway node on the same server.
+//!
+//! Bucket `B`'s key `K` is the Redis string `NAMESPACE:B:K`. `increment` is
+//! `INCRBY`; compare-and-swap is a Lua script that compares the current bytes
+//! with the ones the CAS handle read and writes only if they are equal (so,
+//! unlike the in-memory backend, a write that restores the same bytes is not
+//! detected). One multiplexed [`ConnectionManager`] serves all instances and
+//! reconnects by itself.
+
+use std::time::Duration;
+
+use anyhow::Context as _;
+use redis::AsyncCommands as _;
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+
+use super::{KeyPage, KvError};
+
+/// Keys asked for per `SCAN` round trip.
+const SCAN_COUNT: usize = 500;
+/// `SCAN` round trips per `list-keys` call before returning an empty page with a cursor.
+const SCAN_ROUNDS: usize = 16;
+/// Timeout of one Redis command.
+const RESPONSE_TIMEOUT: Duration = Duration::from_secs(2);
+/// Timeout of one connection attempt.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// KEYS[1]: key; ARGV[1]: "1" if the key existed when read, else "0";
+/// ARGV[2]: the bytes read; ARGV[3]: the new value. Returns 1 if written.
+const CAS_SCRIPT: &str = r"
+local current = redis.call('GET', KEYS[1])
+if ARGV[1] == '1' then
+  if current ~= ARGV[2] then return 0 end
+elseif current then
+  return 0
+end
+redis.call('SET', KEYS[1], ARGV[3])
+return 1
+";
+
+/// A Redis-backed store.
+#[derive(Clone)]
+pub struct RedisStore {
+    conn: ConnectionManager,
+    namespace: String,
+    cas: redis::Script,
+}
+
+fn backend_error(err: redis::RedisError) -> KvError {
+    KvError::Other(format!("redis: {err}"))
+}
+
+/// Escapes the glob metacharacters of `SCAN ... MATCH`.
+fn escape_glob(raw: &str) -> String {
+    let mut out = String::with_capacity(raw.len());
+    for c in raw.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+impl RedisStore {
+    /// Connects to `url` (fails if Redis cannot be reached now).
+    pub async fn connect(url: &str, namespace: &str) -> anyhow::Result<Self> {
+        let client = redis::Client::open(url).context("invalid Redis URL")?;
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(CONNECT_TIMEOUT)
+            .set_response_timeout(RESPONSE_TIMEOUT);
+        let conn = client
+            .get_connection_manager_with_config(config)
+            .await
+            .context("cannot connect to Redis")?;
+        Ok(Self {
+            conn,
+            namespace: namespace.to_owned(),
+            cas: redis::Script::new(CAS_SCRIPT),
+        })
+    }
+
+    fn bucket_prefix(&self, bucket: &str) -> String {
+        format!("{}:{bucket}:", self.namespace)
+    }
+
+    fn key(&self, bucket: &str, key: &str) -> String {
+        format!("{}{key}", self.bucket_prefix(bucket))
+    }
+
+    /// `GET`.
+    pub async fn get(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>, KvError> {
+        let mut conn = self.conn.clone();
+        conn.get(self.key(bucket, key)).await.map_err(backend_error)
+    }
+
+    /// `SET`.
+    pub async fn set(&self, bucket: &str, key: &str, value: Vec<u8>) -> Result<(), KvError> {
+        let mut conn = self.conn.clone();
+        conn.set(self.key(bucket, key), value)
+            .await
+            .map_err(backend_error)
+    }
+
+    /// `DEL`.
+    pub async fn delete(&self, bucket: &str, key: &str) -> Result<(), KvError> {
+        let mut conn = self.conn.clone();
+        let _: i64 = conn
+            .del(self.key(bucket, key))
+            .await
+            .map_err(backend_error)?;
+        Ok(())
+    }
+
+    /// `EXISTS`.
+    pub async fn exists(&self, bucket: &str, key: &str) -> Result<bool, KvError> {
+        let mut conn = self.conn.clone();
+        conn.exists(self.key(bucket, key))
+            .await
+            .map_err(backend_error)
+    }
+
+    /// `INCRBY`.
+    pub async fn increment(&self, bucket: &str, key: &str, delta: i64) -> Result<i64, KvError> {
+        let mut conn = self.conn.clone();
+        conn.incr(self.key(bucket, key), delta)
+            .await
+            .map_err(backend_error)
+    }
+
+    /// `SCAN` with the bucket's prefix; the cursor is Redis's own.
+    pub async fn list_keys(&self, bucket: &str, cursor: Option<&str>) -> Result<KeyPage, KvError> {
+        let mut cursor: u64 = match cursor {
+            None => 0,
+            Some(raw) => raw
+                .parse()
+                .map_err(|_| KvError::Other(format!("invalid cursor {raw:?}")))?,
+        };
+        let prefix = self.bucket_prefix(bucket);
+        let pattern = format!("{}*", escape_glob(&prefix));
+        let mut conn = self.conn.clone();
+        let mut keys = Vec::new();
+        for _ in 0..SCAN_ROUNDS {
+            let (next, batch): (u64, Vec<String>) = redis::cmd("SCAN")
+                .arg(cursor)
+                .arg("MATCH")
+                .arg(&pattern)
+                .arg("COUNT")
+                .arg(SCAN_COUNT)
+                .query_async(&mut conn)
+                .await
+                .map_err(backend_error)?;
+            keys.extend(
+                batch
+                    .into_iter()
+                    .filter_map(|k| k.strip_prefix(&prefix).map(str::to_owned)),
+            );
+            cursor = next;
+            if cursor == 0 || !keys.is_empty() {
+                break;
+            }
+        }
+        let cursor = (cursor != 0).then(|| cursor.to_string());
+        Ok(KeyPage { keys, cursor })
+    }
+
+    /// Writes `value` if the key still holds `expected` (`None`: still absent).
+    pub async fn compare_and_swap(
+        &self,
+        bucket: &str,
+        key: &str,
+        expected: Option<&[u8]>,
+        value: Vec<u8>,
+    ) -> Result<bool, KvError> {
+        let mut conn = self.conn.clone();
+        let written: i64 = self
+            .cas
+            .key(self.key(bucket, key))
+            .arg(if expected.is_some() { "1" } else { "0" })
+            .arg(expected.unwrap_or_default())
+            .arg(value)
+            .invoke_async(&mut conn)
+            .await
+            .map_err(backend_error)?;
+        Ok(written == 1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn glob_metacharacters_are_escaped() {
+        assert_eq!(escape_glob("apim:default:"), "apim:default:");
+        assert_eq!(escape_glob(r"a*b?[c]\"), r"a\*b\?\[c\]\\");
+    }
+
+    /// Runs against a local Redis when one is listening; skipped otherwise.
+    #[tokio::test]
+    async fn redis_backend_semantics() {
+        let url = "redis://127.0.0.1:6379/0";
+        if std::net::TcpStream::connect("127.0.0.1:6379").is_err() {
+            eprintln!("no Redis on 127.0.0.1:6379; skipping");
+            return;
+        }
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        let namespace = format!("edge-gateway-test-{}-{nanos}", std::process::id());
+        let store = RedisStore::connect(url, &namespace).await.unwrap();
+        let b = "default";
+
+        assert_eq!(store.get(b, "k").await.unwrap(), None);
+        store.set(b, "k", b"v1".to_vec()).await.unwrap();
+        assert!(store.exists(b, "k").await.unwrap());
+        assert_eq!(store.get(b, "k").await.unwrap(), Some(b"v1".to_vec()));
+
+        assert_eq!(store.increment(b, "n", 2).await.unwrap(), 2);
+        assert_eq!(store.increment(b, "n", 3).await.unwrap(), 5);
+        assert!(store.increment(b, "k", 1).await.is_err());
+
+        assert!(
+            !store
+                .compare_and_swap(b, "k", None, b"x".to_vec())
+                .await
+                .unwrap()
+        );
+        assert!(
+            store
+                .compare_and_swap(b, "k", Some(b"v1"), b"v2".to_vec())
+                .await
+                .unwrap()
+        );
+        assert!(
+            !store
+                .compare_and_swap(b, "k", Some(b"v1"), b"v3".to_vec())
+                .await
+                .unwrap()
+        );
+        assert!(
+            store
+                .compare_and_swap(b, "fresh", None, b"y".to_vec())
+                .await
+                .unwrap()
+        );
+
+        let mut keys = Vec::new();
+        let mut cursor = None;
+        loop {
+            let page = store.list_keys(b, cursor.as_deref()).await.unwrap();
+            keys.extend(page.keys);
+            cursor = page.cursor;
+            if cursor.is_none() {
+                break;
+            }
+        }
+        keys.sort();
+        assert_eq!(keys, ["fresh", "k", "n"]);
+
+        for key in ["k", "n", "fresh"] {
+            store.delete(b, key).await.unwrap();
+        }
+        assert!(!store.exists(b, "k").await.unwrap());
+    }
+}

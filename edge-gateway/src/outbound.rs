@@ -1,0 +1,330 @@
+//! Outbound HTTP for `wasi:http/outgoing-handler`, over a shared connection pool.
+//!
+//! wasmtime-wasi-http's default sender opens a new TCP connection for every
+//! request; [`OutboundClient`] implements [`WasiHttpHooks::send_request`] with
+//! one pooled hyper client shared by all instances instead, so backend
+//! connections are kept alive and reused.
+//!
+//! Timeouts come from the request's `request-options`, each falling back to
+//! the configured default:
+//! - connect: applied to establishing a new connection (not to reusing one);
+//! - first byte: the response head must arrive within connect + first-byte;
+//! - between bytes: the longest pause between two frames of the response body.
+//!
+//! Only `http` is supported (no TLS); the guest gets `HTTP-protocol-error`
+//! for `https` URLs.
+
+use std::error::Error as StdError;
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::Uri;
+use http::uri::Scheme;
+use http_body::{Body, Frame, SizeHint};
+use http_body_util::BodyExt as _;
+use hyper::body::Incoming;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use tokio::net::TcpStream;
+use tokio::time::{Instant, Sleep};
+use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
+
+/// Idle pooled connections are closed after this long.
+const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
+/// Most idle connections kept per backend host.
+const POOL_MAX_IDLE_PER_HOST: usize = 512;
+/// TCP keep-alive probe interval on backend connections.
+const TCP_KEEPALIVE: Duration = Duration::from_secs(60);
+
+tokio::task_local! {
+    /// Connect timeout of the request being sent, read by [`TimedConnector`].
+    static CONNECT_TIMEOUT: Duration;
+}
+
+/// The three timeouts of one outbound request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    /// Establishing a new connection.
+    pub connect: Duration,
+    /// Waiting for the response head (after connecting).
+    pub first_byte: Duration,
+    /// Pause between two frames of the response body.
+    pub between_bytes: Duration,
+}
+
+impl Timeouts {
+    /// All three set to `default`.
+    pub fn uniform(default: Duration) -> Self {
+        Self {
+            connect: default,
+            first_byte: default,
+            between_bytes: default,
+        }
+    }
+
+    /// The guest's options where set, these defaults elsewhere.
+    pub fn resolve(self, options: Option<RequestOptions>) -> Self {
+        let options = options.unwrap_or_default();
+        Self {
+            connect: options.connect_timeout.unwrap_or(self.connect),
+            first_byte: options.first_byte_timeout.unwrap_or(self.first_byte),
+            between_bytes: options.between_bytes_timeout.unwrap_or(self.between_bytes),
+        }
+    }
+}
+
+/// [`HttpConnector`] with the per-request connect timeout from [`CONNECT_TIMEOUT`].
+#[derive(Clone)]
+struct TimedConnector {
+    inner: HttpConnector,
+    default: Duration,
+}
+
+type ConnectFuture = Pin<
+    Box<dyn Future<Output = Result<TokioIo<TcpStream>, Box<dyn StdError + Send + Sync>>> + Send>,
+>;
+
+impl tower_service::Service<Uri> for TimedConnector {
+    type Response = TokioIo<TcpStream>;
+    type Error = Box<dyn StdError + Send + Sync>;
+    type Future = ConnectFuture;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx).map_err(Into::into)
+    }
+
+    fn call(&mut self, uri: Uri) -> Self::Future {
+        // Read while still inside the caller's task-local scope.
+        let timeout = CONNECT_TIMEOUT.try_with(|t| *t).unwrap_or(self.default);
+        let connecting = self.inner.call(uri);
+        Box::pin(async move {
+            match tokio::time::timeout(timeout, connecting).await {
+                Ok(result) => result.map_err(Into::into),
+                Err(_) => Err(io::Error::new(io::ErrorKind::TimedOut, "connect timed out").into()),
+            }
+        })
+    }
+}
+
+/// Pooled HTTP/1.1 client used as the `wasi:http` hooks of every store.
+#[derive(Clone)]
+pub struct OutboundClient {
+    client: Client<TimedConnector, WasiBody>,
+    defaults: Timeouts,
+}
+
+impl OutboundClient {
+    /// A client whose timeouts default to `default_timeout`.
+    pub fn new(default_timeout: Duration) -> Self {
+        let mut http = HttpConnector::new();
+        http.set_nodelay(true);
+        http.set_keepalive(Some(TCP_KEEPALIVE));
+        let connector = TimedConnector {
+            inner: http,
+            default: default_timeout,
+        };
+        let client = Client::builder(TokioExecutor::new())
+            .pool_timer(TokioTimer::new())
+            .pool_idle_timeout(POOL_IDLE_TIMEOUT)
+            .pool_max_idle_per_host(POOL_MAX_IDLE_PER_HOST)
+            .build(connector);
+        Self {
+            client,
+            defaults: Timeouts::uniform(default_timeout),
+        }
+    }
+
+    /// Sends `request` (absolute `http://` URI) and returns the response with
+    /// a body that enforces the between-bytes timeout.
+    pub async fn send(
+        &self,
+        request: http::Request<WasiBody>,
+        options: Option<RequestOptions>,
+    ) -> Result<http::Response<WasiBody>, Error> {
+        if request.uri().scheme() != Some(&Scheme::HTTP) {
+            return Err(Error::HttpProtocolError);
+        }
+        let timeouts = self.defaults.resolve(options);
+        let pending = CONNECT_TIMEOUT.scope(timeouts.connect, self.client.request(request));
+        let head_deadline = timeouts.connect.saturating_add(timeouts.first_byte);
+        let response = match tokio::time::timeout(head_deadline, pending).await {
+            Err(_) => return Err(Error::ConnectionReadTimeout),
+            Ok(Err(err)) => return Err(classify(&err)),
+            Ok(Ok(response)) => response,
+        };
+        Ok(response.map(|body| TimedBody::new(body, timeouts.between_bytes).boxed_unsync()))
+    }
+}
+
+/// Maps a pooled-client failure onto the closest `wasi:http` error code.
+fn classify(err: &hyper_util::client::legacy::Error) -> Error {
+    let mut source = err.source();
+    while let Some(cause) = source {
+        if let Some(io) = cause.downcast_ref::<io::Error>() {
+            return match io.kind() {
+                io::ErrorKind::TimedOut => Error::ConnectionTimeout,
+                io::ErrorKind::ConnectionRefused => Error::ConnectionRefused,
+                io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe => {
+                    Error::ConnectionTerminated
+                }
+                _ if err.is_connect() => Error::DestinationUnavailable,
+                _ => Error::InternalError(Some(err.to_string())),
+            };
+        }
+        if let Some(hyper) = cause.downcast_ref::<hyper::Error>() {
+            if hyper.is_incomplete_message() || hyper.is_closed() || hyper.is_canceled() {
+                return Error::ConnectionTerminated;
+            }
+            if hyper.is_timeout() {
+                return Error::ConnectionReadTimeout;
+            }
+            if hyper.is_parse() || hyper.is_parse_status() {
+                return Error::HttpProtocolError;
+            }
+        }
+        if cause.to_string().starts_with("dns error") {
+            return Error::DnsError {
+                rcode: Some(cause.to_string()),
+                info_code: None,
+            };
+        }
+        source = cause.source();
+    }
+    if err.is_connect() {
+        Error::DestinationUnavailable
+    } else {
+        Error::InternalError(Some(err.to_string()))
+    }
+}
+
+impl WasiHttpHooks for OutboundClient {
+    fn is_supported_scheme(&mut self, scheme: &Scheme) -> bool {
+        *scheme == Scheme::HTTP
+    }
+
+    fn default_scheme(&mut self) -> Option<Scheme> {
+        Some(Scheme::HTTP)
+    }
+
+    fn send_request(
+        &mut self,
+        request: http::Request<WasiBody>,
+        options: Option<RequestOptions>,
+        fut: Box<dyn Future<Output = Result<(), Error>> + Send>,
+    ) -> Box<
+        dyn Future<
+                Output = Result<
+                    (
+                        http::Response<WasiBody>,
+                        Box<dyn Future<Output = Result<(), Error>> + Send>,
+                    ),
+                    Error,
+                >,
+            > + Send,
+    > {
+        // The pool drives connection I/O in its own tasks, so there is no
+        // per-request I/O future to report on and nothing to do with `fut`.
+        drop(fut);
+        let client = self.clone();
+        Box::new(async move {
+            let response = client.send(request, options).await?;
+            let io_done: Box<dyn Future<Output = Result<(), Error>> + Send> =
+                Box::new(std::future::ready(Ok(())));
+            Ok((response, io_done))
+        })
+    }
+}
+
+/// Response body that fails when no frame arrives within `limit`.
+struct TimedBody {
+    inner: Incoming,
+    limit: Duration,
+    timer: Pin<Box<Sleep>>,
+}
+
+impl TimedBody {
+    fn new(inner: Incoming, limit: Duration) -> Self {
+        Self {
+            inner,
+            limit,
+            timer: Box::pin(tokio::time::sleep(limit)),
+        }
+    }
+}
+
+impl Body for TimedBody {
+    type Data = Bytes;
+    type Error = Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Error>>> {
+        let this = &mut *self;
+        match Pin::new(&mut this.inner).poll_frame(cx) {
+            Poll::Ready(Some(Ok(frame))) => {
+                let next = Instant::now() + this.limit;
+                this.timer.as_mut().reset(next);
+                Poll::Ready(Some(Ok(frame)))
+            }
+            Poll::Ready(Some(Err(err))) => Poll::Ready(Some(Err(Error::Hyper(err)))),
+            Poll::Ready(None) => Poll::Ready(None),
+            Poll::Pending => {
+                ready!(this.timer.as_mut().poll(cx));
+                Poll::Ready(Some(Err(Error::ConnectionReadTimeout)))
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_options_override_defaults() {
+        let defaults = Timeouts::uniform(Duration::from_secs(10));
+        assert_eq!(defaults.resolve(None), defaults);
+        let options = RequestOptions {
+            connect_timeout: Some(Duration::from_millis(100)),
+            first_byte_timeout: None,
+            between_bytes_timeout: Some(Duration::from_secs(1)),
+        };
+        let resolved = defaults.resolve(Some(options));
+        assert_eq!(resolved.connect, Duration::from_millis(100));
+        assert_eq!(resolved.first_byte, Duration::from_secs(10));
+        assert_eq!(resolved.between_bytes, Duration::from_secs(1));
+    }
+
+    #[tokio::test]
+    async fn refused_connection_is_classified() {
+        // Bind then drop a listener to get a port nobody listens on.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let client = OutboundClient::new(Duration::from_secs(2));
+        let body = http_body_util::Empty::new()
+            .map_err(|never| match never {})
+            .boxed_unsync();
+        let request = http::Request::get(format!("http://127.0.0.1:{port}/"))
+            .body(body)
+            .unwrap();
+        let err = client.send(request, None).await.unwrap_err();
+        assert!(matches!(err, Error::ConnectionRefused), "{err:?}");
+    }
+}

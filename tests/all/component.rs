@@ -1,0 +1,128 @@
+//! The gateway component stays within what every Spin host from 3.0 on provides, so the
+//! same `.wasm` runs on Spin 3.x, 4.x and edge-gateway; and spin.toml deploys that file.
+
+use wasmparser::{Parser, Payload};
+
+/// Interfaces the component may import: WASI 0.2 HTTP, the key-value and config drafts
+/// Spin 3+ implements, and what Rust's std pulls in.
+const ALLOWED_IMPORTS: &[&str] = &[
+    "wasi:http/types@0.2.",
+    "wasi:http/outgoing-handler@0.2.",
+    "wasi:keyvalue/store@0.2.0-draft2",
+    "wasi:keyvalue/atomics@0.2.0-draft2",
+    "wasi:config/store@0.2.0-draft-2024-09-27",
+    "wasi:cli/environment@0.2.",
+    "wasi:cli/exit@0.2.",
+    "wasi:cli/stdin@0.2.",
+    "wasi:cli/stdout@0.2.",
+    "wasi:cli/stderr@0.2.",
+    "wasi:cli/terminal-input@0.2.",
+    "wasi:cli/terminal-output@0.2.",
+    "wasi:cli/terminal-stdin@0.2.",
+    "wasi:cli/terminal-stdout@0.2.",
+    "wasi:cli/terminal-stderr@0.2.",
+    "wasi:clocks/wall-clock@0.2.",
+    "wasi:clocks/monotonic-clock@0.2.",
+    "wasi:random/random@0.2.",
+    "wasi:random/insecure@0.2.",
+    "wasi:random/insecure-seed@0.2.",
+    "wasi:io/error@0.2.",
+    "wasi:io/poll@0.2.",
+    "wasi:io/streams@0.2.",
+];
+
+/// The component's top-level imports and exports.
+fn interfaces(bytes: &[u8]) -> (Vec<String>, Vec<String>) {
+    let (mut imports, mut exports) = (Vec::new(), Vec::new());
+    let mut depth = 0usize;
+    for payload in Parser::new(0).parse_all(bytes) {
+        match payload.expect("a valid component") {
+            Payload::ModuleSection { .. } | Payload::ComponentSection { .. } => depth += 1,
+            Payload::End(_) => depth = depth.saturating_sub(1),
+            Payload::ComponentImportSection(reader) if depth == 0 => {
+                for import in reader {
+                    imports.push(import.expect("import").name.0.to_string());
+                }
+            }
+            Payload::ComponentExportSection(reader) if depth == 0 => {
+                for export in reader {
+                    exports.push(export.expect("export").name.0.to_string());
+                }
+            }
+            _ => {}
+        }
+    }
+    (imports, exports)
+}
+
+#[test]
+fn gateway_component_imports_only_what_spin_provides() {
+    let wasm = std::fs::read(e2e::gateway_component()).expect("gateway.wasm");
+    let (imports, exports) = interfaces(&wasm);
+    let unexpected: Vec<&String> = imports
+        .iter()
+        .filter(|i| !ALLOWED_IMPORTS.iter().any(|allowed| i.starts_with(allowed)))
+        .collect();
+    assert!(
+        unexpected.is_empty(),
+        "unexpected imports {unexpected:?}; all: {imports:#?}"
+    );
+    for needed in [
+        "wasi:http/outgoing-handler@0.2.",
+        "wasi:keyvalue/store@0.2.0-draft2",
+        "wasi:config/store@",
+    ] {
+        assert!(
+            imports.iter().any(|i| i.starts_with(needed)),
+            "{needed} not imported: {imports:#?}"
+        );
+    }
+    assert_eq!(exports.len(), 1, "exports: {exports:?}");
+    assert!(
+        exports[0].starts_with("wasi:http/incoming-handler@0.2."),
+        "exports: {exports:?}"
+    );
+}
+
+#[test]
+fn spin_manifest_deploys_the_built_component_with_every_setting() {
+    use gateway::sync::settings;
+    let root = e2e::workspace_root();
+    let text = std::fs::read_to_string(root.join("spin.toml")).expect("spin.toml");
+    let manifest: toml::Table = text.parse().expect("spin.toml parses");
+    assert_eq!(manifest["spin_manifest_version"].as_integer(), Some(2));
+    let component = &manifest["component"]["gateway"];
+    let source = root.join(component["source"].as_str().expect("source"));
+    assert_eq!(
+        source,
+        e2e::gateway_component(),
+        "spin.toml must point at the built component"
+    );
+    assert!(source.exists());
+    let stores = component["key_value_stores"]
+        .as_array()
+        .expect("key_value_stores");
+    assert!(stores.iter().any(|s| s.as_str() == Some("default")));
+    let route = &manifest["trigger"]["http"]
+        .as_array()
+        .expect("http trigger")[0];
+    assert_eq!(route["route"].as_str(), Some("/..."));
+    for setting in [
+        settings::CONTROL_PLANE_URL,
+        settings::MANIFEST_PUBLIC_KEY,
+        settings::GATEWAY_SECRET,
+        settings::BACKEND_TIMEOUT_MS,
+        settings::GATEWAY_ENVIRONMENT,
+    ] {
+        assert!(
+            manifest["variables"].get(setting).is_some(),
+            "application variable {setting} missing"
+        );
+        let value = component["variables"][setting].as_str().unwrap_or_default();
+        assert_eq!(
+            value,
+            format!("{{{{ {setting} }}}}"),
+            "component variable {setting}"
+        );
+    }
+}

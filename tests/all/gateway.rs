@@ -1,0 +1,297 @@
+//! The whole platform: control plane and edge gateway as real processes, a real backend,
+//! the spec §5 flow through `{gateway_url}`, and every failure the gateway reports.
+
+use std::time::Duration;
+
+use e2e::stack::Stack;
+use e2e::{Client, Reply, STORE};
+use serde_json::json;
+
+/// Calls until `done` holds (pushes are asynchronous), failing after 15 s.
+async fn eventually(
+    gw: &Client,
+    method: reqwest::Method,
+    path: &str,
+    token: &str,
+    done: impl Fn(&Reply) -> bool,
+) -> Reply {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        let reply = gw.send(gw.request(method.clone(), path, token)).await;
+        if done(&reply) {
+            return reply;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "gave up on {method} {path}: {} {}",
+            reply.status,
+            reply.body
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The WSO2 fault code in an XML body.
+fn fault_code(reply: &Reply) -> String {
+    let body = reply.body.as_str().unwrap_or_default();
+    body.split(":code>")
+        .nth(1)
+        .and_then(|s| s.split('<').next())
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[track_caller]
+fn expect_fault(reply: &Reply, status: u16, code: &str) {
+    assert_eq!(
+        (reply.status, fault_code(reply).as_str()),
+        (status, code),
+        "body: {}",
+        reply.body
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spec_flow_and_every_gateway_failure() {
+    let stack = Stack::start(&["backend_timeout_ms=1000"]).await;
+    let gw = &stack.gw;
+    let get = reqwest::Method::GET;
+
+    // Publish, subscribe, keys, token: the API is invocable without restarting anything.
+    let dev = stack
+        .api(
+            "DevApi",
+            json!({"corsConfiguration": {
+        "corsConfigurationEnabled": true, "accessControlAllowOrigins": ["*"],
+        "accessControlAllowHeaders": ["authorization"], "accessControlAllowMethods": ["GET"],
+        "accessControlAllowCredentials": false}}),
+            &["Publish"],
+        )
+        .await;
+    let (_, key, secret, subscriptions) = stack.application("Consumer", "Unlimited", &[&dev]).await;
+    let token = stack.app_token(&key, &secret, &[]).await;
+    let reply = eventually(
+        gw,
+        get.clone(),
+        "/devapi/v1.0.0/devs/alice?tab=repos",
+        &token,
+        |r| r.status == 200,
+    )
+    .await;
+    assert_eq!(reply.body["path"], "/devs/alice");
+    assert_eq!(reply.body["query"], "tab=repos");
+    // endpointSecurity replaces the client's token; X-Forwarded-For names the client.
+    assert_eq!(
+        reply.body["headers"]["authorization"],
+        "Basic YmFja2VuZDpiYWNrZW5kLXNlY3JldA=="
+    );
+    assert!(
+        reply.body["headers"]["x-forwarded-for"]
+            .as_str()
+            .unwrap()
+            .contains("127.0.0.1")
+    );
+    let preflight = gw
+        .send(
+            gw.request(reqwest::Method::OPTIONS, "/devapi/v1.0.0/devs/alice", "")
+                .header("origin", "http://portal.example")
+                .header("access-control-request-method", "GET"),
+        )
+        .await;
+    assert_eq!(preflight.status, 200);
+    assert_eq!(preflight.headers["access-control-allow-origin"], "*");
+
+    // Authentication faults.
+    let path = "/devapi/v1.0.0/devs/alice";
+    let reply = gw.get(path, "").await;
+    expect_fault(&reply, 401, "900902");
+    assert!(reply.headers.contains_key("www-authenticate"));
+    assert_eq!(reply.headers["content-type"], "application/xml");
+    expect_fault(&gw.get(path, "not-a-token").await, 401, "900901");
+    let json = gw
+        .send(
+            gw.request(get.clone(), path, "")
+                .header("accept", "application/json"),
+        )
+        .await;
+    assert_eq!(json.body["fault"]["code"], 900902);
+    let brief = stack
+        .app_token(&key, &secret, &[("validity_period", "1")])
+        .await;
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    expect_fault(&gw.get(path, &brief).await, 401, "900903");
+    let (_, other_key, other_secret, _) = stack.application("Stranger", "Unlimited", &[]).await;
+    let stranger = stack.app_token(&other_key, &other_secret, &[]).await;
+    expect_fault(
+        &eventually(gw, get.clone(), path, &stranger, |r| r.status != 401).await,
+        403,
+        "900908",
+    );
+
+    // Resources: wrong method, unknown resource, unknown API.
+    let put = gw
+        .send(gw.request(reqwest::Method::PUT, path, &token))
+        .await;
+    expect_fault(&put, 403, "900906");
+    expect_fault(
+        &gw.get("/devapi/v1.0.0/nothing/here", &token).await,
+        404,
+        "404",
+    );
+    expect_fault(&gw.get("/no-such-api/v1/devs", &token).await, 404, "404");
+
+    // Throttling: the application tier (10PerMin) and the API's maxTps.
+    let limited_api = stack.api("Limited", json!({}), &["Publish"]).await;
+    let (_, lkey, lsecret, _) = stack
+        .application("Limited", "10PerMin", &[&limited_api])
+        .await;
+    let limited = stack.app_token(&lkey, &lsecret, &[]).await;
+    eventually(gw, get.clone(), "/limited/v1.0.0/devs/a", &limited, |r| {
+        r.status == 200
+    })
+    .await;
+    let mut statuses = Vec::new();
+    for _ in 0..12 {
+        statuses.push(gw.get("/limited/v1.0.0/devs/a", &limited).await);
+    }
+    let throttled = statuses
+        .iter()
+        .find(|r| r.status == 429)
+        .expect("the 11th call in a minute is throttled");
+    expect_fault(throttled, 429, "900803");
+    assert!(throttled.body.as_str().unwrap().contains("nextAccessTime"));
+    let tps_api = stack
+        .api(
+            "Tps",
+            json!({"maxTps": {"production": 1, "sandbox": 1}}),
+            &["Publish"],
+        )
+        .await;
+    let (_, tkey, tsecret, _) = stack.application("TpsApp", "Unlimited", &[&tps_api]).await;
+    let tps_token = stack.app_token(&tkey, &tsecret, &[]).await;
+    eventually(gw, get.clone(), "/tps/v1.0.0/devs/a", &tps_token, |r| {
+        r.status == 200 || r.status == 503
+    })
+    .await;
+    let mut rejected = None;
+    for _ in 0..5 {
+        let reply = gw.get("/tps/v1.0.0/devs/a", &tps_token).await;
+        if reply.status == 503 {
+            rejected = Some(reply);
+        }
+    }
+    expect_fault(&rejected.expect("maxTps 1 refuses a burst"), 503, "900801");
+
+    // Lifecycle: BLOCKED answers 503 700700; CREATED and RETIRED are not deployed.
+    stack.lifecycle(&dev, "Block").await;
+    expect_fault(
+        &eventually(gw, get.clone(), path, &token, |r| r.status == 503).await,
+        503,
+        "700700",
+    );
+    stack.lifecycle(&dev, "Re-Publish").await;
+    eventually(gw, get.clone(), path, &token, |r| r.status == 200).await;
+    stack.api("Draft", json!({}), &[]).await;
+    expect_fault(&gw.get("/draft/v1.0.0/devs/a", &token).await, 404, "404");
+    stack.lifecycle(&tps_api, "Deprecate").await;
+    stack.lifecycle(&tps_api, "Retire").await;
+    expect_fault(
+        &eventually(gw, get.clone(), "/tps/v1.0.0/devs/a", &tps_token, |r| {
+            r.status == 404
+        })
+        .await,
+        404,
+        "404",
+    );
+
+    // Backend failures: 502 when unreachable, 504 when too slow.
+    let closed = e2e::free_port();
+    let down = stack
+        .api("Down", json!({"endpointConfig": json!({"production_endpoints": {"url": format!("http://127.0.0.1:{closed}/")}, "endpoint_type": "http"}).to_string()}), &["Publish"])
+        .await;
+    let slow_swagger =
+        json!({"swagger": "2.0", "paths": {"/slow": {"get": {"x-auth-type": "None"}}}}).to_string();
+    stack
+        .api("Slow", json!({"apiDefinition": slow_swagger}), &["Publish"])
+        .await;
+    let (_, dkey, dsecret, _) = stack.application("DownApp", "Unlimited", &[&down]).await;
+    let down_token = stack.app_token(&dkey, &dsecret, &[]).await;
+    expect_fault(
+        &eventually(gw, get.clone(), "/down/v1.0.0/devs/a", &down_token, |r| {
+            r.status != 403 && r.status != 404
+        })
+        .await,
+        502,
+        "101503",
+    );
+    expect_fault(
+        &eventually(gw, get.clone(), "/slow/v1.0.0/slow", "", |r| {
+            r.status != 404
+        })
+        .await,
+        504,
+        "101504",
+    );
+
+    // An unsubscribe and a revocation take effect.
+    stack
+        .mgmt
+        .delete(
+            &format!("{STORE}/subscriptions/{}", subscriptions[0]),
+            &stack.admin,
+        )
+        .await
+        .expect(200);
+    expect_fault(
+        &eventually(gw, get.clone(), path, &token, |r| r.status == 403).await,
+        403,
+        "900908",
+    );
+    let revoke = reqwest::Client::new()
+        .post(format!("{}/revoke", gw.base))
+        .basic_auth(&lkey, Some(&lsecret))
+        .form(&[("token", limited.as_str())]);
+    gw.send(revoke).await.expect(200);
+    expect_fault(
+        &eventually(gw, get.clone(), "/limited/v1.0.0/devs/a", &limited, |r| {
+            r.status == 401
+        })
+        .await,
+        401,
+        "900901",
+    );
+
+    stack.gateway.stop().await;
+    if let Some(control_plane) = stack.control_plane {
+        control_plane.stop().await;
+    }
+    let _ = std::fs::remove_dir_all(&stack.data_dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn late_gateways_catch_up_and_gateways_outlive_the_control_plane() {
+    let mut stack = Stack::start(&[]).await;
+    let api = stack.api("Durable", json!({}), &["Publish"]).await;
+    let (_, key, secret, _) = stack.application("DurableApp", "Unlimited", &[&api]).await;
+    let token = stack.app_token(&key, &secret, &[]).await;
+    let path = "/durable/v1.0.0/devs/a";
+    eventually(&stack.gw, reqwest::Method::GET, path, &token, |r| {
+        r.status == 200
+    })
+    .await;
+
+    // A gateway started after publishing (and not on the push list) pulls the manifest.
+    let control_plane = stack.control_plane.take().unwrap();
+    let late = e2e::start_edge_gateway(&control_plane, &stack.data_dir, "127.0.0.1:0", &[]).await;
+    let late_client = Client::new(&late.url);
+    late_client.get(path, &token).await.expect(200);
+
+    // With the control plane stopped, both keep serving the last manifest.
+    control_plane.stop().await;
+    stack.gw.get(path, &token).await.expect(200);
+    late_client.get(path, &token).await.expect(200);
+    expect_fault(&late_client.get(path, "").await, 401, "900902");
+    late.stop().await;
+    stack.gateway.stop().await;
+    let _ = std::fs::remove_dir_all(&stack.data_dir);
+}
