@@ -576,3 +576,33 @@ fn gateways_route_only_the_apis_of_their_environment() {
         .insert("gateway_environment", "Production and Sandbox".into());
     assert_eq!(world.call("GET", "/dev/v1/open", &[]).status, 200);
 }
+
+#[test]
+fn caches_get_responses_for_the_cache_timeout() {
+    let mut world = World::new();
+    let mut cached = world.manifest.clone();
+    cached.version = 9;
+    cached.apis[0].cache_timeout_secs = Some(60);
+    assert_eq!(world.push(&cached).status, 200);
+    let token = format!(
+        "Bearer {}",
+        world.token("app-1", "PRODUCTION", "t1", NOW_SECS + 3600)
+    );
+    let first = world.call("GET", "/dev/v1/devs/a?x=1", &[("authorization", &token)]);
+    let second = world.call("GET", "/dev/v1/devs/a?x=1", &[("authorization", &token)]);
+    assert_eq!((first.status, second.status), (200, 200));
+    assert_eq!(first.body, second.body);
+    assert_eq!(
+        world.host.sent.borrow().len(),
+        1,
+        "the second answer came from the cache"
+    );
+    // Another query is another entry; an expired entry goes back to the backend.
+    world.call("GET", "/dev/v1/devs/a?x=2", &[("authorization", &token)]);
+    assert_eq!(world.host.sent.borrow().len(), 2);
+    *world.host.now_ms.borrow_mut() += 61_000;
+    world.call("GET", "/dev/v1/devs/a?x=1", &[("authorization", &token)]);
+    assert_eq!(world.host.sent.borrow().len(), 3);
+    // Authentication still applies to cached resources.
+    assert_eq!(world.call("GET", "/dev/v1/devs/a?x=1", &[]).status, 401);
+}
