@@ -262,6 +262,7 @@ pub fn gateway_component() -> PathBuf {
     static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     BUILT
         .get_or_init(|| {
+            ensure_wasm_target();
             let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
             let release = binary_dir().ends_with("release");
             let hosts = if release {
@@ -581,6 +582,34 @@ pub fn jwt_header(token: &str) -> Value {
 /// The API record of spec 2.3 (tests/fixtures/api.json).
 pub fn spec_api_record() -> Value {
     serde_json::from_str(include_str!("../fixtures/api.json")).expect("fixture api.json")
+}
+
+/// Installs the `wasm32-wasip2` target when the toolchain lacks it: with the machine's
+/// bundled copy (`../shared/toolchain/ensure-wasm32-wasip2`) where there is one, else rustup.
+fn ensure_wasm_target() {
+    let sysroot = std::process::Command::new("rustc")
+        .args(["--print", "sysroot"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default();
+    if Path::new(&sysroot)
+        .join("lib/rustlib/wasm32-wasip2/lib")
+        .exists()
+    {
+        return;
+    }
+    let bundled = workspace_root().join("../shared/toolchain/ensure-wasm32-wasip2");
+    let status = if bundled.exists() {
+        std::process::Command::new("bash").arg(&bundled).status()
+    } else {
+        std::process::Command::new("rustup")
+            .args(["target", "add", "wasm32-wasip2"])
+            .status()
+    };
+    assert!(
+        status.is_ok_and(|s| s.success()),
+        "the wasm32-wasip2 target is missing and could not be installed"
+    );
 }
 
 /// A fresh temporary directory.
