@@ -36,6 +36,8 @@ thread_local! {
     static GATEWAY: RefCell<Gateway> = RefCell::new(Gateway::default());
     /// The opened key-value bucket.
     static BUCKET: RefCell<Option<kv::Bucket>> = const { RefCell::new(None) };
+    /// Settings read so far; they do not change while an instance lives.
+    static SETTINGS: RefCell<std::collections::HashMap<String, Option<String>>> = RefCell::new(Default::default());
 }
 
 struct Component;
@@ -97,13 +99,16 @@ fn write_stream(stream: &OutputStream, bytes: &[u8]) -> Result<(), StreamError> 
     Ok(())
 }
 
+/// Header fields in one host call; header by header (dropping those the host refuses to
+/// take from a guest) only when the list as a whole is refused.
 fn fields(headers: &Headers) -> Fields {
-    let fields = Fields::new();
-    for (name, value) in headers {
-        // The host refuses headers it manages itself; those are dropped.
-        let _ = fields.append(name, value);
-    }
-    fields
+    Fields::from_list(headers).unwrap_or_else(|_| {
+        let fields = Fields::new();
+        for (name, value) in headers {
+            let _ = fields.append(name, value);
+        }
+        fields
+    })
 }
 
 fn write_response(out: ResponseOutparam, response: Response) {
@@ -188,7 +193,13 @@ impl Host for WasiHost {
     }
 
     fn setting(&self, name: &str) -> Option<String> {
-        config::get(name).ok().flatten().filter(|v| !v.is_empty())
+        SETTINGS.with(|settings| {
+            settings
+                .borrow_mut()
+                .entry(name.to_string())
+                .or_insert_with(|| config::get(name).ok().flatten().filter(|v| !v.is_empty()))
+                .clone()
+        })
     }
 
     fn send(&self, request: Outbound) -> Result<Response, SendError> {
