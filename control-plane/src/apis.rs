@@ -238,6 +238,27 @@ impl ApiRecord {
     }
 }
 
+impl ApiRecord {
+    /// `maxTps` in its typed shape (none when absent; validated records always parse).
+    pub fn max_tps_limits(&self) -> Option<MaxTps> {
+        typed("maxTps", &self.max_tps).ok().flatten()
+    }
+
+    /// `endpointSecurity` in its typed shape.
+    pub fn backend_security(&self) -> Option<EndpointSecurity> {
+        typed("endpointSecurity", &self.endpoint_security)
+            .ok()
+            .flatten()
+    }
+
+    /// `corsConfiguration` in its typed shape.
+    pub fn cors(&self) -> Option<CorsConfiguration> {
+        typed("corsConfiguration", &self.cors_configuration)
+            .ok()
+            .flatten()
+    }
+}
+
 /// A nested member in its typed shape; a member of the wrong shape is refused.
 fn typed<T: serde::de::DeserializeOwned>(
     property: &str,

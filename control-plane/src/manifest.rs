@@ -15,7 +15,7 @@ use jsonwebtoken::{Algorithm, Header};
 use serde_json::Value;
 use sqlx::AnyPool;
 
-use crate::apis::{ApiRecord, METHODS};
+use crate::apis::{self, ApiRecord, CorsConfiguration, EndpointSecurity, METHODS};
 use crate::keys::KeyRing;
 use crate::tiers::{self, TierLevel, UNLIMITED};
 
@@ -113,9 +113,9 @@ fn api_route(
         operations: operations(record.api_definition.as_deref().unwrap_or("{}")),
         production_url: endpoint_url(&endpoints["production_endpoints"]),
         sandbox_url: endpoint_url(&endpoints["sandbox_endpoints"]),
-        backend_authorization: backend_authorization(record.endpoint_security.as_ref()),
-        max_tps: max_tps(record.max_tps.as_ref()),
-        cors: cors(record.cors_configuration.as_ref()),
+        backend_authorization: record.backend_security().and_then(backend_authorization),
+        max_tps: max_tps(record.max_tps_limits()),
+        cors: record.cors().and_then(cors),
         cache_timeout_secs: (record.response_caching.as_deref() == Some("Enabled"))
             .then(|| record.cache_timeout.unwrap_or(300).max(0) as u64),
         environments: record
@@ -164,49 +164,38 @@ fn endpoint_url(endpoint: &Value) -> Option<String> {
     endpoint["url"].as_str().map(str::to_string)
 }
 
-fn backend_authorization(security: Option<&Value>) -> Option<String> {
-    let security = security?;
-    let user = security["username"].as_str()?;
-    let password = security["password"].as_str().unwrap_or_default();
+fn backend_authorization(security: EndpointSecurity) -> Option<String> {
+    let user = security.username?;
+    let password = security.password.unwrap_or_default();
     Some(format!(
         "Basic {}",
         STANDARD.encode(format!("{user}:{password}"))
     ))
 }
 
-fn max_tps(value: Option<&Value>) -> MaxTps {
-    let limit = |env: &str| {
-        value
-            .and_then(|v| v[env].as_i64())
-            .filter(|t| *t > 0)
-            .map(|t| t as u64)
-    };
+fn max_tps(limits: Option<apis::MaxTps>) -> MaxTps {
+    let positive = |t: Option<i64>| t.filter(|t| *t > 0).map(|t| t as u64);
     MaxTps {
-        production: limit("production"),
-        sandbox: limit("sandbox"),
+        production: positive(limits.as_ref().and_then(|l| l.production)),
+        sandbox: positive(limits.as_ref().and_then(|l| l.sandbox)),
     }
 }
 
-fn cors(value: Option<&Value>) -> Option<Cors> {
-    let value = value?;
-    if value["corsConfigurationEnabled"].as_bool() != Some(true) {
+fn cors(config: CorsConfiguration) -> Option<Cors> {
+    if config.cors_configuration_enabled != Some(true) {
         return None;
     }
-    let list = |key: &str| -> Vec<String> {
-        value[key]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|v| v.as_str().map(str::to_string))
-            .collect()
-    };
     Some(Cors {
-        allow_origins: list("accessControlAllowOrigins"),
-        allow_headers: list("accessControlAllowHeaders").join(","),
-        allow_methods: list("accessControlAllowMethods").join(","),
-        allow_credentials: value["accessControlAllowCredentials"]
-            .as_bool()
-            .unwrap_or(false),
+        allow_origins: config.access_control_allow_origins.unwrap_or_default(),
+        allow_headers: config
+            .access_control_allow_headers
+            .unwrap_or_default()
+            .join(","),
+        allow_methods: config
+            .access_control_allow_methods
+            .unwrap_or_default()
+            .join(","),
+        allow_credentials: config.access_control_allow_credentials.unwrap_or(false),
     })
 }
 
@@ -308,17 +297,18 @@ mod tests {
         assert_eq!(endpoint_url(&config["sandbox_endpoints"]), None);
         let security = serde_json::json!({"type": "basic", "username": "u", "password": "p"});
         assert_eq!(
-            backend_authorization(Some(&security)).as_deref(),
+            backend_authorization(serde_json::from_value(security).unwrap()).as_deref(),
             Some("Basic dTpw")
         );
         let cors_config = serde_json::json!({"corsConfigurationEnabled": true, "accessControlAllowOrigins": ["*"],
             "accessControlAllowMethods": ["GET", "POST"], "accessControlAllowHeaders": ["authorization"]});
-        let compiled = cors(Some(&cors_config)).unwrap();
+        let compiled = cors(serde_json::from_value(cors_config).unwrap()).unwrap();
         assert_eq!(compiled.allow_methods, "GET,POST");
         assert!(
-            cors(Some(
-                &serde_json::json!({"corsConfigurationEnabled": false})
-            ))
+            cors(
+                serde_json::from_value(serde_json::json!({"corsConfigurationEnabled": false}))
+                    .unwrap()
+            )
             .is_none()
         );
         assert_eq!(tier_limits().subscription["Gold"], Some(5000));
