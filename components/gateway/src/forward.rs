@@ -145,30 +145,6 @@ pub fn backend_response(result: Result<Response, SendError>) -> Result<Response,
     }
 }
 
-/// The request that relays `/token` or `/revoke` to the control plane's token service.
-pub fn token_service_request(
-    control_plane_url: &str,
-    path: &str,
-    request: &Request,
-    timeout_ms: u64,
-) -> Option<Outbound> {
-    let (scheme, authority, base) = split_url(control_plane_url)?;
-    let query = request
-        .path_with_query
-        .find('?')
-        .map(|i| &request.path_with_query[i..])
-        .unwrap_or("");
-    Some(Outbound {
-        method: request.method.clone(),
-        scheme: scheme.to_string(),
-        authority: authority.to_string(),
-        path_with_query: format!("{}{path}{query}", base.trim_end_matches('/')),
-        headers: end_to_end(&request.headers),
-        body: request.body.clone(),
-        timeout_ms,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -185,10 +185,19 @@ fn find_operation<'a>(
 
 /// `/token` and `/revoke`: relayed to the control plane's token service as they are.
 fn token_service(host: &dyn Host, request: &Request, path: &str) -> Response {
-    let outbound = host.setting(settings::CONTROL_PLANE_URL).and_then(|url| {
-        forward::token_service_request(&url, path, request, sync::timeout_ms(host))
-    });
-    let Some(outbound) = outbound else {
+    let query = request
+        .path_with_query
+        .find('?')
+        .map(|i| &request.path_with_query[i..])
+        .unwrap_or("");
+    let relayed = sync::to_control_plane(
+        host,
+        &request.method,
+        &format!("{path}{query}"),
+        forward::end_to_end(&request.headers),
+        request.body.clone(),
+    );
+    let Ok(outbound) = relayed else {
         return Fault::token_service_unavailable().render(&request.headers);
     };
     match forward::backend_response(host.send(outbound)) {

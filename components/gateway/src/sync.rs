@@ -3,7 +3,7 @@
 use apim_manifest::paths;
 use serde_json::json;
 
-use crate::host::{Host, Outbound, Request, Response, split_url};
+use crate::host::{Headers, Host, Outbound, Request, Response, split_url};
 use crate::state;
 
 /// Settings the gateway reads from its host.
@@ -69,32 +69,22 @@ pub fn sync_now(host: &dyn Host) -> Response {
 
 /// Pulls the control plane's current manifest and stores it if newer; the version served.
 pub fn pull(host: &dyn Host) -> Result<u64, String> {
-    let control_plane = host
-        .setting(settings::CONTROL_PLANE_URL)
-        .ok_or("control_plane_url is not configured")?;
     let public_key = host
         .setting(settings::MANIFEST_PUBLIC_KEY)
         .ok_or("manifest_public_key is not configured")?;
     let secret = host.setting(settings::GATEWAY_SECRET).unwrap_or_default();
-    let (scheme, authority, base) =
-        split_url(&control_plane).ok_or("control_plane_url is not an http(s) URL")?;
+    let request = to_control_plane(
+        host,
+        "GET",
+        paths::CONTROL_PLANE_MANIFEST,
+        vec![(
+            "authorization".into(),
+            format!("Bearer {secret}").into_bytes(),
+        )],
+        vec![],
+    )?;
     let response = host
-        .send(Outbound {
-            method: "GET".into(),
-            scheme: scheme.into(),
-            authority: authority.into(),
-            path_with_query: format!(
-                "{}{}",
-                base.trim_end_matches('/'),
-                paths::CONTROL_PLANE_MANIFEST
-            ),
-            headers: vec![(
-                "authorization".into(),
-                format!("Bearer {secret}").into_bytes(),
-            )],
-            body: vec![],
-            timeout_ms: timeout_ms(host),
-        })
+        .send(request)
         .map_err(|e| format!("control plane unreachable: {e:?}"))?;
     if response.status != 200 {
         return Err(format!("control plane answered {}", response.status));
@@ -102,4 +92,29 @@ pub fn pull(host: &dyn Host) -> Result<u64, String> {
     let jws = String::from_utf8_lossy(&response.body);
     let manifest = state::verify(&jws, &public_key)?;
     state::store_if_newer(host, &jws, &manifest).map(|(served, _)| served)
+}
+
+/// A request to the control plane at `path_with_query` (below `control_plane_url`), with
+/// the configured timeout.
+pub fn to_control_plane(
+    host: &dyn Host,
+    method: &str,
+    path_with_query: &str,
+    headers: Headers,
+    body: Vec<u8>,
+) -> Result<Outbound, String> {
+    let url = host
+        .setting(settings::CONTROL_PLANE_URL)
+        .ok_or("control_plane_url is not configured")?;
+    let (scheme, authority, base) =
+        split_url(&url).ok_or("control_plane_url is not an http(s) URL")?;
+    Ok(Outbound {
+        method: method.to_string(),
+        scheme: scheme.to_string(),
+        authority: authority.to_string(),
+        path_with_query: format!("{}{path_with_query}", base.trim_end_matches('/')),
+        headers,
+        body,
+        timeout_ms: timeout_ms(host),
+    })
 }
