@@ -214,6 +214,17 @@ pub async fn start_edge_gateway(
     addr: &str,
     vars: &[&str],
 ) -> ServerProcess {
+    start_edge_gateway_echoing(control_plane, data_dir, addr, vars, None).await
+}
+
+/// Like [`start_edge_gateway`], also echoing its log lines to stderr behind `label`.
+pub async fn start_edge_gateway_echoing(
+    control_plane: &ControlPlane,
+    data_dir: &Path,
+    addr: &str,
+    vars: &[&str],
+    label: Option<&'static str>,
+) -> ServerProcess {
     let key = Client::new(&control_plane.url)
         .get("/internal/gateway/manifest-key", "")
         .await
@@ -223,6 +234,8 @@ pub async fn start_edge_gateway(
         .expect("manifest key")
         .to_string();
     let secret = std::fs::read_to_string(data_dir.join("gateway-secret")).expect("gateway secret");
+    let mut all_vars = vec![format!("gateway_secret={}", secret.trim())];
+    all_vars.extend(vars.iter().map(|v| v.to_string()));
     let env = vec![
         ("APIM_GATEWAY_ADDR", addr.to_string()),
         (
@@ -231,12 +244,9 @@ pub async fn start_edge_gateway(
         ),
         ("APIM_CONTROL_PLANE_URL", control_plane.url.clone()),
         ("APIM_MANIFEST_PUBLIC_KEY", x),
+        ("APIM_VARS", all_vars.join(",")),
     ];
-    let mut env = env;
-    let mut all_vars = vec![format!("gateway_secret={}", secret.trim())];
-    all_vars.extend(vars.iter().map(|v| v.to_string()));
-    env.push(("APIM_VARS", all_vars.join(",")));
-    ServerProcess::start(&binary("edge-gateway"), &env).await
+    ServerProcess::start_echoing(&binary("edge-gateway"), &env, label).await
 }
 
 /// A port that was free a moment ago (for servers that must know each other's address).

@@ -10,7 +10,8 @@ const GATEWAY: &str = "127.0.0.1:8280";
 
 #[tokio::main]
 async fn main() {
-    let component = gateway_component();
+    // Build everything before starting anything.
+    gateway_component();
     let data_dir = std::env::current_dir()
         .expect("working directory")
         .join("apim-data");
@@ -25,26 +26,11 @@ async fn main() {
         Some("control-plane"),
     )
     .await;
-    let key = e2e::Client::new(&control_plane.url)
-        .get("/internal/gateway/manifest-key", "")
-        .await
-        .expect(200);
-    let secret = std::fs::read_to_string(data_dir.join("gateway-secret")).expect("gateway secret");
-    let gateway = ServerProcess::start_echoing(
-        &binary("edge-gateway"),
-        &[
-            ("APIM_GATEWAY_ADDR", GATEWAY.into()),
-            ("APIM_GATEWAY_COMPONENT", component.display().to_string()),
-            ("APIM_CONTROL_PLANE_URL", control_plane.url.clone()),
-            (
-                "APIM_MANIFEST_PUBLIC_KEY",
-                key.body["keys"][0]["x"]
-                    .as_str()
-                    .expect("manifest key")
-                    .into(),
-            ),
-            ("APIM_VARS", format!("gateway_secret={}", secret.trim())),
-        ],
+    let gateway = e2e::start_edge_gateway_echoing(
+        &control_plane,
+        &data_dir,
+        GATEWAY,
+        &[],
         Some("edge-gateway"),
     )
     .await;
