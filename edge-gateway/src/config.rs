@@ -19,6 +19,22 @@ pub const CONTROL_PLANE_URL_VAR: &str = "control_plane_url";
 /// Name under which `APIM_MANIFEST_PUBLIC_KEY` is exposed through `wasi:config/store`.
 pub const MANIFEST_PUBLIC_KEY_VAR: &str = "manifest_public_key";
 
+/// Parses `ADDR=PATH` of `--extra-component`.
+fn parse_listener(text: &str) -> Result<(SocketAddr, PathBuf), String> {
+    let (addr, path) = text
+        .split_once('=')
+        .ok_or_else(|| format!("expected ADDR=PATH, got {text:?}"))?;
+    let addr = addr
+        .trim()
+        .parse()
+        .map_err(|e| format!("invalid address {addr:?}: {e}"))?;
+    let path = path.trim();
+    if path.is_empty() {
+        return Err(format!("no component path in {text:?}"));
+    }
+    Ok((addr, PathBuf::from(path)))
+}
+
 /// Largest accepted `--max-instances`.
 const MAX_INSTANCES_LIMIT: u32 = 10_000;
 /// Largest accepted `--instance-memory-mb` (the 32-bit linear memory maximum).
@@ -29,7 +45,7 @@ const MAX_INSTANCE_MEMORY_MB: u64 = 4096;
 #[command(
     name = "edge-gateway",
     version,
-    about = "Runs the API gateway WebAssembly component (WASI 0.2 HTTP proxy world) natively."
+    about = "Runs the API gateway WebAssembly component (WASI 0.2 HTTP proxy world) natively, and any other components beside it."
 )]
 pub struct Config {
     /// Address to listen on for HTTP/1.1. Port 0 picks a free port; the bound
@@ -45,6 +61,20 @@ pub struct Config {
         default_value = "target/wasm32-wasip2/release/gateway.wasm"
     )]
     pub component: PathBuf,
+
+    /// Another component to host on a listener of its own, as ADDR=PATH (for example
+    /// `127.0.0.1:8290=target/wasm32-wasip2/release/dev_facade.wasm`); repeatable. The
+    /// environment variable takes a comma-separated list. Extra components share the
+    /// variables, the key-value store, the outbound client and the limits (each has its
+    /// own instances); only the main component gets the sync requests.
+    #[arg(
+        long = "extra-component",
+        value_name = "ADDR=PATH",
+        env = "APIM_EXTRA_COMPONENTS",
+        value_delimiter = ',',
+        value_parser = parse_listener
+    )]
+    pub extra_components: Vec<(SocketAddr, PathBuf)>,
 
     /// Key-value backend for `wasi:keyvalue`: empty for a process-local
     /// in-memory store, or a `redis://host:port/db` URL so that several
@@ -145,6 +175,30 @@ impl Config {
         );
         self.validate_kv_url()?;
         self.variables()?;
+        self.validate_listeners()
+    }
+
+    /// Every hosted component with its listener address, the main one first.
+    pub fn listeners(&self) -> Vec<(SocketAddr, PathBuf)> {
+        std::iter::once((self.addr, self.component.clone()))
+            .chain(self.extra_components.iter().cloned())
+            .collect()
+    }
+
+    /// Two components cannot share a fixed address (port 0 always picks a new one).
+    fn validate_listeners(&self) -> anyhow::Result<()> {
+        let fixed: Vec<SocketAddr> = self
+            .listeners()
+            .into_iter()
+            .map(|(addr, _)| addr)
+            .filter(|addr| addr.port() != 0)
+            .collect();
+        for (i, addr) in fixed.iter().enumerate() {
+            ensure!(
+                !fixed[..i].contains(addr),
+                "two components are configured to listen on {addr}"
+            );
+        }
         Ok(())
     }
 
@@ -265,6 +319,29 @@ mod tests {
         assert!(Config::try_parse_from(argv).is_err());
         let argv = ["edge-gateway", "--var", "=value"];
         assert!(Config::try_parse_from(argv).is_err());
+    }
+
+    #[test]
+    fn extra_components_get_listeners_of_their_own() {
+        let config = parse(&[
+            "--addr",
+            "127.0.0.1:0",
+            "--extra-component",
+            "127.0.0.1:8290=facade.wasm",
+            "--extra-component",
+            "127.0.0.1:0=other.wasm",
+        ]);
+        config.validate().unwrap();
+        let listeners = config.listeners();
+        assert_eq!(listeners.len(), 3);
+        assert_eq!(listeners[1].0.to_string(), "127.0.0.1:8290");
+        assert_eq!(listeners[1].1, PathBuf::from("facade.wasm"));
+        let clash = parse(&["--extra-component", "127.0.0.1:8280=facade.wasm"]);
+        assert!(clash.validate().is_err());
+        for bad in ["facade.wasm", "nohost=facade.wasm", "127.0.0.1:1="] {
+            let argv = ["edge-gateway", "--extra-component", bad];
+            assert!(Config::try_parse_from(argv).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -166,9 +166,11 @@ impl WasiHttpView for HostState {
     }
 }
 
-/// Builds the engine: Cranelift, epoch interruption, pooling allocator.
-pub fn engine(limits: &Limits) -> anyhow::Result<Engine> {
-    let slots = limits.max_instances + limits.max_instances.div_ceil(4) + 2;
+/// Builds the engine: Cranelift, epoch interruption, and a pooling allocator sized for
+/// `components` components with `limits.max_instances` instances each.
+pub fn engine(limits: &Limits, components: u32) -> anyhow::Result<Engine> {
+    let per_component = limits.max_instances + limits.max_instances.div_ceil(4) + 2;
+    let slots = per_component.saturating_mul(components.max(1));
     let mut pool = PoolingAllocationConfig::new();
     pool.total_component_instances(slots)
         .total_core_instances(slots.saturating_mul(CORE_INSTANCES_PER_COMPONENT))

@@ -1,6 +1,7 @@
-//! `edge-gateway`: a native wasmtime host for the gateway WebAssembly component.
+//! `edge-gateway`: a native wasmtime host for the gateway WebAssembly component, and for
+//! other components beside it (the developer-management facade), each on its own listener.
 //!
-//! The component is a WASI 0.2 `wasi:http` proxy that also imports
+//! The components are WASI 0.2 `wasi:http` proxies that may also import
 //! `wasi:keyvalue` (draft2) and `wasi:config`, exactly what Spin provides; this
 //! crate provides the same imports so the same `.wasm` runs here. See
 //! [`config::Config`] for the settings and [`run`] for the start-up sequence.
@@ -16,7 +17,10 @@ pub mod outbound;
 pub mod server;
 pub mod sync;
 
+use std::path::Path;
 use std::sync::Arc;
+
+use tokio::sync::watch;
 
 use crate::config::Config;
 use crate::gateway::Gateway;
@@ -24,30 +28,69 @@ use crate::instances::{EpochTicker, Limits, Runtime, Shared};
 use crate::keyvalue::KvStore;
 use crate::outbound::OutboundClient;
 
-/// Validates `config`, compiles the component, listens, and serves until
-/// SIGTERM or Ctrl-C (a signal received during start-up is honoured as soon
-/// as the listener is up).
+/// Validates `config`, compiles the components, listens, and serves until SIGTERM or
+/// Ctrl-C (a signal received during start-up is honoured as soon as the listeners are up).
+/// The main component (the gateway) gets the periodic sync requests; every component
+/// shares the variables, the key-value store and the outbound client.
 pub async fn run(config: Config) -> anyhow::Result<()> {
     config.validate()?;
     let signal = server::ShutdownSignal::install()?;
-    let engine = instances::engine(&limits(&config))?;
+    let listeners = config.listeners();
+    let components = u32::try_from(listeners.len()).unwrap_or(u32::MAX);
+    let engine = instances::engine(&limits(&config), components)?;
     let _ticker = EpochTicker::start(engine.clone())?;
-    let gateway = Arc::new(start_gateway(&config, engine).await?);
-
-    let listener = server::bind(config.addr).await?;
-    let local = listener.local_addr()?;
+    let shared = shared(&config).await?;
+    let mut gateways = Vec::new();
+    for (_, component) in &listeners {
+        gateways.push(Arc::new(host(&config, &engine, component, shared.clone())?));
+    }
+    // Listen only once every component compiled, so all listeners come up together.
+    let mut hosted = Vec::new();
+    for ((addr, _), gateway) in listeners.iter().zip(&gateways) {
+        hosted.push((server::bind(*addr).await?, gateway.clone()));
+    }
+    let (main_listener, main) = &hosted[0];
+    let main_addr = main_listener.local_addr()?;
     let sync = config
         .sync_interval()
-        .map(|interval| sync::spawn(gateway.clone(), local, interval));
-    let shutdown = async move {
+        .map(|interval| sync::spawn(main.clone(), main_addr, interval));
+    let (stop, stopped) = watch::channel(false);
+    tokio::spawn(async move {
         signal.recv().await;
         if let Some(sync) = sync {
             sync.abort();
         }
-    };
-    let served = server::serve(listener, gateway.clone(), shutdown, config.shutdown_grace()).await;
-    gateway.begin_shutdown();
+        let _ = stop.send(true);
+    });
+    let served = serve_all(hosted, stopped, config.shutdown_grace()).await;
+    for gateway in gateways {
+        gateway.begin_shutdown();
+    }
     served
+}
+
+/// Serves every listener until the stop flag is raised; the first error, if any.
+async fn serve_all(
+    hosted: Vec<(tokio::net::TcpListener, Arc<Gateway>)>,
+    stopped: watch::Receiver<bool>,
+    grace: std::time::Duration,
+) -> anyhow::Result<()> {
+    let mut tasks = tokio::task::JoinSet::new();
+    for (listener, gateway) in hosted {
+        let mut stopped = stopped.clone();
+        let shutdown = async move {
+            let _ = stopped.wait_for(|stop| *stop).await;
+        };
+        tasks.spawn(server::serve(listener, gateway, shutdown, grace));
+    }
+    let mut result = Ok(());
+    while let Some(joined) = tasks.join_next().await {
+        let served = joined.map_err(anyhow::Error::from).and_then(|r| r);
+        if result.is_ok() {
+            result = served;
+        }
+    }
+    result
 }
 
 /// Instance limits from the configuration.
@@ -60,24 +103,37 @@ fn limits(config: &Config) -> Limits {
     }
 }
 
-/// Compiles the component and connects the key-value backend.
-async fn start_gateway(config: &Config, engine: wasmtime::Engine) -> anyhow::Result<Gateway> {
-    let pre = instances::prepare(&engine, &config.component)?;
+/// What every hosted component shares: the key-value backend, variables, outbound client.
+async fn shared(config: &Config) -> anyhow::Result<Shared> {
     let kv = KvStore::connect(&config.kv_url, &config.kv_namespace).await?;
     let vars = config.variables()?;
-    let limits = limits(config);
     tracing::info!(
         kv = kv.describe(),
         variables = vars.len(),
-        reuse = limits.reuse,
-        max_instances = limits.max_instances,
+        reuse = config.instance_reuse,
+        max_instances = config.max_instances,
         memory_mb = config.instance_memory_mb,
         "gateway host configured"
     );
-    let shared = Shared {
+    Ok(Shared {
         kv,
         vars: Arc::new(vars),
         outbound: OutboundClient::new(config.backend_timeout()),
-    };
-    Ok(Gateway::new(Runtime::new(engine, pre, shared, limits)))
+    })
+}
+
+/// Compiles the component at `path` and puts it behind its own instance pool.
+fn host(
+    config: &Config,
+    engine: &wasmtime::Engine,
+    path: &Path,
+    shared: Shared,
+) -> anyhow::Result<Gateway> {
+    let pre = instances::prepare(engine, path)?;
+    Ok(Gateway::new(Runtime::new(
+        engine.clone(),
+        pre,
+        shared,
+        limits(config),
+    )))
 }

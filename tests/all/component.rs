@@ -1,5 +1,5 @@
-//! The gateway component stays within what every Spin host from 3.0 on provides, so the
-//! same `.wasm` runs on Spin 3.x, 4.x and edge-gateway; and spin.toml deploys that file.
+//! The components stay within what every Spin host from 3.0 on provides, so the same
+//! `.wasm` files run on Spin 3.x, 4.x and edge-gateway; and spin.toml deploys those files.
 
 use wasmparser::{Parser, Payload};
 
@@ -55,10 +55,11 @@ fn interfaces(bytes: &[u8]) -> (Vec<String>, Vec<String>) {
     (imports, exports)
 }
 
-#[test]
-fn gateway_component_imports_only_what_spin_provides() {
-    let wasm = std::fs::read(e2e::gateway_component()).expect("gateway.wasm");
-    let (imports, exports) = interfaces(&wasm);
+/// Checks that `wasm` imports nothing beyond [`ALLOWED_IMPORTS`], imports each of `needed`,
+/// and exports only the WASI 0.2 incoming handler.
+fn assert_spin_compatible(wasm: &std::path::Path, needed: &[&str]) {
+    let bytes = std::fs::read(wasm).unwrap_or_else(|e| panic!("{}: {e}", wasm.display()));
+    let (imports, exports) = interfaces(&bytes);
     let unexpected: Vec<&String> = imports
         .iter()
         .filter(|i| !ALLOWED_IMPORTS.iter().any(|allowed| i.starts_with(allowed)))
@@ -67,11 +68,7 @@ fn gateway_component_imports_only_what_spin_provides() {
         unexpected.is_empty(),
         "unexpected imports {unexpected:?}; all: {imports:#?}"
     );
-    for needed in [
-        "wasi:http/outgoing-handler@0.2.",
-        "wasi:keyvalue/store@0.2.0-draft2",
-        "wasi:config/store@",
-    ] {
+    for needed in needed {
         assert!(
             imports.iter().any(|i| i.starts_with(needed)),
             "{needed} not imported: {imports:#?}"
@@ -85,44 +82,109 @@ fn gateway_component_imports_only_what_spin_provides() {
 }
 
 #[test]
-fn spin_manifest_deploys_the_built_component_with_every_setting() {
+fn gateway_component_imports_only_what_spin_provides() {
+    assert_spin_compatible(
+        &e2e::gateway_component(),
+        &[
+            "wasi:http/outgoing-handler@0.2.",
+            "wasi:keyvalue/store@0.2.0-draft2",
+            "wasi:config/store@",
+        ],
+    );
+}
+
+#[test]
+fn dev_facade_component_imports_only_what_spin_provides() {
+    assert_spin_compatible(
+        &e2e::dev_facade_component(),
+        &["wasi:http/outgoing-handler@0.2.", "wasi:config/store@"],
+    );
+}
+
+/// The component `name` of spin.toml: deploys `built`, on `route`, with each of `settings`
+/// bound to the application variable of the same name (fixed values may be listed in
+/// `fixed` instead).
+fn assert_deployed(
+    manifest: &toml::Table,
+    name: &str,
+    built: &std::path::Path,
+    route: &str,
+    settings: &[&str],
+    fixed: &[(&str, &str)],
+) -> toml::Table {
+    let component = manifest["component"][name]
+        .as_table()
+        .unwrap_or_else(|| panic!("component {name} missing"))
+        .clone();
+    let source = e2e::workspace_root().join(component["source"].as_str().expect("source"));
+    assert_eq!(source, built, "spin.toml must point at the built {name}");
+    assert!(source.exists());
+    let triggers = manifest["trigger"]["http"]
+        .as_array()
+        .expect("http trigger");
+    assert!(
+        triggers
+            .iter()
+            .any(|t| t["route"].as_str() == Some(route) && t["component"].as_str() == Some(name)),
+        "no route {route} to {name}"
+    );
+    for setting in settings {
+        assert!(
+            manifest["variables"].get(*setting).is_some(),
+            "application variable {setting} missing"
+        );
+        let value = component["variables"][*setting]
+            .as_str()
+            .unwrap_or_default();
+        assert_eq!(
+            value,
+            format!("{{{{ {setting} }}}}"),
+            "{name} variable {setting}"
+        );
+    }
+    for (setting, value) in fixed {
+        assert_eq!(component["variables"][*setting].as_str(), Some(*value));
+    }
+    component
+}
+
+#[test]
+fn spin_manifest_deploys_the_built_components_with_every_setting() {
+    use dev_facade::backend::settings as facade;
     use gateway::sync::settings;
     let root = e2e::workspace_root();
     let text = std::fs::read_to_string(root.join("spin.toml")).expect("spin.toml");
     let manifest: toml::Table = text.parse().expect("spin.toml parses");
     assert_eq!(manifest["spin_manifest_version"].as_integer(), Some(2));
-    let component = &manifest["component"]["gateway"];
-    let source = root.join(component["source"].as_str().expect("source"));
-    assert_eq!(
-        source,
-        e2e::gateway_component(),
-        "spin.toml must point at the built component"
+    let gateway = assert_deployed(
+        &manifest,
+        "gateway",
+        &e2e::gateway_component(),
+        "/...",
+        &[
+            settings::CONTROL_PLANE_URL,
+            settings::MANIFEST_PUBLIC_KEY,
+            settings::GATEWAY_SECRET,
+            settings::BACKEND_TIMEOUT_MS,
+            settings::GATEWAY_ENVIRONMENT,
+        ],
+        &[],
     );
-    assert!(source.exists());
-    let stores = component["key_value_stores"]
+    let stores = gateway["key_value_stores"]
         .as_array()
         .expect("key_value_stores");
     assert!(stores.iter().any(|s| s.as_str() == Some("default")));
-    let route = &manifest["trigger"]["http"]
-        .as_array()
-        .expect("http trigger")[0];
-    assert_eq!(route["route"].as_str(), Some("/..."));
-    for setting in [
-        settings::CONTROL_PLANE_URL,
-        settings::MANIFEST_PUBLIC_KEY,
-        settings::GATEWAY_SECRET,
-        settings::BACKEND_TIMEOUT_MS,
-        settings::GATEWAY_ENVIRONMENT,
-    ] {
-        assert!(
-            manifest["variables"].get(setting).is_some(),
-            "application variable {setting} missing"
-        );
-        let value = component["variables"][setting].as_str().unwrap_or_default();
-        assert_eq!(
-            value,
-            format!("{{{{ {setting} }}}}"),
-            "component variable {setting}"
-        );
-    }
+    assert_deployed(
+        &manifest,
+        "dev-facade",
+        &e2e::dev_facade_component(),
+        "/dev-backend/...",
+        &[
+            facade::SOAP_URL,
+            facade::SOAP_USER,
+            facade::SOAP_PASSWORD,
+            facade::SOAP_TIMEOUT_MS,
+        ],
+        &[(facade::BASE_PATH, "/dev-backend")],
+    );
 }

@@ -8,8 +8,10 @@ use std::pin::Pin;
 use e2e::{Backend, Client, ControlPlane};
 
 mod component;
+mod dev_facade;
 mod flow;
 mod gateway;
+mod legacy_soap;
 mod publisher;
 mod registration;
 mod restart;

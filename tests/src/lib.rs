@@ -12,6 +12,8 @@ use sqlx::Connection;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
+pub mod dev_api;
+pub mod legacy;
 pub mod stack;
 
 /// PostgreSQL server the tests create their databases on.
@@ -225,6 +227,41 @@ pub async fn start_edge_gateway_echoing(
     vars: &[&str],
     label: Option<&'static str>,
 ) -> ServerProcess {
+    edge_gateway(control_plane, data_dir, addr, vars, None, label).await
+}
+
+/// Where the developer-management facade listens and which SOAP service it fronts.
+#[derive(Debug, Clone)]
+pub struct FacadeSetup {
+    /// Listener of the facade, `host:port`.
+    pub addr: String,
+    /// The SOAP endpoint, e.g. `http://127.0.0.1:8291/ws`.
+    pub soap_url: String,
+    /// Basic credentials for it.
+    pub soap_user: String,
+    /// Basic password.
+    pub soap_password: String,
+}
+
+/// Starts an edge gateway that also hosts the developer-management facade.
+pub async fn start_edge_gateway_with_facade(
+    control_plane: &ControlPlane,
+    data_dir: &Path,
+    addr: &str,
+    facade: &FacadeSetup,
+    label: Option<&'static str>,
+) -> ServerProcess {
+    edge_gateway(control_plane, data_dir, addr, &[], Some(facade), label).await
+}
+
+async fn edge_gateway(
+    control_plane: &ControlPlane,
+    data_dir: &Path,
+    addr: &str,
+    vars: &[&str],
+    facade: Option<&FacadeSetup>,
+    label: Option<&'static str>,
+) -> ServerProcess {
     let key = Client::new(&control_plane.url)
         .get("/internal/gateway/manifest-key", "")
         .await
@@ -236,7 +273,7 @@ pub async fn start_edge_gateway_echoing(
     let secret = std::fs::read_to_string(data_dir.join("gateway-secret")).expect("gateway secret");
     let mut all_vars = vec![format!("gateway_secret={}", secret.trim())];
     all_vars.extend(vars.iter().map(|v| v.to_string()));
-    let env = vec![
+    let mut env = vec![
         ("APIM_GATEWAY_ADDR", addr.to_string()),
         (
             "APIM_GATEWAY_COMPONENT",
@@ -244,9 +281,36 @@ pub async fn start_edge_gateway_echoing(
         ),
         ("APIM_CONTROL_PLANE_URL", control_plane.url.clone()),
         ("APIM_MANIFEST_PUBLIC_KEY", x),
-        ("APIM_VARS", all_vars.join(",")),
     ];
-    ServerProcess::start_echoing(&binary("edge-gateway"), &env, label).await
+    if let Some(facade) = facade {
+        all_vars.extend([
+            format!("dev_soap_url={}", facade.soap_url),
+            format!("dev_soap_user={}", facade.soap_user),
+            format!("dev_soap_password={}", facade.soap_password),
+        ]);
+        let component = dev_facade_component().display().to_string();
+        env.push((
+            "APIM_EXTRA_COMPONENTS",
+            format!("{}={component}", facade.addr),
+        ));
+    }
+    env.push(("APIM_VARS", all_vars.join(",")));
+    let gateway = ServerProcess::start_echoing(&binary("edge-gateway"), &env, label).await;
+    if let Some(facade) = facade {
+        wait_for_listener(&facade.addr).await;
+    }
+    gateway
+}
+
+/// Extra listeners come up right after the main one has been announced.
+async fn wait_for_listener(addr: &str) {
+    for _ in 0..200 {
+        if tokio::net::TcpStream::connect(addr).await.is_ok() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("nothing listens on {addr}");
 }
 
 /// A port that was free a moment ago (for servers that must know each other's address).
@@ -266,49 +330,61 @@ pub fn workspace_root() -> PathBuf {
         .to_path_buf()
 }
 
-/// The built gateway component; builds it (and the host binaries, in the profile this
-/// executable was built with) once per process.
+/// The built gateway component; builds the components (and the host binaries, in the
+/// profile this executable was built with) once per process.
 pub fn gateway_component() -> PathBuf {
+    built_components().join("gateway.wasm")
+}
+
+/// The built developer-management facade component (see [`gateway_component`]).
+pub fn dev_facade_component() -> PathBuf {
+    built_components().join("dev_facade.wasm")
+}
+
+/// Builds both components and the host binaries once; the directory of the `.wasm` files.
+fn built_components() -> PathBuf {
     static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     BUILT
         .get_or_init(|| {
             ensure_wasm_target();
-            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-            let release = binary_dir().ends_with("release");
-            let hosts = if release {
-                vec![
+            let components = [
+                "build",
+                "-p",
+                "gateway",
+                "-p",
+                "dev-facade",
+                "--target",
+                "wasm32-wasip2",
+                "--release",
+            ];
+            run_cargo(&components);
+            if binary_dir().ends_with("release") {
+                run_cargo(&[
                     "build",
                     "--release",
                     "-p",
                     "control-plane",
                     "-p",
                     "edge-gateway",
-                ]
+                ]);
+                run_cargo(&["build", "--release", "-p", "e2e", "--bin", "legacy-soap"]);
             } else {
                 // The same feature set `cargo test --workspace` resolved: nothing rebuilds.
-                vec!["build", "--workspace", "--all-targets"]
-            };
-            for args in [
-                vec![
-                    "build",
-                    "-p",
-                    "gateway",
-                    "--target",
-                    "wasm32-wasip2",
-                    "--release",
-                ],
-                hosts,
-            ] {
-                let status = std::process::Command::new(&cargo)
-                    .args(&args)
-                    .current_dir(workspace_root())
-                    .status()
-                    .expect("run cargo");
-                assert!(status.success(), "cargo {} failed", args.join(" "));
+                run_cargo(&["build", "--workspace", "--all-targets"]);
             }
-            workspace_root().join("target/wasm32-wasip2/release/gateway.wasm")
+            workspace_root().join("target/wasm32-wasip2/release")
         })
         .clone()
+}
+
+fn run_cargo(args: &[&str]) {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let status = std::process::Command::new(&cargo)
+        .args(args)
+        .current_dir(workspace_root())
+        .status()
+        .expect("run cargo");
+    assert!(status.success(), "cargo {} failed", args.join(" "));
 }
 
 fn collect(

@@ -1,60 +1,7 @@
 //! What the gateway asks of its host: key-value state, settings, outbound HTTP and the
 //! clock. The component implements it over WASI; tests implement it in memory.
 
-/// An HTTP request or response header list (names lower-case).
-pub type Headers = Vec<(String, Vec<u8>)>;
-
-/// An incoming request, body read whole.
-#[derive(Debug, Clone, Default)]
-pub struct Request {
-    /// Upper-case method.
-    pub method: String,
-    /// Path and query as received.
-    pub path_with_query: String,
-    /// Headers.
-    pub headers: Headers,
-    /// Body.
-    pub body: Vec<u8>,
-}
-
-/// A response, body whole.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Response {
-    /// Status code.
-    pub status: u16,
-    /// Headers.
-    pub headers: Headers,
-    /// Body.
-    pub body: Vec<u8>,
-}
-
-/// A request to a backend or the control plane.
-#[derive(Debug, Clone)]
-pub struct Outbound {
-    /// Upper-case method.
-    pub method: String,
-    /// `http` or `https`.
-    pub scheme: String,
-    /// `host:port`.
-    pub authority: String,
-    /// Path and query.
-    pub path_with_query: String,
-    /// Headers to send.
-    pub headers: Headers,
-    /// Body.
-    pub body: Vec<u8>,
-    /// Connect and first-byte timeout.
-    pub timeout_ms: u64,
-}
-
-/// Why an outbound request failed.
-#[derive(Debug, Clone, PartialEq)]
-pub enum SendError {
-    /// The backend did not answer in time.
-    Timeout(String),
-    /// The backend could not be reached or broke the exchange.
-    Unreachable(String),
-}
+pub use apim_http::{Headers, Outbound, Request, Response, SendError, header, split_url};
 
 /// The host's services.
 pub trait Host {
@@ -72,61 +19,4 @@ pub trait Host {
     fn send(&self, request: Outbound) -> Result<Response, SendError>;
     /// Milliseconds since the Unix epoch.
     fn now_millis(&self) -> i64;
-}
-
-/// The first value of a header, as text.
-pub fn header<'a>(headers: &'a Headers, name: &str) -> Option<&'a str> {
-    headers
-        .iter()
-        .find(|(n, _)| n.eq_ignore_ascii_case(name))
-        .and_then(|(_, v)| std::str::from_utf8(v).ok())
-}
-
-impl Response {
-    /// A response with a body and content type.
-    pub fn new(status: u16, content_type: &str, body: impl Into<Vec<u8>>) -> Self {
-        Response {
-            status,
-            headers: vec![("content-type".into(), content_type.as_bytes().to_vec())],
-            body: body.into(),
-        }
-    }
-
-    /// A JSON response.
-    pub fn json(status: u16, value: &serde_json::Value) -> Self {
-        Self::new(status, "application/json", value.to_string())
-    }
-
-    /// Adds a header.
-    pub fn with_header(mut self, name: &str, value: impl Into<Vec<u8>>) -> Self {
-        self.headers.push((name.to_string(), value.into()));
-        self
-    }
-}
-
-/// Splits an http(s) URL into scheme, authority and path (the control plane has checked
-/// the form); `None` for anything else.
-pub fn split_url(url: &str) -> Option<(&str, &str, &str)> {
-    let (scheme, rest) = url.split_once("://")?;
-    if !matches!(scheme, "http" | "https") {
-        return None;
-    }
-    let (authority, path) = match rest.find('/') {
-        Some(i) => (&rest[..i], &rest[i..]),
-        None => (rest, ""),
-    };
-    (!authority.is_empty()).then_some((scheme, authority, path))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn urls_split_into_parts() {
-        assert_eq!(split_url("http://h:1/a/b"), Some(("http", "h:1", "/a/b")));
-        assert_eq!(split_url("https://h"), Some(("https", "h", "")));
-        assert_eq!(split_url("ftp://h"), None);
-        assert_eq!(split_url("http:///x"), None);
-    }
 }

@@ -1,12 +1,36 @@
 //! `cargo run -p e2e --bin local-stack`: the whole local stack on its embedded defaults.
-//! Builds the gateway component, starts the control plane (development mode, SQLite in
-//! `./apim-data`, admin/admin) on 127.0.0.1:9763 and an edge gateway on 127.0.0.1:8280
-//! that the control plane pushes to, prints both URLs, and stops both on Ctrl-C.
+//!
+//! Builds the components, then starts
+//! - the control plane (development mode, SQLite in `./apim-data`, admin/admin) on
+//!   127.0.0.1:9763, pushing manifests to
+//! - an edge gateway on 127.0.0.1:8280, which also hosts the developer-management facade on
+//!   `APIM_DEV_FACADE_ADDR` (127.0.0.1:8290), in front of
+//! - the stand-in for the legacy SOAP service on 127.0.0.1:8291 (data in
+//!   `./apim-data/legacy-soap`), unless `APIM_DEV_SOAP_URL` points at a real one
+//!   (credentials `APIM_DEV_SOAP_USER` / `APIM_DEV_SOAP_PASSWORD`);
+//!
+//! then publishes the facade as the API DevManagement (/dev-management/v1.0.0) through the
+//! public REST interface, subscribes DefaultApplication, prints a bearer token and example
+//! calls, and stops everything on Ctrl-C.
 
-use e2e::{ServerProcess, binary, gateway_component};
+use std::time::Duration;
+
+use e2e::dev_api::{self, Published, Target};
+use e2e::legacy::{SOAP_PASSWORD, SOAP_USER, start_legacy_soap_at};
+use e2e::{FacadeSetup, ServerProcess, binary, gateway_component};
 
 const CONTROL_PLANE: &str = "127.0.0.1:9763";
 const GATEWAY: &str = "127.0.0.1:8280";
+const FACADE: &str = "127.0.0.1:8290";
+const LEGACY_SOAP: &str = "127.0.0.1:8291";
+const ADMIN: (&str, &str) = ("admin", "admin");
+
+fn setting(name: &str, default: &str) -> String {
+    std::env::var(name)
+        .ok()
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| default.to_string())
+}
 
 #[tokio::main]
 async fn main() {
@@ -26,14 +50,39 @@ async fn main() {
         Some("control-plane"),
     )
     .await;
-    let gateway = e2e::start_edge_gateway_echoing(
+    let legacy = match std::env::var("APIM_DEV_SOAP_URL")
+        .ok()
+        .filter(|v| !v.is_empty())
+    {
+        Some(_) => None,
+        None => {
+            let dir = data_dir.join("legacy-soap");
+            std::fs::create_dir_all(&dir).expect("legacy-soap data directory");
+            Some(start_legacy_soap_at(LEGACY_SOAP, &dir, None).await)
+        }
+    };
+    let facade = FacadeSetup {
+        addr: setting("APIM_DEV_FACADE_ADDR", FACADE),
+        soap_url: setting("APIM_DEV_SOAP_URL", &format!("http://{LEGACY_SOAP}/ws")),
+        soap_user: setting("APIM_DEV_SOAP_USER", SOAP_USER),
+        soap_password: setting("APIM_DEV_SOAP_PASSWORD", SOAP_PASSWORD),
+    };
+    let gateway = e2e::start_edge_gateway_with_facade(
         &control_plane,
         &data_dir,
         GATEWAY,
-        &[],
+        &facade,
         Some("edge-gateway"),
     )
     .await;
+    let target = Target {
+        management_url: control_plane.url.clone(),
+        gateway_url: gateway.url.clone(),
+        user: ADMIN.0.into(),
+        password: ADMIN.1.into(),
+        facade_url: format!("http://{}", facade.addr),
+    };
+    let published = dev_api::publish(&target).await;
     println!();
     println!(
         "Control plane (registration, token service, publisher, store): {}/",
@@ -43,8 +92,51 @@ async fn main() {
         "Gateway (token at /token, APIs at /<context>/<version>/...):   {}/",
         gateway.url
     );
-    println!("Administrator: admin / admin. Ctrl-C stops both.");
+    println!(
+        "Developer-management facade ({{dev_backend_url}}):              {}/",
+        target.facade_url
+    );
+    println!(
+        "Legacy SOAP service:                                            {}",
+        facade.soap_url
+    );
+    println!("Administrator: admin / admin. Ctrl-C stops everything.");
+    match published {
+        Ok(published) => {
+            wait_until_live(&published).await;
+            println!("\n{}", dev_api::summary(&published));
+        }
+        Err(err) => eprintln!("\nPublishing DevManagement failed: {err:#}"),
+    }
     let _ = tokio::signal::ctrl_c().await;
     gateway.stop().await;
+    if let Some(legacy) = legacy {
+        legacy.stop().await;
+    }
     control_plane.stop().await;
+}
+
+/// The control plane pushes the new manifest within moments; wait for it so the printed
+/// commands work as soon as they are shown. The gateway's own refusals are XML faults;
+/// anything JSON came from the facade.
+async fn wait_until_live(published: &Published) {
+    let url = format!("{}/devs/athiththan11", published.base_url);
+    let client = reqwest::Client::new();
+    for _ in 0..100 {
+        let answer = client
+            .get(&url)
+            .bearer_auth(&published.access_token)
+            .send()
+            .await;
+        let from_facade = answer.is_ok_and(|a| {
+            a.headers()
+                .get("content-type")
+                .is_some_and(|kind| kind.as_bytes().starts_with(b"application/json"))
+        });
+        if from_facade {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    eprintln!("DevManagement is not live on the gateway yet; try the commands in a moment.");
 }

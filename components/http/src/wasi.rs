@@ -1,0 +1,242 @@
+//! WASI 0.2 glue: the incoming request read whole, the response written, outbound
+//! requests sent and their responses read whole; and settings from `wasi:config/store`.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use wasip2::http::outgoing_handler;
+use wasip2::http::types::{
+    ErrorCode, Fields, IncomingBody, IncomingRequest, Method, OutgoingBody, OutgoingRequest,
+    OutgoingResponse, RequestOptions, ResponseOutparam, Scheme,
+};
+use wasip2::io::streams::{InputStream, OutputStream, StreamError};
+
+use crate::{Headers, Outbound, Request, Response, SendError};
+
+mod bindings {
+    wit_bindgen::generate!({
+        world: "apim:gateway/settings",
+        path: "../../wit",
+        generate_all,
+    });
+}
+
+/// The `wasi:config/store` bindings, for components whose own worlds include `settings`
+/// (wit-bindgen's `with`), so that every component reads settings through [`setting`].
+pub use bindings::wasi::config::store as config_store;
+
+thread_local! {
+    /// Settings read so far; they do not change while an instance lives, and the host may
+    /// reuse an instance for many requests.
+    static SETTINGS: RefCell<HashMap<String, Option<String>>> = RefCell::new(HashMap::new());
+}
+
+/// A setting from `wasi:config/store`; `None` when absent or empty.
+pub fn setting(name: &str) -> Option<String> {
+    SETTINGS.with(|settings| {
+        settings
+            .borrow_mut()
+            .entry(name.to_string())
+            .or_insert_with(|| {
+                config_store::get(name)
+                    .ok()
+                    .flatten()
+                    .filter(|v| !v.is_empty())
+            })
+            .clone()
+    })
+}
+
+/// Largest request or response body a component buffers.
+pub const MAX_BODY_BYTES: usize = 10 * 1024 * 1024;
+/// Bytes per write to an output stream (wasi:io streams accept at most 4096 per call).
+const CHUNK: usize = 4096;
+
+/// Why a body could not be read.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BodyError {
+    /// Larger than [`MAX_BODY_BYTES`], or already taken.
+    TooLarge,
+    /// The stream broke off.
+    Broken(String),
+}
+
+/// The incoming request with its body read whole.
+pub fn read_request(request: &IncomingRequest) -> Result<Request, BodyError> {
+    let body = request.consume().map_err(|()| BodyError::TooLarge)?;
+    Ok(Request {
+        method: method_name(&request.method()),
+        path_with_query: request.path_with_query().unwrap_or_else(|| "/".into()),
+        headers: request.headers().entries(),
+        body: read_body(body)?,
+    })
+}
+
+/// The incoming request's headers, for answering when its body could not be read.
+pub fn request_headers(request: &IncomingRequest) -> Headers {
+    request.headers().entries()
+}
+
+fn read_body(body: IncomingBody) -> Result<Vec<u8>, BodyError> {
+    let stream = body.stream().map_err(|()| BodyError::TooLarge)?;
+    let bytes = read_stream(&stream)?;
+    drop(stream);
+    let _ = IncomingBody::finish(body);
+    Ok(bytes)
+}
+
+fn read_stream(stream: &InputStream) -> Result<Vec<u8>, BodyError> {
+    let mut bytes = Vec::new();
+    loop {
+        match stream.blocking_read(64 * 1024) {
+            Ok(chunk) => {
+                bytes.extend_from_slice(&chunk);
+                if bytes.len() > MAX_BODY_BYTES {
+                    return Err(BodyError::TooLarge);
+                }
+            }
+            Err(StreamError::Closed) => return Ok(bytes),
+            Err(StreamError::LastOperationFailed(err)) => {
+                return Err(BodyError::Broken(err.to_debug_string()));
+            }
+        }
+    }
+}
+
+fn write_stream(stream: &OutputStream, bytes: &[u8]) -> Result<(), StreamError> {
+    for chunk in bytes.chunks(CHUNK) {
+        stream.blocking_write_and_flush(chunk)?;
+    }
+    Ok(())
+}
+
+/// Header fields in one host call; header by header (dropping those the host refuses to
+/// take from a guest) only when the list as a whole is refused.
+fn fields(headers: &Headers) -> Fields {
+    Fields::from_list(headers).unwrap_or_else(|_| {
+        let fields = Fields::new();
+        for (name, value) in headers {
+            let _ = fields.append(name, value);
+        }
+        fields
+    })
+}
+
+/// Sends `response` as the answer to the incoming request.
+pub fn write_response(out: ResponseOutparam, response: Response) {
+    let outgoing = OutgoingResponse::new(fields(&response.headers));
+    let _ = outgoing.set_status_code(response.status);
+    let Ok(body) = outgoing.body() else {
+        ResponseOutparam::set(out, Ok(outgoing));
+        return;
+    };
+    ResponseOutparam::set(out, Ok(outgoing));
+    if let Ok(stream) = body.write()
+        && let Err(err) = write_stream(&stream, &response.body)
+    {
+        eprintln!("writing the response failed: {err:?}");
+    }
+    let _ = OutgoingBody::finish(body, None);
+}
+
+/// Sends `request` through `wasi:http/outgoing-handler` and reads the whole response.
+pub fn send(request: Outbound) -> Result<Response, SendError> {
+    let unreachable = |what: &str| SendError::Unreachable(what.to_string());
+    let outgoing = outgoing_request(&request).map_err(unreachable)?;
+    let body = outgoing.body().map_err(|()| unreachable("body"))?;
+    let future = outgoing_handler::handle(outgoing, Some(options(request.timeout_ms)))
+        .map_err(send_error)?;
+    if let Ok(stream) = body.write() {
+        write_stream(&stream, &request.body).map_err(|e| unreachable(&format!("{e:?}")))?;
+    }
+    OutgoingBody::finish(body, None).map_err(send_error)?;
+    let incoming = loop {
+        match future.get() {
+            Some(result) => break result,
+            None => future.subscribe().block(),
+        }
+    }
+    .map_err(|()| unreachable("response already taken"))?
+    .map_err(send_error)?;
+    let status = incoming.status();
+    let headers = incoming.headers().entries();
+    let body = incoming
+        .consume()
+        .map_err(|()| unreachable("response body"))?;
+    let body = read_body(body).map_err(|_| unreachable("response body"))?;
+    Ok(Response {
+        status,
+        headers,
+        body,
+    })
+}
+
+fn outgoing_request(request: &Outbound) -> Result<OutgoingRequest, &'static str> {
+    let outgoing = OutgoingRequest::new(fields(&request.headers));
+    outgoing
+        .set_method(&method_of(&request.method))
+        .map_err(|()| "method")?;
+    let scheme = if request.scheme == "https" {
+        Scheme::Https
+    } else {
+        Scheme::Http
+    };
+    outgoing.set_scheme(Some(&scheme)).map_err(|()| "scheme")?;
+    outgoing
+        .set_authority(Some(&request.authority))
+        .map_err(|()| "authority")?;
+    outgoing
+        .set_path_with_query(Some(&request.path_with_query))
+        .map_err(|()| "path")?;
+    Ok(outgoing)
+}
+
+/// The same limit for connecting, the first byte and the gaps between bytes.
+fn options(timeout_ms: u64) -> RequestOptions {
+    let options = RequestOptions::new();
+    let timeout = Some(timeout_ms * 1_000_000);
+    let _ = options.set_connect_timeout(timeout);
+    let _ = options.set_first_byte_timeout(timeout);
+    let _ = options.set_between_bytes_timeout(timeout);
+    options
+}
+
+fn send_error(code: ErrorCode) -> SendError {
+    match code {
+        ErrorCode::ConnectionTimeout
+        | ErrorCode::ConnectionReadTimeout
+        | ErrorCode::ConnectionWriteTimeout
+        | ErrorCode::HttpResponseTimeout => SendError::Timeout(format!("{code:?}")),
+        other => SendError::Unreachable(format!("{other:?}")),
+    }
+}
+
+fn method_name(method: &Method) -> String {
+    match method {
+        Method::Get => "GET".into(),
+        Method::Head => "HEAD".into(),
+        Method::Post => "POST".into(),
+        Method::Put => "PUT".into(),
+        Method::Delete => "DELETE".into(),
+        Method::Connect => "CONNECT".into(),
+        Method::Options => "OPTIONS".into(),
+        Method::Trace => "TRACE".into(),
+        Method::Patch => "PATCH".into(),
+        Method::Other(other) => other.to_ascii_uppercase(),
+    }
+}
+
+fn method_of(name: &str) -> Method {
+    match name {
+        "GET" => Method::Get,
+        "HEAD" => Method::Head,
+        "POST" => Method::Post,
+        "PUT" => Method::Put,
+        "DELETE" => Method::Delete,
+        "CONNECT" => Method::Connect,
+        "OPTIONS" => Method::Options,
+        "TRACE" => Method::Trace,
+        "PATCH" => Method::Patch,
+        other => Method::Other(other.to_string()),
+    }
+}
