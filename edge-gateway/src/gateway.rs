@@ -1,8 +1,8 @@
 //! Hands HTTP requests to the component and turns failures into plain HTTP errors.
 //!
 //! Every request — a client's or the host's own sync request — takes one of
-//! `max_instances` permits before it reaches the
-//! [`ProxyHandler`]; the permit is held until the response body has been sent,
+//! `max_instances` permits before it reaches the [`Runtime`]; the permit is held
+//! until the response body has been sent,
 //! so the number of busy instances stays bounded. Requests that get no permit
 //! within the request timeout are answered 503. Guest failures are logged and
 //! answered with an empty 500 (504 when the deadline was exceeded).
@@ -22,18 +22,13 @@ use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt as _, Empty};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use wasmtime_wasi_http::WasiBody;
-use wasmtime_wasi_http::handler::{ExpirationError, InstantiationError, ProxyHandler};
 
-use crate::instances::{DeadlineExceeded, RequestMeta, Runtime};
+use crate::instances::{DeadlineExceeded, NoInstance, RequestMeta, Runtime};
 
 /// Header carrying the client's socket address, as Spin sets it.
 pub const CLIENT_ADDR_HEADER: HeaderName = HeaderName::from_static("spin-client-addr");
 /// Path of the host's periodic sync request.
 pub const SYNC_PATH: &str = "/_apim/sync";
-/// Attempts when no instance slot could be allocated (e.g. one is still being torn down).
-const INSTANTIATE_ATTEMPTS: u32 = 4;
-/// Pause between such attempts (multiplied by the attempt number).
-const INSTANTIATE_BACKOFF: Duration = Duration::from_millis(5);
 
 /// Error type of response bodies sent to clients.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -42,7 +37,7 @@ pub type ResponseBody = UnsyncBoxBody<Bytes, BoxError>;
 
 /// The component behind a concurrency limit.
 pub struct Gateway {
-    handler: ProxyHandler<Runtime>,
+    runtime: Arc<Runtime>,
     permits: Arc<Semaphore>,
     /// Request deadline; also the longest wait for a free instance.
     request_timeout: Duration,
@@ -55,7 +50,7 @@ impl Gateway {
         let limits = *runtime.limits();
         let permits = usize::try_from(limits.max_instances).unwrap_or(usize::MAX);
         Self {
-            handler: ProxyHandler::new(runtime),
+            runtime: Arc::new(runtime),
             permits: Arc::new(Semaphore::new(permits)),
             request_timeout: limits.request_timeout,
             next_id: AtomicU64::new(0),
@@ -64,7 +59,7 @@ impl Gateway {
 
     /// Marks the host as exiting (see [`Runtime::begin_shutdown`]).
     pub fn begin_shutdown(&self) {
-        self.handler.state().begin_shutdown();
+        self.runtime.begin_shutdown();
     }
 
     /// Serves one client request received from `peer` on the listener at `local`.
@@ -115,7 +110,7 @@ impl Gateway {
                 }
             };
         let started = Instant::now();
-        match self.handle(meta, request).await {
+        match self.runtime.handle(meta, request).await {
             Ok(response) => response.map(|body| {
                 PermitBody {
                     inner: body,
@@ -128,39 +123,6 @@ impl Gateway {
                 let status = failure_status(&err, started.elapsed() >= self.request_timeout);
                 tracing::error!(request = meta.id, %status, "component failed: {err:?}");
                 empty(status)
-            }
-        }
-    }
-
-    /// Calls the handler, retrying when no instance slot could be allocated.
-    async fn handle(
-        &self,
-        meta: RequestMeta,
-        mut request: Request<WasiBody>,
-    ) -> wasmtime::Result<Response<WasiBody>> {
-        let mut attempt = 1;
-        loop {
-            let err = match self.handler.handle(meta, request).await {
-                Ok(response) => return Ok(response),
-                Err(err) => err,
-            };
-            match err.downcast::<InstantiationError<RequestMeta>>() {
-                Ok(failed) if attempt < INSTANTIATE_ATTEMPTS => {
-                    tracing::debug!(
-                        request = meta.id,
-                        attempt,
-                        "instantiation failed: {:?}",
-                        failed.error
-                    );
-                    request = failed
-                        .request
-                        .into_inner()
-                        .unwrap_or_else(|poisoned| poisoned.into_inner());
-                    tokio::time::sleep(INSTANTIATE_BACKOFF * attempt).await;
-                    attempt += 1;
-                }
-                Ok(failed) => return Err(wasmtime::Error::new(failed)),
-                Err(err) => return Err(err),
             }
         }
     }
@@ -181,9 +143,9 @@ fn prepare_headers(headers: &mut http::HeaderMap, peer: SocketAddr, local: Socke
 /// whether the failure came after the request deadline (a guest interrupted
 /// by the deadline surfaces only as a missing response).
 fn failure_status(err: &wasmtime::Error, overran: bool) -> StatusCode {
-    if overran || err.is::<ExpirationError>() || err.is::<DeadlineExceeded>() {
+    if overran || err.is::<DeadlineExceeded>() {
         StatusCode::GATEWAY_TIMEOUT
-    } else if err.is::<InstantiationError<RequestMeta>>() {
+    } else if err.is::<NoInstance>() {
         StatusCode::SERVICE_UNAVAILABLE
     } else {
         StatusCode::INTERNAL_SERVER_ERROR
@@ -258,8 +220,8 @@ mod tests {
             StatusCode::GATEWAY_TIMEOUT
         );
         assert_eq!(
-            status(wasmtime::Error::new(ExpirationError)),
-            StatusCode::GATEWAY_TIMEOUT
+            status(wasmtime::Error::new(NoInstance(wasmtime::Error::msg("full")))),
+            StatusCode::SERVICE_UNAVAILABLE
         );
         assert_eq!(
             status(wasmtime::Error::msg("trap")),

@@ -6,10 +6,12 @@
 //!   `instance_memory_mb`.
 //! - The component is compiled once and pre-instantiated against a linker
 //!   holding WASI, `wasi:http`, `wasi:keyvalue` and `wasi:config`.
-//! - [`Runtime`] is the [`HandlerState`] of wasmtime-wasi-http's
-//!   [`ProxyHandler`](wasmtime_wasi_http::handler::ProxyHandler): every
-//!   instance serves up to `instance_reuse` requests, one at a time, and then
-//!   retires; idle instances retire after [`IDLE_INSTANCE_TIMEOUT`].
+//! - [`Runtime`] keeps a pool of idle instances: every instance serves up to
+//!   `instance_reuse` requests, one at a time, and then retires; idle instances
+//!   retire after [`IDLE_INSTANCE_TIMEOUT`]. Requests are plain WASI 0.2
+//!   `incoming-handler.handle` calls: wasmtime's concurrent (component-model
+//!   async) machinery, which wasmtime-wasi-http's `ProxyHandler` needs, costs
+//!   bookkeeping on every host call, and a 0.2 guest cannot use it anyway.
 //! - Runaway guests are stopped by epoch interruption: an [`EpochTicker`]
 //!   advances the engine's epoch every [`EPOCH_TICK`], and each store's
 //!   epoch callback yields to the async runtime or, past the request's
@@ -17,25 +19,22 @@
 
 use std::fmt;
 use std::path::Path;
-use std::pin::Pin;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::task::{Context, Poll};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use wasmtime::component::{Component, GuestTaskId, Linker, ResourceTable};
+use tokio::sync::oneshot;
+use wasmtime::component::{Component, Linker, ResourceTable};
 use wasmtime::error::Context as _;
 use wasmtime::{
     Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, StoreContextMut,
     UpdateDeadline,
 };
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
-use wasmtime_wasi_http::handler::{
-    self, HandlerState, ProxyPre, ShouldAccept, WorkerExpiration, WorkerState, WorkerStatus,
-};
-use wasmtime_wasi_http::p2::bindings::ProxyPre as P2ProxyPre;
-use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
+use wasmtime_wasi_http::p2::bindings::http::types::Scheme;
+use wasmtime_wasi_http::p2::bindings::{Proxy, ProxyPre};
+use wasmtime_wasi_http::{WasiBody, WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use crate::config_store::{self, ConfigView, Variables};
 use crate::keyvalue::{self, KvStore, KvView};
@@ -45,8 +44,12 @@ use crate::outbound::OutboundClient;
 pub const EPOCH_TICK: Duration = Duration::from_millis(10);
 /// An instance with no request for this long is dropped.
 pub const IDLE_INSTANCE_TIMEOUT: Duration = Duration::from_secs(60);
-/// Extra time past the request deadline before a worker whose store is stuck
-/// (e.g. in a host call) is torn down from outside.
+/// Attempts when no instance slot could be allocated (e.g. one is still being torn down).
+const INSTANTIATE_ATTEMPTS: u32 = 4;
+/// Pause between such attempts (multiplied by the attempt number).
+const INSTANTIATE_BACKOFF: Duration = Duration::from_millis(5);
+/// Extra time past the request deadline before a call stuck in a host call is dropped,
+/// with its instance.
 const EXPIRY_GRACE: Duration = Duration::from_secs(1);
 /// Upper bounds of core instances, memories and tables per component, used to
 /// size the pool (a Rust `wasm32-wasip2` component needs far fewer).
@@ -67,7 +70,7 @@ pub struct Limits {
     pub request_timeout: Duration,
 }
 
-/// Per-request data handed through the proxy handler.
+/// Per-request data, for logs.
 #[derive(Debug, Clone, Copy)]
 pub struct RequestMeta {
     /// Sequence number for logs.
@@ -85,6 +88,19 @@ impl fmt::Display for DeadlineExceeded {
 }
 
 impl std::error::Error for DeadlineExceeded {}
+
+/// No instance could be created (e.g. every pool slot is taken while instances are torn
+/// down); the request may be retried.
+#[derive(Debug)]
+pub struct NoInstance(pub wasmtime::Error);
+
+impl fmt::Display for NoInstance {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "no component instance available: {:#}", self.0)
+    }
+}
+
+impl std::error::Error for NoInstance {}
 
 /// State shared by every store.
 #[derive(Clone)]
@@ -200,9 +216,9 @@ pub fn prepare(engine: &Engine, path: &Path) -> anyhow::Result<ProxyPre<HostStat
     let pre = linker
         .instantiate_pre(&component)
         .context("the component's imports cannot be satisfied")?;
-    let pre = P2ProxyPre::new(pre)
+    let pre = ProxyPre::new(pre)
         .context("the component does not export wasi:http/incoming-handler@0.2")?;
-    Ok(ProxyPre::P2(pre))
+    Ok(pre)
 }
 
 fn linker(engine: &Engine) -> anyhow::Result<Linker<HostState>> {
@@ -214,14 +230,27 @@ fn linker(engine: &Engine) -> anyhow::Result<Linker<HostState>> {
     Ok(linker)
 }
 
-/// Creates instances for the proxy handler and decides when they retire.
+/// A component instance; it serves requests one after the other.
+struct Instance {
+    store: Store<HostState>,
+    proxy: Proxy,
+}
+
+/// An instance waiting for its next request.
+struct Idle {
+    instance: Instance,
+    since: Instant,
+}
+
+/// Creates instances, runs requests in them, and decides when they retire.
 pub struct Runtime {
     engine: Engine,
     pre: ProxyPre<HostState>,
     shared: Shared,
     limits: Limits,
     instances: AtomicU64,
-    closing: Arc<AtomicBool>,
+    closing: AtomicBool,
+    idle: Mutex<Vec<Idle>>,
 }
 
 impl Runtime {
@@ -233,19 +262,144 @@ impl Runtime {
             shared,
             limits,
             instances: AtomicU64::new(0),
-            closing: Arc::default(),
+            closing: AtomicBool::new(false),
+            idle: Mutex::default(),
         }
     }
 
-    /// Notes that the host is exiting: instances dropped from now on were
-    /// cancelled, not broken.
+    /// Notes that the host is exiting: idle instances go, busy ones retire when done.
     pub fn begin_shutdown(&self) {
         self.closing.store(true, Ordering::Relaxed);
+        self.idle.lock().unwrap_or_else(|p| p.into_inner()).clear();
     }
 
     /// The limits in force.
     pub fn limits(&self) -> &Limits {
         &self.limits
+    }
+
+    /// Runs one request in an instance. Resolves with the response once the guest has
+    /// set it; the guest may still be writing the body, and the instance goes back to
+    /// the pool when it returns.
+    pub async fn handle(
+        self: &Arc<Self>,
+        meta: RequestMeta,
+        request: http::Request<WasiBody>,
+    ) -> wasmtime::Result<http::Response<WasiBody>> {
+        let mut instance = self.checkout().await?;
+        let (sender, receiver) = oneshot::channel();
+        let data = instance.store.data_mut();
+        data.deadline = Some(Instant::now() + self.limits.request_timeout);
+        data.requests += 1;
+        let mut http = data.http();
+        let incoming = http.new_incoming_request(Scheme::Http, request)?;
+        let outparam = http.new_response_outparam(sender)?;
+        tracing::trace!(
+            request = meta.id,
+            instance = data.instance,
+            "request accepted"
+        );
+        let runtime = self.clone();
+        let call = tokio::spawn(async move {
+            let limit = runtime.limits.request_timeout + EXPIRY_GRACE;
+            let handler = instance.proxy.wasi_http_incoming_handler();
+            let call = handler.call_handle(&mut instance.store, incoming, outparam);
+            match tokio::time::timeout(limit, call).await {
+                Ok(Ok(())) => {
+                    runtime.checkin(instance);
+                    Ok(())
+                }
+                Ok(Err(err)) => {
+                    runtime.discard(&instance, &err);
+                    Err(err)
+                }
+                // Stuck in a host call past the deadline: the instance is dropped.
+                Err(_) => Err(wasmtime::Error::new(DeadlineExceeded)),
+            }
+        });
+        match receiver.await {
+            Ok(Ok(response)) => Ok(response),
+            Ok(Err(code)) => Err(wasmtime::format_err!("the component failed the request: {code:?}")),
+            Err(_) => match call.await {
+                Ok(Err(err)) => Err(err),
+                Ok(Ok(())) => Err(wasmtime::format_err!(
+                    "guest never invoked `response-outparam::set` method"
+                )),
+                Err(join) => Err(wasmtime::format_err!("the request task failed: {join}")),
+            },
+        }
+    }
+
+    /// The most recently used idle instance (its caches are the warmest), or a new one.
+    /// Pool slots free up as retired instances are torn down, so a failed instantiation
+    /// is retried a few times before the request is given up.
+    async fn checkout(&self) -> wasmtime::Result<Instance> {
+        let mut attempt = 1;
+        loop {
+            if let Some(instance) = self.pop_idle() {
+                return Ok(instance);
+            }
+            match self.instantiate().await {
+                Ok(instance) => return Ok(instance),
+                Err(err) if attempt < INSTANTIATE_ATTEMPTS => {
+                    tracing::debug!(attempt, "instantiation failed: {err:?}");
+                    tokio::time::sleep(INSTANTIATE_BACKOFF * attempt).await;
+                    attempt += 1;
+                }
+                Err(err) => return Err(wasmtime::Error::new(NoInstance(err))),
+            }
+        }
+    }
+
+    fn pop_idle(&self) -> Option<Instance> {
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        let now = Instant::now();
+        idle.retain(|i| now.duration_since(i.since) < IDLE_INSTANCE_TIMEOUT);
+        idle.pop().map(|i| i.instance)
+    }
+
+    /// Returns a finished instance to the pool, unless it has served its share.
+    fn checkin(&self, mut instance: Instance) {
+        let data = instance.store.data_mut();
+        data.deadline = None;
+        if data.requests >= self.limits.reuse || self.closing.load(Ordering::Relaxed) {
+            tracing::debug!(
+                instance = data.instance,
+                requests = data.requests,
+                "instance retired"
+            );
+            return;
+        }
+        let idle = Idle {
+            instance,
+            since: Instant::now(),
+        };
+        self.idle
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(idle);
+    }
+
+    fn discard(&self, instance: &Instance, err: &wasmtime::Error) {
+        let data = instance.store.data();
+        if self.closing.load(Ordering::Relaxed) {
+            tracing::debug!(instance = data.instance, "instance dropped at shutdown: {err}");
+        } else {
+            tracing::warn!(
+                instance = data.instance,
+                requests = data.requests,
+                "instance discarded after failure: {err:?}"
+            );
+        }
+    }
+
+    async fn instantiate(&self) -> wasmtime::Result<Instance> {
+        let mut store = self.new_store();
+        store.data_mut().deadline = Some(Instant::now() + self.limits.request_timeout);
+        let proxy = self.pre.instantiate_async(&mut store).await?;
+        store.data_mut().deadline = None;
+        tracing::debug!(instance = store.data().instance, "instance created");
+        Ok(Instance { store, proxy })
     }
 
     fn new_store(&self) -> Store<HostState> {
@@ -262,137 +416,6 @@ fn on_epoch(store: StoreContextMut<'_, HostState>) -> wasmtime::Result<UpdateDea
     match store.data().deadline {
         Some(deadline) if Instant::now() >= deadline => Err(wasmtime::Error::new(DeadlineExceeded)),
         _ => Ok(UpdateDeadline::Yield(1)),
-    }
-}
-
-impl HandlerState for Runtime {
-    type StoreData = HostState;
-    type WorkerExpiration = Expiry;
-    type WorkerState = Worker;
-
-    async fn instantiate(&self) -> wasmtime::Result<handler::Instance<HostState, Expiry, Worker>> {
-        let mut store = self.new_store();
-        let id = store.data().instance;
-        store.data_mut().deadline = Some(Instant::now() + self.limits.request_timeout);
-        let proxy = self.pre.instantiate_async(&mut store).await?;
-        store.data_mut().deadline = None;
-        tracing::debug!(instance = id, "instance created");
-        Ok(handler::Instance {
-            store,
-            proxy,
-            view: <HostState as WasiHttpView>::http,
-            expiration: Expiry::new(self.limits.request_timeout),
-            state: Worker {
-                reuse: self.limits.reuse,
-                request_timeout: self.limits.request_timeout,
-                closing: self.closing.clone(),
-            },
-        })
-    }
-}
-
-/// Per-instance request admission and retirement.
-pub struct Worker {
-    reuse: usize,
-    request_timeout: Duration,
-    closing: Arc<AtomicBool>,
-}
-
-impl WorkerState for Worker {
-    type StoreData = HostState;
-    type RequestData = RequestMeta;
-
-    fn should_accept_request(&self, concurrent: usize, total: usize) -> ShouldAccept {
-        if total >= self.reuse {
-            ShouldAccept::Never
-        } else if concurrent > 0 {
-            // WASIp2 handlers run one request at a time.
-            ShouldAccept::No
-        } else {
-            ShouldAccept::Yes
-        }
-    }
-
-    fn on_request_start(
-        &self,
-        mut store: StoreContextMut<'_, HostState>,
-        meta: RequestMeta,
-        _task: GuestTaskId,
-    ) -> Pin<Box<dyn Future<Output = ()> + Send + Sync>> {
-        let data = store.data_mut();
-        data.deadline = Some(Instant::now() + self.request_timeout);
-        data.requests += 1;
-        tracing::trace!(
-            request = meta.id,
-            instance = data.instance,
-            "request accepted"
-        );
-        Box::pin(tokio::time::sleep(self.request_timeout))
-    }
-
-    fn drop(&self, store: Store<HostState>, result: wasmtime::Result<()>) {
-        let data = store.data();
-        match result {
-            Ok(()) => tracing::debug!(
-                instance = data.instance,
-                requests = data.requests,
-                "instance retired"
-            ),
-            Err(err) if self.closing.load(Ordering::Relaxed) => tracing::debug!(
-                instance = data.instance,
-                "instance dropped at shutdown: {err}"
-            ),
-            Err(err) => tracing::warn!(
-                instance = data.instance,
-                requests = data.requests,
-                "instance discarded after failure: {err:?}"
-            ),
-        }
-    }
-}
-
-/// Decides, from outside the store's event loop, when a worker must go:
-/// idle too long, or a request (or its post-return work) overran the deadline.
-pub struct Expiry {
-    request_timeout: Duration,
-    timer: Pin<Box<tokio::time::Sleep>>,
-}
-
-impl Expiry {
-    fn new(request_timeout: Duration) -> Self {
-        Self {
-            request_timeout,
-            timer: Box::pin(tokio::time::sleep(IDLE_INSTANCE_TIMEOUT)),
-        }
-    }
-
-    fn limit(&self, status: WorkerStatus) -> Duration {
-        match status {
-            WorkerStatus::Idle => IDLE_INSTANCE_TIMEOUT,
-            WorkerStatus::Requests | WorkerStatus::PostReturn => {
-                self.request_timeout + EXPIRY_GRACE
-            }
-        }
-    }
-}
-
-impl WorkerExpiration for Expiry {
-    fn poll(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        status: WorkerStatus,
-        start: Instant,
-    ) -> Poll<()> {
-        let this = self.get_mut();
-        let deadline = start + this.limit(status);
-        if Instant::now() >= deadline {
-            return Poll::Ready(());
-        }
-        let deadline = tokio::time::Instant::from_std(deadline);
-        if this.timer.deadline() != deadline {
-            this.timer.as_mut().reset(deadline);
-        }
-        this.timer.as_mut().poll(cx)
     }
 }
 
