@@ -140,6 +140,11 @@ pub struct Config {
     #[arg(long, env = "APIM_SYNC_INTERVAL_SECS", default_value_t = 30)]
     pub sync_interval_secs: u64,
 
+    /// Lists compiled guest code in `/tmp/perf-<pid>.map`, so that `perf report` names
+    /// the component's functions (for profiling; off in production).
+    #[arg(long, env = "APIM_PERF_MAP", default_value_t = false)]
+    pub perf_map: bool,
+
     /// On SIGTERM or Ctrl-C, how long in seconds in-flight requests may take to
     /// finish before the host exits anyway.
     #[arg(long, env = "APIM_SHUTDOWN_GRACE_SECS", default_value_t = 30)]

@@ -220,7 +220,9 @@ mod tests {
             StatusCode::GATEWAY_TIMEOUT
         );
         assert_eq!(
-            status(wasmtime::Error::new(NoInstance(wasmtime::Error::msg("full")))),
+            status(wasmtime::Error::new(NoInstance(wasmtime::Error::msg(
+                "full"
+            )))),
             StatusCode::SERVICE_UNAVAILABLE
         );
         assert_eq!(

@@ -28,8 +28,8 @@ use tokio::sync::oneshot;
 use wasmtime::component::{Component, Linker, ResourceTable};
 use wasmtime::error::Context as _;
 use wasmtime::{
-    Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, StoreContextMut,
-    UpdateDeadline,
+    Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, ProfilingStrategy, Store,
+    StoreContextMut, UpdateDeadline,
 };
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_http::p2::bindings::http::types::Scheme;
@@ -183,8 +183,9 @@ impl WasiHttpView for HostState {
 }
 
 /// Builds the engine: Cranelift, epoch interruption, and a pooling allocator sized for
-/// `components` components with `limits.max_instances` instances each.
-pub fn engine(limits: &Limits, components: u32) -> anyhow::Result<Engine> {
+/// `components` components with `limits.max_instances` instances each. With `perf_map`,
+/// compiled guest code is listed in `/tmp/perf-<pid>.map` so `perf` can name it.
+pub fn engine(limits: &Limits, components: u32, perf_map: bool) -> anyhow::Result<Engine> {
     let per_component = limits.max_instances + limits.max_instances.div_ceil(4) + 2;
     let slots = per_component.saturating_mul(components.max(1));
     let mut pool = PoolingAllocationConfig::new();
@@ -199,6 +200,9 @@ pub fn engine(limits: &Limits, components: u32) -> anyhow::Result<Engine> {
         .wasm_component_model(true)
         .epoch_interruption(true)
         .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    if perf_map {
+        config.profiler(ProfilingStrategy::PerfMap);
+    }
     Ok(Engine::new(&config).context("cannot create the wasmtime engine")?)
 }
 
@@ -319,7 +323,9 @@ impl Runtime {
         });
         match receiver.await {
             Ok(Ok(response)) => Ok(response),
-            Ok(Err(code)) => Err(wasmtime::format_err!("the component failed the request: {code:?}")),
+            Ok(Err(code)) => Err(wasmtime::format_err!(
+                "the component failed the request: {code:?}"
+            )),
             Err(_) => match call.await {
                 Ok(Err(err)) => Err(err),
                 Ok(Ok(())) => Err(wasmtime::format_err!(
@@ -383,7 +389,10 @@ impl Runtime {
     fn discard(&self, instance: &Instance, err: &wasmtime::Error) {
         let data = instance.store.data();
         if self.closing.load(Ordering::Relaxed) {
-            tracing::debug!(instance = data.instance, "instance dropped at shutdown: {err}");
+            tracing::debug!(
+                instance = data.instance,
+                "instance dropped at shutdown: {err}"
+            );
         } else {
             tracing::warn!(
                 instance = data.instance,

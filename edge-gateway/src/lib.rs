@@ -37,7 +37,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     let signal = server::ShutdownSignal::install()?;
     let listeners = config.listeners();
     let components = u32::try_from(listeners.len()).unwrap_or(u32::MAX);
-    let engine = instances::engine(&limits(&config), components)?;
+    let engine = instances::engine(&limits(&config), components, config.perf_map)?;
     let _ticker = EpochTicker::start(engine.clone())?;
     let shared = shared(&config).await?;
     let mut gateways = Vec::new();

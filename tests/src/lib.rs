@@ -12,6 +12,7 @@ use sqlx::Connection;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
+pub mod bench;
 pub mod dev_api;
 pub mod legacy;
 pub mod stack;

@@ -200,6 +200,8 @@ pub fn send(request: Outbound) -> Result<Response, SendError> {
         }
         OutgoingBody::finish(body, None).map_err(send_error)?;
     }
+    // The answer is never there yet when asked first: wait before looking.
+    future.subscribe().block();
     let incoming = loop {
         match future.get() {
             Some(result) => break result,

@@ -80,17 +80,22 @@ pub fn app(state: AppState) -> Router {
 
 /// Every successful change (any method but GET/HEAD/OPTIONS) may change what gateways
 /// must do: lifecycle, updates, deletes, subscriptions, keys, revocations, key rotation.
-/// Requests a recompile, which is debounced, so bursts cost one manifest.
+/// Requests a recompile, which is debounced, so bursts cost one manifest. Issuing tokens
+/// and registering clients change nothing gateways see (a refresh grant's revocation
+/// asks for its own recompile), and at thousands of tokens a second they must not keep
+/// the compiler busy.
 async fn recompile_after_changes(
     axum::extract::State(manifests): axum::extract::State<Arc<ManifestHub>>,
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
     use axum::http::Method;
+    let path = request.uri().path();
     let changes = !matches!(
         *request.method(),
         Method::GET | Method::HEAD | Method::OPTIONS
-    );
+    ) && path != "/oauth2/token"
+        && !path.starts_with("/client-registration/");
     let response = next.run(request).await;
     if changes && response.status().is_success() {
         manifests.request_recompile();

@@ -109,6 +109,8 @@ async fn refresh_grant(
         return Err(invalid());
     }
     tx.commit().await?;
+    // The old access token is revoked now, which gateways must learn.
+    state.manifests.request_recompile();
     let (username, original_scope) = (record.username, record.scope);
     let user = users::find(&state.db, &username)
         .await?

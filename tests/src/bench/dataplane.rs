@@ -1,0 +1,240 @@
+//! Cases 1 to 5: the same keep-alive GET (1 KiB answer) straight at the backend, through
+//! nginx, Envoy and edge-gateway, interleaved round by round so that every case sees the
+//! same machine; medians of the rounds are reported.
+
+use super::Options;
+use super::backend::{BODY_BYTES, FastBackend};
+use super::load::{Load, Wrk};
+use super::machine;
+use super::platform::{BASE, OPEN, Platform, SECURED};
+use super::proxies;
+use super::stats::median;
+
+/// The cases, in the order of the issue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Case {
+    /// 1. The backend directly.
+    Backend,
+    /// 2. nginx, plain reverse proxy.
+    Nginx,
+    /// 3. Envoy with our policy.
+    Envoy,
+    /// 4. edge-gateway, full policy.
+    Gateway,
+    /// 5. edge-gateway, `x-auth-type: None`.
+    GatewayOpen,
+}
+
+impl Case {
+    /// Every case.
+    pub const ALL: [Case; 5] = [
+        Case::Backend,
+        Case::Nginx,
+        Case::Envoy,
+        Case::Gateway,
+        Case::GatewayOpen,
+    ];
+
+    /// Its row label.
+    pub fn label(self) -> &'static str {
+        match self {
+            Case::Backend => "1. backend directly",
+            Case::Nginx => "2. nginx, reverse proxy",
+            Case::Envoy => "3. Envoy, jwt_authn + local rate limit",
+            Case::Gateway => "4. edge-gateway, full policy",
+            Case::GatewayOpen => "5. edge-gateway, x-auth-type None",
+        }
+    }
+}
+
+/// Every run of one case.
+#[derive(Debug, Clone)]
+pub struct CaseRuns {
+    /// Which case.
+    pub case: Case,
+    /// At `--connections`, one per round.
+    pub loaded: Vec<Load>,
+    /// At concurrency 1, one per round.
+    pub single: Vec<Load>,
+}
+
+impl CaseRuns {
+    /// Median requests/s at `--connections`.
+    pub fn rate(&self) -> f64 {
+        median(self.loaded.iter().map(|l| l.rate))
+    }
+
+    /// Median of a figure over the rounds.
+    pub fn median(runs: &[Load], figure: fn(&Load) -> f64) -> f64 {
+        median(runs.iter().map(figure))
+    }
+
+    /// Errors or non-2xx answers over all runs.
+    pub fn errors(&self) -> u64 {
+        self.loaded
+            .iter()
+            .chain(&self.single)
+            .map(|l| l.errors)
+            .sum()
+    }
+}
+
+/// Data-plane results.
+#[derive(Debug, Clone)]
+pub struct DataPlane {
+    /// One entry per case, in [`Case::ALL`] order.
+    pub cases: Vec<CaseRuns>,
+    /// Measured runs that had to wait for a compiler to finish first.
+    pub waited: usize,
+}
+
+impl DataPlane {
+    /// The runs of `case`.
+    pub fn runs(&self, case: Case) -> &CaseRuns {
+        self.cases.iter().find(|c| c.case == case).expect("case")
+    }
+}
+
+struct Target {
+    case: Case,
+    url: String,
+    headers: Vec<String>,
+}
+
+/// nginx and Envoy running, and where each case sends its load.
+struct Cases {
+    nginx: proxies::Proxy,
+    envoy: proxies::Proxy,
+    targets: [Target; 5],
+}
+
+impl Cases {
+    /// Starts nginx and Envoy, and checks that every case answers as it should.
+    async fn start(backend: &FastBackend, platform: &Platform) -> Self {
+        let dir = &platform.dir;
+        let nginx = proxies::nginx(dir, &backend.url).await;
+        let envoy = proxies::envoy(dir, &backend.url, &platform.issuer, &platform.jwks).await;
+        let bearer = vec![platform.bearer()];
+        let gateway = &platform.stack.gw.base;
+        let targets = Case::ALL.map(|case| {
+            let (url, headers) = match case {
+                Case::Backend => (format!("{}{SECURED}", backend.url), bearer.clone()),
+                Case::Nginx => (format!("{}{BASE}{SECURED}", nginx.url), bearer.clone()),
+                Case::Envoy => (format!("{}{BASE}{SECURED}", envoy.url), bearer.clone()),
+                Case::Gateway => (format!("{gateway}{BASE}{SECURED}"), bearer.clone()),
+                Case::GatewayOpen => (format!("{gateway}{BASE}{OPEN}"), vec![]),
+            };
+            Target { case, url, headers }
+        });
+        check(&targets, &platform.token).await;
+        Cases {
+            nginx,
+            envoy,
+            targets,
+        }
+    }
+
+    async fn stop(self) {
+        self.nginx.stop().await;
+        self.envoy.stop().await;
+    }
+}
+
+/// `--hold`: starts every case, prints a wrk command for each and waits for Ctrl-C.
+pub async fn hold(backend: &FastBackend, platform: &Platform) {
+    let cases = Cases::start(backend, platform).await;
+    println!("gateway pid {}", platform.gateway_pid());
+    for target in &cases.targets {
+        let headers: String = target
+            .headers
+            .iter()
+            .map(|h| format!("-H '{h}' "))
+            .collect();
+        println!(
+            "{}:
+  wrk -t1 -c32 -d10s --latency {headers}{}",
+            target.case.label(),
+            target.url
+        );
+    }
+    let _ = tokio::signal::ctrl_c().await;
+    cases.stop().await;
+}
+
+/// Runs the rounds: in each, every case at `--connections` and at concurrency 1.
+pub async fn measure(options: &Options, backend: &FastBackend, platform: &Platform) -> DataPlane {
+    let cases = Cases::start(backend, platform).await;
+    // The control plane idles on CPU 0 meanwhile, off the proxies' CPU.
+    machine::pin_process(platform.control_plane_pid(), "0");
+    let mut results: Vec<CaseRuns> = Case::ALL
+        .map(|case| CaseRuns {
+            case,
+            loaded: vec![],
+            single: vec![],
+        })
+        .into();
+    let mut waited = 0;
+    for round in 1..=options.rounds {
+        for (target, runs) in cases.targets.iter().zip(&mut results) {
+            eprintln!(
+                "bench: round {round}/{}: {}",
+                options.rounds,
+                target.case.label()
+            );
+            waited += usize::from(machine::wait_for_quiet_cpu().await);
+            wrk(target, options.connections, options.warmup).await;
+            runs.loaded
+                .push(wrk(target, options.connections, options.seconds).await);
+            runs.single.push(wrk(target, 1, options.seconds).await);
+        }
+    }
+    machine::pin_process(platform.control_plane_pid(), "0,1");
+    cases.stop().await;
+    DataPlane {
+        cases: results,
+        waited,
+    }
+}
+
+async fn wrk(target: &Target, connections: usize, seconds: u64) -> Load {
+    Wrk {
+        url: &target.url,
+        connections,
+        duration: std::time::Duration::from_secs(seconds),
+        headers: &target.headers,
+        script: None,
+    }
+    .run()
+    .await
+}
+
+/// Every case answers 200 with the backend's body, and the policy is in force where it
+/// should be: Envoy and the gateway refuse the secured resource without a token.
+async fn check(targets: &[Target], token: &str) {
+    let client = reqwest::Client::new();
+    for target in targets {
+        let mut request = client.get(&target.url);
+        if !target.headers.is_empty() {
+            request = request.bearer_auth(token);
+        }
+        let response = request.send().await.expect("check request");
+        let status = response.status();
+        let body = response.bytes().await.unwrap_or_default();
+        assert!(
+            status == 200 && body.len() == BODY_BYTES,
+            "{}: {status}, {} bytes at {}",
+            target.case.label(),
+            body.len(),
+            target.url
+        );
+        if matches!(target.case, Case::Envoy | Case::Gateway) {
+            let anonymous = client.get(&target.url).send().await.expect("check request");
+            assert_eq!(
+                anonymous.status(),
+                401,
+                "{} without a token",
+                target.case.label()
+            );
+        }
+    }
+}

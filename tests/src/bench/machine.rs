@@ -1,0 +1,174 @@
+//! The machine: CPU placement, waiting for a quiet CPU, resident memory, and the
+//! description that goes with the figures.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// Pins the calling thread to `cpus` (taskset syntax). Processes and threads it starts
+/// afterwards inherit the mask, and a tokio runtime sizes itself by it.
+pub fn pin_thread(cpus: &str) {
+    // "/proc/thread-self" links to "<pid>/task/<tid>": the thread id without libc.
+    let link = std::fs::read_link("/proc/thread-self").expect("/proc/thread-self");
+    let tid = link
+        .file_name()
+        .and_then(|t| t.to_str())
+        .expect("thread id")
+        .to_string();
+    taskset(&["-p", "-c", cpus, &tid]);
+}
+
+/// Pins every thread of process `pid` to `cpus`.
+pub fn pin_process(pid: u32, cpus: &str) {
+    taskset(&["-a", "-p", "-c", cpus, &pid.to_string()]);
+}
+
+fn taskset(args: &[&str]) {
+    let status = Command::new("taskset")
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .status();
+    assert!(
+        status.is_ok_and(|s| s.success()),
+        "taskset {} failed",
+        args.join(" ")
+    );
+}
+
+/// Waits while compilers run or anything else keeps the CPUs busy (another build or load
+/// on these two cores makes figures garbage; the benchmark's own servers are idle when
+/// this is called); true when it had to wait.
+pub async fn wait_for_quiet_cpu() -> bool {
+    let started = Instant::now();
+    let mut announced = false;
+    while compilers_running() || cpu_busy().await > 0.15 {
+        if !announced {
+            eprintln!("bench: rustc or another load is running; waiting for a quiet machine");
+            announced = true;
+        }
+        if started.elapsed() > Duration::from_secs(30 * 60) {
+            eprintln!("bench: still compiling after 30 min; measuring anyway");
+            break;
+        }
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    }
+    announced
+}
+
+fn compilers_running() -> bool {
+    // Only rustc: cargo itself is this program's parent under `cargo run`.
+    Command::new("pgrep")
+        .args(["-x", "rustc"])
+        .stdout(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Share of both CPUs busy over half a second, 0 to 1.
+async fn cpu_busy() -> f64 {
+    // First line of /proc/stat: "cpu user nice system idle iowait irq softirq steal ...".
+    let sample = || -> (u64, u64) {
+        let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+        let ticks: Vec<u64> = stat
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .split_whitespace()
+            .skip(1)
+            .filter_map(|t| t.parse().ok())
+            .collect();
+        let idle = ticks.get(3).copied().unwrap_or(0) + ticks.get(4).copied().unwrap_or(0);
+        (ticks.iter().take(8).sum(), idle)
+    };
+    let (total_before, idle_before) = sample();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (total, idle) = sample();
+    let elapsed = total.saturating_sub(total_before).max(1);
+    1.0 - idle.saturating_sub(idle_before) as f64 / elapsed as f64
+}
+
+/// Resident memory of a process, MiB.
+pub fn rss_mib(pid: u32) -> f64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|status| {
+            let line = status
+                .lines()
+                .find(|l| l.starts_with("VmRSS:"))?
+                .to_string();
+            line.split_whitespace().nth(1)?.parse::<f64>().ok()
+        })
+        .map(|kib| kib / 1024.0)
+        .unwrap_or(f64::NAN)
+}
+
+/// What the figures were measured on, as `(item, value)` rows.
+pub fn describe() -> Vec<(String, String)> {
+    let cpu = first_line_after(&all_output("lscpu", &[]), "Model name:");
+    let memory = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .map(|m| first_line_after(&m, "MemTotal:"))
+        .and_then(|kib| kib.split_whitespace().next()?.parse::<f64>().ok())
+        .map(|kib| format!("{:.1} GiB", kib / 1024.0 / 1024.0))
+        .unwrap_or_default();
+    let commit = output("git", &["rev-parse", "--short", "HEAD"]);
+    let dirty = !output("git", &["status", "--porcelain", "--untracked-files=no"]).is_empty();
+    vec![
+        ("CPU".into(), cpu),
+        // --all: this thread is pinned to one CPU by now.
+        ("cores".into(), output("nproc", &["--all"])),
+        ("memory".into(), memory),
+        ("kernel".into(), output("uname", &["-sr"])),
+        (
+            "load average before the run".into(),
+            std::fs::read_to_string("/proc/loadavg").unwrap_or_default(),
+        ),
+        ("rustc".into(), output("rustc", &["-V"])),
+        ("nginx".into(), output("nginx", &["-v"])),
+        ("envoy".into(), super::tools::envoy_version()),
+        ("wrk".into(), output("wrk", &["-v"])),
+        (
+            "git commit".into(),
+            format!(
+                "{commit}{}",
+                if dirty { " (with local changes)" } else { "" }
+            ),
+        ),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k, v.trim().to_string()))
+    .collect()
+}
+
+/// The first line of what `program` prints.
+pub fn output(program: &str, args: &[&str]) -> String {
+    all_output(program, args)
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// What `program` prints on stdout, else on stderr (`nginx -v` writes there).
+fn all_output(program: &str, args: &[&str]) -> String {
+    let Ok(out) = Command::new(program)
+        .args(args)
+        .current_dir(crate::workspace_root())
+        .output()
+    else {
+        return format!("({program} not found)");
+    };
+    let text = if out.stdout.is_empty() {
+        out.stderr
+    } else {
+        out.stdout
+    };
+    String::from_utf8_lossy(&text).into_owned()
+}
+
+fn first_line_after(text: &str, label: &str) -> String {
+    text.lines()
+        .find_map(|l| l.trim().strip_prefix(label))
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}

@@ -1,0 +1,231 @@
+//! The proxies edge-gateway is compared with, set up from `tests/fixtures/bench`: nginx
+//! (plain reverse proxy) and Envoy (our policy), each pinned to CPU 1 with one worker.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::platform::{BASE, RESOURCES, Resource};
+
+/// A proxy process of ours, stopped by [`Proxy::stop`] (or killed when dropped).
+pub struct Proxy {
+    /// `http://127.0.0.1:<port>`.
+    pub url: String,
+    child: tokio::process::Child,
+    log: PathBuf,
+}
+
+impl Proxy {
+    /// Asks it to exit (SIGTERM: nginx's master takes its worker along) and waits.
+    pub async fn stop(mut self) {
+        if let Some(pid) = self.child.id() {
+            let _ = std::process::Command::new("kill")
+                .args(["-TERM", &pid.to_string()])
+                .status();
+        }
+        if tokio::time::timeout(Duration::from_secs(10), self.child.wait())
+            .await
+            .is_err()
+        {
+            let _ = self.child.kill().await;
+        }
+    }
+
+    async fn wait_until_listening(&mut self) {
+        let addr = self.url.trim_start_matches("http://").to_string();
+        for _ in 0..500 {
+            if tokio::net::TcpStream::connect(&addr).await.is_ok() {
+                return;
+            }
+            if let Ok(Some(status)) = self.child.try_wait() {
+                panic!(
+                    "proxy exited ({status}):\n{}",
+                    std::fs::read_to_string(&self.log).unwrap_or_default()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        panic!("nothing listens on {addr}");
+    }
+}
+
+/// nginx with one worker on CPU 1, in front of `backend` (`http://host:port`).
+pub async fn nginx(dir: &Path, backend: &str) -> Proxy {
+    let prefix = dir.join("nginx");
+    std::fs::create_dir_all(&prefix).expect("nginx prefix");
+    let listen = format!("127.0.0.1:{}", crate::free_port());
+    let user = super::machine::output("id", &["-un"]);
+    let prefix_text = prefix.display().to_string();
+    let config = fill(
+        include_str!("../../fixtures/bench/nginx.conf"),
+        &[
+            ("user", &user),
+            ("prefix", &prefix_text),
+            ("backend", backend.trim_start_matches("http://")),
+            ("listen", &listen),
+            ("base", BASE),
+        ],
+    );
+    let conf = prefix.join("nginx.conf");
+    std::fs::write(&conf, config).expect("write nginx.conf");
+    let args = [
+        "-p",
+        &prefix_text,
+        "-e",
+        &format!("{prefix_text}/error.log"),
+        "-c",
+        &conf.display().to_string(),
+        "-g",
+        "daemon off;",
+    ];
+    start("nginx", &args, &listen, prefix.join("stderr.log")).await
+}
+
+/// Envoy with one worker on CPU 1 in front of `backend`, enforcing our policy: tokens of
+/// `issuer` signed by a key of `jwks` on the authenticated resources, a local rate limit.
+pub async fn envoy(dir: &Path, backend: &str, issuer: &str, jwks: &str) -> Proxy {
+    let listen = format!("127.0.0.1:{}", crate::free_port());
+    let port = |addr: &str| addr.rsplit(':').next().expect("port").to_string();
+    let config = fill(
+        include_str!("../../fixtures/bench/envoy.yaml"),
+        &[
+            ("listen_port", &port(&listen)),
+            ("backend_port", &port(backend)),
+            ("routes", &envoy_routes().to_string()),
+            ("rules", &envoy_rules().to_string()),
+            ("issuer", &json!(issuer).to_string()),
+            ("jwks", &json!(jwks).to_string()),
+        ],
+    );
+    let conf = dir.join("envoy.yaml");
+    std::fs::write(&conf, config).expect("write envoy.yaml");
+    let envoy = super::tools::envoy_binary().expect("envoy");
+    let args = [
+        "-c",
+        &conf.display().to_string(),
+        "--concurrency",
+        "1",
+        "--disable-hot-restart",
+        "--log-level",
+        "warn",
+    ];
+    start(
+        &envoy.display().to_string(),
+        &args,
+        &listen,
+        dir.join("envoy.log"),
+    )
+    .await
+}
+
+/// Starts `program` on CPU 1, its output in `log`, and waits for its listener.
+async fn start(program: &str, args: &[&str], listen: &str, log: PathBuf) -> Proxy {
+    let output = std::fs::File::create(&log).expect("proxy log");
+    let child = tokio::process::Command::new("taskset")
+        .args(["-c", "1", program])
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(output.try_clone().expect("log"))
+        .stderr(output)
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap_or_else(|e| panic!("start {program}: {e}"));
+    let mut proxy = Proxy {
+        url: format!("http://{listen}"),
+        child,
+        log,
+    };
+    proxy.wait_until_listening().await;
+    proxy
+}
+
+/// Replaces each `@name@` of `template`; every name must occur.
+fn fill(template: &str, values: &[(&str, &str)]) -> String {
+    values
+        .iter()
+        .fold(template.to_string(), |text, (name, value)| {
+            let token = format!("@{name}@");
+            assert!(text.contains(&token), "template lacks {token}");
+            text.replace(&token, value)
+        })
+}
+
+/// One route per resource of the API: its method and path, rewritten as the gateway
+/// forwards it (`/<context>/<version>` dropped).
+fn envoy_routes() -> Value {
+    let rewrite =
+        json!({"pattern": {"regex": format!("^{}", regex_escape(BASE))}, "substitution": ""});
+    RESOURCES
+        .iter()
+        .map(|resource| {
+            json!({
+                "match": route_match(resource),
+                "route": {"cluster": "backend", "regex_rewrite": rewrite},
+            })
+        })
+        .collect()
+}
+
+/// A token is required on every resource that is not `x-auth-type: None`.
+fn envoy_rules() -> Value {
+    RESOURCES
+        .iter()
+        .filter(|r| r.authenticated)
+        .map(|resource| json!({"match": route_match(resource), "requires": {"provider_name": "apim"}}))
+        .collect()
+}
+
+fn route_match(resource: &Resource) -> Value {
+    let path = format!("{BASE}{}", resource.template);
+    let method = json!([{"name": ":method", "string_match": {"exact": resource.method}}]);
+    if path.contains('{') {
+        json!({"safe_regex": {"regex": template_regex(&path)}, "headers": method})
+    } else {
+        json!({"path": path, "headers": method})
+    }
+}
+
+/// `/a/{id}/b` as an anchored regex with one path segment per parameter.
+fn template_regex(template: &str) -> String {
+    let segments: Vec<String> = template
+        .split('/')
+        .map(|s| {
+            if s.starts_with('{') {
+                "[^/]+".to_string()
+            } else {
+                regex_escape(s)
+            }
+        })
+        .collect();
+    format!("^{}$", segments.join("/"))
+}
+
+/// `text` with regex metacharacters escaped.
+fn regex_escape(text: &str) -> String {
+    text.chars()
+        .flat_map(|c| {
+            let special = ".+*?()[]{}|^$\\".contains(c);
+            special.then_some('\\').into_iter().chain([c])
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn templates_become_anchored_regexes() {
+        assert_eq!(
+            template_regex("/bench/v1.0.0/items/{id}"),
+            "^/bench/v1\\.0\\.0/items/[^/]+$"
+        );
+    }
+
+    #[test]
+    fn fills_every_value() {
+        assert_eq!(fill("a @x@ b @y@", &[("x", "1"), ("y", "2")]), "a 1 b 2");
+    }
+}
