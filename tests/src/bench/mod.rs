@@ -8,6 +8,7 @@
 //! database and with `--apis` APIs published. Prints a table and writes `BENCHMARKS.md`.
 
 pub mod backend;
+pub mod control;
 pub mod dataplane;
 pub mod load;
 pub mod machine;
@@ -92,7 +93,7 @@ pub fn run(options: Options) {
         } else {
             profile::gateway(&options, &platform).await
         };
-        let control = platform::measure(&options, &platform).await;
+        let control = control::measure(&options, &platform).await;
         platform.stop().await;
         let report = report::Report {
             options: &options,
