@@ -100,10 +100,10 @@ pub fn request_headers(request: &IncomingRequest) -> Headers {
 
 /// The `Content-Length`, when given and sane.
 fn content_length(headers: &Headers) -> Option<usize> {
-    let (_, value) = headers
-        .iter()
-        .find(|(name, _)| name.eq_ignore_ascii_case("content-length"))?;
-    std::str::from_utf8(value).ok()?.trim().parse().ok()
+    crate::header(headers, "content-length")?
+        .trim()
+        .parse()
+        .ok()
 }
 
 /// Reads a body whole. With its length known, it stops once that much has arrived
