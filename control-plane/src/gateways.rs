@@ -1,32 +1,27 @@
-//! Keeps gateways current: recompiles the manifest after every change, signs it, and
-//! pushes it to each configured gateway, retrying until it lands or a newer one replaces it.
+//! Keeps gateways current: compiles the manifest after every change (and once a minute,
+//! for expired revocations and other control planes' changes), and brings each configured
+//! gateway from the version it holds to the newest with signed pages.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use apim_manifest::Position;
 use sqlx::AnyPool;
 use tokio::sync::{Notify, watch};
 
 use crate::keys::KeyRing;
-use crate::manifest;
+use crate::manifest::{self, Compiler};
 
-/// Changes arriving within this window are compiled into one manifest.
-const DEBOUNCE: Duration = Duration::from_millis(25);
+/// A compile runs at least this often, changes or not.
+const COMPILE_EVERY: Duration = Duration::from_secs(60);
+/// First wait after a failed delivery; it doubles up to [`MAX_RETRY_DELAY`].
+const FIRST_RETRY_DELAY: Duration = Duration::from_millis(100);
 /// Longest wait between two attempts to reach a gateway.
-const MAX_RETRY_DELAY: Duration = Duration::from_secs(10);
+const MAX_RETRY_DELAY: Duration = Duration::from_secs(5);
 
-/// A compiled, signed manifest.
-#[derive(Debug)]
-pub struct SignedManifest {
-    /// Its version.
-    pub version: u64,
-    /// The compact JWS.
-    pub jws: String,
-}
-
-/// Where handlers report changes and readers find the current manifest.
+/// Where handlers report changes and push loops learn of new versions.
 pub struct ManifestHub {
-    latest: watch::Sender<Option<Arc<SignedManifest>>>,
+    latest: watch::Sender<u64>,
     changed: Notify,
 }
 
@@ -34,137 +29,156 @@ impl ManifestHub {
     /// A hub with no manifest yet.
     pub fn new() -> Arc<Self> {
         Arc::new(ManifestHub {
-            latest: watch::Sender::new(None),
+            latest: watch::Sender::new(0),
             changed: Notify::new(),
         })
     }
 
-    /// Something gateways care about changed: compile a new manifest soon.
+    /// Something gateways care about may have changed: compile now (changes reported
+    /// while a compile runs are taken in by the next one).
     pub fn request_recompile(&self) {
         self.changed.notify_one();
     }
-
-    /// The newest manifest, once the first compile has run.
-    pub fn current(&self) -> Option<Arc<SignedManifest>> {
-        self.latest.borrow().clone()
-    }
 }
 
-/// What the compiler needs.
-pub struct Compiler {
-    /// The database.
-    pub db: AnyPool,
-    /// Token keys, published in the manifest.
-    pub token_keys: Arc<KeyRing>,
-    /// The key manifests are signed with.
+/// What pushing needs besides the database.
+pub struct Pusher {
+    /// The key pages are signed with.
     pub manifest_keys: Arc<KeyRing>,
-    /// `iss` of access tokens.
-    pub issuer: String,
+    /// Base URLs of the gateways.
+    pub gateways: Vec<String>,
 }
 
-/// Starts compiling (now and after every change) and pushing to `gateways`.
-pub fn spawn(hub: Arc<ManifestHub>, compiler: Compiler, gateways: Vec<String>) {
+/// Starts compiling (now, after every change, and periodically) and pushing.
+pub fn spawn(hub: Arc<ManifestHub>, db: AnyPool, compiler: Compiler, pusher: Pusher) {
     tokio::spawn(compile_loop(hub.clone(), compiler));
     let client = reqwest::Client::builder()
         .timeout(Duration::from_secs(10))
         .build()
         .expect("HTTP client");
-    for gateway in gateways {
-        tokio::spawn(push_loop(hub.latest.subscribe(), client.clone(), gateway));
+    for gateway in pusher.gateways {
+        let delivery = Delivery {
+            db: db.clone(),
+            keys: pusher.manifest_keys.clone(),
+            client: client.clone(),
+            base: gateway.trim_end_matches('/').to_string(),
+        };
+        tokio::spawn(push_loop(hub.latest.subscribe(), delivery));
     }
 }
 
-async fn compile_loop(hub: Arc<ManifestHub>, compiler: Compiler) {
+async fn compile_loop(hub: Arc<ManifestHub>, mut compiler: Compiler) {
     loop {
-        match compile_signed(&compiler).await {
-            Ok(signed) => {
-                tracing::info!(version = signed.version, "route manifest compiled");
-                hub.latest.send_replace(Some(Arc::new(signed)));
-                hub.changed.notified().await;
-                tokio::time::sleep(DEBOUNCE).await;
-            }
+        match compiler.compile().await {
+            Ok(Some(compiled)) => tracing::info!(
+                version = compiled.version,
+                changes = compiled.changes,
+                entries = compiled.entries,
+                elapsed_ms = compiled.elapsed.as_secs_f64() * 1e3,
+                "route manifest compiled"
+            ),
+            Ok(None) => {}
             Err(err) => {
                 tracing::error!(error = ?err, "could not compile the route manifest; retrying");
                 tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
             }
+        }
+        let version = compiler.version();
+        hub.latest.send_if_modified(|latest| {
+            let newer = version > *latest;
+            *latest = (*latest).max(version);
+            newer
+        });
+        tokio::select! {
+            () = hub.changed.notified() => {}
+            () = tokio::time::sleep(COMPILE_EVERY) => {}
         }
     }
 }
 
-async fn compile_signed(compiler: &Compiler) -> anyhow::Result<SignedManifest> {
-    let manifest = manifest::compile(&compiler.db, &compiler.token_keys, &compiler.issuer).await?;
-    Ok(SignedManifest {
-        version: manifest.version,
-        jws: manifest::sign(&compiler.manifest_keys, &manifest)?,
-    })
+/// One gateway and how to reach it.
+struct Delivery {
+    db: AnyPool,
+    keys: Arc<KeyRing>,
+    client: reqwest::Client,
+    base: String,
 }
 
-/// Delivers every new manifest to one gateway; a failed push is retried with backoff
-/// until it succeeds or a newer manifest takes its place.
-async fn push_loop(
-    mut latest: watch::Receiver<Option<Arc<SignedManifest>>>,
-    client: reqwest::Client,
-    gateway: String,
-) {
-    let url = format!(
-        "{}{}",
-        gateway.trim_end_matches('/'),
-        apim_manifest::paths::GATEWAY_PUSH
-    );
+/// Brings one gateway up to the newest version and keeps it there: asks where it is, then
+/// sends the pages after that, one at a time; a failure is retried with backoff.
+async fn push_loop(mut latest: watch::Receiver<u64>, delivery: Delivery) {
+    let mut known: Option<Position> = None;
+    let mut delay = FIRST_RETRY_DELAY;
     loop {
-        let Some(manifest) = latest.borrow_and_update().clone() else {
+        let newest = *latest.borrow_and_update();
+        let current = known.is_some_and(|p| p.snapshot.is_none() && p.version >= newest);
+        if newest == 0 || current {
             if latest.changed().await.is_err() {
                 return;
             }
             continue;
+        }
+        let step = match known {
+            None => delivery.position().await,
+            Some(position) => delivery.push_next(position).await,
         };
-        let mut delay = Duration::from_millis(250);
-        loop {
-            match push(&client, &url, &manifest).await {
-                Ok(served) => {
-                    tracing::info!(%gateway, version = manifest.version, served, "manifest delivered");
-                    break;
-                }
-                Err(err) => {
-                    tracing::warn!(%gateway, version = manifest.version, error = %err, "manifest push failed; will retry");
-                }
+        match step {
+            Ok(position) => {
+                known = Some(position);
+                delay = FIRST_RETRY_DELAY;
             }
-            tokio::select! {
-                _ = tokio::time::sleep(delay) => delay = (delay * 2).min(MAX_RETRY_DELAY),
-                changed = latest.changed() => {
-                    if changed.is_err() { return; }
-                    break;
-                }
+            Err(err) => {
+                tracing::warn!(gateway = %delivery.base, error = %err, "manifest push failed; will retry");
+                known = None;
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(MAX_RETRY_DELAY);
             }
-        }
-        if latest.has_changed().unwrap_or(false) {
-            continue;
-        }
-        if latest.changed().await.is_err() {
-            return;
         }
     }
 }
 
-/// Pushes one manifest; Ok with the version the gateway now serves, if at least ours.
-async fn push(
-    client: &reqwest::Client,
-    url: &str,
-    manifest: &SignedManifest,
-) -> anyhow::Result<u64> {
-    let response = client
-        .post(url)
-        .header("content-type", "application/jwt")
-        .body(manifest.jws.clone())
-        .send()
-        .await?;
-    let status = response.status();
-    let body: serde_json::Value = response.json().await.unwrap_or_default();
-    let served = body["version"].as_u64().unwrap_or(0);
-    // 409: the gateway already serves this version or a newer one.
-    if (status.is_success() || status.as_u16() == 409) && served >= manifest.version {
-        Ok(served)
-    } else {
-        anyhow::bail!("gateway answered {status}: {body}")
+impl Delivery {
+    /// What the gateway holds.
+    async fn position(&self) -> anyhow::Result<Position> {
+        let url = format!("{}{}", self.base, apim_manifest::paths::GATEWAY_PUSH);
+        let response = self.client.get(&url).send().await?;
+        let status = response.status();
+        if !status.is_success() {
+            anyhow::bail!("gateway answered {status} when asked for its version");
+        }
+        Ok(response.json().await?)
+    }
+
+    /// Sends the page after `position`; where the gateway is afterwards.
+    async fn push_next(&self, position: Position) -> anyhow::Result<Position> {
+        let (after, snapshot) = position.next_after();
+        let Some(page) = manifest::read_page(&self.db, after, snapshot).await? else {
+            return Ok(position);
+        };
+        let (version, changes) = (page.upto, page.changes.len());
+        let jws = manifest::sign(&self.keys, &page)?;
+        let url = format!("{}{}", self.base, apim_manifest::paths::GATEWAY_PUSH);
+        let response = self
+            .client
+            .post(&url)
+            .header("content-type", "application/jwt")
+            .body(jws)
+            .send()
+            .await?;
+        let status = response.status();
+        let body = response.text().await.unwrap_or_default();
+        let held: Option<Position> = serde_json::from_str(&body).ok();
+        match (status.as_u16(), held) {
+            (200, Some(held)) => {
+                if held.snapshot.is_none() {
+                    tracing::info!(gateway = %self.base, version, served = held.version, changes, "manifest delivered");
+                }
+                Ok(held)
+            }
+            // Not where we thought (another node or a pull moved it): carry on from there.
+            (409, Some(held)) if held != position => Ok(held),
+            _ => anyhow::bail!("gateway answered {status}: {body}"),
+        }
     }
 }

@@ -11,6 +11,7 @@ use crate::config::{Command, Config};
 use crate::gateways::{self, ManifestHub};
 use crate::http::{AppState, app};
 use crate::keys::KeyRing;
+use crate::manifest::Compiler;
 use crate::scopes::ScopeNames;
 use crate::users;
 
@@ -67,18 +68,17 @@ async fn serve(config: Config, db: AnyPool) -> anyhow::Result<()> {
     let manifests = ManifestHub::new();
     gateways::spawn(
         manifests.clone(),
-        gateways::Compiler {
-            db: db.clone(),
-            token_keys: keys.clone(),
+        db.clone(),
+        Compiler::new(db.clone(), keys.clone(), issuer.clone()),
+        gateways::Pusher {
             manifest_keys: manifest_keys.clone(),
-            issuer: issuer.clone(),
+            gateways: config
+                .gateways
+                .iter()
+                .filter(|g| !g.is_empty())
+                .cloned()
+                .collect(),
         },
-        config
-            .gateways
-            .iter()
-            .filter(|g| !g.is_empty())
-            .cloned()
-            .collect(),
     );
     let state = AppState {
         db: db.clone(),

@@ -9,7 +9,8 @@ use jsonwebtoken::{Algorithm, Validation};
 use serde::Deserialize;
 
 use crate::faults::Fault;
-use crate::state::Index;
+use crate::host::Host;
+use crate::view::{MetaIndex, View};
 
 /// At most this many verified tokens are remembered per instance.
 const TOKEN_CACHE_LIMIT: usize = 10_000;
@@ -29,7 +30,8 @@ pub struct Claims {
     pub key_type: Option<String>,
 }
 
-/// Tokens whose signature has been checked, so a reused instance verifies each once.
+/// Tokens whose signature has been checked, so a reused instance verifies each once
+/// (revocation is checked on every use, against the manifest).
 #[derive(Default)]
 pub struct TokenCache {
     verified: HashMap<String, Claims>,
@@ -76,29 +78,32 @@ pub fn bearer(value: Option<&str>) -> Option<&str> {
 
 /// Admits the bearer of `token` to `api`, or says why not, the way WSO2 does.
 pub fn admit(
-    index: &Index,
-    tokens: &mut TokenCache,
+    view: &mut View,
+    host: &dyn Host,
     api: &ApiRoute,
     token: &str,
     now_secs: i64,
 ) -> Result<Admitted, Fault> {
     let (context, version) = (api.context.as_str(), api.version.as_str());
-    let claims = tokens.verify(index, token, now_secs).map_err(|expired| {
-        if expired {
-            Fault::expired(context, version)
-        } else {
-            Fault::invalid_credentials(context, version)
-        }
-    })?;
-    if index.revoked.contains(&claims.jti) {
+    let meta = view.meta_index();
+    let claims = view
+        .tokens
+        .verify(&meta, token, now_secs)
+        .map_err(|expired| {
+            if expired {
+                Fault::expired(context, version)
+            } else {
+                Fault::invalid_credentials(context, version)
+            }
+        })?;
+    if view.is_revoked(host, &claims.jti) {
         return Err(Fault::invalid_credentials(context, version));
     }
     let Some(application_id) = claims.application_id.clone() else {
         return Err(Fault::not_subscribed(context, version));
     };
-    let subscription = index
-        .subscriptions
-        .get(&(application_id.clone(), api.id.clone()))
+    let subscription = view
+        .subscription(host, &application_id, &api.id)
         .ok_or_else(|| Fault::not_subscribed(context, version))?;
     let environment = match claims.key_type.as_deref() {
         Some("SANDBOX") => Environment::Sandbox,
@@ -121,16 +126,18 @@ pub fn admit(
     }
     Ok(Admitted {
         subscription_tier: subscription.tier.clone(),
-        application_tier: index.application_tiers.get(&application_id).cloned(),
+        application_tier: view
+            .application(host, &application_id)
+            .map(|a| a.tier.clone()),
         application_id,
         environment,
     })
 }
 
 impl TokenCache {
-    /// The token's claims, verified now or earlier under this manifest. `Err(true)` when it
+    /// The token's claims, verified now or earlier against these keys. `Err(true)` when it
     /// has expired, `Err(false)` when it is invalid.
-    fn verify(&mut self, index: &Index, token: &str, now_secs: i64) -> Result<Claims, bool> {
+    fn verify(&mut self, meta: &MetaIndex, token: &str, now_secs: i64) -> Result<Claims, bool> {
         if let Some(claims) = self.verified.get(token) {
             return if claims.exp > now_secs {
                 Ok(claims.clone())
@@ -142,11 +149,11 @@ impl TokenCache {
         let key = header
             .kid
             .as_deref()
-            .and_then(|kid| index.token_keys.get(kid))
+            .and_then(|kid| meta.token_keys.get(kid))
             .ok_or(false)?;
         let mut validation = Validation::new(Algorithm::EdDSA);
         validation.leeway = 0;
-        validation.set_issuer(&[index.manifest.token_issuer.as_str()]);
+        validation.set_issuer(&[meta.meta.token_issuer.as_str()]);
         validation.set_required_spec_claims(&["exp", "iss", "sub"]);
         let claims = jsonwebtoken::decode::<Claims>(token, key, &validation)
             .map(|data| data.claims)

@@ -6,15 +6,21 @@ use apim_manifest::{ApiState, AuthType, Operation, paths};
 use crate::auth::{self, Admitted, Environment};
 use crate::faults::Fault;
 use crate::host::{Host, Request, Response, header};
-use crate::state::{self, Loaded};
+use crate::state;
 use crate::sync::{self, settings};
+use crate::view::View;
 use crate::{cache, cors, forward, throttle};
 
-/// One instance's gateway: the manifest it serves, with what it has verified under it.
+/// How long a request waits for another instance to finish pulling the first manifest.
+const FIRST_MANIFEST_WAIT_MS: u64 = 5_000;
+/// How often it looks meanwhile.
+const FIRST_MANIFEST_POLL_MS: u64 = 5;
+
+/// One instance's gateway: its view of the manifest, with what it has verified under it.
 /// Correct whether it lives for one request (Spin) or many (edge-gateway reuse).
 #[derive(Default)]
 pub struct Gateway {
-    loaded: Option<Loaded>,
+    view: Option<View>,
 }
 
 impl Gateway {
@@ -28,6 +34,7 @@ impl Gateway {
             .to_string();
         match (request.method.as_str(), path.as_str()) {
             ("POST", paths::GATEWAY_PUSH) => sync::receive_push(host, &request),
+            ("GET", paths::GATEWAY_PUSH) => sync::status(host),
             ("POST", paths::GATEWAY_SYNC) => sync::sync_now(host),
             (_, "/token") => token_service(host, &request, "/oauth2/token"),
             (_, "/revoke") => token_service(host, &request, "/oauth2/revoke"),
@@ -37,33 +44,21 @@ impl Gateway {
         }
     }
 
-    /// The manifest to serve: the instance's own, unless the store has a newer one; the
-    /// control plane's, pulled, when the store has none yet.
-    fn current(&mut self, host: &dyn Host) -> Option<&mut Loaded> {
-        let mut stored = state::stored_version(host);
-        if stored.is_none() {
-            if let Err(err) = sync::pull(host) {
-                eprintln!("no route manifest yet and none could be pulled: {err}");
-            }
-            stored = state::stored_version(host);
-        }
-        let serving = self.loaded.as_ref().map(|l| l.index.manifest.version);
-        if stored.is_some() && stored > serving {
-            let public_key = host
-                .setting(settings::MANIFEST_PUBLIC_KEY)
-                .unwrap_or_default();
-            match state::load_stored(host, &public_key) {
-                Some(manifest) if Some(manifest.version) > serving => {
-                    let environment = host.setting(settings::GATEWAY_ENVIRONMENT);
-                    self.loaded = Some(Loaded::new(manifest, environment.as_deref()));
-                }
-                Some(_) => {}
-                None => {
-                    eprintln!("the stored route manifest does not verify; serving the previous one")
-                }
+    /// The view of the manifest the store holds now; when the store holds none yet, the
+    /// control plane's, pulled (or, while another instance pulls it, waited for).
+    fn current(&mut self, host: &dyn Host) -> Option<&mut View> {
+        let head = match state::read_head(host) {
+            Some(head) => head,
+            None => first_manifest(host)?,
+        };
+        match &mut self.view {
+            Some(view) => view.advance(host, head),
+            None => {
+                let environment = host.setting(settings::GATEWAY_ENVIRONMENT);
+                self.view = View::load(host, head, environment);
             }
         }
-        self.loaded.as_mut()
+        self.view.as_mut()
     }
 
     fn invoke(
@@ -73,9 +68,9 @@ impl Gateway {
         path: &str,
     ) -> Result<Response, Fault> {
         let now_ms = host.now_millis();
-        let loaded = self.current(host).ok_or_else(Fault::not_found)?;
-        let Loaded { index, tokens } = loaded;
-        let (api, resource) = index.route(path).ok_or_else(Fault::not_found)?;
+        let view = self.current(host).ok_or_else(Fault::not_found)?;
+        let (api, resource) = view.route(host, path).ok_or_else(Fault::not_found)?;
+        let api = &*api;
         if api.state == ApiState::Blocked {
             return Err(Fault::api_blocked());
         }
@@ -96,13 +91,13 @@ impl Gateway {
             AuthType::Required => {
                 let token = auth::bearer(header(&request.headers, "authorization"))
                     .ok_or_else(Fault::missing_credentials)?;
-                Some(auth::admit(index, tokens, api, token, now_ms / 1000)?)
+                Some(auth::admit(view, host, api, token, now_ms / 1000)?)
             }
         };
         let environment = environment_of(caller.as_ref(), api.production_url.is_some());
         throttle::check(
             host,
-            &index.manifest.tiers,
+            &view.meta().meta.tiers,
             api,
             operation,
             caller.as_ref(),
@@ -146,6 +141,26 @@ impl Gateway {
         }
         Ok(response)
     }
+}
+
+/// The head once the first manifest is in the store: pulled by this request, or by
+/// another instance that holds the lease meanwhile.
+fn first_manifest(host: &dyn Host) -> Option<state::Head> {
+    match sync::pull(host) {
+        Ok(_) => {}
+        Err(sync::PullError::Busy) => {
+            let mut waited = 0;
+            while waited < FIRST_MANIFEST_WAIT_MS {
+                host.sleep_ms(FIRST_MANIFEST_POLL_MS);
+                waited += FIRST_MANIFEST_POLL_MS;
+                if let Some(head) = state::read_head(host) {
+                    return Some(head);
+                }
+            }
+        }
+        Err(err) => eprintln!("no route manifest yet and none could be pulled: {err}"),
+    }
+    state::read_head(host)
 }
 
 /// Where a request goes: the key type's environment; production for open operations

@@ -13,10 +13,21 @@ pub trait Host {
     fn kv_delete(&self, key: &str) -> Result<(), String>;
     /// Atomically adds `delta` to a counter, returning the new value.
     fn kv_increment(&self, key: &str, delta: i64) -> Result<i64, String>;
+    /// Writes `value` if the key still holds `expected` (`None`: absent); whether it did.
+    fn kv_compare_and_swap(
+        &self,
+        key: &str,
+        expected: Option<&[u8]>,
+        value: &[u8],
+    ) -> Result<bool, String>;
+    /// One page of the store's keys, after `cursor`; and where the next page starts.
+    fn kv_list_keys(&self, cursor: Option<&str>) -> Result<(Vec<String>, Option<String>), String>;
     /// A setting (`control_plane_url`, `manifest_public_key`, ...).
     fn setting(&self, name: &str) -> Option<String>;
     /// Sends a request and reads the whole response.
     fn send(&self, request: Outbound) -> Result<Response, SendError>;
     /// Milliseconds since the Unix epoch.
     fn now_millis(&self) -> i64;
+    /// Waits this long.
+    fn sleep_ms(&self, ms: u64);
 }

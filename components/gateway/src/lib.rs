@@ -2,9 +2,9 @@
 //!
 //! Per request it routes by context and version, matches the operation, checks the bearer
 //! token and subscription, throttles, and forwards to the backend, answering failures the
-//! way WSO2's gateway does. State shared between instances (the signed route manifest,
-//! throttling counters, cached responses) lives in the host's key-value store; each
-//! instance keeps the parsed manifest and verified tokens while it lives.
+//! way WSO2's gateway does. State shared between instances (the route manifest entry by
+//! entry, throttling counters, cached responses) lives in the host's key-value store; each
+//! instance keeps the entries it has read and the tokens it has verified while it lives.
 //!
 //! Everything but the WASI glue ([`wasm`], built only for wasm32) is plain Rust behind the
 //! [`host::Host`] trait, so it is tested natively.
@@ -19,6 +19,7 @@ pub mod host;
 pub mod state;
 pub mod sync;
 pub mod throttle;
+pub mod view;
 
 #[cfg(target_arch = "wasm32")]
 mod wasm;

@@ -1,194 +1,236 @@
-//! The manifest an instance serves: verified, indexed, and kept for as long as the
-//! instance lives, keyed by version. The key-value store holds the authoritative copy,
-//! so every instance (and every Spin request, which gets a fresh one) sees the same.
+//! The manifest a gateway serves, entry by entry in the shared key-value store, and how
+//! signed pages change it. The store holds:
+//!
+//! - `apim:m:head`: `<generation> <version>`, the entries served and their version;
+//! - `apim:m:<generation>:<entry key>`: the entries (see [`apim_manifest::key`]);
+//! - `apim:m:snapshot`: `<generation> <version>`, a snapshot being taken into a fresh
+//!   generation, and how far it has got; the head moves to it once it is complete;
+//! - `apim:m:lock`: a lease, so that pages are applied one at a time whoever applies them
+//!   (a push and a pull, several instances, several nodes on one Redis).
+//!
+//! Every instance, and every Spin request with its fresh instance, reads the same store;
+//! instances read entries as requests need them ([`crate::view`]).
 
-use std::collections::{HashMap, HashSet};
+use apim_manifest::{Change, Page, Position};
 
-use apim_manifest::{ApiRoute, Manifest, SubscriptionEntry};
-use jsonwebtoken::{Algorithm, DecodingKey, Validation};
-
-use crate::auth::TokenCache;
 use crate::host::Host;
 
-/// Key of the signed manifest in the store.
-pub const MANIFEST_KEY: &str = "apim:manifest";
-/// Key of its version, read on every request to notice a new manifest cheaply.
-pub const VERSION_KEY: &str = "apim:manifest-version";
+/// Key of the head.
+pub const HEAD_KEY: &str = "apim:m:head";
+/// Key of a snapshot in progress.
+const SNAPSHOT_KEY: &str = "apim:m:snapshot";
+/// Key of the lease on applying pages.
+const LOCK_KEY: &str = "apim:m:lock";
+/// Prefix of every key this module writes.
+const PREFIX: &str = "apim:m:";
+/// Keys of the single-document manifests of earlier releases, dropped with a snapshot.
+const LEGACY_KEYS: [&str; 2] = ["apim:manifest", "apim:manifest-version"];
+/// How long a lease lasts if its holder never gives it back (a trapped instance).
+const LEASE_MS: i64 = 10_000;
 
-/// A verified manifest with lookup tables, and the tokens verified under it.
-pub struct Loaded {
-    /// What the manifest says, indexed.
-    pub index: Index,
-    /// Tokens verified under this manifest.
-    pub tokens: TokenCache,
+/// A generation of entries and the version it holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Head {
+    /// Entries live under `apim:m:<generation>:`.
+    pub generation: u64,
+    /// The version they hold.
+    pub version: u64,
 }
 
-impl Loaded {
-    /// Indexes a verified manifest, keeping the APIs deployed to `environment`.
-    pub fn new(mut manifest: Manifest, environment: Option<&str>) -> Self {
-        manifest.apis.retain(|api| api.deployed_to(environment));
-        Loaded {
-            index: Index::new(manifest),
-            tokens: TokenCache::default(),
-        }
+impl Head {
+    fn encode(&self) -> String {
+        format!("{} {}", self.generation, self.version)
+    }
+
+    fn decode(bytes: &[u8]) -> Option<Self> {
+        let text = std::str::from_utf8(bytes).ok()?;
+        let (generation, version) = text.trim().split_once(' ')?;
+        Some(Head {
+            generation: generation.parse().ok()?,
+            version: version.parse().ok()?,
+        })
     }
 }
 
-/// A verified manifest with lookup tables.
-pub struct Index {
-    /// The manifest.
-    pub manifest: Manifest,
-    /// Token verification keys by `kid`.
-    pub token_keys: HashMap<String, DecodingKey>,
-    /// Subscriptions by (application, API).
-    pub subscriptions: HashMap<(String, String), SubscriptionEntry>,
-    /// Application tiers by application id.
-    pub application_tiers: HashMap<String, String>,
-    /// Revoked token ids.
-    pub revoked: HashSet<String>,
+/// The store key of an entry in a generation.
+pub fn entry_key(generation: u64, key: &str) -> String {
+    format!("{PREFIX}{generation}:{key}")
 }
 
-impl Index {
-    /// Indexes a verified manifest.
-    pub fn new(manifest: Manifest) -> Self {
-        Index {
-            token_keys: manifest
-                .token_keys
-                .iter()
-                .filter_map(|k| Some((k.kid.clone(), DecodingKey::from_ed_components(&k.x).ok()?)))
-                .collect(),
-            subscriptions: manifest
-                .subscriptions
-                .iter()
-                .map(|s| ((s.application_id.clone(), s.api_id.clone()), s.clone()))
-                .collect(),
-            application_tiers: manifest
-                .applications
-                .iter()
-                .map(|a| (a.id.clone(), a.tier.clone()))
-                .collect(),
-            revoked: manifest
-                .revoked_tokens
-                .iter()
-                .map(|r| r.jti.clone())
-                .collect(),
-            manifest,
+/// The head, if the store holds a manifest.
+pub fn read_head(host: &dyn Host) -> Option<Head> {
+    Head::decode(&host.kv_get(HEAD_KEY).ok()??)
+}
+
+fn read_snapshot(host: &dyn Host) -> Option<Head> {
+    Head::decode(&host.kv_get(SNAPSHOT_KEY).ok()??)
+}
+
+/// What the store holds.
+pub fn position(host: &dyn Host) -> Position {
+    Position {
+        version: read_head(host).map_or(0, |h| h.version),
+        snapshot: read_snapshot(host).map(|s| s.version),
+    }
+}
+
+/// Why a page was not applied.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Refusal {
+    /// Another page is being applied; try again shortly.
+    Busy,
+    /// The page does not start where the store is (or would take it back in time).
+    OutOfOrder(Position),
+    /// The store failed.
+    Store(String),
+}
+
+impl From<String> for Refusal {
+    fn from(err: String) -> Self {
+        Refusal::Store(err)
+    }
+}
+
+/// Applies a verified page on top of what the store holds; the position afterwards.
+pub fn apply(host: &dyn Host, page: &Page, now_ms: i64) -> Result<Position, Refusal> {
+    let _lease = Lease::take(host, now_ms)?;
+    let head = read_head(host);
+    if page.snapshot {
+        apply_snapshot(host, head, page)
+    } else {
+        apply_delta(host, head, page)
+    }
+}
+
+/// A page of changes, applied in place: the head's version must be the page's start.
+fn apply_delta(host: &dyn Host, head: Option<Head>, page: &Page) -> Result<Position, Refusal> {
+    let Some(head) = head.filter(|h| h.version == page.after) else {
+        return Err(Refusal::OutOfOrder(position(host)));
+    };
+    write_changes(host, head.generation, &page.changes)?;
+    let head = Head {
+        version: page.upto,
+        ..head
+    };
+    host.kv_set(HEAD_KEY, head.encode().as_bytes())?;
+    Ok(position(host))
+}
+
+/// A page of a snapshot, written into a fresh generation; the last one moves the head
+/// there and drops every other generation.
+fn apply_snapshot(host: &dyn Host, head: Option<Head>, page: &Page) -> Result<Position, Refusal> {
+    let served = head.map_or(0, |h| h.version);
+    let in_progress = read_snapshot(host);
+    let mut snapshot = match in_progress {
+        // Never go back to an older manifest (a replayed snapshot).
+        _ if page.latest < served => return Err(Refusal::OutOfOrder(position(host))),
+        _ if page.after == 0 => Head {
+            generation: head
+                .map_or(0, |h| h.generation)
+                .max(in_progress.map_or(0, |s| s.generation))
+                + 1,
+            version: 0,
+        },
+        Some(snapshot) if snapshot.version == page.after => snapshot,
+        _ => return Err(Refusal::OutOfOrder(position(host))),
+    };
+    write_changes(host, snapshot.generation, &page.changes)?;
+    snapshot.version = page.upto;
+    if !page.is_last() {
+        host.kv_set(SNAPSHOT_KEY, snapshot.encode().as_bytes())?;
+        return Ok(Position {
+            version: served,
+            snapshot: Some(snapshot.version),
+        });
+    }
+    host.kv_set(HEAD_KEY, snapshot.encode().as_bytes())?;
+    host.kv_delete(SNAPSHOT_KEY)?;
+    drop_other_generations(host, snapshot.generation);
+    Ok(Position {
+        version: snapshot.version,
+        snapshot: None,
+    })
+}
+
+fn write_changes(host: &dyn Host, generation: u64, changes: &[Change]) -> Result<(), String> {
+    for change in changes {
+        let key = entry_key(generation, &change.key);
+        match &change.value {
+            Some(value) => host.kv_set(&key, value.get().as_bytes())?,
+            None => host.kv_delete(&key)?,
         }
     }
+    Ok(())
+}
 
-    /// The API serving `path` and the resource path within it: `/<context>/<version>/...`,
-    /// or `/<context>/...` for a default version. The longest context wins.
-    pub fn route<'a>(&'a self, path: &'a str) -> Option<(&'a ApiRoute, &'a str)> {
-        let mut best: Option<(&ApiRoute, &str, usize)> = None;
-        for api in &self.manifest.apis {
-            let versioned = format!("{}/{}", api.context, api.version);
-            let candidates = [
-                Some(versioned.as_str()),
-                api.default_version.then_some(api.context.as_str()),
-            ];
-            for prefix in candidates.into_iter().flatten() {
-                if let Some(rest) = strip_segment_prefix(path, prefix)
-                    && best.is_none_or(|(_, _, len)| prefix.len() > len)
-                {
-                    best = Some((api, rest, prefix.len()));
-                }
+/// Removes the entries of every generation but `keep` (and earlier releases' manifests).
+/// Best effort: what is left behind is never read.
+fn drop_other_generations(host: &dyn Host, keep: u64) {
+    let kept = format!("{PREFIX}{keep}:");
+    let mut cursor: Option<String> = None;
+    loop {
+        let Ok((keys, next)) = host.kv_list_keys(cursor.as_deref()) else {
+            return;
+        };
+        for key in keys {
+            let stale = key
+                .strip_prefix(PREFIX)
+                .and_then(|rest| rest.split_once(':'))
+                .is_some_and(|(generation, _)| generation.parse::<u64>().is_ok())
+                && !key.starts_with(&kept);
+            if stale || LEGACY_KEYS.contains(&key.as_str()) {
+                let _ = host.kv_delete(&key);
             }
         }
-        best.map(|(api, rest, _)| (api, rest))
+        match next {
+            Some(next) => cursor = Some(next),
+            None => return,
+        }
     }
 }
 
-/// `path` without `prefix`, if the prefix ends at a segment boundary.
-fn strip_segment_prefix<'a>(path: &'a str, prefix: &str) -> Option<&'a str> {
-    let rest = path.strip_prefix(prefix)?;
-    (rest.is_empty() || rest.starts_with('/')).then_some(rest)
+/// The right to apply pages, until dropped or [`LEASE_MS`] have passed.
+struct Lease<'a> {
+    host: &'a dyn Host,
 }
 
-/// Verifies a signed manifest with the configured public key.
-pub fn verify(jws: &str, public_key: &str) -> Result<Manifest, String> {
-    let key = DecodingKey::from_ed_components(public_key.trim())
-        .map_err(|e| format!("manifest_public_key is not an Ed25519 key: {e}"))?;
-    let mut validation = Validation::new(Algorithm::EdDSA);
-    validation.required_spec_claims.clear();
-    validation.validate_exp = false;
-    validation.validate_aud = false;
-    jsonwebtoken::decode::<Manifest>(jws.trim(), &key, &validation)
-        .map(|data| data.claims)
-        .map_err(|e| format!("manifest signature or content invalid: {e}"))
-}
-
-/// The version the store holds, if any.
-pub fn stored_version(host: &dyn Host) -> Option<u64> {
-    let bytes = host.kv_get(VERSION_KEY).ok()??;
-    std::str::from_utf8(&bytes).ok()?.trim().parse().ok()
-}
-
-/// Reads and verifies the manifest in the store.
-pub fn load_stored(host: &dyn Host, public_key: &str) -> Option<Manifest> {
-    let bytes = host.kv_get(MANIFEST_KEY).ok()??;
-    let jws = String::from_utf8(bytes).ok()?;
-    verify(&jws, public_key).ok()
-}
-
-/// Stores a signed manifest if it is newer than the stored one; the version the store
-/// holds afterwards, and whether this one was applied.
-pub fn store_if_newer(
-    host: &dyn Host,
-    jws: &str,
-    manifest: &Manifest,
-) -> Result<(u64, bool), String> {
-    let current = stored_version(host).unwrap_or(0);
-    if manifest.version <= current {
-        return Ok((current, false));
+impl<'a> Lease<'a> {
+    fn take(host: &'a dyn Host, now_ms: i64) -> Result<Self, Refusal> {
+        let held = host.kv_get(LOCK_KEY)?;
+        let until = held
+            .as_deref()
+            .and_then(|b| std::str::from_utf8(b).ok()?.trim().parse::<i64>().ok());
+        if until.is_some_and(|until| until > now_ms) {
+            return Err(Refusal::Busy);
+        }
+        let lease = (now_ms + LEASE_MS).to_string();
+        if host.kv_compare_and_swap(LOCK_KEY, held.as_deref(), lease.as_bytes())? {
+            Ok(Lease { host })
+        } else {
+            Err(Refusal::Busy)
+        }
     }
-    // The manifest first, then the version readers poll: a reader that sees the new
-    // version always finds (at least) that manifest.
-    host.kv_set(MANIFEST_KEY, jws.trim().as_bytes())?;
-    host.kv_set(VERSION_KEY, manifest.version.to_string().as_bytes())?;
-    Ok((manifest.version, true))
+}
+
+impl Drop for Lease<'_> {
+    fn drop(&mut self) {
+        let _ = self.host.kv_delete(LOCK_KEY);
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use apim_manifest::{ApiState, MaxTps};
-
-    fn api(context: &str, version: &str, default_version: bool) -> ApiRoute {
-        ApiRoute {
-            id: format!("{context}-{version}"),
-            name: "n".into(),
-            version: version.into(),
-            context: context.into(),
-            state: ApiState::Published,
-            default_version,
-            operations: vec![],
-            production_url: None,
-            sandbox_url: None,
-            backend_authorization: None,
-            max_tps: MaxTps::default(),
-            cors: None,
-            cache_timeout_secs: None,
-            environments: vec![],
-        }
-    }
 
     #[test]
-    fn routes_by_context_and_version_at_segment_boundaries() {
-        let loaded = Index::new(Manifest {
-            apis: vec![
-                api("/dev", "v1", true),
-                api("/dev", "v2", false),
-                api("/developers", "v1", false),
-            ],
-            ..Default::default()
-        });
-        let (found, rest) = loaded.route("/dev/v2/devs/a").unwrap();
-        assert_eq!((found.version.as_str(), rest), ("v2", "/devs/a"));
-        let (found, rest) = loaded.route("/dev/devs/a").unwrap();
-        assert_eq!((found.version.as_str(), rest), ("v1", "/devs/a"));
-        let (found, _) = loaded.route("/developers/v1").unwrap();
-        assert_eq!(found.context, "/developers");
-        assert!(loaded.route("/devx/v1").is_none());
-        assert!(loaded.route("/other").is_none());
+    fn heads_round_trip_and_reject_garbage() {
+        let head = Head {
+            generation: 3,
+            version: 42,
+        };
+        assert_eq!(Head::decode(head.encode().as_bytes()), Some(head));
+        assert_eq!(Head::decode(b"42"), None);
+        assert_eq!(Head::decode(b"x 1"), None);
+        assert_eq!(entry_key(3, "api:a"), "apim:m:3:api:a");
     }
 }

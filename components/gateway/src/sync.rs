@@ -1,10 +1,11 @@
-//! Receiving pushed manifests and pulling the current one from the control plane.
+//! Receiving pushed manifest pages and pulling the missing ones from the control plane.
 
-use apim_manifest::paths;
+use apim_manifest::{Page, Position, paths};
+use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::json;
 
 use crate::host::{Headers, Host, Outbound, Request, Response, split_url};
-use crate::state;
+use crate::state::{self, Refusal};
 
 /// Settings the gateway reads from its host.
 pub mod settings {
@@ -32,8 +33,13 @@ pub fn timeout_ms(host: &dyn Host) -> u64 {
         .unwrap_or(DEFAULT_TIMEOUT_MS)
 }
 
-/// `POST /_apim/manifest`: applies a signed manifest if it is newer; answers with the
-/// version now served (200 when applied, 409 when it was not newer, 400 when invalid).
+/// Most pages one pull applies (a snapshot of a very large manifest may need more
+/// pulls; each carries on where the last stopped).
+const MAX_PAGES_PER_PULL: usize = 10_000;
+
+/// `POST /_apim/manifest`: applies a signed page on top of what the store holds; answers
+/// with the position held afterwards (200 when applied, 409 when the page does not start
+/// there, 400 when invalid, 503 when another page is being applied or the store failed).
 pub fn receive_push(host: &dyn Host, request: &Request) -> Response {
     let Some(public_key) = host.setting(settings::MANIFEST_PUBLIC_KEY) else {
         return Response::json(
@@ -41,57 +47,133 @@ pub fn receive_push(host: &dyn Host, request: &Request) -> Response {
             &json!({"error": "manifest_public_key is not configured"}),
         );
     };
-    let jws = String::from_utf8_lossy(&request.body);
-    let manifest = match state::verify(&jws, &public_key) {
-        Ok(manifest) => manifest,
+    let page = match verify(&String::from_utf8_lossy(&request.body), &public_key) {
+        Ok(page) => page,
         Err(err) => return Response::json(400, &json!({"error": err})),
     };
-    match state::store_if_newer(host, &jws, &manifest) {
-        Ok((served, true)) => Response::json(200, &json!({"version": served})),
-        Ok((served, false)) => Response::json(
-            409,
-            &json!({"version": served, "error": "not newer than the manifest served"}),
-        ),
-        Err(err) => Response::json(
+    match state::apply(host, &page, host.now_millis()) {
+        Ok(position) => position_response(200, position),
+        Err(refusal) => refusal_response(refusal),
+    }
+}
+
+/// `GET /_apim/manifest`: the position the store holds.
+pub fn status(host: &dyn Host) -> Response {
+    position_response(200, state::position(host))
+}
+
+fn position_response(status: u16, position: Position) -> Response {
+    Response::json(status, &serde_json::to_value(position).unwrap_or_default())
+}
+
+fn refusal_response(refusal: Refusal) -> Response {
+    match refusal {
+        Refusal::OutOfOrder(position) => position_response(409, position),
+        Refusal::Busy => Response::json(503, &json!({"error": "another page is being applied"})),
+        Refusal::Store(err) => Response::json(
             503,
             &json!({"error": format!("could not store the manifest: {err}")}),
         ),
     }
 }
 
-/// `POST /_apim/sync`: pulls the current manifest now.
+/// Verifies a signed page with the configured public key.
+pub fn verify(jws: &str, public_key: &str) -> Result<Page, String> {
+    let key = DecodingKey::from_ed_components(public_key.trim())
+        .map_err(|e| format!("manifest_public_key is not an Ed25519 key: {e}"))?;
+    let mut validation = Validation::new(Algorithm::EdDSA);
+    validation.required_spec_claims.clear();
+    validation.validate_exp = false;
+    validation.validate_aud = false;
+    jsonwebtoken::decode::<Page>(jws.trim(), &key, &validation)
+        .map(|data| data.claims)
+        .map_err(|e| format!("manifest page signature or content invalid: {e}"))
+}
+
+/// `POST /_apim/sync`: pulls what the store misses now.
 pub fn sync_now(host: &dyn Host) -> Response {
     match pull(host) {
-        Ok(version) => Response::json(200, &json!({"version": version})),
-        Err(err) => Response::json(502, &json!({"error": err})),
+        Ok(position) => position_response(200, position),
+        Err(PullError::Busy) => refusal_response(Refusal::Busy),
+        Err(err) => Response::json(502, &json!({"error": err.to_string()})),
     }
 }
 
-/// Pulls the control plane's current manifest and stores it if newer; the version served.
-pub fn pull(host: &dyn Host) -> Result<u64, String> {
+/// Why a pull stopped short.
+#[derive(Debug)]
+pub enum PullError {
+    /// Another instance is applying pages.
+    Busy,
+    /// The control plane could not be asked, or its answer was not a valid page.
+    Failed(String),
+}
+
+impl std::fmt::Display for PullError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PullError::Busy => f.write_str("another page is being applied"),
+            PullError::Failed(reason) => f.write_str(reason),
+        }
+    }
+}
+
+impl From<String> for PullError {
+    fn from(reason: String) -> Self {
+        PullError::Failed(reason)
+    }
+}
+
+/// Pulls and applies pages from where the store is until the control plane has nothing
+/// newer; the position held afterwards.
+pub fn pull(host: &dyn Host) -> Result<Position, PullError> {
     let public_key = host
         .setting(settings::MANIFEST_PUBLIC_KEY)
-        .ok_or("manifest_public_key is not configured")?;
+        .ok_or("manifest_public_key is not configured".to_string())?;
     let secret = host.setting(settings::GATEWAY_SECRET).unwrap_or_default();
-    let request = to_control_plane(
-        host,
-        "GET",
-        paths::CONTROL_PLANE_MANIFEST,
-        vec![(
-            "authorization".into(),
-            format!("Bearer {secret}").into_bytes(),
-        )],
-        vec![],
-    )?;
-    let response = host
-        .send(request)
-        .map_err(|e| format!("control plane unreachable: {e:?}"))?;
-    if response.status != 200 {
-        return Err(format!("control plane answered {}", response.status));
+    let mut position = state::position(host);
+    for _ in 0..MAX_PAGES_PER_PULL {
+        let (after, snapshot) = position.next_after();
+        let query = format!(
+            "{}?after={after}&snapshot={snapshot}",
+            paths::CONTROL_PLANE_MANIFEST
+        );
+        let authorization = format!("Bearer {secret}").into_bytes();
+        let request = to_control_plane(
+            host,
+            "GET",
+            &query,
+            vec![("authorization".into(), authorization)],
+            vec![],
+        )?;
+        let response = host
+            .send(request)
+            .map_err(|e| format!("control plane unreachable: {e:?}"))?;
+        if response.status != 200 {
+            return Err(format!("control plane answered {}", response.status).into());
+        }
+        let page = verify(&String::from_utf8_lossy(&response.body), &public_key)?;
+        let last = page.is_last();
+        position = match state::apply(host, &page, host.now_millis()) {
+            Ok(position) => position,
+            Err(Refusal::Busy) => return Err(PullError::Busy),
+            // Someone else moved the store on meanwhile: carry on from there.
+            Err(Refusal::OutOfOrder(now)) if now != position => now,
+            Err(Refusal::OutOfOrder(now)) => {
+                return Err(format!(
+                    "the control plane's page ({} to {} of {}) does not fit what the store holds ({now:?})",
+                    page.after, page.upto, page.latest
+                )
+                .into());
+            }
+            Err(Refusal::Store(err)) => {
+                return Err(format!("could not store the manifest: {err}").into());
+            }
+        };
+        if last && position.snapshot.is_none() && position.version >= page.latest {
+            return Ok(position);
+        }
     }
-    let jws = String::from_utf8_lossy(&response.body);
-    let manifest = state::verify(&jws, &public_key)?;
-    state::store_if_newer(host, &jws, &manifest).map(|(served, _)| served)
+    Ok(position)
 }
 
 /// A request to the control plane at `path_with_query` (below `control_plane_url`), with

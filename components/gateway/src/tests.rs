@@ -1,14 +1,16 @@
-//! The whole pipeline against an in-memory host: manifests, tokens, subscriptions,
+//! The whole pipeline against an in-memory host: manifest pages, tokens, subscriptions,
 //! throttling, CORS, caching, forwarding and faults.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use apim_manifest::*;
 use ed25519_dalek::SigningKey;
 use ed25519_dalek::pkcs8::{EncodePrivateKey, spki::der::pem::LineEnding};
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::json;
+use serde_json::value::RawValue;
 
 use crate::gateway::Gateway;
 use crate::host::*;
@@ -40,13 +42,28 @@ type Backend = dyn Fn(&Outbound) -> Result<Response, SendError>;
 /// A refused call: headers, path, status and fault code.
 type Case<'a> = (Vec<(&'a str, String)>, &'a str, u16, &'a str);
 
+/// Keys per `list-keys` page of the fake store: small, so that paging is exercised.
+const KEYS_PER_PAGE: usize = 3;
+
 /// An in-memory host; `backend` answers outbound requests and records them.
 struct FakeHost {
-    kv: RefCell<HashMap<String, Vec<u8>>>,
+    kv: RefCell<BTreeMap<String, Vec<u8>>>,
     settings: HashMap<&'static str, String>,
     sent: RefCell<Vec<Outbound>>,
     backend: Box<Backend>,
     now_ms: RefCell<i64>,
+}
+
+impl FakeHost {
+    fn new(settings: HashMap<&'static str, String>, backend: Box<Backend>) -> Self {
+        FakeHost {
+            kv: RefCell::new(BTreeMap::new()),
+            settings,
+            sent: RefCell::new(vec![]),
+            backend,
+            now_ms: RefCell::new(NOW_SECS * 1000),
+        }
+    }
 }
 
 impl Host for FakeHost {
@@ -70,6 +87,32 @@ impl Host for FakeHost {
         kv.insert(key.into(), (current + delta).to_string().into_bytes());
         Ok(current + delta)
     }
+    fn kv_compare_and_swap(
+        &self,
+        key: &str,
+        expected: Option<&[u8]>,
+        value: &[u8],
+    ) -> Result<bool, String> {
+        let mut kv = self.kv.borrow_mut();
+        if kv.get(key).map(Vec::as_slice) != expected {
+            return Ok(false);
+        }
+        kv.insert(key.into(), value.to_vec());
+        Ok(true)
+    }
+    fn kv_list_keys(&self, cursor: Option<&str>) -> Result<(Vec<String>, Option<String>), String> {
+        let kv = self.kv.borrow();
+        let keys: Vec<String> = kv
+            .keys()
+            .filter(|k| cursor.is_none_or(|c| k.as_str() > c))
+            .take(KEYS_PER_PAGE + 1)
+            .cloned()
+            .collect();
+        let more = keys.len() > KEYS_PER_PAGE;
+        let keys: Vec<String> = keys.into_iter().take(KEYS_PER_PAGE).collect();
+        let next = more.then(|| keys.last().cloned()).flatten();
+        Ok((keys, next))
+    }
     fn setting(&self, name: &str) -> Option<String> {
         self.settings.get(name).cloned()
     }
@@ -81,17 +124,25 @@ impl Host for FakeHost {
     fn now_millis(&self) -> i64 {
         *self.now_ms.borrow()
     }
+    fn sleep_ms(&self, ms: u64) {
+        *self.now_ms.borrow_mut() += ms as i64;
+    }
 }
 
 const ISSUER: &str = "http://cp/oauth2/token";
 const NOW_SECS: i64 = 1_900_000_000;
 
+/// A gateway instance over a fake host, and the manifest the "control plane" has pushed.
 struct World {
     host: FakeHost,
     gateway: Gateway,
     manifest_keys: Keys,
     token_keys: Keys,
+    /// What the control plane holds; change it, then [`World::publish`].
     manifest: Manifest,
+    /// Entries as last pushed, and their version.
+    pushed: BTreeMap<String, Arc<str>>,
+    version: u64,
 }
 
 fn operation(method: &str, template: &str, auth: AuthType, tier: Option<&str>) -> Operation {
@@ -104,120 +155,185 @@ fn operation(method: &str, template: &str, auth: AuthType, tier: Option<&str>) -
     }
 }
 
-fn manifest(token_x: &str, version: u64) -> Manifest {
+fn dev_api() -> ApiRoute {
+    ApiRoute {
+        id: "api-1".into(),
+        name: "Dev".into(),
+        version: "v1".into(),
+        context: "/dev".into(),
+        state: ApiState::Published,
+        default_version: false,
+        operations: vec![
+            operation("GET", "/devs/{username}/repos", AuthType::Required, None),
+            operation(
+                "GET",
+                "/devs/{username}",
+                AuthType::Required,
+                Some("10KPerMin"),
+            ),
+            operation("GET", "/open", AuthType::None, None),
+        ],
+        production_url: Some("http://backend:8080/base/".into()),
+        sandbox_url: None,
+        backend_authorization: Some("Basic dTpw".into()),
+        max_tps: MaxTps {
+            production: Some(1000),
+            sandbox: None,
+        },
+        cors: Some(Cors {
+            allow_origins: vec!["*".into()],
+            allow_headers: "authorization".into(),
+            allow_methods: "GET".into(),
+            allow_credentials: false,
+        }),
+        cache_timeout_secs: None,
+    }
+}
+
+fn manifest(token_x: &str) -> Manifest {
     let mut tiers = Tiers::default();
     tiers.subscription.insert("Gold".into(), Some(3));
     tiers.subscription.insert("Unlimited".into(), None);
     tiers.application.insert("10PerMin".into(), Some(2));
     tiers.application.insert("Unlimited".into(), None);
     tiers.resource.insert("10KPerMin".into(), Some(10000));
+    let application = |tier: &str| Application { tier: tier.into() };
+    let subscription = Subscription {
+        tier: "Unlimited".into(),
+        status: "UNBLOCKED".into(),
+    };
     Manifest {
-        version,
-        issued_at: 0,
-        token_issuer: ISSUER.into(),
-        token_keys: vec![TokenKey {
-            kid: "k1".into(),
-            x: token_x.into(),
-        }],
-        apis: vec![ApiRoute {
-            id: "api-1".into(),
-            name: "Dev".into(),
-            version: "v1".into(),
-            context: "/dev".into(),
-            state: ApiState::Published,
-            default_version: false,
-            operations: vec![
-                operation("GET", "/devs/{username}/repos", AuthType::Required, None),
-                operation(
-                    "GET",
-                    "/devs/{username}",
-                    AuthType::Required,
-                    Some("10KPerMin"),
-                ),
-                operation("GET", "/open", AuthType::None, None),
-            ],
-            production_url: Some("http://backend:8080/base/".into()),
-            sandbox_url: None,
-            backend_authorization: Some("Basic dTpw".into()),
-            max_tps: MaxTps {
-                production: Some(1000),
-                sandbox: None,
-            },
-            cors: Some(Cors {
-                allow_origins: vec!["*".into()],
-                allow_headers: "authorization".into(),
-                allow_methods: "GET".into(),
-                allow_credentials: false,
-            }),
-            cache_timeout_secs: None,
+        meta: Meta {
+            token_issuer: ISSUER.into(),
+            token_keys: vec![TokenKey {
+                kid: "k1".into(),
+                x: token_x.into(),
+            }],
+            tiers,
+            route_depth: 0,
+        },
+        apis: vec![DeployedApi {
+            route: dev_api(),
             environments: vec!["Production and Sandbox".into()],
         }],
-        applications: vec![
-            ApplicationEntry {
-                id: "app-1".into(),
-                tier: "Unlimited".into(),
+        applications: BTreeMap::from([
+            ("app-1".into(), application("Unlimited")),
+            ("app-2".into(), application("10PerMin")),
+        ]),
+        subscriptions: BTreeMap::from([
+            (("app-1".into(), "api-1".into()), subscription.clone()),
+            (("app-2".into(), "api-1".into()), subscription),
+        ]),
+        revocations: BTreeMap::from([(
+            "revoked".into(),
+            Revocation {
+                exp: NOW_SECS + 100,
             },
-            ApplicationEntry {
-                id: "app-2".into(),
-                tier: "10PerMin".into(),
-            },
-        ],
-        subscriptions: vec![
-            SubscriptionEntry {
-                application_id: "app-1".into(),
-                api_id: "api-1".into(),
-                tier: "Unlimited".into(),
-                status: "UNBLOCKED".into(),
-            },
-            SubscriptionEntry {
-                application_id: "app-2".into(),
-                api_id: "api-1".into(),
-                tier: "Unlimited".into(),
-                status: "UNBLOCKED".into(),
-            },
-        ],
-        revoked_tokens: vec![RevokedToken {
-            jti: "revoked".into(),
-            exp: NOW_SECS + 100,
-        }],
-        tiers,
+        )]),
     }
 }
 
+/// The changes from `old` to `new`, in key order.
+fn diff(old: &BTreeMap<String, Arc<str>>, new: &BTreeMap<String, Arc<str>>) -> Vec<Change> {
+    let mut changes: Vec<Change> = new
+        .iter()
+        .filter(|(key, value)| old.get(*key) != Some(value))
+        .map(|(key, value)| change(key, Some(value)))
+        .collect();
+    changes.extend(
+        old.keys()
+            .filter(|key| !new.contains_key(*key))
+            .map(|key| change(key, None)),
+    );
+    changes.sort_by(|a, b| a.key.cmp(&b.key));
+    changes
+}
+
+fn change(key: &str, value: Option<&Arc<str>>) -> Change {
+    Change {
+        key: key.to_string(),
+        value: value.map(|v| RawValue::from_string(v.to_string()).unwrap()),
+    }
+}
+
+fn page(after: u64, upto: u64, latest: u64, snapshot: bool, changes: Vec<Change>) -> Page {
+    Page {
+        after,
+        upto,
+        latest,
+        snapshot,
+        issued_at: NOW_SECS,
+        changes,
+    }
+}
+
+fn settings(manifest_keys: &Keys) -> HashMap<&'static str, String> {
+    HashMap::from([
+        ("manifest_public_key", manifest_keys.x.clone()),
+        ("control_plane_url", "http://cp:9763".to_string()),
+        ("gateway_secret", "s3cret".to_string()),
+    ])
+}
+
 impl World {
+    /// A gateway that has taken the manifest of [`manifest`] as a one-page snapshot.
     fn new() -> Self {
         let manifest_keys = keys(1);
         let token_keys = keys(2);
-        let settings = HashMap::from([
-            ("manifest_public_key", manifest_keys.x.clone()),
-            ("control_plane_url", "http://cp:9763".to_string()),
-            ("gateway_secret", "s3cret".to_string()),
-        ]);
-        let manifest = manifest(&token_keys.x, 5);
-        let world = World {
-            host: FakeHost {
-                kv: RefCell::new(HashMap::new()),
-                settings,
-                sent: RefCell::new(vec![]),
-                backend: Box::new(|_| Ok(Response::new(200, "application/json", "{\"ok\":true}"))),
-                now_ms: RefCell::new(NOW_SECS * 1000),
-            },
+        let manifest = manifest(&token_keys.x);
+        let mut world = World {
+            host: FakeHost::new(
+                settings(&manifest_keys),
+                Box::new(|_| Ok(Response::new(200, "application/json", "{\"ok\":true}"))),
+            ),
             gateway: Gateway::default(),
             manifest_keys,
             token_keys,
             manifest,
+            pushed: BTreeMap::new(),
+            version: 4,
         };
-        let pushed = world.push(&world.manifest.clone());
-        assert_eq!(pushed.status, 200);
+        let entries = world.manifest.entries();
+        let snapshot = page(0, 5, 5, true, diff(&BTreeMap::new(), &entries));
+        assert_eq!(world.push(&snapshot).status, 200);
+        (world.pushed, world.version) = (entries, 5);
         world
     }
 
-    fn push(&self, manifest: &Manifest) -> Response {
-        let jws = sign(&self.manifest_keys, "m1", manifest);
+    /// Pushes what changed in `self.manifest` since the last push, as the next version.
+    fn publish(&mut self) -> Response {
+        let entries = self.manifest.entries();
+        let delta = page(
+            self.version,
+            self.version + 1,
+            self.version + 1,
+            false,
+            diff(&self.pushed, &entries),
+        );
+        let response = self.push(&delta);
+        if response.status == 200 {
+            self.pushed = entries;
+            self.version += 1;
+        }
+        response
+    }
+
+    /// Sends a signed page to a fresh instance, as a push lands on any instance.
+    fn push(&self, page: &Page) -> Response {
+        self.push_signed(&sign(&self.manifest_keys, "m1", page))
+    }
+
+    fn push_signed(&self, jws: &str) -> Response {
         Gateway::default().handle(
             &self.host,
             request("POST", "/_apim/manifest", &[], jws.as_bytes()),
         )
+    }
+
+    fn position(&self) -> serde_json::Value {
+        let response =
+            Gateway::default().handle(&self.host, request("GET", "/_apim/manifest", &[], b""));
+        serde_json::from_slice(&response.body).unwrap()
     }
 
     fn token(&self, application: &str, key_type: &str, jti: &str, exp: i64) -> String {
@@ -226,6 +342,13 @@ impl World {
             "k1",
             &json!({"iss": ISSUER, "sub": "admin", "iat": NOW_SECS, "exp": exp, "jti": jti, "scope": "default",
                     "client_id": "c", "application_id": application, "key_type": key_type}),
+        )
+    }
+
+    fn bearer(&self, application: &str) -> String {
+        format!(
+            "Bearer {}",
+            self.token(application, "PRODUCTION", "t1", NOW_SECS + 3600)
         )
     }
 
@@ -440,85 +563,164 @@ fn throttles_by_application_tier_and_tps() {
 
     // maxTps counts per second: start a fresh second.
     *world.host.now_ms.borrow_mut() += 1000;
-    let mut strict = world.manifest.clone();
-    strict.version = 6;
-    strict.apis[0].max_tps.production = Some(1);
-    assert_eq!(world.push(&strict).status, 200);
+    world.manifest.apis[0].route.max_tps.production = Some(1);
+    assert_eq!(world.publish().status, 200);
     assert_eq!(world.call("GET", "/dev/v1/open", &[]).status, 200);
     let over = world.call("GET", "/dev/v1/open", &[]);
     assert_eq!((over.status, code(&over).as_str()), (503, "900801"));
 }
 
 #[test]
-fn manifests_apply_only_when_newer_and_signed() {
+fn pages_apply_in_order_and_only_when_signed() {
     let mut world = World::new();
-    let stale = world.push(&world.manifest.clone());
-    assert_eq!(stale.status, 409);
-    let forged = sign(&keys(9), "m1", &manifest(&world.token_keys.x, 50));
-    let refused = Gateway::default().handle(
-        &world.host,
-        request("POST", "/_apim/manifest", &[], forged.as_bytes()),
-    );
-    assert_eq!(refused.status, 400);
-    // A blocked API answers 503 700700 once the newer manifest lands, in the same instance.
-    let token = format!(
-        "Bearer {}",
-        world.token("app-1", "PRODUCTION", "t1", NOW_SECS + 60)
-    );
+    let replayed = page(0, 5, 5, true, vec![]);
+    let stale = page(4, 5, 5, false, vec![]);
+    assert_eq!(world.push(&stale).status, 409, "not on top of version 5");
+    assert_eq!(world.position(), json!({"version": 5}));
+    let forged = sign(&keys(9), "m1", &page(5, 50, 50, false, vec![]));
+    assert_eq!(world.push_signed(&forged).status, 400);
+    assert_eq!(world.push_signed("not a jws").status, 400);
+
+    // A blocked API answers 503 700700 once the next page lands, in the same instance.
+    let token = world.bearer("app-1");
+    let call =
+        |world: &mut World| world.call("GET", "/dev/v1/devs/a", &[("authorization", &token)]);
+    assert_eq!(call(&mut world).status, 200);
+    world.manifest.apis[0].route.state = ApiState::Blocked;
+    assert_eq!(world.publish().status, 200);
+    let response = call(&mut world);
+    assert_eq!((response.status, code(&response).as_str()), (503, "700700"));
+    world.manifest.apis[0].route.state = ApiState::Published;
+    world.publish();
+    assert_eq!(call(&mut world).status, 200);
+
+    // Unsubscribed: 403 900908.
+    world.manifest.subscriptions.clear();
+    world.publish();
+    assert_eq!(call(&mut world).status, 403);
+    assert_eq!(world.position(), json!({"version": 8}));
+
+    // A snapshot of an older version is never taken, whatever its pages say.
+    let mut replayed = replayed;
+    replayed.changes = diff(&BTreeMap::new(), &world.pushed);
+    assert_eq!(world.push(&replayed).status, 409);
+    assert_eq!(world.position(), json!({"version": 8}));
+}
+
+#[test]
+fn snapshots_are_kept_apart_until_their_last_page() {
+    let mut world = World::new();
+    let token = world.bearer("app-1");
     assert_eq!(
         world
             .call("GET", "/dev/v1/devs/a", &[("authorization", &token)])
             .status,
         200
     );
-    let mut blocked = world.manifest.clone();
-    blocked.version = 7;
-    blocked.apis[0].state = ApiState::Blocked;
-    assert_eq!(world.push(&blocked).status, 200);
-    let response = world.call("GET", "/dev/v1/devs/a", &[("authorization", &token)]);
-    assert_eq!((response.status, code(&response).as_str()), (503, "700700"));
-    // Unsubscribed: 403 900908.
-    let mut unsubscribed = world.manifest.clone();
-    unsubscribed.version = 8;
-    unsubscribed.subscriptions.clear();
-    world.push(&unsubscribed);
+    // A new manifest without the Dev API but with another, sent as a two-page snapshot.
+    let mut other = dev_api();
+    other.id = "api-2".into();
+    other.context = "/other".into();
+    world.manifest.apis = vec![DeployedApi {
+        route: other,
+        environments: vec![],
+    }];
+    world.manifest.subscriptions = BTreeMap::from([(
+        ("app-1".into(), "api-2".into()),
+        Subscription {
+            tier: "Unlimited".into(),
+            status: "UNBLOCKED".into(),
+        },
+    )]);
+    let entries = world.manifest.entries();
+    let changes = diff(&BTreeMap::new(), &entries);
+    let (first, second) = changes.split_at(changes.len() / 2);
+    let first = page(0, 7, 9, true, first.to_vec());
+    let second = page(7, 9, 9, true, second.to_vec());
+    assert_eq!(
+        world.push(&second).status,
+        409,
+        "pages of a snapshot land in order"
+    );
+    assert_eq!(world.push(&first).status, 200);
+    assert_eq!(world.position(), json!({"version": 5, "snapshot": 7}));
+    // Meanwhile the old manifest is served, and deltas cannot land.
     assert_eq!(
         world
             .call("GET", "/dev/v1/devs/a", &[("authorization", &token)])
             .status,
-        403
+        200
     );
+    assert_eq!(world.push(&page(5, 6, 6, false, vec![])).status, 200);
+    assert_eq!(world.push(&second).status, 200);
+    assert_eq!(world.position(), json!({"version": 9}));
+    let gone = world.call("GET", "/dev/v1/devs/a", &[("authorization", &token)]);
+    assert_eq!(gone.status, 404, "the old API went with the old generation");
+    assert_eq!(
+        world
+            .call("GET", "/other/v1/devs/a", &[("authorization", &token)])
+            .status,
+        200
+    );
+    let keys: Vec<String> = world.host.kv.borrow().keys().cloned().collect();
+    assert!(
+        keys.iter().all(|k| !k.starts_with("apim:m:1:")),
+        "the old generation is removed: {keys:?}"
+    );
+}
+
+#[test]
+fn a_page_waits_while_another_is_applied() {
+    let world = World::new();
+    let until = (NOW_SECS * 1000 + 5_000).to_string();
+    world.host.kv_set("apim:m:lock", until.as_bytes()).unwrap();
+    assert_eq!(world.push(&page(5, 6, 6, false, vec![])).status, 503);
+    // A lease its holder never gave back runs out.
+    *world.host.now_ms.borrow_mut() += 10_000;
+    assert_eq!(world.push(&page(5, 6, 6, false, vec![])).status, 200);
+    assert_eq!(world.host.kv_get("apim:m:lock").unwrap(), None);
 }
 
 #[test]
 fn pulls_the_manifest_when_the_store_has_none() {
     let manifest_keys = keys(1);
     let token_keys = keys(2);
-    let jws = sign(&manifest_keys, "m1", &manifest(&token_keys.x, 3));
-    let host = FakeHost {
-        kv: RefCell::new(HashMap::new()),
-        settings: HashMap::from([
-            ("manifest_public_key", manifest_keys.x.clone()),
-            ("control_plane_url", "http://cp:9763".to_string()),
-            ("gateway_secret", "s3cret".to_string()),
-        ]),
-        sent: RefCell::new(vec![]),
-        backend: Box::new(move |request| {
-            if request.path_with_query == paths::CONTROL_PLANE_MANIFEST {
+    let entries = manifest(&token_keys.x).entries();
+    let changes = diff(&BTreeMap::new(), &entries);
+    let (first, second) = changes.split_at(4);
+    let pages = [
+        sign(&manifest_keys, "m1", &page(0, 2, 3, true, first.to_vec())),
+        sign(&manifest_keys, "m1", &page(2, 3, 3, true, second.to_vec())),
+    ];
+    let host = FakeHost::new(
+        settings(&manifest_keys),
+        Box::new(move |request| {
+            let path = &request.path_with_query;
+            if path.starts_with(paths::CONTROL_PLANE_MANIFEST) {
                 assert_eq!(
                     header(&request.headers, "authorization"),
                     Some("Bearer s3cret")
                 );
+                let jws = match path.split_once('?').map(|(_, q)| q) {
+                    Some("after=0&snapshot=false") => &pages[0],
+                    Some("after=2&snapshot=true") => &pages[1],
+                    other => panic!("unexpected pull {other:?}"),
+                };
                 Ok(Response::new(200, "application/jwt", jws.clone()))
             } else {
                 Err(SendError::Timeout("slow".into()))
             }
         }),
-        now_ms: RefCell::new(NOW_SECS * 1000),
-    };
+    );
     let response = Gateway::default().handle(&host, request("GET", "/dev/v1/open", &[], b""));
     assert_eq!(response.status, 504, "a timed-out backend is 504");
-    assert_eq!(crate::state::stored_version(&host), Some(3));
+    assert_eq!(
+        crate::state::position(&host),
+        Position {
+            version: 3,
+            snapshot: None
+        }
+    );
 }
 
 #[test]
@@ -580,10 +782,8 @@ fn gateways_route_only_the_apis_of_their_environment() {
 #[test]
 fn caches_get_responses_for_the_cache_timeout() {
     let mut world = World::new();
-    let mut cached = world.manifest.clone();
-    cached.version = 9;
-    cached.apis[0].cache_timeout_secs = Some(60);
-    assert_eq!(world.push(&cached).status, 200);
+    world.manifest.apis[0].route.cache_timeout_secs = Some(60);
+    assert_eq!(world.publish().status, 200);
     let token = format!(
         "Bearer {}",
         world.token("app-1", "PRODUCTION", "t1", NOW_SECS + 3600)
@@ -605,4 +805,45 @@ fn caches_get_responses_for_the_cache_timeout() {
     assert_eq!(world.host.sent.borrow().len(), 3);
     // Authentication still applies to cached resources.
     assert_eq!(world.call("GET", "/dev/v1/devs/a?x=1", &[]).status, 401);
+}
+
+#[test]
+fn routes_by_context_and_version_at_segment_boundaries() {
+    let mut world = World::new();
+    let api = |id: &str, context: &str, version: &str, default_version: bool| {
+        let mut route = dev_api();
+        (route.id, route.context, route.version) = (id.into(), context.into(), version.into());
+        route.default_version = default_version;
+        route.production_url = Some(format!("http://{id}"));
+        DeployedApi {
+            route,
+            environments: vec![],
+        }
+    };
+    world.manifest.apis = vec![
+        api("a", "/dev", "v1", true),
+        api("b", "/dev", "v2", false),
+        api("c", "/developers", "v1", false),
+        api("d", "/t/acme.com/dev", "v1", false),
+    ];
+    assert_eq!(world.publish().status, 200);
+    let backend_of = |world: &mut World, path: &str| {
+        let status = world.call("GET", path, &[]).status;
+        let sent = world.host.sent.borrow();
+        (status == 200).then(|| sent.last().unwrap().authority.clone())
+    };
+    assert_eq!(backend_of(&mut world, "/dev/v2/open").as_deref(), Some("b"));
+    assert_eq!(backend_of(&mut world, "/dev/open").as_deref(), Some("a"));
+    assert_eq!(backend_of(&mut world, "/dev/v1/open").as_deref(), Some("a"));
+    assert_eq!(
+        backend_of(&mut world, "/developers/v1/open").as_deref(),
+        Some("c")
+    );
+    assert_eq!(
+        backend_of(&mut world, "/t/acme.com/dev/v1/open").as_deref(),
+        Some("d")
+    );
+    for unknown in ["/devx/v1/open", "/other", "/", "/developers/open"] {
+        assert_eq!(world.call("GET", unknown, &[]).status, 404, "{unknown}");
+    }
 }

@@ -89,6 +89,29 @@ impl Host for WasiHost {
         self.with_bucket(|b| atomics::increment(b, key, delta))
     }
 
+    fn kv_compare_and_swap(
+        &self,
+        key: &str,
+        expected: Option<&[u8]>,
+        value: &[u8],
+    ) -> Result<bool, String> {
+        let cas = self.with_bucket(|b| atomics::Cas::new(b, key))?;
+        let current = cas.current().map_err(|e| format!("{e:?}"))?;
+        if current.as_deref() != expected {
+            return Ok(false);
+        }
+        match atomics::swap(cas, value) {
+            Ok(()) => Ok(true),
+            Err(atomics::CasError::CasFailed(_)) => Ok(false),
+            Err(atomics::CasError::StoreError(err)) => Err(format!("{err:?}")),
+        }
+    }
+
+    fn kv_list_keys(&self, cursor: Option<&str>) -> Result<(Vec<String>, Option<String>), String> {
+        self.with_bucket(|b| b.list_keys(cursor))
+            .map(|page| (page.keys, page.cursor))
+    }
+
     fn setting(&self, name: &str) -> Option<String> {
         http::setting(name)
     }
@@ -102,5 +125,9 @@ impl Host for WasiHost {
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_millis() as i64)
             .unwrap_or_default()
+    }
+
+    fn sleep_ms(&self, ms: u64) {
+        wasip2::clocks::monotonic_clock::subscribe_duration(ms * 1_000_000).block();
     }
 }

@@ -1,33 +1,39 @@
 //! The route manifest: everything a gateway needs to serve the published APIs, compiled by
 //! the control plane and verified by the gateway component. This crate is the one
 //! definition both sides use; it builds natively and for `wasm32-wasip2`.
+//!
+//! The manifest is a set of small keyed entries ([`entries`]): one per API, route prefix,
+//! application, subscription and revoked token, plus one [`Meta`]. Each entry carries the
+//! version that last changed it, so a gateway at version `v` catches up by applying only
+//! the entries changed after `v`, in signed [`page::Page`]s; a change costs what it
+//! changes, whatever the number of APIs, and a gateway reads only the entries a request
+//! needs.
+
+pub mod entries;
+pub mod page;
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-/// A route manifest. Versions only grow; a gateway applies a manifest only if it is newer
-/// than the one it serves. The manifest travels as a compact JWS (EdDSA) of this JSON.
+pub use entries::{
+    DeployedApi, EntriesBuilder, Manifest, RouteSource, RouteTarget, key, route_table,
+};
+pub use page::{Change, Page, Position};
+
+/// What every request needs whatever API it calls: who issues tokens, the keys that
+/// verify them, and the tiers' limits.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Manifest {
-    /// Monotonically increasing version.
-    pub version: u64,
-    /// When it was compiled, Unix seconds.
-    pub issued_at: i64,
+pub struct Meta {
     /// `iss` that access tokens must carry.
     pub token_issuer: String,
     /// Public keys that verify access tokens (the control plane's JWKS).
     pub token_keys: Vec<TokenKey>,
-    /// Deployed APIs (PUBLISHED, PROTOTYPED, DEPRECATED, BLOCKED); others are not routed.
-    pub apis: Vec<ApiRoute>,
-    /// Applications with their throttling tier.
-    pub applications: Vec<ApplicationEntry>,
-    /// Subscriptions of applications to APIs.
-    pub subscriptions: Vec<SubscriptionEntry>,
-    /// Revoked access tokens (by `jti`) that have not expired yet.
-    pub revoked_tokens: Vec<RevokedToken>,
     /// Request limits per minute of every tier, by level and name; `None` is unlimited.
     pub tiers: Tiers,
+    /// Most segments a route prefix has (`/t/acme.com/pets/v1` has 4): how many of a
+    /// request path's leading segments can name an API.
+    pub route_depth: usize,
 }
 
 /// An Ed25519 public key for access tokens.
@@ -95,19 +101,6 @@ pub struct ApiRoute {
     pub cors: Option<Cors>,
     /// Seconds GET responses are cached, when response caching is enabled.
     pub cache_timeout_secs: Option<u64>,
-    /// Gateway environments it is deployed to (`gatewayEnvironments`); empty means all.
-    #[serde(default)]
-    pub environments: Vec<String>,
-}
-
-impl ApiRoute {
-    /// Whether a gateway of `environment` serves this API (a gateway without one serves all).
-    pub fn deployed_to(&self, environment: Option<&str>) -> bool {
-        match environment {
-            None => true,
-            Some(env) => self.environments.is_empty() || self.environments.iter().any(|e| e == env),
-        }
-    }
 }
 
 /// Transactions-per-second limits.
@@ -231,33 +224,25 @@ pub fn specificity(segments: &[Segment]) -> (usize, usize, bool) {
     (usize::MAX - literals, params, rest)
 }
 
-/// An application and its tier.
+/// An application, as the gateway needs it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ApplicationEntry {
-    /// Application id.
-    pub id: String,
+pub struct Application {
     /// Application tier.
     pub tier: String,
 }
 
-/// A subscription.
+/// A subscription of an application to an API (the entry's key names both).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SubscriptionEntry {
-    /// Subscribed application.
-    pub application_id: String,
-    /// API subscribed to.
-    pub api_id: String,
+pub struct Subscription {
     /// Subscription tier.
     pub tier: String,
     /// UNBLOCKED, BLOCKED, PROD_ONLY_BLOCKED, ON_HOLD or REJECTED.
     pub status: String,
 }
 
-/// A revoked access token.
+/// A revoked access token (the entry's key names its `jti`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RevokedToken {
-    /// Token id.
-    pub jti: String,
+pub struct Revocation {
     /// When it expires anyway, Unix seconds.
     pub exp: i64,
 }
@@ -273,14 +258,16 @@ pub struct Tiers {
     pub resource: BTreeMap<String, Option<u64>>,
 }
 
-/// Where gateways accept pushed manifests and where the control plane serves the current
-/// one (both carry the compact JWS as the body).
+/// Where gateways take pages and say what they hold, and where the control plane serves
+/// pages (each a compact JWS of a [`Page`]).
 pub mod paths {
-    /// Gateway: POST a signed manifest here; answers `{"version": n}`.
+    /// Gateway: POST a signed page here; GET the position it holds. Both answer
+    /// `{"version": n}`, plus `"snapshot": m` while a snapshot is half applied.
     pub const GATEWAY_PUSH: &str = "/_apim/manifest";
-    /// Gateway: POST here to make it pull the current manifest now.
+    /// Gateway: POST here to make it pull what it misses now.
     pub const GATEWAY_SYNC: &str = "/_apim/sync";
-    /// Control plane: GET the current signed manifest (bearer gateway secret).
+    /// Control plane: GET the page after `?after=n` (`&snapshot=true` to continue a
+    /// snapshot), with the gateway secret as bearer token.
     pub const CONTROL_PLANE_MANIFEST: &str = "/internal/gateway/manifest";
 }
 

@@ -378,12 +378,14 @@ async fn update_api(
 
 async fn save_record(db: &AnyPool, id: &str, record: &ApiRecord) -> ApiResult<()> {
     // language=SQL
-    sqlx::query("UPDATE apis SET record = $1, updated_at = $2 WHERE id = $3")
-        .bind(serde_json::to_string(record).map_err(anyhow::Error::from)?)
-        .bind(now())
-        .bind(id)
-        .execute(db)
-        .await?;
+    sqlx::query(
+        "UPDATE apis SET record = $1, updated_at = $2, revision = revision + 1 WHERE id = $3",
+    )
+    .bind(serde_json::to_string(record).map_err(anyhow::Error::from)?)
+    .bind(now())
+    .bind(id)
+    .execute(db)
+    .await?;
     Ok(())
 }
 
@@ -518,7 +520,9 @@ async fn change_lifecycle(
     // Compare-and-set, so two concurrent changes cannot both apply to the same state.
     // language=SQL
     let changed =
-        sqlx::query("UPDATE apis SET status = $1, updated_at = $2 WHERE id = $3 AND status = $4")
+        sqlx::query(
+            "UPDATE apis SET status = $1, updated_at = $2, revision = revision + 1 WHERE id = $3 AND status = $4",
+        )
             .bind(next)
             .bind(now())
             .bind(&api.id)

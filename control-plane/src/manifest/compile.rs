@@ -1,17 +1,19 @@
-//! Compiles everything gateways need into a route manifest (apim-manifest), signed as a
-//! compact JWS with the control plane's manifest key.
+//! What gateways need, compiled from the database into manifest entries. API records are
+//! compiled once per revision and kept; applications, subscriptions and revocations are
+//! small rows, read whole at every compile.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
 
 use anyhow::Context;
+use apim_manifest::entries::json;
 use apim_manifest::{
-    ApiRoute, ApiState, ApplicationEntry, AuthType, Cors, Manifest, MaxTps, Operation,
-    RevokedToken, SubscriptionEntry, Tiers, TokenKey, compile_template, specificity,
+    ApiRoute, ApiState, Application, AuthType, Cors, EntriesBuilder, MaxTps, Meta, Operation,
+    Revocation, RouteSource, Subscription, Tiers, TokenKey, compile_template, specificity,
 };
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use jsonwebtoken::jwk::AlgorithmParameters;
-use jsonwebtoken::{Algorithm, Header};
 use serde_json::Value;
 use sqlx::AnyPool;
 
@@ -19,43 +21,141 @@ use crate::apis::{self, ApiRecord, CorsConfiguration, EndpointSecurity, METHODS}
 use crate::keys::KeyRing;
 use crate::tiers::{self, TierLevel, UNLIMITED};
 
-/// Compiles the current state of the database into a manifest with the next version.
-pub async fn compile(db: &AnyPool, token_keys: &KeyRing, issuer: &str) -> anyhow::Result<Manifest> {
-    let version = next_version(db).await?;
-    Ok(Manifest {
-        version,
-        issued_at: crate::db::now(),
+/// Changed APIs past which one scan of every record beats a query per API.
+const BULK_FETCH: usize = 64;
+
+/// A deployed API as compiled from one revision of its row.
+struct CompiledApi {
+    revision: i64,
+    status: String,
+    source: RouteSource,
+    json: Arc<str>,
+}
+
+/// Deployed APIs compiled so far, by id.
+#[derive(Default)]
+pub struct ApiCache {
+    apis: HashMap<String, CompiledApi>,
+}
+
+/// Every entry the database's current state calls for.
+pub async fn entries(
+    db: &AnyPool,
+    apis: &mut ApiCache,
+    token_keys: &KeyRing,
+    issuer: &str,
+) -> anyhow::Result<BTreeMap<String, Arc<str>>> {
+    apis.refresh(db).await?;
+    let mut builder = EntriesBuilder::default();
+    for api in apis.apis.values() {
+        builder.api(api.source.clone(), api.json.clone());
+    }
+    // language=SQL
+    let applications: Vec<(String, String)> =
+        sqlx::query_as("SELECT id, throttling_tier FROM applications")
+            .fetch_all(db)
+            .await?;
+    for (id, tier) in applications {
+        builder.application(&id, &Application { tier });
+    }
+    // language=SQL
+    let subscriptions: Vec<(String, String, String, String)> =
+        sqlx::query_as("SELECT application_id, api_id, tier, status FROM subscriptions")
+            .fetch_all(db)
+            .await?;
+    for (application, api, tier, status) in subscriptions {
+        builder.subscription(&application, &api, &Subscription { tier, status });
+    }
+    // language=SQL
+    let revoked: Vec<(String, i64)> =
+        sqlx::query_as("SELECT jti, expires_at FROM revoked_tokens WHERE expires_at > $1")
+            .bind(crate::db::now())
+            .fetch_all(db)
+            .await?;
+    for (jti, exp) in revoked {
+        builder.revocation(&jti, &Revocation { exp });
+    }
+    Ok(builder.finish(Meta {
         token_issuer: issuer.to_string(),
         token_keys: public_keys(token_keys),
-        apis: api_routes(db).await?,
-        applications: applications(db).await?,
-        subscriptions: subscriptions(db).await?,
-        revoked_tokens: revoked_tokens(db).await?,
         tiers: tier_limits(),
-    })
+        route_depth: 0,
+    }))
 }
 
-/// Signs a manifest with the active manifest key (EdDSA, the key id in the header).
-pub fn sign(manifest_keys: &KeyRing, manifest: &Manifest) -> anyhow::Result<String> {
-    let key = manifest_keys.active();
-    let mut header = Header::new(Algorithm::EdDSA);
-    header.kid = Some(key.kid.clone());
-    header.typ = Some("apim-manifest+jwt".into());
-    jsonwebtoken::encode(&header, manifest, &key.encoding).context("could not sign the manifest")
-}
+type ApiRow = (String, String, String, String, String, i64, String);
 
-async fn next_version(db: &AnyPool) -> anyhow::Result<u64> {
-    let mut tx = db.begin().await?;
-    // language=SQL
-    sqlx::query("UPDATE manifest_state SET version = version + 1 WHERE id = 1")
-        .execute(&mut *tx)
-        .await?;
-    // language=SQL
-    let (version,): (i64,) = sqlx::query_as("SELECT version FROM manifest_state WHERE id = 1")
-        .fetch_one(&mut *tx)
-        .await?;
-    tx.commit().await?;
-    Ok(version as u64)
+impl ApiCache {
+    /// Drops APIs no longer deployed and compiles those whose row changed.
+    async fn refresh(&mut self, db: &AnyPool) -> anyhow::Result<()> {
+        // language=SQL
+        let rows: Vec<(String, i64, String)> =
+            sqlx::query_as("SELECT id, revision, status FROM apis")
+                .fetch_all(db)
+                .await?;
+        let deployed: HashMap<String, (i64, String)> = rows
+            .into_iter()
+            .filter(|(_, _, status)| ApiState::deployed(status).is_some())
+            .map(|(id, revision, status)| (id, (revision, status)))
+            .collect();
+        self.apis.retain(|id, api| {
+            deployed.get(id).is_some_and(|(revision, status)| {
+                *revision == api.revision && *status == api.status
+            })
+        });
+        let stale: HashSet<&String> = deployed
+            .keys()
+            .filter(|id| !self.apis.contains_key(*id))
+            .collect();
+        if stale.is_empty() {
+            return Ok(());
+        }
+        const COLUMNS: &str = "id, name, version, context, status, revision, record";
+        let rows: Vec<ApiRow> = if stale.len() > BULK_FETCH {
+            // language=SQL
+            sqlx::query_as(&format!("SELECT {COLUMNS} FROM apis"))
+                .fetch_all(db)
+                .await?
+        } else {
+            let mut rows = Vec::with_capacity(stale.len());
+            for id in &stale {
+                // language=SQL
+                let row: Option<ApiRow> =
+                    sqlx::query_as(&format!("SELECT {COLUMNS} FROM apis WHERE id = $1"))
+                        .bind(id.as_str())
+                        .fetch_optional(db)
+                        .await?;
+                rows.extend(row);
+            }
+            rows
+        };
+        for (id, name, version, context, status, revision, record) in rows {
+            // The row as read now wins over the scan above: it may have changed since.
+            let Some(state) = ApiState::deployed(&status) else {
+                continue;
+            };
+            if !stale.contains(&id) {
+                continue;
+            }
+            let record: ApiRecord = serde_json::from_str(&record)
+                .with_context(|| format!("stored record of API {id} is unreadable"))?;
+            let route = api_route(id.clone(), name, version, context, state, &record);
+            let compiled = CompiledApi {
+                revision,
+                status,
+                source: RouteSource {
+                    id: id.clone(),
+                    context: route.context.clone(),
+                    version: route.version.clone(),
+                    default_version: route.default_version,
+                    environments: environments(&record),
+                },
+                json: json(&route),
+            };
+            self.apis.insert(id, compiled);
+        }
+        Ok(())
+    }
 }
 
 fn public_keys(keys: &KeyRing) -> Vec<TokenKey> {
@@ -72,22 +172,17 @@ fn public_keys(keys: &KeyRing) -> Vec<TokenKey> {
         .collect()
 }
 
-async fn api_routes(db: &AnyPool) -> anyhow::Result<Vec<ApiRoute>> {
-    // language=SQL
-    let rows: Vec<(String, String, String, String, String, String)> =
-        sqlx::query_as("SELECT id, name, version, context, status, record FROM apis ORDER BY id")
-            .fetch_all(db)
-            .await?;
-    let mut routes = Vec::new();
-    for (id, name, version, context, status, record) in rows {
-        let Some(state) = ApiState::deployed(&status) else {
-            continue;
-        };
-        let record: ApiRecord = serde_json::from_str(&record)
-            .with_context(|| format!("stored record of API {id} is unreadable"))?;
-        routes.push(api_route(id, name, version, context, state, &record));
-    }
-    Ok(routes)
+/// `gatewayEnvironments`, split at commas.
+fn environments(record: &ApiRecord) -> Vec<String> {
+    record
+        .gateway_environments
+        .as_deref()
+        .unwrap_or_default()
+        .split(',')
+        .map(str::trim)
+        .filter(|e| !e.is_empty())
+        .map(str::to_string)
+        .collect()
 }
 
 fn api_route(
@@ -118,15 +213,6 @@ fn api_route(
         cors: record.cors().and_then(cors),
         cache_timeout_secs: (record.response_caching.as_deref() == Some("Enabled"))
             .then(|| record.cache_timeout.unwrap_or(300).max(0) as u64),
-        environments: record
-            .gateway_environments
-            .as_deref()
-            .unwrap_or_default()
-            .split(',')
-            .map(str::trim)
-            .filter(|e| !e.is_empty())
-            .map(str::to_string)
-            .collect(),
     }
 }
 
@@ -197,50 +283,6 @@ fn cors(config: CorsConfiguration) -> Option<Cors> {
             .join(","),
         allow_credentials: config.access_control_allow_credentials.unwrap_or(false),
     })
-}
-
-async fn applications(db: &AnyPool) -> sqlx::Result<Vec<ApplicationEntry>> {
-    // language=SQL
-    let rows: Vec<(String, String)> =
-        sqlx::query_as("SELECT id, throttling_tier FROM applications ORDER BY id")
-            .fetch_all(db)
-            .await?;
-    Ok(rows
-        .into_iter()
-        .map(|(id, tier)| ApplicationEntry { id, tier })
-        .collect())
-}
-
-async fn subscriptions(db: &AnyPool) -> sqlx::Result<Vec<SubscriptionEntry>> {
-    // language=SQL
-    let rows: Vec<(String, String, String, String)> = sqlx::query_as(
-        "SELECT application_id, api_id, tier, status FROM subscriptions ORDER BY application_id, api_id",
-    )
-    .fetch_all(db)
-    .await?;
-    Ok(rows
-        .into_iter()
-        .map(|(application_id, api_id, tier, status)| SubscriptionEntry {
-            application_id,
-            api_id,
-            tier,
-            status,
-        })
-        .collect())
-}
-
-async fn revoked_tokens(db: &AnyPool) -> sqlx::Result<Vec<RevokedToken>> {
-    // language=SQL
-    let rows: Vec<(String, i64)> = sqlx::query_as(
-        "SELECT jti, expires_at FROM revoked_tokens WHERE expires_at > $1 ORDER BY jti",
-    )
-    .bind(crate::db::now())
-    .fetch_all(db)
-    .await?;
-    Ok(rows
-        .into_iter()
-        .map(|(jti, exp)| RevokedToken { jti, exp })
-        .collect())
 }
 
 fn tier_limits() -> Tiers {

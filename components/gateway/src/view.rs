@@ -1,0 +1,210 @@
+//! One instance's view of the manifest: the entries its requests needed, read from the
+//! store and kept until the head moves, so that a reused instance reads almost nothing
+//! per request and a fresh one (Spin) reads only what its one request needs.
+
+use std::any::Any;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use apim_manifest::{ApiRoute, Application, Meta, RouteTarget, Subscription, key};
+use jsonwebtoken::DecodingKey;
+use serde::de::DeserializeOwned;
+
+use crate::auth::TokenCache;
+use crate::host::Host;
+use crate::state::{self, Head};
+
+/// Entries kept at most; past this (a flood of unknown paths, say) the cache starts over.
+const MAX_CACHED: usize = 10_000;
+
+/// [`Meta`] with the token keys ready for verification.
+pub struct MetaIndex {
+    /// The entry.
+    pub meta: Meta,
+    /// Token verification keys by `kid`.
+    pub token_keys: HashMap<String, DecodingKey>,
+}
+
+impl MetaIndex {
+    fn new(meta: Meta) -> Self {
+        let token_keys = meta
+            .token_keys
+            .iter()
+            .filter_map(|k| Some((k.kid.clone(), DecodingKey::from_ed_components(&k.x).ok()?)))
+            .collect();
+        MetaIndex { meta, token_keys }
+    }
+}
+
+/// The manifest as one instance sees it.
+pub struct View {
+    head: Head,
+    /// The gateway environment this gateway is, if set.
+    environment: Option<String>,
+    /// The meta entry as stored, to tell whether a new head changed it.
+    meta_bytes: Vec<u8>,
+    meta: Rc<MetaIndex>,
+    /// Entries read so far by key (`None`: absent), typed on first read.
+    entries: HashMap<String, Option<Rc<dyn Any>>>,
+    /// Tokens verified against the current meta's keys.
+    pub tokens: TokenCache,
+}
+
+impl View {
+    /// The view of the manifest at `head`; `None` when its meta entry is missing.
+    pub fn load(host: &dyn Host, head: Head, environment: Option<String>) -> Option<Self> {
+        let meta_bytes = read_meta(host, head)?;
+        let meta = parse_meta(&meta_bytes)?;
+        Some(View {
+            head,
+            environment,
+            meta_bytes,
+            meta,
+            entries: HashMap::new(),
+            tokens: TokenCache::default(),
+        })
+    }
+
+    /// The head this view shows.
+    pub fn head(&self) -> Head {
+        self.head
+    }
+
+    /// Moves the view to `head`: entries are read afresh; verified tokens are kept unless
+    /// the token keys or issuer changed.
+    pub fn advance(&mut self, host: &dyn Host, head: Head) {
+        if head == self.head {
+            return;
+        }
+        self.head = head;
+        self.entries.clear();
+        let Some(bytes) = read_meta(host, head) else {
+            return;
+        };
+        if bytes != self.meta_bytes
+            && let Some(meta) = parse_meta(&bytes)
+        {
+            if meta.meta.token_keys != self.meta.meta.token_keys
+                || meta.meta.token_issuer != self.meta.meta.token_issuer
+            {
+                self.tokens = TokenCache::default();
+            }
+            self.meta = meta;
+            self.meta_bytes = bytes;
+        }
+    }
+
+    /// Issuer, token keys, tiers.
+    pub fn meta(&self) -> &MetaIndex {
+        &self.meta
+    }
+
+    /// The same, shared, for use while the view changes.
+    pub fn meta_index(&self) -> Rc<MetaIndex> {
+        self.meta.clone()
+    }
+
+    /// The API serving `path` and the resource path within it: the longest prefix of
+    /// `/<context>/<version>/...` (or `/<context>/...` for a default version) that names
+    /// an API deployed to this gateway.
+    pub fn route<'p>(&mut self, host: &dyn Host, path: &'p str) -> Option<(Rc<ApiRoute>, &'p str)> {
+        // Where each leading segment ends: `/a/b/c` gives 2, 4, 6.
+        let mut ends: Vec<usize> = path
+            .match_indices('/')
+            .map(|(i, _)| i)
+            .filter(|i| *i > 0)
+            .chain((path.len() > 1).then_some(path.len()))
+            .collect();
+        ends.truncate(self.meta.meta.route_depth);
+        for end in ends.into_iter().rev() {
+            let prefix = &path[..end];
+            let Some(targets) = self.entry::<Vec<RouteTarget>>(host, key::route(prefix)) else {
+                continue;
+            };
+            let environment = self.environment.as_deref();
+            if let Some(target) = targets.iter().find(|t| t.deployed_to(environment))
+                && let Some(api) = self.api(host, &target.api)
+            {
+                return Some((api, &path[end..]));
+            }
+        }
+        None
+    }
+
+    /// An API by id.
+    pub fn api(&mut self, host: &dyn Host, id: &str) -> Option<Rc<ApiRoute>> {
+        self.entry(host, key::api(id))
+    }
+
+    /// The subscription of an application to an API.
+    pub fn subscription(
+        &mut self,
+        host: &dyn Host,
+        application_id: &str,
+        api_id: &str,
+    ) -> Option<Rc<Subscription>> {
+        self.entry(host, key::subscription(application_id, api_id))
+    }
+
+    /// An application.
+    pub fn application(&mut self, host: &dyn Host, id: &str) -> Option<Rc<Application>> {
+        self.entry(host, key::application(id))
+    }
+
+    /// Whether the token with this id has been revoked.
+    pub fn is_revoked(&mut self, host: &dyn Host, jti: &str) -> bool {
+        self.entry::<serde::de::IgnoredAny>(host, key::revocation(jti))
+            .is_some()
+    }
+
+    /// An entry, from the cache or the store; absent or unreadable entries are `None`.
+    fn entry<T: DeserializeOwned + 'static>(
+        &mut self,
+        host: &dyn Host,
+        key: String,
+    ) -> Option<Rc<T>> {
+        if let Some(cached) = self.entries.get(&key) {
+            return cached.clone().and_then(|any| any.downcast::<T>().ok());
+        }
+        let value: Option<Rc<T>> = read_entry(host, self.head, &key).map(Rc::new);
+        if self.entries.len() >= MAX_CACHED {
+            self.entries.clear();
+        }
+        let erased = value.clone().map(|v| v as Rc<dyn Any>);
+        self.entries.insert(key, erased);
+        value
+    }
+}
+
+fn read_meta(host: &dyn Host, head: Head) -> Option<Vec<u8>> {
+    host.kv_get(&state::entry_key(head.generation, key::META))
+        .ok()
+        .flatten()
+}
+
+fn parse_meta(bytes: &[u8]) -> Option<Rc<MetaIndex>> {
+    match serde_json::from_slice::<Meta>(bytes) {
+        Ok(meta) => Some(Rc::new(MetaIndex::new(meta))),
+        Err(err) => {
+            eprintln!("the manifest's meta entry is unreadable: {err}");
+            None
+        }
+    }
+}
+
+fn read_entry<T: DeserializeOwned>(host: &dyn Host, head: Head, key: &str) -> Option<T> {
+    let bytes = match host.kv_get(&state::entry_key(head.generation, key)) {
+        Ok(bytes) => bytes?,
+        Err(err) => {
+            eprintln!("manifest entry {key} unavailable: {err}");
+            return None;
+        }
+    };
+    match serde_json::from_slice(&bytes) {
+        Ok(value) => Some(value),
+        Err(err) => {
+            eprintln!("manifest entry {key} is unreadable: {err}");
+            None
+        }
+    }
+}

@@ -1,0 +1,359 @@
+//! The manifest's entries as the database keeps them (`manifest_entries`), each with the
+//! version that last changed it. A compile records what changed under new versions; a
+//! gateway at version `v` is sent the rows changed after `v`, in pages.
+
+use std::collections::{BTreeMap, HashMap};
+use std::ops::Range;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use apim_manifest::{Change, Page};
+use serde_json::value::RawValue;
+use sqlx::AnyPool;
+
+use crate::db::now;
+
+/// Most entries one version carries, so that any page can hold a whole version.
+const VERSION_ENTRIES: usize = 500;
+/// Most bytes one version carries (a version over it holds a single larger entry).
+const VERSION_BYTES: usize = 512 * 1024;
+/// Bytes of entries a page carries at most (unless one version alone is larger).
+const PAGE_BYTES: usize = 1024 * 1024;
+/// Rows read per query while filling a page (several versions' worth).
+const PAGE_ROWS: usize = 4 * VERSION_ENTRIES;
+/// Rows per INSERT statement.
+const INSERT_ROWS: usize = 200;
+/// How long a tombstone is kept: a gateway away for longer takes a snapshot.
+const TOMBSTONE_SECS: i64 = 24 * 3600;
+/// How often old tombstones are looked for.
+const GARBAGE_EVERY: Duration = Duration::from_secs(3600);
+
+/// An entry's new value, or its removal.
+pub type EntryChange = (String, Option<Arc<str>>);
+/// A stored row: key, value (`None`: a tombstone) and version.
+type Row = (String, Option<String>, i64);
+/// The rows of one version: keys and values.
+type VersionRows = (u64, Vec<(String, Option<String>)>);
+
+/// The live entries as recorded, mirrored in memory to tell what a compile changed.
+#[derive(Default)]
+pub struct EntryLog {
+    entries: HashMap<String, Arc<str>>,
+    version: u64,
+    last_garbage: Option<Instant>,
+}
+
+impl EntryLog {
+    /// The newest version recorded.
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    /// Live entries.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Takes in what the database holds beyond what this log has seen: everything at
+    /// start, and what other control planes sharing the database recorded since.
+    pub async fn catch_up(&mut self, db: &AnyPool) -> sqlx::Result<()> {
+        let (version, horizon) = state(db).await?;
+        if version == self.version {
+            return Ok(());
+        }
+        let rows: Vec<(String, Option<String>)> =
+            if self.version < horizon || version < self.version {
+                self.entries.clear();
+                // language=SQL
+                sqlx::query_as("SELECT key, value FROM manifest_entries WHERE value IS NOT NULL")
+                    .fetch_all(db)
+                    .await?
+            } else {
+                // language=SQL
+                sqlx::query_as("SELECT key, value FROM manifest_entries WHERE version > $1")
+                    .bind(self.version as i64)
+                    .fetch_all(db)
+                    .await?
+            };
+        for (key, value) in rows {
+            match value {
+                Some(value) => self.entries.insert(key, value.into()),
+                None => self.entries.remove(&key),
+            };
+        }
+        self.version = version;
+        Ok(())
+    }
+
+    /// What turns the recorded entries into `desired`, in key order.
+    pub fn changes(&self, desired: &BTreeMap<String, Arc<str>>) -> Vec<EntryChange> {
+        let mut changes: Vec<EntryChange> = desired
+            .iter()
+            .filter(|(key, value)| self.entries.get(*key) != Some(value))
+            .map(|(key, value)| (key.clone(), Some(value.clone())))
+            .collect();
+        changes.extend(
+            self.entries
+                .keys()
+                .filter(|key| !desired.contains_key(*key))
+                .map(|key| (key.clone(), None)),
+        );
+        changes.sort_by(|a, b| a.0.cmp(&b.0));
+        changes
+    }
+
+    /// Records `changes` under the next versions (several, for many changes) in one
+    /// transaction; the newest version, or `None` when another control plane recorded
+    /// first (catch up and compile again).
+    pub async fn record(
+        &mut self,
+        db: &AnyPool,
+        changes: Vec<EntryChange>,
+    ) -> sqlx::Result<Option<u64>> {
+        let versions = split_into_versions(&changes);
+        let mut tx = db.begin().await?;
+        // language=SQL
+        let bumped = sqlx::query(
+            "UPDATE manifest_state SET version = version + $1 WHERE id = 1 AND version = $2",
+        )
+        .bind(versions.len() as i64)
+        .bind(self.version as i64)
+        .execute(&mut *tx)
+        .await?;
+        if bumped.rows_affected() == 0 {
+            tx.rollback().await?;
+            return Ok(None);
+        }
+        let changed_at = now();
+        for (offset, range) in versions.iter().enumerate() {
+            let version = self.version + 1 + offset as u64;
+            for rows in changes[range.clone()].chunks(INSERT_ROWS) {
+                upsert(&mut tx, rows, version, changed_at).await?;
+            }
+        }
+        tx.commit().await?;
+        for (key, value) in changes {
+            match value {
+                Some(value) => self.entries.insert(key, value),
+                None => self.entries.remove(&key),
+            };
+        }
+        self.version += versions.len() as u64;
+        Ok(Some(self.version))
+    }
+
+    /// Drops tombstones older than [`TOMBSTONE_SECS`], at most once every
+    /// [`GARBAGE_EVERY`], and moves the horizon past them.
+    pub async fn collect_garbage(&mut self, db: &AnyPool) -> sqlx::Result<()> {
+        if self
+            .last_garbage
+            .is_some_and(|last| last.elapsed() < GARBAGE_EVERY)
+        {
+            return Ok(());
+        }
+        self.last_garbage = Some(Instant::now());
+        // language=SQL
+        let (newest,): (Option<i64>,) = sqlx::query_as(
+            "SELECT MAX(version) FROM manifest_entries WHERE value IS NULL AND changed_at < $1",
+        )
+        .bind(now() - TOMBSTONE_SECS)
+        .fetch_one(db)
+        .await?;
+        let Some(horizon) = newest else {
+            return Ok(());
+        };
+        let mut tx = db.begin().await?;
+        // language=SQL
+        sqlx::query("DELETE FROM manifest_entries WHERE value IS NULL AND version <= $1")
+            .bind(horizon)
+            .execute(&mut *tx)
+            .await?;
+        // language=SQL
+        sqlx::query("UPDATE manifest_state SET horizon = $1 WHERE id = 1 AND horizon < $1")
+            .bind(horizon)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        tracing::info!(horizon, "old manifest tombstones dropped");
+        Ok(())
+    }
+}
+
+/// The newest version and the tombstone horizon.
+async fn state(db: &AnyPool) -> sqlx::Result<(u64, u64)> {
+    // language=SQL
+    let (version, horizon): (i64, i64) =
+        sqlx::query_as("SELECT version, horizon FROM manifest_state WHERE id = 1")
+            .fetch_one(db)
+            .await?;
+    Ok((version.max(0) as u64, horizon.max(0) as u64))
+}
+
+/// Consecutive runs of changes, each small enough to be one version.
+fn split_into_versions(changes: &[EntryChange]) -> Vec<Range<usize>> {
+    let mut versions = Vec::new();
+    let (mut start, mut bytes) = (0, 0);
+    for (i, (key, value)) in changes.iter().enumerate() {
+        let size = key.len() + value.as_deref().map_or(0, str::len);
+        if i > start && (i - start >= VERSION_ENTRIES || bytes + size > VERSION_BYTES) {
+            versions.push(start..i);
+            (start, bytes) = (i, 0);
+        }
+        bytes += size;
+    }
+    if start < changes.len() {
+        versions.push(start..changes.len());
+    }
+    versions
+}
+
+async fn upsert(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    rows: &[EntryChange],
+    version: u64,
+    changed_at: i64,
+) -> sqlx::Result<()> {
+    let placeholders: Vec<String> = (0..rows.len())
+        .map(|i| {
+            let n = i * 4;
+            format!("(${}, ${}, ${}, ${})", n + 1, n + 2, n + 3, n + 4)
+        })
+        .collect();
+    // language=SQL
+    let sql = format!(
+        "INSERT INTO manifest_entries (key, value, version, changed_at) VALUES {}
+         ON CONFLICT (key) DO UPDATE SET value = excluded.value, version = excluded.version,
+         changed_at = excluded.changed_at",
+        placeholders.join(", ")
+    );
+    let mut query = sqlx::query(&sql);
+    for (key, value) in rows {
+        query = query
+            .bind(key.as_str())
+            .bind(value.as_deref())
+            .bind(version as i64)
+            .bind(changed_at);
+    }
+    query.execute(&mut **tx).await.map(|_| ())
+}
+
+/// The page after version `after` (of a snapshot under way when `snapshot`): the entries
+/// changed since, whole versions only, up to about [`PAGE_BYTES`]. A gateway with
+/// nothing, one older than the horizon or one ahead of this database starts a snapshot
+/// from version 0. `None` before the first compile.
+pub async fn read_page(db: &AnyPool, after: u64, snapshot: bool) -> sqlx::Result<Option<Page>> {
+    let (latest, horizon) = state(db).await?;
+    if latest == 0 {
+        return Ok(None);
+    }
+    let restart = after == 0 || after < horizon || after > latest;
+    let (after, snapshot) = if restart {
+        (0, true)
+    } else {
+        (after, snapshot)
+    };
+    let mut page = Page {
+        after,
+        upto: after,
+        latest,
+        snapshot,
+        issued_at: now(),
+        changes: Vec::new(),
+    };
+    let mut bytes = 0;
+    loop {
+        // language=SQL
+        let rows: Vec<Row> = sqlx::query_as(
+            "SELECT key, value, version FROM manifest_entries WHERE version > $1 AND version <= $2
+             ORDER BY version, key LIMIT $3",
+        )
+        .bind(page.upto as i64)
+        .bind(latest as i64)
+        .bind(PAGE_ROWS as i64)
+        .fetch_all(db)
+        .await?;
+        let read_all = rows.len() < PAGE_ROWS;
+        let mut versions = group_by_version(rows);
+        if !read_all && versions.len() == 1 {
+            // One version fills the read: read the whole of it.
+            let version = versions[0].0;
+            versions = group_by_version(rows_of_version(db, version).await?);
+        } else if !read_all {
+            // The last version may go on past the rows read.
+            versions.pop();
+        }
+        for (version, rows) in versions {
+            let size: usize = rows
+                .iter()
+                .map(|(k, v)| k.len() + v.as_deref().map_or(0, str::len))
+                .sum();
+            if !page.changes.is_empty() && bytes + size > PAGE_BYTES {
+                return Ok(Some(page));
+            }
+            bytes += size;
+            page.changes.extend(rows.into_iter().map(to_change));
+            page.upto = version;
+        }
+        if read_all {
+            page.upto = latest;
+            return Ok(Some(page));
+        }
+    }
+}
+
+async fn rows_of_version(db: &AnyPool, version: u64) -> sqlx::Result<Vec<Row>> {
+    // language=SQL
+    sqlx::query_as(
+        "SELECT key, value, version FROM manifest_entries WHERE version = $1 ORDER BY key",
+    )
+    .bind(version as i64)
+    .fetch_all(db)
+    .await
+}
+
+/// Rows in version order, grouped by version.
+fn group_by_version(rows: Vec<Row>) -> Vec<VersionRows> {
+    let mut versions: Vec<VersionRows> = Vec::new();
+    for (key, value, version) in rows {
+        let version = version.max(0) as u64;
+        match versions.last_mut() {
+            Some((v, rows)) if *v == version => rows.push((key, value)),
+            _ => versions.push((version, vec![(key, value)])),
+        }
+    }
+    versions
+}
+
+fn to_change((key, value): (String, Option<String>)) -> Change {
+    Change {
+        key,
+        // Stored values were serialized by the compiler; one that no longer parses is
+        // sent as a removal rather than break the page.
+        value: value.and_then(|v| RawValue::from_string(v).ok()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn many_changes_become_several_versions() {
+        let change =
+            |i: usize, size: usize| (format!("k{i:05}"), Some(Arc::from("x".repeat(size))));
+        let small: Vec<EntryChange> = (0..1_234).map(|i| change(i, 10)).collect();
+        let ranges = split_into_versions(&small);
+        assert_eq!(ranges, vec![0..500, 500..1000, 1000..1234]);
+        let large: Vec<EntryChange> = (0..3).map(|i| change(i, 400 * 1024)).collect();
+        assert_eq!(split_into_versions(&large), vec![0..1, 1..2, 2..3]);
+        assert!(split_into_versions(&[]).is_empty());
+    }
+
+    #[test]
+    fn rows_group_by_version() {
+        let row = |k: &str, v: i64| (k.to_string(), Some("1".to_string()), v);
+        let groups = group_by_version(vec![row("a", 1), row("b", 1), row("a", 2)]);
+        let versions: Vec<(u64, usize)> = groups.iter().map(|(v, rows)| (*v, rows.len())).collect();
+        assert_eq!(versions, vec![(1, 2), (2, 1)]);
+    }
+}
