@@ -446,6 +446,25 @@ pub async fn update_list_search_and_delete(env: Env) {
         .await
         .expect(200);
     assert_eq!(exact.body["count"], 0);
+    let exact = api
+        .get(&format!("{apis}?query=name:%22pager1%22"), &token)
+        .await
+        .expect(200);
+    assert_eq!(exact.body["list"][0]["name"], "Pager1");
+    assert_eq!(exact.body["count"], 1);
+    // LIKE's wildcards are searched for as they are.
+    let literal = api
+        .get(&format!("{apis}?query=name:pager_"), &token)
+        .await
+        .expect(200);
+    assert_eq!(literal.body["count"], 0);
+    let paged = api
+        .get(&format!("{apis}?query=name:pager&limit=2&offset=2"), &token)
+        .await
+        .expect(200);
+    assert_eq!(paged.body["pagination"]["total"], 4);
+    assert_eq!(paged.body["list"][0]["name"], "Pager2");
+    assert_eq!(paged.body["count"], 2);
     api.get(&format!("{apis}?limit=lots"), &token)
         .await
         .expect_error(400, "Invalid query parameters");

@@ -142,18 +142,6 @@ async fn tenant_api(state: &AppState, caller: &Caller, api_id: &str) -> ApiResul
     }
 }
 
-/// Every API of a tenant, by name and version.
-pub async fn tenant_apis(db: &AnyPool, tenant: &str) -> ApiResult<Vec<StoredApi>> {
-    // language=SQL
-    let rows: Vec<ApiRow> = sqlx::query_as(&format!(
-        "SELECT {API_COLUMNS} FROM apis WHERE tenant = $1 ORDER BY name, version"
-    ))
-    .bind(tenant)
-    .fetch_all(db)
-    .await?;
-    rows.into_iter().map(from_row).collect()
-}
-
 fn invalid(err: Invalid) -> ApiError {
     match err {
         Invalid::Fields(fields) => ApiError::Validation(fields),
@@ -210,17 +198,77 @@ async fn list_apis(
     let page = Page::new(q.limit, q.offset)?;
     let query = q.query.unwrap_or_default();
     let criteria = search::parse(&query).map_err(ApiError::BadRequest)?;
-    let matches: Vec<StoredApi> = tenant_apis(&state.db, caller.tenant())
-        .await?
-        .into_iter()
-        .filter(|api| criteria.iter().all(|c| c.matches(api)))
-        .collect();
-    let total = matches.len() as i64;
-    let list = page.slice(matches).iter().map(ApiInfo::from).collect();
+    let (total, apis) = search_apis(&state.db, caller.tenant(), &criteria, page).await?;
+    let list = apis.iter().map(ApiInfo::from).collect();
     let link = |limit, offset| format!("/apis?limit={limit}&offset={offset}&query={query}");
     Ok(Json(
         ListEnvelope::new(list, total, page, link).with_pagination(total, page),
     ))
+}
+
+/// One page of the tenant's APIs matching every criterion, by name and version, and how
+/// many match in all. Criteria on columns are checked by the database, which then counts
+/// and pages; only searches on record fields (description, tags) read whole records.
+async fn search_apis(
+    db: &AnyPool,
+    tenant: &str,
+    criteria: &[search::Criterion],
+    page: Page,
+) -> ApiResult<(i64, Vec<StoredApi>)> {
+    let mut conditions = vec!["tenant = $1".to_string()];
+    let mut values = vec![tenant.to_string()];
+    let mut in_records = Vec::new();
+    for criterion in criteria {
+        match criterion.sql(values.len() + 1) {
+            Some((condition, value)) => {
+                conditions.push(condition);
+                values.push(value);
+            }
+            None => in_records.push(criterion),
+        }
+    }
+    let filter = conditions.join(" AND ");
+    let select = |suffix: &str| {
+        // language=SQL
+        format!("SELECT {API_COLUMNS} FROM apis WHERE {filter} ORDER BY name, version{suffix}")
+    };
+    if !in_records.is_empty() {
+        let rows: Vec<ApiRow> = bind_all(sqlx::query_as(&select("")), &values)
+            .fetch_all(db)
+            .await?;
+        let mut matches = Vec::new();
+        for row in rows {
+            let api = from_row(row)?;
+            if in_records.iter().all(|c| c.matches(&api)) {
+                matches.push(api);
+            }
+        }
+        return Ok((matches.len() as i64, page.slice(matches)));
+    }
+    // language=SQL
+    let count = format!("SELECT COUNT(*) FROM apis WHERE {filter}");
+    let (total,): (i64,) = bind_all(sqlx::query_as(&count), &values)
+        .fetch_one(db)
+        .await?;
+    let paged = select(&format!(" LIMIT {} OFFSET {}", page.limit, page.offset));
+    let rows: Vec<ApiRow> = bind_all(sqlx::query_as(&paged), &values)
+        .fetch_all(db)
+        .await?;
+    Ok((
+        total,
+        rows.into_iter().map(from_row).collect::<ApiResult<_>>()?,
+    ))
+}
+
+/// Binds text values in order.
+fn bind_all<'q, O>(
+    mut query: sqlx::query::QueryAs<'q, sqlx::Any, O, sqlx::any::AnyArguments<'q>>,
+    values: &'q [String],
+) -> sqlx::query::QueryAs<'q, sqlx::Any, O, sqlx::any::AnyArguments<'q>> {
+    for value in values {
+        query = query.bind(value.as_str());
+    }
+    query
 }
 
 /// `POST /apis`: 201 with `Location` and the full record, status CREATED (or PROTOTYPED).
@@ -583,7 +631,39 @@ pub mod search {
             .collect()
     }
 
+    /// `text` with LIKE's wildcards and the escape character taken literally.
+    fn escape_like(text: &str) -> String {
+        let mut escaped = String::with_capacity(text.len());
+        for c in text.chars() {
+            if matches!(c, '%' | '_' | '\\') {
+                escaped.push('\\');
+            }
+            escaped.push(c);
+        }
+        escaped
+    }
+
     impl Criterion {
+        /// The condition on a column that checks this criterion in SQL, with `$n` for its
+        /// value, and the value; `None` for criteria on the record's fields. Case is
+        /// folded by the database's `LOWER`.
+        pub fn sql(&self, n: usize) -> Option<(String, String)> {
+            let column = match self.attribute.as_str() {
+                "name" | "version" | "status" | "provider" => self.attribute.as_str(),
+                "context" | "subcontext" => "context",
+                _ => return None,
+            };
+            Some(if self.exact {
+                (format!("LOWER({column}) = LOWER(${n})"), self.value.clone())
+            } else {
+                let pattern = format!("%{}%", escape_like(&self.value));
+                (
+                    format!("LOWER({column}) LIKE LOWER(${n}) ESCAPE '\\'"),
+                    pattern,
+                )
+            })
+        }
+
         /// Whether an API satisfies this criterion.
         pub fn matches(&self, api: &StoredApi) -> bool {
             let candidates: Vec<String> = match self.attribute.as_str() {
