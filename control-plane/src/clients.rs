@@ -1,8 +1,21 @@
 //! OAuth clients: those registered dynamically and the consumer keys of store applications.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
 use rand::distr::{Alphanumeric, SampleString};
 use sqlx::{AnyPool, Executor};
 use subtle::ConstantTimeEq;
+
+use crate::users::{self, User};
+
+/// How long a client read for the token endpoint is used without reading it again:
+/// changes made through another control plane sharing the database show within it
+/// (this one's own changes clear the cache at once).
+const CACHED_FOR: Duration = Duration::from_secs(10);
+/// Most clients cached; past it the cache starts over.
+const MAX_CACHED: usize = 10_000;
 
 /// An OAuth client as stored.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -128,4 +141,56 @@ pub fn new_client_id() -> String {
 /// A fresh client secret.
 pub fn new_client_secret() -> String {
     Alphanumeric.sample_string(&mut rand::rng(), 28)
+}
+
+/// A client with its owner (the user a client_credentials token acts for, if it exists).
+#[derive(Debug, Clone)]
+pub struct Principal {
+    /// The client.
+    pub client: OAuthClient,
+    /// Its owner.
+    pub owner: Option<User>,
+}
+
+/// Clients as the token endpoint reads them on every request, for a few seconds; cleared
+/// whenever something changes through this control plane. A token request then costs a
+/// signature rather than two queries.
+#[derive(Default)]
+pub struct ClientCache {
+    entries: Mutex<HashMap<String, (Instant, Arc<Principal>)>>,
+}
+
+impl ClientCache {
+    /// The client with this id and its owner; unknown ids are not cached.
+    pub async fn get(&self, db: &AnyPool, client_id: &str) -> sqlx::Result<Option<Arc<Principal>>> {
+        if let Some(principal) = self.cached(client_id) {
+            return Ok(Some(principal));
+        }
+        let Some(client) = find(db, client_id).await? else {
+            return Ok(None);
+        };
+        let owner = users::find(db, &client.owner).await?;
+        let principal = Arc::new(Principal { client, owner });
+        let mut entries = self.lock();
+        if entries.len() >= MAX_CACHED {
+            entries.clear();
+        }
+        entries.insert(client_id.to_string(), (Instant::now(), principal.clone()));
+        Ok(Some(principal))
+    }
+
+    /// Forgets every client (something may have changed).
+    pub fn clear(&self) {
+        self.lock().clear();
+    }
+
+    fn cached(&self, client_id: &str) -> Option<Arc<Principal>> {
+        let entries = self.lock();
+        let (at, principal) = entries.get(client_id)?;
+        (at.elapsed() < CACHED_FOR).then(|| principal.clone())
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (Instant, Arc<Principal>)>> {
+        self.entries.lock().unwrap_or_else(|p| p.into_inner())
+    }
 }

@@ -3,7 +3,7 @@
 //! gateway from the version it holds to the newest with signed pages.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use apim_manifest::Position;
 use sqlx::AnyPool;
@@ -68,7 +68,9 @@ pub fn spawn(hub: Arc<ManifestHub>, db: AnyPool, compiler: Compiler, pusher: Pus
 }
 
 async fn compile_loop(hub: Arc<ManifestHub>, mut compiler: Compiler) {
+    let mut loaded = false;
     loop {
+        let started = Instant::now();
         match compiler.compile().await {
             Ok(Some(compiled)) => tracing::info!(
                 version = compiled.version,
@@ -83,6 +85,17 @@ async fn compile_loop(hub: Arc<ManifestHub>, mut compiler: Compiler) {
                 tokio::time::sleep(Duration::from_secs(1)).await;
                 continue;
             }
+        }
+        if !loaded {
+            // The first compile of a process compiles every API: the full manifest's cost.
+            loaded = true;
+            tracing::info!(
+                version = compiler.version(),
+                apis = compiler.apis(),
+                entries = compiler.entries(),
+                elapsed_ms = started.elapsed().as_secs_f64() * 1e3,
+                "route manifest loaded"
+            );
         }
         let version = compiler.version();
         hub.latest.send_if_modified(|latest| {
@@ -129,7 +142,7 @@ async fn push_loop(mut latest: watch::Receiver<u64>, delivery: Delivery) {
                 delay = FIRST_RETRY_DELAY;
             }
             Err(err) => {
-                tracing::warn!(gateway = %delivery.base, error = %err, "manifest push failed; will retry");
+                tracing::warn!(gateway = %delivery.base, version = newest, error = %err, "manifest push failed; will retry");
                 known = None;
                 tokio::time::sleep(delay).await;
                 delay = (delay * 2).min(MAX_RETRY_DELAY);

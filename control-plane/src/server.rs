@@ -90,6 +90,8 @@ async fn serve(config: Config, db: AnyPool) -> anyhow::Result<()> {
         issuer,
         config: Arc::new(config),
         store_users: Arc::new(Mutex::new(HashSet::new())),
+        clients: Arc::default(),
+        logins: Arc::default(),
     };
     // The harness and scripts read this line to find the bound port.
     println!("Serving HTTP on http://{addr}/");

@@ -1,11 +1,29 @@
 //! Users, their roles and tenants; passwords hashed with argon2.
 
+use std::collections::HashMap;
+use std::sync::{LazyLock, Mutex};
+use std::time::{Duration, Instant};
+
 use anyhow::Context;
 use argon2::Argon2;
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
 use sqlx::AnyPool;
+use subtle::ConstantTimeEq;
+use tokio::sync::Semaphore;
 
 use crate::scopes::ROLES;
+
+/// Argon2 runs at most this many at once (one per core): each takes about 19 MiB and a
+/// core for tens of milliseconds, and a burst of logins must not take gigabytes.
+static ARGON2_PERMITS: LazyLock<Semaphore> =
+    LazyLock::new(|| Semaphore::new(std::thread::available_parallelism().map_or(2, |n| n.get())));
+
+/// How long a verified password is remembered.
+const VERIFIED_FOR: Duration = Duration::from_secs(300);
+/// Most users remembered at once; past it the memory starts over.
+const MAX_REMEMBERED: usize = 10_000;
 
 /// The tenant of users without a `@domain`, as WSO2 names it.
 pub const SUPER_TENANT: &str = "carbon.super";
@@ -143,17 +161,76 @@ pub async fn admin_exists(db: &AnyPool) -> sqlx::Result<bool> {
     Ok(list(db).await?.iter().any(|u| u.has_role("admin")))
 }
 
-/// The user, if the password is right.
-pub async fn authenticate(
-    db: &AnyPool,
-    username: &str,
-    password: &str,
-) -> anyhow::Result<Option<User>> {
-    let Some((user, hash)) = find_with_hash(db, username).await? else {
-        return Ok(None);
-    };
+/// Recently verified passwords, so that a client that logs in again and again (a
+/// password grant per call, HTTP Basic on every registration) pays argon2 once every few
+/// minutes rather than every time. It holds, per user, an HMAC (under a key of this
+/// process) of the password and of the stored hash it matched: a changed password never
+/// matches, and failed attempts are never remembered, so guessing still costs argon2.
+pub struct VerifiedLogins {
+    key: [u8; 32],
+    remembered: Mutex<HashMap<String, (Instant, [u8; 32])>>,
+}
+
+impl Default for VerifiedLogins {
+    fn default() -> Self {
+        VerifiedLogins {
+            key: rand::random(),
+            remembered: Mutex::default(),
+        }
+    }
+}
+
+impl VerifiedLogins {
+    /// The user, if the password is right.
+    pub async fn authenticate(
+        &self,
+        db: &AnyPool,
+        username: &str,
+        password: &str,
+    ) -> anyhow::Result<Option<User>> {
+        let Some((user, hash)) = find_with_hash(db, username).await? else {
+            return Ok(None);
+        };
+        let fingerprint = self.fingerprint(username, password, &hash);
+        if self.remembers(username, &fingerprint) {
+            return Ok(Some(user));
+        }
+        let valid = verify_password(password, hash).await?;
+        if valid {
+            self.remember(username, fingerprint);
+        }
+        Ok(valid.then_some(user))
+    }
+
+    fn fingerprint(&self, username: &str, password: &str, hash: &str) -> [u8; 32] {
+        let mut mac = Hmac::<Sha256>::new_from_slice(&self.key).expect("any key length");
+        for part in [username, password, hash] {
+            mac.update(&(part.len() as u64).to_le_bytes());
+            mac.update(part.as_bytes());
+        }
+        mac.finalize().into_bytes().into()
+    }
+
+    fn remembers(&self, username: &str, fingerprint: &[u8; 32]) -> bool {
+        let remembered = self.remembered.lock().unwrap_or_else(|p| p.into_inner());
+        remembered.get(username).is_some_and(|(at, known)| {
+            at.elapsed() < VERIFIED_FOR && bool::from(known.ct_eq(fingerprint))
+        })
+    }
+
+    fn remember(&self, username: &str, fingerprint: [u8; 32]) {
+        let mut remembered = self.remembered.lock().unwrap_or_else(|p| p.into_inner());
+        if remembered.len() >= MAX_REMEMBERED {
+            remembered.clear();
+        }
+        remembered.insert(username.to_string(), (Instant::now(), fingerprint));
+    }
+}
+
+/// Checks a password against a stored argon2 hash, within the concurrency bound.
+async fn verify_password(password: &str, hash: String) -> anyhow::Result<bool> {
     let password = password.to_string();
-    let valid = tokio::task::spawn_blocking(move || {
+    argon2(move || {
         PasswordHash::new(&hash)
             .map(|parsed| {
                 Argon2::default()
@@ -162,8 +239,13 @@ pub async fn authenticate(
             })
             .unwrap_or(false)
     })
-    .await?;
-    Ok(valid.then_some(user))
+    .await
+}
+
+/// Runs argon2 work off the async threads, at most [`ARGON2_PERMITS`] at a time.
+async fn argon2<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> anyhow::Result<T> {
+    let _permit = ARGON2_PERMITS.acquire().await?;
+    Ok(tokio::task::spawn_blocking(work).await?)
 }
 
 async fn find_with_hash(db: &AnyPool, username: &str) -> sqlx::Result<Option<(User, String)>> {
@@ -188,7 +270,7 @@ fn user_from_row((username, roles, tenant): (String, String, String)) -> User {
 /// Argon2id with a random salt, off the async threads (it is deliberately slow).
 async fn hash_password(password: &str) -> anyhow::Result<String> {
     let password = password.to_string();
-    tokio::task::spawn_blocking(move || {
+    argon2(move || {
         let salt = SaltString::encode_b64(&rand::random::<[u8; 16]>())
             .map_err(|e| anyhow::anyhow!("salt: {e}"))?;
         Argon2::default()

@@ -34,7 +34,9 @@ impl FromRequestParts<AppState> for BasicUser {
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> ApiResult<Self> {
         let (username, password) =
             basic_credentials(&parts.headers).ok_or(ApiError::Unauthenticated)?;
-        users::authenticate(&state.db, &username, &password)
+        state
+            .logins
+            .authenticate(&state.db, &username, &password)
             .await?
             .map(BasicUser)
             .ok_or(ApiError::Unauthenticated)

@@ -8,10 +8,12 @@ use axum::extract::DefaultBodyLimit;
 use sqlx::AnyPool;
 use tower_http::trace::TraceLayer;
 
+use crate::clients::ClientCache;
 use crate::config::Config;
 use crate::gateways::ManifestHub;
 use crate::keys::KeyRing;
 use crate::scopes::ScopeNames;
+use crate::users::VerifiedLogins;
 
 mod admin;
 mod apis;
@@ -48,6 +50,10 @@ pub struct AppState {
     pub gateway_secret: String,
     /// Users whose DefaultApplication is known to exist (saves a write per store call).
     pub store_users: Arc<Mutex<HashSet<String>>>,
+    /// Clients as the token endpoint last read them.
+    pub clients: Arc<ClientCache>,
+    /// Passwords verified lately.
+    pub logins: Arc<VerifiedLogins>,
 }
 
 /// The whole management API.
@@ -66,8 +72,8 @@ pub fn app(state: AppState) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(axum::middleware::from_fn_with_state(
-            state.manifests.clone(),
-            recompile_after_changes,
+            state.clone(),
+            after_changes,
         ))
         .layer(DefaultBodyLimit::max(body_limit))
         .layer(axum::middleware::from_fn_with_state(
@@ -79,13 +85,14 @@ pub fn app(state: AppState) -> Router {
 }
 
 /// Every successful change (any method but GET/HEAD/OPTIONS) may change what gateways
-/// must do: lifecycle, updates, deletes, subscriptions, keys, revocations, key rotation.
-/// Requests a recompile, which is debounced, so bursts cost one manifest. Issuing tokens
-/// and registering clients change nothing gateways see (a refresh grant's revocation
-/// asks for its own recompile), and at thousands of tokens a second they must not keep
+/// must do (lifecycle, updates, deletes, subscriptions, keys, revocations, key rotation)
+/// and what the token endpoint knows of clients and users: requests a compile (changes
+/// during one are taken in by the next, so bursts cost few) and clears the client cache.
+/// Issuing tokens and registering clients change neither (a refresh grant's revocation
+/// asks for its own compile), and at thousands of tokens a second they must not keep
 /// the compiler busy.
-async fn recompile_after_changes(
-    axum::extract::State(manifests): axum::extract::State<Arc<ManifestHub>>,
+async fn after_changes(
+    axum::extract::State(state): axum::extract::State<AppState>,
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
@@ -98,7 +105,8 @@ async fn recompile_after_changes(
         && !path.starts_with("/client-registration/");
     let response = next.run(request).await;
     if changes && response.status().is_success() {
-        manifests.request_recompile();
+        state.manifests.request_recompile();
+        state.clients.clear();
     }
     response
 }

@@ -2,6 +2,7 @@
 //! The gateway listener exposes these as `{gateway_url}/token` and `/revoke`.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use axum::extract::State;
 use axum::extract::rejection::FormRejection;
@@ -15,7 +16,7 @@ use sha2::{Digest, Sha256};
 use super::AppState;
 use super::auth::basic_credentials;
 use super::error::OAuthError;
-use crate::clients::{self, OAuthClient};
+use crate::clients::{OAuthClient, Principal};
 use crate::db::now;
 use crate::scopes::APPLICATION_SCOPE;
 use crate::token::{self, Claims};
@@ -54,7 +55,8 @@ async fn token_endpoint(
     headers: HeaderMap,
     form: Result<Form<Params>, FormRejection>,
 ) -> Result<Response, OAuthError> {
-    let (client, params) = authenticated_form(&state, &headers, form).await?;
+    let (principal, params) = authenticated_form(&state, &headers, form).await?;
+    let client = &principal.client;
     let grant = param(&params, "grant_type")?;
     if !matches!(grant, "password" | "client_credentials" | "refresh_token") {
         return Err(OAuthError::unsupported_grant_type(grant));
@@ -62,15 +64,17 @@ async fn token_endpoint(
     if !client.allows_grant(grant) {
         return Err(OAuthError::unauthorized_client(grant));
     }
-    let validity = validity(&state, &client, &params)?;
+    let validity = validity(&state, client, &params)?;
     let response = match grant {
-        "password" => password_grant(&state, &client, &params, validity).await?,
+        "password" => password_grant(&state, client, &params, validity).await?,
         "client_credentials" => {
-            let owner = client_owner(&state, &client).await?;
+            let owner = principal.owner.as_ref().ok_or_else(|| {
+                OAuthError::invalid_client("The owner of this client no longer exists")
+            })?;
             let scope = params.get("scope").map(String::as_str).unwrap_or_default();
-            issue(&state, &client, &owner, scope, validity, false).await?
+            issue(&state, client, owner, scope, validity, false).await?
         }
-        _ => refresh_grant(&state, &client, &params, validity).await?,
+        _ => refresh_grant(&state, client, &params, validity).await?,
     };
     Ok(no_store(Json(response)))
 }
@@ -83,7 +87,9 @@ async fn password_grant(
 ) -> Result<TokenResponse, OAuthError> {
     let username = param(params, "username")?;
     let password = param(params, "password")?;
-    let user = users::authenticate(&state.db, username, password)
+    let user = state
+        .logins
+        .authenticate(&state.db, username, password)
         .await?
         .ok_or_else(|| {
             OAuthError::invalid_grant(format!("Authentication failed for {username}"))
@@ -194,9 +200,10 @@ async fn revoke_endpoint(
     headers: HeaderMap,
     form: Result<Form<Params>, FormRejection>,
 ) -> Result<Response, OAuthError> {
-    let (client, params) = authenticated_form(&state, &headers, form).await?;
+    let (principal, params) = authenticated_form(&state, &headers, form).await?;
+    let client = &principal.client;
     let presented = param(&params, "token")?;
-    if !revoke_refresh_token(&state, &client, presented).await?
+    if !revoke_refresh_token(&state, client, presented).await?
         && let Ok(claims) = token::verify(&state.keys, &state.issuer, presented, true)
         && claims.client_id == client.client_id
     {
@@ -291,13 +298,13 @@ async fn jwks(State(state): State<AppState>) -> impl IntoResponse {
     Json(state.keys.jwks())
 }
 
-/// The form parameters and the client they authenticate, by HTTP Basic or by the
-/// `client_id`/`client_secret` form fields.
+/// The form parameters and the client they authenticate (with its owner), by HTTP Basic
+/// or by the `client_id`/`client_secret` form fields.
 async fn authenticated_form(
     state: &AppState,
     headers: &HeaderMap,
     form: Result<Form<Params>, FormRejection>,
-) -> Result<(OAuthClient, Params), OAuthError> {
+) -> Result<(Arc<Principal>, Params), OAuthError> {
     let Form(params) = form.map_err(|e| OAuthError::invalid_request(e.body_text()))?;
     let (id, secret) = basic_credentials(headers)
         .or_else(|| {
@@ -307,17 +314,10 @@ async fn authenticated_form(
             ))
         })
         .ok_or_else(|| OAuthError::invalid_client("Client authentication required"))?;
-    match clients::find(&state.db, &id).await? {
-        Some(client) if client.secret_matches(&secret) => Ok((client, params)),
+    match state.clients.get(&state.db, &id).await? {
+        Some(principal) if principal.client.secret_matches(&secret) => Ok((principal, params)),
         _ => Err(OAuthError::invalid_client("Client Authentication failed.")),
     }
-}
-
-/// The user a client_credentials token acts for: the client's owner.
-async fn client_owner(state: &AppState, client: &OAuthClient) -> Result<User, OAuthError> {
-    users::find(&state.db, &client.owner)
-        .await?
-        .ok_or_else(|| OAuthError::invalid_client("The owner of this client no longer exists"))
 }
 
 fn validity(state: &AppState, client: &OAuthClient, params: &Params) -> Result<i64, OAuthError> {

@@ -38,6 +38,13 @@ pub struct ApiCache {
     apis: HashMap<String, CompiledApi>,
 }
 
+impl ApiCache {
+    /// Deployed APIs compiled.
+    pub fn deployed(&self) -> usize {
+        self.apis.len()
+    }
+}
+
 /// Every entry the database's current state calls for.
 pub async fn entries(
     db: &AnyPool,

@@ -50,7 +50,7 @@ impl EntryLog {
     }
 
     /// Live entries.
-    pub fn len(&self) -> usize {
+    pub fn live(&self) -> usize {
         self.entries.len()
     }
 

@@ -59,6 +59,16 @@ impl Compiler {
         self.log.version()
     }
 
+    /// Live entries.
+    pub fn entries(&self) -> usize {
+        self.log.live()
+    }
+
+    /// Deployed APIs compiled.
+    pub fn apis(&self) -> usize {
+        self.apis.deployed()
+    }
+
     /// Brings the recorded entries up to date with the database; what it recorded, if
     /// anything changed.
     pub async fn compile(&mut self) -> anyhow::Result<Option<Compiled>> {
@@ -85,7 +95,7 @@ impl Compiler {
                 return Ok(Some(Compiled {
                     version,
                     changes: count,
-                    entries: self.log.len(),
+                    entries: self.log.live(),
                     elapsed: started.elapsed(),
                 }));
             }

@@ -11,7 +11,7 @@ use serde_json::json;
 use super::Options;
 use super::load::{Load, Wrk};
 use super::machine;
-use super::platform::{self, Platform};
+use super::platform::{self, BASE, Platform, SECURED};
 use super::profile::{self, Profile};
 use super::propagation::{self, Propagation};
 use super::stats::Latencies;
@@ -49,12 +49,34 @@ pub struct Phase {
     pub token_profile: Option<Profile>,
     /// A page of the publisher's API list.
     pub list: Latencies,
-    /// Size of the signed manifest, bytes.
-    pub manifest_bytes: usize,
+    /// The whole manifest: as a snapshot, compiled from scratch, taken by a fresh gateway.
+    pub full: FullManifest,
     /// Gateway resident memory, MiB.
     pub gateway_rss_mib: f64,
     /// Control-plane resident memory, MiB.
     pub control_plane_rss_mib: f64,
+}
+
+/// What the whole manifest costs, now that changes travel alone: a gateway with nothing
+/// takes a snapshot, and a control plane that starts compiles every API once.
+#[derive(Debug, Default)]
+pub struct FullManifest {
+    /// Entries.
+    pub entries: usize,
+    /// Signed pages of a snapshot.
+    pub pages: usize,
+    /// Their bytes.
+    pub bytes: usize,
+    /// Reading and signing every page, one request after the other, ms.
+    pub read_ms: f64,
+    /// The first compile of a second control plane on the same database (every API
+    /// compiled, every entry compared), ms.
+    pub compile_ms: Option<f64>,
+    /// A gateway started with an empty store: its first request, which pulls and applies
+    /// the whole snapshot before answering 200, ms.
+    pub fresh_gateway_ms: Option<f64>,
+    /// That gateway's resident memory afterwards, MiB.
+    pub fresh_gateway_rss_mib: f64,
 }
 
 /// Building the scale database through the public REST API.
@@ -92,6 +114,8 @@ async fn phase(options: &Options, platform: &Platform, tag: &str, profile: bool)
     let unsubscribe = propagation::unsubscribes(platform, &subscriptions).await;
     let revoke = propagation::revocations(platform, options.changes).await;
     let list = list_latency(platform).await;
+    eprintln!("bench: control plane, {tag}: the whole manifest");
+    let full = full_manifest(platform).await;
     eprintln!("bench: control plane, {tag}: token issuance");
     let client_credentials =
         tokens(options, platform, "grant_type=client_credentials", profile).await;
@@ -111,7 +135,7 @@ async fn phase(options: &Options, platform: &Platform, tag: &str, profile: bool)
         client_credentials: client_credentials.load,
         password: password.load,
         list,
-        manifest_bytes: manifest_bytes(platform).await,
+        full,
         gateway_rss_mib: machine::rss_mib(platform.gateway_pid()),
         control_plane_rss_mib: machine::rss_mib(platform.control_plane_pid()),
     }
@@ -189,17 +213,91 @@ async fn list_latency(platform: &Platform) -> Latencies {
     Latencies::of(&samples)
 }
 
-/// Size of the signed manifest the control plane serves.
-async fn manifest_bytes(platform: &Platform) -> usize {
+/// The whole manifest: its snapshot pulled page by page, a second control plane's first
+/// compile, and a fresh gateway taking it.
+async fn full_manifest(platform: &Platform) -> FullManifest {
+    let mut full = snapshot(platform).await;
+    full.compile_ms = full_compile(platform).await;
+    let Some(control_plane) = platform.stack.control_plane.as_ref() else {
+        return full;
+    };
+    let gateway =
+        crate::start_edge_gateway(control_plane, &platform.stack.data_dir, "127.0.0.1:0", &[])
+            .await;
+    let started = Instant::now();
+    let first = crate::Client::new(&gateway.url)
+        .get(&format!("{BASE}{SECURED}"), &platform.token)
+        .await;
+    if first.status == 200 {
+        full.fresh_gateway_ms = Some(started.elapsed().as_secs_f64() * 1e3);
+    } else {
+        eprintln!("bench: a fresh gateway answered {} first", first.status);
+    }
+    full.fresh_gateway_rss_mib = machine::rss_mib(gateway.pid());
+    gateway.stop().await;
+    full
+}
+
+/// Pulls a snapshot from the control plane as a gateway with nothing would.
+async fn snapshot(platform: &Platform) -> FullManifest {
+    use base64::Engine;
     let secret =
         std::fs::read_to_string(platform.stack.data_dir.join("gateway-secret")).unwrap_or_default();
-    let reply = platform
-        .stack
-        .mgmt
-        .get("/internal/gateway/manifest", secret.trim())
-        .await
-        .expect(200);
-    reply.body.as_str().map(str::len).unwrap_or_default()
+    let mut full = FullManifest::default();
+    let (mut after, mut snapshot) = (0, false);
+    let started = Instant::now();
+    loop {
+        let path = format!("/internal/gateway/manifest?after={after}&snapshot={snapshot}");
+        let reply = platform
+            .stack
+            .mgmt
+            .get(&path, secret.trim())
+            .await
+            .expect(200);
+        let jws = reply.body.as_str().unwrap_or_default().to_string();
+        let payload = jws.split('.').nth(1).unwrap_or_default();
+        let page: serde_json::Value = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(payload)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .unwrap_or_default();
+        full.pages += 1;
+        full.bytes += jws.len();
+        full.entries += page["changes"].as_array().map_or(0, Vec::len);
+        let (upto, latest) = (page["upto"].as_u64(), page["latest"].as_u64());
+        match (upto, latest) {
+            (Some(upto), Some(latest)) if upto < latest => (after, snapshot) = (upto, true),
+            _ => break,
+        }
+    }
+    full.read_ms = started.elapsed().as_secs_f64() * 1e3;
+    full
+}
+
+/// Starts a second control plane on the same database, reads how long its first compile
+/// (every API) took from its log, and stops it.
+async fn full_compile(platform: &Platform) -> Option<f64> {
+    let second = crate::start_control_plane(
+        &crate::Backend::Sqlite,
+        &platform.stack.data_dir,
+        &[
+            ("APIM_LOG_JSON", "true".into()),
+            ("RUST_LOG", "warn,control_plane::gateways=info".into()),
+        ],
+    )
+    .await;
+    let started = Instant::now();
+    let mut elapsed = None;
+    while elapsed.is_none() && started.elapsed() < Duration::from_secs(120) {
+        elapsed = second.output().lines().find_map(|line| {
+            let entry: serde_json::Value = serde_json::from_str(line).ok()?;
+            let fields = &entry["fields"];
+            (fields["message"] == "route manifest loaded").then(|| fields["elapsed_ms"].as_f64())?
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    second.stop().await;
+    elapsed
 }
 
 /// Creates, publishes and subscribes `count` APIs (one subscription each, spread over

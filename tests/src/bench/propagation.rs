@@ -24,7 +24,7 @@ const GIVE_UP: Duration = Duration::from_secs(30);
 pub struct Propagation {
     /// Request sent → the gateway shows the change.
     pub total: Latencies,
-    /// Request sent → the manifest carrying it compiled (25 ms debounce included).
+    /// Request sent → the version carrying it compiled.
     pub compiled: Latencies,
     /// Compiled → the gateway accepted the push (transfer, verification, storing).
     pub delivered: Latencies,
@@ -225,7 +225,7 @@ fn after(t: f64, from: f64) -> bool {
 
 /// Waits until nothing is being compiled or pushed: the newest manifest delivered (or
 /// pushes failing), no new log event and no CPU used by the control plane or gateway for
-/// 100 ms (longer than the 25 ms debounce, so a pending compile shows).
+/// 100 ms (so that a pending compile shows).
 pub async fn settle(platform: &Platform) {
     let pids = [platform.control_plane_pid(), platform.gateway_pid()];
     let started = Instant::now();
