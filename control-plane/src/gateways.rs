@@ -1,8 +1,10 @@
-//! Keeps gateways current: compiles the manifest after every change (and once a minute,
-//! for expired revocations and other control planes' changes), and brings each configured
-//! gateway from the version it holds to the newest with signed pages.
+//! Keeps gateways current: compiles what each change touched (everything at start, once a
+//! minute for expired revocations and other control planes' changes, and after changes
+//! that do not say what they touched), and brings each configured gateway from the
+//! version it holds to the newest with signed pages.
 
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use apim_manifest::Position;
@@ -10,10 +12,12 @@ use sqlx::AnyPool;
 use tokio::sync::{Notify, watch};
 
 use crate::keys::KeyRing;
-use crate::manifest::{self, Compiler};
+use crate::manifest::{self, Compiler, Touched};
 
-/// A compile runs at least this often, changes or not.
+/// A full compile runs at least this often, changes or not.
 const COMPILE_EVERY: Duration = Duration::from_secs(60);
+/// Touched rows past which a full compile is cheaper than one per row.
+const MAX_TOUCHED: usize = 1_000;
 /// First wait after a failed delivery; it doubles up to [`MAX_RETRY_DELAY`].
 const FIRST_RETRY_DELAY: Duration = Duration::from_millis(100);
 /// Longest wait between two attempts to reach a gateway.
@@ -23,6 +27,15 @@ const MAX_RETRY_DELAY: Duration = Duration::from_secs(5);
 pub struct ManifestHub {
     latest: watch::Sender<u64>,
     changed: Notify,
+    pending: Mutex<Pending>,
+}
+
+/// Changes reported since the last compile began.
+#[derive(Debug, Default)]
+struct Pending {
+    /// Something changed that did not say what: compile everything.
+    everything: bool,
+    touched: HashSet<Touched>,
 }
 
 impl ManifestHub {
@@ -31,13 +44,33 @@ impl ManifestHub {
         Arc::new(ManifestHub {
             latest: watch::Sender::new(0),
             changed: Notify::new(),
+            pending: Mutex::default(),
         })
     }
 
-    /// Something gateways care about may have changed: compile now (changes reported
-    /// while a compile runs are taken in by the next one).
+    /// Something gateways care about may have changed: compile everything now (changes
+    /// reported while a compile runs are taken in by the next one).
     pub fn request_recompile(&self) {
+        self.pending().everything = true;
         self.changed.notify_one();
+    }
+
+    /// These rows changed: compile them now.
+    pub fn touch(&self, touched: impl IntoIterator<Item = Touched>) {
+        let mut pending = self.pending();
+        let before = pending.touched.len();
+        pending.touched.extend(touched);
+        if pending.touched.len() > before {
+            self.changed.notify_one();
+        }
+    }
+
+    fn take(&self) -> Pending {
+        std::mem::take(&mut *self.pending())
+    }
+
+    fn pending(&self) -> std::sync::MutexGuard<'_, Pending> {
+        self.pending.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
@@ -68,10 +101,24 @@ pub fn spawn(hub: Arc<ManifestHub>, db: AnyPool, compiler: Compiler, pusher: Pus
 }
 
 async fn compile_loop(hub: Arc<ManifestHub>, mut compiler: Compiler) {
+    let mut everything = true;
     let mut loaded = false;
+    let mut last_full = Instant::now();
     loop {
         let started = Instant::now();
-        match compiler.compile().await {
+        everything |= last_full.elapsed() >= COMPILE_EVERY;
+        if everything {
+            last_full = started;
+        }
+        let pending = hub.take();
+        let compiled = if everything || pending.everything || pending.touched.len() > MAX_TOUCHED {
+            compiler.compile().await
+        } else if pending.touched.is_empty() {
+            Ok(None)
+        } else {
+            compiler.compile_touched(&pending.touched).await
+        };
+        match compiled {
             Ok(Some(compiled)) => tracing::info!(
                 version = compiled.version,
                 changes = compiled.changes,
@@ -82,10 +129,13 @@ async fn compile_loop(hub: Arc<ManifestHub>, mut compiler: Compiler) {
             Ok(None) => {}
             Err(err) => {
                 tracing::error!(error = ?err, "could not compile the route manifest; retrying");
+                // What was taken is covered by compiling everything.
+                everything = true;
                 tokio::time::sleep(Duration::from_secs(1)).await;
                 continue;
             }
         }
+        everything = false;
         if !loaded {
             // The first compile of a process compiles every API: the full manifest's cost.
             loaded = true;
@@ -103,9 +153,10 @@ async fn compile_loop(hub: Arc<ManifestHub>, mut compiler: Compiler) {
             *latest = (*latest).max(version);
             newer
         });
+        let next_full = tokio::time::Instant::from_std(last_full + COMPILE_EVERY);
         tokio::select! {
             () = hub.changed.notified() => {}
-            () = tokio::time::sleep(COMPILE_EVERY) => {}
+            () = tokio::time::sleep_until(next_full) => {}
         }
     }
 }

@@ -295,3 +295,100 @@ async fn late_gateways_catch_up_and_gateways_outlive_the_control_plane() {
     stack.gateway.stop().await;
     let _ = std::fs::remove_dir_all(&stack.data_dir);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn changes_compiled_alone_agree_with_a_full_compile() {
+    let stack = Stack::start(&[]).await;
+    let kept = stack.api("Kept", json!({}), &["Publish"]).await;
+    let blocked = stack
+        .api("Stopped", json!({"isDefaultVersion": true}), &["Publish"])
+        .await;
+    let demoted = stack
+        .api("Demoted", json!({}), &["Publish", "Demote to Created"])
+        .await;
+    let retired = stack
+        .api("Retired", json!({}), &["Publish", "Deprecate", "Retire"])
+        .await;
+    let (app, key, secret, subscriptions) = stack
+        .application("Agreeing", "Unlimited", &[&kept, &blocked])
+        .await;
+    let (dropped, _, _, _) = stack.application("Dropped", "20PerMin", &[&kept]).await;
+    stack.lifecycle(&blocked, "Block").await;
+    let store = |path: &str| format!("{STORE}/{path}");
+    stack
+        .mgmt
+        .delete(
+            &store(&format!("subscriptions/{}", subscriptions[1])),
+            &stack.admin,
+        )
+        .await
+        .expect(200);
+    stack
+        .mgmt
+        .put_json(
+            &store(&format!("applications/{app}")),
+            &stack.admin,
+            &json!({"name": "Agreeing", "throttlingTier": "10PerMin"}),
+        )
+        .await
+        .expect(200);
+    stack
+        .mgmt
+        .delete(&store(&format!("applications/{dropped}")), &stack.admin)
+        .await
+        .expect(200);
+    // The kept API gets another resource and becomes the default version.
+    let path = format!("{}/apis/{kept}", e2e::PUBLISHER);
+    let mut record = stack.mgmt.get(&path, &stack.admin).await.expect(200).body;
+    record["apiDefinition"] =
+        json!(json!({"swagger": "2.0", "paths": {"/other": {"get": {}}}}).to_string());
+    record["isDefaultVersion"] = json!(true);
+    stack
+        .mgmt
+        .put_json(&path, &stack.admin, &record)
+        .await
+        .expect(200);
+    let token = stack.app_token(&key, &secret, &[]).await;
+    let revoke = reqwest::Client::new()
+        .post(format!("{}/revoke", stack.gw.base))
+        .basic_auth(&key, Some(&secret))
+        .form(&[("token", token.as_str())]);
+    stack.gw.send(revoke).await.expect(200);
+    eventually(
+        &stack.gw,
+        reqwest::Method::GET,
+        "/kept/other",
+        &token,
+        |r| r.status == 401,
+    )
+    .await;
+    let _ = (demoted, retired);
+
+    // A second control plane compiling everything from the same database finds every
+    // entry as the compiles of single changes recorded it.
+    let control_plane = stack.control_plane.as_ref().unwrap();
+    let second = e2e::start_control_plane(
+        &e2e::Backend::Sqlite,
+        &stack.data_dir,
+        &[
+            ("APIM_LOG_JSON", "true".into()),
+            ("RUST_LOG", "warn,control_plane::gateways=info".into()),
+        ],
+    )
+    .await;
+    let mut waited = Duration::ZERO;
+    while !second.output().contains("route manifest loaded") {
+        assert!(waited < Duration::from_secs(30), "{}", second.output());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        waited += Duration::from_millis(50);
+    }
+    let log = second.output();
+    assert!(
+        !log.contains("route manifest compiled"),
+        "the full compile found changes the single ones missed:\n{log}\nfirst:\n{}",
+        control_plane.output()
+    );
+    second.stop().await;
+    stack.gateway.stop().await;
+    let _ = std::fs::remove_dir_all(&stack.data_dir);
+}

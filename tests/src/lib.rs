@@ -228,7 +228,17 @@ pub async fn start_edge_gateway_echoing(
     vars: &[&str],
     label: Option<&'static str>,
 ) -> ServerProcess {
-    edge_gateway(control_plane, data_dir, addr, vars, None, label).await
+    edge_gateway(control_plane, data_dir, addr, vars, None, label, &[]).await
+}
+
+/// Like [`start_edge_gateway`], with more of edge-gateway's settings (`APIM_*`).
+pub async fn start_edge_gateway_with(
+    control_plane: &ControlPlane,
+    data_dir: &Path,
+    addr: &str,
+    settings: &[(&'static str, String)],
+) -> ServerProcess {
+    edge_gateway(control_plane, data_dir, addr, &[], None, None, settings).await
 }
 
 /// Where the developer-management facade listens and which SOAP service it fronts.
@@ -252,7 +262,7 @@ pub async fn start_edge_gateway_with_facade(
     facade: &FacadeSetup,
     label: Option<&'static str>,
 ) -> ServerProcess {
-    edge_gateway(control_plane, data_dir, addr, &[], Some(facade), label).await
+    edge_gateway(control_plane, data_dir, addr, &[], Some(facade), label, &[]).await
 }
 
 async fn edge_gateway(
@@ -262,6 +272,7 @@ async fn edge_gateway(
     vars: &[&str],
     facade: Option<&FacadeSetup>,
     label: Option<&'static str>,
+    extra_env: &[(&'static str, String)],
 ) -> ServerProcess {
     let key = Client::new(&control_plane.url)
         .get("/internal/gateway/manifest-key", "")
@@ -296,6 +307,7 @@ async fn edge_gateway(
         ));
     }
     env.push(("APIM_VARS", all_vars.join(",")));
+    env.extend(extra_env.iter().cloned());
     let gateway = ServerProcess::start_echoing(&binary("edge-gateway"), &env, label).await;
     if let Some(facade) = facade {
         wait_for_listener(&facade.addr).await;

@@ -58,7 +58,7 @@ pub struct RouteSource {
 
 impl RouteSource {
     /// The prefixes this API is routed at.
-    fn prefixes(&self) -> impl Iterator<Item = String> + '_ {
+    pub fn prefixes(&self) -> impl Iterator<Item = String> + '_ {
         let versioned = format!("{}/{}", self.context, self.version);
         std::iter::once(versioned).chain(self.default_version.then(|| self.context.clone()))
     }
@@ -105,6 +105,15 @@ pub fn route_table<'a>(
     table
 }
 
+/// Most segments of any route prefix of these APIs ([`Meta::route_depth`]).
+pub fn route_depth<'a>(apis: impl IntoIterator<Item = &'a RouteSource>) -> usize {
+    apis.into_iter()
+        .flat_map(RouteSource::prefixes)
+        .map(|prefix| prefix.matches('/').count())
+        .max()
+        .unwrap_or(0)
+}
+
 /// Collects entries as JSON text; API entries come serialized already, so that a
 /// compiler can keep them from one compile to the next.
 #[derive(Debug, Default)]
@@ -146,13 +155,8 @@ impl EntriesBuilder {
     /// Adds the route entries and `meta` (its route depth set from the routes): every
     /// entry by key.
     pub fn finish(mut self, mut meta: Meta) -> BTreeMap<String, Arc<str>> {
-        let table = route_table(&self.routes);
-        meta.route_depth = table
-            .keys()
-            .map(|prefix| prefix.matches('/').count())
-            .max()
-            .unwrap_or(0);
-        for (prefix, targets) in &table {
+        meta.route_depth = route_depth(&self.routes);
+        for (prefix, targets) in &route_table(&self.routes) {
             self.entries.insert(key::route(prefix), json(targets));
         }
         self.entries.insert(key::META.to_string(), json(&meta));

@@ -7,10 +7,11 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 
-use super::AppState;
 use super::auth::BasicUser;
 use super::error::{ApiError, ApiResult};
 use super::extract::JsonBody;
+use super::{AppState, Touches};
+use crate::manifest::Touched;
 use crate::users::{self, User};
 
 const ADMIN: &str = "/api/am/admin/v0.14";
@@ -65,7 +66,7 @@ async fn add_user(
     State(state): State<AppState>,
     BasicUser(admin): BasicUser,
     JsonBody(body): JsonBody<NewUser>,
-) -> ApiResult<(StatusCode, Json<UserDto>)> {
+) -> ApiResult<(StatusCode, Touches, Json<UserDto>)> {
     require_admin(&admin)?;
     let (Some(username), Some(password)) = (body.username, body.password) else {
         return Err(ApiError::Validation(vec![
@@ -88,7 +89,7 @@ async fn add_user(
     let user = users::find(&state.db, &username)
         .await?
         .ok_or_else(|| anyhow::anyhow!("new user {username} vanished"))?;
-    Ok((StatusCode::CREATED, Json(user.into())))
+    Ok((StatusCode::CREATED, Touches::nothing(), Json(user.into())))
 }
 
 /// `GET /users`.
@@ -115,9 +116,13 @@ struct RotatedKey {
 async fn rotate_signing_key(
     State(state): State<AppState>,
     BasicUser(admin): BasicUser,
-) -> ApiResult<(StatusCode, Json<RotatedKey>)> {
+) -> ApiResult<(StatusCode, Touches, Json<RotatedKey>)> {
     require_admin(&admin)?;
     let kid = state.keys.rotate()?;
     tracing::info!(%kid, "signing key rotated");
-    Ok((StatusCode::CREATED, Json(RotatedKey { kid })))
+    Ok((
+        StatusCode::CREATED,
+        Touches::one(Touched::SigningKeys),
+        Json(RotatedKey { kid }),
+    ))
 }

@@ -8,14 +8,15 @@ use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use sqlx::AnyPool;
 
-use super::AppState;
 use super::auth::Caller;
 use super::error::{ApiError, ApiResult, OnDuplicate};
 use super::extract::{JsonBody, QueryParams, parse_json, read_body};
 use super::pagination::{ListEnvelope, Page};
+use super::{AppState, Touches};
 use crate::apis::{ApiRecord, Invalid, normalise_context, validate_swagger};
 use crate::db::now;
 use crate::lifecycle;
+use crate::manifest::Touched;
 use crate::scopes::Scope;
 use crate::users::{provider_key, tenant_of};
 
@@ -329,6 +330,7 @@ async fn create_api(
     let location = format!("{BASE}/apis/{id}");
     Ok((
         StatusCode::CREATED,
+        Touches::one(Touched::Api(id)),
         [(header::LOCATION, location)],
         Json(record),
     )
@@ -396,7 +398,7 @@ async fn update_api(
     caller: Caller,
     Path(api_id): Path<String>,
     JsonBody(mut record): JsonBody<ApiRecord>,
-) -> ApiResult<Json<ApiRecord>> {
+) -> ApiResult<(Touches, Json<ApiRecord>)> {
     caller.require(&state, Scope::ApiCreate)?;
     let api = tenant_api(&state, &caller, &api_id).await?;
     record.validate().map_err(invalid)?;
@@ -421,7 +423,7 @@ async fn update_api(
     record.status = Some(api.status.clone());
     save_record(&state.db, &api.id, &record).await?;
     tracing::info!(api = %api.id, "API updated");
-    Ok(Json(record))
+    Ok((Touches::one(Touched::Api(api.id)), Json(record)))
 }
 
 async fn save_record(db: &AnyPool, id: &str, record: &ApiRecord) -> ApiResult<()> {
@@ -442,7 +444,7 @@ async fn delete_api(
     State(state): State<AppState>,
     caller: Caller,
     Path(api_id): Path<String>,
-) -> ApiResult<StatusCode> {
+) -> ApiResult<(Touches, StatusCode)> {
     caller.require(&state, Scope::ApiCreate)?;
     let api = tenant_api(&state, &caller, &api_id).await?;
     let mut tx = state.db.begin().await?;
@@ -465,7 +467,7 @@ async fn delete_api(
         .await?;
     tx.commit().await?;
     tracing::info!(api = %api.id, "API deleted");
-    Ok(StatusCode::OK)
+    Ok((Touches::one(Touched::Api(api.id)), StatusCode::OK))
 }
 
 /// `GET /apis/{apiId}/swagger`: the definition as a JSON document.
@@ -496,7 +498,12 @@ async fn put_swagger(
     let mut record = api.full_record();
     record.api_definition = Some(definition.clone());
     save_record(&state.db, &api.id, &record).await?;
-    Ok(([(header::CONTENT_TYPE, "application/json")], definition).into_response())
+    Ok((
+        Touches::one(Touched::Api(api.id)),
+        [(header::CONTENT_TYPE, "application/json")],
+        definition,
+    )
+        .into_response())
 }
 
 async fn swagger_from_request(
@@ -551,7 +558,7 @@ async fn change_lifecycle(
     State(state): State<AppState>,
     caller: Caller,
     QueryParams(q): QueryParams<LifecycleQuery>,
-) -> ApiResult<StatusCode> {
+) -> ApiResult<(Touches, StatusCode)> {
     caller.require(&state, Scope::ApiPublish)?;
     let (Some(api_id), Some(action)) = (q.api_id, q.action) else {
         return Err(ApiError::BadRequest(
@@ -584,7 +591,7 @@ async fn change_lifecycle(
         )));
     }
     tracing::info!(api = %api.id, from = %api.status, to = next, %action, "API lifecycle changed");
-    Ok(StatusCode::OK)
+    Ok((Touches::one(Touched::Api(api.id)), StatusCode::OK))
 }
 
 /// WSO2's API search: `attribute:value` criteria, ANDed; values match as substrings

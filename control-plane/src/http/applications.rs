@@ -9,13 +9,14 @@ use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::AppState;
 use super::auth::Caller;
 use super::error::{ApiError, ApiResult, OnDuplicate};
 use super::extract::{JsonBody, QueryParams};
 use super::keys::{ApplicationKey, application_keys};
 use super::pagination::{ListEnvelope, Page};
+use super::{AppState, Touches};
 use crate::db::now;
+use crate::manifest::Touched;
 use crate::scopes::Scope;
 use crate::tiers::{self, TierLevel};
 
@@ -62,18 +63,23 @@ async fn ensure_default_application(state: &AppState, username: &str) -> ApiResu
     {
         return Ok(());
     }
+    let id = uuid::Uuid::new_v4().to_string();
     // language=SQL
-    sqlx::query(
+    let created = sqlx::query(
         "INSERT INTO applications (id, owner, name, throttling_tier, description, callback_url, group_id, token_type, status, attributes, created_at)
          VALUES ($1, $2, $3, 'Unlimited', 'This is the default application', '', '', 'DEFAULT', 'APPROVED', '{}', $4)
          ON CONFLICT (owner, name) DO NOTHING",
     )
-    .bind(uuid::Uuid::new_v4().to_string())
+    .bind(&id)
     .bind(username)
     .bind(DEFAULT_APPLICATION)
     .bind(now())
     .execute(&state.db)
     .await?;
+    if created.rows_affected() == 1 {
+        // Made by any store call, GETs included, which the change middleware ignores.
+        state.manifests.touch([Touched::Application(id)]);
+    }
     state
         .store_users
         .lock()
@@ -278,6 +284,7 @@ async fn create_application(
     let location = format!("{STORE}/applications/{id}");
     Ok((
         StatusCode::CREATED,
+        Touches::one(Touched::Application(id.clone())),
         [(header::LOCATION, location)],
         Json(dto(&state, app).await?),
     )
@@ -353,7 +360,7 @@ async fn update_application(
     StoreUser(caller): StoreUser,
     Path(application_id): Path<String>,
     JsonBody(body): JsonBody<ApplicationBody>,
-) -> ApiResult<Json<ApplicationDto>> {
+) -> ApiResult<(Touches, Json<ApplicationDto>)> {
     let app = owned_application(&state, &caller, &application_id).await?;
     let (name, tier) = body.validate()?;
     // language=SQL
@@ -373,7 +380,8 @@ async fn update_application(
     .await
     .on_duplicate(|| already_exists(&name))?;
     let app = owned_application(&state, &caller, &application_id).await?;
-    Ok(Json(dto(&state, app).await?))
+    let touched = Touches::one(Touched::Application(application_id));
+    Ok((touched, Json(dto(&state, app).await?)))
 }
 
 /// `DELETE /applications/{applicationId}`: the application, its subscriptions and keys.
@@ -381,7 +389,7 @@ async fn delete_application(
     State(state): State<AppState>,
     StoreUser(caller): StoreUser,
     Path(application_id): Path<String>,
-) -> ApiResult<StatusCode> {
+) -> ApiResult<(Touches, StatusCode)> {
     let app = owned_application(&state, &caller, &application_id).await?;
     let mut tx = state.db.begin().await?;
     for statement in [
@@ -396,5 +404,5 @@ async fn delete_application(
     }
     tx.commit().await?;
     tracing::info!(application = %app.id, "application deleted");
-    Ok(StatusCode::OK)
+    Ok((Touches::one(Touched::Application(app.id)), StatusCode::OK))
 }

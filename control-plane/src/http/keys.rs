@@ -8,7 +8,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sqlx::AnyPool;
 
-use super::AppState;
+use super::{AppState, Touches};
+
 use super::applications::{STORE, StoreUser, owned_application};
 use super::error::{ApiError, ApiResult, OnDuplicate};
 use super::extract::{JsonBody, QueryParams};
@@ -152,7 +153,7 @@ async fn generate_keys(
     StoreUser(caller): StoreUser,
     QueryParams(q): QueryParams<GenerateQuery>,
     JsonBody(request): JsonBody<GenerateRequest>,
-) -> ApiResult<Json<ApplicationKey>> {
+) -> ApiResult<(Touches, Json<ApplicationKey>)> {
     let application_id = q
         .application_id
         .ok_or_else(|| ApiError::BadRequest("Query parameter applicationId is required".into()))?;
@@ -196,7 +197,8 @@ async fn generate_keys(
         })?;
     tracing::info!(application = %app.id, %key_type, "application keys generated");
     let token = application_token(&state, &client, validity).await?;
-    Ok(Json(ApplicationKey::new(client, token)))
+    // Keys are the token service's business; gateways see only the tokens.
+    Ok((Touches::nothing(), Json(ApplicationKey::new(client, token))))
 }
 
 /// The client_credentials token WSO2 hands out with new keys, when the key allows that grant.

@@ -12,6 +12,7 @@ use crate::clients::ClientCache;
 use crate::config::Config;
 use crate::gateways::ManifestHub;
 use crate::keys::KeyRing;
+use crate::manifest::Touched;
 use crate::scopes::ScopeNames;
 use crate::users::VerifiedLogins;
 
@@ -86,8 +87,9 @@ pub fn app(state: AppState) -> Router {
 
 /// Every successful change (any method but GET/HEAD/OPTIONS) may change what gateways
 /// must do (lifecycle, updates, deletes, subscriptions, keys, revocations, key rotation)
-/// and what the token endpoint knows of clients and users: requests a compile (changes
-/// during one are taken in by the next, so bursts cost few) and clears the client cache.
+/// and what the token endpoint knows of clients and users: asks for a compile of what it
+/// [`Touches`] (changes during one are taken in by the next, so bursts cost few) and
+/// clears the client cache.
 /// Issuing tokens and registering clients change neither (a refresh grant's revocation
 /// asks for its own compile), and at thousands of tokens a second they must not keep
 /// the compiler busy.
@@ -103,12 +105,44 @@ async fn after_changes(
         Method::GET | Method::HEAD | Method::OPTIONS
     ) && path != "/oauth2/token"
         && !path.starts_with("/client-registration/");
-    let response = next.run(request).await;
+    let mut response = next.run(request).await;
     if changes && response.status().is_success() {
-        state.manifests.request_recompile();
+        match response.extensions_mut().remove::<Touches>() {
+            Some(Touches(touched)) => state.manifests.touch(touched),
+            None => state.manifests.request_recompile(),
+        }
         state.clients.clear();
     }
     response
+}
+
+/// What a change touched, as a part of its response: only that is compiled for gateways
+/// (nothing, when empty). A successful change that does not say gets a full compile.
+#[derive(Debug, Clone, Default)]
+pub struct Touches(pub Vec<Touched>);
+
+impl Touches {
+    /// Nothing gateways see.
+    pub fn nothing() -> Self {
+        Touches(Vec::new())
+    }
+
+    /// One row.
+    pub fn one(touched: Touched) -> Self {
+        Touches(vec![touched])
+    }
+}
+
+impl axum::response::IntoResponseParts for Touches {
+    type Error = std::convert::Infallible;
+
+    fn into_response_parts(
+        self,
+        mut parts: axum::response::ResponseParts,
+    ) -> Result<axum::response::ResponseParts, Self::Error> {
+        parts.extensions_mut().insert(self);
+        Ok(parts)
+    }
 }
 
 /// Answers 413 from the announced Content-Length, before reading a byte of the body.

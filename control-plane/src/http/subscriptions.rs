@@ -7,14 +7,15 @@ use axum::routing::get;
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 
-use super::AppState;
 use super::apis::{StoredApi, find_api};
 use super::applications::{STORE, StoreUser, owned_application};
 use super::auth::Caller;
 use super::error::{ApiError, ApiResult, OnDuplicate};
 use super::extract::{JsonBody, QueryParams};
 use super::pagination::{ListEnvelope, Page};
+use super::{AppState, Touches};
 use crate::db::now;
+use crate::manifest::Touched;
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -143,8 +144,13 @@ async fn subscribe(
         status: "UNBLOCKED".into(),
     };
     let location = format!("{STORE}/subscriptions/{id}");
+    let touched = Touched::Subscription {
+        application: dto.application_id.clone(),
+        api: api.id.clone(),
+    };
     Ok((
         StatusCode::CREATED,
+        Touches::one(touched),
         [(header::LOCATION, location)],
         Json(dto),
     )
@@ -265,7 +271,7 @@ async fn unsubscribe(
     State(state): State<AppState>,
     StoreUser(caller): StoreUser,
     Path(subscription_id): Path<String>,
-) -> ApiResult<StatusCode> {
+) -> ApiResult<(Touches, StatusCode)> {
     let row = owned_subscription(&state, &caller, &subscription_id).await?;
     // language=SQL
     sqlx::query("DELETE FROM subscriptions WHERE id = $1")
@@ -273,5 +279,9 @@ async fn unsubscribe(
         .execute(&state.db)
         .await?;
     tracing::info!(subscription = %row.0, "unsubscribed");
-    Ok(StatusCode::OK)
+    let (_, application, api, _, _) = row;
+    Ok((
+        Touches::one(Touched::Subscription { application, api }),
+        StatusCode::OK,
+    ))
 }

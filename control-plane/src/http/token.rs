@@ -13,11 +13,12 @@ use axum::{Form, Json, Router};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use super::AppState;
 use super::auth::basic_credentials;
 use super::error::OAuthError;
+use super::{AppState, Touches};
 use crate::clients::{OAuthClient, Principal};
 use crate::db::now;
+use crate::manifest::Touched;
 use crate::scopes::APPLICATION_SCOPE;
 use crate::token::{self, Claims};
 use crate::users::{self, User};
@@ -116,7 +117,9 @@ async fn refresh_grant(
     }
     tx.commit().await?;
     // The old access token is revoked now, which gateways must learn.
-    state.manifests.request_recompile();
+    state
+        .manifests
+        .touch([Touched::Revocation(record.access_jti.clone())]);
     let (username, original_scope) = (record.username, record.scope);
     let user = users::find(&state.db, &username)
         .await?
@@ -203,26 +206,48 @@ async fn revoke_endpoint(
     let (principal, params) = authenticated_form(&state, &headers, form).await?;
     let client = &principal.client;
     let presented = param(&params, "token")?;
-    if !revoke_refresh_token(&state, client, presented).await?
-        && let Ok(claims) = token::verify(&state.keys, &state.issuer, presented, true)
-        && claims.client_id == client.client_id
-    {
-        revoke_access_token(&state, &claims.jti, claims.exp).await?;
-    }
-    Ok(no_store(()))
+    let revoked = match revoke_refresh_token(&state, client, presented).await? {
+        RefreshRevocation::Revoked { access_jti } => Some(access_jti),
+        RefreshRevocation::NotOurs => None,
+        RefreshRevocation::NotARefreshToken => {
+            match token::verify(&state.keys, &state.issuer, presented, true) {
+                Ok(claims) if claims.client_id == client.client_id => {
+                    revoke_access_token(&state, &claims.jti, claims.exp).await?;
+                    Some(claims.jti)
+                }
+                _ => None,
+            }
+        }
+    };
+    let touched = Touches(revoked.into_iter().map(Touched::Revocation).collect());
+    Ok((touched, no_store(())).into_response())
+}
+
+/// What presenting a token for revocation did, if it was a refresh token.
+enum RefreshRevocation {
+    /// Not a refresh token we know.
+    NotARefreshToken,
+    /// Another client's refresh token: left alone, and nothing said.
+    NotOurs,
+    /// Revoked, with the access token issued with it.
+    Revoked { access_jti: String },
 }
 
 async fn revoke_refresh_token(
     state: &AppState,
     client: &OAuthClient,
     presented: &str,
-) -> sqlx::Result<bool> {
+) -> sqlx::Result<RefreshRevocation> {
     let mut tx = state.db.begin().await?;
     match take_refresh_token(&mut tx, presented).await? {
-        // Another client's token: leave it alone, but say nothing.
-        Some(record) if record.client_id != client.client_id => Ok(true),
-        Some(_) => tx.commit().await.map(|()| true),
-        None => Ok(false),
+        Some(record) if record.client_id != client.client_id => Ok(RefreshRevocation::NotOurs),
+        Some(record) => {
+            tx.commit().await?;
+            Ok(RefreshRevocation::Revoked {
+                access_jti: record.access_jti,
+            })
+        }
+        None => Ok(RefreshRevocation::NotARefreshToken),
     }
 }
 
@@ -232,6 +257,8 @@ struct RefreshRecord {
     username: String,
     scope: String,
     expires_at: i64,
+    /// The access token issued with it, revoked with it.
+    access_jti: String,
 }
 
 /// Deletes a refresh token and revokes the access token issued with it, in the caller's
@@ -262,6 +289,7 @@ async fn take_refresh_token(
         username,
         scope,
         expires_at,
+        access_jti,
     }))
 }
 

@@ -1,6 +1,7 @@
-//! What gateways need, compiled from the database into manifest entries. API records are
-//! compiled once per revision and kept; applications, subscriptions and revocations are
-//! small rows, read whole at every compile.
+//! What gateways need, compiled from the database into manifest entries: all of it (at
+//! start and periodically), or only what one change touched. API records are compiled
+//! once per revision and kept, so that routes and the meta entry can be recomputed in
+//! memory.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -9,7 +10,8 @@ use anyhow::Context;
 use apim_manifest::entries::json;
 use apim_manifest::{
     ApiRoute, ApiState, Application, AuthType, Cors, EntriesBuilder, MaxTps, Meta, Operation,
-    Revocation, RouteSource, Subscription, Tiers, TokenKey, compile_template, specificity,
+    Revocation, RouteSource, Subscription, Tiers, TokenKey, compile_template, key, route_depth,
+    route_table, specificity,
 };
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
@@ -38,12 +40,8 @@ pub struct ApiCache {
     apis: HashMap<String, CompiledApi>,
 }
 
-impl ApiCache {
-    /// Deployed APIs compiled.
-    pub fn deployed(&self) -> usize {
-        self.apis.len()
-    }
-}
+/// Entries computed by a compile, by key.
+pub type Entries = BTreeMap<String, Arc<str>>;
 
 /// Every entry the database's current state calls for.
 pub async fn entries(
@@ -51,7 +49,7 @@ pub async fn entries(
     apis: &mut ApiCache,
     token_keys: &KeyRing,
     issuer: &str,
-) -> anyhow::Result<BTreeMap<String, Arc<str>>> {
+) -> anyhow::Result<Entries> {
     apis.refresh(db).await?;
     let mut builder = EntriesBuilder::default();
     for api in apis.apis.values() {
@@ -82,17 +80,133 @@ pub async fn entries(
     for (jti, exp) in revoked {
         builder.revocation(&jti, &Revocation { exp });
     }
-    Ok(builder.finish(Meta {
+    Ok(builder.finish(meta(token_keys, issuer)))
+}
+
+/// The meta entry before its route depth is known.
+fn meta(token_keys: &KeyRing, issuer: &str) -> Meta {
+    Meta {
         token_issuer: issuer.to_string(),
         token_keys: public_keys(token_keys),
         tiers: tier_limits(),
         route_depth: 0,
-    }))
+    }
+}
+
+/// The meta entry, with the route depth of the APIs in `apis`.
+pub fn meta_entry(apis: &ApiCache, token_keys: &KeyRing, issuer: &str) -> Arc<str> {
+    let mut meta = meta(token_keys, issuer);
+    meta.route_depth = route_depth(apis.apis.values().map(|api| &api.source));
+    json(&meta)
+}
+
+/// An application's entry and its subscriptions' entries, as the database has them.
+pub async fn application_entries(db: &AnyPool, id: &str) -> sqlx::Result<Entries> {
+    let mut entries = Entries::new();
+    // language=SQL
+    let tier: Option<(String,)> =
+        sqlx::query_as("SELECT throttling_tier FROM applications WHERE id = $1")
+            .bind(id)
+            .fetch_optional(db)
+            .await?;
+    if let Some((tier,)) = tier {
+        entries.insert(key::application(id), json(&Application { tier }));
+    }
+    // language=SQL
+    let subscriptions: Vec<(String, String, String)> =
+        sqlx::query_as("SELECT api_id, tier, status FROM subscriptions WHERE application_id = $1")
+            .bind(id)
+            .fetch_all(db)
+            .await?;
+    for (api, tier, status) in subscriptions {
+        entries.insert(
+            key::subscription(id, &api),
+            json(&Subscription { tier, status }),
+        );
+    }
+    Ok(entries)
+}
+
+/// A subscription's entry, if it exists.
+pub async fn subscription_entry(
+    db: &AnyPool,
+    application: &str,
+    api: &str,
+) -> sqlx::Result<Option<Arc<str>>> {
+    // language=SQL
+    let row: Option<(String, String)> = sqlx::query_as(
+        "SELECT tier, status FROM subscriptions WHERE application_id = $1 AND api_id = $2",
+    )
+    .bind(application)
+    .bind(api)
+    .fetch_optional(db)
+    .await?;
+    Ok(row.map(|(tier, status)| json(&Subscription { tier, status })))
+}
+
+/// A revoked token's entry, while it has not expired.
+pub async fn revocation_entry(db: &AnyPool, jti: &str) -> sqlx::Result<Option<Arc<str>>> {
+    // language=SQL
+    let row: Option<(i64,)> =
+        sqlx::query_as("SELECT expires_at FROM revoked_tokens WHERE jti = $1 AND expires_at > $2")
+            .bind(jti)
+            .bind(crate::db::now())
+            .fetch_optional(db)
+            .await?;
+    Ok(row.map(|(exp,)| json(&Revocation { exp })))
 }
 
 type ApiRow = (String, String, String, String, String, i64, String);
 
+/// The columns of [`ApiRow`].
+const API_COLUMNS: &str = "id, name, version, context, status, revision, record";
+
 impl ApiCache {
+    /// Deployed APIs compiled.
+    pub fn deployed(&self) -> usize {
+        self.apis.len()
+    }
+
+    /// A deployed API's entry.
+    pub fn entry(&self, id: &str) -> Option<Arc<str>> {
+        self.apis.get(id).map(|api| api.json.clone())
+    }
+
+    /// Where an API is routed, while deployed.
+    pub fn prefixes(&self, id: &str) -> Vec<String> {
+        self.apis
+            .get(id)
+            .map(|api| api.source.prefixes().collect())
+            .unwrap_or_default()
+    }
+
+    /// The entry of a route prefix: every deployed API claiming it; `None` when none does.
+    pub fn route_entry(&self, prefix: &str) -> Option<Arc<str>> {
+        let claimants: Vec<&RouteSource> = self
+            .apis
+            .values()
+            .map(|api| &api.source)
+            .filter(|source| source.prefixes().any(|p| p == prefix))
+            .collect();
+        route_table(claimants).get(prefix).map(json)
+    }
+
+    /// Re-reads one API's row: compiled again if it changed, forgotten once no longer
+    /// deployed.
+    pub async fn refresh_one(&mut self, db: &AnyPool, id: &str) -> anyhow::Result<()> {
+        // language=SQL
+        let row: Option<ApiRow> =
+            sqlx::query_as(&format!("SELECT {API_COLUMNS} FROM apis WHERE id = $1"))
+                .bind(id)
+                .fetch_optional(db)
+                .await?;
+        self.apis.remove(id);
+        if let Some(row) = row {
+            self.compile(row)?;
+        }
+        Ok(())
+    }
+
     /// Drops APIs no longer deployed and compiles those whose row changed.
     async fn refresh(&mut self, db: &AnyPool) -> anyhow::Result<()> {
         // language=SQL
@@ -110,57 +224,49 @@ impl ApiCache {
                 *revision == api.revision && *status == api.status
             })
         });
-        let stale: HashSet<&String> = deployed
+        let stale: HashSet<String> = deployed
             .keys()
             .filter(|id| !self.apis.contains_key(*id))
+            .cloned()
             .collect();
-        if stale.is_empty() {
-            return Ok(());
-        }
-        const COLUMNS: &str = "id, name, version, context, status, revision, record";
-        let rows: Vec<ApiRow> = if stale.len() > BULK_FETCH {
+        if stale.len() > BULK_FETCH {
             // language=SQL
-            sqlx::query_as(&format!("SELECT {COLUMNS} FROM apis"))
+            let rows: Vec<ApiRow> = sqlx::query_as(&format!("SELECT {API_COLUMNS} FROM apis"))
                 .fetch_all(db)
-                .await?
+                .await?;
+            for row in rows.into_iter().filter(|row| stale.contains(&row.0)) {
+                self.compile(row)?;
+            }
         } else {
-            let mut rows = Vec::with_capacity(stale.len());
             for id in &stale {
-                // language=SQL
-                let row: Option<ApiRow> =
-                    sqlx::query_as(&format!("SELECT {COLUMNS} FROM apis WHERE id = $1"))
-                        .bind(id.as_str())
-                        .fetch_optional(db)
-                        .await?;
-                rows.extend(row);
+                self.refresh_one(db, id).await?;
             }
-            rows
-        };
-        for (id, name, version, context, status, revision, record) in rows {
-            // The row as read now wins over the scan above: it may have changed since.
-            let Some(state) = ApiState::deployed(&status) else {
-                continue;
-            };
-            if !stale.contains(&id) {
-                continue;
-            }
-            let record: ApiRecord = serde_json::from_str(&record)
-                .with_context(|| format!("stored record of API {id} is unreadable"))?;
-            let route = api_route(id.clone(), name, version, context, state, &record);
-            let compiled = CompiledApi {
-                revision,
-                status,
-                source: RouteSource {
-                    id: id.clone(),
-                    context: route.context.clone(),
-                    version: route.version.clone(),
-                    default_version: route.default_version,
-                    environments: environments(&record),
-                },
-                json: json(&route),
-            };
-            self.apis.insert(id, compiled);
         }
+        Ok(())
+    }
+
+    /// Compiles a row (as read now, which may be newer than a scan before), if deployed.
+    fn compile(&mut self, row: ApiRow) -> anyhow::Result<()> {
+        let (id, name, version, context, status, revision, record) = row;
+        let Some(state) = ApiState::deployed(&status) else {
+            return Ok(());
+        };
+        let record: ApiRecord = serde_json::from_str(&record)
+            .with_context(|| format!("stored record of API {id} is unreadable"))?;
+        let route = api_route(id.clone(), name, version, context, state, &record);
+        let compiled = CompiledApi {
+            revision,
+            status,
+            source: RouteSource {
+                id: id.clone(),
+                context: route.context.clone(),
+                version: route.version.clone(),
+                default_version: route.default_version,
+                environments: environments(&record),
+            },
+            json: json(&route),
+        };
+        self.apis.insert(id, compiled);
         Ok(())
     }
 }

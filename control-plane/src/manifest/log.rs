@@ -2,7 +2,7 @@
 //! version that last changed it. A compile records what changed under new versions; a
 //! gateway at version `v` is sent the rows changed after `v`, in pages.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -35,10 +35,20 @@ type Row = (String, Option<String>, i64);
 /// The rows of one version: keys and values.
 type VersionRows = (u64, Vec<(String, Option<String>)>);
 
+/// The part of the entries a compile recomputed: these keys, and every key under these
+/// prefixes. Recorded entries within it that the compile did not produce are removed.
+#[derive(Debug, Default)]
+pub struct Scope {
+    /// Whole keys.
+    pub keys: BTreeSet<String>,
+    /// Key prefixes.
+    pub prefixes: BTreeSet<String>,
+}
+
 /// The live entries as recorded, mirrored in memory to tell what a compile changed.
 #[derive(Default)]
 pub struct EntryLog {
-    entries: HashMap<String, Arc<str>>,
+    entries: BTreeMap<String, Arc<str>>,
     version: u64,
     last_garbage: Option<Instant>,
 }
@@ -87,18 +97,48 @@ impl EntryLog {
 
     /// What turns the recorded entries into `desired`, in key order.
     pub fn changes(&self, desired: &BTreeMap<String, Arc<str>>) -> Vec<EntryChange> {
+        let removed = self
+            .entries
+            .keys()
+            .filter(|key| !desired.contains_key(*key));
+        self.changes_and_removals(desired, removed)
+    }
+
+    /// The same within `scope`: `desired` holds every entry the scope should have.
+    pub fn changes_within<'a>(
+        &'a self,
+        scope: &'a Scope,
+        desired: &BTreeMap<String, Arc<str>>,
+    ) -> Vec<EntryChange> {
+        let entries = &self.entries;
+        let under = |prefix: &'a String| {
+            entries
+                .range::<String, _>(prefix..)
+                .map(|(key, _)| key)
+                .take_while(move |key| key.starts_with(prefix.as_str()))
+        };
+        let candidates = scope
+            .keys
+            .iter()
+            .filter(|key| entries.contains_key(*key))
+            .chain(scope.prefixes.iter().flat_map(under));
+        let removed = candidates.filter(|key| !desired.contains_key(*key));
+        self.changes_and_removals(desired, removed)
+    }
+
+    fn changes_and_removals<'a>(
+        &self,
+        desired: &BTreeMap<String, Arc<str>>,
+        removed: impl Iterator<Item = &'a String>,
+    ) -> Vec<EntryChange> {
         let mut changes: Vec<EntryChange> = desired
             .iter()
             .filter(|(key, value)| self.entries.get(*key) != Some(value))
             .map(|(key, value)| (key.clone(), Some(value.clone())))
             .collect();
-        changes.extend(
-            self.entries
-                .keys()
-                .filter(|key| !desired.contains_key(*key))
-                .map(|key| (key.clone(), None)),
-        );
+        changes.extend(removed.map(|key| (key.clone(), None)));
         changes.sort_by(|a, b| a.0.cmp(&b.0));
+        changes.dedup_by(|a, b| a.0 == b.0);
         changes
     }
 
@@ -347,6 +387,29 @@ mod tests {
         let large: Vec<EntryChange> = (0..3).map(|i| change(i, 400 * 1024)).collect();
         assert_eq!(split_into_versions(&large), vec![0..1, 1..2, 2..3]);
         assert!(split_into_versions(&[]).is_empty());
+    }
+
+    #[test]
+    fn changes_within_a_scope_leave_the_rest_alone() {
+        let mut log = EntryLog::default();
+        for key in ["app:a", "sub:a:1", "sub:a:2", "sub:b:1", "meta"] {
+            log.entries.insert(key.to_string(), Arc::from("{}"));
+        }
+        let scope = Scope {
+            keys: BTreeSet::from(["app:a".to_string(), "meta".to_string()]),
+            prefixes: BTreeSet::from(["sub:a:".to_string()]),
+        };
+        let desired = BTreeMap::from([
+            ("app:a".to_string(), Arc::from("{\"tier\":\"Gold\"}")),
+            ("sub:a:1".to_string(), Arc::from("{}")),
+            ("meta".to_string(), Arc::from("{}")),
+        ]);
+        let changes = log.changes_within(&scope, &desired);
+        let changes: Vec<(&str, bool)> = changes
+            .iter()
+            .map(|(key, value)| (key.as_str(), value.is_some()))
+            .collect();
+        assert_eq!(changes, vec![("app:a", true), ("sub:a:2", false)]);
     }
 
     #[test]

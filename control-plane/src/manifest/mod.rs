@@ -2,13 +2,16 @@
 //! entries ([`compile`]), recorded with the version that changed each ([`log`]), and read
 //! back as signed pages of what changed after a gateway's version.
 //!
-//! A compile reads the small rows whole and recompiles only the APIs whose revision
-//! moved, then records only the entries that differ, so that a change costs about the
-//! same with ten APIs or ten thousand, and so does delivering it.
+//! A full compile (at start, then once a minute) reads every row, recompiling only the
+//! APIs whose revision moved. Between them, each change is compiled alone from what its
+//! handler says it [`Touched`]: the rows it names are read again and only the entries
+//! they make are compared and recorded, so that a change costs about the same with ten
+//! APIs or ten thousand, and so does delivering it.
 
 mod compile;
 mod log;
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -17,8 +20,31 @@ use apim_manifest::Page;
 use jsonwebtoken::{Algorithm, Header};
 use sqlx::AnyPool;
 
+use apim_manifest::key;
+
 use crate::keys::KeyRing;
+use log::Scope;
 pub use log::read_page;
+
+/// What a change touched: the rows whose entries a compile must look at again.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Touched {
+    /// An API's row (record, lifecycle state, removal).
+    Api(String),
+    /// An application's row and its subscriptions.
+    Application(String),
+    /// A subscription (and its application's row, which the store may have just made).
+    Subscription {
+        /// Application id.
+        application: String,
+        /// API id.
+        api: String,
+    },
+    /// A revoked access token, by `jti`.
+    Revocation(String),
+    /// The token signing keys (the meta entry is always recompiled).
+    SigningKeys,
+}
 
 /// Compiles the database's state into entries, keeping what it compiled between calls.
 pub struct Compiler {
@@ -72,17 +98,45 @@ impl Compiler {
     /// Brings the recorded entries up to date with the database; what it recorded, if
     /// anything changed.
     pub async fn compile(&mut self) -> anyhow::Result<Option<Compiled>> {
+        self.compile_some(None).await
+    }
+
+    /// Compiles only what `touched` names (plus routes and meta, from the APIs in
+    /// memory); what it recorded, if anything changed. Needs a full compile first.
+    pub async fn compile_touched(
+        &mut self,
+        touched: &HashSet<Touched>,
+    ) -> anyhow::Result<Option<Compiled>> {
+        self.compile_some(Some(touched)).await
+    }
+
+    /// Compiles everything, or what was touched, and records what changed.
+    async fn compile_some(
+        &mut self,
+        touched: Option<&HashSet<Touched>>,
+    ) -> anyhow::Result<Option<Compiled>> {
         let started = Instant::now();
         loop {
             self.log
                 .catch_up(&self.db)
                 .await
                 .context("could not read the recorded manifest entries")?;
-            let desired =
-                compile::entries(&self.db, &mut self.apis, &self.token_keys, &self.issuer).await?;
-            let changes = self.log.changes(&desired);
+            let changes = match touched {
+                None => {
+                    let desired =
+                        compile::entries(&self.db, &mut self.apis, &self.token_keys, &self.issuer)
+                            .await?;
+                    self.log.changes(&desired)
+                }
+                Some(touched) => {
+                    let (scope, desired) = self.touched_entries(touched).await?;
+                    self.log.changes_within(&scope, &desired)
+                }
+            };
             if changes.is_empty() {
-                self.log.collect_garbage(&self.db).await?;
+                if touched.is_none() {
+                    self.log.collect_garbage(&self.db).await?;
+                }
                 return Ok(None);
             }
             let count = changes.len();
@@ -101,6 +155,62 @@ impl Compiler {
             }
             // Another control plane recorded meanwhile: take in its entries and retry.
         }
+    }
+
+    /// The keys `touched` decides, and the entries they should hold.
+    async fn touched_entries(
+        &mut self,
+        touched: &HashSet<Touched>,
+    ) -> anyhow::Result<(Scope, compile::Entries)> {
+        let db = self.db.clone();
+        let mut scope = Scope::default();
+        let mut desired = compile::Entries::new();
+        let mut prefixes: HashSet<String> = HashSet::new();
+        for touch in touched {
+            match touch {
+                Touched::Api(id) => {
+                    prefixes.extend(self.apis.prefixes(id));
+                    self.apis.refresh_one(&db, id).await?;
+                    prefixes.extend(self.apis.prefixes(id));
+                    scope.keys.insert(key::api(id));
+                    desired.extend(self.apis.entry(id).map(|e| (key::api(id), e)));
+                }
+                Touched::Application(id) => {
+                    scope.keys.insert(key::application(id));
+                    scope.prefixes.insert(key::subscription(id, ""));
+                    desired.extend(compile::application_entries(&db, id).await?);
+                }
+                Touched::Subscription { application, api } => {
+                    let sub = key::subscription(application, api);
+                    let entry = compile::subscription_entry(&db, application, api).await?;
+                    desired.extend(entry.map(|e| (sub.clone(), e)));
+                    scope.keys.insert(sub);
+                    // The store makes DefaultApplication on a GET, which compiles nothing.
+                    let app = key::application(application);
+                    let entries = compile::application_entries(&db, application).await?;
+                    desired.extend(entries.get(&app).map(|e| (app.clone(), e.clone())));
+                    scope.keys.insert(app);
+                }
+                Touched::Revocation(jti) => {
+                    let revoked = key::revocation(jti);
+                    let entry = compile::revocation_entry(&db, jti).await?;
+                    desired.extend(entry.map(|e| (revoked.clone(), e)));
+                    scope.keys.insert(revoked);
+                }
+                Touched::SigningKeys => {}
+            }
+        }
+        for prefix in prefixes {
+            let route = key::route(&prefix);
+            desired.extend(self.apis.route_entry(&prefix).map(|e| (route.clone(), e)));
+            scope.keys.insert(route);
+        }
+        scope.keys.insert(key::META.to_string());
+        desired.insert(
+            key::META.to_string(),
+            compile::meta_entry(&self.apis, &self.token_keys, &self.issuer),
+        );
+        Ok((scope, desired))
     }
 }
 
