@@ -19,3 +19,6 @@ ALTER TABLE apis ADD COLUMN revision BIGINT NOT NULL DEFAULT 0;
 
 -- What every compile reads of every API, from the index alone (not the records).
 CREATE INDEX apis_revision ON apis (id, revision, status);
+
+-- The publisher's uniqueness check looks APIs up by name whatever its case.
+CREATE INDEX apis_tenant_name_lower ON apis (tenant, LOWER(name));

@@ -345,10 +345,12 @@ async fn check_unique(
     version: &str,
     context: &str,
 ) -> ApiResult<()> {
+    // Two indexed lookups rather than one OR, which would read every API of the tenant.
     // language=SQL
     let others: Vec<(String, String, String)> = sqlx::query_as(
-        "SELECT name, version, context FROM apis
-         WHERE tenant = $1 AND (LOWER(name) = LOWER($2) OR context = $3)",
+        "SELECT name, version, context FROM apis WHERE tenant = $1 AND LOWER(name) = LOWER($2)
+         UNION ALL
+         SELECT name, version, context FROM apis WHERE tenant = $1 AND context = $3",
     )
     .bind(tenant)
     .bind(name)

@@ -3,15 +3,15 @@
 //! once per revision and kept, so that routes and the meta entry can be recomputed in
 //! memory.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use anyhow::Context;
 use apim_manifest::entries::json;
 use apim_manifest::{
     ApiRoute, ApiState, Application, AuthType, Cors, EntriesBuilder, MaxTps, Meta, Operation,
-    Revocation, RouteSource, Subscription, Tiers, TokenKey, compile_template, key, route_depth,
-    route_table, specificity,
+    Revocation, RouteSource, Subscription, Tiers, TokenKey, compile_template, key, route_table,
+    specificity,
 };
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
@@ -34,10 +34,12 @@ struct CompiledApi {
     json: Arc<str>,
 }
 
-/// Deployed APIs compiled so far, by id.
+/// Deployed APIs compiled so far, by id, with the APIs claiming each route prefix (so
+/// that one API's change recomputes its routes without looking at every other API).
 #[derive(Default)]
 pub struct ApiCache {
     apis: HashMap<String, CompiledApi>,
+    routes: BTreeMap<String, BTreeSet<String>>,
 }
 
 /// Entries computed by a compile, by key.
@@ -96,64 +98,111 @@ fn meta(token_keys: &KeyRing, issuer: &str) -> Meta {
 /// The meta entry, with the route depth of the APIs in `apis`.
 pub fn meta_entry(apis: &ApiCache, token_keys: &KeyRing, issuer: &str) -> Arc<str> {
     let mut meta = meta(token_keys, issuer);
-    meta.route_depth = route_depth(apis.apis.values().map(|api| &api.source));
+    meta.route_depth = apis.route_depth();
     json(&meta)
 }
 
-/// An application's entry and its subscriptions' entries, as the database has them.
-pub async fn application_entries(db: &AnyPool, id: &str) -> sqlx::Result<Entries> {
+/// Rows read per query when many are asked for by key.
+const KEYS_PER_QUERY: usize = 400;
+
+/// `$first, $first+1, ...` for `count` values.
+fn placeholders(first: usize, count: usize) -> String {
+    (first..first + count)
+        .map(|n| format!("${n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The entries of these applications (those that exist).
+pub async fn application_entries(db: &AnyPool, ids: &[&str]) -> sqlx::Result<Entries> {
     let mut entries = Entries::new();
-    // language=SQL
-    let tier: Option<(String,)> =
-        sqlx::query_as("SELECT throttling_tier FROM applications WHERE id = $1")
-            .bind(id)
-            .fetch_optional(db)
-            .await?;
-    if let Some((tier,)) = tier {
-        entries.insert(key::application(id), json(&Application { tier }));
-    }
-    // language=SQL
-    let subscriptions: Vec<(String, String, String)> =
-        sqlx::query_as("SELECT api_id, tier, status FROM subscriptions WHERE application_id = $1")
-            .bind(id)
-            .fetch_all(db)
-            .await?;
-    for (api, tier, status) in subscriptions {
-        entries.insert(
-            key::subscription(id, &api),
-            json(&Subscription { tier, status }),
+    for chunk in ids.chunks(KEYS_PER_QUERY) {
+        // language=SQL
+        let sql = format!(
+            "SELECT id, throttling_tier FROM applications WHERE id IN ({})",
+            placeholders(1, chunk.len())
         );
+        let mut query = sqlx::query_as::<_, (String, String)>(&sql);
+        for id in chunk {
+            query = query.bind(*id);
+        }
+        for (id, tier) in query.fetch_all(db).await? {
+            entries.insert(key::application(&id), json(&Application { tier }));
+        }
     }
     Ok(entries)
 }
 
-/// A subscription's entry, if it exists.
-pub async fn subscription_entry(
-    db: &AnyPool,
-    application: &str,
-    api: &str,
-) -> sqlx::Result<Option<Arc<str>>> {
-    // language=SQL
-    let row: Option<(String, String)> = sqlx::query_as(
-        "SELECT tier, status FROM subscriptions WHERE application_id = $1 AND api_id = $2",
-    )
-    .bind(application)
-    .bind(api)
-    .fetch_optional(db)
-    .await?;
-    Ok(row.map(|(tier, status)| json(&Subscription { tier, status })))
+/// The entries of every subscription of these applications.
+pub async fn subscriptions_of(db: &AnyPool, applications: &[&str]) -> sqlx::Result<Entries> {
+    let mut entries = Entries::new();
+    for chunk in applications.chunks(KEYS_PER_QUERY) {
+        // language=SQL
+        let sql = format!(
+            "SELECT application_id, api_id, tier, status FROM subscriptions
+             WHERE application_id IN ({})",
+            placeholders(1, chunk.len())
+        );
+        let mut query = sqlx::query_as::<_, (String, String, String, String)>(&sql);
+        for id in chunk {
+            query = query.bind(*id);
+        }
+        for (application, api, tier, status) in query.fetch_all(db).await? {
+            let subscription = Subscription { tier, status };
+            entries.insert(key::subscription(&application, &api), json(&subscription));
+        }
+    }
+    Ok(entries)
 }
 
-/// A revoked token's entry, while it has not expired.
-pub async fn revocation_entry(db: &AnyPool, jti: &str) -> sqlx::Result<Option<Arc<str>>> {
-    // language=SQL
-    let row: Option<(i64,)> =
-        sqlx::query_as("SELECT expires_at FROM revoked_tokens WHERE jti = $1 AND expires_at > $2")
-            .bind(jti)
-            .bind(crate::db::now())
-            .fetch_optional(db)
-            .await?;
-    Ok(row.map(|(exp,)| json(&Revocation { exp })))
+/// The entries of these subscriptions, by (application, API) (those that exist).
+pub async fn subscription_entries(db: &AnyPool, pairs: &[(&str, &str)]) -> sqlx::Result<Entries> {
+    let mut entries = Entries::new();
+    for chunk in pairs.chunks(KEYS_PER_QUERY / 2) {
+        let conditions: Vec<String> = (0..chunk.len())
+            .map(|i| {
+                format!(
+                    "(application_id = ${} AND api_id = ${})",
+                    2 * i + 1,
+                    2 * i + 2
+                )
+            })
+            .collect();
+        // language=SQL
+        let sql = format!(
+            "SELECT application_id, api_id, tier, status FROM subscriptions WHERE {}",
+            conditions.join(" OR ")
+        );
+        let mut query = sqlx::query_as::<_, (String, String, String, String)>(&sql);
+        for (application, api) in chunk {
+            query = query.bind(*application).bind(*api);
+        }
+        for (application, api, tier, status) in query.fetch_all(db).await? {
+            let subscription = Subscription { tier, status };
+            entries.insert(key::subscription(&application, &api), json(&subscription));
+        }
+    }
+    Ok(entries)
+}
+
+/// The entries of these revoked tokens, while they have not expired.
+pub async fn revocation_entries(db: &AnyPool, jtis: &[&str]) -> sqlx::Result<Entries> {
+    let mut entries = Entries::new();
+    for chunk in jtis.chunks(KEYS_PER_QUERY) {
+        // language=SQL
+        let sql = format!(
+            "SELECT jti, expires_at FROM revoked_tokens WHERE expires_at > $1 AND jti IN ({})",
+            placeholders(2, chunk.len())
+        );
+        let mut query = sqlx::query_as::<_, (String, i64)>(&sql).bind(crate::db::now());
+        for jti in chunk {
+            query = query.bind(*jti);
+        }
+        for (jti, exp) in query.fetch_all(db).await? {
+            entries.insert(key::revocation(&jti), json(&Revocation { exp }));
+        }
+    }
+    Ok(entries)
 }
 
 type ApiRow = (String, String, String, String, String, i64, String);
@@ -182,27 +231,65 @@ impl ApiCache {
 
     /// The entry of a route prefix: every deployed API claiming it; `None` when none does.
     pub fn route_entry(&self, prefix: &str) -> Option<Arc<str>> {
-        let claimants: Vec<&RouteSource> = self
-            .apis
-            .values()
-            .map(|api| &api.source)
-            .filter(|source| source.prefixes().any(|p| p == prefix))
-            .collect();
-        route_table(claimants).get(prefix).map(json)
+        let claimants = self.routes.get(prefix)?;
+        let sources = claimants
+            .iter()
+            .filter_map(|id| self.apis.get(id))
+            .map(|api| &api.source);
+        route_table(sources).get(prefix).map(json)
     }
 
-    /// Re-reads one API's row: compiled again if it changed, forgotten once no longer
+    /// Most segments of a route prefix, as [`apim_manifest::route_depth`] counts them.
+    fn route_depth(&self) -> usize {
+        self.routes
+            .keys()
+            .map(|prefix| prefix.matches('/').count())
+            .max()
+            .unwrap_or(0)
+    }
+
+    fn insert(&mut self, id: String, api: CompiledApi) {
+        self.remove(&id);
+        for prefix in api.source.prefixes() {
+            self.routes.entry(prefix).or_default().insert(id.clone());
+        }
+        self.apis.insert(id, api);
+    }
+
+    fn remove(&mut self, id: &str) {
+        let Some(api) = self.apis.remove(id) else {
+            return;
+        };
+        for prefix in api.source.prefixes() {
+            if let Some(claimants) = self.routes.get_mut(&prefix) {
+                claimants.remove(id);
+                if claimants.is_empty() {
+                    self.routes.remove(&prefix);
+                }
+            }
+        }
+    }
+
+    /// Re-reads these APIs' rows: each compiled again, or forgotten once no longer
     /// deployed.
-    pub async fn refresh_one(&mut self, db: &AnyPool, id: &str) -> anyhow::Result<()> {
-        // language=SQL
-        let row: Option<ApiRow> =
-            sqlx::query_as(&format!("SELECT {API_COLUMNS} FROM apis WHERE id = $1"))
-                .bind(id)
-                .fetch_optional(db)
-                .await?;
-        self.apis.remove(id);
-        if let Some(row) = row {
-            self.compile(row)?;
+    pub async fn refresh_some(&mut self, db: &AnyPool, ids: &[&str]) -> anyhow::Result<()> {
+        for chunk in ids.chunks(KEYS_PER_QUERY) {
+            // language=SQL
+            let sql = format!(
+                "SELECT {API_COLUMNS} FROM apis WHERE id IN ({})",
+                placeholders(1, chunk.len())
+            );
+            let mut query = sqlx::query_as::<_, ApiRow>(&sql);
+            for id in chunk {
+                query = query.bind(*id);
+            }
+            let rows = query.fetch_all(db).await?;
+            for id in chunk {
+                self.remove(id);
+            }
+            for row in rows {
+                self.compile(row)?;
+            }
         }
         Ok(())
     }
@@ -219,11 +306,19 @@ impl ApiCache {
             .filter(|(_, _, status)| ApiState::deployed(status).is_some())
             .map(|(id, revision, status)| (id, (revision, status)))
             .collect();
-        self.apis.retain(|id, api| {
-            deployed.get(id).is_some_and(|(revision, status)| {
-                *revision == api.revision && *status == api.status
+        let gone: Vec<String> = self
+            .apis
+            .iter()
+            .filter(|(id, api)| {
+                !deployed.get(*id).is_some_and(|(revision, status)| {
+                    *revision == api.revision && *status == api.status
+                })
             })
-        });
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in gone {
+            self.remove(&id);
+        }
         let stale: HashSet<String> = deployed
             .keys()
             .filter(|id| !self.apis.contains_key(*id))
@@ -238,9 +333,8 @@ impl ApiCache {
                 self.compile(row)?;
             }
         } else {
-            for id in &stale {
-                self.refresh_one(db, id).await?;
-            }
+            let ids: Vec<&str> = stale.iter().map(String::as_str).collect();
+            self.refresh_some(db, &ids).await?;
         }
         Ok(())
     }
@@ -266,7 +360,7 @@ impl ApiCache {
             },
             json: json(&route),
         };
-        self.apis.insert(id, compiled);
+        self.insert(id, compiled);
         Ok(())
     }
 }

@@ -157,54 +157,67 @@ impl Compiler {
         }
     }
 
-    /// The keys `touched` decides, and the entries they should hold.
+    /// The keys `touched` decides, and the entries they should hold: a few queries, each
+    /// for every row of a kind at once, however many changes a compile takes in.
     async fn touched_entries(
         &mut self,
         touched: &HashSet<Touched>,
     ) -> anyhow::Result<(Scope, compile::Entries)> {
-        let db = self.db.clone();
-        let mut scope = Scope::default();
-        let mut desired = compile::Entries::new();
-        let mut prefixes: HashSet<String> = HashSet::new();
+        let mut apis = Vec::new();
+        let mut applications = Vec::new();
+        let mut subscriptions = Vec::new();
+        let mut revocations = Vec::new();
         for touch in touched {
             match touch {
-                Touched::Api(id) => {
-                    prefixes.extend(self.apis.prefixes(id));
-                    self.apis.refresh_one(&db, id).await?;
-                    prefixes.extend(self.apis.prefixes(id));
-                    scope.keys.insert(key::api(id));
-                    desired.extend(self.apis.entry(id).map(|e| (key::api(id), e)));
-                }
-                Touched::Application(id) => {
-                    scope.keys.insert(key::application(id));
-                    scope.prefixes.insert(key::subscription(id, ""));
-                    desired.extend(compile::application_entries(&db, id).await?);
-                }
+                Touched::Api(id) => apis.push(id.as_str()),
+                Touched::Application(id) => applications.push(id.as_str()),
                 Touched::Subscription { application, api } => {
-                    let sub = key::subscription(application, api);
-                    let entry = compile::subscription_entry(&db, application, api).await?;
-                    desired.extend(entry.map(|e| (sub.clone(), e)));
-                    scope.keys.insert(sub);
-                    // The store makes DefaultApplication on a GET, which compiles nothing.
-                    let app = key::application(application);
-                    let entries = compile::application_entries(&db, application).await?;
-                    desired.extend(entries.get(&app).map(|e| (app.clone(), e.clone())));
-                    scope.keys.insert(app);
+                    subscriptions.push((application.as_str(), api.as_str()))
                 }
-                Touched::Revocation(jti) => {
-                    let revoked = key::revocation(jti);
-                    let entry = compile::revocation_entry(&db, jti).await?;
-                    desired.extend(entry.map(|e| (revoked.clone(), e)));
-                    scope.keys.insert(revoked);
-                }
+                Touched::Revocation(jti) => revocations.push(jti.as_str()),
                 Touched::SigningKeys => {}
             }
+        }
+        let mut scope = Scope::default();
+        let mut desired = compile::Entries::new();
+
+        let mut prefixes: HashSet<String> =
+            apis.iter().flat_map(|id| self.apis.prefixes(id)).collect();
+        self.apis.refresh_some(&self.db, &apis).await?;
+        for id in &apis {
+            prefixes.extend(self.apis.prefixes(id));
+            scope.keys.insert(key::api(id));
+            desired.extend(self.apis.entry(id).map(|e| (key::api(id), e)));
         }
         for prefix in prefixes {
             let route = key::route(&prefix);
             desired.extend(self.apis.route_entry(&prefix).map(|e| (route.clone(), e)));
             scope.keys.insert(route);
         }
+
+        // A touched application takes its subscriptions along; a touched subscription
+        // takes its application's row, which may be new too (the store makes
+        // DefaultApplication on the first call).
+        for id in &applications {
+            scope.keys.insert(key::application(id));
+            scope.prefixes.insert(key::subscription(id, ""));
+        }
+        desired.extend(compile::subscriptions_of(&self.db, &applications).await?);
+        for (application, api) in &subscriptions {
+            scope.keys.insert(key::subscription(application, api));
+            scope.keys.insert(key::application(application));
+            applications.push(application);
+        }
+        desired.extend(compile::subscription_entries(&self.db, &subscriptions).await?);
+        applications.sort_unstable();
+        applications.dedup();
+        desired.extend(compile::application_entries(&self.db, &applications).await?);
+
+        scope
+            .keys
+            .extend(revocations.iter().map(|jti| key::revocation(jti)));
+        desired.extend(compile::revocation_entries(&self.db, &revocations).await?);
+
         scope.keys.insert(key::META.to_string());
         desired.insert(
             key::META.to_string(),
