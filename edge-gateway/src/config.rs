@@ -110,7 +110,7 @@ pub struct Config {
 
     /// Number of requests one component instance serves, one after the other,
     /// before it is discarded and a fresh one is instantiated.
-    #[arg(long, env = "APIM_INSTANCE_REUSE", default_value_t = 256)]
+    #[arg(long, env = "APIM_INSTANCE_REUSE", default_value_t = 4096)]
     pub instance_reuse: usize,
 
     /// Maximum number of component instances running at once; this is also
@@ -139,6 +139,19 @@ pub struct Config {
     /// at start-up). 0 disables them.
     #[arg(long, env = "APIM_SYNC_INTERVAL_SECS", default_value_t = 30)]
     pub sync_interval_secs: u64,
+
+    /// Threads serving requests; default: one per CPU the process may run on. With one,
+    /// the host runs on a single-threaded runtime, which schedules with no cross-thread
+    /// work at all.
+    #[arg(long, env = "APIM_WORKER_THREADS")]
+    pub worker_threads: Option<usize>,
+
+    /// When the component exports `apim:gateway/policy` (the gateway does), ask it what to
+    /// do with each request and forward API calls here, streaming bodies, rather than
+    /// have the component forward them through `wasi:http` (as it does on Spin). The
+    /// decisions are the same; the host's forwarding costs a fraction.
+    #[arg(long, env = "APIM_HOST_FORWARDING", default_value_t = true, action = clap::ArgAction::Set)]
+    pub host_forwarding: bool,
 
     /// Lists compiled guest code in `/tmp/perf-<pid>.map`, so that `perf report` names
     /// the component's functions (for profiling; off in production).
@@ -283,7 +296,7 @@ mod tests {
         let config = parse(&[]);
         config.validate().unwrap();
         assert_eq!(config.addr.to_string(), "127.0.0.1:8280");
-        assert_eq!(config.instance_reuse, 256);
+        assert_eq!(config.instance_reuse, 4096);
         assert!(config.kv_url.is_empty());
         assert_eq!(config.sync_interval(), Some(Duration::from_secs(30)));
         assert_eq!(config.instance_memory_bytes(), 64 << 20);

@@ -1,11 +1,16 @@
 //! Hands HTTP requests to the component and turns failures into plain HTTP errors.
 //!
-//! Every request — a client's or the host's own sync request — takes one of
-//! `max_instances` permits before it reaches the [`Runtime`]; the permit is held
-//! until the response body has been sent,
-//! so the number of busy instances stays bounded. Requests that get no permit
-//! within the request timeout are answered 503. Guest failures are logged and
-//! answered with an empty 500 (504 when the deadline was exceeded).
+//! With host forwarding (the gateway component exports `apim:gateway/policy`), the
+//! component first decides about each request from its head: API calls it admits are
+//! forwarded here ([`crate::forward`]), its refusals are answered at once, and the rest
+//! (its own endpoints, cached resources) go to its `wasi:http` handler.
+//!
+//! Every call into the component — a decision, a `wasi:http` request, the host's own
+//! sync request — takes one of `max_instances` permits; a `wasi:http` request holds it
+//! until its response body has been sent, a decision only while it is made, so the
+//! number of busy instances stays bounded. Requests that get no permit within the
+//! request timeout are answered 503. Guest failures are logged and answered with an
+//! empty 500 (504 when the deadline was exceeded).
 
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -23,6 +28,8 @@ use http_body_util::{BodyExt as _, Empty};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use wasmtime_wasi_http::WasiBody;
 
+use crate::bindings::exports::apim::gateway::policy::{Decision, Forward, RequestHead};
+use crate::forward::{self, Failure};
 use crate::instances::{DeadlineExceeded, NoInstance, RequestMeta, Runtime};
 
 /// Header carrying the client's socket address, as Spin sets it.
@@ -38,6 +45,8 @@ pub type ResponseBody = UnsyncBoxBody<Bytes, BoxError>;
 /// The component behind a concurrency limit.
 pub struct Gateway {
     runtime: Arc<Runtime>,
+    /// Whether the component decides and the host forwards.
+    host_forwarding: bool,
     permits: Arc<Semaphore>,
     /// Request deadline; also the longest wait for a free instance.
     request_timeout: Duration,
@@ -45,11 +54,13 @@ pub struct Gateway {
 }
 
 impl Gateway {
-    /// Wraps `runtime`; concurrency and queueing follow its limits.
-    pub fn new(runtime: Runtime) -> Self {
+    /// Wraps `runtime`; concurrency and queueing follow its limits. With
+    /// `host_forwarding`, a component that can decide requests does.
+    pub fn new(runtime: Runtime, host_forwarding: bool) -> Self {
         let limits = *runtime.limits();
         let permits = usize::try_from(limits.max_instances).unwrap_or(usize::MAX);
         Self {
+            host_forwarding: host_forwarding && runtime.has_policy(),
             runtime: Arc::new(runtime),
             permits: Arc::new(Semaphore::new(permits)),
             request_timeout: limits.request_timeout,
@@ -77,7 +88,67 @@ impl Gateway {
                 .boxed_unsync()
         });
         prepare_headers(request.headers_mut(), peer, local);
+        if self.host_forwarding {
+            let head = forward::head_of(&request);
+            match self.decide(&head).await {
+                Ok(Decision::Forward(plan)) => return self.forward(request, &head, plan).await,
+                Ok(Decision::Respond(answer)) => return forward::response(answer),
+                Ok(Decision::Handle) => {}
+                Err(failed) => return failed,
+            }
+        }
         self.dispatch(request).await
+    }
+
+    /// The component's decision about a request; a failed decision is answered.
+    async fn decide(&self, head: &RequestHead) -> Result<Decision, Response<ResponseBody>> {
+        let Some(_permit) = self.permit().await else {
+            tracing::warn!("no free instance; answering 503");
+            return Err(empty(StatusCode::SERVICE_UNAVAILABLE));
+        };
+        let started = Instant::now();
+        self.runtime.decide(head).await.map_err(|err| {
+            let status = failure_status(&err, started.elapsed() >= self.request_timeout);
+            tracing::error!(%status, "component failed to decide: {err:?}");
+            empty(status)
+        })
+    }
+
+    /// Forwards a request the component admitted; when the backend fails, the
+    /// component's answer for that.
+    async fn forward(
+        &self,
+        request: Request<WasiBody>,
+        head: &RequestHead,
+        plan: Forward,
+    ) -> Response<ResponseBody> {
+        let failure = match forward::send(self.runtime.outbound(), request, plan).await {
+            Ok(response) => return response,
+            Err(failure) => failure,
+        };
+        let Some(_permit) = self.permit().await else {
+            return empty(StatusCode::SERVICE_UNAVAILABLE);
+        };
+        match self
+            .runtime
+            .backend_failed(head, failure == Failure::TimedOut)
+            .await
+        {
+            Ok(answer) => forward::response(answer),
+            Err(err) => {
+                tracing::error!("component failed to answer a backend failure: {err:?}");
+                empty(StatusCode::BAD_GATEWAY)
+            }
+        }
+    }
+
+    /// A permit to use an instance, waiting up to the request timeout.
+    async fn permit(&self) -> Option<OwnedSemaphorePermit> {
+        let acquire = self.permits.clone().acquire_owned();
+        match tokio::time::timeout(self.request_timeout, acquire).await {
+            Ok(Ok(permit)) => Some(permit),
+            _ => None,
+        }
     }
 
     /// Sends the internal `POST /_apim/sync` and drains the answer; returns its status.
@@ -99,16 +170,10 @@ impl Gateway {
         let meta = RequestMeta {
             id: self.next_id.fetch_add(1, Ordering::Relaxed) + 1,
         };
-        let permit =
-            match tokio::time::timeout(self.request_timeout, self.permits.clone().acquire_owned())
-                .await
-            {
-                Ok(Ok(permit)) => permit,
-                _ => {
-                    tracing::warn!(request = meta.id, "no free instance; answering 503");
-                    return empty(StatusCode::SERVICE_UNAVAILABLE);
-                }
-            };
+        let Some(permit) = self.permit().await else {
+            tracing::warn!(request = meta.id, "no free instance; answering 503");
+            return empty(StatusCode::SERVICE_UNAVAILABLE);
+        };
         let started = Instant::now();
         match self.runtime.handle(meta, request).await {
             Ok(response) => response.map(|body| {

@@ -25,7 +25,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
-use wasmtime::component::{Component, Linker, ResourceTable};
+use wasmtime::component::{Component, InstancePre, Linker, ResourceTable};
 use wasmtime::error::Context as _;
 use wasmtime::{
     Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, ProfilingStrategy, Store,
@@ -33,9 +33,11 @@ use wasmtime::{
 };
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_http::p2::bindings::http::types::Scheme;
-use wasmtime_wasi_http::p2::bindings::{Proxy, ProxyPre};
+use wasmtime_wasi_http::p2::bindings::{Proxy, ProxyIndices};
 use wasmtime_wasi_http::{WasiBody, WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
+use crate::bindings::exports::apim::gateway::policy::{Decision, RequestHead, Response};
+use crate::bindings::{Gateway as PolicyExport, GatewayIndices as PolicyIndices};
 use crate::config_store::{self, ConfigView, Variables};
 use crate::keyvalue::{self, KvStore, KvView};
 use crate::outbound::OutboundClient;
@@ -206,8 +208,17 @@ pub fn engine(limits: &Limits, components: u32, perf_map: bool) -> anyhow::Resul
     Ok(Engine::new(&config).context("cannot create the wasmtime engine")?)
 }
 
+/// A component compiled and linked, with where its exports are.
+pub struct Prepared {
+    pre: InstancePre<HostState>,
+    proxy: ProxyIndices,
+    /// Present when the component exports `apim:gateway/policy` (the gateway does; the
+    /// facade does not).
+    policy: Option<PolicyIndices>,
+}
+
 /// Compiles the component at `path` and links it against the host.
-pub fn prepare(engine: &Engine, path: &Path) -> anyhow::Result<ProxyPre<HostState>> {
+pub fn prepare(engine: &Engine, path: &Path) -> anyhow::Result<Prepared> {
     let started = Instant::now();
     let component = Component::from_file(engine, path)
         .with_context(|| format!("cannot load component {}", path.display()))?;
@@ -220,9 +231,10 @@ pub fn prepare(engine: &Engine, path: &Path) -> anyhow::Result<ProxyPre<HostStat
     let pre = linker
         .instantiate_pre(&component)
         .context("the component's imports cannot be satisfied")?;
-    let pre = ProxyPre::new(pre)
+    let proxy = ProxyIndices::new(&pre)
         .context("the component does not export wasi:http/incoming-handler@0.2")?;
-    Ok(pre)
+    let policy = PolicyIndices::new(&pre).ok();
+    Ok(Prepared { pre, proxy, policy })
 }
 
 fn linker(engine: &Engine) -> anyhow::Result<Linker<HostState>> {
@@ -238,6 +250,7 @@ fn linker(engine: &Engine) -> anyhow::Result<Linker<HostState>> {
 struct Instance {
     store: Store<HostState>,
     proxy: Proxy,
+    policy: Option<PolicyExport>,
 }
 
 /// An instance waiting for its next request.
@@ -249,7 +262,7 @@ struct Idle {
 /// Creates instances, runs requests in them, and decides when they retire.
 pub struct Runtime {
     engine: Engine,
-    pre: ProxyPre<HostState>,
+    pre: Prepared,
     shared: Shared,
     limits: Limits,
     instances: AtomicU64,
@@ -259,7 +272,7 @@ pub struct Runtime {
 
 impl Runtime {
     /// A runtime instantiating `pre` with `shared` state under `limits`.
-    pub fn new(engine: Engine, pre: ProxyPre<HostState>, shared: Shared, limits: Limits) -> Self {
+    pub fn new(engine: Engine, pre: Prepared, shared: Shared, limits: Limits) -> Self {
         Self {
             engine,
             pre,
@@ -280,6 +293,69 @@ impl Runtime {
     /// The limits in force.
     pub fn limits(&self) -> &Limits {
         &self.limits
+    }
+
+    /// Whether the component decides requests for the host to forward.
+    pub fn has_policy(&self) -> bool {
+        self.pre.policy.is_some()
+    }
+
+    /// The pooled outbound client.
+    pub fn outbound(&self) -> &OutboundClient {
+        &self.shared.outbound
+    }
+
+    /// Asks the component what to do with a request (it must have the policy export).
+    /// The instance goes back to the pool as soon as it has answered.
+    pub async fn decide(&self, request: &RequestHead) -> wasmtime::Result<Decision> {
+        self.with_policy(async |policy, store| {
+            policy
+                .apim_gateway_policy()
+                .call_decide(store, request)
+                .await
+        })
+        .await
+    }
+
+    /// The component's answer for a forwarded request whose backend did not answer.
+    pub async fn backend_failed(
+        &self,
+        request: &RequestHead,
+        timed_out: bool,
+    ) -> wasmtime::Result<Response> {
+        self.with_policy(async |policy, store| {
+            policy
+                .apim_gateway_policy()
+                .call_backend_failed(store, request, timed_out)
+                .await
+        })
+        .await
+    }
+
+    /// Runs `call` on an instance's policy export, within the request deadline; the
+    /// instance is checked in again after, or dropped if the call failed.
+    async fn with_policy<T>(
+        &self,
+        call: impl AsyncFnOnce(&PolicyExport, &mut Store<HostState>) -> wasmtime::Result<T>,
+    ) -> wasmtime::Result<T> {
+        let mut instance = self.checkout().await?;
+        let Some(policy) = instance.policy.take() else {
+            wasmtime::bail!("the component does not export apim:gateway/policy");
+        };
+        let data = instance.store.data_mut();
+        data.deadline = Some(Instant::now() + self.limits.request_timeout);
+        data.requests += 1;
+        let limit = self.limits.request_timeout + EXPIRY_GRACE;
+        let outcome = match tokio::time::timeout(limit, call(&policy, &mut instance.store)).await {
+            Ok(outcome) => outcome,
+            Err(_) => Err(wasmtime::Error::new(DeadlineExceeded)),
+        };
+        instance.policy = Some(policy);
+        match &outcome {
+            Ok(_) => self.checkin(instance),
+            Err(err) => self.discard(&instance, err),
+        }
+        outcome
     }
 
     /// Runs one request in an instance. Resolves with the response once the guest has
@@ -405,10 +481,19 @@ impl Runtime {
     async fn instantiate(&self) -> wasmtime::Result<Instance> {
         let mut store = self.new_store();
         store.data_mut().deadline = Some(Instant::now() + self.limits.request_timeout);
-        let proxy = self.pre.instantiate_async(&mut store).await?;
+        let instance = self.pre.pre.instantiate_async(&mut store).await?;
+        let proxy = self.pre.proxy.load(&mut store, &instance)?;
+        let policy = match &self.pre.policy {
+            Some(indices) => Some(indices.load(&mut store, &instance)?),
+            None => None,
+        };
         store.data_mut().deadline = None;
         tracing::debug!(instance = store.data().instance, "instance created");
-        Ok(Instance { store, proxy })
+        Ok(Instance {
+            store,
+            proxy,
+            policy,
+        })
     }
 
     fn new_store(&self) -> Store<HostState> {

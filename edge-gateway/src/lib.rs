@@ -10,6 +10,7 @@
 pub mod bindings;
 pub mod config;
 pub mod config_store;
+pub mod forward;
 pub mod gateway;
 pub mod instances;
 pub mod keyvalue;
@@ -130,10 +131,6 @@ fn host(
     shared: Shared,
 ) -> anyhow::Result<Gateway> {
     let pre = instances::prepare(engine, path)?;
-    Ok(Gateway::new(Runtime::new(
-        engine.clone(),
-        pre,
-        shared,
-        limits(config),
-    )))
+    let runtime = Runtime::new(engine.clone(), pre, shared, limits(config));
+    Ok(Gateway::new(runtime, config.host_forwarding))
 }

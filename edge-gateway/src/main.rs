@@ -11,8 +11,7 @@ use tracing_subscriber::EnvFilter;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-#[tokio::main]
-async fn main() -> std::process::ExitCode {
+fn main() -> std::process::ExitCode {
     let config = Config::parse();
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -21,11 +20,30 @@ async fn main() -> std::process::ExitCode {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
         .init();
-    match edge_gateway::run(config).await {
+    let served = runtime(config.worker_threads)
+        .map_err(anyhow::Error::from)
+        .and_then(|runtime| runtime.block_on(edge_gateway::run(config)));
+    match served {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(err) => {
             tracing::error!("edge-gateway failed: {err:?}");
             std::process::ExitCode::FAILURE
         }
     }
+}
+
+/// One thread per CPU the process may use (or `workers`); on one, a single-threaded
+/// runtime, which spares every task and wake-up the cross-thread bookkeeping.
+fn runtime(workers: Option<usize>) -> std::io::Result<tokio::runtime::Runtime> {
+    let workers = workers
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .max(1);
+    let mut builder = if workers == 1 {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        let mut builder = tokio::runtime::Builder::new_multi_thread();
+        builder.worker_threads(workers);
+        builder
+    };
+    builder.enable_all().build()
 }

@@ -56,8 +56,9 @@ fn interfaces(bytes: &[u8]) -> (Vec<String>, Vec<String>) {
 }
 
 /// Checks that `wasm` imports nothing beyond [`ALLOWED_IMPORTS`], imports each of `needed`,
-/// and exports only the WASI 0.2 incoming handler.
-fn assert_spin_compatible(wasm: &std::path::Path, needed: &[&str]) {
+/// and exports the WASI 0.2 incoming handler (which Spin calls) and `extra` exports
+/// (which Spin leaves alone).
+fn assert_spin_compatible(wasm: &std::path::Path, needed: &[&str], extra: &[&str]) {
     let bytes = std::fs::read(wasm).unwrap_or_else(|e| panic!("{}: {e}", wasm.display()));
     let (imports, exports) = interfaces(&bytes);
     let unexpected: Vec<&String> = imports
@@ -74,11 +75,19 @@ fn assert_spin_compatible(wasm: &std::path::Path, needed: &[&str]) {
             "{needed} not imported: {imports:#?}"
         );
     }
-    assert_eq!(exports.len(), 1, "exports: {exports:?}");
+    assert_eq!(exports.len(), 1 + extra.len(), "exports: {exports:?}");
     assert!(
-        exports[0].starts_with("wasi:http/incoming-handler@0.2."),
+        exports
+            .iter()
+            .any(|e| e.starts_with("wasi:http/incoming-handler@0.2.")),
         "exports: {exports:?}"
     );
+    for extra in extra {
+        assert!(
+            exports.iter().any(|e| e.starts_with(extra)),
+            "{extra} not exported: {exports:?}"
+        );
+    }
 }
 
 #[test]
@@ -90,6 +99,7 @@ fn gateway_component_imports_only_what_spin_provides() {
             "wasi:keyvalue/store@0.2.0-draft2",
             "wasi:config/store@",
         ],
+        &["apim:gateway/policy@0.1.0"],
     );
 }
 
@@ -98,6 +108,7 @@ fn dev_facade_component_imports_only_what_spin_provides() {
     assert_spin_compatible(
         &e2e::dev_facade_component(),
         &["wasi:http/outgoing-handler@0.2.", "wasi:config/store@"],
+        &[],
     );
 }
 

@@ -53,7 +53,18 @@ fn expect_fault(reply: &Reply, status: u16, code: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn spec_flow_and_every_gateway_failure() {
-    let stack = Stack::start(&["backend_timeout_ms=1000"]).await;
+    spec_flow(&[]).await;
+}
+
+/// The same with the component forwarding through `wasi:http`, as it does on Spin.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spec_flow_with_the_component_forwarding() {
+    spec_flow(&[("APIM_HOST_FORWARDING", "false".into())]).await;
+}
+
+/// The spec flow and every failure the gateway reports, with edge-gateway `settings`.
+async fn spec_flow(settings: &[(&'static str, String)]) {
+    let stack = Stack::start_with(&["backend_timeout_ms=1000"], settings).await;
     let gw = &stack.gw;
     let get = reqwest::Method::GET;
 

@@ -236,9 +236,10 @@ pub async fn start_edge_gateway_with(
     control_plane: &ControlPlane,
     data_dir: &Path,
     addr: &str,
+    vars: &[&str],
     settings: &[(&'static str, String)],
 ) -> ServerProcess {
-    edge_gateway(control_plane, data_dir, addr, &[], None, None, settings).await
+    edge_gateway(control_plane, data_dir, addr, vars, None, None, settings).await
 }
 
 /// Where the developer-management facade listens and which SOAP service it fronts.

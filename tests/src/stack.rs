@@ -28,6 +28,11 @@ pub struct Stack {
 impl Stack {
     /// Starts backend, control plane and gateway (with component `vars`), and logs in.
     pub async fn start(vars: &[&str]) -> Self {
+        Self::start_with(vars, &[]).await
+    }
+
+    /// The same, with more of edge-gateway's settings (`APIM_*`).
+    pub async fn start_with(vars: &[&str], settings: &[(&'static str, String)]) -> Self {
         crate::gateway_component();
         let backend = EchoBackend::start().await;
         let data_dir = crate::temp_dir();
@@ -38,8 +43,14 @@ impl Stack {
             &[("APIM_GATEWAYS", format!("http://{gateway_addr}"))],
         )
         .await;
-        let gateway =
-            crate::start_edge_gateway(&control_plane, &data_dir, &gateway_addr, vars).await;
+        let gateway = crate::start_edge_gateway_with(
+            &control_plane,
+            &data_dir,
+            &gateway_addr,
+            vars,
+            settings,
+        )
+        .await;
         let mgmt = Client::new(&control_plane.url);
         let gw = Client::new(&gateway.url);
         // Spec §5 steps 1 and 2, the token coming from {gateway_url}/token.

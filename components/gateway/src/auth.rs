@@ -2,6 +2,7 @@
 //! the application's subscription. Verified tokens are remembered by the instance.
 
 use std::collections::HashMap;
+use std::rc::Rc;
 
 use apim_manifest::ApiRoute;
 use jsonwebtoken::errors::ErrorKind;
@@ -31,10 +32,12 @@ pub struct Claims {
 }
 
 /// Tokens whose signature has been checked, so a reused instance verifies each once
-/// (revocation is checked on every use, against the manifest).
+/// (revocation is checked on every use, against the manifest). They are remembered by
+/// their signature alone: a token that reuses a remembered signature with another
+/// payload gets the claims that signature was made for, no more than its owner has.
 #[derive(Default)]
 pub struct TokenCache {
-    verified: HashMap<String, Claims>,
+    verified: HashMap<String, Rc<Claims>>,
 }
 
 /// Which endpoint a caller goes to.
@@ -137,8 +140,9 @@ pub fn admit(
 impl TokenCache {
     /// The token's claims, verified now or earlier against these keys. `Err(true)` when it
     /// has expired, `Err(false)` when it is invalid.
-    fn verify(&mut self, meta: &MetaIndex, token: &str, now_secs: i64) -> Result<Claims, bool> {
-        if let Some(claims) = self.verified.get(token) {
+    fn verify(&mut self, meta: &MetaIndex, token: &str, now_secs: i64) -> Result<Rc<Claims>, bool> {
+        let (_, signature) = token.rsplit_once('.').ok_or(false)?;
+        if let Some(claims) = self.verified.get(signature) {
             return if claims.exp > now_secs {
                 Ok(claims.clone())
             } else {
@@ -164,7 +168,8 @@ impl TokenCache {
         if self.verified.len() >= TOKEN_CACHE_LIMIT {
             self.verified.clear();
         }
-        self.verified.insert(token.to_string(), claims.clone());
+        let claims = Rc::new(claims);
+        self.verified.insert(signature.to_string(), claims.clone());
         Ok(claims)
     }
 }

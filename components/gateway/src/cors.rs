@@ -30,37 +30,39 @@ pub fn is_preflight(method: &str, request_headers: &Headers) -> bool {
 
 /// The answer to a preflight.
 pub fn preflight(cors: &Cors, request_headers: &Headers) -> Response {
-    let mut response = Response {
+    Response {
         status: 200,
-        headers: vec![],
+        headers: headers(cors, request_headers),
         body: vec![],
-    };
-    add_headers(cors, request_headers, &mut response);
-    response
+    }
 }
 
-/// Adds the CORS headers to a response.
-pub fn add_headers(cors: &Cors, request_headers: &Headers, response: &mut Response) {
+/// The CORS headers an answer to this request carries (none for a disallowed origin).
+pub fn headers(cors: &Cors, request_headers: &Headers) -> Headers {
     let Some(origin) = allowed_origin(cors, request_headers) else {
-        return;
+        return Headers::new();
     };
-    let mut set = |name: &str, value: &str| {
-        response
-            .headers
-            .retain(|(n, _)| !n.eq_ignore_ascii_case(name));
-        response
-            .headers
-            .push((name.to_string(), value.as_bytes().to_vec()));
-    };
-    set("access-control-allow-origin", &origin);
-    set("access-control-allow-methods", &cors.allow_methods);
-    set("access-control-allow-headers", &cors.allow_headers);
+    let mut headers: Headers = vec![
+        (
+            "access-control-allow-origin".into(),
+            origin.clone().into_bytes(),
+        ),
+        (
+            "access-control-allow-methods".into(),
+            cors.allow_methods.clone().into_bytes(),
+        ),
+        (
+            "access-control-allow-headers".into(),
+            cors.allow_headers.clone().into_bytes(),
+        ),
+    ];
     if cors.allow_credentials {
-        set("access-control-allow-credentials", "true");
+        headers.push(("access-control-allow-credentials".into(), b"true".to_vec()));
     }
     if origin != "*" {
-        set("vary", "Origin");
+        headers.push(("vary".into(), b"Origin".to_vec()));
     }
+    headers
 }
 
 #[cfg(test)]

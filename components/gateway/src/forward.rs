@@ -5,52 +5,11 @@ use apim_manifest::ApiRoute;
 
 use crate::auth::Environment;
 use crate::faults::Fault;
-use crate::host::{Headers, Outbound, Request, Response, SendError, header, split_url};
-
-/// Headers that belong to one hop and never travel on (RFC 9110 §7.6.1), plus those the
-/// gateway sets itself.
-const HOP_BY_HOP: &[&str] = &[
-    "connection",
-    "keep-alive",
-    "proxy-authenticate",
-    "proxy-authorization",
-    "proxy-connection",
-    "te",
-    "trailer",
-    "trailers",
-    "transfer-encoding",
-    "upgrade",
-    "http2-settings",
-    "host",
-    "content-length",
-];
-
-/// Whether a header must not be passed on.
-fn is_hop_by_hop(name: &str, connection: &[String]) -> bool {
-    let name = name.to_ascii_lowercase();
-    HOP_BY_HOP.contains(&name.as_str()) || name.starts_with("spin-") || connection.contains(&name)
-}
-
-/// Headers named in `Connection`, which are hop-by-hop too.
-fn connection_tokens(headers: &Headers) -> Vec<String> {
-    header(headers, "connection")
-        .map(|v| {
-            v.split(',')
-                .map(|t| t.trim().to_ascii_lowercase())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// The headers of a message without its hop-by-hop ones.
-pub fn end_to_end(headers: &Headers) -> Headers {
-    let connection = connection_tokens(headers);
-    headers
-        .iter()
-        .filter(|(name, _)| !is_hop_by_hop(name, &connection))
-        .cloned()
-        .collect()
-}
+pub use crate::host::end_to_end;
+use crate::host::{
+    Headers, Outbound, Request, Response, SendError, connection_tokens, header, is_hop_by_hop,
+    split_url,
+};
 
 /// The request to the API's backend: endpoint URL + resource path + query; the client's
 /// `Authorization` replaced by the endpoint credentials (or dropped), `X-Forwarded-For`
@@ -68,12 +27,16 @@ pub fn backend_request(
     }
     .ok_or_else(Fault::backend_unreachable)?;
     let (scheme, authority, base_path) = split_url(url).ok_or_else(Fault::backend_unreachable)?;
-    let mut headers: Headers = end_to_end(&request.headers)
-        .into_iter()
+    let connection = connection_tokens(header(&request.headers, "connection"));
+    let mut headers: Headers = request
+        .headers
+        .iter()
         .filter(|(name, _)| {
-            !name.eq_ignore_ascii_case("authorization")
+            !is_hop_by_hop(name, &connection)
+                && !name.eq_ignore_ascii_case("authorization")
                 && !name.eq_ignore_ascii_case("x-forwarded-for")
         })
+        .cloned()
         .collect();
     if let Some(credentials) = &api.backend_authorization {
         headers.push(("authorization".into(), credentials.as_bytes().to_vec()));

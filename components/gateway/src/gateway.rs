@@ -1,11 +1,19 @@
 //! The request pipeline: internal routes, then for API calls routing, CORS, resource
 //! matching, authentication, throttling, the response cache and forwarding.
+//!
+//! An API call is first admitted ([`Gateway::plan`]), which ends in an answer or a
+//! [`Forwarding`]. [`Gateway::handle`] (the `wasi:http` handler) then forwards itself;
+//! [`Gateway::decide`] (the `policy` export) leaves forwarding to a host that does it
+//! natively.
 
 use apim_manifest::{ApiState, AuthType, Operation, paths};
 
 use crate::auth::{self, Admitted, Environment};
 use crate::faults::Fault;
-use crate::host::{Host, Request, Response, header};
+use crate::host::{
+    Headers, Host, MAX_BODY_BYTES, Outbound, Request, Response, content_length, header,
+    may_have_body,
+};
 use crate::state;
 use crate::sync::{self, settings};
 use crate::view::View;
@@ -23,24 +31,76 @@ pub struct Gateway {
     view: Option<View>,
 }
 
+/// What an admitted API call comes to.
+pub enum Plan {
+    /// An answer of the gateway's own (a CORS preflight).
+    Respond(Response),
+    /// A request for the backend.
+    Forward(Forwarding),
+}
+
+/// A request for the backend, and what the answer gets on its way back.
+pub struct Forwarding {
+    /// The request, body included.
+    pub outbound: Outbound,
+    /// Headers set on the answer (CORS).
+    pub response_headers: Headers,
+    /// Cache key and seconds, for a GET of an API that caches responses.
+    pub cache: Option<(String, u64)>,
+    /// When the call was admitted.
+    now_ms: i64,
+}
+
+/// What a host that forwards by itself is to do with a request.
+pub enum Decision {
+    /// Forward it (the forwarding caches nothing).
+    Forward(Forwarding),
+    /// Answer this.
+    Respond(Response),
+    /// Give the component the whole request ([`Gateway::handle`]).
+    Handle,
+}
+
 impl Gateway {
     /// Handles one request.
     pub fn handle(&mut self, host: &dyn Host, request: Request) -> Response {
-        let path = request
-            .path_with_query
-            .split('?')
-            .next()
-            .unwrap_or_default()
-            .to_string();
-        match (request.method.as_str(), path.as_str()) {
+        let path = path_of(&request);
+        match (request.method.as_str(), path) {
             ("POST", paths::GATEWAY_PUSH) => sync::receive_push(host, &request),
             ("GET", paths::GATEWAY_PUSH) => sync::status(host),
             ("POST", paths::GATEWAY_SYNC) => sync::sync_now(host),
             (_, "/token") => token_service(host, &request, "/oauth2/token"),
             (_, "/revoke") => token_service(host, &request, "/oauth2/revoke"),
             _ => self
-                .invoke(host, &request, &path)
+                .plan(host, &request, path)
+                .and_then(|plan| match plan {
+                    Plan::Respond(response) => Ok(response),
+                    Plan::Forward(forwarding) => forward_and_cache(host, forwarding),
+                })
                 .unwrap_or_else(|fault| fault.render(&request.headers)),
+        }
+    }
+
+    /// What a host that forwards by itself does with a request whose head is `request`:
+    /// API calls are forwarded or answered here; the gateway's own endpoints, cached
+    /// resources and bodies of unknown length go to [`Gateway::handle`].
+    pub fn decide(&mut self, host: &dyn Host, request: &Request) -> Decision {
+        let path = path_of(request);
+        if path.starts_with("/_apim/") || path == "/token" || path == "/revoke" {
+            return Decision::Handle;
+        }
+        match content_length(&request.headers) {
+            Some(length) if length > MAX_BODY_BYTES => {
+                return Decision::Respond(Fault::payload_too_large().render(&request.headers));
+            }
+            None if may_have_body(&request.method, &request.headers) => return Decision::Handle,
+            _ => {}
+        }
+        match self.plan(host, request, path) {
+            Err(fault) => Decision::Respond(fault.render(&request.headers)),
+            Ok(Plan::Respond(response)) => Decision::Respond(response),
+            Ok(Plan::Forward(forwarding)) if forwarding.cache.is_some() => Decision::Handle,
+            Ok(Plan::Forward(forwarding)) => Decision::Forward(forwarding),
         }
     }
 
@@ -61,12 +121,9 @@ impl Gateway {
         self.view.as_mut()
     }
 
-    fn invoke(
-        &mut self,
-        host: &dyn Host,
-        request: &Request,
-        path: &str,
-    ) -> Result<Response, Fault> {
+    /// Admits an API call at `path`: routing, CORS preflight, operation, token and
+    /// subscription, throttling; then the request for the backend.
+    fn plan(&mut self, host: &dyn Host, request: &Request, path: &str) -> Result<Plan, Fault> {
         let now_ms = host.now_millis();
         let view = self.current(host).ok_or_else(Fault::not_found)?;
         let (api, resource) = view.route(host, path).ok_or_else(Fault::not_found)?;
@@ -77,7 +134,7 @@ impl Gateway {
         if let Some(cors) = &api.cors
             && cors::is_preflight(&request.method, &request.headers)
         {
-            return Ok(cors::preflight(cors, &request.headers));
+            return Ok(Plan::Respond(cors::preflight(cors, &request.headers)));
         }
         let operation = find_operation(
             &api.operations,
@@ -107,39 +164,75 @@ impl Gateway {
 
         // `resource` ends `path`, which the query follows: the resource path with its query.
         let resource_with_query = &request.path_with_query[path.len() - resource.len()..];
-        let cache_key = (request.method == "GET")
+        let cache = (request.method == "GET")
             .then_some(api.cache_timeout_secs)
             .flatten()
             .map(|ttl| {
-                (
-                    cache::key(&api.id, environment.name(), resource_with_query),
-                    ttl,
-                )
+                let key = cache::key(&api.id, environment.name(), resource_with_query);
+                (key, ttl)
             });
-        let cached = cache_key
+        let outbound = forward::backend_request(
+            api,
+            environment,
+            resource_with_query,
+            request,
+            sync::timeout_ms(host),
+        )?;
+        let response_headers = api
+            .cors
             .as_ref()
-            .and_then(|(key, _)| cache::lookup(host, key, now_ms));
-        let mut response = match cached {
-            Some(hit) => hit,
-            None => {
-                let outbound = forward::backend_request(
-                    api,
-                    environment,
-                    resource_with_query,
-                    request,
-                    sync::timeout_ms(host),
-                )?;
-                let response = forward::backend_response(host.send(outbound))?;
-                if let Some((key, ttl)) = &cache_key {
-                    cache::store(host, key, &response, *ttl, now_ms);
-                }
-                response
+            .map(|cors| cors::headers(cors, &request.headers))
+            .unwrap_or_default();
+        Ok(Plan::Forward(Forwarding {
+            outbound,
+            response_headers,
+            cache,
+            now_ms,
+        }))
+    }
+}
+
+/// The request's path, without its query.
+fn path_of(request: &Request) -> &str {
+    request
+        .path_with_query
+        .split('?')
+        .next()
+        .unwrap_or_default()
+}
+
+/// Forwards through the host's outbound HTTP (or answers from the cache, and caches).
+fn forward_and_cache(host: &dyn Host, forwarding: Forwarding) -> Result<Response, Fault> {
+    let Forwarding {
+        outbound,
+        response_headers,
+        cache,
+        now_ms,
+    } = forwarding;
+    let cached = cache
+        .as_ref()
+        .and_then(|(key, _)| cache::lookup(host, key, now_ms));
+    let mut response = match cached {
+        Some(hit) => hit,
+        None => {
+            let response = forward::backend_response(host.send(outbound))?;
+            if let Some((key, ttl)) = &cache {
+                cache::store(host, key, &response, *ttl, now_ms);
             }
-        };
-        if let Some(cors) = &api.cors {
-            cors::add_headers(cors, &request.headers, &mut response);
+            response
         }
-        Ok(response)
+    };
+    set_headers(&mut response, response_headers);
+    Ok(response)
+}
+
+/// Sets headers on a response, replacing any of the same names.
+fn set_headers(response: &mut Response, headers: Headers) {
+    for (name, value) in headers {
+        response
+            .headers
+            .retain(|(n, _)| !n.eq_ignore_ascii_case(&name));
+        response.headers.push((name, value));
     }
 }
 

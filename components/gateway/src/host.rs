@@ -1,7 +1,10 @@
 //! What the gateway asks of its host: key-value state, settings, outbound HTTP and the
 //! clock. The component implements it over WASI; tests implement it in memory.
 
-pub use apim_http::{Headers, Outbound, Request, Response, SendError, header, split_url};
+pub use apim_http::{
+    Headers, MAX_BODY_BYTES, Outbound, Request, Response, SendError, connection_tokens,
+    content_length, end_to_end, header, is_hop_by_hop, may_have_body, split_url,
+};
 
 /// The host's services.
 pub trait Host {

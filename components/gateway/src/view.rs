@@ -6,7 +6,7 @@ use std::any::Any;
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use apim_manifest::{ApiRoute, Application, Meta, RouteTarget, Subscription, key};
+use apim_manifest::{ApiRoute, Application, Key, Meta, RouteTarget, Subscription, key};
 use jsonwebtoken::DecodingKey;
 use serde::de::DeserializeOwned;
 
@@ -46,6 +46,8 @@ pub struct View {
     meta: Rc<MetaIndex>,
     /// Entries read so far by key (`None`: absent), typed on first read.
     entries: HashMap<String, Option<Rc<dyn Any>>>,
+    /// Where keys are written for lookups, so that a hit allocates nothing.
+    key: String,
     /// Tokens verified against the current meta's keys.
     pub tokens: TokenCache,
 }
@@ -61,6 +63,7 @@ impl View {
             meta_bytes,
             meta,
             entries: HashMap::new(),
+            key: String::new(),
             tokens: TokenCache::default(),
         })
     }
@@ -118,7 +121,7 @@ impl View {
         ends.truncate(self.meta.meta.route_depth);
         for end in ends.into_iter().rev() {
             let prefix = &path[..end];
-            let Some(targets) = self.entry::<Vec<RouteTarget>>(host, key::route(prefix)) else {
+            let Some(targets) = self.entry::<Vec<RouteTarget>>(host, Key::Route(prefix)) else {
                 continue;
             };
             let environment = self.environment.as_deref();
@@ -133,7 +136,7 @@ impl View {
 
     /// An API by id.
     pub fn api(&mut self, host: &dyn Host, id: &str) -> Option<Rc<ApiRoute>> {
-        self.entry(host, key::api(id))
+        self.entry(host, Key::Api(id))
     }
 
     /// The subscription of an application to an API.
@@ -143,29 +146,28 @@ impl View {
         application_id: &str,
         api_id: &str,
     ) -> Option<Rc<Subscription>> {
-        self.entry(host, key::subscription(application_id, api_id))
+        self.entry(host, Key::Subscription(application_id, api_id))
     }
 
     /// An application.
     pub fn application(&mut self, host: &dyn Host, id: &str) -> Option<Rc<Application>> {
-        self.entry(host, key::application(id))
+        self.entry(host, Key::Application(id))
     }
 
     /// Whether the token with this id has been revoked.
     pub fn is_revoked(&mut self, host: &dyn Host, jti: &str) -> bool {
-        self.entry::<serde::de::IgnoredAny>(host, key::revocation(jti))
+        self.entry::<serde::de::IgnoredAny>(host, Key::Revocation(jti))
             .is_some()
     }
 
     /// An entry, from the cache or the store; absent or unreadable entries are `None`.
-    fn entry<T: DeserializeOwned + 'static>(
-        &mut self,
-        host: &dyn Host,
-        key: String,
-    ) -> Option<Rc<T>> {
-        if let Some(cached) = self.entries.get(&key) {
+    fn entry<T: DeserializeOwned + 'static>(&mut self, host: &dyn Host, key: Key) -> Option<Rc<T>> {
+        self.key.clear();
+        key.write_to(&mut self.key);
+        if let Some(cached) = self.entries.get(&self.key) {
             return cached.clone().and_then(|any| any.downcast::<T>().ok());
         }
+        let key = self.key.clone();
         let value: Option<Rc<T>> = read_entry(host, self.head, &key).map(Rc::new);
         if self.entries.len() >= MAX_CACHED {
             self.entries.clear();

@@ -1,6 +1,6 @@
-//! The WASI glue: the `wasi:http/incoming-handler` export, and [`Host`] over
-//! `wasi:http/outgoing-handler` (through [`apim_http::wasi`]), `wasi:keyvalue` (draft2)
-//! and `wasi:config/store`.
+//! The WASI glue: the `wasi:http/incoming-handler` and `apim:gateway/policy` exports, and
+//! [`Host`] over `wasi:http/outgoing-handler` (through [`apim_http::wasi`]),
+//! `wasi:keyvalue` (draft2) and `wasi:config/store`.
 
 use std::cell::RefCell;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -9,8 +9,8 @@ use apim_http::wasi::{self as http, BodyError};
 use wasip2::http::types::{IncomingRequest, ResponseOutparam};
 
 use crate::faults::Fault;
-use crate::gateway::Gateway;
-use crate::host::{Host, Outbound, Response, SendError};
+use crate::gateway::{Decision, Gateway};
+use crate::host::{Host, Outbound, Request, Response, SendError};
 
 mod bindings {
     wit_bindgen::generate!({
@@ -21,6 +21,7 @@ mod bindings {
     });
 }
 
+use bindings::exports::apim::gateway::policy;
 use bindings::wasi::keyvalue::{atomics, store as kv};
 
 thread_local! {
@@ -33,6 +34,14 @@ thread_local! {
 struct Component;
 
 wasip2::http::proxy::export!(Component);
+#[allow(
+    unsafe_code,
+    reason = "wit-bindgen's export glue for apim:gateway/policy"
+)]
+mod policy_export {
+    use super::{Component, bindings};
+    bindings::export!(Component with_types_in bindings);
+}
 
 impl wasip2::exports::http::incoming_handler::Guest for Component {
     fn handle(request: IncomingRequest, response_out: ResponseOutparam) {
@@ -41,6 +50,50 @@ impl wasip2::exports::http::incoming_handler::Guest for Component {
             Err(err) => body_fault(err).render(&http::request_headers(&request)),
         };
         http::write_response(response_out, response);
+    }
+}
+
+impl policy::Guest for Component {
+    fn decide(request: policy::RequestHead) -> policy::Decision {
+        let request = Request {
+            method: request.method,
+            path_with_query: request.path_with_query,
+            headers: request.headers,
+            body: Vec::new(),
+        };
+        let decision = GATEWAY.with(|gateway| gateway.borrow_mut().decide(&WasiHost, &request));
+        match decision {
+            Decision::Forward(forwarding) => {
+                let outbound = forwarding.outbound;
+                policy::Decision::Forward(policy::Forward {
+                    scheme: outbound.scheme,
+                    authority: outbound.authority,
+                    path_with_query: outbound.path_with_query,
+                    headers: outbound.headers,
+                    timeout_ms: outbound.timeout_ms,
+                    response_headers: forwarding.response_headers,
+                })
+            }
+            Decision::Respond(response) => policy::Decision::Respond(policy_response(response)),
+            Decision::Handle => policy::Decision::Handle,
+        }
+    }
+
+    fn backend_failed(request: policy::RequestHead, timed_out: bool) -> policy::Response {
+        let fault = if timed_out {
+            Fault::backend_timeout()
+        } else {
+            Fault::backend_unreachable()
+        };
+        policy_response(fault.render(&request.headers))
+    }
+}
+
+fn policy_response(response: Response) -> policy::Response {
+    policy::Response {
+        status: response.status,
+        headers: response.headers,
+        body: response.body,
     }
 }
 

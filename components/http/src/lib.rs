@@ -62,6 +62,74 @@ pub enum SendError {
     Unreachable(String),
 }
 
+/// Largest request or response body a component buffers.
+pub const MAX_BODY_BYTES: usize = 10 * 1024 * 1024;
+
+/// Whether a request may carry a body: one announced by `Content-Length`, or a chunked
+/// one, which hosts do not show (they hide `Transfer-Encoding`) and which only methods
+/// with body semantics are taken to send.
+pub fn may_have_body(method: &str, headers: &Headers) -> bool {
+    match content_length(headers) {
+        Some(length) => length > 0,
+        None => !matches!(method, "GET" | "HEAD" | "DELETE" | "OPTIONS" | "TRACE"),
+    }
+}
+
+/// The `Content-Length`, when given and sane.
+pub fn content_length(headers: &Headers) -> Option<usize> {
+    header(headers, "content-length")?.trim().parse().ok()
+}
+
+/// Headers that belong to one hop and never travel on (RFC 9110 §7.6.1), those the
+/// host sets itself (`host`, `content-length`), and Spin's own (`spin-*`). Proxies
+/// drop them, and the headers a `Connection` header names, in both directions.
+const HOP_BY_HOP: &[&str] = &[
+    "connection",
+    "keep-alive",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "trailers",
+    "transfer-encoding",
+    "upgrade",
+    "http2-settings",
+    "host",
+    "content-length",
+];
+
+/// Whether a header must not be passed on; `connection` lists the (lower-case) header
+/// names the message's `Connection` header gives.
+pub fn is_hop_by_hop(name: &str, connection: &[String]) -> bool {
+    HOP_BY_HOP.iter().any(|hop| hop.eq_ignore_ascii_case(name))
+        || name
+            .get(..5)
+            .is_some_and(|start| start.eq_ignore_ascii_case("spin-"))
+        || connection.iter().any(|c| c.eq_ignore_ascii_case(name))
+}
+
+/// The header names a `Connection` header value lists, lower-case.
+pub fn connection_tokens(value: Option<&str>) -> Vec<String> {
+    value
+        .map(|v| {
+            v.split(',')
+                .map(|t| t.trim().to_ascii_lowercase())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The headers of a message without its hop-by-hop ones.
+pub fn end_to_end(headers: &Headers) -> Headers {
+    let connection = connection_tokens(header(headers, "connection"));
+    headers
+        .iter()
+        .filter(|(name, _)| !is_hop_by_hop(name, &connection))
+        .cloned()
+        .collect()
+}
+
 /// The first value of a header, as text.
 pub fn header<'a>(headers: &'a Headers, name: &str) -> Option<&'a str> {
     headers

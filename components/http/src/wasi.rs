@@ -11,7 +11,9 @@ use wasip2::http::types::{
 };
 use wasip2::io::streams::{InputStream, OutputStream, StreamError};
 
-use crate::{Headers, Outbound, Request, Response, SendError};
+use crate::{
+    Headers, MAX_BODY_BYTES, Outbound, Request, Response, SendError, content_length, may_have_body,
+};
 
 mod bindings {
     wit_bindgen::generate!({
@@ -34,21 +36,20 @@ thread_local! {
 /// A setting from `wasi:config/store`; `None` when absent or empty.
 pub fn setting(name: &str) -> Option<String> {
     SETTINGS.with(|settings| {
+        if let Some(known) = settings.borrow().get(name) {
+            return known.clone();
+        }
+        let value = config_store::get(name)
+            .ok()
+            .flatten()
+            .filter(|v| !v.is_empty());
         settings
             .borrow_mut()
-            .entry(name.to_string())
-            .or_insert_with(|| {
-                config_store::get(name)
-                    .ok()
-                    .flatten()
-                    .filter(|v| !v.is_empty())
-            })
-            .clone()
+            .insert(name.to_string(), value.clone());
+        value
     })
 }
 
-/// Largest request or response body a component buffers.
-pub const MAX_BODY_BYTES: usize = 10 * 1024 * 1024;
 /// Bytes per write to an output stream (wasi:io streams accept at most 4096 per call).
 const CHUNK: usize = 4096;
 
@@ -83,27 +84,9 @@ pub fn read_request(request: &IncomingRequest) -> Result<Request, BodyError> {
     })
 }
 
-/// Whether a request may carry a body: one announced by `Content-Length`, or a chunked
-/// one, which the host does not show (it hides `Transfer-Encoding`) and which only
-/// methods with body semantics are taken to send.
-fn may_have_body(method: &str, headers: &Headers) -> bool {
-    match content_length(headers) {
-        Some(length) => length > 0,
-        None => !matches!(method, "GET" | "HEAD" | "DELETE" | "OPTIONS" | "TRACE"),
-    }
-}
-
 /// The incoming request's headers, for answering when its body could not be read.
 pub fn request_headers(request: &IncomingRequest) -> Headers {
     request.headers().entries()
-}
-
-/// The `Content-Length`, when given and sane.
-fn content_length(headers: &Headers) -> Option<usize> {
-    crate::header(headers, "content-length")?
-        .trim()
-        .parse()
-        .ok()
 }
 
 /// Reads a body whole. With its length known, it stops once that much has arrived

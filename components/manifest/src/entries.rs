@@ -11,33 +11,75 @@ use crate::{ApiRoute, Application, Meta, Revocation, Subscription};
 /// Entry keys. Ids are UUIDs and token ids, so the `:` separators are unambiguous; a route
 /// prefix is the last part of its key.
 pub mod key {
+    use super::Key;
+
     /// The [`Meta`](crate::Meta) entry.
     pub const META: &str = "meta";
 
     /// The targets of a route prefix: `/<context>/<version>`, or `/<context>` for a
     /// default version.
     pub fn route(prefix: &str) -> String {
-        format!("route:{prefix}")
+        Key::Route(prefix).to_string()
     }
 
     /// An [`ApiRoute`](crate::ApiRoute).
     pub fn api(id: &str) -> String {
-        format!("api:{id}")
+        Key::Api(id).to_string()
     }
 
     /// The [`Subscription`](crate::Subscription) of an application to an API.
     pub fn subscription(application_id: &str, api_id: &str) -> String {
-        format!("sub:{application_id}:{api_id}")
+        Key::Subscription(application_id, api_id).to_string()
     }
 
     /// An [`Application`](crate::Application).
     pub fn application(id: &str) -> String {
-        format!("app:{id}")
+        Key::Application(id).to_string()
     }
 
     /// A [`Revocation`](crate::Revocation).
     pub fn revocation(jti: &str) -> String {
-        format!("revoked:{jti}")
+        Key::Revocation(jti).to_string()
+    }
+}
+
+/// An entry's key, which a reader on a hot path writes into a buffer it keeps
+/// ([`Key::write_to`]) rather than allocate ([`key`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Key<'a> {
+    /// [`key::route`].
+    Route(&'a str),
+    /// [`key::api`].
+    Api(&'a str),
+    /// [`key::subscription`]: application, API.
+    Subscription(&'a str, &'a str),
+    /// [`key::application`].
+    Application(&'a str),
+    /// [`key::revocation`].
+    Revocation(&'a str),
+}
+
+impl Key<'_> {
+    /// Appends the key to `buffer`.
+    pub fn write_to(&self, buffer: &mut String) {
+        let parts: [&str; 4] = match *self {
+            Key::Route(prefix) => ["route:", prefix, "", ""],
+            Key::Api(id) => ["api:", id, "", ""],
+            Key::Subscription(application, api) => ["sub:", application, ":", api],
+            Key::Application(id) => ["app:", id, "", ""],
+            Key::Revocation(jti) => ["revoked:", jti, "", ""],
+        };
+        for part in parts {
+            buffer.push_str(part);
+        }
+    }
+}
+
+impl std::fmt::Display for Key<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut text = String::new();
+        self.write_to(&mut text);
+        f.write_str(&text)
     }
 }
 

@@ -17,7 +17,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 pub use entries::{
-    DeployedApi, EntriesBuilder, Manifest, RouteSource, RouteTarget, key, route_depth, route_table,
+    DeployedApi, EntriesBuilder, Key, Manifest, RouteSource, RouteTarget, key, route_depth,
+    route_table,
 };
 pub use page::{Change, Page, Position};
 

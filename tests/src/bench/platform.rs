@@ -93,9 +93,14 @@ impl Platform {
         machine::pin_thread("1");
         // The perf map lets the profile name the component's functions.
         let settings = [("APIM_PERF_MAP", "true".to_string())];
-        let gateway =
-            crate::start_edge_gateway_with(&control_plane, &data_dir, &gateway_addr, &settings)
-                .await;
+        let gateway = crate::start_edge_gateway_with(
+            &control_plane,
+            &data_dir,
+            &gateway_addr,
+            &[],
+            &settings,
+        )
+        .await;
         machine::pin_thread("0");
         let mgmt = Client::new(&control_plane.url);
         let admin = mgmt.login("admin", crate::ADMIN_PASSWORD, ALL_SCOPES).await;
