@@ -412,6 +412,68 @@ mod tests {
         assert_eq!(changes, vec![("app:a", true), ("sub:a:2", false)]);
     }
 
+    /// Pages read from a database the log recorded into: whole versions, in order, about
+    /// a mebibyte each, removals included, up to the newest version.
+    #[tokio::test]
+    async fn pages_carry_whole_versions_in_order() {
+        let db = crate::db::connect("sqlite::memory:").await.unwrap();
+        let mut log = EntryLog::default();
+        log.catch_up(&db).await.unwrap();
+        let large = |n: usize| Some(Arc::from(format!("\"{}\"", "x".repeat(n))));
+        // Three large entries (600 KiB each) become three versions; then one small change
+        // and one removal in a fourth.
+        let first: Vec<EntryChange> = (0..3)
+            .map(|i| (format!("api:{i}"), large(600 * 1024)))
+            .collect();
+        assert_eq!(log.record(&db, first).await.unwrap(), Some(3));
+        let second = vec![
+            ("api:1".to_string(), None),
+            ("app:a".to_string(), Some(Arc::from("{}"))),
+        ];
+        assert_eq!(log.record(&db, second).await.unwrap(), Some(4));
+
+        let mut pages = Vec::new();
+        let (mut after, mut snapshot) = (0, false);
+        loop {
+            let page = read_page(&db, after, snapshot).await.unwrap().unwrap();
+            assert!(page.snapshot, "a gateway with nothing takes a snapshot");
+            assert_eq!((page.after, page.latest), (after, 4));
+            let keys: Vec<(String, bool)> = page
+                .changes
+                .iter()
+                .map(|c| (c.key.clone(), c.value.is_some()))
+                .collect();
+            pages.push((page.upto, keys));
+            if page.is_last() {
+                break;
+            }
+            (after, snapshot) = (page.upto, true);
+        }
+        // api:1 moved to version 4 as a removal, so version 2 has nothing left.
+        let expected = vec![
+            (1, vec![("api:0".to_string(), true)]),
+            (
+                4,
+                vec![
+                    ("api:2".to_string(), true),
+                    ("api:1".to_string(), false),
+                    ("app:a".to_string(), true),
+                ],
+            ),
+        ];
+        assert_eq!(pages, expected);
+
+        // A gateway at version 3 gets only what changed after it, not as a snapshot; one at
+        // the newest version gets an empty last page.
+        let delta = read_page(&db, 3, false).await.unwrap().unwrap();
+        assert!(!delta.snapshot && delta.is_last());
+        assert_eq!(delta.changes.len(), 2);
+        let empty = read_page(&db, 4, false).await.unwrap().unwrap();
+        assert!(empty.changes.is_empty() && empty.is_last());
+        // A gateway ahead of the database (another database) starts over.
+        assert!(read_page(&db, 9, false).await.unwrap().unwrap().snapshot);
+    }
+
     #[test]
     fn rows_group_by_version() {
         let row = |k: &str, v: i64| (k.to_string(), Some("1".to_string()), v);
