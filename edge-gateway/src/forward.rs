@@ -1,7 +1,8 @@
 //! Forwarding the API calls the component decided (`apim:gateway/policy`): the request
-//! goes to the backend with the component's URL and headers and the client's body,
-//! streamed; the backend's answer comes back streamed, without its hop-by-hop headers
-//! and with the component's response headers set. The component still decides
+//! goes to the component's URL with the client's headers as the component changes them
+//! (hop-by-hop ones dropped) and the client's body, streamed; the backend's answer comes
+//! back streamed, without its hop-by-hop headers and with the component's response
+//! headers set. The component still decides
 //! everything; the host only moves bytes, through the same pooled client as `wasi:http`.
 
 use std::time::Duration;
@@ -46,19 +47,23 @@ pub async fn send(
     request: Request<WasiBody>,
     plan: Forward,
 ) -> Result<Response<ResponseBody>, Failure> {
-    let (parts, body) = request.into_parts();
+    let (mut parts, body) = request.into_parts();
     let uri = format!(
         "{}://{}{}",
         plan.scheme, plan.authority, plan.path_with_query
     );
-    let mut backend = Request::builder().method(parts.method).uri(uri);
-    if let Some(headers) = backend.headers_mut() {
-        set_headers(headers, plan.headers, false);
-    }
-    let backend = backend.body(body).map_err(|err| {
-        tracing::warn!("the component's backend request is not valid HTTP: {err}");
+    parts.uri = uri.parse().map_err(|err| {
+        tracing::warn!("the component's backend URL is not valid: {err}");
         Failure::Unreachable
     })?;
+    parts.version = http::Version::HTTP_11;
+    parts.extensions = http::Extensions::new();
+    drop_hop_by_hop(&mut parts.headers);
+    for name in &plan.removed_headers {
+        parts.headers.remove(name.as_str());
+    }
+    set_headers(&mut parts.headers, plan.added_headers, false);
+    let backend = Request::from_parts(parts, body);
     let timeout = Some(Duration::from_millis(plan.timeout_ms));
     let options = RequestOptions {
         connect_timeout: timeout,

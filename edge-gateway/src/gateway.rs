@@ -144,6 +144,10 @@ impl Gateway {
 
     /// A permit to use an instance, waiting up to the request timeout.
     async fn permit(&self) -> Option<OwnedSemaphorePermit> {
+        // Most of the time one is free: no timer for that.
+        if let Ok(permit) = self.permits.clone().try_acquire_owned() {
+            return Some(permit);
+        }
         let acquire = self.permits.clone().acquire_owned();
         match tokio::time::timeout(self.request_timeout, acquire).await {
             Ok(Ok(permit)) => Some(permit),

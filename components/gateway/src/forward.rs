@@ -11,6 +11,26 @@ use crate::host::{
     split_url,
 };
 
+/// Client headers the backend does not get, besides hop-by-hop ones (which never travel
+/// on): the client's credentials, and the `X-Forwarded-For` the gateway extends.
+pub const REPLACED_HEADERS: [&str; 2] = ["authorization", "x-forwarded-for"];
+
+/// The request for an API's backend, as it differs from the client's: where it goes, and
+/// the headers added to those of the client's that pass on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BackendRequest {
+    /// `http` or `https`.
+    pub scheme: String,
+    /// `host:port`.
+    pub authority: String,
+    /// Endpoint path + resource path + query.
+    pub path_with_query: String,
+    /// The endpoint credentials, if any, and `X-Forwarded-For`.
+    pub added_headers: Headers,
+    /// Connect, first-byte and between-bytes timeout.
+    pub timeout_ms: u64,
+}
+
 /// The request to the API's backend: endpoint URL + resource path + query; the client's
 /// `Authorization` replaced by the endpoint credentials (or dropped), `X-Forwarded-For`
 /// extended with the client address.
@@ -20,40 +40,60 @@ pub fn backend_request(
     resource_with_query: &str,
     request: &Request,
     timeout_ms: u64,
-) -> Result<Outbound, Fault> {
+) -> Result<BackendRequest, Fault> {
     let url = match environment {
         Environment::Production => api.production_url.as_deref(),
         Environment::Sandbox => api.sandbox_url.as_deref(),
     }
     .ok_or_else(Fault::backend_unreachable)?;
     let (scheme, authority, base_path) = split_url(url).ok_or_else(Fault::backend_unreachable)?;
-    let connection = connection_tokens(header(&request.headers, "connection"));
-    let mut headers: Headers = request
-        .headers
-        .iter()
-        .filter(|(name, _)| {
-            !is_hop_by_hop(name, &connection)
-                && !name.eq_ignore_ascii_case("authorization")
-                && !name.eq_ignore_ascii_case("x-forwarded-for")
-        })
-        .cloned()
-        .collect();
+    let mut added_headers = Headers::new();
     if let Some(credentials) = &api.backend_authorization {
-        headers.push(("authorization".into(), credentials.as_bytes().to_vec()));
+        added_headers.push(("authorization".into(), credentials.as_bytes().to_vec()));
     }
-    headers.push((
+    added_headers.push((
         "x-forwarded-for".into(),
         forwarded_for(&request.headers).into_bytes(),
     ));
-    Ok(Outbound {
-        method: request.method.clone(),
+    Ok(BackendRequest {
         scheme: scheme.to_string(),
         authority: authority.to_string(),
         path_with_query: join_path(base_path, resource_with_query),
-        headers,
-        body: request.body.clone(),
+        added_headers,
         timeout_ms,
     })
+}
+
+impl BackendRequest {
+    /// The whole request, with the client's headers that pass on and its body.
+    pub fn outbound(self, request: &Request) -> Outbound {
+        let connection = connection_tokens(header(&request.headers, "connection"));
+        let mut headers: Headers = request
+            .headers
+            .iter()
+            .filter(|(name, _)| passes_on(name, &connection))
+            .cloned()
+            .collect();
+        headers.extend(self.added_headers);
+        Outbound {
+            method: request.method.clone(),
+            scheme: self.scheme,
+            authority: self.authority,
+            path_with_query: self.path_with_query,
+            headers,
+            body: request.body.clone(),
+            timeout_ms: self.timeout_ms,
+        }
+    }
+}
+
+/// Whether a client header goes on to the backend (`connection`: the names the request's
+/// `Connection` header lists).
+fn passes_on(name: &str, connection: &[String]) -> bool {
+    !is_hop_by_hop(name, connection)
+        && !REPLACED_HEADERS
+            .iter()
+            .any(|r| r.eq_ignore_ascii_case(name))
 }
 
 /// `X-Forwarded-For` with the client's address appended (the host reports it in

@@ -10,9 +10,9 @@ use apim_manifest::{ApiState, AuthType, Operation, paths};
 
 use crate::auth::{self, Admitted, Environment};
 use crate::faults::Fault;
+use crate::forward::BackendRequest;
 use crate::host::{
-    Headers, Host, MAX_BODY_BYTES, Outbound, Request, Response, content_length, header,
-    may_have_body,
+    Headers, Host, MAX_BODY_BYTES, Request, Response, content_length, header, may_have_body,
 };
 use crate::state;
 use crate::sync::{self, settings};
@@ -41,8 +41,8 @@ pub enum Plan {
 
 /// A request for the backend, and what the answer gets on its way back.
 pub struct Forwarding {
-    /// The request, body included.
-    pub outbound: Outbound,
+    /// The request, as it differs from the client's.
+    pub backend: BackendRequest,
     /// Headers set on the answer (CORS).
     pub response_headers: Headers,
     /// Cache key and seconds, for a GET of an API that caches responses.
@@ -75,7 +75,7 @@ impl Gateway {
                 .plan(host, &request, path)
                 .and_then(|plan| match plan {
                     Plan::Respond(response) => Ok(response),
-                    Plan::Forward(forwarding) => forward_and_cache(host, forwarding),
+                    Plan::Forward(forwarding) => forward_and_cache(host, &request, forwarding),
                 })
                 .unwrap_or_else(|fault| fault.render(&request.headers)),
         }
@@ -171,7 +171,7 @@ impl Gateway {
                 let key = cache::key(&api.id, environment.name(), resource_with_query);
                 (key, ttl)
             });
-        let outbound = forward::backend_request(
+        let backend = forward::backend_request(
             api,
             environment,
             resource_with_query,
@@ -184,7 +184,7 @@ impl Gateway {
             .map(|cors| cors::headers(cors, &request.headers))
             .unwrap_or_default();
         Ok(Plan::Forward(Forwarding {
-            outbound,
+            backend,
             response_headers,
             cache,
             now_ms,
@@ -201,10 +201,15 @@ fn path_of(request: &Request) -> &str {
         .unwrap_or_default()
 }
 
-/// Forwards through the host's outbound HTTP (or answers from the cache, and caches).
-fn forward_and_cache(host: &dyn Host, forwarding: Forwarding) -> Result<Response, Fault> {
+/// Forwards `request` through the host's outbound HTTP (or answers from the cache, and
+/// caches).
+fn forward_and_cache(
+    host: &dyn Host,
+    request: &Request,
+    forwarding: Forwarding,
+) -> Result<Response, Fault> {
     let Forwarding {
-        outbound,
+        backend,
         response_headers,
         cache,
         now_ms,
@@ -215,7 +220,7 @@ fn forward_and_cache(host: &dyn Host, forwarding: Forwarding) -> Result<Response
     let mut response = match cached {
         Some(hit) => hit,
         None => {
-            let response = forward::backend_response(host.send(outbound))?;
+            let response = forward::backend_response(host.send(backend.outbound(request)))?;
             if let Some((key, ttl)) = &cache {
                 cache::store(host, key, &response, *ttl, now_ms);
             }

@@ -847,3 +847,76 @@ fn routes_by_context_and_version_at_segment_boundaries() {
         assert_eq!(world.call("GET", unknown, &[]).status, 404, "{unknown}");
     }
 }
+
+#[test]
+fn decisions_for_hosts_that_forward_match_what_the_handler_sends() {
+    use crate::gateway::Decision;
+    let mut world = World::new();
+    let bearer = world.bearer("app-1");
+    let head = |path: &str, headers: &[(&str, &str)]| request("GET", path, headers, b"");
+    let client = [
+        ("authorization", bearer.as_str()),
+        ("spin-client-addr", "10.0.0.9:4444"),
+        ("origin", "http://site"),
+        ("accept", "*/*"),
+    ];
+    let Decision::Forward(forwarding) = world.gateway.decide(
+        &world.host,
+        &head("/dev/v1/devs/alice/repos?page=2", &client),
+    ) else {
+        panic!("an admitted call is forwarded");
+    };
+    let backend = &forwarding.backend;
+    assert_eq!(
+        (
+            backend.scheme.as_str(),
+            backend.authority.as_str(),
+            backend.path_with_query.as_str()
+        ),
+        ("http", "backend:8080", "/base/devs/alice/repos?page=2")
+    );
+    assert_eq!(
+        header(&backend.added_headers, "authorization"),
+        Some("Basic dTpw")
+    );
+    assert_eq!(
+        header(&backend.added_headers, "x-forwarded-for"),
+        Some("10.0.0.9")
+    );
+    assert_eq!(
+        header(&forwarding.response_headers, "access-control-allow-origin"),
+        Some("*")
+    );
+    // The handler sends the same: the client's headers that pass on, plus these.
+    let outbound = forwarding
+        .backend
+        .outbound(&head("/dev/v1/devs/alice/repos?page=2", &client));
+    let names: Vec<&str> = outbound.headers.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        ["origin", "accept", "authorization", "x-forwarded-for"]
+    );
+
+    let refused = world
+        .gateway
+        .decide(&world.host, &head("/dev/v1/devs/a", &[]));
+    assert!(matches!(refused, Decision::Respond(r) if r.status == 401));
+    for internal in ["/_apim/manifest", "/token", "/revoke"] {
+        let decision = world.gateway.decide(&world.host, &head(internal, &[]));
+        assert!(matches!(decision, Decision::Handle), "{internal}");
+    }
+    let chunked = request("POST", "/dev/v1/devs/a", &[("authorization", &bearer)], b"");
+    assert!(matches!(
+        world.gateway.decide(&world.host, &chunked),
+        Decision::Handle
+    ));
+    world.manifest.apis[0].route.cache_timeout_secs = Some(60);
+    world.publish();
+    let cached = world
+        .gateway
+        .decide(&world.host, &head("/dev/v1/devs/a", &client));
+    assert!(
+        matches!(cached, Decision::Handle),
+        "cached resources are the handler's"
+    );
+}

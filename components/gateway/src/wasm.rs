@@ -9,6 +9,7 @@ use apim_http::wasi::{self as http, BodyError};
 use wasip2::http::types::{IncomingRequest, ResponseOutparam};
 
 use crate::faults::Fault;
+use crate::forward::REPLACED_HEADERS;
 use crate::gateway::{Decision, Gateway};
 use crate::host::{Host, Outbound, Request, Response, SendError};
 
@@ -64,13 +65,14 @@ impl policy::Guest for Component {
         let decision = GATEWAY.with(|gateway| gateway.borrow_mut().decide(&WasiHost, &request));
         match decision {
             Decision::Forward(forwarding) => {
-                let outbound = forwarding.outbound;
+                let backend = forwarding.backend;
                 policy::Decision::Forward(policy::Forward {
-                    scheme: outbound.scheme,
-                    authority: outbound.authority,
-                    path_with_query: outbound.path_with_query,
-                    headers: outbound.headers,
-                    timeout_ms: outbound.timeout_ms,
+                    scheme: backend.scheme,
+                    authority: backend.authority,
+                    path_with_query: backend.path_with_query,
+                    removed_headers: REPLACED_HEADERS.map(str::to_string).to_vec(),
+                    added_headers: backend.added_headers,
+                    timeout_ms: backend.timeout_ms,
                     response_headers: forwarding.response_headers,
                 })
             }
