@@ -73,12 +73,11 @@ impl Gateway {
         self.runtime.begin_shutdown();
     }
 
-    /// Serves one client request received from `peer` on the listener at `local`.
+    /// Serves one client request received on the connection `addresses` describes.
     pub async fn serve<B>(
         &self,
         request: Request<B>,
-        peer: SocketAddr,
-        local: SocketAddr,
+        addresses: &Addresses,
     ) -> Response<ResponseBody>
     where
         B: Body<Data = Bytes, Error = hyper::Error> + Send + 'static,
@@ -87,7 +86,7 @@ impl Gateway {
             body.map_err(wasmtime_wasi_http::Error::Hyper)
                 .boxed_unsync()
         });
-        prepare_headers(request.headers_mut(), peer, local);
+        prepare_headers(request.headers_mut(), addresses);
         if self.host_forwarding {
             let head = forward::head_of(&request);
             match self.decide(&head).await {
@@ -161,7 +160,7 @@ impl Gateway {
         let mut request = Request::post(SYNC_PATH)
             .body(body)
             .expect("static request is valid");
-        prepare_headers(request.headers_mut(), local, local);
+        prepare_headers(request.headers_mut(), &Addresses::new(local, local));
         let response = self.dispatch(request).await;
         let status = response.status();
         if let Err(err) = response.into_body().collect().await {
@@ -197,14 +196,32 @@ impl Gateway {
     }
 }
 
+/// A connection's client and listener addresses as header values, made once per
+/// connection.
+#[derive(Debug, Clone)]
+pub struct Addresses {
+    client: HeaderValue,
+    listener: HeaderValue,
+}
+
+impl Addresses {
+    /// The addresses of a connection from `peer` to the listener at `local`.
+    pub fn new(peer: SocketAddr, local: SocketAddr) -> Self {
+        let value = |addr: SocketAddr| {
+            HeaderValue::from_str(&addr.to_string()).expect("socket address is a valid header")
+        };
+        Self {
+            client: value(peer),
+            listener: value(local),
+        }
+    }
+}
+
 /// Sets `spin-client-addr` (replacing any sent by the client) and a `Host` if missing.
-fn prepare_headers(headers: &mut http::HeaderMap, peer: SocketAddr, local: SocketAddr) {
-    let addr = HeaderValue::from_str(&peer.to_string()).expect("socket address is a valid header");
-    headers.insert(CLIENT_ADDR_HEADER, addr);
+fn prepare_headers(headers: &mut http::HeaderMap, addresses: &Addresses) {
+    headers.insert(CLIENT_ADDR_HEADER, addresses.client.clone());
     if !headers.contains_key(HOST) {
-        let host =
-            HeaderValue::from_str(&local.to_string()).expect("socket address is a valid header");
-        headers.insert(HOST, host);
+        headers.insert(HOST, addresses.listener.clone());
     }
 }
 
@@ -270,14 +287,14 @@ mod tests {
         let mut headers = http::HeaderMap::new();
         headers.append(CLIENT_ADDR_HEADER, HeaderValue::from_static("6.6.6.6:1"));
         headers.append(CLIENT_ADDR_HEADER, HeaderValue::from_static("7.7.7.7:1"));
-        prepare_headers(&mut headers, peer, local);
+        prepare_headers(&mut headers, &Addresses::new(peer, local));
         let values: Vec<_> = headers.get_all(CLIENT_ADDR_HEADER).iter().collect();
         assert_eq!(values, ["10.1.2.3:4567"]);
         assert_eq!(headers[HOST], "127.0.0.1:8280");
 
         let mut headers = http::HeaderMap::new();
         headers.insert(HOST, HeaderValue::from_static("api.example"));
-        prepare_headers(&mut headers, peer, local);
+        prepare_headers(&mut headers, &Addresses::new(peer, local));
         assert_eq!(headers[HOST], "api.example");
     }
 

@@ -240,11 +240,13 @@ impl WasiHttpHooks for OutboundClient {
     }
 }
 
-/// Response body that fails when no frame arrives within `limit`.
+/// Response body that fails when no frame arrives within `limit`. The timer is set up
+/// the first time the body has to wait, so a body that is there at once (most small
+/// answers) costs none.
 struct TimedBody {
     inner: Incoming,
     limit: Duration,
-    timer: Pin<Box<Sleep>>,
+    timer: Option<Pin<Box<Sleep>>>,
 }
 
 impl TimedBody {
@@ -252,7 +254,7 @@ impl TimedBody {
         Self {
             inner,
             limit,
-            timer: Box::pin(tokio::time::sleep(limit)),
+            timer: None,
         }
     }
 }
@@ -268,14 +270,19 @@ impl Body for TimedBody {
         let this = &mut *self;
         match Pin::new(&mut this.inner).poll_frame(cx) {
             Poll::Ready(Some(Ok(frame))) => {
-                let next = Instant::now() + this.limit;
-                this.timer.as_mut().reset(next);
+                if let Some(timer) = &mut this.timer {
+                    timer.as_mut().reset(Instant::now() + this.limit);
+                }
                 Poll::Ready(Some(Ok(frame)))
             }
             Poll::Ready(Some(Err(err))) => Poll::Ready(Some(Err(Error::Hyper(err)))),
             Poll::Ready(None) => Poll::Ready(None),
             Poll::Pending => {
-                ready!(this.timer.as_mut().poll(cx));
+                let limit = this.limit;
+                let timer = this
+                    .timer
+                    .get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
+                ready!(timer.as_mut().poll(cx));
                 Poll::Ready(Some(Err(Error::ConnectionReadTimeout)))
             }
         }

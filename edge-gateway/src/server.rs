@@ -14,7 +14,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::gateway::Gateway;
+use crate::gateway::{Addresses, Gateway};
 
 /// Longest time a client may take to send a request head.
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
@@ -83,9 +83,10 @@ fn serve_connection(
     if let Err(err) = stream.set_nodelay(true) {
         tracing::debug!(%peer, "cannot set TCP_NODELAY: {err}");
     }
+    let addresses = Addresses::new(peer, local);
     let service = service_fn(move |request| {
-        let gateway = gateway.clone();
-        async move { Ok::<_, Infallible>(gateway.serve(request, peer, local).await) }
+        let (gateway, addresses) = (gateway.clone(), addresses.clone());
+        async move { Ok::<_, Infallible>(gateway.serve(request, &addresses).await) }
     });
     let connection = builder.serve_connection(TokioIo::new(stream), service);
     let connection = graceful.watch(connection);

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use apim_manifest::ApiRoute;
+use apim_manifest::{ApiRoute, Application, Subscription};
 use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::{Algorithm, Validation};
 use serde::Deserialize;
@@ -59,17 +59,32 @@ impl Environment {
     }
 }
 
-/// A caller allowed through: the application, its subscription tier, and its environment.
-#[derive(Debug, Clone, PartialEq)]
+/// A caller allowed through: its token's claims, its subscription and application, and
+/// its environment (shared with the caches they came from, not copied).
+#[derive(Debug, Clone)]
 pub struct Admitted {
-    /// Application id.
-    pub application_id: String,
-    /// Subscription tier.
-    pub subscription_tier: String,
-    /// Application tier.
-    pub application_tier: Option<String>,
+    claims: Rc<Claims>,
+    subscription: Rc<Subscription>,
+    application: Option<Rc<Application>>,
     /// Where the request goes.
     pub environment: Environment,
+}
+
+impl Admitted {
+    /// Application id.
+    pub fn application_id(&self) -> &str {
+        self.claims.application_id.as_deref().unwrap_or_default()
+    }
+
+    /// Subscription tier.
+    pub fn subscription_tier(&self) -> &str {
+        &self.subscription.tier
+    }
+
+    /// Application tier.
+    pub fn application_tier(&self) -> Option<&str> {
+        self.application.as_deref().map(|a| a.tier.as_str())
+    }
 }
 
 /// The token of an `Authorization: Bearer` header value.
@@ -102,11 +117,11 @@ pub fn admit(
     if view.is_revoked(host, &claims.jti) {
         return Err(Fault::invalid_credentials(context, version));
     }
-    let Some(application_id) = claims.application_id.clone() else {
+    let Some(application_id) = claims.application_id.as_deref() else {
         return Err(Fault::not_subscribed(context, version));
     };
     let subscription = view
-        .subscription(host, &application_id, &api.id)
+        .subscription(host, application_id, &api.id)
         .ok_or_else(|| Fault::not_subscribed(context, version))?;
     let environment = match claims.key_type.as_deref() {
         Some("SANDBOX") => Environment::Sandbox,
@@ -127,12 +142,11 @@ pub fn admit(
     if !has_endpoint {
         return Err(Fault::wrong_key_type(context, version));
     }
+    let application = view.application(host, application_id);
     Ok(Admitted {
-        subscription_tier: subscription.tier.clone(),
-        application_tier: view
-            .application(host, &application_id)
-            .map(|a| a.tier.clone()),
-        application_id,
+        claims,
+        subscription,
+        application,
         environment,
     })
 }

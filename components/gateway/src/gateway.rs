@@ -29,6 +29,8 @@ const FIRST_MANIFEST_POLL_MS: u64 = 5;
 #[derive(Default)]
 pub struct Gateway {
     view: Option<View>,
+    /// The backend timeout setting, read once (settings do not change under an instance).
+    timeout_ms: Option<u64>,
 }
 
 /// What an admitted API call comes to.
@@ -125,6 +127,9 @@ impl Gateway {
     /// subscription, throttling; then the request for the backend.
     fn plan(&mut self, host: &dyn Host, request: &Request, path: &str) -> Result<Plan, Fault> {
         let now_ms = host.now_millis();
+        let timeout_ms = *self
+            .timeout_ms
+            .get_or_insert_with(|| sync::timeout_ms(host));
         let view = self.current(host).ok_or_else(Fault::not_found)?;
         let (api, resource) = view.route(host, path).ok_or_else(Fault::not_found)?;
         let api = &*api;
@@ -171,13 +176,8 @@ impl Gateway {
                 let key = cache::key(&api.id, environment.name(), resource_with_query);
                 (key, ttl)
             });
-        let backend = forward::backend_request(
-            api,
-            environment,
-            resource_with_query,
-            request,
-            sync::timeout_ms(host),
-        )?;
+        let backend =
+            forward::backend_request(api, environment, resource_with_query, request, timeout_ms)?;
         let response_headers = api
             .cors
             .as_ref()

@@ -62,17 +62,17 @@ pub fn check(
         });
     }
     if let Some(caller) = caller {
-        if let Some(limit) = limit_of(&tiers.subscription, Some(&caller.subscription_tier)) {
+        if let Some(limit) = limit_of(&tiers.subscription, Some(caller.subscription_tier())) {
             windows.push(Window {
-                key: format!("apim:thr:sub:{}:{}", caller.application_id, api.id),
+                key: format!("apim:thr:sub:{}:{}", caller.application_id(), api.id),
                 limit,
                 length_ms: 60_000,
                 fault: &subscription,
             });
         }
-        if let Some(limit) = limit_of(&tiers.application, caller.application_tier.as_deref()) {
+        if let Some(limit) = limit_of(&tiers.application, caller.application_tier()) {
             windows.push(Window {
-                key: format!("apim:thr:app:{}", caller.application_id),
+                key: format!("apim:thr:app:{}", caller.application_id()),
                 limit,
                 length_ms: 60_000,
                 fault: &application,

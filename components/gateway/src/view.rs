@@ -111,27 +111,20 @@ impl View {
     /// `/<context>/<version>/...` (or `/<context>/...` for a default version) that names
     /// an API deployed to this gateway.
     pub fn route<'p>(&mut self, host: &dyn Host, path: &'p str) -> Option<(Rc<ApiRoute>, &'p str)> {
-        // Where each leading segment ends: `/a/b/c` gives 2, 4, 6.
-        let mut ends: Vec<usize> = path
-            .match_indices('/')
-            .map(|(i, _)| i)
-            .filter(|i| *i > 0)
-            .chain((path.len() > 1).then_some(path.len()))
-            .collect();
-        ends.truncate(self.meta.meta.route_depth);
-        for end in ends.into_iter().rev() {
+        let mut end = prefix_end(path, self.meta.meta.route_depth)?;
+        loop {
             let prefix = &path[..end];
-            let Some(targets) = self.entry::<Vec<RouteTarget>>(host, Key::Route(prefix)) else {
-                continue;
-            };
-            let environment = self.environment.as_deref();
-            if let Some(target) = targets.iter().find(|t| t.deployed_to(environment))
-                && let Some(api) = self.api(host, &target.api)
-            {
-                return Some((api, &path[end..]));
+            if let Some(targets) = self.entry::<Vec<RouteTarget>>(host, Key::Route(prefix)) {
+                let environment = self.environment.as_deref();
+                if let Some(target) = targets.iter().find(|t| t.deployed_to(environment))
+                    && let Some(api) = self.api(host, &target.api)
+                {
+                    return Some((api, &path[end..]));
+                }
             }
+            // The next shorter prefix ends at the last `/` before this one ends.
+            end = prefix.rfind('/').filter(|i| *i > 0)?;
         }
-        None
     }
 
     /// An API by id.
@@ -178,6 +171,24 @@ impl View {
     }
 }
 
+/// Where the first `depth` segments of `path` end (`/a/b/c`, 2: at 4); all of it when it
+/// has fewer; `None` for `/` or a depth of 0.
+fn prefix_end(path: &str, depth: usize) -> Option<usize> {
+    if depth == 0 || path.len() <= 1 {
+        return None;
+    }
+    let mut segments = 0;
+    for (i, byte) in path.bytes().enumerate().skip(1) {
+        if byte == b'/' {
+            segments += 1;
+            if segments == depth {
+                return Some(i);
+            }
+        }
+    }
+    Some(path.len())
+}
+
 fn read_meta(host: &dyn Host, head: Head) -> Option<Vec<u8>> {
     host.kv_get(&state::entry_key(head.generation, key::META))
         .ok()
@@ -208,5 +219,20 @@ fn read_entry<T: DeserializeOwned>(host: &dyn Host, head: Head, key: &str) -> Op
             eprintln!("manifest entry {key} is unreadable: {err}");
             None
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::prefix_end;
+
+    #[test]
+    fn prefixes_end_after_the_route_depth() {
+        assert_eq!(prefix_end("/a/b/c", 2), Some(4));
+        assert_eq!(prefix_end("/a/b/c", 3), Some(6));
+        assert_eq!(prefix_end("/a/b/", 5), Some(5));
+        assert_eq!(prefix_end("/a", 2), Some(2));
+        assert_eq!(prefix_end("/", 2), None);
+        assert_eq!(prefix_end("/a/b", 0), None);
     }
 }
