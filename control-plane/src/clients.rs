@@ -1,6 +1,7 @@
 //! OAuth clients: those registered dynamically and the consumer keys of store applications.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -158,6 +159,8 @@ pub struct Principal {
 #[derive(Default)]
 pub struct ClientCache {
     entries: Mutex<HashMap<String, (Instant, Arc<Principal>)>>,
+    /// Bumped at every clearing, so that a client read before a change is not cached after.
+    generation: AtomicU64,
 }
 
 impl ClientCache {
@@ -166,22 +169,27 @@ impl ClientCache {
         if let Some(principal) = self.cached(client_id) {
             return Ok(Some(principal));
         }
+        let generation = self.generation.load(Ordering::Acquire);
         let Some(client) = find(db, client_id).await? else {
             return Ok(None);
         };
         let owner = users::find(db, &client.owner).await?;
         let principal = Arc::new(Principal { client, owner });
         let mut entries = self.lock();
-        if entries.len() >= MAX_CACHED {
-            entries.clear();
+        if self.generation.load(Ordering::Acquire) == generation {
+            if entries.len() >= MAX_CACHED {
+                entries.clear();
+            }
+            entries.insert(client_id.to_string(), (Instant::now(), principal.clone()));
         }
-        entries.insert(client_id.to_string(), (Instant::now(), principal.clone()));
         Ok(Some(principal))
     }
 
     /// Forgets every client (something may have changed).
     pub fn clear(&self) {
-        self.lock().clear();
+        let mut entries = self.lock();
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        entries.clear();
     }
 
     fn cached(&self, client_id: &str) -> Option<Arc<Principal>> {

@@ -173,10 +173,14 @@ struct Delivery {
 /// sends the pages after that, one at a time; a failure is retried with backoff.
 async fn push_loop(mut latest: watch::Receiver<u64>, delivery: Delivery) {
     let mut known: Option<Position> = None;
+    // The newest version a page said the database has (the compiler may not have seen it
+    // yet: another control plane's, or one moved forward to meet this gateway).
+    let mut floor = 0;
     let mut delay = FIRST_RETRY_DELAY;
     loop {
-        let newest = *latest.borrow_and_update();
-        let current = known.is_some_and(|p| p.snapshot.is_none() && p.version >= newest);
+        let newest = (*latest.borrow_and_update()).max(floor);
+        // Ahead is not current: the gateway holds versions this database never made.
+        let current = known.is_some_and(|p| p.snapshot.is_none() && p.version == newest);
         if newest == 0 || current {
             if latest.changed().await.is_err() {
                 return;
@@ -188,8 +192,9 @@ async fn push_loop(mut latest: watch::Receiver<u64>, delivery: Delivery) {
             Some(position) => delivery.push_next(position).await,
         };
         match step {
-            Ok(position) => {
+            Ok((position, database_latest)) => {
                 known = Some(position);
+                floor = floor.max(database_latest);
                 delay = FIRST_RETRY_DELAY;
             }
             Err(err) => {
@@ -203,24 +208,25 @@ async fn push_loop(mut latest: watch::Receiver<u64>, delivery: Delivery) {
 }
 
 impl Delivery {
-    /// What the gateway holds.
-    async fn position(&self) -> anyhow::Result<Position> {
+    /// What the gateway holds (and 0, as no page was read).
+    async fn position(&self) -> anyhow::Result<(Position, u64)> {
         let url = format!("{}{}", self.base, apim_manifest::paths::GATEWAY_PUSH);
         let response = self.client.get(&url).send().await?;
         let status = response.status();
         if !status.is_success() {
             anyhow::bail!("gateway answered {status} when asked for its version");
         }
-        Ok(response.json().await?)
+        Ok((response.json().await?, 0))
     }
 
-    /// Sends the page after `position`; where the gateway is afterwards.
-    async fn push_next(&self, position: Position) -> anyhow::Result<Position> {
+    /// Sends the page after `position`; where the gateway is afterwards, and the newest
+    /// version the page said the database has.
+    async fn push_next(&self, position: Position) -> anyhow::Result<(Position, u64)> {
         let (after, snapshot) = position.next_after();
         let Some(page) = manifest::read_page(&self.db, after, snapshot).await? else {
-            return Ok(position);
+            return Ok((position, 0));
         };
-        let (version, changes) = (page.upto, page.changes.len());
+        let (version, changes, latest) = (page.upto, page.changes.len(), page.latest);
         let jws = manifest::sign(&self.keys, &page)?;
         let url = format!("{}{}", self.base, apim_manifest::paths::GATEWAY_PUSH);
         let response = self
@@ -238,10 +244,10 @@ impl Delivery {
                 if held.snapshot.is_none() {
                     tracing::info!(gateway = %self.base, version, served = held.version, changes, "manifest delivered");
                 }
-                Ok(held)
+                Ok((held, latest))
             }
             // Not where we thought (another node or a pull moved it): carry on from there.
-            (409, Some(held)) if held != position => Ok(held),
+            (409, Some(held)) if held != position => Ok((held, latest)),
             _ => anyhow::bail!("gateway answered {status}: {body}"),
         }
     }

@@ -1,7 +1,7 @@
 //! Users, their roles and tenants; passwords hashed with argon2.
 
 use std::collections::HashMap;
-use std::sync::{LazyLock, Mutex};
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -17,8 +17,11 @@ use crate::scopes::ROLES;
 
 /// Argon2 runs at most this many at once (one per core): each takes about 19 MiB and a
 /// core for tens of milliseconds, and a burst of logins must not take gigabytes.
-static ARGON2_PERMITS: LazyLock<Semaphore> =
-    LazyLock::new(|| Semaphore::new(std::thread::available_parallelism().map_or(2, |n| n.get())));
+static ARGON2_PERMITS: LazyLock<Arc<Semaphore>> = LazyLock::new(|| {
+    Arc::new(Semaphore::new(
+        std::thread::available_parallelism().map_or(2, |n| n.get()),
+    ))
+});
 
 /// How long a verified password is remembered.
 const VERIFIED_FOR: Duration = Duration::from_secs(300);
@@ -242,10 +245,16 @@ async fn verify_password(password: &str, hash: String) -> anyhow::Result<bool> {
     .await
 }
 
-/// Runs argon2 work off the async threads, at most [`ARGON2_PERMITS`] at a time.
+/// Runs argon2 work off the async threads, at most [`ARGON2_PERMITS`] at a time. The
+/// permit goes with the work, which finishes even if the caller gives up waiting.
 async fn argon2<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> anyhow::Result<T> {
-    let _permit = ARGON2_PERMITS.acquire().await?;
-    Ok(tokio::task::spawn_blocking(work).await?)
+    let permit = ARGON2_PERMITS.clone().acquire_owned().await?;
+    Ok(tokio::task::spawn_blocking(move || {
+        let done = work();
+        drop(permit);
+        done
+    })
+    .await?)
 }
 
 async fn find_with_hash(db: &AnyPool, username: &str) -> sqlx::Result<Option<(User, String)>> {

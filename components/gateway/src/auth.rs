@@ -32,12 +32,11 @@ pub struct Claims {
 }
 
 /// Tokens whose signature has been checked, so a reused instance verifies each once
-/// (revocation is checked on every use, against the manifest). They are remembered by
-/// their signature alone: a token that reuses a remembered signature with another
-/// payload gets the claims that signature was made for, no more than its owner has.
+/// (revocation is checked on every use, against the manifest). They are looked up by
+/// their signature, shorter to hash than the whole token, and must then match whole.
 #[derive(Default)]
 pub struct TokenCache {
-    verified: HashMap<String, Rc<Claims>>,
+    verified: HashMap<String, (String, Rc<Claims>)>,
 }
 
 /// Which endpoint a caller goes to.
@@ -156,7 +155,9 @@ impl TokenCache {
     /// has expired, `Err(false)` when it is invalid.
     fn verify(&mut self, meta: &MetaIndex, token: &str, now_secs: i64) -> Result<Rc<Claims>, bool> {
         let (_, signature) = token.rsplit_once('.').ok_or(false)?;
-        if let Some(claims) = self.verified.get(signature) {
+        if let Some((known, claims)) = self.verified.get(signature)
+            && same_bytes(known.as_bytes(), token.as_bytes())
+        {
             return if claims.exp > now_secs {
                 Ok(claims.clone())
             } else {
@@ -183,14 +184,42 @@ impl TokenCache {
             self.verified.clear();
         }
         let claims = Rc::new(claims);
-        self.verified.insert(signature.to_string(), claims.clone());
+        self.verified
+            .insert(signature.to_string(), (token.to_string(), claims.clone()));
         Ok(claims)
     }
+}
+
+/// Whether two byte strings are equal, compared a word at a time (the guest's `memcmp`
+/// goes a byte at a time, and tokens are long).
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let (words_a, rest_a) = a.as_chunks::<8>();
+    let (words_b, rest_b) = b.as_chunks::<8>();
+    words_a
+        .iter()
+        .zip(words_b)
+        .all(|(x, y)| u64::from_ne_bytes(*x) == u64::from_ne_bytes(*y))
+        && rest_a == rest_b
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn compares_whole_byte_strings() {
+        let token = "header.payload.signature-that-is-long-enough";
+        assert!(same_bytes(token.as_bytes(), token.to_string().as_bytes()));
+        assert!(!same_bytes(
+            token.as_bytes(),
+            b"header.payloaD.signature-that-is-long-enough"
+        ));
+        assert!(!same_bytes(b"short", b"shorter"));
+        assert!(same_bytes(b"", b""));
+    }
 
     #[test]
     fn reads_bearer_headers() {

@@ -98,20 +98,38 @@ impl Gateway {
             None if may_have_body(&request.method, &request.headers) => return Decision::Handle,
             _ => {}
         }
+        // Before anything is counted: the handler admits these calls again.
+        if self.caches_answers(host, request, path) {
+            return Decision::Handle;
+        }
         match self.plan(host, request, path) {
             Err(fault) => Decision::Respond(fault.render(&request.headers)),
             Ok(Plan::Respond(response)) => Decision::Respond(response),
-            Ok(Plan::Forward(forwarding)) if forwarding.cache.is_some() => Decision::Handle,
             Ok(Plan::Forward(forwarding)) => Decision::Forward(forwarding),
         }
+    }
+
+    /// Whether the request is a GET of an API that caches its answers.
+    fn caches_answers(&mut self, host: &dyn Host, request: &Request, path: &str) -> bool {
+        request.method == "GET"
+            && self
+                .current(host)
+                .and_then(|view| view.route(host, path))
+                .is_some_and(|(api, _)| api.cache_timeout_secs.is_some())
     }
 
     /// The view of the manifest the store holds now; when the store holds none yet, the
     /// control plane's, pulled (or, while another instance pulls it, waited for).
     fn current(&mut self, host: &dyn Host) -> Option<&mut View> {
         let head = match state::read_head(host) {
-            Some(head) => head,
-            None => first_manifest(host)?,
+            Ok(Some(head)) => head,
+            Ok(None) => first_manifest(host)?,
+            Err(err) => {
+                // The store is down: serve what this instance has seen, if anything; pulling
+                // for every request would only add the control plane to the outage.
+                eprintln!("the manifest head is unreadable: {err}");
+                return self.view.as_mut();
+            }
         };
         match &mut self.view {
             Some(view) => view.advance(host, head),
@@ -251,14 +269,14 @@ fn first_manifest(host: &dyn Host) -> Option<state::Head> {
             while waited < FIRST_MANIFEST_WAIT_MS {
                 host.sleep_ms(FIRST_MANIFEST_POLL_MS);
                 waited += FIRST_MANIFEST_POLL_MS;
-                if let Some(head) = state::read_head(host) {
+                if let Ok(Some(head)) = state::read_head(host) {
                     return Some(head);
                 }
             }
         }
         Err(err) => eprintln!("no route manifest yet and none could be pulled: {err}"),
     }
-    state::read_head(host)
+    state::read_head(host).ok().flatten()
 }
 
 /// Where a request goes: the key type's environment; production for open operations

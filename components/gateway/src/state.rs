@@ -57,9 +57,11 @@ pub fn entry_key(generation: u64, key: &str) -> String {
     format!("{PREFIX}{generation}:{key}")
 }
 
-/// The head, if the store holds a manifest.
-pub fn read_head(host: &dyn Host) -> Option<Head> {
-    Head::decode(&host.kv_get(HEAD_KEY).ok()??)
+/// The head, if the store holds a manifest (an unreadable head is none).
+pub fn read_head(host: &dyn Host) -> Result<Option<Head>, String> {
+    Ok(host
+        .kv_get(HEAD_KEY)?
+        .and_then(|bytes| Head::decode(&bytes)))
 }
 
 fn read_snapshot(host: &dyn Host) -> Option<Head> {
@@ -69,7 +71,7 @@ fn read_snapshot(host: &dyn Host) -> Option<Head> {
 /// What the store holds.
 pub fn position(host: &dyn Host) -> Position {
     Position {
-        version: read_head(host).map_or(0, |h| h.version),
+        version: read_head(host).ok().flatten().map_or(0, |h| h.version),
         snapshot: read_snapshot(host).map(|s| s.version),
     }
 }
@@ -93,13 +95,25 @@ impl From<String> for Refusal {
 
 /// Applies a verified page on top of what the store holds; the position afterwards.
 pub fn apply(host: &dyn Host, page: &Page, now_ms: i64) -> Result<Position, Refusal> {
-    let _lease = Lease::take(host, now_ms)?;
-    let head = read_head(host);
-    if page.snapshot {
-        apply_snapshot(host, head, page)
-    } else {
-        apply_delta(host, head, page)
+    let lease = Lease::take(host, now_ms)?;
+    let head = read_head(host)?;
+    if !page.snapshot {
+        return apply_delta(host, head, page);
     }
+    let (position, switched) = apply_snapshot(host, head, page)?;
+    // The cleaning up scans the whole store: outside the lease, which others may want.
+    drop(lease);
+    if let Some(switched) = switched {
+        drop_old_generations(host, switched);
+    }
+    Ok(position)
+}
+
+/// The generations a snapshot switched between: from `previous` to `current`.
+#[derive(Debug, Clone, Copy)]
+struct Switched {
+    previous: Option<u64>,
+    current: u64,
 }
 
 /// A page of changes, applied in place: the head's version must be the page's start.
@@ -117,8 +131,12 @@ fn apply_delta(host: &dyn Host, head: Option<Head>, page: &Page) -> Result<Posit
 }
 
 /// A page of a snapshot, written into a fresh generation; the last one moves the head
-/// there and drops every other generation.
-fn apply_snapshot(host: &dyn Host, head: Option<Head>, page: &Page) -> Result<Position, Refusal> {
+/// there (and says so, for the older generations to be dropped).
+fn apply_snapshot(
+    host: &dyn Host,
+    head: Option<Head>,
+    page: &Page,
+) -> Result<(Position, Option<Switched>), Refusal> {
     let served = head.map_or(0, |h| h.version);
     let in_progress = read_snapshot(host);
     let mut snapshot = match in_progress {
@@ -138,18 +156,23 @@ fn apply_snapshot(host: &dyn Host, head: Option<Head>, page: &Page) -> Result<Po
     snapshot.version = page.upto;
     if !page.is_last() {
         host.kv_set(SNAPSHOT_KEY, snapshot.encode().as_bytes())?;
-        return Ok(Position {
+        let position = Position {
             version: served,
             snapshot: Some(snapshot.version),
-        });
+        };
+        return Ok((position, None));
     }
     host.kv_set(HEAD_KEY, snapshot.encode().as_bytes())?;
     host.kv_delete(SNAPSHOT_KEY)?;
-    drop_other_generations(host, snapshot.generation);
-    Ok(Position {
+    let position = Position {
         version: snapshot.version,
         snapshot: None,
-    })
+    };
+    let switched = Switched {
+        previous: head.map(|h| h.generation),
+        current: snapshot.generation,
+    };
+    Ok((position, Some(switched)))
 }
 
 fn write_changes(host: &dyn Host, generation: u64, changes: &[Change]) -> Result<(), String> {
@@ -163,10 +186,12 @@ fn write_changes(host: &dyn Host, generation: u64, changes: &[Change]) -> Result
     Ok(())
 }
 
-/// Removes the entries of every generation but `keep` (and earlier releases' manifests).
-/// Best effort: what is left behind is never read.
-fn drop_other_generations(host: &dyn Host, keep: u64) {
-    let kept = format!("{PREFIX}{keep}:");
+/// Removes the entries of every generation but the current one and the one it replaced
+/// (which instances still reading it may finish with; the next snapshot drops it), and
+/// earlier releases' manifests. Best effort: what is left behind is never read.
+fn drop_old_generations(host: &dyn Host, switched: Switched) {
+    let kept =
+        |generation: u64| generation == switched.current || Some(generation) == switched.previous;
     let mut cursor: Option<String> = None;
     loop {
         let Ok((keys, next)) = host.kv_list_keys(cursor.as_deref()) else {
@@ -176,8 +201,8 @@ fn drop_other_generations(host: &dyn Host, keep: u64) {
             let stale = key
                 .strip_prefix(PREFIX)
                 .and_then(|rest| rest.split_once(':'))
-                .is_some_and(|(generation, _)| generation.parse::<u64>().is_ok())
-                && !key.starts_with(&kept);
+                .and_then(|(generation, _)| generation.parse::<u64>().ok())
+                .is_some_and(|generation| !kept(generation));
             if stale || LEGACY_KEYS.contains(&key.as_str()) {
                 let _ = host.kv_delete(&key);
             }
@@ -192,6 +217,8 @@ fn drop_other_generations(host: &dyn Host, keep: u64) {
 /// The right to apply pages, until dropped or [`LEASE_MS`] have passed.
 struct Lease<'a> {
     host: &'a dyn Host,
+    /// What the lock holds while this lease does.
+    until: String,
 }
 
 impl<'a> Lease<'a> {
@@ -203,9 +230,9 @@ impl<'a> Lease<'a> {
         if until.is_some_and(|until| until > now_ms) {
             return Err(Refusal::Busy);
         }
-        let lease = (now_ms + LEASE_MS).to_string();
-        if host.kv_compare_and_swap(LOCK_KEY, held.as_deref(), lease.as_bytes())? {
-            Ok(Lease { host })
+        let until = (now_ms + LEASE_MS).to_string();
+        if host.kv_compare_and_swap(LOCK_KEY, held.as_deref(), until.as_bytes())? {
+            Ok(Lease { host, until })
         } else {
             Err(Refusal::Busy)
         }
@@ -213,8 +240,11 @@ impl<'a> Lease<'a> {
 }
 
 impl Drop for Lease<'_> {
+    /// Gives the lease back, unless it ran out and someone else holds the lock now.
     fn drop(&mut self) {
-        let _ = self.host.kv_delete(LOCK_KEY);
+        let _ = self
+            .host
+            .kv_compare_and_swap(LOCK_KEY, Some(self.until.as_bytes()), b"0");
     }
 }
 

@@ -151,9 +151,14 @@ pub fn route_table<'a>(
 pub fn route_depth<'a>(apis: impl IntoIterator<Item = &'a RouteSource>) -> usize {
     apis.into_iter()
         .flat_map(RouteSource::prefixes)
-        .map(|prefix| prefix.matches('/').count())
+        .map(|prefix| segments(&prefix))
         .max()
         .unwrap_or(0)
+}
+
+/// Segments of a route prefix: `/t/acme.com/pets/v1` has 4.
+pub fn segments(prefix: &str) -> usize {
+    prefix.matches('/').count()
 }
 
 /// Collects entries as JSON text; API entries come serialized already, so that a

@@ -62,8 +62,9 @@ impl<T> ListEnvelope<T> {
     /// One page of `total` matches; `link` renders the URL of the page at an offset
     /// (missing links are empty strings, as in WSO2).
     pub fn new(list: Vec<T>, total: i64, page: Page, link: impl Fn(i64, i64) -> String) -> Self {
-        let next = if page.offset + page.limit < total {
-            link(page.limit, page.offset + page.limit)
+        let end = page.offset.saturating_add(page.limit);
+        let next = if end < total {
+            link(page.limit, end)
         } else {
             String::new()
         };

@@ -243,7 +243,7 @@ impl ApiCache {
     fn route_depth(&self) -> usize {
         self.routes
             .keys()
-            .map(|prefix| prefix.matches('/').count())
+            .map(|prefix| apim_manifest::entries::segments(prefix))
             .max()
             .unwrap_or(0)
     }

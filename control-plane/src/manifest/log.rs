@@ -65,15 +65,17 @@ impl EntryLog {
     }
 
     /// Takes in what the database holds beyond what this log has seen: everything at
-    /// start, and what other control planes sharing the database recorded since.
-    pub async fn catch_up(&mut self, db: &AnyPool) -> sqlx::Result<()> {
-        let (version, horizon) = state(db).await?;
-        if version == self.version {
-            return Ok(());
-        }
-        let rows: Vec<(String, Option<String>)> =
-            if self.version < horizon || version < self.version {
-                self.entries.clear();
+    /// start, and what other control planes sharing the database recorded since. Whether
+    /// there was anything to take in.
+    pub async fn catch_up(&mut self, db: &AnyPool) -> sqlx::Result<bool> {
+        let mut everything = false;
+        loop {
+            let (version, horizon) = state(db).await?;
+            if version == self.version {
+                return Ok(false);
+            }
+            everything |= self.version < horizon || version < self.version;
+            let rows: Vec<(String, Option<String>)> = if everything {
                 // language=SQL
                 sqlx::query_as("SELECT key, value FROM manifest_entries WHERE value IS NOT NULL")
                     .fetch_all(db)
@@ -85,14 +87,23 @@ impl EntryLog {
                     .fetch_all(db)
                     .await?
             };
-        for (key, value) in rows {
-            match value {
-                Some(value) => self.entries.insert(key, value.into()),
-                None => self.entries.remove(&key),
-            };
+            // Tombstones dropped meanwhile are missing from the rows: read everything.
+            if !everything && state(db).await?.1 > self.version {
+                everything = true;
+                continue;
+            }
+            if everything {
+                self.entries.clear();
+            }
+            for (key, value) in rows {
+                match value {
+                    Some(value) => self.entries.insert(key, value.into()),
+                    None => self.entries.remove(&key),
+                };
+            }
+            self.version = version;
+            return Ok(true);
         }
-        self.version = version;
-        Ok(())
     }
 
     /// What turns the recorded entries into `desired`, in key order.
@@ -279,13 +290,58 @@ async fn upsert(
 
 /// The page after version `after` (of a snapshot under way when `snapshot`): the entries
 /// changed since, whole versions only, up to about [`PAGE_BYTES`]. A gateway with
-/// nothing, one older than the horizon or one ahead of this database starts a snapshot
-/// from version 0. `None` before the first compile.
+/// nothing, or one older than the horizon, starts a snapshot from version 0. So does one
+/// ahead of this database (restored from a backup, or another database): the versions
+/// move past it first, since a gateway never takes a snapshot older than what it holds.
+/// `None` before the first compile.
 pub async fn read_page(db: &AnyPool, after: u64, snapshot: bool) -> sqlx::Result<Option<Page>> {
-    let (latest, horizon) = state(db).await?;
+    let (latest, _) = state(db).await?;
     if latest == 0 {
         return Ok(None);
     }
+    let mut start = (after, snapshot);
+    if after > latest {
+        if after - latest > MAX_FAST_FORWARD {
+            tracing::error!(
+                after,
+                latest,
+                "a gateway claims a version far ahead of the database; not following it"
+            );
+        } else {
+            fast_forward(db, after).await?;
+        }
+        start = (0, true);
+    }
+    loop {
+        let page = read_page_from(db, start.0, start.1).await?;
+        // Tombstones dropped while the page was read are missing from it: start over.
+        if page.after == 0 || state(db).await?.1 <= page.after {
+            return Ok(Some(page));
+        }
+        start = (0, true);
+    }
+}
+
+/// Versions a database moves forward at most to meet a gateway ahead of it.
+const MAX_FAST_FORWARD: u64 = 1 << 40;
+
+/// Moves the newest version to at least `version` (no entry changes).
+async fn fast_forward(db: &AnyPool, version: u64) -> sqlx::Result<()> {
+    // language=SQL
+    sqlx::query("UPDATE manifest_state SET version = $1 WHERE id = 1 AND version < $1")
+        .bind(version as i64)
+        .execute(db)
+        .await?;
+    tracing::warn!(
+        version,
+        "manifest versions moved forward to meet a gateway ahead of the database"
+    );
+    Ok(())
+}
+
+/// [`read_page`] once the start is settled.
+async fn read_page_from(db: &AnyPool, after: u64, snapshot: bool) -> sqlx::Result<Page> {
+    let (latest, horizon) = state(db).await?;
     let restart = after == 0 || after < horizon || after > latest;
     let (after, snapshot) = if restart {
         (0, true)
@@ -328,7 +384,7 @@ pub async fn read_page(db: &AnyPool, after: u64, snapshot: bool) -> sqlx::Result
                 .map(|(k, v)| k.len() + v.as_deref().map_or(0, str::len))
                 .sum();
             if !page.changes.is_empty() && bytes + size > PAGE_BYTES {
-                return Ok(Some(page));
+                return Ok(page);
             }
             bytes += size;
             page.changes.extend(rows.into_iter().map(to_change));
@@ -336,7 +392,7 @@ pub async fn read_page(db: &AnyPool, after: u64, snapshot: bool) -> sqlx::Result
         }
         if read_all {
             page.upto = latest;
-            return Ok(Some(page));
+            return Ok(page);
         }
     }
 }
@@ -470,8 +526,14 @@ mod tests {
         assert_eq!(delta.changes.len(), 2);
         let empty = read_page(&db, 4, false).await.unwrap().unwrap();
         assert!(empty.changes.is_empty() && empty.is_last());
-        // A gateway ahead of the database (another database) starts over.
-        assert!(read_page(&db, 9, false).await.unwrap().unwrap().snapshot);
+        // A gateway ahead of the database (restored, or another one): the versions move
+        // past it and it takes everything, which it accepts as newer than what it holds.
+        let ahead = read_page(&db, 9, false).await.unwrap().unwrap();
+        assert!(ahead.snapshot && ahead.after == 0 && ahead.latest == 9);
+        assert_eq!(state(&db).await.unwrap().0, 9);
+        // The compiler takes the move in as someone else's change.
+        assert!(log.catch_up(&db).await.unwrap());
+        assert_eq!(log.version(), 9);
     }
 
     #[test]

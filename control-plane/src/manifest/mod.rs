@@ -116,11 +116,18 @@ impl Compiler {
         touched: Option<&HashSet<Touched>>,
     ) -> anyhow::Result<Option<Compiled>> {
         let started = Instant::now();
+        if touched.is_none() {
+            self.log.collect_garbage(&self.db).await?;
+        }
         loop {
-            self.log
+            let others = self
+                .log
                 .catch_up(&self.db)
                 .await
                 .context("could not read the recorded manifest entries")?;
+            // Another control plane changed the database: the APIs in memory may be stale,
+            // and routes and meta come from them, so compile everything.
+            let touched = touched.filter(|_| !others);
             let changes = match touched {
                 None => {
                     let desired =
@@ -134,9 +141,6 @@ impl Compiler {
                 }
             };
             if changes.is_empty() {
-                if touched.is_none() {
-                    self.log.collect_garbage(&self.db).await?;
-                }
                 return Ok(None);
             }
             let count = changes.len();
