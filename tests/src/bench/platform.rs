@@ -16,6 +16,9 @@ pub const BASE: &str = "/bench/v1.0.0";
 pub const SECURED: &str = "/echo";
 /// Its `x-auth-type: None` resource (case 5).
 pub const OPEN: &str = "/open";
+/// Requests per second allowed to the benchmark API, as many as Envoy's rate-limit bucket
+/// (`tests/fixtures/bench/envoy.yaml`) holds: counted, never reached.
+const RATE_CAP: u64 = 1_000_000_000;
 
 /// A resource of the benchmark's API.
 pub struct Resource {
@@ -124,8 +127,9 @@ impl Platform {
                 "sandbox_endpoints": {"url": backend, "config": null},
                 "endpoint_type": "http"
             }).to_string(),
-            // Nothing the proxies do not do either: no rate cap, no backend credentials.
-            "maxTps": null,
+            // The cap of Envoy's local rate limit: every request is counted (a per-second
+            // window in the shared store), none is refused. No backend credentials.
+            "maxTps": {"production": RATE_CAP, "sandbox": RATE_CAP},
             "endpointSecurity": null,
         });
         let api = stack.api("Bench", changes, &["Publish"]).await;

@@ -147,7 +147,9 @@ impl Report<'_> {
             "### Data plane\n\nwrk (1 thread, keep-alive GET, same path and bearer token; the \
              backend answers 1 KiB), the proxy under test on CPU 1 with one worker, backend and \
              wrk on CPU 0. Medians of {} rounds of {} s per run, each case after a {} s warm-up; \
-             every round runs every case. Added latency: over case 1 at concurrency 1.\n\n\
+             every round runs every case. Cases 3 to 5 count every request against the API's \
+             rate cap (10⁹/s, never reached); the tiers are Unlimited. Added latency: over case \
+             1 at concurrency 1.\n\n\
              | case | req/s at {c} | p50 µs at {c} | p99 µs at {c} | p50 µs at 1 | p99 µs at 1 \
              | added p50 µs at 1 | added p99 µs at 1 |\n|---|--:|--:|--:|--:|--:|--:|--:|\n",
             o.rounds, o.seconds, o.warmup
