@@ -6,7 +6,9 @@
 //! [`Gateway::decide`] (the `policy` export) leaves forwarding to a host that does it
 //! natively.
 
-use apim_manifest::{ApiState, AuthType, Operation, paths};
+use std::rc::Rc;
+
+use apim_manifest::{ApiRoute, ApiState, AuthType, Operation, paths};
 
 use crate::auth::{self, Admitted, Environment};
 use crate::faults::Fault;
@@ -32,6 +34,9 @@ pub struct Gateway {
     /// The backend timeout setting, read once (settings do not change under an instance).
     timeout_ms: Option<u64>,
 }
+
+/// The API a request is routed to, and the resource path within it.
+type Routed<'p> = (Rc<ApiRoute>, &'p str);
 
 /// What an admitted API call comes to.
 pub enum Plan {
@@ -98,24 +103,20 @@ impl Gateway {
             None if may_have_body(&request.method, &request.headers) => return Decision::Handle,
             _ => {}
         }
-        // Before anything is counted: the handler admits these calls again.
-        if self.caches_answers(host, request, path) {
+        let routed = match self.route(host, path) {
+            Ok(routed) => routed,
+            Err(fault) => return Decision::Respond(fault.render(&request.headers)),
+        };
+        // A GET of an API that caches its answers, before anything is counted: the
+        // handler admits it again.
+        if request.method == "GET" && routed.0.cache_timeout_secs.is_some() {
             return Decision::Handle;
         }
-        match self.plan(host, request, path) {
+        match self.admit(host, request, path, routed) {
             Err(fault) => Decision::Respond(fault.render(&request.headers)),
             Ok(Plan::Respond(response)) => Decision::Respond(response),
             Ok(Plan::Forward(forwarding)) => Decision::Forward(forwarding),
         }
-    }
-
-    /// Whether the request is a GET of an API that caches its answers.
-    fn caches_answers(&mut self, host: &dyn Host, request: &Request, path: &str) -> bool {
-        request.method == "GET"
-            && self
-                .current(host)
-                .and_then(|view| view.route(host, path))
-                .is_some_and(|(api, _)| api.cache_timeout_secs.is_some())
     }
 
     /// The view of the manifest the store holds now; when the store holds none yet, the
@@ -141,15 +142,33 @@ impl Gateway {
         self.view.as_mut()
     }
 
-    /// Admits an API call at `path`: routing, CORS preflight, operation, token and
-    /// subscription, throttling; then the request for the backend.
+    /// The API serving `path` under the current manifest, and the resource path within it.
+    fn route<'p>(&mut self, host: &dyn Host, path: &'p str) -> Result<Routed<'p>, Fault> {
+        let view = self.current(host).ok_or_else(Fault::not_found)?;
+        view.route(host, path).ok_or_else(Fault::not_found)
+    }
+
+    /// Routes and admits an API call at `path`.
     fn plan(&mut self, host: &dyn Host, request: &Request, path: &str) -> Result<Plan, Fault> {
+        let routed = self.route(host, path)?;
+        self.admit(host, request, path, routed)
+    }
+
+    /// Admits a call [`Gateway::route`] has just routed (with the view it brought up to
+    /// date): CORS preflight, operation, token and subscription, throttling; then the
+    /// request for the backend.
+    fn admit(
+        &mut self,
+        host: &dyn Host,
+        request: &Request,
+        path: &str,
+        (api, resource): Routed<'_>,
+    ) -> Result<Plan, Fault> {
         let now_ms = host.now_millis();
         let timeout_ms = *self
             .timeout_ms
             .get_or_insert_with(|| sync::timeout_ms(host));
-        let view = self.current(host).ok_or_else(Fault::not_found)?;
-        let (api, resource) = view.route(host, path).ok_or_else(Fault::not_found)?;
+        let view = self.view.as_mut().ok_or_else(Fault::not_found)?;
         let api = &*api;
         if api.state == ApiState::Blocked {
             return Err(Fault::api_blocked());
