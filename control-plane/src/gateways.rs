@@ -90,11 +90,13 @@ pub fn spawn(hub: Arc<ManifestHub>, db: AnyPool, compiler: Compiler, pusher: Pus
         .build()
         .expect("HTTP client");
     for gateway in pusher.gateways {
+        let base = gateway.trim_end_matches('/');
         let delivery = Delivery {
             db: db.clone(),
             keys: pusher.manifest_keys.clone(),
             client: client.clone(),
-            base: gateway.trim_end_matches('/').to_string(),
+            url: format!("{base}{}", apim_manifest::paths::GATEWAY_PUSH),
+            base: base.to_string(),
         };
         tokio::spawn(push_loop(hub.latest.subscribe(), delivery));
     }
@@ -166,7 +168,10 @@ struct Delivery {
     db: AnyPool,
     keys: Arc<KeyRing>,
     client: reqwest::Client,
+    /// The gateway's base URL, as configured.
     base: String,
+    /// Where it takes pages and tells its position.
+    url: String,
 }
 
 /// Brings one gateway up to the newest version and keeps it there: asks where it is, then
@@ -210,8 +215,7 @@ async fn push_loop(mut latest: watch::Receiver<u64>, delivery: Delivery) {
 impl Delivery {
     /// What the gateway holds (and 0, as no page was read).
     async fn position(&self) -> anyhow::Result<(Position, u64)> {
-        let url = format!("{}{}", self.base, apim_manifest::paths::GATEWAY_PUSH);
-        let response = self.client.get(&url).send().await?;
+        let response = self.client.get(&self.url).send().await?;
         let status = response.status();
         if !status.is_success() {
             anyhow::bail!("gateway answered {status} when asked for its version");
@@ -228,10 +232,9 @@ impl Delivery {
         };
         let (version, changes, latest) = (page.upto, page.changes.len(), page.latest);
         let jws = manifest::sign(&self.keys, &page)?;
-        let url = format!("{}{}", self.base, apim_manifest::paths::GATEWAY_PUSH);
         let response = self
             .client
-            .post(&url)
+            .post(&self.url)
             .header("content-type", "application/jwt")
             .body(jws)
             .send()

@@ -99,6 +99,17 @@ pub struct RouteSource {
 }
 
 impl RouteSource {
+    /// Where `route` is routed, deployed to `environments`.
+    pub fn of(route: &ApiRoute, environments: Vec<String>) -> Self {
+        RouteSource {
+            id: route.id.clone(),
+            context: route.context.clone(),
+            version: route.version.clone(),
+            default_version: route.default_version,
+            environments,
+        }
+    }
+
     /// The prefixes this API is routed at.
     pub fn prefixes(&self) -> impl Iterator<Item = String> + '_ {
         let versioned = format!("{}/{}", self.context, self.version);
@@ -230,13 +241,7 @@ pub struct DeployedApi {
 impl DeployedApi {
     /// Where it is routed.
     pub fn route_source(&self) -> RouteSource {
-        RouteSource {
-            id: self.route.id.clone(),
-            context: self.route.context.clone(),
-            version: self.route.version.clone(),
-            default_version: self.route.default_version,
-            environments: self.environments.clone(),
-        }
+        RouteSource::of(&self.route, self.environments.clone())
     }
 }
 

@@ -18,6 +18,7 @@ use base64::engine::general_purpose::STANDARD;
 use jsonwebtoken::jwk::AlgorithmParameters;
 use serde_json::Value;
 use sqlx::AnyPool;
+use sqlx::any::AnyRow;
 
 use crate::apis::{self, ApiRecord, CorsConfiguration, EndpointSecurity, METHODS};
 use crate::keys::KeyRing;
@@ -105,54 +106,52 @@ pub fn meta_entry(apis: &ApiCache, token_keys: &KeyRing, issuer: &str) -> Arc<st
 /// Rows read per query when many are asked for by key.
 const KEYS_PER_QUERY: usize = 400;
 
-/// `$first, $first+1, ...` for `count` values.
-fn placeholders(first: usize, count: usize) -> String {
-    (first..first + count)
-        .map(|n| format!("${n}"))
-        .collect::<Vec<_>>()
-        .join(", ")
+/// The rows of `select`, which ends with the column to match, whose column is one of
+/// `keys`: `select IN ($1, $2, ...)`, a chunk of keys at a time.
+async fn rows_in<R>(db: &AnyPool, select: &str, keys: &[&str]) -> sqlx::Result<Vec<R>>
+where
+    R: for<'r> sqlx::FromRow<'r, AnyRow> + Send + Unpin,
+{
+    let mut rows = Vec::new();
+    for chunk in keys.chunks(KEYS_PER_QUERY) {
+        let placeholders: Vec<String> = (1..=chunk.len()).map(|n| format!("${n}")).collect();
+        let sql = format!("{select} IN ({})", placeholders.join(", "));
+        let mut query = sqlx::query_as::<_, R>(&sql);
+        for key in chunk {
+            query = query.bind(*key);
+        }
+        rows.extend(query.fetch_all(db).await?);
+    }
+    Ok(rows)
 }
 
 /// The entries of these applications (those that exist).
 pub async fn application_entries(db: &AnyPool, ids: &[&str]) -> sqlx::Result<Entries> {
-    let mut entries = Entries::new();
-    for chunk in ids.chunks(KEYS_PER_QUERY) {
-        // language=SQL
-        let sql = format!(
-            "SELECT id, throttling_tier FROM applications WHERE id IN ({})",
-            placeholders(1, chunk.len())
-        );
-        let mut query = sqlx::query_as::<_, (String, String)>(&sql);
-        for id in chunk {
-            query = query.bind(*id);
-        }
-        for (id, tier) in query.fetch_all(db).await? {
-            entries.insert(key::application(&id), json(&Application { tier }));
-        }
-    }
-    Ok(entries)
+    // language=SQL
+    let select = "SELECT id, throttling_tier FROM applications WHERE id";
+    let rows: Vec<(String, String)> = rows_in(db, select, ids).await?;
+    Ok(rows
+        .into_iter()
+        .map(|(id, tier)| (key::application(&id), json(&Application { tier })))
+        .collect())
+}
+
+/// A subscription row: application id, API id, tier, status.
+type SubscriptionRow = (String, String, String, String);
+
+/// The entry of a subscription row.
+fn subscription_entry((application, api, tier, status): SubscriptionRow) -> (String, Arc<str>) {
+    let subscription = Subscription { tier, status };
+    (key::subscription(&application, &api), json(&subscription))
 }
 
 /// The entries of every subscription of these applications.
 pub async fn subscriptions_of(db: &AnyPool, applications: &[&str]) -> sqlx::Result<Entries> {
-    let mut entries = Entries::new();
-    for chunk in applications.chunks(KEYS_PER_QUERY) {
-        // language=SQL
-        let sql = format!(
-            "SELECT application_id, api_id, tier, status FROM subscriptions
-             WHERE application_id IN ({})",
-            placeholders(1, chunk.len())
-        );
-        let mut query = sqlx::query_as::<_, (String, String, String, String)>(&sql);
-        for id in chunk {
-            query = query.bind(*id);
-        }
-        for (application, api, tier, status) in query.fetch_all(db).await? {
-            let subscription = Subscription { tier, status };
-            entries.insert(key::subscription(&application, &api), json(&subscription));
-        }
-    }
-    Ok(entries)
+    // language=SQL
+    let select =
+        "SELECT application_id, api_id, tier, status FROM subscriptions WHERE application_id";
+    let rows: Vec<SubscriptionRow> = rows_in(db, select, applications).await?;
+    Ok(rows.into_iter().map(subscription_entry).collect())
 }
 
 /// The entries of these subscriptions, by (application, API) (those that exist).
@@ -173,36 +172,33 @@ pub async fn subscription_entries(db: &AnyPool, pairs: &[(&str, &str)]) -> sqlx:
             "SELECT application_id, api_id, tier, status FROM subscriptions WHERE {}",
             conditions.join(" OR ")
         );
-        let mut query = sqlx::query_as::<_, (String, String, String, String)>(&sql);
+        let mut query = sqlx::query_as::<_, SubscriptionRow>(&sql);
         for (application, api) in chunk {
             query = query.bind(*application).bind(*api);
         }
-        for (application, api, tier, status) in query.fetch_all(db).await? {
-            let subscription = Subscription { tier, status };
-            entries.insert(key::subscription(&application, &api), json(&subscription));
-        }
+        entries.extend(
+            query
+                .fetch_all(db)
+                .await?
+                .into_iter()
+                .map(subscription_entry),
+        );
     }
     Ok(entries)
 }
 
 /// The entries of these revoked tokens, while they have not expired.
 pub async fn revocation_entries(db: &AnyPool, jtis: &[&str]) -> sqlx::Result<Entries> {
-    let mut entries = Entries::new();
-    for chunk in jtis.chunks(KEYS_PER_QUERY) {
-        // language=SQL
-        let sql = format!(
-            "SELECT jti, expires_at FROM revoked_tokens WHERE expires_at > $1 AND jti IN ({})",
-            placeholders(2, chunk.len())
-        );
-        let mut query = sqlx::query_as::<_, (String, i64)>(&sql).bind(crate::db::now());
-        for jti in chunk {
-            query = query.bind(*jti);
-        }
-        for (jti, exp) in query.fetch_all(db).await? {
-            entries.insert(key::revocation(&jti), json(&Revocation { exp }));
-        }
-    }
-    Ok(entries)
+    // language=SQL
+    let select = format!(
+        "SELECT jti, expires_at FROM revoked_tokens WHERE expires_at > {} AND jti",
+        crate::db::now()
+    );
+    let rows: Vec<(String, i64)> = rows_in(db, &select, jtis).await?;
+    Ok(rows
+        .into_iter()
+        .map(|(jti, exp)| (key::revocation(&jti), json(&Revocation { exp })))
+        .collect())
 }
 
 type ApiRow = (String, String, String, String, String, i64, String);
@@ -273,23 +269,14 @@ impl ApiCache {
     /// Re-reads these APIs' rows: each compiled again, or forgotten once no longer
     /// deployed.
     pub async fn refresh_some(&mut self, db: &AnyPool, ids: &[&str]) -> anyhow::Result<()> {
-        for chunk in ids.chunks(KEYS_PER_QUERY) {
-            // language=SQL
-            let sql = format!(
-                "SELECT {API_COLUMNS} FROM apis WHERE id IN ({})",
-                placeholders(1, chunk.len())
-            );
-            let mut query = sqlx::query_as::<_, ApiRow>(&sql);
-            for id in chunk {
-                query = query.bind(*id);
-            }
-            let rows = query.fetch_all(db).await?;
-            for id in chunk {
-                self.remove(id);
-            }
-            for row in rows {
-                self.compile(row)?;
-            }
+        // language=SQL
+        let select = format!("SELECT {API_COLUMNS} FROM apis WHERE id");
+        let rows: Vec<ApiRow> = rows_in(db, &select, ids).await?;
+        for id in ids {
+            self.remove(id);
+        }
+        for row in rows {
+            self.compile(row)?;
         }
         Ok(())
     }
@@ -351,13 +338,7 @@ impl ApiCache {
         let compiled = CompiledApi {
             revision,
             status,
-            source: RouteSource {
-                id: id.clone(),
-                context: route.context.clone(),
-                version: route.version.clone(),
-                default_version: route.default_version,
-                environments: environments(&record),
-            },
+            source: RouteSource::of(&route, environments(&record)),
             json: json(&route),
         };
         self.insert(id, compiled);

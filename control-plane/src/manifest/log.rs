@@ -96,10 +96,7 @@ impl EntryLog {
                 self.entries.clear();
             }
             for (key, value) in rows {
-                match value {
-                    Some(value) => self.entries.insert(key, value.into()),
-                    None => self.entries.remove(&key),
-                };
+                self.mirror(key, value.map(Arc::from));
             }
             self.version = version;
             return Ok(true);
@@ -184,13 +181,18 @@ impl EntryLog {
         }
         tx.commit().await?;
         for (key, value) in changes {
-            match value {
-                Some(value) => self.entries.insert(key, value),
-                None => self.entries.remove(&key),
-            };
+            self.mirror(key, value);
         }
         self.version += versions.len() as u64;
         Ok(Some(self.version))
+    }
+
+    /// Mirrors a recorded entry (`None`: removed).
+    fn mirror(&mut self, key: String, value: Option<Arc<str>>) {
+        match value {
+            Some(value) => self.entries.insert(key, value),
+            None => self.entries.remove(&key),
+        };
     }
 
     /// Drops tombstones older than [`TOMBSTONE_SECS`], at most once every
@@ -240,12 +242,17 @@ async fn state(db: &AnyPool) -> sqlx::Result<(u64, u64)> {
     Ok((version.max(0) as u64, horizon.max(0) as u64))
 }
 
+/// What an entry counts for against [`VERSION_BYTES`] and [`PAGE_BYTES`].
+fn entry_bytes(key: &str, value: Option<&str>) -> usize {
+    key.len() + value.map_or(0, str::len)
+}
+
 /// Consecutive runs of changes, each small enough to be one version.
 fn split_into_versions(changes: &[EntryChange]) -> Vec<Range<usize>> {
     let mut versions = Vec::new();
     let (mut start, mut bytes) = (0, 0);
     for (i, (key, value)) in changes.iter().enumerate() {
-        let size = key.len() + value.as_deref().map_or(0, str::len);
+        let size = entry_bytes(key, value.as_deref());
         if i > start && (i - start >= VERSION_ENTRIES || bytes + size > VERSION_BYTES) {
             versions.push(start..i);
             (start, bytes) = (i, 0);
@@ -379,10 +386,7 @@ async fn read_page_from(db: &AnyPool, after: u64, snapshot: bool) -> sqlx::Resul
             versions.pop();
         }
         for (version, rows) in versions {
-            let size: usize = rows
-                .iter()
-                .map(|(k, v)| k.len() + v.as_deref().map_or(0, str::len))
-                .sum();
+            let size: usize = rows.iter().map(|(k, v)| entry_bytes(k, v.as_deref())).sum();
             if !page.changes.is_empty() && bytes + size > PAGE_BYTES {
                 return Ok(page);
             }
