@@ -18,6 +18,10 @@ use crate::config_store::{Variables, parse_variable};
 pub const CONTROL_PLANE_URL_VAR: &str = "control_plane_url";
 /// Name under which `APIM_MANIFEST_PUBLIC_KEY` is exposed through `wasi:config/store`.
 pub const MANIFEST_PUBLIC_KEY_VAR: &str = "manifest_public_key";
+/// Name under which `APIM_EGRESS_ALLOW` is exposed through `wasi:config/store`.
+pub const EGRESS_ALLOW_VAR: &str = "egress_allow";
+/// The variable holding the secret that proves a caller of `/_apim/*`.
+pub const GATEWAY_SECRET_VAR: &str = "gateway_secret";
 
 /// Parses `ADDR=PATH` of `--extra-component`.
 fn parse_listener(text: &str) -> Result<(SocketAddr, PathBuf), String> {
@@ -108,6 +112,15 @@ pub struct Config {
     #[arg(long, env = "APIM_MANIFEST_PUBLIC_KEY")]
     pub manifest_public_key: Option<String>,
 
+    /// Where backends may be, beyond the default policy (which refuses loopback,
+    /// link-local, unspecified, multicast and cloud-metadata addresses, and the names of
+    /// this machine): comma-separated CIDRs, addresses, `address:port`s and host names.
+    /// Checked on every address a backend's name resolves to; the control plane's and this
+    /// host's own listeners are refused whatever it says. Exposed to the components as
+    /// the variable `egress_allow` (takes precedence over `--var`).
+    #[arg(long, env = "APIM_EGRESS_ALLOW", default_value = "")]
+    pub egress_allow: String,
+
     /// Number of requests one component instance serves, one after the other,
     /// before it is discarded and a fresh one is instantiated.
     #[arg(long, env = "APIM_INSTANCE_REUSE", default_value_t = 4096)]
@@ -192,6 +205,8 @@ impl Config {
             "APIM_KV_NAMESPACE must be non-empty and contain no whitespace"
         );
         self.validate_kv_url()?;
+        apim_http::egress::EgressPolicy::parse(&self.egress_allow)
+            .map_err(|err| anyhow::anyhow!("APIM_EGRESS_ALLOW: {err}"))?;
         self.variables()?;
         self.validate_listeners()
     }
@@ -244,9 +259,11 @@ impl Config {
                 bail!("variable {name:?} is given more than once");
             }
         }
+        let egress_allow = Some(self.egress_allow.clone());
         let dedicated = [
             (CONTROL_PLANE_URL_VAR, &self.control_plane_url),
             (MANIFEST_PUBLIC_KEY_VAR, &self.manifest_public_key),
+            (EGRESS_ALLOW_VAR, &egress_allow),
         ];
         for (name, value) in dedicated {
             if let Some(value) = value.as_deref().filter(|v| !v.is_empty()) {

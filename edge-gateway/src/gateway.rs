@@ -51,6 +51,9 @@ pub struct Gateway {
     /// Request deadline; also the longest wait for a free instance.
     request_timeout: Duration,
     next_id: AtomicU64,
+    /// `Bearer <gateway_secret>` for the host's own sync requests (`/_apim/*` answer
+    /// only to callers that prove the secret).
+    sync_authorization: Option<HeaderValue>,
 }
 
 impl Gateway {
@@ -65,7 +68,18 @@ impl Gateway {
             permits: Arc::new(Semaphore::new(permits)),
             request_timeout: limits.request_timeout,
             next_id: AtomicU64::new(0),
+            sync_authorization: None,
         }
+    }
+
+    /// The gateway secret the host's sync requests prove.
+    pub fn with_sync_secret(mut self, secret: Option<&str>) -> Self {
+        self.sync_authorization = secret.and_then(|secret| {
+            let mut value = HeaderValue::from_str(&format!("Bearer {secret}")).ok()?;
+            value.set_sensitive(true);
+            Some(value)
+        });
+        self
     }
 
     /// Marks the host as exiting (see [`Runtime::begin_shutdown`]).
@@ -161,6 +175,11 @@ impl Gateway {
             .body(body)
             .expect("static request is valid");
         prepare_headers(request.headers_mut(), &Addresses::new(local, local));
+        if let Some(authorization) = &self.sync_authorization {
+            request
+                .headers_mut()
+                .insert(http::header::AUTHORIZATION, authorization.clone());
+        }
         let response = self.dispatch(request).await;
         let status = response.status();
         if let Err(err) = response.into_body().collect().await {

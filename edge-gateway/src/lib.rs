@@ -27,7 +27,7 @@ use crate::config::Config;
 use crate::gateway::Gateway;
 use crate::instances::{EpochTicker, Limits, Runtime, Shared};
 use crate::keyvalue::KvStore;
-use crate::outbound::OutboundClient;
+use crate::outbound::{EgressGuard, OutboundClient};
 
 /// Validates `config`, compiles the components, listens, and serves until SIGTERM or
 /// Ctrl-C (a signal received during start-up is honoured as soon as the listeners are up).
@@ -40,7 +40,8 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     let components = u32::try_from(listeners.len()).unwrap_or(u32::MAX);
     let engine = instances::engine(&limits(&config), components, config.perf_map)?;
     let _ticker = EpochTicker::start(engine.clone())?;
-    let shared = shared(&config).await?;
+    let guard = Arc::new(egress_guard(&config)?);
+    let shared = shared(&config, guard.clone()).await?;
     let mut gateways = Vec::new();
     for (_, component) in &listeners {
         gateways.push(Arc::new(host(&config, &engine, component, shared.clone())?));
@@ -52,6 +53,8 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     }
     let (main_listener, main) = &hosted[0];
     let main_addr = main_listener.local_addr()?;
+    // The gateway never forwards to itself, whatever a manifest says.
+    guard.refuse_listeners(&[main_addr]);
     let sync = config
         .sync_interval()
         .map(|interval| sync::spawn(main.clone(), main_addr, interval));
@@ -104,8 +107,19 @@ fn limits(config: &Config) -> Limits {
     }
 }
 
+/// The egress policy outbound connections follow.
+fn egress_guard(config: &Config) -> anyhow::Result<EgressGuard> {
+    let policy = apim_http::egress::EgressPolicy::parse(&config.egress_allow)
+        .map_err(|err| anyhow::anyhow!("APIM_EGRESS_ALLOW: {err}"))?;
+    let vars = config.variables()?;
+    Ok(EgressGuard::new(
+        policy,
+        vars.get(config::CONTROL_PLANE_URL_VAR),
+    ))
+}
+
 /// What every hosted component shares: the key-value backend, variables, outbound client.
-async fn shared(config: &Config) -> anyhow::Result<Shared> {
+async fn shared(config: &Config, guard: Arc<EgressGuard>) -> anyhow::Result<Shared> {
     let kv = KvStore::connect(&config.kv_url, &config.kv_namespace).await?;
     let vars = config.variables()?;
     tracing::info!(
@@ -119,7 +133,7 @@ async fn shared(config: &Config) -> anyhow::Result<Shared> {
     Ok(Shared {
         kv,
         vars: Arc::new(vars),
-        outbound: OutboundClient::new(config.backend_timeout()),
+        outbound: OutboundClient::new(config.backend_timeout(), guard),
     })
 }
 
@@ -131,6 +145,10 @@ fn host(
     shared: Shared,
 ) -> anyhow::Result<Gateway> {
     let pre = instances::prepare(engine, path)?;
+    let secret = shared
+        .vars
+        .get(config::GATEWAY_SECRET_VAR)
+        .map(str::to_string);
     let runtime = Runtime::new(engine.clone(), pre, shared, limits(config));
-    Ok(Gateway::new(runtime, config.host_forwarding))
+    Ok(Gateway::new(runtime, config.host_forwarding).with_sync_secret(secret.as_deref()))
 }

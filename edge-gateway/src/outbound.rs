@@ -13,11 +13,19 @@
 //!
 //! Only `http` is supported (no TLS); the guest gets `HTTP-protocol-error`
 //! for `https` URLs.
+//!
+//! Every new connection goes only where the egress policy allows ([`EgressGuard`]): the
+//! destination's name is resolved here and each address checked, so a name cannot
+//! smuggle in an address the policy refuses; this host's own listener is never a
+//! destination, and the control plane's listener only under the name the components'
+//! settings give it.
 
 use std::error::Error as StdError;
 use std::future::Future;
 use std::io;
+use std::net::SocketAddr;
 use std::pin::Pin;
+use std::sync::{Arc, RwLock};
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
@@ -32,6 +40,8 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use tokio::net::TcpStream;
 use tokio::time::{Instant, Sleep};
+
+use apim_http::egress::EgressPolicy;
 use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
 
 /// Idle pooled connections are closed after this long.
@@ -78,11 +88,112 @@ impl Timeouts {
     }
 }
 
-/// [`HttpConnector`] with the per-request connect timeout from [`CONNECT_TIMEOUT`].
+/// Where outbound connections may go.
+#[derive(Debug, Default)]
+pub struct EgressGuard {
+    policy: EgressPolicy,
+    /// The control plane's host (lower-case) and port, as the components' settings name it.
+    control_plane: Option<(String, u16)>,
+    /// This host's own listener(s), known once bound.
+    own: RwLock<Vec<SocketAddr>>,
+}
+
+impl EgressGuard {
+    /// A guard for `policy`; `control_plane_url` is the components' `control_plane_url`.
+    pub fn new(policy: EgressPolicy, control_plane_url: Option<&str>) -> Self {
+        Self {
+            policy,
+            control_plane: control_plane_url.and_then(apim_http::egress::host_and_port),
+            own: RwLock::default(),
+        }
+    }
+
+    /// Never connects to these addresses (this host's listeners, once bound).
+    pub fn refuse_listeners(&self, listeners: &[SocketAddr]) {
+        let mut own = self.own.write().unwrap_or_else(|p| p.into_inner());
+        own.extend_from_slice(listeners);
+    }
+
+    /// The address to connect to for `uri`: the first its host resolves to that the policy
+    /// allows, as a URI; `PermissionDenied` when none is.
+    async fn destination(&self, uri: &Uri) -> io::Result<Uri> {
+        let host = uri.host().unwrap_or_default().trim_matches(['[', ']']);
+        let port = uri.port_u16().unwrap_or(80);
+        let named_control_plane = self
+            .control_plane
+            .as_ref()
+            .is_some_and(|(h, p)| h.eq_ignore_ascii_case(host) && *p == port);
+        let mut refusal = format!("{host} resolves to no address");
+        for addr in tokio::net::lookup_host((host, port)).await? {
+            match self.check(host, addr, named_control_plane).await {
+                Ok(()) => {
+                    return format!("http://{addr}")
+                        .parse()
+                        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e));
+                }
+                Err(why) => refusal = why,
+            }
+        }
+        tracing::warn!(%host, port, "outbound connection refused by the egress policy: {refusal}");
+        Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!("egress policy: {refusal}"),
+        ))
+    }
+
+    async fn check(
+        &self,
+        host: &str,
+        addr: SocketAddr,
+        named_control_plane: bool,
+    ) -> Result<(), String> {
+        if self.is_own_listener(addr) {
+            return Err(format!("{addr} is this gateway's own listener"));
+        }
+        if named_control_plane {
+            return Ok(());
+        }
+        if self.is_control_plane(addr).await {
+            return Err(format!("{addr} is the control plane's listener"));
+        }
+        self.policy
+            .check_address(host, addr.ip(), addr.port())
+            .map_err(|denied| denied.0)
+    }
+
+    fn is_own_listener(&self, addr: SocketAddr) -> bool {
+        let own = self.own.read().unwrap_or_else(|p| p.into_inner());
+        let local = |ip: std::net::IpAddr| ip.is_loopback() || ip.is_unspecified();
+        own.iter().any(|listener| {
+            listener.port() == addr.port()
+                && (listener.ip() == addr.ip()
+                    || (listener.ip().is_unspecified() && local(addr.ip()))
+                    || (addr.ip().is_unspecified() && local(listener.ip())))
+        })
+    }
+
+    async fn is_control_plane(&self, addr: SocketAddr) -> bool {
+        let Some((host, port)) = &self.control_plane else {
+            return false;
+        };
+        if *port != addr.port() {
+            return false;
+        }
+        match tokio::net::lookup_host((host.as_str(), *port)).await {
+            Ok(mut addrs) => addrs.any(|cp| cp.ip() == addr.ip()),
+            // Unknown where it is: refuse its port rather than guess.
+            Err(_) => true,
+        }
+    }
+}
+
+/// [`HttpConnector`] with the per-request connect timeout from [`CONNECT_TIMEOUT`], that
+/// connects only where the [`EgressGuard`] allows.
 #[derive(Clone)]
 struct TimedConnector {
     inner: HttpConnector,
     default: Duration,
+    guard: Arc<EgressGuard>,
 }
 
 type ConnectFuture = Pin<
@@ -101,10 +212,15 @@ impl tower_service::Service<Uri> for TimedConnector {
     fn call(&mut self, uri: Uri) -> Self::Future {
         // Read while still inside the caller's task-local scope.
         let timeout = CONNECT_TIMEOUT.try_with(|t| *t).unwrap_or(self.default);
-        let connecting = self.inner.call(uri);
+        let (guard, mut inner) = (self.guard.clone(), self.inner.clone());
+        let connecting = async move {
+            let destination = guard.destination(&uri).await?;
+            let stream = inner.call(destination).await?;
+            Ok::<_, Box<dyn StdError + Send + Sync>>(stream)
+        };
         Box::pin(async move {
             match tokio::time::timeout(timeout, connecting).await {
-                Ok(result) => result.map_err(Into::into),
+                Ok(result) => result,
                 Err(_) => Err(io::Error::new(io::ErrorKind::TimedOut, "connect timed out").into()),
             }
         })
@@ -119,14 +235,16 @@ pub struct OutboundClient {
 }
 
 impl OutboundClient {
-    /// A client whose timeouts default to `default_timeout`.
-    pub fn new(default_timeout: Duration) -> Self {
+    /// A client whose timeouts default to `default_timeout`, connecting where `guard`
+    /// allows.
+    pub fn new(default_timeout: Duration, guard: Arc<EgressGuard>) -> Self {
         let mut http = HttpConnector::new();
         http.set_nodelay(true);
         http.set_keepalive(Some(TCP_KEEPALIVE));
         let connector = TimedConnector {
             inner: http,
             default: default_timeout,
+            guard,
         };
         let client = Client::builder(TokioExecutor::new())
             .pool_timer(TokioTimer::new())
@@ -168,6 +286,7 @@ fn classify(err: &hyper_util::client::legacy::Error) -> Error {
         if let Some(io) = cause.downcast_ref::<io::Error>() {
             return match io.kind() {
                 io::ErrorKind::TimedOut => Error::ConnectionTimeout,
+                io::ErrorKind::PermissionDenied => Error::DestinationIpProhibited,
                 io::ErrorKind::ConnectionRefused => Error::ConnectionRefused,
                 io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe => {
                     Error::ConnectionTerminated
@@ -324,7 +443,8 @@ mod tests {
             .local_addr()
             .unwrap()
             .port();
-        let client = OutboundClient::new(Duration::from_secs(2));
+        let guard = EgressGuard::new(EgressPolicy::parse("127.0.0.1").unwrap(), None);
+        let client = OutboundClient::new(Duration::from_secs(2), Arc::new(guard));
         let body = http_body_util::Empty::new()
             .map_err(|never| match never {})
             .boxed_unsync();

@@ -15,6 +15,7 @@ mod legacy_soap;
 mod publisher;
 mod registration;
 mod restart;
+mod security;
 mod store;
 mod tenants;
 mod tokens;

@@ -209,6 +209,10 @@ pub async fn start_control_plane(
     ServerProcess::start(&binary("control-plane"), &env).await
 }
 
+/// What the tests' gateways may reach: their backends, all on 127.0.0.1 (other loopback
+/// addresses, link-local ones and the names of this machine stay refused).
+pub const TEST_EGRESS_ALLOW: &str = "127.0.0.1";
+
 /// Starts an edge gateway for a control plane, on `addr` (e.g. `127.0.0.1:0`), with extra
 /// component variables (`name=value`).
 pub async fn start_edge_gateway(
@@ -294,6 +298,8 @@ async fn edge_gateway(
         ),
         ("APIM_CONTROL_PLANE_URL", control_plane.url.clone()),
         ("APIM_MANIFEST_PUBLIC_KEY", x),
+        // The tests' backends listen on loopback, which the default policy refuses.
+        ("APIM_EGRESS_ALLOW", TEST_EGRESS_ALLOW.to_string()),
     ];
     if let Some(facade) = facade {
         all_vars.extend([
@@ -748,7 +754,9 @@ pub async fn oversized_post(base: &str, path: &str, token: &str, length: usize) 
 }
 
 /// A real HTTP backend on a free port that echoes each request as JSON
-/// (`method`, `path`, `query`, `headers`, `body`); paths under `/slow` answer after 3 s.
+/// (`method`, `path`, `query`, `headers`, `body`, and `hit`, its count of requests so
+/// far); paths under `/slow` answer after 3 s. A request's `x-echo-vary` and
+/// `x-echo-cache-control` come back as the answer's `Vary` and `Cache-Control`.
 pub struct EchoBackend {
     /// `http://127.0.0.1:<port>`.
     pub url: String,
@@ -786,8 +794,9 @@ impl Drop for EchoBackend {
 async fn echo(
     request: axum::extract::Request,
     hits: &std::sync::atomic::AtomicUsize,
-) -> axum::Json<Value> {
-    hits.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+) -> axum::response::Response {
+    use axum::response::IntoResponse as _;
+    let hit = hits.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
     let (parts, body) = request.into_parts();
     if parts.uri.path().starts_with("/slow") {
         tokio::time::sleep(Duration::from_secs(3)).await;
@@ -805,11 +814,114 @@ async fn echo(
             )
         })
         .collect();
-    axum::Json(serde_json::json!({
+    let mut response = axum::Json(serde_json::json!({
         "method": parts.method.as_str(),
         "path": parts.uri.path(),
         "query": parts.uri.query().unwrap_or_default(),
         "headers": headers,
         "body": String::from_utf8_lossy(&body),
+        "hit": hit,
     }))
+    .into_response();
+    for (asked, answered) in [
+        ("x-echo-vary", axum::http::header::VARY),
+        ("x-echo-cache-control", axum::http::header::CACHE_CONTROL),
+    ] {
+        if let Some(value) = parts.headers.get(asked) {
+            response.headers_mut().insert(answered, value.clone());
+        }
+    }
+    response
+}
+
+/// An answer read off a raw connection.
+#[derive(Debug)]
+pub struct RawReply {
+    /// Status code (0 when none could be read).
+    pub status: u16,
+    /// Header names (lower-case) and values, in order.
+    pub headers: Vec<(String, String)>,
+    /// The body, de-chunked.
+    pub body: String,
+}
+
+impl RawReply {
+    /// A header's value.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The body as JSON (`Null` when it is not).
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or(Value::Null)
+    }
+}
+
+/// Sends `method target` with `headers` and `body` as written, byte for byte, over a
+/// fresh connection (clients normalise paths; attackers do not), with `Connection: close`.
+pub async fn raw_request(
+    base: &str,
+    method: &str,
+    target: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> RawReply {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let host = base.trim_start_matches("http://");
+    let mut stream = tokio::net::TcpStream::connect(host).await.expect("connect");
+    let mut head = format!("{method} {target} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n");
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).await.expect("send head");
+    stream.write_all(body).await.expect("send body");
+    let mut response = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(20), stream.read_to_end(&mut response)).await;
+    parse_raw_reply(&response)
+}
+
+fn parse_raw_reply(bytes: &[u8]) -> RawReply {
+    let text = String::from_utf8_lossy(bytes);
+    let (head, rest) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let mut lines = head.split("\r\n");
+    let status = lines
+        .next()
+        .and_then(|line| line.split_whitespace().nth(1))
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|line| line.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_string()))
+        .collect();
+    let chunked = headers
+        .iter()
+        .any(|(n, v)| n == "transfer-encoding" && v.eq_ignore_ascii_case("chunked"));
+    let body = if chunked {
+        dechunk(rest)
+    } else {
+        rest.to_string()
+    };
+    RawReply {
+        status,
+        headers,
+        body,
+    }
+}
+
+fn dechunk(mut rest: &str) -> String {
+    let mut body = String::new();
+    while let Some((size, after)) = rest.split_once("\r\n") {
+        let size =
+            usize::from_str_radix(size.split(';').next().unwrap_or("0").trim(), 16).unwrap_or(0);
+        if size == 0 || after.len() < size {
+            break;
+        }
+        body.push_str(&after[..size]);
+        rest = after[size..].trim_start_matches("\r\n");
+    }
+    body
 }

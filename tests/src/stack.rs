@@ -33,16 +33,23 @@ impl Stack {
 
     /// The same, with more of edge-gateway's settings (`APIM_*`).
     pub async fn start_with(vars: &[&str], settings: &[(&'static str, String)]) -> Self {
+        Self::start_configured(vars, settings, &[]).await
+    }
+
+    /// The same, with more of the control plane's settings too.
+    pub async fn start_configured(
+        vars: &[&str],
+        settings: &[(&'static str, String)],
+        control_plane_settings: &[(&'static str, String)],
+    ) -> Self {
         crate::gateway_component();
         let backend = EchoBackend::start().await;
         let data_dir = crate::temp_dir();
         let gateway_addr = format!("127.0.0.1:{}", crate::free_port());
-        let control_plane = crate::start_control_plane(
-            &Backend::Sqlite,
-            &data_dir,
-            &[("APIM_GATEWAYS", format!("http://{gateway_addr}"))],
-        )
-        .await;
+        let mut control_plane_env = vec![("APIM_GATEWAYS", format!("http://{gateway_addr}"))];
+        control_plane_env.extend(control_plane_settings.iter().cloned());
+        let control_plane =
+            crate::start_control_plane(&Backend::Sqlite, &data_dir, &control_plane_env).await;
         let gateway = crate::start_edge_gateway_with(
             &control_plane,
             &data_dir,

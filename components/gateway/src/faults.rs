@@ -254,6 +254,44 @@ impl Fault {
         )
     }
 
+    /// 400: a request target with no canonical form (`why` says what is wrong).
+    pub fn bad_request(why: &str) -> Self {
+        Self::new(400, 400, "Bad Request", why.to_string(), Family::General)
+    }
+
+    /// 508: the request has passed through this gateway before (a `Via` names it).
+    pub fn loop_detected() -> Self {
+        Self::new(
+            508,
+            508,
+            "Loop Detected",
+            "The request has already passed through this gateway".into(),
+            Family::General,
+        )
+    }
+
+    /// 502 101503: the backend is somewhere the egress policy does not let the gateway go.
+    pub fn egress_denied() -> Self {
+        Self::new(
+            502,
+            101503,
+            "Runtime Error",
+            "The back end is not reachable under the gateway's egress policy".into(),
+            Family::General,
+        )
+    }
+
+    /// 401 900901: the gateway's own endpoints without the gateway secret.
+    pub fn internal_unauthorized() -> Self {
+        Self::new(
+            401,
+            900901,
+            "Invalid Credentials",
+            "The gateway's own endpoints need the gateway secret".into(),
+            Family::Security,
+        )
+    }
+
     /// The response for a client whose request carried these headers.
     pub fn render(&self, request_headers: &Headers) -> Response {
         let json = header(request_headers, "accept")

@@ -7,13 +7,15 @@ use crate::auth::Environment;
 use crate::faults::Fault;
 pub use crate::host::end_to_end;
 use crate::host::{
-    Headers, Outbound, Request, Response, SendError, connection_tokens, header, is_hop_by_hop,
-    split_url,
+    Headers, Host, Outbound, Request, Response, SendError, connection_tokens, header,
+    is_hop_by_hop, split_url,
 };
+use crate::sync::{self, DEFAULT_GATEWAY_ID, settings};
+use apim_http::egress::{self, EgressPolicy};
 
 /// Client headers the backend does not get, besides hop-by-hop ones (which never travel
-/// on): the client's credentials, and the `X-Forwarded-For` the gateway extends.
-pub const REPLACED_HEADERS: [&str; 2] = ["authorization", "x-forwarded-for"];
+/// on): the client's credentials, and the `X-Forwarded-For` and `Via` the gateway extends.
+pub const REPLACED_HEADERS: [&str; 3] = ["authorization", "x-forwarded-for", "via"];
 
 /// The request for an API's backend, as it differs from the client's: where it goes, and
 /// the headers added to those of the client's that pass on.
@@ -25,27 +27,82 @@ pub struct BackendRequest {
     pub authority: String,
     /// Endpoint path + resource path + query.
     pub path_with_query: String,
-    /// The endpoint credentials, if any, and `X-Forwarded-For`.
+    /// The endpoint credentials, if any, `X-Forwarded-For` and `Via`.
     pub added_headers: Headers,
     /// Connect, first-byte and between-bytes timeout.
     pub timeout_ms: u64,
 }
 
+/// What forwarding reads from the settings, once per instance (settings do not change
+/// under an instance).
+#[derive(Debug, Clone)]
+pub struct ForwardSettings {
+    /// Connect, first-byte and between-bytes timeout.
+    pub timeout_ms: u64,
+    /// Where backends may be.
+    pub egress: EgressPolicy,
+    /// This gateway's name in `Via`.
+    pub gateway_id: String,
+    /// The control plane's host and port, which no backend may be.
+    pub control_plane: Option<(String, u16)>,
+}
+
+impl ForwardSettings {
+    /// The settings the host gives.
+    pub fn read(host: &dyn Host) -> Self {
+        let allow = host.setting(settings::EGRESS_ALLOW).unwrap_or_default();
+        let egress = EgressPolicy::parse(&allow).unwrap_or_else(|err| {
+            // Failing closed: the defaults refuse more than any list.
+            eprintln!("egress_allow is not valid, using the default policy: {err}");
+            EgressPolicy::default()
+        });
+        Self {
+            timeout_ms: sync::timeout_ms(host),
+            egress,
+            gateway_id: host
+                .setting(settings::GATEWAY_ID)
+                .unwrap_or_else(|| DEFAULT_GATEWAY_ID.to_string()),
+            control_plane: host
+                .setting(settings::CONTROL_PLANE_URL)
+                .and_then(|url| egress::host_and_port(&url)),
+        }
+    }
+
+    /// Whether the backend at `url` may be reached: never the control plane, and only
+    /// where the egress policy allows (edge-gateway checks resolved names again).
+    fn check_backend(&self, url: &str) -> Result<(), Fault> {
+        let refused = |why: String| {
+            eprintln!("backend {url} refused by the egress policy: {why}");
+            Fault::egress_denied()
+        };
+        if let Some(control_plane) = &self.control_plane
+            && egress::host_and_port(url).as_ref() == Some(control_plane)
+        {
+            return Err(refused("it is the control plane".into()));
+        }
+        self.egress
+            .check_url(url)
+            .map_err(|denied| refused(denied.0))
+    }
+}
+
 /// The request to the API's backend: endpoint URL + resource path + query; the client's
 /// `Authorization` replaced by the endpoint credentials (or dropped), `X-Forwarded-For`
-/// extended with the client address.
+/// extended with the client address, `Via` with this gateway. Refused when the egress
+/// policy does not allow the endpoint.
 pub fn backend_request(
+    settings: &ForwardSettings,
     api: &ApiRoute,
     environment: Environment,
     resource_with_query: &str,
     request: &Request,
-    timeout_ms: u64,
 ) -> Result<BackendRequest, Fault> {
     let url = match environment {
         Environment::Production => api.production_url.as_deref(),
         Environment::Sandbox => api.sandbox_url.as_deref(),
     }
     .ok_or_else(Fault::backend_unreachable)?;
+    settings.check_backend(url)?;
     let (scheme, authority, base_path) = split_url(url).ok_or_else(Fault::backend_unreachable)?;
     let mut added_headers = Headers::new();
     if let Some(credentials) = &api.backend_authorization {
@@ -55,12 +112,16 @@ pub fn backend_request(
         "x-forwarded-for".into(),
         forwarded_for(&request.headers).into_bytes(),
     ));
+    added_headers.push((
+        "via".into(),
+        via(&settings.gateway_id, &request.headers).into_bytes(),
+    ));
     Ok(BackendRequest {
         scheme: scheme.to_string(),
         authority: authority.to_string(),
         path_with_query: join_path(base_path, resource_with_query),
         added_headers,
-        timeout_ms,
+        timeout_ms: settings.timeout_ms,
     })
 }
 
@@ -111,6 +172,34 @@ fn forwarded_for(headers: &Headers) -> String {
         Some(existing) if !existing.trim().is_empty() => format!("{existing}, {client}"),
         _ => client,
     }
+}
+
+/// The request's `Via` entries (RFC 9110 §7.6.3): protocol and the name of each
+/// intermediary it passed.
+fn via_entries(headers: &Headers) -> impl Iterator<Item = &str> {
+    headers
+        .iter()
+        .filter(|(name, _)| name.eq_ignore_ascii_case("via"))
+        .filter_map(|(_, value)| std::str::from_utf8(value).ok())
+        .flat_map(|value| value.split(','))
+        .map(str::trim)
+}
+
+/// Whether the request has passed through this gateway already (its `Via` names it).
+pub fn has_looped(gateway_id: &str, headers: &Headers) -> bool {
+    via_entries(headers).any(|entry| {
+        let mut parts = entry.split_whitespace();
+        parts.next();
+        parts.next() == Some(gateway_id)
+    })
+}
+
+/// The request's `Via` with this gateway appended.
+fn via(gateway_id: &str, headers: &Headers) -> String {
+    let mut entries: Vec<&str> = via_entries(headers).filter(|e| !e.is_empty()).collect();
+    let own = format!("1.1 {gateway_id}");
+    entries.push(&own);
+    entries.join(", ")
 }
 
 /// The endpoint's path followed by the resource path and query.

@@ -8,18 +8,17 @@
 
 use std::rc::Rc;
 
+use apim_manifest::canon::Target;
 use apim_manifest::{ApiRoute, ApiState, AuthType, Operation, paths};
 
 use crate::auth::{self, Admitted, Environment};
 use crate::faults::Fault;
-use crate::forward::BackendRequest;
-use crate::host::{
-    Headers, Host, MAX_BODY_BYTES, Request, Response, content_length, header, may_have_body,
-};
+use crate::forward::{BackendRequest, ForwardSettings};
+use crate::host::{Headers, Host, MAX_BODY_BYTES, Request, Response, content_length, header};
 use crate::state;
 use crate::sync::{self, settings};
 use crate::view::View;
-use crate::{cache, cors, forward, throttle};
+use crate::{cache, cors, forward, internal, throttle};
 
 /// How long a request waits for another instance to finish pulling the first manifest.
 const FIRST_MANIFEST_WAIT_MS: u64 = 5_000;
@@ -31,8 +30,8 @@ const FIRST_MANIFEST_POLL_MS: u64 = 5;
 #[derive(Default)]
 pub struct Gateway {
     view: Option<View>,
-    /// The backend timeout setting, read once (settings do not change under an instance).
-    timeout_ms: Option<u64>,
+    /// Forwarding's settings, read once (settings do not change under an instance).
+    forwarding: Option<Rc<ForwardSettings>>,
 }
 
 /// The API a request is routed to, and the resource path within it.
@@ -71,15 +70,19 @@ pub enum Decision {
 impl Gateway {
     /// Handles one request.
     pub fn handle(&mut self, host: &dyn Host, request: Request) -> Response {
-        let path = path_of(&request);
-        match (request.method.as_str(), path) {
+        let target = match admit_target(host, &request) {
+            Ok(target) => target,
+            Err(refusal) => return refusal,
+        };
+        match (request.method.as_str(), target.path.as_str()) {
             ("POST", paths::GATEWAY_PUSH) => sync::receive_push(host, &request),
             ("GET", paths::GATEWAY_PUSH) => sync::status(host),
             ("POST", paths::GATEWAY_SYNC) => sync::sync_now(host),
-            (_, "/token") => token_service(host, &request, "/oauth2/token"),
-            (_, "/revoke") => token_service(host, &request, "/oauth2/revoke"),
+            (_, path) if internal::is_internal(path) => Fault::not_found().render(&request.headers),
+            (_, "/token") => token_service(host, &request, "/oauth2/token", &target),
+            (_, "/revoke") => token_service(host, &request, "/oauth2/revoke", &target),
             _ => self
-                .plan(host, &request, path)
+                .plan(host, &request, &target)
                 .and_then(|plan| match plan {
                     Plan::Respond(response) => Ok(response),
                     Plan::Forward(forwarding) => forward_and_cache(host, &request, forwarding),
@@ -89,19 +92,17 @@ impl Gateway {
     }
 
     /// What a host that forwards by itself does with a request whose head is `request`:
-    /// API calls are forwarded or answered here; the gateway's own endpoints, cached
-    /// resources and bodies of unknown length go to [`Gateway::handle`].
+    /// API calls are forwarded (bodies streamed as they come, chunked ones chunked) or
+    /// answered here; the gateway's own endpoints and cached resources go to
+    /// [`Gateway::handle`].
     pub fn decide(&mut self, host: &dyn Host, request: &Request) -> Decision {
-        let path = path_of(request);
-        if path.starts_with("/_apim/") || path == "/token" || path == "/revoke" {
+        let target = match admit_target(host, request) {
+            Ok(target) => target,
+            Err(refusal) => return Decision::Respond(refusal),
+        };
+        let path = target.path.as_str();
+        if internal::is_internal(path) || path == "/token" || path == "/revoke" {
             return Decision::Handle;
-        }
-        match content_length(&request.headers) {
-            Some(length) if length > MAX_BODY_BYTES => {
-                return Decision::Respond(Fault::payload_too_large().render(&request.headers));
-            }
-            None if may_have_body(&request.method, &request.headers) => return Decision::Handle,
-            _ => {}
         }
         let routed = match self.route(host, path) {
             Ok(routed) => routed,
@@ -112,7 +113,7 @@ impl Gateway {
         if request.method == "GET" && routed.0.cache_timeout_secs.is_some() {
             return Decision::Handle;
         }
-        match self.admit(host, request, path, routed) {
+        match self.admit(host, request, &target, routed) {
             Err(fault) => Decision::Respond(fault.render(&request.headers)),
             Ok(Plan::Respond(response)) => Decision::Respond(response),
             Ok(Plan::Forward(forwarding)) => Decision::Forward(forwarding),
@@ -148,10 +149,10 @@ impl Gateway {
         view.route(host, path).ok_or_else(Fault::not_found)
     }
 
-    /// Routes and admits an API call at `path`.
-    fn plan(&mut self, host: &dyn Host, request: &Request, path: &str) -> Result<Plan, Fault> {
-        let routed = self.route(host, path)?;
-        self.admit(host, request, path, routed)
+    /// Routes and admits an API call to `target`.
+    fn plan(&mut self, host: &dyn Host, request: &Request, target: &Target) -> Result<Plan, Fault> {
+        let routed = self.route(host, &target.path)?;
+        self.admit(host, request, target, routed)
     }
 
     /// Admits a call [`Gateway::route`] has just routed (with the view it brought up to
@@ -161,17 +162,21 @@ impl Gateway {
         &mut self,
         host: &dyn Host,
         request: &Request,
-        path: &str,
+        target: &Target,
         (api, resource): Routed<'_>,
     ) -> Result<Plan, Fault> {
         let now_ms = host.now_millis();
-        let timeout_ms = *self
-            .timeout_ms
-            .get_or_insert_with(|| sync::timeout_ms(host));
+        let settings = self
+            .forwarding
+            .get_or_insert_with(|| Rc::new(ForwardSettings::read(host)))
+            .clone();
         let view = self.view.as_mut().ok_or_else(Fault::not_found)?;
         let api = &*api;
         if api.state == ApiState::Blocked {
             return Err(Fault::api_blocked());
+        }
+        if forward::has_looped(&settings.gateway_id, &request.headers) {
+            return Err(Fault::loop_detected());
         }
         if let Some(cors) = &api.cors
             && cors::is_preflight(&request.method, &request.headers)
@@ -204,17 +209,17 @@ impl Gateway {
             now_ms,
         )?;
 
-        // `resource` ends `path`, which the query follows: the resource path with its query.
-        let resource_with_query = &request.path_with_query[path.len() - resource.len()..];
+        // The backend gets exactly the canonical path that was matched, and its query.
+        let resource_with_query = target.with_query(resource);
         let cache = (request.method == "GET")
             .then_some(api.cache_timeout_secs)
             .flatten()
             .map(|ttl| {
-                let key = cache::key(&api.id, environment.name(), resource_with_query);
+                let key = cache::key(api, environment, caller.as_ref(), &resource_with_query, ttl);
                 (key, ttl)
             });
         let backend =
-            forward::backend_request(api, environment, resource_with_query, request, timeout_ms)?;
+            forward::backend_request(&settings, api, environment, &resource_with_query, request)?;
         let response_headers = api
             .cors
             .as_ref()
@@ -229,13 +234,20 @@ impl Gateway {
     }
 }
 
-/// The request's path, without its query.
-fn path_of(request: &Request) -> &str {
-    request
-        .path_with_query
-        .split('?')
-        .next()
-        .unwrap_or_default()
+/// The canonical target of a request the gateway may look into: refused with a 400 when
+/// its path or query has no canonical form, with a 401 when it is for the gateway's own
+/// endpoints without the gateway secret, with a 413 when its announced body is too large.
+/// Checked from the head alone, before any body is read.
+pub fn admit_target(host: &dyn Host, request: &Request) -> Result<Target, Response> {
+    let target = Target::parse(&request.path_with_query)
+        .map_err(|why| Fault::bad_request(why.describe()).render(&request.headers))?;
+    if internal::is_internal(&target.path) {
+        internal::authorize(host, &request.headers)?;
+    }
+    if content_length(&request.headers).is_some_and(|length| length > MAX_BODY_BYTES) {
+        return Err(Fault::payload_too_large().render(&request.headers));
+    }
+    Ok(target)
 }
 
 /// Forwards `request` through the host's outbound HTTP (or answers from the cache, and
@@ -253,13 +265,13 @@ fn forward_and_cache(
     } = forwarding;
     let cached = cache
         .as_ref()
-        .and_then(|(key, _)| cache::lookup(host, key, now_ms));
+        .and_then(|(key, _)| cache::lookup(host, key, now_ms, &request.headers));
     let mut response = match cached {
         Some(hit) => hit,
         None => {
             let response = forward::backend_response(host.send(backend.outbound(request)))?;
             if let Some((key, ttl)) = &cache {
-                cache::store(host, key, &response, *ttl, now_ms);
+                cache::store(host, key, &response, *ttl, now_ms, &request.headers);
             }
             response
         }
@@ -334,16 +346,11 @@ fn find_operation<'a>(
 }
 
 /// `/token` and `/revoke`: relayed to the control plane's token service as they are.
-fn token_service(host: &dyn Host, request: &Request, path: &str) -> Response {
-    let query = request
-        .path_with_query
-        .find('?')
-        .map(|i| &request.path_with_query[i..])
-        .unwrap_or("");
+fn token_service(host: &dyn Host, request: &Request, path: &str, target: &Target) -> Response {
     let relayed = sync::to_control_plane(
         host,
         &request.method,
-        &format!("{path}{query}"),
+        &target.with_query(path),
         forward::end_to_end(&request.headers),
         request.body.clone(),
     );

@@ -16,6 +16,7 @@ pub mod faults;
 pub mod forward;
 pub mod gateway;
 pub mod host;
+pub mod internal;
 pub mod state;
 pub mod sync;
 pub mod throttle;

@@ -20,7 +20,16 @@ pub mod settings {
     /// The gateway environment this gateway is (e.g. `Production and Sandbox`); only APIs
     /// deployed to it are routed. Unset: every API.
     pub const GATEWAY_ENVIRONMENT: &str = "gateway_environment";
+    /// The name this gateway gives itself in `Via` (default [`super::DEFAULT_GATEWAY_ID`]);
+    /// a request whose `Via` already names it is refused as a loop.
+    pub const GATEWAY_ID: &str = "gateway_id";
+    /// Where backends may be: comma-separated CIDRs and host names beyond the default
+    /// policy (no loopback, link-local, private-use metadata, unspecified or multicast).
+    pub const EGRESS_ALLOW: &str = "egress_allow";
 }
+
+/// The gateway's name in `Via` when `gateway_id` is not set.
+pub const DEFAULT_GATEWAY_ID: &str = "apim-gateway";
 
 /// Default timeout of outbound requests.
 pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;

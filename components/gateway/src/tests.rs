@@ -267,6 +267,9 @@ fn page(after: u64, upto: u64, latest: u64, snapshot: bool, changes: Vec<Change>
     }
 }
 
+/// What proves the gateway secret of [`settings`] to the gateway's own endpoints.
+const INTERNAL: &[(&str, &str)] = &[("authorization", "Bearer s3cret")];
+
 fn settings(manifest_keys: &Keys) -> HashMap<&'static str, String> {
     HashMap::from([
         ("manifest_public_key", manifest_keys.x.clone()),
@@ -326,13 +329,13 @@ impl World {
     fn push_signed(&self, jws: &str) -> Response {
         Gateway::default().handle(
             &self.host,
-            request("POST", "/_apim/manifest", &[], jws.as_bytes()),
+            request("POST", "/_apim/manifest", INTERNAL, jws.as_bytes()),
         )
     }
 
     fn position(&self) -> serde_json::Value {
         let response =
-            Gateway::default().handle(&self.host, request("GET", "/_apim/manifest", &[], b""));
+            Gateway::default().handle(&self.host, request("GET", "/_apim/manifest", INTERNAL, b""));
         serde_json::from_slice(&response.body).unwrap()
     }
 
@@ -908,7 +911,13 @@ fn decisions_for_hosts_that_forward_match_what_the_handler_sends() {
     let names: Vec<&str> = outbound.headers.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(
         names,
-        ["origin", "accept", "authorization", "x-forwarded-for"]
+        [
+            "origin",
+            "accept",
+            "authorization",
+            "x-forwarded-for",
+            "via"
+        ]
     );
 
     let refused = world
@@ -916,13 +925,28 @@ fn decisions_for_hosts_that_forward_match_what_the_handler_sends() {
         .decide(&world.host, &head("/dev/v1/devs/a", &[]));
     assert!(matches!(refused, Decision::Respond(r) if r.status == 401));
     for internal in ["/_apim/manifest", "/token", "/revoke"] {
-        let decision = world.gateway.decide(&world.host, &head(internal, &[]));
+        let decision = world
+            .gateway
+            .decide(&world.host, &request("GET", internal, INTERNAL, b""));
         assert!(matches!(decision, Decision::Handle), "{internal}");
     }
+    // The gateway's own endpoints are refused from the head without the secret.
+    let unproven = world
+        .gateway
+        .decide(&world.host, &head("/_apim/manifest", &[]));
+    assert!(matches!(unproven, Decision::Respond(r) if r.status == 401));
+    // A body of unknown length is forwarded as it comes (chunked stays chunked).
+    world.manifest.apis[0].route.operations.push(operation(
+        "POST",
+        "/devs/{username}",
+        AuthType::Required,
+        None,
+    ));
+    world.publish();
     let chunked = request("POST", "/dev/v1/devs/a", &[("authorization", &bearer)], b"");
     assert!(matches!(
         world.gateway.decide(&world.host, &chunked),
-        Decision::Handle
+        Decision::Forward(_)
     ));
     // Cached resources are the handler's, and are counted once, by it: with one call a
     // second allowed, the handler's call after the decision still gets through.
@@ -935,4 +959,311 @@ fn decisions_for_hosts_that_forward_match_what_the_handler_sends() {
         .decide(&world.host, &head("/dev/v1/devs/a", &client));
     assert!(matches!(cached, Decision::Handle));
     assert_eq!(world.call("GET", "/dev/v1/devs/a", &client).status, 200);
+}
+
+/// An API whose open template sits next to a protected literal, as attackers like it.
+fn open_template_next_to_protected_literal(world: &mut World) {
+    world.manifest.apis[0].route.operations = vec![
+        operation("GET", "/devs/admin", AuthType::Required, None),
+        operation("GET", "/devs/{username}", AuthType::None, None),
+    ];
+    assert_eq!(world.publish().status, 200);
+}
+
+#[test]
+fn encodings_cannot_reach_a_protected_literal_through_an_open_template() {
+    let mut world = World::new();
+    open_template_next_to_protected_literal(&mut world);
+    let token = format!(
+        "Bearer {}",
+        world.token("app-1", "PRODUCTION", "t1", NOW_SECS + 60)
+    );
+    for path in [
+        "/dev/v1/devs/admin",
+        "/dev/v1/devs/%61dmin",
+        "/dev/v1/devs/%61%64%6D%69%6E",
+        "/dev/v1/devs/ADMIN",
+        "/dev/v1/devs/Admin/",
+        "/dev/v1/devs//admin",
+        "//dev//v1//devs//admin",
+    ] {
+        let response = world.call("GET", path, &[]);
+        assert_eq!(
+            (response.status, code(&response)),
+            (401, "900902".into()),
+            "{path}"
+        );
+    }
+    for (path, why) in [
+        ("/dev/v1/devs/..%2Fsecure", "encoded"),
+        ("/dev/v1/devs/..%2fsecure", "encoded"),
+        ("/dev/v1/devs/a%5Cb", "encoded"),
+        ("/dev/v1/devs/..", "segment"),
+        ("/dev/v1/devs/.", "segment"),
+        ("/dev/v1/devs/%2e%2e", "segment"),
+        ("/dev/v1/devs/%2E%2e/secure", "segment"),
+        ("/dev/v1/devs/a%00", "control character"),
+        ("/dev/v1/devs/%ff", "UTF-8"),
+        ("/dev/v1/devs/%zz", "percent-escape"),
+        ("/dev/v1/devs/a?q=%g0", "percent-escape"),
+    ] {
+        let response = world.call("GET", path, &[]);
+        assert_eq!(
+            (response.status, code(&response)),
+            (400, "400".into()),
+            "{path}"
+        );
+        assert!(
+            String::from_utf8_lossy(&response.body).contains(why),
+            "{path}: {}",
+            String::from_utf8_lossy(&response.body)
+        );
+    }
+    assert_eq!(
+        world
+            .call("GET", &format!("/dev/v1/devs/{}", "a".repeat(5000)), &[])
+            .status,
+        400
+    );
+    assert!(
+        world.host.sent.borrow().is_empty(),
+        "nothing refused reached the backend"
+    );
+
+    // The legitimate calls go through, and the backend gets exactly what was matched.
+    let sent_path = |world: &mut World, path: &str, headers: &[(&str, &str)]| {
+        let response = world.call("GET", path, headers);
+        assert_eq!(
+            response.status,
+            200,
+            "{path}: {}",
+            String::from_utf8_lossy(&response.body)
+        );
+        world
+            .host
+            .sent
+            .borrow()
+            .last()
+            .unwrap()
+            .path_with_query
+            .clone()
+    };
+    assert_eq!(
+        sent_path(
+            &mut world,
+            "/dev/v1/devs/admin",
+            &[("authorization", &token)]
+        ),
+        "/base/devs/admin"
+    );
+    assert_eq!(
+        sent_path(
+            &mut world,
+            "/dev/v1/devs/%61dmin",
+            &[("authorization", &token)]
+        ),
+        "/base/devs/admin"
+    );
+    assert_eq!(
+        sent_path(&mut world, "/dev/v1/devs/alice", &[]),
+        "/base/devs/alice"
+    );
+    assert_eq!(
+        sent_path(&mut world, "/dev/v1/devs/%61lice", &[]),
+        "/base/devs/alice"
+    );
+    // A Java server would cut `;...` off: it travels escaped, as one segment.
+    assert_eq!(
+        sent_path(&mut world, "/dev/v1/devs/admin;x=1", &[]),
+        "/base/devs/admin%3Bx=1"
+    );
+    assert_eq!(
+        sent_path(&mut world, "/dev/v1/devs/a%20b", &[]),
+        "/base/devs/a%20b"
+    );
+    assert_eq!(
+        sent_path(&mut world, "/dev/v1/devs/bob?x=%61&y=%2f&z=a+b", &[]),
+        "/base/devs/bob?x=a&y=%2F&z=a+b"
+    );
+}
+
+#[test]
+fn a_request_that_has_passed_this_gateway_is_a_loop() {
+    let mut world = World::new();
+    let response = world.call(
+        "GET",
+        "/dev/v1/open",
+        &[("via", "1.1 edge, 1.1 apim-gateway")],
+    );
+    assert_eq!((response.status, code(&response)), (508, "508".into()));
+    assert!(world.host.sent.borrow().is_empty());
+    // Other intermediaries are fine, and the gateway adds itself.
+    assert_eq!(
+        world
+            .call("GET", "/dev/v1/open", &[("via", "1.1 edge")])
+            .status,
+        200
+    );
+    let sent = world.host.sent.borrow();
+    assert_eq!(
+        header(&sent[0].headers, "via"),
+        Some("1.1 edge, 1.1 apim-gateway")
+    );
+}
+
+#[test]
+fn backends_are_reached_only_where_the_egress_policy_allows() {
+    let refused = |url: &str, allow: Option<&str>| {
+        let mut world = World::new();
+        if let Some(allow) = allow {
+            world
+                .host
+                .settings
+                .insert("egress_allow", allow.to_string());
+        }
+        world.manifest.apis[0].route.production_url = Some(url.to_string());
+        world.publish();
+        let response = world.call("GET", "/dev/v1/open", &[]);
+        let sent = world.host.sent.borrow().len();
+        match response.status {
+            502 => {
+                assert_eq!((code(&response), sent), ("101503".into(), 0), "{url}");
+                true
+            }
+            200 => false,
+            other => panic!("{url}: {other}"),
+        }
+    };
+    for url in [
+        "http://127.0.0.1:8080/",
+        "http://localhost:8080/",
+        "http://[::1]/",
+        "http://169.254.169.254/latest/meta-data/",
+        "http://0.0.0.0:8280/",
+        "http://2130706433/",
+    ] {
+        assert!(refused(url, None), "{url}");
+    }
+    assert!(!refused("http://127.0.0.1:8080/", Some("127.0.0.1:8080")));
+    assert!(refused("http://127.0.0.1:8081/", Some("127.0.0.1:8080")));
+    assert!(!refused("http://10.0.0.5/", None));
+    // The control plane is never a backend, whatever the list says.
+    assert!(refused(
+        "http://cp:9763/internal/gateway/manifest",
+        Some("cp")
+    ));
+    // An invalid list fails closed.
+    assert!(refused(
+        "http://127.0.0.1:8080/",
+        Some("127.0.0.1:8080, not a host!")
+    ));
+}
+
+#[test]
+fn cached_answers_go_only_to_whoever_could_have_had_them() {
+    let mut world = World::new();
+    world.manifest.apis[0].route.cache_timeout_secs = Some(60);
+    assert_eq!(world.publish().status, 200);
+    // The backend answers with who asked, varying on Accept-Language.
+    world.host.backend = Box::new(|outbound: &Outbound| {
+        let language = header(&outbound.headers, "accept-language").unwrap_or("-");
+        let mut response = Response::new(200, "text/plain", format!("lang={language}"));
+        response
+            .headers
+            .push(("vary".into(), b"Accept-Language".to_vec()));
+        Ok(response)
+    });
+    let bearer = |world: &World, app: &str, jti: &str| {
+        format!(
+            "Bearer {}",
+            world.token(app, "PRODUCTION", jti, NOW_SECS + 3600)
+        )
+    };
+    let (one, two) = (bearer(&world, "app-1", "t1"), bearer(&world, "app-2", "t2"));
+    let get = |world: &mut World, token: &str, language: &str| {
+        let response = world.call(
+            "GET",
+            "/dev/v1/devs/a",
+            &[("authorization", token), ("accept-language", language)],
+        );
+        (
+            response.status,
+            String::from_utf8_lossy(&response.body).to_string(),
+        )
+    };
+    assert_eq!(get(&mut world, &one, "en"), (200, "lang=en".into()));
+    assert_eq!(get(&mut world, &one, "en"), (200, "lang=en".into()));
+    assert_eq!(
+        world.host.sent.borrow().len(),
+        1,
+        "the same caller and variant: cached"
+    );
+    assert_eq!(get(&mut world, &two, "en"), (200, "lang=en".into()));
+    assert_eq!(
+        world.host.sent.borrow().len(),
+        2,
+        "another application: not shared"
+    );
+    assert_eq!(get(&mut world, &one, "fr"), (200, "lang=fr".into()));
+    assert_eq!(
+        world.host.sent.borrow().len(),
+        3,
+        "another variant: not shared"
+    );
+
+    // Private answers, cookies and `Vary: *` are never kept.
+    for (name, value) in [
+        ("cache-control", "private, max-age=60"),
+        ("cache-control", "no-store"),
+        ("set-cookie", "session=1"),
+        ("vary", "*"),
+    ] {
+        let mut world = World::new();
+        world.manifest.apis[0].route.cache_timeout_secs = Some(60);
+        world.publish();
+        let header = (name.to_string(), value.as_bytes().to_vec());
+        world.host.backend = Box::new(move |_: &Outbound| {
+            let mut response = Response::new(200, "text/plain", "x");
+            response.headers.push(header.clone());
+            Ok(response)
+        });
+        let token = bearer(&world, "app-1", "t1");
+        get(&mut world, &token, "en");
+        get(&mut world, &token, "en");
+        assert_eq!(world.host.sent.borrow().len(), 2, "{name}: {value}");
+    }
+}
+
+#[test]
+fn every_key_written_per_request_has_a_lifetime() {
+    let mut world = World::new();
+    world.manifest.apis[0].route.cache_timeout_secs = Some(60);
+    world.publish();
+    let manifest_keys: Vec<String> = world.host.kv.borrow().keys().cloned().collect();
+    let token = format!(
+        "Bearer {}",
+        world.token("app-2", "PRODUCTION", "t1", NOW_SECS + 3600)
+    );
+    for i in 0..5 {
+        world.call(
+            "GET",
+            &format!("/dev/v1/devs/a?i={i}"),
+            &[("authorization", &token)],
+        );
+    }
+    let written: Vec<String> = world
+        .host
+        .kv
+        .borrow()
+        .keys()
+        .filter(|key| !manifest_keys.contains(key))
+        .cloned()
+        .collect();
+    assert!(written.len() >= 4, "{written:?}");
+    for key in written {
+        assert!(
+            apim_http::expiry::ttl_secs(&key).is_some(),
+            "{key} lives forever"
+        );
+    }
 }

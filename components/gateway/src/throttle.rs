@@ -9,6 +9,7 @@ use apim_manifest::{ApiRoute, Operation};
 use crate::auth::{Admitted, Environment};
 use crate::faults::{Fault, access_time};
 use crate::host::Host;
+use apim_http::expiry;
 
 /// One fixed window counter.
 struct Window<'a> {
@@ -44,7 +45,7 @@ pub fn check(
     let mut windows = Vec::new();
     if let Some(limit) = tps {
         windows.push(Window {
-            key: format!("apim:tps:{}:{}", api.id, environment.name()),
+            key: format!("tps:{}:{}", api.id, environment.name()),
             limit,
             length_ms: 1000,
             fault: &api_limit,
@@ -53,7 +54,7 @@ pub fn check(
     if let Some(limit) = limit_of(&tiers.resource, operation.throttling_tier.as_deref()) {
         windows.push(Window {
             key: format!(
-                "apim:thr:res:{}:{}:{}",
+                "thr:res:{}:{}:{}",
                 api.id, operation.method, operation.template
             ),
             limit,
@@ -64,7 +65,7 @@ pub fn check(
     if let Some(caller) = caller {
         if let Some(limit) = limit_of(&tiers.subscription, Some(caller.subscription_tier())) {
             windows.push(Window {
-                key: format!("apim:thr:sub:{}:{}", caller.application_id(), api.id),
+                key: format!("thr:sub:{}:{}", caller.application_id(), api.id),
                 limit,
                 length_ms: 60_000,
                 fault: &subscription,
@@ -72,7 +73,7 @@ pub fn check(
         }
         if let Some(limit) = limit_of(&tiers.application, caller.application_tier()) {
             windows.push(Window {
-                key: format!("apim:thr:app:{}", caller.application_id()),
+                key: format!("thr:app:{}", caller.application_id()),
                 limit,
                 length_ms: 60_000,
                 fault: &application,
@@ -89,7 +90,9 @@ fn limit_of(tiers: &BTreeMap<String, Option<u64>>, name: Option<&str>) -> Option
 
 fn count(host: &dyn Host, window: &Window, now_ms: i64) -> Result<(), Fault> {
     let number = now_ms.div_euclid(window.length_ms);
-    let key = format!("{}:{number}", window.key);
+    // The window's counter lives until the window is over, wherever in it it was made.
+    let lifetime_secs = (window.length_ms as u64).div_ceil(1000) + 1;
+    let key = expiry::key(lifetime_secs, &format!("{}:{number}", window.key));
     let count = match host.kv_increment(&key, 1) {
         Ok(count) => count,
         Err(err) => {
@@ -99,8 +102,10 @@ fn count(host: &dyn Host, window: &Window, now_ms: i64) -> Result<(), Fault> {
         }
     };
     if count == 1 {
-        // The first request of a window tidies up the window before the last one.
-        let _ = host.kv_delete(&format!("{}:{}", window.key, number - 2));
+        // Hosts whose stores do not expire keys: the first request of a window tidies up
+        // the window before the last one.
+        let previous = format!("{}:{}", window.key, number - 2);
+        let _ = host.kv_delete(&expiry::key(lifetime_secs, &previous));
     }
     if count as u64 > window.limit {
         Err((window.fault)((number + 1) * window.length_ms))

@@ -10,7 +10,7 @@ use wasip2::http::types::{IncomingRequest, ResponseOutparam};
 
 use crate::faults::Fault;
 use crate::forward::REPLACED_HEADERS;
-use crate::gateway::{Decision, Gateway};
+use crate::gateway::{self, Decision, Gateway};
 use crate::host::{Host, Outbound, Request, Response, SendError};
 
 mod bindings {
@@ -46,9 +46,15 @@ mod policy_export {
 
 impl wasip2::exports::http::incoming_handler::Guest for Component {
     fn handle(request: IncomingRequest, response_out: ResponseOutparam) {
-        let response = match http::read_request(&request) {
-            Ok(request) => GATEWAY.with(|gateway| gateway.borrow_mut().handle(&WasiHost, request)),
-            Err(err) => body_fault(err).render(&http::request_headers(&request)),
+        let mut head = http::request_head(&request);
+        // Refusals that need only the head come before any body is read.
+        let response = if let Err(refusal) = gateway::admit_target(&WasiHost, &head) {
+            refusal
+        } else {
+            match http::read_request_body(&request, &mut head) {
+                Ok(()) => GATEWAY.with(|gateway| gateway.borrow_mut().handle(&WasiHost, head)),
+                Err(err) => body_fault(err).render(&head.headers),
+            }
         };
         http::write_response(response_out, response);
     }

@@ -4,6 +4,7 @@
 //!
 //! Bodies are buffered: the components look at whole payloads (JSON, SOAP envelopes).
 
+pub mod egress;
 #[cfg(target_arch = "wasm32")]
 pub mod wasi;
 
@@ -64,6 +65,27 @@ pub enum SendError {
 
 /// Largest request or response body a component buffers.
 pub const MAX_BODY_BYTES: usize = 10 * 1024 * 1024;
+
+/// Keys with a lifetime. A key `apim:ttl:<seconds>:<rest>` expires that many seconds
+/// after it was last set (or created by an increment); the hosts' stores honour it
+/// (edge-gateway's memory store and Redis), and keep such keys within a bounded size,
+/// least recently used out first. The gateway writes every key it makes per request
+/// (cached responses, throttling windows) this way, so none lives forever.
+pub mod expiry {
+    /// Prefix of the keys that expire.
+    pub const PREFIX: &str = "apim:ttl:";
+
+    /// A key under `rest` that expires `ttl_secs` after its last write (at least a second).
+    pub fn key(ttl_secs: u64, rest: &str) -> String {
+        format!("{PREFIX}{}:{rest}", ttl_secs.max(1))
+    }
+
+    /// The lifetime a key carries, if it is one of those.
+    pub fn ttl_secs(key: &str) -> Option<u64> {
+        let (ttl, _) = key.strip_prefix(PREFIX)?.split_once(':')?;
+        ttl.parse().ok().filter(|ttl| *ttl > 0)
+    }
+}
 
 /// Whether a request may carry a body: one announced by `Content-Length`, or a chunked
 /// one, which hosts do not show (they hide `Transfer-Encoding`) and which only methods
@@ -177,6 +199,16 @@ pub fn split_url(url: &str) -> Option<(&str, &str, &str)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn expiring_keys_carry_their_lifetime() {
+        let key = expiry::key(300, "cache:a:b");
+        assert_eq!(key, "apim:ttl:300:cache:a:b");
+        assert_eq!(expiry::ttl_secs(&key), Some(300));
+        assert_eq!(expiry::ttl_secs(&expiry::key(0, "x")), Some(1));
+        assert_eq!(expiry::ttl_secs("apim:m:1:x"), None);
+        assert_eq!(expiry::ttl_secs("apim:ttl:x:y"), None);
+    }
 
     #[test]
     fn urls_split_into_parts() {

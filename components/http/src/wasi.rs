@@ -64,29 +64,32 @@ pub enum BodyError {
 
 /// The incoming request with its body read whole.
 pub fn read_request(request: &IncomingRequest) -> Result<Request, BodyError> {
-    let method = method_name(&request.method());
-    let headers = request.headers().entries();
-    // Every host call costs, and most requests (GET, DELETE) have no body to read.
-    let body = if may_have_body(&method, &headers) {
-        let expected = content_length(&headers);
-        read_body(
-            request.consume().map_err(|()| BodyError::TooLarge)?,
-            expected,
-        )?
-    } else {
-        Vec::new()
-    };
-    Ok(Request {
-        method,
-        path_with_query: request.path_with_query().unwrap_or_else(|| "/".into()),
-        headers,
-        body,
-    })
+    let mut head = request_head(request);
+    read_request_body(request, &mut head)?;
+    Ok(head)
 }
 
-/// The incoming request's headers, for answering when its body could not be read.
-pub fn request_headers(request: &IncomingRequest) -> Headers {
-    request.headers().entries()
+/// The incoming request's method, target and headers, its body not read yet.
+pub fn request_head(request: &IncomingRequest) -> Request {
+    Request {
+        method: method_name(&request.method()),
+        path_with_query: request.path_with_query().unwrap_or_else(|| "/".into()),
+        headers: request.headers().entries(),
+        body: Vec::new(),
+    }
+}
+
+/// Reads the body of the request whose head is `head` into it.
+pub fn read_request_body(request: &IncomingRequest, head: &mut Request) -> Result<(), BodyError> {
+    // Every host call costs, and most requests (GET, DELETE) have no body to read.
+    if may_have_body(&head.method, &head.headers) {
+        let expected = content_length(&head.headers);
+        head.body = read_body(
+            request.consume().map_err(|()| BodyError::TooLarge)?,
+            expected,
+        )?;
+    }
+    Ok(())
 }
 
 /// Reads a body whole. With its length known, it stops once that much has arrived
@@ -148,9 +151,28 @@ fn fields(headers: &Headers) -> Fields {
     })
 }
 
-/// Sends `response` as the answer to the incoming request.
+/// `headers` with a `Content-Length` for a body of `length` bytes held whole (any the
+/// list had dropped), so the message is framed by length rather than chunked: many
+/// backends (legacy SOAP stacks, IIS, Python's `http.server`) refuse chunked requests.
+fn with_content_length(headers: &Headers, length: usize) -> Headers {
+    let mut framed: Headers = headers
+        .iter()
+        .filter(|(name, _)| !name.eq_ignore_ascii_case("content-length"))
+        .cloned()
+        .collect();
+    framed.push(("content-length".into(), length.to_string().into_bytes()));
+    framed
+}
+
+/// Sends `response` as the answer to the incoming request; a body is framed by its
+/// length (an empty one keeps whatever length the headers say, as for a HEAD).
 pub fn write_response(out: ResponseOutparam, response: Response) {
-    let outgoing = OutgoingResponse::new(fields(&response.headers));
+    let headers = if response.body.is_empty() {
+        fields(&response.headers)
+    } else {
+        fields(&with_content_length(&response.headers, response.body.len()))
+    };
+    let outgoing = OutgoingResponse::new(headers);
     let _ = outgoing.set_status_code(response.status);
     let Ok(body) = outgoing.body() else {
         ResponseOutparam::set(out, Ok(outgoing));
@@ -207,8 +229,14 @@ pub fn send(request: Outbound) -> Result<Response, SendError> {
     })
 }
 
+/// The outgoing request's head; a body goes with its `Content-Length`.
 fn outgoing_request(request: &Outbound) -> Result<OutgoingRequest, &'static str> {
-    let outgoing = OutgoingRequest::new(fields(&request.headers));
+    let headers = if request.body.is_empty() {
+        fields(&request.headers)
+    } else {
+        fields(&with_content_length(&request.headers, request.body.len()))
+    };
+    let outgoing = OutgoingRequest::new(headers);
     outgoing
         .set_method(&method_of(&request.method))
         .map_err(|()| "method")?;

@@ -9,6 +9,7 @@
 //! changes, whatever the number of APIs, and a gateway reads only the entries a request
 //! needs.
 
+pub mod canon;
 pub mod entries;
 pub mod page;
 
@@ -189,17 +190,19 @@ pub fn compile_template(template: &str) -> Vec<Segment> {
         .collect()
 }
 
-/// Whether a request path (without query) matches compiled segments.
+/// Whether a canonical request path ([`canon::canonical_path`], without query) matches
+/// compiled segments. A parameter takes exactly one segment, never a `/`; literals match
+/// their segment's decoded text without regard to ASCII case, so that a backend that
+/// ignores case cannot be reached around a protected literal by an open parameter.
 pub fn matches(segments: &[Segment], path: &str) -> bool {
     let mut parts = path.split('/').filter(|s| !s.is_empty());
     for segment in segments {
         match segment {
             Segment::Rest => return true,
-            Segment::Literal(text) => {
-                if parts.next() != Some(text.as_str()) {
-                    return false;
-                }
-            }
+            Segment::Literal(text) => match parts.next() {
+                Some(part) if literal_matches(part, text) => {}
+                _ => return false,
+            },
             Segment::Param => {
                 if parts.next().is_none() {
                     return false;
@@ -208,6 +211,12 @@ pub fn matches(segments: &[Segment], path: &str) -> bool {
         }
     }
     parts.next().is_none()
+}
+
+/// Whether a canonical path segment reads as a template's literal text.
+fn literal_matches(part: &str, text: &str) -> bool {
+    part.eq_ignore_ascii_case(text)
+        || (part.contains('%') && canon::decode(part).is_some_and(|d| d.eq_ignore_ascii_case(text)))
 }
 
 /// Sort key putting more specific templates first: more literal segments, then fewer

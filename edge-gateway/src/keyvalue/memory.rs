@@ -4,53 +4,198 @@
 //! with no I/O, which also makes `increment` and compare-and-swap atomic.
 //! Every write stamps the entry with a fresh version so that CAS detects any
 //! intervening write, even one that restored the same bytes.
+//!
+//! Keys with a lifetime ([`apim_http::expiry`]: cached responses, throttling windows)
+//! expire, are swept a few at a time on every write, and together stay within a byte
+//! budget, the least recently used going first when it is full; the manifest's keys
+//! have no lifetime and are never evicted.
 
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
 use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use super::{CasSnapshot, KeyPage, KvError, parse_counter};
 
 /// Most keys returned by one `list-keys` call.
 pub const PAGE_SIZE: usize = 1000;
+/// Default budget of the keys with a lifetime.
+pub const DEFAULT_EPHEMERAL_BYTES: usize = 64 << 20;
+/// Expired keys removed at most per write (the sweep stays short).
+const SWEEP_PER_WRITE: usize = 8;
 
 #[derive(Debug)]
 struct Entry {
     value: Vec<u8>,
     version: u64,
+    /// For a key with a lifetime: when it expires, and its place in the use order.
+    lifetime: Option<(Instant, u64)>,
+}
+
+/// Where keys with a lifetime are, by last use and by expiry.
+#[derive(Debug, Default)]
+struct Ephemeral {
+    /// Bytes of keys and values held.
+    bytes: usize,
+    /// Byte budget.
+    limit: usize,
+    /// Use stamp → (bucket, key); the first is the least recently used.
+    by_use: BTreeMap<u64, (String, String)>,
+    /// (expiry, use stamp) of every key with a lifetime.
+    by_expiry: BTreeMap<(Instant, u64), ()>,
+    last_use: u64,
 }
 
 #[derive(Debug, Default)]
 struct Inner {
     buckets: HashMap<String, BTreeMap<String, Entry>>,
     last_version: u64,
+    ephemeral: Ephemeral,
 }
 
 impl Inner {
-    fn write(&mut self, bucket: &str, key: &str, value: Vec<u8>) {
+    /// Writes `value`; a key with a lifetime expires at `expires` (a fresh one, for a set)
+    /// or keeps the expiry it has (`None`, for an increment of a live counter).
+    fn write(&mut self, bucket: &str, key: &str, value: Vec<u8>, now: Instant) {
         self.last_version += 1;
-        let entry = Entry {
+        let lifetime = apim_http::expiry::ttl_secs(key).map(|ttl| {
+            let kept = self
+                .entry(bucket, key, now)
+                .and_then(|e| e.lifetime)
+                .map(|(expires, _)| expires);
+            let expires = kept.unwrap_or(now + Duration::from_secs(ttl));
+            (expires, 0)
+        });
+        self.remove(bucket, key);
+        let mut entry = Entry {
             value,
             version: self.last_version,
+            lifetime: None,
         };
+        if let Some((expires, _)) = lifetime {
+            let stamp = self
+                .ephemeral
+                .track(bucket, key, entry.value.len(), expires);
+            entry.lifetime = Some((expires, stamp));
+        }
         self.buckets
             .entry(bucket.to_owned())
             .or_default()
             .insert(key.to_owned(), entry);
+        self.sweep(now);
     }
 
-    fn entry(&self, bucket: &str, key: &str) -> Option<&Entry> {
-        self.buckets.get(bucket)?.get(key)
+    /// A live entry (an expired one reads as absent).
+    fn entry(&self, bucket: &str, key: &str, now: Instant) -> Option<&Entry> {
+        let entry = self.buckets.get(bucket)?.get(key)?;
+        match entry.lifetime {
+            Some((expires, _)) if expires <= now => None,
+            _ => Some(entry),
+        }
+    }
+
+    /// Marks a key with a lifetime as just used.
+    fn touch(&mut self, bucket: &str, key: &str) {
+        let Some(entry) = self.buckets.get_mut(bucket).and_then(|b| b.get_mut(key)) else {
+            return;
+        };
+        if let Some((expires, stamp)) = &mut entry.lifetime {
+            *stamp = self.ephemeral.restamp(*stamp, *expires);
+        }
+    }
+
+    fn remove(&mut self, bucket: &str, key: &str) {
+        let removed = self.buckets.get_mut(bucket).and_then(|b| b.remove(key));
+        if let Some(Entry {
+            value,
+            lifetime: Some((expires, stamp)),
+            ..
+        }) = removed
+        {
+            self.ephemeral
+                .forget(key.len() + value.len(), expires, stamp);
+        }
+    }
+
+    /// Drops a few expired keys, and the least recently used while over the budget.
+    fn sweep(&mut self, now: Instant) {
+        for _ in 0..SWEEP_PER_WRITE {
+            let Some((&(expires, stamp), ())) = self.ephemeral.by_expiry.first_key_value() else {
+                break;
+            };
+            if expires > now {
+                break;
+            }
+            self.drop_stamp(stamp);
+        }
+        while self.ephemeral.bytes > self.ephemeral.limit {
+            let Some((&stamp, _)) = self.ephemeral.by_use.first_key_value() else {
+                break;
+            };
+            self.drop_stamp(stamp);
+        }
+    }
+
+    fn drop_stamp(&mut self, stamp: u64) {
+        if let Some((bucket, key)) = self.ephemeral.by_use.get(&stamp).cloned() {
+            self.remove(&bucket, &key);
+        }
+    }
+}
+
+impl Ephemeral {
+    /// Starts tracking a key; its use stamp.
+    fn track(&mut self, bucket: &str, key: &str, value_len: usize, expires: Instant) -> u64 {
+        self.last_use += 1;
+        let stamp = self.last_use;
+        self.bytes += key.len() + value_len;
+        self.by_use
+            .insert(stamp, (bucket.to_owned(), key.to_owned()));
+        self.by_expiry.insert((expires, stamp), ());
+        stamp
+    }
+
+    /// A fresh use stamp for the key stamped `stamp`.
+    fn restamp(&mut self, stamp: u64, expires: Instant) -> u64 {
+        let Some(names) = self.by_use.remove(&stamp) else {
+            return stamp;
+        };
+        self.by_expiry.remove(&(expires, stamp));
+        self.last_use += 1;
+        self.by_use.insert(self.last_use, names);
+        self.by_expiry.insert((expires, self.last_use), ());
+        self.last_use
+    }
+
+    fn forget(&mut self, size: usize, expires: Instant, stamp: u64) {
+        self.bytes = self.bytes.saturating_sub(size);
+        self.by_use.remove(&stamp);
+        self.by_expiry.remove(&(expires, stamp));
     }
 }
 
 /// In-memory buckets of key-value pairs.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct MemoryStore {
     inner: Mutex<Inner>,
 }
 
+impl Default for MemoryStore {
+    fn default() -> Self {
+        Self::with_ephemeral_limit(DEFAULT_EPHEMERAL_BYTES)
+    }
+}
+
 impl MemoryStore {
+    /// A store whose keys with a lifetime hold at most `bytes` together.
+    pub fn with_ephemeral_limit(bytes: usize) -> Self {
+        let mut inner = Inner::default();
+        inner.ephemeral.limit = bytes;
+        Self {
+            inner: Mutex::new(inner),
+        }
+    }
+
     fn lock(&self) -> MutexGuard<'_, Inner> {
         // A panic while holding the lock cannot leave an entry half-written.
         self.inner
@@ -60,24 +205,28 @@ impl MemoryStore {
 
     /// The value of `key`, if any.
     pub fn get(&self, bucket: &str, key: &str) -> Option<Vec<u8>> {
-        self.lock().entry(bucket, key).map(|e| e.value.clone())
+        let mut inner = self.lock();
+        let value = inner.entry(bucket, key, Instant::now())?.value.clone();
+        inner.touch(bucket, key);
+        Some(value)
     }
 
     /// Stores `value` under `key`.
     pub fn set(&self, bucket: &str, key: &str, value: Vec<u8>) {
-        self.lock().write(bucket, key, value);
+        let mut inner = self.lock();
+        // A set gives a key with a lifetime a fresh one.
+        inner.remove(bucket, key);
+        inner.write(bucket, key, value, Instant::now());
     }
 
     /// Removes `key`.
     pub fn delete(&self, bucket: &str, key: &str) {
-        if let Some(keys) = self.lock().buckets.get_mut(bucket) {
-            keys.remove(key);
-        }
+        self.lock().remove(bucket, key);
     }
 
     /// Whether `key` exists.
     pub fn exists(&self, bucket: &str, key: &str) -> bool {
-        self.lock().entry(bucket, key).is_some()
+        self.lock().entry(bucket, key, Instant::now()).is_some()
     }
 
     /// Keys in ascending order after `cursor`, at most [`PAGE_SIZE`] of them.
@@ -88,6 +237,9 @@ impl MemoryStore {
         };
         let start = cursor.map_or(Bound::Unbounded, Bound::Excluded);
         let mut range = keys.range::<str, _>((start, Bound::Unbounded));
+        let now = Instant::now();
+        let live = |entry: &Entry| entry.lifetime.is_none_or(|(expires, _)| expires > now);
+        let mut range = range.by_ref().filter(|(_, entry)| live(entry));
         let page: Vec<String> = range
             .by_ref()
             .take(PAGE_SIZE)
@@ -103,21 +255,26 @@ impl MemoryStore {
     /// Adds `delta` to the decimal counter at `key` (absent: 0).
     pub fn increment(&self, bucket: &str, key: &str, delta: i64) -> Result<i64, KvError> {
         let mut inner = self.lock();
-        let current = match inner.entry(bucket, key) {
+        let now = Instant::now();
+        let current = match inner.entry(bucket, key, now) {
             Some(entry) => parse_counter(&entry.value)?,
-            None => 0,
+            None => {
+                // An expired counter starts again, with a fresh lifetime.
+                inner.remove(bucket, key);
+                0
+            }
         };
         let next = current
             .checked_add(delta)
             .ok_or_else(|| KvError::Other("counter overflow".into()))?;
-        inner.write(bucket, key, next.to_string().into_bytes());
+        inner.write(bucket, key, next.to_string().into_bytes(), now);
         Ok(next)
     }
 
     /// Reads `key` together with its version.
     pub fn snapshot(&self, bucket: &str, key: &str) -> CasSnapshot {
         let inner = self.lock();
-        let entry = inner.entry(bucket, key);
+        let entry = inner.entry(bucket, key, Instant::now());
         CasSnapshot {
             value: entry.map(|e| e.value.clone()),
             version: Some(entry.map_or(0, |e| e.version)),
@@ -133,11 +290,12 @@ impl MemoryStore {
         value: Vec<u8>,
     ) -> bool {
         let mut inner = self.lock();
-        let version = inner.entry(bucket, key).map_or(0, |e| e.version);
+        let now = Instant::now();
+        let version = inner.entry(bucket, key, now).map_or(0, |e| e.version);
         if Some(version) != snapshot.version {
             return false;
         }
-        inner.write(bucket, key, value);
+        inner.write(bucket, key, value, now);
         true
     }
 }
@@ -161,6 +319,55 @@ mod tests {
         store.delete("b", "k");
         store.delete("b", "never-set");
         assert!(!store.exists("b", "k"));
+    }
+
+    #[test]
+    fn keys_with_a_lifetime_expire() {
+        let store = MemoryStore::default();
+        let key = "apim:ttl:1:cache:x";
+        store.set("b", key, b"v".to_vec());
+        store.set("b", "apim:m:head", b"1 1".to_vec());
+        assert_eq!(store.increment("b", "apim:ttl:1:thr:n", 1).unwrap(), 1);
+        assert_eq!(store.get("b", key), Some(b"v".to_vec()));
+        std::thread::sleep(Duration::from_millis(1100));
+        assert_eq!(store.get("b", key), None);
+        assert!(!store.exists("b", key));
+        assert_eq!(
+            store.increment("b", "apim:ttl:1:thr:n", 1).unwrap(),
+            1,
+            "a new window"
+        );
+        assert_eq!(
+            store.list_keys("b", None).keys,
+            ["apim:m:head", "apim:ttl:1:thr:n"]
+        );
+        assert_eq!(store.get("b", "apim:m:head"), Some(b"1 1".to_vec()));
+    }
+
+    #[test]
+    fn keys_with_a_lifetime_stay_within_their_budget() {
+        let store = MemoryStore::with_ephemeral_limit(10_000);
+        store.set("b", "apim:m:1:api:a", vec![0; 50_000]);
+        for i in 0..1_000 {
+            store.set("b", &format!("apim:ttl:300:cache:{i}"), vec![0; 100]);
+            if i == 500 {
+                // Used recently: kept while older ones go.
+                assert!(store.get("b", "apim:ttl:300:cache:450").is_some());
+            }
+        }
+        let inner = store.lock();
+        assert!(inner.ephemeral.bytes <= 10_000, "{}", inner.ephemeral.bytes);
+        assert_eq!(
+            inner.ephemeral.by_use.len(),
+            inner.ephemeral.by_expiry.len()
+        );
+        drop(inner);
+        assert!(store.get("b", "apim:ttl:300:cache:999").is_some());
+        assert!(store.get("b", "apim:ttl:300:cache:0").is_none());
+        assert!(
+            store.get("b", "apim:m:1:api:a").is_some(),
+            "the manifest is never evicted"
+        );
     }
 
     #[test]

@@ -96,9 +96,12 @@ impl RedisStore {
     /// `SET`.
     pub async fn set(&self, bucket: &str, key: &str, value: Vec<u8>) -> Result<(), KvError> {
         let mut conn = self.conn.clone();
-        conn.set(self.key(bucket, key), value)
-            .await
-            .map_err(backend_error)
+        match apim_http::expiry::ttl_secs(key) {
+            // Keys with a lifetime (`apim:ttl:<s>:...`) expire in Redis too.
+            Some(ttl) => conn.set_ex(self.key(bucket, key), value, ttl).await,
+            None => conn.set(self.key(bucket, key), value).await,
+        }
+        .map_err(backend_error)
     }
 
     /// `DEL`.
@@ -122,9 +125,18 @@ impl RedisStore {
     /// `INCRBY`.
     pub async fn increment(&self, bucket: &str, key: &str, delta: i64) -> Result<i64, KvError> {
         let mut conn = self.conn.clone();
-        conn.incr(self.key(bucket, key), delta)
-            .await
-            .map_err(backend_error)
+        let full = self.key(bucket, key);
+        let value: i64 = conn.incr(&full, delta).await.map_err(backend_error)?;
+        // A counter with a lifetime gets it when created (the increment that made it).
+        if value == delta
+            && let Some(ttl) = apim_http::expiry::ttl_secs(key)
+        {
+            let _: bool = conn
+                .expire(&full, ttl as i64)
+                .await
+                .map_err(backend_error)?;
+        }
+        Ok(value)
     }
 
     /// `SCAN` with the bucket's prefix; the cursor is Redis's own.

@@ -1,0 +1,463 @@
+//! The gateway tried as an attacker would, with real processes over real HTTP: each attack
+//! next to the legitimate request that must still work. Paths are sent byte for byte over
+//! raw connections, since HTTP clients normalise what attackers do not.
+
+use std::time::Duration;
+
+use e2e::stack::Stack;
+use e2e::{RawReply, raw_request};
+use serde_json::{Value, json};
+
+/// An API whose open template sits beside a protected literal: `GET /devs/{username}`
+/// needs no token, `GET /devs/admin` does; `POST /devs` takes bodies; `GET /files/*`
+/// needs a token.
+fn guarded_swagger() -> String {
+    json!({
+        "swagger": "2.0",
+        "info": {"title": "Guarded", "version": "v1.0.0"},
+        "paths": {
+            "/devs/{username}": {"get": {"x-auth-type": "None", "x-throttling-tier": "Unlimited"}},
+            "/devs/admin": {"get": {"x-auth-type": "Application & Application User", "x-throttling-tier": "Unlimited"}},
+            "/devs": {"post": {"x-auth-type": "None", "x-throttling-tier": "Unlimited"}},
+        }
+    })
+    .to_string()
+}
+
+/// A stack with the guarded API published and subscribed; its bearer token.
+async fn guarded_stack(settings: &[(&'static str, String)]) -> (Stack, String) {
+    let stack = Stack::start_with(&[], settings).await;
+    let api = stack
+        .api(
+            "Guarded",
+            json!({"apiDefinition": guarded_swagger()}),
+            &["Publish"],
+        )
+        .await;
+    let (_, key, secret, _) = stack.application("Guard", "Unlimited", &[&api]).await;
+    let token = stack.app_token(&key, &secret, &[]).await;
+    let bearer = format!("Bearer {token}");
+    wait_for(&stack.gw.base, "/guarded/v1.0.0/devs/admin", &bearer, 200).await;
+    (stack, bearer)
+}
+
+/// Waits until `target` answers `status` (pushes are asynchronous).
+async fn wait_for(base: &str, target: &str, bearer: &str, status: u16) -> RawReply {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let reply = raw_request(base, "GET", target, &[("Authorization", bearer)], b"").await;
+        if reply.status == status {
+            return reply;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{target} never answered {status}: {} {}",
+            reply.status,
+            reply.body
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The WSO2 fault code of an XML fault body.
+fn fault_code(reply: &RawReply) -> &str {
+    reply
+        .body
+        .split(":code>")
+        .nth(1)
+        .and_then(|s| s.split('<').next())
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn paths_are_canonical_on_the_host_path() {
+    canonical_paths(&[]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn paths_are_canonical_on_the_component_path() {
+    canonical_paths(&[("APIM_HOST_FORWARDING", "false".into())]).await;
+}
+
+/// Encodings never reach a protected literal through an open template, ambiguous paths
+/// get a 400, and the backend receives exactly the path that was authorized.
+async fn canonical_paths(settings: &[(&'static str, String)]) {
+    let (stack, bearer) = guarded_stack(settings).await;
+    let gw = stack.gw.base.as_str();
+    let hits = || stack.backend.hits.load(std::sync::atomic::Ordering::SeqCst);
+    let before = hits();
+    for target in [
+        "/guarded/v1.0.0/devs/admin",
+        "/guarded/v1.0.0/devs/%61dmin",
+        "/guarded/v1.0.0/devs/%61%64%6d%69%6e",
+        "/guarded/v1.0.0/devs/ADMIN",
+        "/guarded/v1.0.0/devs/aDmIn/",
+        "/guarded/v1.0.0/devs//admin",
+        "//guarded//v1.0.0//devs//admin",
+    ] {
+        let reply = raw_request(gw, "GET", target, &[], b"").await;
+        assert_eq!(
+            (reply.status, fault_code(&reply)),
+            (401, "900902"),
+            "{target}: {}",
+            reply.body
+        );
+    }
+    for target in [
+        "/guarded/v1.0.0/devs/..%2Fadmin",
+        "/guarded/v1.0.0/devs/..%2fsecure",
+        "/guarded/v1.0.0/devs/x%5C..%5Cadmin",
+        "/guarded/v1.0.0/devs/x\\admin",
+        "/guarded/v1.0.0/devs/..",
+        "/guarded/v1.0.0/devs/.",
+        "/guarded/v1.0.0/devs/%2e%2e",
+        "/guarded/v1.0.0/devs/%2E.",
+        "/guarded/v1.0.0/devs/x/../admin",
+        "/guarded/v1.0.0/devs/x/%2e%2e/admin",
+        "/guarded/v1.0.0/devs/a%00",
+        "/guarded/v1.0.0/devs/%ff",
+        "/guarded/v1.0.0/devs/%zz",
+        "/guarded/v1.0.0/devs/a?x=%g1",
+    ] {
+        let reply = raw_request(gw, "GET", target, &[], b"").await;
+        assert_eq!(
+            (reply.status, fault_code(&reply)),
+            (400, "400"),
+            "{target}: {}",
+            reply.body
+        );
+    }
+    let long = format!("/guarded/v1.0.0/devs/{}", "a".repeat(5000));
+    assert_eq!(raw_request(gw, "GET", &long, &[], b"").await.status, 400);
+    assert_eq!(hits(), before, "no refused request reached the backend");
+
+    // The legitimate requests, and what the backend receives.
+    let backend_path = |reply: RawReply| {
+        assert_eq!(reply.status, 200, "{}", reply.body);
+        let echoed = reply.json();
+        let query = echoed["query"].as_str().unwrap_or_default().to_string();
+        let path = echoed["path"].as_str().unwrap_or_default().to_string();
+        if query.is_empty() {
+            path
+        } else {
+            format!("{path}?{query}")
+        }
+    };
+    let auth = [("Authorization", bearer.as_str())];
+    for (target, headers, expected) in [
+        ("/guarded/v1.0.0/devs/admin", &auth[..], "/devs/admin"),
+        ("/guarded/v1.0.0/devs/%61dmin", &auth[..], "/devs/admin"),
+        ("/guarded/v1.0.0/devs/alice", &[][..], "/devs/alice"),
+        ("/guarded/v1.0.0/devs/%61lice", &[][..], "/devs/alice"),
+        ("/guarded/v1.0.0/devs//alice", &[][..], "/devs/alice"),
+        (
+            "/guarded/v1.0.0/devs/admin;x=1",
+            &[][..],
+            "/devs/admin%3Bx=1",
+        ),
+        ("/guarded/v1.0.0/devs/a%20b", &[][..], "/devs/a%20b"),
+        (
+            "/guarded/v1.0.0/devs/bob?x=%61&y=%2f&z=a+b",
+            &[][..],
+            "/devs/bob?x=a&y=%2F&z=a+b",
+        ),
+    ] {
+        let reply = raw_request(gw, "GET", target, headers, b"").await;
+        assert_eq!(backend_path(reply), expected, "{target}");
+    }
+    stack.gateway.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn framing_is_kept_on_the_host_path() {
+    framing(&[]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn framing_is_kept_on_the_component_path() {
+    framing(&[("APIM_HOST_FORWARDING", "false".into())]).await;
+}
+
+/// A request with `Content-Length` reaches the backend with it (not chunked), and the
+/// backend's `Content-Length` reaches the client.
+async fn framing(settings: &[(&'static str, String)]) {
+    let (stack, _) = guarded_stack(settings).await;
+    let gw = stack.gw.base.as_str();
+    let body = vec![b'x'; 5000];
+    let reply = raw_request(
+        gw,
+        "POST",
+        "/guarded/v1.0.0/devs",
+        &[("Content-Type", "text/plain"), ("Content-Length", "5000")],
+        &body,
+    )
+    .await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let echoed = reply.json();
+    assert_eq!(echoed["headers"]["content-length"], "5000", "{echoed}");
+    assert!(
+        echoed["headers"].get("transfer-encoding").is_none(),
+        "{echoed}"
+    );
+    assert_eq!(echoed["body"].as_str().map(str::len), Some(5000));
+    let length: usize = reply
+        .header("content-length")
+        .expect("length")
+        .parse()
+        .unwrap();
+    assert_eq!(length, reply.body.len());
+    assert!(reply.header("transfer-encoding").is_none());
+    stack.gateway.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_gateways_own_endpoints_need_its_secret() {
+    let (stack, bearer) = guarded_stack(&[]).await;
+    let gw = stack.gw.base.as_str();
+    let secret = std::fs::read_to_string(stack.data_dir.join("gateway-secret")).unwrap();
+    let proof = format!("Bearer {}", secret.trim());
+    for (method, target) in [
+        ("POST", "/_apim/sync"),
+        ("GET", "/_apim/manifest"),
+        ("POST", "/_apim/manifest"),
+        ("GET", "/_apim/%6danifest"),
+        ("GET", "/_apim/anything"),
+    ] {
+        for headers in [&[][..], &[("Authorization", bearer.as_str())][..]] {
+            let reply = raw_request(gw, method, target, headers, b"").await;
+            assert_eq!(reply.status, 401, "{method} {target}: {}", reply.body);
+        }
+    }
+    // A large push is refused from its head, before its body is read.
+    let (status, _) = e2e::oversized_post(gw, "/_apim/manifest", "guess", 10 << 20).await;
+    assert_eq!(status, 401);
+    // With the secret: the position held, and a pull.
+    let reply = raw_request(
+        gw,
+        "GET",
+        "/_apim/manifest",
+        &[("Authorization", &proof)],
+        b"",
+    )
+    .await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    assert!(reply.json()["version"].as_u64().unwrap() > 0);
+    let reply = raw_request(gw, "POST", "/_apim/sync", &[("Authorization", &proof)], b"").await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    stack.gateway.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_that_has_passed_the_gateway_is_a_loop() {
+    let (stack, _) = guarded_stack(&[]).await;
+    let gw = stack.gw.base.as_str();
+    let reply = raw_request(
+        gw,
+        "GET",
+        "/guarded/v1.0.0/devs/alice",
+        &[("Via", "1.1 apim-gateway")],
+        b"",
+    )
+    .await;
+    assert_eq!(
+        (reply.status, fault_code(&reply)),
+        (508, "508"),
+        "{}",
+        reply.body
+    );
+    let reply = raw_request(
+        gw,
+        "GET",
+        "/guarded/v1.0.0/devs/alice",
+        &[("Via", "1.1 cdn")],
+        b"",
+    )
+    .await;
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.json()["headers"]["via"], "1.1 cdn, 1.1 apim-gateway");
+    stack.gateway.stop().await;
+}
+
+/// Publishes an API at `endpoint`; the control plane's answer (201, or its refusal).
+async fn api_at(stack: &Stack, name: &str, endpoint: &str) -> e2e::Reply {
+    let mut record = e2e::spec_api_record();
+    record["name"] = json!(name);
+    record["context"] = json!(format!("/{}", name.to_lowercase()));
+    record["apiDefinition"] = json!(guarded_swagger());
+    record["endpointConfig"] = json!(
+        json!({
+            "production_endpoints": {"url": endpoint, "config": null},
+            "sandbox_endpoints": {"url": endpoint, "config": null},
+            "endpoint_type": "http"
+        })
+        .to_string()
+    );
+    stack
+        .mgmt
+        .post_json(&format!("{}/apis", e2e::PUBLISHER), &stack.admin, &record)
+        .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn backends_are_reached_only_where_the_egress_policy_allows() {
+    // The control plane allows more than the gateway, so that the gateway's own checks
+    // show: loopback at large and `localhost` pass the control plane, not the gateway.
+    let stack = Stack::start_configured(
+        &[],
+        &[],
+        &[("APIM_EGRESS_ALLOW", "127.0.0.0/8,localhost".into())],
+    )
+    .await;
+    let backend_port = stack.backend.url.rsplit(':').next().unwrap().to_string();
+    let gateway_port = stack.gw.base.rsplit(':').next().unwrap().to_string();
+    let control_plane_port = stack.mgmt.base.rsplit(':').next().unwrap().to_string();
+
+    // Refused when created: metadata, link-local, unspecified and the control plane.
+    for endpoint in [
+        "http://169.254.169.254/latest/meta-data/".to_string(),
+        "http://[::1]:8080/".to_string(),
+        "http://0.0.0.0:8080/".to_string(),
+        format!("http://127.0.0.1:{control_plane_port}/"),
+    ] {
+        let reply = api_at(&stack, "Refused", &endpoint).await;
+        assert_eq!(reply.status, 400, "{endpoint}: {}", reply.body);
+    }
+
+    // Accepted by the control plane, refused by the gateway: another loopback address,
+    // this machine by name, and the gateway's own listener (a loop).
+    let mut refused = Vec::new();
+    for (name, endpoint) in [
+        ("LoopTwo", format!("http://127.0.0.2:{backend_port}/")),
+        ("ByName", format!("http://localhost:{backend_port}/")),
+        (
+            "ItSelf",
+            format!("http://127.0.0.1:{gateway_port}/guarded/v1.0.0"),
+        ),
+    ] {
+        let id = api_at(&stack, name, &endpoint).await.expect(201).str("id");
+        stack.lifecycle(&id, "Publish").await;
+        refused.push(format!("/{}/v1.0.0/devs/alice", name.to_lowercase()));
+    }
+    let allowed = stack
+        .api(
+            "Allowed",
+            json!({"apiDefinition": guarded_swagger()}),
+            &["Publish"],
+        )
+        .await;
+    let _ = allowed;
+    wait_for(&stack.gw.base, "/allowed/v1.0.0/devs/alice", "", 200).await;
+    let before = stack.backend.hits.load(std::sync::atomic::Ordering::SeqCst);
+    for target in &refused {
+        let reply = wait_for(&stack.gw.base, target, "", 502).await;
+        assert_eq!(fault_code(&reply), "101503", "{target}");
+    }
+    assert_eq!(
+        stack.backend.hits.load(std::sync::atomic::Ordering::SeqCst),
+        before
+    );
+    stack.gateway.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cached_answers_are_per_caller_and_variant_and_memory_stays_flat() {
+    let stack = Stack::start(&[]).await;
+    let api = stack
+        .api(
+            "Cached",
+            json!({"apiDefinition": guarded_swagger(), "responseCaching": "Enabled", "cacheTimeout": 1}),
+            &["Publish"],
+        )
+        .await;
+    let mut bearers = Vec::new();
+    for name in ["One", "Two"] {
+        let (_, key, secret, _) = stack.application(name, "Unlimited", &[&api]).await;
+        bearers.push(format!(
+            "Bearer {}",
+            stack.app_token(&key, &secret, &[]).await
+        ));
+    }
+    let gw = stack.gw.base.as_str();
+    wait_for(gw, "/cached/v1.0.0/devs/admin", &bearers[0], 200).await;
+    let hit = |reply: RawReply| -> Value {
+        assert_eq!(reply.status, 200, "{}", reply.body);
+        reply.json()["hit"].clone()
+    };
+    let get = async |bearer: &str, language: &str| {
+        let headers = [
+            ("Authorization", bearer),
+            ("Accept-Language", language),
+            ("X-Echo-Vary", "Accept-Language"),
+        ];
+        hit(raw_request(gw, "GET", "/cached/v1.0.0/devs/admin?v=1", &headers, b"").await)
+    };
+    let first = get(&bearers[0], "en").await;
+    assert_eq!(
+        get(&bearers[0], "en").await,
+        first,
+        "the same caller and variant: cached"
+    );
+    assert_ne!(
+        get(&bearers[1], "en").await,
+        first,
+        "another application: not shared"
+    );
+    assert_ne!(
+        get(&bearers[0], "fr").await,
+        first,
+        "another variant: not shared"
+    );
+    // Private answers are not kept.
+    let private = [
+        ("Authorization", bearers[0].as_str()),
+        ("X-Echo-Cache-Control", "private"),
+    ];
+    let one = hit(raw_request(gw, "GET", "/cached/v1.0.0/devs/admin?p=1", &private, b"").await);
+    let two = hit(raw_request(gw, "GET", "/cached/v1.0.0/devs/admin?p=1", &private, b"").await);
+    assert_ne!(one, two);
+    // Entries expire at cacheTimeout.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    assert_ne!(get(&bearers[0], "en").await, first, "expired");
+
+    // 10,000 distinct URLs: the gateway's memory stays flat once entries expire.
+    let distinct =
+        |range: std::ops::Range<usize>| distinct_urls(gw.to_string(), bearers[0].clone(), range);
+    distinct(0..2_000).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let warm = e2e::bench::machine::rss_mib(stack.gateway.pid());
+    distinct(2_000..10_000).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    distinct(10_000..10_100).await;
+    let after = e2e::bench::machine::rss_mib(stack.gateway.pid());
+    assert!(
+        after < warm + 8.0,
+        "the gateway grew from {warm:.1} MiB to {after:.1} MiB over 8,000 more distinct URLs"
+    );
+    stack.gateway.stop().await;
+}
+
+/// GETs the cached resource once per `range` item, each with its own query, 16 at a time.
+async fn distinct_urls(base: String, bearer: String, range: std::ops::Range<usize>) {
+    const WORKERS: usize = 16;
+    let client = reqwest::Client::new();
+    let mut workers = tokio::task::JoinSet::new();
+    for worker in 0..WORKERS {
+        let (client, base, bearer, range) =
+            (client.clone(), base.clone(), bearer.clone(), range.clone());
+        workers.spawn(async move {
+            for i in range.skip(worker).step_by(WORKERS) {
+                let reply = client
+                    .get(format!("{base}/cached/v1.0.0/devs/admin?u={i}"))
+                    .header("authorization", &bearer)
+                    .send()
+                    .await
+                    .expect("gateway answers");
+                assert_eq!(reply.status(), 200);
+                let _ = reply.bytes().await;
+            }
+        });
+    }
+    while let Some(done) = workers.join_next().await {
+        done.expect("worker");
+    }
+}
