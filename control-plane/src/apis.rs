@@ -1,6 +1,9 @@
 //! The API record of the publisher (spec 2.3, WSO2's `APIDetailed`): its fields, their
 //! validation, and the checks on the swagger definition and endpoint configuration.
 
+use apim_manifest::bounds::{
+    MAX_CONTEXT_BYTES, MAX_OPERATIONS_PER_API, MAX_PATH_TEMPLATE_BYTES, MAX_PATHS_PER_API,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -304,6 +307,7 @@ fn check_name(property: &str, value: &str) -> Result<(), Invalid> {
 }
 
 fn check_context(context: &str) -> Result<(), Invalid> {
+    check_context_length(context).map_err(Invalid::Message)?;
     if context.ends_with('/') {
         return Err(Invalid::Message(
             "Context cannot end with '/' character".into(),
@@ -315,6 +319,18 @@ fn check_context(context: &str) -> Result<(), Invalid> {
         return Err(Invalid::Message(format!(
             "Context {context} is not a valid URL path"
         )));
+    }
+    Ok(())
+}
+
+/// A context within [`MAX_CONTEXT_BYTES`]: checked as given, and again as stored (tenants'
+/// under `/t/<domain>`), which is what gateways route on.
+pub fn check_context_length(context: &str) -> Result<(), String> {
+    if context.len() > MAX_CONTEXT_BYTES {
+        return Err(format!(
+            "Context is {} bytes long; at most {MAX_CONTEXT_BYTES} are allowed",
+            context.len()
+        ));
     }
     Ok(())
 }
@@ -358,20 +374,59 @@ pub fn validate_swagger(definition: &str) -> Result<Value, String> {
         .get("paths")
         .and_then(Value::as_object)
         .ok_or("apiDefinition must have a \"paths\" object")?;
+    if paths.len() > MAX_PATHS_PER_API {
+        return Err(format!(
+            "apiDefinition has {} paths; at most {MAX_PATHS_PER_API} are allowed",
+            paths.len()
+        ));
+    }
+    let mut operations = 0;
     for (path, item) in paths {
-        if !path.starts_with('/') {
-            return Err(format!(
-                "Path '{path}' in apiDefinition must start with '/'"
-            ));
-        }
+        check_path(path)?;
         let item = item
             .as_object()
-            .ok_or_else(|| format!("Path '{path}' in apiDefinition must be an object"))?;
+            .ok_or_else(|| format!("Path '{}' in apiDefinition must be an object", shown(path)))?;
         for (method, operation) in item.iter().filter(|(k, _)| METHODS.contains(&k.as_str())) {
             validate_operation(path, method, operation)?;
+            operations += 1;
         }
     }
+    if operations > MAX_OPERATIONS_PER_API {
+        return Err(format!(
+            "apiDefinition has {operations} operations; at most {MAX_OPERATIONS_PER_API} are allowed"
+        ));
+    }
     Ok(doc)
+}
+
+/// A path template gateways can route: starting with `/`, within
+/// [`MAX_PATH_TEMPLATE_BYTES`].
+fn check_path(path: &str) -> Result<(), String> {
+    if path.len() > MAX_PATH_TEMPLATE_BYTES {
+        return Err(format!(
+            "Path '{}' in apiDefinition is {} bytes long; at most {MAX_PATH_TEMPLATE_BYTES} are allowed",
+            shown(path),
+            path.len()
+        ));
+    }
+    if !path.starts_with('/') {
+        return Err(format!(
+            "Path '{path}' in apiDefinition must start with '/'"
+        ));
+    }
+    Ok(())
+}
+
+/// Characters of a path quoted in an error at most: enough to find it, not the whole of
+/// a path that is refused for its length.
+const SHOWN_PATH_CHARS: usize = 64;
+
+/// A path as quoted in an error, cut short with `...` past [`SHOWN_PATH_CHARS`].
+fn shown(path: &str) -> String {
+    match path.char_indices().nth(SHOWN_PATH_CHARS) {
+        Some((end, _)) => format!("{}...", &path[..end]),
+        None => path.to_string(),
+    }
 }
 
 fn validate_operation(path: &str, method: &str, operation: &Value) -> Result<(), String> {
@@ -494,5 +549,48 @@ mod tests {
             normalise_context("/t/acme.com/pizza", "acme.com"),
             "/t/acme.com/pizza"
         );
+    }
+
+    /// A swagger whose paths are `paths`, each with `methods`.
+    fn swagger(paths: impl IntoIterator<Item = String>, methods: &[&str]) -> String {
+        let item: Map<String, Value> = methods
+            .iter()
+            .map(|m| (m.to_string(), serde_json::json!({})))
+            .collect();
+        let paths: Map<String, Value> = paths
+            .into_iter()
+            .map(|p| (p, Value::Object(item.clone())))
+            .collect();
+        serde_json::json!({"swagger": "2.0", "paths": paths}).to_string()
+    }
+
+    #[test]
+    fn swagger_within_the_bounds_only() {
+        let long = format!("/{}", "a".repeat(200 * 1024));
+        let why = validate_swagger(&swagger([long], METHODS)).unwrap_err();
+        assert!(why.contains("bytes long; at most 1024"), "{why}");
+        assert!(why.len() < 200, "the path is not quoted whole: {why}");
+        let longest = format!("/{}", "a".repeat(MAX_PATH_TEMPLATE_BYTES - 1));
+        assert!(validate_swagger(&swagger([longest], METHODS)).is_ok());
+
+        let paths = |n: usize| (0..n).map(|i| format!("/r{i}"));
+        let why = validate_swagger(&swagger(paths(MAX_PATHS_PER_API + 1), &["get"])).unwrap_err();
+        assert!(why.contains("paths; at most"), "{why}");
+        assert!(validate_swagger(&swagger(paths(MAX_PATHS_PER_API), &["get"])).is_ok());
+
+        let operations = MAX_OPERATIONS_PER_API / 4 + 1;
+        let four = ["get", "put", "post", "delete"];
+        let why = validate_swagger(&swagger(paths(operations), &four)).unwrap_err();
+        assert!(why.contains("operations; at most"), "{why}");
+        assert!(validate_swagger(&swagger(paths(operations - 1), &four)).is_ok());
+    }
+
+    #[test]
+    fn contexts_within_the_bound_only() {
+        let context = format!("/{}", "c".repeat(MAX_CONTEXT_BYTES));
+        assert!(
+            matches!(check_context(&context), Err(Invalid::Message(m)) if m.contains("at most"))
+        );
+        assert!(check_context(&context[..MAX_CONTEXT_BYTES]).is_ok());
     }
 }

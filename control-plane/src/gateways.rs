@@ -1,13 +1,15 @@
 //! Keeps gateways current: compiles what each change touched (everything at start, once a
 //! minute for expired revocations and other control planes' changes, and after changes
 //! that do not say what they touched), and brings each configured gateway from the
-//! version it holds to the newest with signed pages.
+//! version it holds to the newest with signed pages, presenting the gateway secret. Pages
+//! a gateway refused (pushed, or pulled and reported) are kept here for operators.
 
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use apim_manifest::Position;
+use apim_manifest::{PageReport, Position};
+use serde::Serialize;
 use sqlx::AnyPool;
 use tokio::sync::{Notify, watch};
 
@@ -22,12 +24,30 @@ const MAX_TOUCHED: usize = 1_000;
 const FIRST_RETRY_DELAY: Duration = Duration::from_millis(100);
 /// Longest wait between two attempts to reach a gateway.
 const MAX_RETRY_DELAY: Duration = Duration::from_secs(5);
+/// Refused pages kept, newest last: enough to see what goes on, bounded whatever
+/// gateways send.
+const MAX_REFUSED_PAGES: usize = 64;
+/// Characters of a refusal's reason kept.
+const MAX_REASON_CHARS: usize = 1_024;
 
 /// Where handlers report changes and push loops learn of new versions.
 pub struct ManifestHub {
     latest: watch::Sender<u64>,
     changed: Notify,
     pending: Mutex<Pending>,
+    refused: Mutex<VecDeque<RefusedPage>>,
+}
+
+/// A page a gateway could not take, as the control plane learnt of it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RefusedPage {
+    /// Who refused it: a configured gateway's base URL (a push), or `pull` for a gateway
+    /// that pulled it and reported.
+    pub gateway: String,
+    /// When the control plane learnt of it, Unix seconds.
+    pub at: i64,
+    /// The page and why it was refused.
+    pub report: PageReport,
 }
 
 /// Changes reported since the last compile began.
@@ -45,7 +65,38 @@ impl ManifestHub {
             latest: watch::Sender::new(0),
             changed: Notify::new(),
             pending: Mutex::default(),
+            refused: Mutex::default(),
         })
+    }
+
+    /// A gateway could not take a page: logged, and kept among the latest refusals.
+    pub fn page_refused(&self, gateway: &str, mut report: PageReport) {
+        if let Some((cut, _)) = report.reason.char_indices().nth(MAX_REASON_CHARS) {
+            report.reason.truncate(cut);
+        }
+        tracing::warn!(
+            gateway,
+            after = report.after,
+            snapshot = report.snapshot,
+            environment = report.environment.as_deref().unwrap_or_default(),
+            reason = %report.reason,
+            "a gateway could not take a manifest page"
+        );
+        let mut refused = self.refused.lock().unwrap_or_else(|p| p.into_inner());
+        if refused.len() == MAX_REFUSED_PAGES {
+            refused.pop_front();
+        }
+        refused.push_back(RefusedPage {
+            gateway: gateway.to_string(),
+            at: crate::db::now(),
+            report,
+        });
+    }
+
+    /// The latest pages gateways could not take, oldest first.
+    pub fn refused_pages(&self) -> Vec<RefusedPage> {
+        let refused = self.refused.lock().unwrap_or_else(|p| p.into_inner());
+        refused.iter().cloned().collect()
     }
 
     /// Something gateways care about may have changed: compile everything now (changes
@@ -80,6 +131,9 @@ pub struct Pusher {
     pub manifest_keys: Arc<KeyRing>,
     /// Base URLs of the gateways.
     pub gateways: Vec<String>,
+    /// Presented to gateways as a bearer token (the one they pull with), so that only
+    /// this control plane can move them.
+    pub gateway_secret: String,
 }
 
 /// Starts compiling (now, after every change, and periodically) and pushing.
@@ -97,6 +151,8 @@ pub fn spawn(hub: Arc<ManifestHub>, db: AnyPool, compiler: Compiler, pusher: Pus
             client: client.clone(),
             url: format!("{base}{}", apim_manifest::paths::GATEWAY_PUSH),
             base: base.to_string(),
+            secret: pusher.gateway_secret.clone(),
+            hub: hub.clone(),
         };
         tokio::spawn(push_loop(hub.latest.subscribe(), delivery));
     }
@@ -172,6 +228,10 @@ struct Delivery {
     base: String,
     /// Where it takes pages and tells its position.
     url: String,
+    /// The gateway secret, sent as a bearer token.
+    secret: String,
+    /// Where refused pages are kept.
+    hub: Arc<ManifestHub>,
 }
 
 /// Brings one gateway up to the newest version and keeps it there: asks where it is, then
@@ -215,7 +275,12 @@ async fn push_loop(mut latest: watch::Receiver<u64>, delivery: Delivery) {
 impl Delivery {
     /// What the gateway holds (and 0, as no page was read).
     async fn position(&self) -> anyhow::Result<(Position, u64)> {
-        let response = self.client.get(&self.url).send().await?;
+        let response = self
+            .client
+            .get(&self.url)
+            .bearer_auth(&self.secret)
+            .send()
+            .await?;
         let status = response.status();
         if !status.is_success() {
             anyhow::bail!("gateway answered {status} when asked for its version");
@@ -231,10 +296,12 @@ impl Delivery {
             return Ok((position, 0));
         };
         let (version, changes, latest) = (page.upto, page.changes.len(), page.latest);
+        let sent = (page.after, page.snapshot);
         let jws = manifest::sign(&self.keys, &page)?;
         let response = self
             .client
             .post(&self.url)
+            .bearer_auth(&self.secret)
             .header("content-type", "application/jwt")
             .body(jws)
             .send()
@@ -251,7 +318,122 @@ impl Delivery {
             }
             // Not where we thought (another node or a pull moved it): carry on from there.
             (409, Some(held)) if held != position => Ok((held, latest)),
+            (400 | 413, _) => {
+                let reason = format!("gateway answered {status}: {body}");
+                let report = PageReport {
+                    after: sent.0,
+                    snapshot: sent.1,
+                    reason: reason.clone(),
+                    environment: None,
+                };
+                self.hub.page_refused(&self.base, report);
+                anyhow::bail!(reason)
+            }
             _ => anyhow::bail!("gateway answered {status}: {body}"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::{HeaderMap, StatusCode};
+    use axum::routing::get;
+
+    fn report(after: u64, reason: &str) -> PageReport {
+        PageReport {
+            after,
+            snapshot: false,
+            reason: reason.to_string(),
+            environment: None,
+        }
+    }
+
+    #[test]
+    fn the_latest_refused_pages_are_kept() {
+        let hub = ManifestHub::new();
+        for after in 0..(MAX_REFUSED_PAGES as u64 + 5) {
+            hub.page_refused("pull", report(after, &"r".repeat(5 * MAX_REASON_CHARS)));
+        }
+        let refused = hub.refused_pages();
+        assert_eq!(refused.len(), MAX_REFUSED_PAGES);
+        assert_eq!(refused[0].report.after, 5, "oldest dropped first");
+        assert!(
+            refused
+                .iter()
+                .all(|r| r.report.reason.len() == MAX_REASON_CHARS)
+        );
+    }
+
+    /// A gateway that wants the secret on `/_apim/manifest`, tells position 0, and refuses
+    /// every page as too large; the authorization of every request it was sent.
+    async fn gateway_refusing_pages() -> (String, Arc<Mutex<Vec<Option<String>>>>) {
+        let seen: Arc<Mutex<Vec<Option<String>>>> = Arc::default();
+        let authorized = {
+            let seen = seen.clone();
+            move |headers: &HeaderMap| {
+                let presented = headers
+                    .get("authorization")
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_string);
+                let ok = presented.as_deref() == Some("Bearer s3cret");
+                seen.lock().unwrap().push(presented);
+                ok
+            }
+        };
+        let on_get = authorized.clone();
+        let app = axum::Router::new().route(
+            apim_manifest::paths::GATEWAY_PUSH,
+            get(move |headers: HeaderMap| async move {
+                match on_get(&headers) {
+                    true => (StatusCode::OK, r#"{"version":0}"#),
+                    false => (StatusCode::UNAUTHORIZED, ""),
+                }
+            })
+            .post(move |headers: HeaderMap| async move {
+                match authorized(&headers) {
+                    true => (StatusCode::PAYLOAD_TOO_LARGE, "too large"),
+                    false => (StatusCode::UNAUTHORIZED, ""),
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        (base, seen)
+    }
+
+    #[tokio::test]
+    async fn pushes_carry_the_gateway_secret_and_refused_pages_are_kept() {
+        let db = crate::db::connect("sqlite::memory:").await.unwrap();
+        let dir = std::env::temp_dir().join(format!("apim-push-{}", uuid::Uuid::new_v4()));
+        let keys = Arc::new(KeyRing::load_or_create(&dir).unwrap());
+        let mut compiler = Compiler::new(db.clone(), keys.clone(), "issuer".into());
+        compiler.compile().await.unwrap();
+        let (base, seen) = gateway_refusing_pages().await;
+        let hub = ManifestHub::new();
+        let delivery = Delivery {
+            db,
+            keys,
+            client: reqwest::Client::new(),
+            url: format!("{base}{}", apim_manifest::paths::GATEWAY_PUSH),
+            base: base.clone(),
+            secret: "s3cret".into(),
+            hub: hub.clone(),
+        };
+
+        let (position, _) = delivery.position().await.unwrap();
+        assert_eq!(position, Position::default());
+        let err = delivery.push_next(position).await.unwrap_err();
+        assert!(err.to_string().contains("413"), "{err}");
+        let seen = seen.lock().unwrap().clone();
+        assert_eq!(seen, vec![Some("Bearer s3cret".to_string()); 2]);
+        let refused = hub.refused_pages();
+        assert_eq!(refused.len(), 1);
+        assert_eq!(refused[0].gateway, base);
+        assert_eq!(
+            (refused[0].report.after, refused[0].report.snapshot),
+            (0, true)
+        );
     }
 }

@@ -78,6 +78,7 @@ async fn serve(config: Config, db: AnyPool) -> anyhow::Result<()> {
                 .filter(|g| !g.is_empty())
                 .cloned()
                 .collect(),
+            gateway_secret: gateway_secret.clone(),
         },
     );
     let state = AppState {

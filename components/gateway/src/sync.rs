@@ -1,11 +1,21 @@
-//! Receiving pushed manifest pages and pulling the missing ones from the control plane.
+//! Receiving pushed manifest pages and pulling the missing ones from the control plane,
+//! telling it of a pulled page that could not be taken.
 
-use apim_manifest::{Page, Position, paths};
+use apim_manifest::{Page, PageReport, Position, paths};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::json;
 
-use crate::host::{Headers, Host, Outbound, Request, Response, split_url};
+use crate::host::{
+    Headers, Host, MAX_BODY_BYTES, Outbound, Request, Response, SendError, split_url,
+};
 use crate::state::{self, Refusal};
+
+// The control plane keeps every signed page within this bound: the gateway must take it.
+const _: () = assert!(apim_manifest::bounds::MAX_PAGE_BYTES <= MAX_BODY_BYTES);
+
+/// What [`Host::send`] fails with when the control plane answered but its body could not
+/// be read whole: larger than [`MAX_BODY_BYTES`], or cut short (`apim_http::wasi::send`).
+const UNREADABLE_BODY: &str = "response body";
 
 /// Settings the gateway reads from its host.
 pub mod settings {
@@ -154,13 +164,21 @@ pub fn pull(host: &dyn Host) -> Result<Position, PullError> {
             vec![("authorization".into(), authorization)],
             vec![],
         )?;
-        let response = host
-            .send(request)
-            .map_err(|e| format!("control plane unreachable: {e:?}"))?;
+        let response = match host.send(request) {
+            Ok(response) => response,
+            Err(SendError::Unreachable(reason)) if reason == UNREADABLE_BODY => {
+                let reason = format!(
+                    "the page could not be read whole (larger than {MAX_BODY_BYTES} bytes, or cut short)"
+                );
+                return Err(report_refused(host, after, snapshot, reason).into());
+            }
+            Err(err) => return Err(format!("control plane unreachable: {err:?}").into()),
+        };
         if response.status != 200 {
             return Err(format!("control plane answered {}", response.status).into());
         }
-        let page = verify(&String::from_utf8_lossy(&response.body), &public_key)?;
+        let page = verify(&String::from_utf8_lossy(&response.body), &public_key)
+            .map_err(|reason| report_refused(host, after, snapshot, reason))?;
         let last = page.is_last();
         position = match state::apply(host, &page, host.now_millis()) {
             Ok(position) => position,
@@ -183,6 +201,38 @@ pub fn pull(host: &dyn Host) -> Result<Position, PullError> {
         }
     }
     Ok(position)
+}
+
+/// Tells the control plane that the page after `after` could not be taken, so that it is
+/// seen where it can be fixed (best effort: the pull fails either way, and the next one
+/// asks again); `reason`, for the pull's error.
+fn report_refused(host: &dyn Host, after: u64, snapshot: bool, reason: String) -> String {
+    let report = PageReport {
+        after,
+        snapshot,
+        reason,
+        environment: host.setting(settings::GATEWAY_ENVIRONMENT),
+    };
+    let secret = host.setting(settings::GATEWAY_SECRET).unwrap_or_default();
+    let headers = vec![
+        (
+            "authorization".into(),
+            format!("Bearer {secret}").into_bytes(),
+        ),
+        ("content-type".into(), b"application/json".to_vec()),
+    ];
+    let body = serde_json::to_vec(&report).unwrap_or_default();
+    let sent = to_control_plane(host, "POST", paths::CONTROL_PLANE_REPORT, headers, body)
+        .and_then(|request| host.send(request).map_err(|e| format!("{e:?}")));
+    match sent {
+        Ok(response) if response.status < 300 => {}
+        Ok(response) => eprintln!(
+            "the control plane answered {} to a page report",
+            response.status
+        ),
+        Err(err) => eprintln!("could not report a refused page: {err}"),
+    }
+    report.reason
 }
 
 /// A request to the control plane at `path_with_query` (below `control_plane_url`), with

@@ -1267,3 +1267,61 @@ fn every_key_written_per_request_has_a_lifetime() {
         );
     }
 }
+
+/// A pulled page the gateway cannot take (too large to read whole, or not a valid signed
+/// page) is reported to the control plane with the gateway secret; the pull after it
+/// still takes the pages the control plane sends then.
+#[test]
+fn reports_pulled_pages_it_cannot_take_and_takes_the_next() {
+    use std::collections::VecDeque;
+    use std::rc::Rc;
+
+    let manifest_keys = keys(1);
+    let entries = manifest(&keys(2).x).entries();
+    let snapshot = page(0, 3, 3, true, diff(&BTreeMap::new(), &entries));
+    let answers: Rc<RefCell<VecDeque<Result<Response, SendError>>>> =
+        Rc::new(RefCell::new(VecDeque::from([
+            Err(SendError::Unreachable("response body".into())),
+            Ok(Response::new(200, "application/jwt", "not a page")),
+            Ok(Response::new(
+                200,
+                "application/jwt",
+                sign(&manifest_keys, "m1", &snapshot),
+            )),
+        ])));
+    let host = FakeHost::new(
+        settings(&manifest_keys),
+        Box::new({
+            let answers = answers.clone();
+            move |request| {
+                if request
+                    .path_with_query
+                    .starts_with(paths::CONTROL_PLANE_REPORT)
+                {
+                    return Ok(Response::new(204, "text/plain", ""));
+                }
+                answers.borrow_mut().pop_front().expect("no more pulls")
+            }
+        }),
+    );
+    for _ in 0..2 {
+        assert!(crate::sync::pull(&host).is_err());
+        assert_eq!(crate::state::position(&host), Position::default());
+    }
+    assert_eq!(crate::sync::pull(&host).unwrap().version, 3);
+
+    let sent = host.sent.borrow();
+    let reports: Vec<PageReport> = sent
+        .iter()
+        .filter(|r| r.path_with_query == paths::CONTROL_PLANE_REPORT)
+        .map(|r| {
+            assert_eq!(r.method, "POST");
+            assert_eq!(header(&r.headers, "authorization"), Some("Bearer s3cret"));
+            serde_json::from_slice(&r.body).unwrap()
+        })
+        .collect();
+    assert_eq!(reports.len(), 2, "one report per page not taken");
+    assert!(reports.iter().all(|r| (r.after, r.snapshot) == (0, false)));
+    assert!(reports[0].reason.contains("could not be read whole"));
+    assert!(reports[1].reason.contains("signature or content invalid"));
+}

@@ -7,8 +7,9 @@
 //! version that last changed it, so a gateway at version `v` catches up by applying only
 //! the entries changed after `v`, in signed [`page::Page`]s; a change costs what it
 //! changes, whatever the number of APIs, and a gateway reads only the entries a request
-//! needs.
+//! needs. [`bounds`] says how large an API, an entry and a page may be.
 
+pub mod bounds;
 pub mod canon;
 pub mod entries;
 pub mod page;
@@ -21,7 +22,7 @@ pub use entries::{
     DeployedApi, EntriesBuilder, Key, Manifest, RouteSource, RouteTarget, key, route_depth,
     route_table,
 };
-pub use page::{Change, Page, Position};
+pub use page::{Change, Page, PageReport, Position};
 
 /// What every request needs whatever API it calls: who issues tokens, the keys that
 /// verify them, and the tiers' limits.
@@ -279,6 +280,9 @@ pub mod paths {
     /// Control plane: GET the page after `?after=n` (`&snapshot=true` to continue a
     /// snapshot), with the gateway secret as bearer token.
     pub const CONTROL_PLANE_MANIFEST: &str = "/internal/gateway/manifest";
+    /// Control plane: POST a [`PageReport`](crate::page::PageReport) here, with the
+    /// gateway secret as bearer token, when a pulled page could not be taken.
+    pub const CONTROL_PLANE_REPORT: &str = "/internal/gateway/report";
 }
 
 #[cfg(test)]

@@ -60,3 +60,19 @@ impl Position {
         }
     }
 }
+
+/// What a gateway tells the control plane of a page it pulled and could not take (too
+/// large to read, unparsable, or not signed by the key it knows), so that the refusal is
+/// seen where it can be fixed rather than only in the gateway's log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PageReport {
+    /// The version the page was to follow (the pull's `after`).
+    pub after: u64,
+    /// Whether the page was part of a snapshot.
+    pub snapshot: bool,
+    /// Why it was not taken.
+    pub reason: String,
+    /// The reporting gateway's `gateway_environment`, if it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<String>,
+}

@@ -13,10 +13,10 @@ use super::error::{ApiError, ApiResult, OnDuplicate};
 use super::extract::{JsonBody, QueryParams, parse_json, read_body};
 use super::pagination::{ListEnvelope, Page};
 use super::{AppState, Touches};
-use crate::apis::{ApiRecord, Invalid, normalise_context, validate_swagger};
+use crate::apis::{ApiRecord, Invalid, check_context_length, normalise_context, validate_swagger};
 use crate::db::now;
 use crate::lifecycle;
-use crate::manifest::Touched;
+use crate::manifest::{self, Touched};
 use crate::scopes::Scope;
 use crate::users::{provider_key, tenant_of};
 
@@ -148,6 +148,15 @@ fn invalid(err: Invalid) -> ApiError {
         Invalid::Fields(fields) => ApiError::Validation(fields),
         Invalid::Message(message) => ApiError::BadRequest(message),
     }
+}
+
+/// Refuses (400) a record, as it is about to be stored, that gateways could not take: its
+/// stored context too long, or an entry it compiles into past the bound. Checked on every
+/// write of a record, whatever its state, so that deploying it later cannot fail.
+fn check_deployable(record: &ApiRecord) -> ApiResult<()> {
+    check_context_length(record.context.as_deref().unwrap_or_default())
+        .map_err(ApiError::BadRequest)?;
+    manifest::check_api_entries(record).map_err(ApiError::BadRequest)
 }
 
 /// WSO2's `APIInfo`, the list item.
@@ -304,6 +313,7 @@ async fn create_api(
     record.provider = Some(provider.clone());
     record.context = Some(context.clone());
     record.status = Some(status.to_string());
+    check_deployable(&record)?;
 
     let mut tx = state.db.begin().await?;
     check_unique(&mut tx, &tenant, &name, &version, &context).await?;
@@ -423,6 +433,7 @@ async fn update_api(
     record.provider = Some(provider);
     record.context = Some(context);
     record.status = Some(api.status.clone());
+    check_deployable(&record)?;
     save_record(&state.db, &api.id, &record).await?;
     tracing::info!(api = %api.id, "API updated");
     Ok((Touches::one(Touched::Api(api.id)), Json(record)))
@@ -499,6 +510,7 @@ async fn put_swagger(
     validate_swagger(&definition).map_err(ApiError::BadRequest)?;
     let mut record = api.full_record();
     record.api_definition = Some(definition.clone());
+    check_deployable(&record)?;
     save_record(&state.db, &api.id, &record).await?;
     Ok((
         Touches::one(Touched::Api(api.id)),

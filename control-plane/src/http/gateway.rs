@@ -1,18 +1,21 @@
 //! What gateways read from the control plane: pages of the manifest (for a gateway that
-//! starts, or catches up after missed pushes) and the public key pages are signed with.
+//! starts, or catches up after missed pushes) and the public key pages are signed with;
+//! and where they report a pulled page they could not take.
 
+use apim_manifest::PageReport;
+use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
 use subtle::ConstantTimeEq;
 
-use super::AppState;
 use super::auth::bearer_token;
 use super::error::{ApiError, ApiResult};
-use super::extract::QueryParams;
+use super::extract::{QueryParams, parse_json};
+use super::{AppState, Touches};
 use crate::manifest;
 
 pub fn router() -> Router<AppState> {
@@ -22,6 +25,20 @@ pub fn router() -> Router<AppState> {
             get(manifest_page),
         )
         .route("/internal/gateway/manifest-key", get(manifest_key))
+        .route(
+            apim_manifest::paths::CONTROL_PLANE_REPORT,
+            post(page_report),
+        )
+}
+
+/// Refuses (401) a request without the gateway secret as its bearer token.
+fn require_gateway_secret(state: &AppState, headers: &HeaderMap) -> ApiResult<()> {
+    let presented = bearer_token(headers).unwrap_or_default();
+    if bool::from(presented.as_bytes().ct_eq(state.gateway_secret.as_bytes())) {
+        Ok(())
+    } else {
+        Err(ApiError::Unauthenticated)
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -40,10 +57,7 @@ async fn manifest_page(
     headers: HeaderMap,
     QueryParams(query): QueryParams<PageQuery>,
 ) -> ApiResult<Response> {
-    let presented = bearer_token(&headers).unwrap_or_default();
-    if !bool::from(presented.as_bytes().ct_eq(state.gateway_secret.as_bytes())) {
-        return Err(ApiError::Unauthenticated);
-    }
+    require_gateway_secret(&state, &headers)?;
     let page = manifest::read_page(
         &state.db,
         query.after.unwrap_or(0),
@@ -70,4 +84,84 @@ async fn manifest_page(
 /// The manifest signing key as a JWK set (public; gateways are configured with its `x`).
 async fn manifest_key(State(state): State<AppState>) -> impl IntoResponse {
     Json(state.manifest_keys.jwks())
+}
+
+/// A gateway could not take a page it pulled (too large to read, unparsable, or not
+/// signed by the key it knows): kept with the refused pages, 204. The secret is checked
+/// before the body is read. Nothing for gateways changes, so nothing is compiled.
+async fn page_report(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> ApiResult<(Touches, StatusCode)> {
+    require_gateway_secret(&state, &headers)?;
+    let report: PageReport = parse_json(&body)?;
+    state.manifests.page_refused("pull", report);
+    Ok((Touches::nothing(), StatusCode::NO_CONTENT))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use clap::Parser;
+
+    use super::*;
+    use crate::config::Config;
+    use crate::gateways::ManifestHub;
+    use crate::keys::KeyRing;
+
+    /// The management listener on a free port, with `secret` as the gateway secret.
+    async fn serve(manifests: Arc<ManifestHub>, secret: &str) -> String {
+        let dir = std::env::temp_dir().join(format!("apim-report-{}", uuid::Uuid::new_v4()));
+        let keys = Arc::new(KeyRing::load_or_create(&dir).unwrap());
+        let state = AppState {
+            db: crate::db::connect("sqlite::memory:").await.unwrap(),
+            keys: keys.clone(),
+            config: Arc::new(Config::parse_from(["control-plane"])),
+            scopes: crate::scopes::ScopeNames::new("mgr"),
+            issuer: "issuer".into(),
+            manifests,
+            manifest_keys: keys,
+            gateway_secret: secret.into(),
+            store_users: Arc::default(),
+            clients: Arc::default(),
+            logins: Arc::default(),
+        };
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, super::super::app(state)).await });
+        url
+    }
+
+    #[tokio::test]
+    async fn gateways_report_pages_they_could_not_take() {
+        let manifests = ManifestHub::new();
+        let url = serve(manifests.clone(), "s3cret").await;
+        let report = PageReport {
+            after: 7,
+            snapshot: true,
+            reason: "the page is larger than 10485760 bytes".into(),
+            environment: Some("Production and Sandbox".into()),
+        };
+        let post = |bearer: &str| {
+            reqwest::Client::new()
+                .post(format!(
+                    "{url}{}",
+                    apim_manifest::paths::CONTROL_PLANE_REPORT
+                ))
+                .bearer_auth(bearer)
+                .json(&report)
+                .send()
+        };
+        assert_eq!(post("wrong").await.unwrap().status(), 401);
+        assert!(manifests.refused_pages().is_empty());
+        assert_eq!(post("s3cret").await.unwrap().status(), 204);
+        let refused = manifests.refused_pages();
+        assert_eq!(refused.len(), 1);
+        assert_eq!(
+            (refused[0].gateway.as_str(), &refused[0].report),
+            ("pull", &report)
+        );
+    }
 }

@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use anyhow::Context;
+use apim_manifest::bounds::MAX_ENTRY_BYTES;
 use apim_manifest::entries::json;
 use apim_manifest::{
     ApiRoute, ApiState, Application, AuthType, Cors, EntriesBuilder, MaxTps, Meta, Operation,
@@ -41,6 +42,9 @@ struct CompiledApi {
 pub struct ApiCache {
     apis: HashMap<String, CompiledApi>,
     routes: BTreeMap<String, BTreeSet<String>>,
+    /// Deployed APIs left out for an entry past [`MAX_ENTRY_BYTES`], with the revision and
+    /// status refused (compiled again only once either moves).
+    refused: HashMap<String, (i64, String)>,
 }
 
 /// Entries computed by a compile, by key.
@@ -274,6 +278,7 @@ impl ApiCache {
         let rows: Vec<ApiRow> = rows_in(db, &select, ids).await?;
         for id in ids {
             self.remove(id);
+            self.refused.remove(*id);
         }
         for row in rows {
             self.compile(row)?;
@@ -306,9 +311,11 @@ impl ApiCache {
         for id in gone {
             self.remove(&id);
         }
+        self.refused
+            .retain(|id, refused| deployed.get(id) == Some(&*refused));
         let stale: HashSet<String> = deployed
             .keys()
-            .filter(|id| !self.apis.contains_key(*id))
+            .filter(|id| !self.apis.contains_key(*id) && !self.refused.contains_key(*id))
             .cloned()
             .collect();
         if stale.len() > BULK_FETCH {
@@ -335,15 +342,62 @@ impl ApiCache {
         let record: ApiRecord = serde_json::from_str(&record)
             .with_context(|| format!("stored record of API {id} is unreadable"))?;
         let route = api_route(id.clone(), name, version, context, state, &record);
+        let source = RouteSource::of(&route, environments(&record));
+        let json = json(&route);
+        if let Err(why) = check_entries(&json, &source) {
+            // Stored before the bound existed, or written straight into the database: left
+            // out, so that it cannot hold back what every other change sends.
+            tracing::error!(api = %id, revision, "{why}; the API is left out of the route manifest until it is updated");
+            self.remove(&id);
+            self.refused.insert(id, (revision, status));
+            return Ok(());
+        }
         let compiled = CompiledApi {
             revision,
             status,
-            source: RouteSource::of(&route, environments(&record)),
-            json: json(&route),
+            source,
+            json,
         };
         self.insert(id, compiled);
         Ok(())
     }
+}
+
+/// Lifecycle state an API is checked in before it is deployed: the one with the longest
+/// name, so that an API that passes fits in every state (the state is in its entry).
+const LONGEST_STATE: ApiState = ApiState::Deprecated;
+
+/// Checks that an API compiles, as the compiler would compile it once deployed, into
+/// entries no larger than [`MAX_ENTRY_BYTES`]; why not, otherwise. The record's id, name,
+/// version and context are those it is (or will be) stored with.
+pub fn check_api_entries(record: &ApiRecord) -> Result<(), String> {
+    let text = |v: &Option<String>| v.clone().unwrap_or_default();
+    let route = api_route(
+        text(&record.id),
+        text(&record.name),
+        text(&record.version),
+        text(&record.context),
+        LONGEST_STATE,
+        record,
+    );
+    check_entries(
+        &json(&route),
+        &RouteSource::of(&route, environments(record)),
+    )
+}
+
+/// Checks an API's entry (`route_json`) and the route entries it makes on its own against
+/// [`MAX_ENTRY_BYTES`].
+fn check_entries(route_json: &str, source: &RouteSource) -> Result<(), String> {
+    let routes = route_table([source]);
+    let largest_route = routes.values().map(|targets| json(targets).len()).max();
+    let largest = route_json.len().max(largest_route.unwrap_or(0));
+    if largest > MAX_ENTRY_BYTES {
+        return Err(format!(
+            "The API compiles to a gateway entry of {largest} bytes; at most {MAX_ENTRY_BYTES} are allowed (fewer or shorter paths, operations or gateway environments)"
+        ));
+    }
+    Ok(())
 }
 
 fn public_keys(keys: &KeyRing) -> Vec<TokenKey> {
@@ -543,5 +597,71 @@ mod tests {
         );
         assert_eq!(tier_limits().subscription["Gold"], Some(5000));
         assert_eq!(tier_limits().application["Unlimited"], None);
+    }
+
+    /// A stored record of an API with these swagger paths, every one with `methods`.
+    fn record_with_paths(paths: impl IntoIterator<Item = String>, methods: &[&str]) -> ApiRecord {
+        let operations: serde_json::Map<String, Value> = methods
+            .iter()
+            .map(|m| {
+                (
+                    m.to_string(),
+                    serde_json::json!({"x-auth-type": "Application"}),
+                )
+            })
+            .collect();
+        let paths: serde_json::Map<String, Value> = paths
+            .into_iter()
+            .map(|path| (path, Value::Object(operations.clone())))
+            .collect();
+        let definition = serde_json::json!({"swagger": "2.0", "paths": paths});
+        serde_json::from_value(serde_json::json!({
+            "id": "0b6f7a52-6c43-4f5e-9a43-c6a2d1c1f0aa", "name": "Big", "version": "v1",
+            "context": "/big", "apiDefinition": definition.to_string(),
+            "endpointConfig": r#"{"production_endpoints":{"url":"http://backend:8080/api"},"endpoint_type":"http"}"#,
+        }))
+        .unwrap()
+    }
+
+    /// A long path with every method is refused; a large but realistic API (a few hundred
+    /// resources, several methods each) passes with room to spare.
+    #[test]
+    fn entry_bound_refuses_oversized_apis_and_takes_large_ones() {
+        let long_path = format!("/{}", "a".repeat(200 * 1024));
+        let oversized = record_with_paths([long_path], METHODS);
+        let why = check_api_entries(&oversized).unwrap_err();
+        assert!(why.contains("gateway entry of"), "{why}");
+
+        let resources =
+            (0..400).map(|i| format!("/customers/{{customerId}}/orders{i}/{{orderId}}/items"));
+        let large = record_with_paths(resources, &["get", "put", "post", "delete"]);
+        assert!(crate::apis::validate_swagger(large.api_definition.as_deref().unwrap()).is_ok());
+        check_api_entries(&large).unwrap();
+        let route = api_route(
+            "id".into(),
+            "Big".into(),
+            "v1".into(),
+            "/big".into(),
+            LONGEST_STATE,
+            &large,
+        );
+        assert_eq!(route.operations.len(), 1_600);
+        assert!(
+            json(&route).len() < MAX_ENTRY_BYTES * 3 / 4,
+            "{}",
+            json(&route).len()
+        );
+    }
+
+    #[test]
+    fn apis_are_checked_in_their_longest_state() {
+        let states = [
+            ApiState::Published,
+            ApiState::Prototyped,
+            ApiState::Deprecated,
+            ApiState::Blocked,
+        ];
+        let longest = states.iter().map(|s| json(s).len()).max();
+        assert_eq!(Some(json(&LONGEST_STATE).len()), longest);
     }
 }

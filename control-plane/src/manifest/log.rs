@@ -7,6 +7,7 @@ use std::ops::Range;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use apim_manifest::bounds::{MAX_ENTRY_BYTES, MAX_PAGE_JSON_BYTES};
 use apim_manifest::{Change, Page};
 use serde_json::value::RawValue;
 use sqlx::AnyPool;
@@ -19,6 +20,12 @@ const VERSION_ENTRIES: usize = 500;
 const VERSION_BYTES: usize = 512 * 1024;
 /// Bytes of entries a page carries at most (unless one version alone is larger).
 const PAGE_BYTES: usize = 1024 * 1024;
+/// Bytes of a page's JSON besides its changes: the versions, flags and brackets.
+const PAGE_FIELDS_BYTES: usize = 256;
+/// Bytes of changes no page ever goes past, whatever its versions hold, so that it signs
+/// within what a gateway takes ([`MAX_PAGE_JSON_BYTES`]). Versions the log records stay
+/// far below it; only rows written into the database by other means could reach it.
+const MAX_PAGE_CHANGES_BYTES: usize = MAX_PAGE_JSON_BYTES - PAGE_FIELDS_BYTES;
 /// Rows read per query while filling a page (several versions' worth).
 const PAGE_ROWS: usize = 4 * VERSION_ENTRIES;
 /// Rows per INSERT statement.
@@ -139,11 +146,25 @@ impl EntryLog {
         desired: &BTreeMap<String, Arc<str>>,
         removed: impl Iterator<Item = &'a String>,
     ) -> Vec<EntryChange> {
-        let mut changes: Vec<EntryChange> = desired
-            .iter()
-            .filter(|(key, value)| self.entries.get(*key) != Some(value))
-            .map(|(key, value)| (key.clone(), Some(value.clone())))
-            .collect();
+        let mut changes = Vec::new();
+        for (key, value) in desired {
+            if value.len() > MAX_ENTRY_BYTES {
+                // The compiler leaves oversized APIs out already; anything else past the
+                // bound is not recorded either (removed, if it was), so that it cannot
+                // make a page gateways refuse.
+                tracing::error!(
+                    key,
+                    bytes = value.len(),
+                    limit = MAX_ENTRY_BYTES,
+                    "manifest entry larger than gateways take; not recorded"
+                );
+                if self.entries.contains_key(key) {
+                    changes.push((key.clone(), None));
+                }
+            } else if self.entries.get(key) != Some(value) {
+                changes.push((key.clone(), Some(value.clone())));
+            }
+        }
         changes.extend(removed.map(|key| (key.clone(), None)));
         changes.sort_by(|a, b| a.0.cmp(&b.0));
         changes.dedup_by(|a, b| a.0 == b.0);
@@ -242,9 +263,26 @@ async fn state(db: &AnyPool) -> sqlx::Result<(u64, u64)> {
     Ok((version.max(0) as u64, horizon.max(0) as u64))
 }
 
-/// What an entry counts for against [`VERSION_BYTES`] and [`PAGE_BYTES`].
-fn entry_bytes(key: &str, value: Option<&str>) -> usize {
-    key.len() + value.map_or(0, str::len)
+/// Bytes of a change in a page's JSON, `{"key":..,"value":..}` and the comma after it:
+/// what it counts for against [`VERSION_BYTES`], [`PAGE_BYTES`] and
+/// [`MAX_PAGE_CHANGES_BYTES`]. Values are stored as the compact JSON they are sent as.
+fn change_bytes(key: &str, value: Option<&str>) -> usize {
+    const SYNTAX: usize = r#"{"key":,"value":},"#.len();
+    SYNTAX + json_string_bytes(key) + value.map_or("null".len(), str::len)
+}
+
+/// Bytes of `text` as a JSON string, quotes included: serde_json escapes only quotes,
+/// backslashes and control characters.
+fn json_string_bytes(text: &str) -> usize {
+    let escaped: usize = text
+        .bytes()
+        .map(|byte| match byte {
+            b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 2,
+            0x00..=0x1f => 6,
+            _ => 1,
+        })
+        .sum();
+    escaped + 2
 }
 
 /// Consecutive runs of changes, each small enough to be one version.
@@ -252,7 +290,7 @@ fn split_into_versions(changes: &[EntryChange]) -> Vec<Range<usize>> {
     let mut versions = Vec::new();
     let (mut start, mut bytes) = (0, 0);
     for (i, (key, value)) in changes.iter().enumerate() {
-        let size = entry_bytes(key, value.as_deref());
+        let size = change_bytes(key, value.as_deref());
         if i > start && (i - start >= VERSION_ENTRIES || bytes + size > VERSION_BYTES) {
             versions.push(start..i);
             (start, bytes) = (i, 0);
@@ -296,7 +334,8 @@ async fn upsert(
 }
 
 /// The page after version `after` (of a snapshot under way when `snapshot`): the entries
-/// changed since, whole versions only, up to about [`PAGE_BYTES`]. A gateway with
+/// changed since, whole versions only, up to about [`PAGE_BYTES`] and never so many that
+/// the signed page passes what gateways take (`MAX_PAGE_BYTES`). A gateway with
 /// nothing, or one older than the horizon, starts a snapshot from version 0. So does one
 /// ahead of this database (restored from a backup, or another database): the versions
 /// move past it first, since a gateway never takes a snapshot older than what it holds.
@@ -386,12 +425,21 @@ async fn read_page_from(db: &AnyPool, after: u64, snapshot: bool) -> sqlx::Resul
             versions.pop();
         }
         for (version, rows) in versions {
-            let size: usize = rows.iter().map(|(k, v)| entry_bytes(k, v.as_deref())).sum();
+            let changes: Vec<Change> = rows
+                .into_iter()
+                .map(|row| to_change(row, version))
+                .collect();
+            let size: usize = changes.iter().map(bytes_of).sum();
             if !page.changes.is_empty() && bytes + size > PAGE_BYTES {
                 return Ok(page);
             }
-            bytes += size;
-            page.changes.extend(rows.into_iter().map(to_change));
+            let changes = fit(
+                version,
+                changes,
+                MAX_PAGE_CHANGES_BYTES.saturating_sub(bytes),
+            );
+            bytes += changes.iter().map(bytes_of).sum::<usize>();
+            page.changes.extend(changes);
             page.upto = version;
         }
         if read_all {
@@ -424,13 +472,61 @@ fn group_by_version(rows: Vec<Row>) -> Vec<VersionRows> {
     versions
 }
 
-fn to_change((key, value): (String, Option<String>)) -> Change {
+/// A stored row as sent. Stored values were serialized by the compiler; one that no
+/// longer parses, or is larger than gateways take (written before the bound, or into the
+/// database by other means), is sent as a removal rather than break the page.
+fn to_change((key, value): (String, Option<String>), version: u64) -> Change {
+    let value = value.filter(|v| {
+        let fits = v.len() <= MAX_ENTRY_BYTES;
+        if !fits {
+            tracing::error!(
+                key,
+                version,
+                bytes = v.len(),
+                limit = MAX_ENTRY_BYTES,
+                "stored manifest entry larger than gateways take; sent as a removal"
+            );
+        }
+        fits
+    });
     Change {
-        key,
-        // Stored values were serialized by the compiler; one that no longer parses is
-        // sent as a removal rather than break the page.
         value: value.and_then(|v| RawValue::from_string(v).ok()),
+        key,
     }
+}
+
+/// [`change_bytes`] of a change as sent.
+fn bytes_of(change: &Change) -> usize {
+    change_bytes(&change.key, change.value.as_deref().map(RawValue::get))
+}
+
+/// The changes of one version within `budget` bytes. Versions the log records always fit
+/// (see [`MAX_PAGE_CHANGES_BYTES`]); past it, values are sent as removals, and removals
+/// past it are left out, so that even such a version cannot stop every page after it.
+fn fit(version: u64, changes: Vec<Change>, budget: usize) -> Vec<Change> {
+    let total: usize = changes.iter().map(bytes_of).sum();
+    if total <= budget {
+        return changes;
+    }
+    tracing::error!(
+        version,
+        bytes = total,
+        budget,
+        "a manifest version is larger than a page gateways take; entries past it sent as removals"
+    );
+    let mut used = 0;
+    let mut fitted = Vec::with_capacity(changes.len());
+    for mut change in changes {
+        if used + bytes_of(&change) > budget {
+            change.value = None;
+        }
+        let size = bytes_of(&change);
+        if used + size <= budget {
+            used += size;
+            fitted.push(change);
+        }
+    }
+    fitted
 }
 
 #[cfg(test)]
@@ -480,24 +576,24 @@ mod tests {
         let mut log = EntryLog::default();
         log.catch_up(&db).await.unwrap();
         let large = |n: usize| Some(Arc::from(format!("\"{}\"", "x".repeat(n))));
-        // Three large entries (600 KiB each) become three versions; then one small change
-        // and one removal in a fourth.
-        let first: Vec<EntryChange> = (0..3)
-            .map(|i| (format!("api:{i}"), large(600 * 1024)))
+        // Four large entries (400 KiB each) become four versions; then one small change
+        // and one removal in a fifth.
+        let first: Vec<EntryChange> = (0..4)
+            .map(|i| (format!("api:{i}"), large(400 * 1024)))
             .collect();
-        assert_eq!(log.record(&db, first).await.unwrap(), Some(3));
+        assert_eq!(log.record(&db, first).await.unwrap(), Some(4));
         let second = vec![
             ("api:1".to_string(), None),
             ("app:a".to_string(), Some(Arc::from("{}"))),
         ];
-        assert_eq!(log.record(&db, second).await.unwrap(), Some(4));
+        assert_eq!(log.record(&db, second).await.unwrap(), Some(5));
 
         let mut pages = Vec::new();
         let (mut after, mut snapshot) = (0, false);
         loop {
             let page = read_page(&db, after, snapshot).await.unwrap().unwrap();
             assert!(page.snapshot, "a gateway with nothing takes a snapshot");
-            assert_eq!((page.after, page.latest), (after, 4));
+            assert_eq!((page.after, page.latest), (after, 5));
             let keys: Vec<(String, bool)> = page
                 .changes
                 .iter()
@@ -509,13 +605,17 @@ mod tests {
             }
             (after, snapshot) = (page.upto, true);
         }
-        // api:1 moved to version 4 as a removal, so version 2 has nothing left.
+        // api:1 moved to version 5 as a removal, so version 2 has nothing left; two large
+        // entries fill a page.
         let expected = vec![
-            (1, vec![("api:0".to_string(), true)]),
             (
-                4,
+                3,
+                vec![("api:0".to_string(), true), ("api:2".to_string(), true)],
+            ),
+            (
+                5,
                 vec![
-                    ("api:2".to_string(), true),
+                    ("api:3".to_string(), true),
                     ("api:1".to_string(), false),
                     ("app:a".to_string(), true),
                 ],
@@ -523,12 +623,12 @@ mod tests {
         ];
         assert_eq!(pages, expected);
 
-        // A gateway at version 3 gets only what changed after it, not as a snapshot; one at
+        // A gateway at version 4 gets only what changed after it, not as a snapshot; one at
         // the newest version gets an empty last page.
-        let delta = read_page(&db, 3, false).await.unwrap().unwrap();
+        let delta = read_page(&db, 4, false).await.unwrap().unwrap();
         assert!(!delta.snapshot && delta.is_last());
         assert_eq!(delta.changes.len(), 2);
-        let empty = read_page(&db, 4, false).await.unwrap().unwrap();
+        let empty = read_page(&db, 5, false).await.unwrap().unwrap();
         assert!(empty.changes.is_empty() && empty.is_last());
         // A gateway ahead of the database (restored, or another one): the versions move
         // past it and it takes everything, which it accepts as newer than what it holds.
@@ -546,5 +646,111 @@ mod tests {
         let groups = group_by_version(vec![row("a", 1), row("b", 1), row("a", 2)]);
         let versions: Vec<(u64, usize)> = groups.iter().map(|(v, rows)| (*v, rows.len())).collect();
         assert_eq!(versions, vec![(1, 2), (2, 1)]);
+    }
+
+    #[test]
+    fn change_bytes_are_the_json_a_page_carries() {
+        for key in ["api:a", "route:/t/acme.com/pets/v1", "k\"\\\n\u{1}\u{7f}é"] {
+            for value in [None, Some("{\"tier\":\"Gold\"}")] {
+                let change = Change {
+                    key: key.to_string(),
+                    value: value.map(|v| RawValue::from_string(v.to_string()).unwrap()),
+                };
+                let json = serde_json::to_string(&change).unwrap();
+                assert_eq!(change_bytes(key, value), json.len() + ",".len(), "{json}");
+            }
+        }
+    }
+
+    #[test]
+    fn entries_past_the_bound_are_not_recorded() {
+        let mut log = EntryLog::default();
+        log.entries.insert("route:/big/v1".into(), Arc::from("[]"));
+        let oversized: Arc<str> = Arc::from(format!("\"{}\"", "x".repeat(MAX_ENTRY_BYTES)));
+        let desired = BTreeMap::from([
+            ("api:big".to_string(), oversized.clone()),
+            ("route:/big/v1".to_string(), oversized),
+            ("app:a".to_string(), Arc::from("{}")),
+        ]);
+        let changes = log.changes(&desired);
+        let changes: Vec<(&str, bool)> = changes
+            .iter()
+            .map(|(key, value)| (key.as_str(), value.is_some()))
+            .collect();
+        // The one recorded before is removed; the new one never recorded.
+        assert_eq!(changes, vec![("app:a", true), ("route:/big/v1", false)]);
+    }
+
+    /// Whatever the database holds (an entry past the bound stored before it existed, a
+    /// version larger than any the log records, written straight into the table), no page
+    /// signs larger than a gateway takes, and the pages still reach the newest version.
+    #[tokio::test]
+    async fn no_signed_page_passes_what_gateways_take() {
+        use apim_manifest::bounds::{MAX_PAGE_BYTES, signed_page_bytes};
+        let db = crate::db::connect("sqlite::memory:").await.unwrap();
+        let string = |n: usize| format!("\"{}\"", "x".repeat(n));
+        let insert = |key: String, value: String, version: i64| {
+            let db = db.clone();
+            async move {
+                // language=SQL
+                sqlx::query("INSERT INTO manifest_entries (key, value, version, changed_at) VALUES ($1, $2, $3, 0)")
+                    .bind(key)
+                    .bind(value)
+                    .bind(version)
+                    .execute(&db)
+                    .await
+                    .unwrap();
+            }
+        };
+        // Version 1: one 11 MiB entry. Version 2: 30 entries of 400 KiB (12 MB).
+        insert("api:huge".into(), string(11 * 1024 * 1024), 1).await;
+        for i in 0..30 {
+            insert(format!("api:{i:02}"), string(400 * 1024), 2).await;
+        }
+        // language=SQL
+        sqlx::query("UPDATE manifest_state SET version = 2 WHERE id = 1")
+            .execute(&db)
+            .await
+            .unwrap();
+        // Then versions the log records: as large as entries may be.
+        let mut log = EntryLog::default();
+        log.catch_up(&db).await.unwrap();
+        let largest: Vec<EntryChange> = (0..5)
+            .map(|i| {
+                let value = string(MAX_ENTRY_BYTES - 2);
+                (format!("api:max{i}"), Some(Arc::from(value)))
+            })
+            .collect();
+        assert_eq!(log.record(&db, largest).await.unwrap(), Some(7));
+
+        let keys = crate::keys::KeyRing::load_or_create(
+            &std::env::temp_dir().join(format!("apim-log-{}", uuid::Uuid::new_v4())),
+        )
+        .unwrap();
+        let (mut after, mut snapshot, mut uptos) = (0, false, Vec::new());
+        loop {
+            let page = read_page(&db, after, snapshot).await.unwrap().unwrap();
+            let json = serde_json::to_string(&page).unwrap();
+            let jws = crate::manifest::sign(&keys, &page).unwrap();
+            assert!(jws.len() <= signed_page_bytes(json.len()));
+            assert!(
+                jws.len() <= MAX_PAGE_BYTES,
+                "page {after}: {} bytes",
+                jws.len()
+            );
+            let sent = page.changes.iter().filter(|c| c.value.is_some()).count();
+            match page.upto {
+                1 => assert_eq!(sent, 0, "the oversized entry is sent as a removal"),
+                // What fits of the oversized version goes with values, the rest as removals.
+                2 => assert!(sent > 10 && sent < 30 && page.changes.len() == 30),
+                _ => assert_eq!(sent, 1),
+            }
+            uptos.push(page.upto);
+            if page.is_last() {
+                break;
+            }
+            (after, snapshot) = (page.upto, true);
+        }
+        assert_eq!(uptos, [1, 2, 3, 4, 5, 6, 7]);
     }
 }

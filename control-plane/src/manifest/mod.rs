@@ -17,12 +17,14 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use apim_manifest::Page;
+use apim_manifest::bounds::MAX_PAGE_BYTES;
 use jsonwebtoken::{Algorithm, Header};
 use sqlx::AnyPool;
 
 use apim_manifest::key;
 
 use crate::keys::KeyRing;
+pub use compile::check_api_entries;
 use log::Scope;
 pub use log::read_page;
 
@@ -231,11 +233,118 @@ impl Compiler {
     }
 }
 
-/// Signs a page with the active manifest key (EdDSA, the key id in the header).
+/// Signs a page with the active manifest key (EdDSA, the key id in the header). A page
+/// signed larger than gateways take is an error: [`read_page`] never makes one, and
+/// sending it would only have it refused.
 pub fn sign(manifest_keys: &KeyRing, page: &Page) -> anyhow::Result<String> {
     let key = manifest_keys.active();
     let mut header = Header::new(Algorithm::EdDSA);
     header.kid = Some(key.kid.clone());
     header.typ = Some("apim-manifest+jwt".into());
-    jsonwebtoken::encode(&header, page, &key.encoding).context("could not sign the manifest page")
+    let jws = jsonwebtoken::encode(&header, page, &key.encoding)
+        .context("could not sign the manifest page")?;
+    anyhow::ensure!(
+        jws.len() <= MAX_PAGE_BYTES,
+        "the manifest page after version {} signs to {} bytes, more than gateways take ({MAX_PAGE_BYTES})",
+        page.after,
+        jws.len()
+    );
+    Ok(jws)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    /// Stores an API row as a handler would (or as anything writing into the database
+    /// would, bounds or not), deployed, with one path of `path_bytes` and every method.
+    async fn store_api(db: &AnyPool, id: &str, context: &str, path_bytes: usize, revision: i64) {
+        let path = format!("/{}", "p".repeat(path_bytes));
+        let methods: serde_json::Map<String, serde_json::Value> = crate::apis::METHODS
+            .iter()
+            .map(|m| (m.to_string(), serde_json::json!({})))
+            .collect();
+        let definition = serde_json::json!({"swagger": "2.0", "paths": {path: methods}});
+        let record = serde_json::json!({"apiDefinition": definition.to_string(),
+            "endpointConfig": r#"{"production_endpoints":{"url":"http://b"},"endpoint_type":"http"}"#});
+        // language=SQL
+        sqlx::query(
+            "INSERT INTO apis (id, tenant, provider, name, version, context, status, unique_name, record, created_at, updated_at, revision)
+             VALUES ($1, 'carbon.super', 'admin', $1, 'v1', $2, 'PUBLISHED', $1, $3, 0, 0, $4)
+             ON CONFLICT (id) DO UPDATE SET record = excluded.record, revision = excluded.revision",
+        )
+        .bind(id)
+        .bind(context)
+        .bind(record.to_string())
+        .bind(revision)
+        .execute(db)
+        .await
+        .unwrap();
+    }
+
+    /// Every entry the pages from nothing carry: value or removal, by key.
+    async fn snapshot(db: &AnyPool) -> BTreeMap<String, bool> {
+        let mut entries = BTreeMap::new();
+        let (mut after, mut snapshot) = (0, false);
+        loop {
+            let page = read_page(db, after, snapshot).await.unwrap().unwrap();
+            for change in &page.changes {
+                entries.insert(change.key.clone(), change.value.is_some());
+            }
+            if page.is_last() {
+                return entries;
+            }
+            (after, snapshot) = (page.upto, true);
+        }
+    }
+
+    /// An API past the entry bound in the database (stored before the bound, or written
+    /// there directly) is left out, and recorded entries of it removed, while everything
+    /// else compiles; once updated within the bound it is compiled again.
+    #[tokio::test]
+    async fn apis_past_the_entry_bound_are_left_out() {
+        let db = crate::db::connect("sqlite::memory:").await.unwrap();
+        let dir = std::env::temp_dir().join(format!("apim-compile-{}", uuid::Uuid::new_v4()));
+        let keys = Arc::new(KeyRing::load_or_create(&dir).unwrap());
+        store_api(&db, "good", "/good", 10, 0).await;
+        store_api(&db, "big", "/big", 200 * 1024, 0).await;
+        // What an earlier control plane recorded of it, before the bound.
+        let oversized = format!("\"{}\"", "x".repeat(11 * 1024 * 1024));
+        for (key, value) in [("api:big", oversized.as_str()), ("route:/big/v1", "[]")] {
+            // language=SQL
+            sqlx::query("INSERT INTO manifest_entries (key, value, version, changed_at) VALUES ($1, $2, 1, 0)")
+                .bind(key)
+                .bind(value)
+                .execute(&db)
+                .await
+                .unwrap();
+        }
+        // language=SQL
+        sqlx::query("UPDATE manifest_state SET version = 1 WHERE id = 1")
+            .execute(&db)
+            .await
+            .unwrap();
+
+        let mut compiler = Compiler::new(db.clone(), keys, "issuer".into());
+        compiler.compile().await.unwrap().unwrap();
+        assert_eq!(compiler.apis(), 1);
+        let entries = snapshot(&db).await;
+        assert_eq!(entries.get("api:good"), Some(&true));
+        assert_eq!(entries.get("route:/good/v1"), Some(&true));
+        assert_eq!(entries.get("api:big"), Some(&false), "removed");
+        assert_eq!(entries.get("route:/big/v1"), Some(&false), "removed");
+
+        // Refused once, not compiled again while its row stays as it is.
+        let touched = HashSet::from([Touched::Api("big".into())]);
+        assert!(compiler.compile_touched(&touched).await.unwrap().is_none());
+        assert!(compiler.compile().await.unwrap().is_none());
+
+        store_api(&db, "big", "/big", 100, 1).await;
+        compiler.compile_touched(&touched).await.unwrap().unwrap();
+        let entries = snapshot(&db).await;
+        assert_eq!(entries.get("api:big"), Some(&true));
+        assert_eq!(entries.get("route:/big/v1"), Some(&true));
+    }
 }
