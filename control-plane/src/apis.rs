@@ -1,6 +1,9 @@
 //! The API record of the publisher (spec 2.3, WSO2's `APIDetailed`): its fields, their
 //! validation, and the checks on the swagger definition and endpoint configuration.
 
+use std::net::{IpAddr, SocketAddr};
+
+use apim_http::egress::EgressPolicy;
 use apim_manifest::bounds::{
     MAX_CONTEXT_BYTES, MAX_OPERATIONS_PER_API, MAX_PATH_TEMPLATE_BYTES, MAX_PATHS_PER_API,
 };
@@ -453,6 +456,63 @@ fn validate_operation(path: &str, method: &str, operation: &Value) -> Result<(),
     Ok(())
 }
 
+/// Where published APIs' endpoints may point: where the gateways' egress policy allows,
+/// and never this control plane's own listener.
+#[derive(Debug, Clone)]
+pub struct EndpointPolicy {
+    /// The gateways' egress policy (`APIM_EGRESS_ALLOW`).
+    pub egress: EgressPolicy,
+    /// The management listener, as bound.
+    pub listener: SocketAddr,
+}
+
+impl EndpointPolicy {
+    /// Checks every endpoint URL of a (valid) `endpointConfig`; the first refused, in words.
+    pub fn check(&self, endpoint_config: &str) -> Result<(), String> {
+        let Ok(config) = serde_json::from_str::<Value>(endpoint_config) else {
+            return Ok(());
+        };
+        for key in ["production_endpoints", "sandbox_endpoints"] {
+            let endpoints = match config.get(key) {
+                Some(Value::Array(list)) => list.iter().collect(),
+                Some(endpoint) => vec![endpoint],
+                None => vec![],
+            };
+            for url in endpoints.iter().filter_map(|e| e.get("url")?.as_str()) {
+                self.check_url(url)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn check_url(&self, url: &str) -> Result<(), String> {
+        if self.is_listener(url) {
+            return Err(format!(
+                "Endpoint '{url}' is the control plane's own listener"
+            ));
+        }
+        self.egress.check_url(url).map_err(|denied| {
+            format!("Endpoint '{url}' is not allowed by the egress policy: {denied}")
+        })
+    }
+
+    /// Whether `url` names this listener (by its address, or loopback for a listener on
+    /// loopback or every address).
+    fn is_listener(&self, url: &str) -> bool {
+        let Some((host, port)) = apim_http::egress::host_and_port(url) else {
+            return false;
+        };
+        if port != self.listener.port() {
+            return false;
+        }
+        let local = |ip: IpAddr| ip.is_loopback() || ip.is_unspecified();
+        match host.parse::<IpAddr>() {
+            Ok(ip) => ip == self.listener.ip() || (local(ip) && local(self.listener.ip())),
+            Err(_) => host == "localhost" && local(self.listener.ip()),
+        }
+    }
+}
+
 /// Checks an `endpointConfig` string: a JSON object with `endpoint_type` and production
 /// and/or sandbox endpoints, each `{url, config}` (or a list of them) with an http(s) URL.
 pub fn validate_endpoint_config(config: &str) -> Result<Value, String> {
@@ -505,6 +565,37 @@ fn check_endpoint(key: &str, endpoint: &Value) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn endpoints_follow_the_egress_policy_and_never_name_this_listener() {
+        let policy = |allow: &str| EndpointPolicy {
+            egress: EgressPolicy::parse(allow).unwrap(),
+            listener: "127.0.0.1:9763".parse().unwrap(),
+        };
+        let config = |url: &str| {
+            serde_json::json!({
+                "production_endpoints": {"url": url},
+                "sandbox_endpoints": [{"url": "https://backend.example/"}],
+                "endpoint_type": "http"
+            })
+            .to_string()
+        };
+        let open = policy("127.0.0.0/8, localhost");
+        assert!(open.check(&config("http://127.0.0.1:8080/")).is_ok());
+        assert!(open.check(&config("http://localhost:8080/")).is_ok());
+        for url in [
+            "http://127.0.0.1:9763/",
+            "http://127.0.0.2:9763/internal",
+            "http://localhost:9763/",
+            "http://169.254.169.254/latest/meta-data/",
+        ] {
+            let refused = open.check(&config(url)).unwrap_err();
+            assert!(refused.contains(url), "{refused}");
+        }
+        let closed = policy("");
+        assert!(closed.check(&config("http://127.0.0.1:8080/")).is_err());
+        assert!(closed.check(&config("http://10.1.2.3:8080/")).is_ok());
+    }
 
     #[test]
     fn swagger_must_be_2_0_with_paths_and_known_extensions() {

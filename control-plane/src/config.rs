@@ -56,6 +56,14 @@ pub struct Config {
     #[arg(long, env = "APIM_MAX_BODY_BYTES", default_value_t = 5 * 1024 * 1024)]
     pub max_body_bytes: usize,
 
+    /// Where published APIs' endpoints may point, beyond the gateways' default egress
+    /// policy (no loopback, link-local, unspecified, multicast or cloud-metadata
+    /// addresses, nor the names of this machine): comma-separated CIDRs, addresses,
+    /// `address:port`s and host names, as the gateways' `APIM_EGRESS_ALLOW`. Endpoints
+    /// the policy would never allow, and this listener, are refused with a 400.
+    #[arg(long, env = "APIM_EGRESS_ALLOW", default_value = "")]
+    pub egress_allow: String,
+
     /// Gateways to push route manifests to: comma-separated base URLs, e.g.
     /// `http://127.0.0.1:8280`. Failed pushes are retried.
     #[arg(long, env = "APIM_GATEWAYS", value_delimiter = ',')]
@@ -116,7 +124,14 @@ impl Config {
             !self.admin_user.is_empty(),
             "APIM_ADMIN_USER must not be empty"
         );
+        self.egress_policy()?;
         Ok(())
+    }
+
+    /// The egress policy endpoints are checked against.
+    pub fn egress_policy(&self) -> anyhow::Result<apim_http::egress::EgressPolicy> {
+        apim_http::egress::EgressPolicy::parse(&self.egress_allow)
+            .map_err(|err| anyhow::anyhow!("APIM_EGRESS_ALLOW: {err}"))
     }
 
     /// The database URL in effect: the configured one, or the SQLite file in the data directory.

@@ -81,7 +81,12 @@ async fn serve(config: Config, db: AnyPool) -> anyhow::Result<()> {
             gateway_secret: gateway_secret.clone(),
         },
     );
+    let endpoints = Arc::new(crate::apis::EndpointPolicy {
+        egress: config.egress_policy()?,
+        listener: addr,
+    });
     let state = AppState {
+        endpoints,
         db: db.clone(),
         keys,
         manifests,

@@ -204,13 +204,16 @@ pub async fn start_control_plane(
         ("APIM_DATA_DIR", data_dir.display().to_string()),
         ("APIM_DATABASE_URL", backend.database_url().to_string()),
         ("APIM_ADMIN_PASSWORD", ADMIN_PASSWORD.to_string()),
+        ("APIM_EGRESS_ALLOW", TEST_EGRESS_ALLOW.to_string()),
     ];
     env.extend(extra.iter().cloned());
     ServerProcess::start(&binary("control-plane"), &env).await
 }
 
-/// What the tests' gateways may reach: their backends, all on 127.0.0.1 (other loopback
-/// addresses, link-local ones and the names of this machine stay refused).
+/// Where the tests' (and the local stack's) APIs may point and their gateways may go:
+/// their backends, all on 127.0.0.1 (other loopback addresses, link-local ones and the
+/// names of this machine stay refused; so do the control plane's and the gateway's own
+/// listeners, whatever the list says).
 pub const TEST_EGRESS_ALLOW: &str = "127.0.0.1";
 
 /// Starts an edge gateway for a control plane, on `addr` (e.g. `127.0.0.1:0`), with extra

@@ -281,6 +281,12 @@ fn bind_all<'q, O>(
     query
 }
 
+/// Refuses a record whose endpoints the gateways' egress policy would never reach.
+fn check_endpoints(state: &AppState, record: &ApiRecord) -> ApiResult<()> {
+    let config = record.endpoint_config.as_deref().unwrap_or_default();
+    state.endpoints.check(config).map_err(ApiError::BadRequest)
+}
+
 /// `POST /apis`: 201 with `Location` and the full record, status CREATED (or PROTOTYPED).
 async fn create_api(
     State(state): State<AppState>,
@@ -289,6 +295,7 @@ async fn create_api(
 ) -> ApiResult<Response> {
     caller.require(&state, Scope::ApiCreate)?;
     record.validate().map_err(invalid)?;
+    check_endpoints(&state, &record)?;
     let provider = record
         .provider
         .clone()
@@ -414,6 +421,7 @@ async fn update_api(
     caller.require(&state, Scope::ApiCreate)?;
     let api = tenant_api(&state, &caller, &api_id).await?;
     record.validate().map_err(invalid)?;
+    check_endpoints(&state, &record)?;
     let context = normalise_context(record.context.as_deref().unwrap_or_default(), &api.tenant);
     let provider = record
         .provider

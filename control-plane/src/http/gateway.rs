@@ -127,6 +127,10 @@ mod tests {
             store_users: Arc::default(),
             clients: Arc::default(),
             logins: Arc::default(),
+            endpoints: Arc::new(crate::apis::EndpointPolicy {
+                egress: Default::default(),
+                listener: "127.0.0.1:9763".parse().unwrap(),
+            }),
         };
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());

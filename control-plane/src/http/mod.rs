@@ -55,6 +55,8 @@ pub struct AppState {
     pub clients: Arc<ClientCache>,
     /// Passwords verified lately.
     pub logins: Arc<VerifiedLogins>,
+    /// Where published APIs' endpoints may point.
+    pub endpoints: Arc<crate::apis::EndpointPolicy>,
 }
 
 /// The whole management API.

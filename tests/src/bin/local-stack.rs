@@ -46,6 +46,8 @@ async fn main() {
             ("APIM_MGMT_ADDR", CONTROL_PLANE.into()),
             ("APIM_DATA_DIR", data_dir.display().to_string()),
             ("APIM_GATEWAYS", format!("http://{GATEWAY}")),
+            // Its backends (the facade, the walk-through's) listen on loopback.
+            ("APIM_EGRESS_ALLOW", e2e::TEST_EGRESS_ALLOW.into()),
         ],
         Some("control-plane"),
     )
