@@ -178,6 +178,8 @@ fn spin_manifest_deploys_the_built_components_with_every_setting() {
             settings::GATEWAY_SECRET,
             settings::BACKEND_TIMEOUT_MS,
             settings::GATEWAY_ENVIRONMENT,
+            settings::EGRESS_ALLOW,
+            settings::GATEWAY_ID,
         ],
         &[],
     );
