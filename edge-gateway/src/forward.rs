@@ -2,7 +2,8 @@
 //! goes to the component's URL with the client's headers as the component changes them
 //! (hop-by-hop ones dropped) and the client's body, streamed; the backend's answer comes
 //! back streamed, without its hop-by-hop headers and with the component's response
-//! headers set. The component still decides
+//! headers set (read whole and kept in the store first when the component says the answer
+//! is to be cached and the cache rules allow it). The component still decides
 //! everything; the host only moves bytes, through the same pooled client as `wasi:http`.
 
 use std::time::Duration;
@@ -11,8 +12,9 @@ use http::{HeaderMap, HeaderName, HeaderValue, Request, Response};
 use http_body_util::BodyExt as _;
 use wasmtime_wasi_http::{Error, RequestOptions, WasiBody};
 
-use crate::bindings::exports::apim::gateway::policy::{self, Forward, RequestHead};
+use crate::bindings::exports::apim::gateway::policy::{self, CacheStore, Forward, RequestHead};
 use crate::gateway::{BoxError, ResponseBody};
+use crate::keyvalue::KvStore;
 use crate::outbound::OutboundClient;
 
 /// The head of a request, as the component reads it.
@@ -24,11 +26,7 @@ pub fn head_of<B>(request: &Request<B>) -> RequestHead {
             .path_and_query()
             .map_or("/", |p| p.as_str())
             .to_string(),
-        headers: request
-            .headers()
-            .iter()
-            .map(|(name, value)| (name.as_str().to_string(), value.as_bytes().to_vec()))
-            .collect(),
+        headers: header_list(request.headers()),
     }
 }
 
@@ -41,10 +39,13 @@ pub enum Failure {
     Unreachable,
 }
 
-/// Sends `request` as `plan` says; the backend's answer as the client gets it.
+/// Sends `request` (whose head is `head`) as `plan` says; the backend's answer as the
+/// client gets it, kept in `kv` first when the plan says so and the cache rules allow.
 pub async fn send(
     outbound: &OutboundClient,
+    kv: &KvStore,
     request: Request<WasiBody>,
+    head: &RequestHead,
     plan: Forward,
 ) -> Result<Response<ResponseBody>, Failure> {
     let (mut parts, body) = request.into_parts();
@@ -76,11 +77,64 @@ pub async fn send(
     })?;
     let (mut parts, body) = answer.into_parts();
     drop_hop_by_hop(&mut parts.headers);
+    let body = match plan.cache {
+        Some(store) => keep(kv, &store, &parts, body, &head.headers).await?,
+        None => body.map_err(BoxError::from).boxed_unsync(),
+    };
     set_headers(&mut parts.headers, plan.response_headers, true);
-    Ok(Response::from_parts(
-        parts,
-        body.map_err(BoxError::from).boxed_unsync(),
-    ))
+    Ok(Response::from_parts(parts, body))
+}
+
+/// The answer's body, kept in the store first when the cache rules allow (read whole: a
+/// kept answer has a known length of at most [`MAX_CACHED_BODY_BYTES`]).
+async fn keep(
+    kv: &KvStore,
+    store: &CacheStore,
+    parts: &http::response::Parts,
+    body: WasiBody,
+    request: &apim_http::Headers,
+) -> Result<ResponseBody, Failure> {
+    let headers = header_list(&parts.headers);
+    let status = parts.status.as_u16();
+    let known_length = apim_http::content_length(&headers).is_some();
+    if !known_length || !apim_http::cache::storable(status, &headers) {
+        return Ok(body.map_err(BoxError::from).boxed_unsync());
+    }
+    let bytes = body
+        .collect()
+        .await
+        .map_err(|err| {
+            tracing::debug!("backend body failed: {err}");
+            failure(&err)
+        })?
+        .to_bytes();
+    let answer = apim_http::Response {
+        status,
+        headers,
+        body: bytes.to_vec(),
+    };
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    if let Some(entry) = apim_http::cache::encode(&answer, request, store.ttl_secs, now_ms)
+        && let Err(err) = kv.set(CACHE_BUCKET, &store.key, entry).await
+    {
+        tracing::warn!("could not keep a cached answer: {err:?}");
+    }
+    Ok(http_body_util::Full::new(bytes)
+        .map_err(|never| match never {})
+        .boxed_unsync())
+}
+
+/// The bucket the gateway component keeps its state in.
+const CACHE_BUCKET: &str = "default";
+
+/// Headers as the component's types list them.
+fn header_list(headers: &HeaderMap) -> apim_http::Headers {
+    headers
+        .iter()
+        .map(|(name, value)| (name.as_str().to_string(), value.as_bytes().to_vec()))
+        .collect()
 }
 
 /// A response of the component's own.

@@ -1,9 +1,10 @@
 //! Hands HTTP requests to the component and turns failures into plain HTTP errors.
 //!
 //! With host forwarding (the gateway component exports `apim:gateway/policy`), the
-//! component first decides about each request from its head: API calls it admits are
-//! forwarded here ([`crate::forward`]), its refusals are answered at once, and the rest
-//! (its own endpoints, cached resources) go to its `wasi:http` handler.
+//! component first decides about each request from its head, once: API calls it admits
+//! and `/token` relays are forwarded here ([`crate::forward`]), its refusals and cached
+//! answers are answered at once, and only its own endpoints (`/_apim/...`) go to its
+//! `wasi:http` handler.
 //!
 //! Every call into the component — a decision, a `wasi:http` request, the host's own
 //! sync request — takes one of `max_instances` permits; a `wasi:http` request holds it
@@ -135,7 +136,8 @@ impl Gateway {
         head: &RequestHead,
         plan: Forward,
     ) -> Response<ResponseBody> {
-        let failure = match forward::send(self.runtime.outbound(), request, plan).await {
+        let outbound = self.runtime.outbound();
+        let failure = match forward::send(outbound, self.runtime.kv(), request, head, plan).await {
             Ok(response) => return response,
             Err(failure) => failure,
         };

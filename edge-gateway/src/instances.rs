@@ -305,6 +305,11 @@ impl Runtime {
         &self.shared.outbound
     }
 
+    /// The key-value store every instance shares.
+    pub fn kv(&self) -> &crate::keyvalue::KvStore {
+        &self.shared.kv
+    }
+
     /// Asks the component what to do with a request (it must have the policy export).
     /// The instance goes back to the pool as soon as it has answered.
     pub async fn decide(&self, request: &RequestHead) -> wasmtime::Result<Decision> {

@@ -27,6 +27,8 @@ pub struct BackendRequest {
     pub authority: String,
     /// Endpoint path + resource path + query.
     pub path_with_query: String,
+    /// Client headers that do not pass on (besides hop-by-hop ones).
+    pub removed_headers: &'static [&'static str],
     /// The endpoint credentials, if any, `X-Forwarded-For` and `Via`.
     pub added_headers: Headers,
     /// Connect, first-byte and between-bytes timeout.
@@ -120,6 +122,7 @@ pub fn backend_request(
         scheme: scheme.to_string(),
         authority: authority.to_string(),
         path_with_query: join_path(base_path, resource_with_query),
+        removed_headers: &REPLACED_HEADERS,
         added_headers,
         timeout_ms: settings.timeout_ms,
     })
@@ -132,7 +135,7 @@ impl BackendRequest {
         let mut headers: Headers = request
             .headers
             .iter()
-            .filter(|(name, _)| passes_on(name, &connection))
+            .filter(|(name, _)| passes_on(name, &connection, self.removed_headers))
             .cloned()
             .collect();
         headers.extend(self.added_headers);
@@ -148,13 +151,10 @@ impl BackendRequest {
     }
 }
 
-/// Whether a client header goes on to the backend (`connection`: the names the request's
-/// `Connection` header lists).
-fn passes_on(name: &str, connection: &[String]) -> bool {
-    !is_hop_by_hop(name, connection)
-        && !REPLACED_HEADERS
-            .iter()
-            .any(|r| r.eq_ignore_ascii_case(name))
+/// Whether a client header goes on (`connection`: the names the request's `Connection`
+/// header lists; `removed`: those the gateway replaces).
+fn passes_on(name: &str, connection: &[String], removed: &[&str]) -> bool {
+    !is_hop_by_hop(name, connection) && !removed.iter().any(|r| r.eq_ignore_ascii_case(name))
 }
 
 /// `X-Forwarded-For` with the client's address appended (the host reports it in

@@ -59,7 +59,7 @@ pub struct Forwarding {
 
 /// What a host that forwards by itself is to do with a request.
 pub enum Decision {
-    /// Forward it (the forwarding caches nothing).
+    /// Forward it (and keep the answer where `cache` says).
     Forward(Forwarding),
     /// Answer this.
     Respond(Response),
@@ -79,8 +79,7 @@ impl Gateway {
             ("GET", paths::GATEWAY_PUSH) => sync::status(host),
             ("POST", paths::GATEWAY_SYNC) => sync::sync_now(host),
             (_, path) if internal::is_internal(path) => Fault::not_found().render(&request.headers),
-            (_, "/token") => token_service(host, &request, "/oauth2/token", &target),
-            (_, "/revoke") => token_service(host, &request, "/oauth2/revoke", &target),
+            (_, "/token" | "/revoke") => token_service(host, &request, &target),
             _ => self
                 .plan(host, &request, &target)
                 .and_then(|plan| match plan {
@@ -92,8 +91,10 @@ impl Gateway {
     }
 
     /// What a host that forwards by itself does with a request whose head is `request`:
-    /// API calls are forwarded (bodies streamed as they come, chunked ones chunked) or
-    /// answered here; the gateway's own endpoints and cached resources go to
+    /// the same decision [`Gateway::handle`] makes, taken once. API calls are forwarded
+    /// (bodies streamed as they come, chunked ones chunked; a cacheable GET with where to
+    /// keep the answer), answered (refusals, preflights, cached answers), and `/token` and
+    /// `/revoke` forwarded to the token service; only the gateway's own endpoints go to
     /// [`Gateway::handle`].
     pub fn decide(&mut self, host: &dyn Host, request: &Request) -> Decision {
         let target = match admit_target(host, request) {
@@ -101,22 +102,35 @@ impl Gateway {
             Err(refusal) => return Decision::Respond(refusal),
         };
         let path = target.path.as_str();
-        if internal::is_internal(path) || path == "/token" || path == "/revoke" {
+        if internal::is_internal(path) {
             return Decision::Handle;
         }
-        let routed = match self.route(host, path) {
-            Ok(routed) => routed,
+        if let Some(service) = token_service_path(path) {
+            return match token_relay(host, service, &target) {
+                Ok(backend) => Decision::Forward(Forwarding {
+                    backend,
+                    response_headers: Headers::new(),
+                    cache: None,
+                    now_ms: host.now_millis(),
+                }),
+                Err(fault) => Decision::Respond(fault.render(&request.headers)),
+            };
+        }
+        let forwarding = match self.plan(host, request, &target) {
             Err(fault) => return Decision::Respond(fault.render(&request.headers)),
+            Ok(Plan::Respond(response)) => return Decision::Respond(response),
+            Ok(Plan::Forward(forwarding)) => forwarding,
         };
-        // A GET of an API that caches its answers, before anything is counted: the
-        // handler admits it again.
-        if request.method == "GET" && routed.0.cache_timeout_secs.is_some() {
-            return Decision::Handle;
-        }
-        match self.admit(host, request, &target, routed) {
-            Err(fault) => Decision::Respond(fault.render(&request.headers)),
-            Ok(Plan::Respond(response)) => Decision::Respond(response),
-            Ok(Plan::Forward(forwarding)) => Decision::Forward(forwarding),
+        let cached = forwarding
+            .cache
+            .as_ref()
+            .and_then(|(key, _)| cache::lookup(host, key, forwarding.now_ms, &request.headers));
+        match cached {
+            Some(mut hit) => {
+                set_headers(&mut hit, forwarding.response_headers);
+                Decision::Respond(hit)
+            }
+            None => Decision::Forward(forwarding),
         }
     }
 
@@ -345,20 +359,63 @@ fn find_operation<'a>(
     })
 }
 
-/// `/token` and `/revoke`: relayed to the control plane's token service as they are.
-fn token_service(host: &dyn Host, request: &Request, path: &str, target: &Target) -> Response {
+/// The token service's path for the gateway's `/token` and `/revoke`.
+fn token_service_path(path: &str) -> Option<&'static str> {
+    match path {
+        "/token" => Some("/oauth2/token"),
+        "/revoke" => Some("/oauth2/revoke"),
+        _ => None,
+    }
+}
+
+/// The request relaying `/token` or `/revoke` to the control plane's token service at
+/// `service`: the client's headers (its credentials included) and body pass on as they are.
+fn token_relay(host: &dyn Host, service: &str, target: &Target) -> Result<BackendRequest, Fault> {
     let relayed = sync::to_control_plane(
         host,
-        &request.method,
-        &target.with_query(path),
-        forward::end_to_end(&request.headers),
-        request.body.clone(),
-    );
-    let Ok(outbound) = relayed else {
-        return Fault::token_service_unavailable().render(&request.headers);
+        "",
+        &target.with_query(service),
+        Headers::new(),
+        Vec::new(),
+    )
+    .map_err(|err| {
+        eprintln!("the token service cannot be reached: {err}");
+        Fault::token_service_unavailable()
+    })?;
+    Ok(BackendRequest {
+        scheme: relayed.scheme,
+        authority: relayed.authority,
+        path_with_query: relayed.path_with_query,
+        removed_headers: &[],
+        added_headers: Headers::new(),
+        timeout_ms: relayed.timeout_ms,
+    })
+}
+
+/// `/token` and `/revoke`, relayed by the component itself.
+fn token_service(host: &dyn Host, request: &Request, target: &Target) -> Response {
+    let relayed = token_service_path(&target.path)
+        .ok_or_else(Fault::not_found)
+        .and_then(|service| token_relay(host, service, target))
+        .and_then(|backend| {
+            forward::backend_response(host.send(backend.outbound(request)))
+                .map_err(|_| Fault::token_service_unavailable())
+        });
+    relayed.unwrap_or_else(|fault| fault.render(&request.headers))
+}
+
+/// The answer for a forwarded request (head `request`) that got none in time
+/// (`timed_out`) or none at all: the token service's unavailability for `/token` and
+/// `/revoke`, the backend's failure otherwise.
+pub fn forwarding_failed(request: &Request, timed_out: bool) -> Response {
+    let relayed = Target::parse(&request.path_with_query)
+        .is_ok_and(|target| token_service_path(&target.path).is_some());
+    let fault = if relayed {
+        Fault::token_service_unavailable()
+    } else if timed_out {
+        Fault::backend_timeout()
+    } else {
+        Fault::backend_unreachable()
     };
-    match forward::backend_response(host.send(outbound)) {
-        Ok(response) => response,
-        Err(_) => Fault::token_service_unavailable().render(&request.headers),
-    }
+    fault.render(&request.headers)
 }

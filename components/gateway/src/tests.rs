@@ -12,6 +12,7 @@ use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::json;
 use serde_json::value::RawValue;
 
+use crate::cache;
 use crate::gateway::Gateway;
 use crate::host::*;
 
@@ -924,11 +925,27 @@ fn decisions_for_hosts_that_forward_match_what_the_handler_sends() {
         .gateway
         .decide(&world.host, &head("/dev/v1/devs/a", &[]));
     assert!(matches!(refused, Decision::Respond(r) if r.status == 401));
-    for internal in ["/_apim/manifest", "/token", "/revoke"] {
-        let decision = world
-            .gateway
-            .decide(&world.host, &request("GET", internal, INTERNAL, b""));
-        assert!(matches!(decision, Decision::Handle), "{internal}");
+    let decision = world.gateway.decide(
+        &world.host,
+        &request("GET", "/_apim/manifest", INTERNAL, b""),
+    );
+    assert!(matches!(decision, Decision::Handle));
+    // The token service is forwarded to, with the client's credentials.
+    for (path, service) in [
+        ("/token", "/oauth2/token"),
+        ("/revoke?x=1", "/oauth2/revoke?x=1"),
+    ] {
+        let Decision::Forward(relay) = world.gateway.decide(&world.host, &head(path, &[])) else {
+            panic!("{path} is forwarded");
+        };
+        assert_eq!(
+            (
+                relay.backend.authority.as_str(),
+                relay.backend.path_with_query.as_str()
+            ),
+            ("cp:9763", service)
+        );
+        assert!(relay.backend.removed_headers.is_empty());
     }
     // The gateway's own endpoints are refused from the head without the secret.
     let unproven = world
@@ -948,17 +965,39 @@ fn decisions_for_hosts_that_forward_match_what_the_handler_sends() {
         world.gateway.decide(&world.host, &chunked),
         Decision::Forward(_)
     ));
-    // Cached resources are the handler's, and are counted once, by it: with one call a
-    // second allowed, the handler's call after the decision still gets through.
+    // A cacheable GET is decided once: forwarded with where to keep the answer, then
+    // (once the host has kept it) answered from the cache, counted once each time.
     world.manifest.apis[0].route.cache_timeout_secs = Some(60);
-    world.manifest.apis[0].route.max_tps.production = Some(1);
+    world.manifest.apis[0].route.max_tps.production = Some(2);
     world.publish();
     *world.host.now_ms.borrow_mut() += 1000;
-    let cached = world
+    let Decision::Forward(miss) = world
+        .gateway
+        .decide(&world.host, &head("/dev/v1/devs/a", &client))
+    else {
+        panic!("a miss is forwarded");
+    };
+    let (key, ttl) = miss.cache.clone().expect("where to keep the answer");
+    let answer = Response::new(200, "text/plain", "kept");
+    cache::store(
+        &world.host,
+        &key,
+        &answer,
+        ttl,
+        NOW_SECS * 1000 + 1000,
+        &Headers::new(),
+    );
+    let hit = world
         .gateway
         .decide(&world.host, &head("/dev/v1/devs/a", &client));
-    assert!(matches!(cached, Decision::Handle));
-    assert_eq!(world.call("GET", "/dev/v1/devs/a", &client).status, 200);
+    assert!(matches!(&hit, Decision::Respond(r) if r.body == b"kept"));
+    let third = world
+        .gateway
+        .decide(&world.host, &head("/dev/v1/devs/a", &client));
+    assert!(
+        matches!(third, Decision::Respond(r) if r.status == 503),
+        "maxTps counts hits too"
+    );
 }
 
 /// An API whose open template sits next to a protected literal, as attackers like it.

@@ -9,7 +9,6 @@ use apim_http::wasi::{self as http, BodyError};
 use wasip2::http::types::{IncomingRequest, ResponseOutparam};
 
 use crate::faults::Fault;
-use crate::forward::REPLACED_HEADERS;
 use crate::gateway::{self, Decision, Gateway};
 use crate::host::{Host, Outbound, Request, Response, SendError};
 
@@ -76,10 +75,17 @@ impl policy::Guest for Component {
                     scheme: backend.scheme,
                     authority: backend.authority,
                     path_with_query: backend.path_with_query,
-                    removed_headers: REPLACED_HEADERS.map(str::to_string).to_vec(),
+                    removed_headers: backend
+                        .removed_headers
+                        .iter()
+                        .map(|name| name.to_string())
+                        .collect(),
                     added_headers: backend.added_headers,
                     timeout_ms: backend.timeout_ms,
                     response_headers: forwarding.response_headers,
+                    cache: forwarding
+                        .cache
+                        .map(|(key, ttl_secs)| policy::CacheStore { key, ttl_secs }),
                 })
             }
             Decision::Respond(response) => policy::Decision::Respond(policy_response(response)),
@@ -88,12 +94,13 @@ impl policy::Guest for Component {
     }
 
     fn backend_failed(request: policy::RequestHead, timed_out: bool) -> policy::Response {
-        let fault = if timed_out {
-            Fault::backend_timeout()
-        } else {
-            Fault::backend_unreachable()
+        let request = Request {
+            method: request.method,
+            path_with_query: request.path_with_query,
+            headers: request.headers,
+            body: Vec::new(),
         };
-        policy_response(fault.render(&request.headers))
+        policy_response(gateway::forwarding_failed(&request, timed_out))
     }
 }
 

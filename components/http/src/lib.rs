@@ -4,6 +4,7 @@
 //!
 //! Bodies are buffered: the components look at whole payloads (JSON, SOAP envelopes).
 
+pub mod cache;
 pub mod egress;
 #[cfg(target_arch = "wasm32")]
 pub mod wasi;
