@@ -7,6 +7,7 @@ use std::pin::Pin;
 
 use e2e::{Backend, Client, ControlPlane};
 
+mod bounds;
 mod component;
 mod dev_facade;
 mod flow;
