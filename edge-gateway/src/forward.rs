@@ -9,6 +9,7 @@
 use std::time::Duration;
 
 use http::{HeaderMap, HeaderName, HeaderValue, Request, Response};
+use http_body::Body as _;
 use http_body_util::BodyExt as _;
 use wasmtime_wasi_http::{Error, RequestOptions, WasiBody};
 
@@ -86,7 +87,7 @@ pub async fn send(
 }
 
 /// The answer's body, kept in the store first when the cache rules allow (read whole: a
-/// kept answer has a known length of at most [`MAX_CACHED_BODY_BYTES`]).
+/// kept answer has a known length of at most [`apim_http::cache::MAX_CACHED_BODY_BYTES`]).
 async fn keep(
     kv: &KvStore,
     store: &CacheStore,
@@ -96,8 +97,12 @@ async fn keep(
 ) -> Result<ResponseBody, Failure> {
     let headers = header_list(&parts.headers);
     let status = parts.status.as_u16();
-    let known_length = apim_http::content_length(&headers).is_some();
-    if !known_length || !apim_http::cache::storable(status, &headers) {
+    // Its framing headers are gone by now; the body still knows its length.
+    let small = body
+        .size_hint()
+        .exact()
+        .is_some_and(|n| n <= apim_http::cache::MAX_CACHED_BODY_BYTES as u64);
+    if !small || !apim_http::cache::storable(status, &headers) {
         return Ok(body.map_err(BoxError::from).boxed_unsync());
     }
     let bytes = body

@@ -54,30 +54,25 @@ struct Inner {
 }
 
 impl Inner {
-    /// Writes `value`; a key with a lifetime expires at `expires` (a fresh one, for a set)
-    /// or keeps the expiry it has (`None`, for an increment of a live counter).
+    /// Writes `value`. A key with a lifetime keeps the expiry it has (an increment of a
+    /// live counter, a compare-and-swap), or gets a fresh one (a set removes the key first).
     fn write(&mut self, bucket: &str, key: &str, value: Vec<u8>, now: Instant) {
         self.last_version += 1;
-        let lifetime = apim_http::expiry::ttl_secs(key).map(|ttl| {
-            let kept = self
-                .entry(bucket, key, now)
+        let expires = apim_http::expiry::ttl_secs(key).map(|ttl| {
+            self.entry(bucket, key, now)
                 .and_then(|e| e.lifetime)
-                .map(|(expires, _)| expires);
-            let expires = kept.unwrap_or(now + Duration::from_secs(ttl));
-            (expires, 0)
+                .map_or(now + Duration::from_secs(ttl), |(expires, _)| expires)
         });
         self.remove(bucket, key);
-        let mut entry = Entry {
+        let lifetime = expires.map(|expires| {
+            let stamp = self.ephemeral.track(bucket, key, value.len(), expires);
+            (expires, stamp)
+        });
+        let entry = Entry {
             value,
             version: self.last_version,
-            lifetime: None,
+            lifetime,
         };
-        if let Some((expires, _)) = lifetime {
-            let stamp = self
-                .ephemeral
-                .track(bucket, key, entry.value.len(), expires);
-            entry.lifetime = Some((expires, stamp));
-        }
         self.buckets
             .entry(bucket.to_owned())
             .or_default()

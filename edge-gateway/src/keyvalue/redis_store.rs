@@ -270,7 +270,26 @@ mod tests {
         keys.sort();
         assert_eq!(keys, ["fresh", "k", "n"]);
 
-        for key in ["k", "n", "fresh"] {
+        // Keys with a lifetime expire in Redis; others do not.
+        let mut conn = store.conn.clone();
+        let ttl_ms = async |conn: &mut ConnectionManager, key: &str| -> i64 {
+            redis::cmd("PTTL")
+                .arg(store.key(b, key))
+                .query_async(conn)
+                .await
+                .unwrap()
+        };
+        store
+            .set(b, "apim:ttl:5:cache:x", b"v".to_vec())
+            .await
+            .unwrap();
+        assert_eq!(store.increment(b, "apim:ttl:2:thr:w", 1).await.unwrap(), 1);
+        assert_eq!(store.increment(b, "apim:ttl:2:thr:w", 1).await.unwrap(), 2);
+        assert!((1..=5000).contains(&ttl_ms(&mut conn, "apim:ttl:5:cache:x").await));
+        assert!((1..=2000).contains(&ttl_ms(&mut conn, "apim:ttl:2:thr:w").await));
+        assert_eq!(ttl_ms(&mut conn, "k").await, -1);
+
+        for key in ["k", "n", "fresh", "apim:ttl:5:cache:x", "apim:ttl:2:thr:w"] {
             store.delete(b, key).await.unwrap();
         }
         assert!(!store.exists(b, "k").await.unwrap());
