@@ -1,6 +1,9 @@
 //! Building the requests the gateway sends (to backends and to the token service) and
 //! cleaning what comes back.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
+
 use apim_manifest::ApiRoute;
 
 use crate::auth::Environment;
@@ -35,6 +38,9 @@ pub struct BackendRequest {
     pub timeout_ms: u64,
 }
 
+/// Backend URLs whose verdicts an instance remembers at most.
+const MAX_CHECKED_URLS: usize = 256;
+
 /// What forwarding reads from the settings, once per instance (settings do not change
 /// under an instance).
 #[derive(Debug, Clone)]
@@ -45,6 +51,11 @@ pub struct ForwardSettings {
     pub egress: EgressPolicy,
     /// This gateway's name in `Via`.
     pub gateway_id: String,
+    /// Its own `Via` entry, `1.1 <gateway_id>`.
+    own_via: String,
+    /// Backend URLs checked so far, and whether they may be reached (settings do not
+    /// change under an instance, so neither do the verdicts).
+    checked: RefCell<HashMap<String, bool>>,
     /// The control plane's host and port, which no backend may be.
     pub control_plane: Option<(String, u16)>,
 }
@@ -58,21 +69,46 @@ impl ForwardSettings {
             eprintln!("egress_allow is not valid, using the default policy: {err}");
             EgressPolicy::default()
         });
+        let gateway_id = host
+            .setting(settings::GATEWAY_ID)
+            .unwrap_or_else(|| DEFAULT_GATEWAY_ID.to_string());
         Self {
             timeout_ms: sync::timeout_ms(host),
             egress,
-            gateway_id: host
-                .setting(settings::GATEWAY_ID)
-                .unwrap_or_else(|| DEFAULT_GATEWAY_ID.to_string()),
+            own_via: format!("1.1 {gateway_id}"),
+            gateway_id,
+            checked: RefCell::default(),
             control_plane: host
                 .setting(settings::CONTROL_PLANE_URL)
                 .and_then(|url| egress::host_and_port(&url)),
         }
     }
 
+    /// Whether the backend at `url` may be reached (remembered per URL).
+    fn check_backend(&self, url: &str) -> Result<(), Fault> {
+        let known = self.checked.borrow().get(url).copied();
+        let allowed = match known {
+            Some(allowed) => allowed,
+            None => {
+                let allowed = self.judge_backend(url).is_ok();
+                let mut checked = self.checked.borrow_mut();
+                if checked.len() >= MAX_CHECKED_URLS {
+                    checked.clear();
+                }
+                checked.insert(url.to_string(), allowed);
+                allowed
+            }
+        };
+        if allowed {
+            Ok(())
+        } else {
+            Err(Fault::egress_denied())
+        }
+    }
+
     /// Whether the backend at `url` may be reached: never the control plane, and only
     /// where the egress policy allows (edge-gateway checks resolved names again).
-    fn check_backend(&self, url: &str) -> Result<(), Fault> {
+    fn judge_backend(&self, url: &str) -> Result<(), Fault> {
         let refused = |why: String| {
             eprintln!("backend {url} refused by the egress policy: {why}");
             Fault::egress_denied()
@@ -116,7 +152,7 @@ pub fn backend_request(
     ));
     added_headers.push((
         "via".into(),
-        via(&settings.gateway_id, &request.headers).into_bytes(),
+        via(&settings.own_via, &request.headers).into_bytes(),
     ));
     Ok(BackendRequest {
         scheme: scheme.to_string(),
@@ -194,12 +230,15 @@ pub fn has_looped(gateway_id: &str, headers: &Headers) -> bool {
     })
 }
 
-/// The request's `Via` with this gateway appended.
-fn via(gateway_id: &str, headers: &Headers) -> String {
-    let mut entries: Vec<&str> = via_entries(headers).filter(|e| !e.is_empty()).collect();
-    let own = format!("1.1 {gateway_id}");
-    entries.push(&own);
-    entries.join(", ")
+/// The request's `Via` with this gateway's entry (`own`) appended.
+fn via(own: &str, headers: &Headers) -> String {
+    let mut value = String::with_capacity(own.len());
+    for entry in via_entries(headers).filter(|e| !e.is_empty()) {
+        value.push_str(entry);
+        value.push_str(", ");
+    }
+    value.push_str(own);
+    value
 }
 
 /// The endpoint's path followed by the resource path and query.

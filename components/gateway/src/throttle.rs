@@ -92,7 +92,7 @@ fn count(host: &dyn Host, window: &Window, now_ms: i64) -> Result<(), Fault> {
     let number = now_ms.div_euclid(window.length_ms);
     // The window's counter lives until the window is over, wherever in it it was made.
     let lifetime_secs = (window.length_ms as u64).div_ceil(1000) + 1;
-    let key = expiry::key(lifetime_secs, &format!("{}:{number}", window.key));
+    let key = format!("{}{lifetime_secs}:{}:{number}", expiry::PREFIX, window.key);
     let count = match host.kv_increment(&key, 1) {
         Ok(count) => count,
         Err(err) => {

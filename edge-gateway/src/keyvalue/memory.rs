@@ -58,6 +58,9 @@ impl Inner {
     /// live counter, a compare-and-swap), or gets a fresh one (a set removes the key first).
     fn write(&mut self, bucket: &str, key: &str, value: Vec<u8>, now: Instant) {
         self.last_version += 1;
+        if self.overwrite_live(bucket, key, &value, now) {
+            return;
+        }
         let expires = apim_http::expiry::ttl_secs(key).map(|ttl| {
             self.entry(bucket, key, now)
                 .and_then(|e| e.lifetime)
@@ -78,6 +81,23 @@ impl Inner {
             .or_default()
             .insert(key.to_owned(), entry);
         self.sweep(now);
+    }
+
+    /// Writes `value` in place over a live key with a lifetime, keeping its expiry and
+    /// place in the use order (a counter's increments, the hot path); whether it did.
+    fn overwrite_live(&mut self, bucket: &str, key: &str, value: &[u8], now: Instant) -> bool {
+        let version = self.last_version;
+        let Some(entry) = self.buckets.get_mut(bucket).and_then(|b| b.get_mut(key)) else {
+            return false;
+        };
+        if !entry.lifetime.is_some_and(|(expires, _)| expires > now) {
+            return false;
+        }
+        self.ephemeral.bytes = self.ephemeral.bytes + value.len() - entry.value.len();
+        entry.value.clear();
+        entry.value.extend_from_slice(value);
+        entry.version = version;
+        true
     }
 
     /// A live entry (an expired one reads as absent).

@@ -64,6 +64,12 @@ impl CaseRuns {
         median(self.loaded.iter().map(|l| l.rate))
     }
 
+    /// Median CPU µs per request at `--connections`, where measured.
+    pub fn cpu_us(&self) -> Option<f64> {
+        let measured: Vec<f64> = self.loaded.iter().filter_map(|l| l.cpu_us).collect();
+        (!measured.is_empty()).then(|| median(measured.into_iter()))
+    }
+
     /// Median of a figure over the rounds.
     pub fn median(runs: &[Load], figure: fn(&Load) -> f64) -> f64 {
         median(runs.iter().map(figure))
@@ -99,6 +105,8 @@ struct Target {
     case: Case,
     url: String,
     headers: Vec<String>,
+    /// The server under test, whose CPU time is counted (none for the backend itself).
+    pids: Vec<u32>,
 }
 
 /// nginx and Envoy running, and where each case sends its load.
@@ -116,15 +124,33 @@ impl Cases {
         let envoy = proxies::envoy(dir, &backend.url, &platform.issuer, &platform.jwks).await;
         let bearer = vec![platform.bearer()];
         let gateway = &platform.stack.gw.base;
+        let gateway_pid = platform.gateway_pid();
         let targets = Case::ALL.map(|case| {
-            let (url, headers) = match case {
-                Case::Backend => (format!("{}{SECURED}", backend.url), bearer.clone()),
-                Case::Nginx => (format!("{}{BASE}{SECURED}", nginx.url), bearer.clone()),
-                Case::Envoy => (format!("{}{BASE}{SECURED}", envoy.url), bearer.clone()),
-                Case::Gateway => (format!("{gateway}{BASE}{SECURED}"), bearer.clone()),
-                Case::GatewayOpen => (format!("{gateway}{BASE}{OPEN}"), vec![]),
+            let (url, headers, pids) = match case {
+                Case::Backend => (format!("{}{SECURED}", backend.url), bearer.clone(), vec![]),
+                Case::Nginx => (
+                    format!("{}{BASE}{SECURED}", nginx.url),
+                    bearer.clone(),
+                    vec![nginx.pid()],
+                ),
+                Case::Envoy => (
+                    format!("{}{BASE}{SECURED}", envoy.url),
+                    bearer.clone(),
+                    vec![envoy.pid()],
+                ),
+                Case::Gateway => (
+                    format!("{gateway}{BASE}{SECURED}"),
+                    bearer.clone(),
+                    vec![gateway_pid],
+                ),
+                Case::GatewayOpen => (format!("{gateway}{BASE}{OPEN}"), vec![], vec![gateway_pid]),
             };
-            Target { case, url, headers }
+            Target {
+                case,
+                url,
+                headers,
+                pids,
+            }
         });
         check(&targets, &platform.token).await;
         Cases {
@@ -184,7 +210,7 @@ pub async fn measure(options: &Options, backend: &FastBackend, platform: &Platfo
             waited += usize::from(machine::wait_for_quiet_cpu().await);
             wrk(target, options.connections, options.warmup).await;
             runs.loaded
-                .push(wrk(target, options.connections, options.seconds).await);
+                .push(counted_wrk(target, options.connections, options.seconds).await);
             runs.single.push(wrk(target, 1, options.seconds).await);
         }
     }
@@ -194,6 +220,18 @@ pub async fn measure(options: &Options, backend: &FastBackend, platform: &Platfo
         cases: results,
         waited,
     }
+}
+
+/// A wrk run with the CPU time the server under test spent per request.
+async fn counted_wrk(target: &Target, connections: usize, seconds: u64) -> Load {
+    let before = machine::cpu_us(&target.pids);
+    let mut load = wrk(target, connections, seconds).await;
+    let spent = machine::cpu_us(&target.pids) - before;
+    let requests = load.rate * seconds as f64;
+    if !target.pids.is_empty() && requests > 0.0 {
+        load.cpu_us = Some(spent / requests);
+    }
+    load
 }
 
 async fn wrk(target: &Target, connections: usize, seconds: u64) -> Load {

@@ -15,6 +15,9 @@ pub struct Load {
     pub p99_us: f64,
     /// Answers other than 2xx/3xx plus socket errors (any makes the run suspect).
     pub errors: u64,
+    /// CPU time (user + system) of the server under test per request, µs; `None` where
+    /// not measured.
+    pub cpu_us: Option<f64>,
 }
 
 /// One wrk run description.

@@ -86,6 +86,41 @@ async fn cpu_busy() -> f64 {
     1.0 - idle.saturating_sub(idle_before) as f64 / elapsed as f64
 }
 
+/// CPU time (user + system) used so far by these processes and their children, µs.
+pub fn cpu_us(pids: &[u32]) -> f64 {
+    let ticks_per_sec: f64 = output("getconf", &["CLK_TCK"]).parse().unwrap_or(100.0);
+    let children: Vec<u32> = std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| stat_fields(*pid).is_some_and(|f| pids.iter().any(|p| f.parent == *p)))
+        .collect();
+    let ticks: u64 = pids
+        .iter()
+        .chain(&children)
+        .filter_map(|pid| stat_fields(*pid))
+        .map(|f| f.ticks)
+        .sum();
+    ticks as f64 * 1e6 / ticks_per_sec
+}
+
+/// A process's parent and its CPU ticks (utime + stime), from `/proc/<pid>/stat`.
+struct StatFields {
+    parent: u32,
+    ticks: u64,
+}
+
+fn stat_fields(pid: u32) -> Option<StatFields> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may hold spaces: fields start after its closing parenthesis.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    Some(StatFields {
+        parent: fields.get(1)?.parse().ok()?,
+        ticks: fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?,
+    })
+}
+
 /// Resident memory of a process, MiB.
 pub fn rss_mib(pid: u32) -> f64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))

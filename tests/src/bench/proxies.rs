@@ -18,6 +18,11 @@ pub struct Proxy {
 }
 
 impl Proxy {
+    /// Its process id (nginx's master; its worker is a child).
+    pub fn pid(&self) -> u32 {
+        self.child.id().unwrap_or_default()
+    }
+
     /// Asks it to exit (SIGTERM: nginx's master takes its worker along) and waits.
     pub async fn stop(mut self) {
         if let Some(pid) = self.child.id() {

@@ -149,9 +149,10 @@ impl Report<'_> {
              wrk on CPU 0. Medians of {} rounds of {} s per run, each case after a {} s warm-up; \
              every round runs every case. Cases 3 to 5 count every request against the API's \
              rate cap (10⁹/s, never reached); the tiers are Unlimited. Added latency: over case \
-             1 at concurrency 1.\n\n\
-             | case | req/s at {c} | p50 µs at {c} | p99 µs at {c} | p50 µs at 1 | p99 µs at 1 \
-             | added p50 µs at 1 | added p99 µs at 1 |\n|---|--:|--:|--:|--:|--:|--:|--:|\n",
+             1 at concurrency 1. CPU µs/req: the server's user + system time (nginx's \
+             worker included) over the requests it answered at {c}.\n\n\
+             | case | req/s at {c} | CPU µs/req at {c} | p50 µs at {c} | p99 µs at {c} | p50 µs at 1 | p99 µs at 1 \
+             | added p50 µs at 1 | added p99 µs at 1 |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|\n",
             o.rounds, o.seconds, o.warmup
         );
         let backend = self.data.runs(Case::Backend);
@@ -163,9 +164,12 @@ impl Report<'_> {
                 let added = |f: fn(&Load) -> f64| format!("{:.0}", added(runs, backend, f));
                 (added(|l| l.p50_us), added(|l| l.p99_us))
             };
+            let cpu = runs
+                .cpu_us()
+                .map_or("–".to_string(), |us| format!("{us:.1}"));
             let _ = writeln!(
                 md,
-                "| {} | {} | {:.0} | {:.0} | {:.0} | {:.0} | {added50} | {added99} |",
+                "| {} | {} | {cpu} | {:.0} | {:.0} | {:.0} | {:.0} | {added50} | {added99} |",
                 runs.case.label(),
                 int(runs.rate()),
                 m(&runs.loaded, |l| l.p50_us),
