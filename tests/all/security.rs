@@ -280,18 +280,8 @@ async fn a_request_that_has_passed_the_gateway_is_a_loop() {
 
 /// Publishes an API at `endpoint`; the control plane's answer (201, or its refusal).
 async fn api_at(stack: &Stack, name: &str, endpoint: &str) -> e2e::Reply {
-    let mut record = e2e::spec_api_record();
-    record["name"] = json!(name);
-    record["context"] = json!(format!("/{}", name.to_lowercase()));
+    let mut record = e2e::stack::api_record(name, endpoint);
     record["apiDefinition"] = json!(guarded_swagger());
-    record["endpointConfig"] = json!(
-        json!({
-            "production_endpoints": {"url": endpoint, "config": null},
-            "sandbox_endpoints": {"url": endpoint, "config": null},
-            "endpoint_type": "http"
-        })
-        .to_string()
-    );
     stack
         .mgmt
         .post_json(&format!("{}/apis", e2e::PUBLISHER), &stack.admin, &record)

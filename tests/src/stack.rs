@@ -94,18 +94,7 @@ impl Stack {
     /// Creates an API of the spec's shape pointing at the backend (with `changes`), and
     /// applies `actions` to its lifecycle.
     pub async fn api(&self, name: &str, changes: Value, actions: &[&str]) -> String {
-        let mut record = crate::spec_api_record();
-        record["name"] = json!(name);
-        record["context"] = json!(format!("/{}", name.to_lowercase()));
-        let endpoint = format!("{}/", self.backend.url);
-        record["endpointConfig"] = json!(
-            json!({
-                "production_endpoints": {"url": endpoint, "config": null},
-                "sandbox_endpoints": {"url": endpoint, "config": null},
-                "endpoint_type": "http"
-            })
-            .to_string()
-        );
+        let mut record = api_record(name, &format!("{}/", self.backend.url));
         for (key, value) in changes.as_object().unwrap() {
             record[key] = value.clone();
         }
@@ -191,4 +180,21 @@ impl Stack {
             .expect(200)
             .str("access_token")
     }
+}
+
+/// The API record of spec 2.3 named `name` (context `/<name in lower case>`), with
+/// `endpoint` as its production and sandbox endpoint.
+pub fn api_record(name: &str, endpoint: &str) -> Value {
+    let mut record = crate::spec_api_record();
+    record["name"] = json!(name);
+    record["context"] = json!(format!("/{}", name.to_lowercase()));
+    record["endpointConfig"] = json!(
+        json!({
+            "production_endpoints": {"url": endpoint, "config": null},
+            "sandbox_endpoints": {"url": endpoint, "config": null},
+            "endpoint_type": "http"
+        })
+        .to_string()
+    );
+    record
 }
