@@ -138,6 +138,11 @@ pub fn canonical_path(path: &str) -> Result<String, Rejection> {
     if canonical.is_empty() || trailing_slash {
         canonical.push('/');
     }
+    // Escaping can make a path longer than it came: the bound holds for what is forwarded
+    // too (and so a canonical path is its own canonical form).
+    if canonical.len() > MAX_PATH_BYTES {
+        return Err(Rejection::TooLong);
+    }
     Ok(canonical)
 }
 
@@ -243,6 +248,9 @@ pub fn canonical_query(query: &str) -> Result<String, Rejection> {
             }
         }
     }
+    if canonical.len() > MAX_QUERY_BYTES {
+        return Err(Rejection::TooLong);
+    }
     Ok(canonical)
 }
 
@@ -326,6 +334,15 @@ mod tests {
             Err(TooLong)
         );
         assert!(path(&format!("/{}", "a".repeat(MAX_PATH_BYTES - 1))).is_ok());
+        // Found by fuzzing: what escaping lengthens past the bound is refused too.
+        assert_eq!(
+            path(&format!("/{}", "{".repeat(MAX_PATH_BYTES / 2))),
+            Err(TooLong)
+        );
+        assert_eq!(
+            canonical_query(&"{".repeat(MAX_QUERY_BYTES / 2)),
+            Err(TooLong)
+        );
         // Dots inside a segment are ordinary text.
         assert_eq!(path("/a/..b/.c./...").unwrap(), "/a/..b/.c./...");
     }
