@@ -502,14 +502,13 @@ impl EndpointPolicy {
         let Some((host, port)) = apim_http::egress::host_and_port(url) else {
             return false;
         };
-        if port != self.listener.port() {
-            return false;
-        }
-        let local = |ip: IpAddr| ip.is_loopback() || ip.is_unspecified();
-        match host.parse::<IpAddr>() {
-            Ok(ip) => ip == self.listener.ip() || (local(ip) && local(self.listener.ip())),
-            Err(_) => host == "localhost" && local(self.listener.ip()),
-        }
+        let ip = match host.parse::<IpAddr>() {
+            Ok(ip) => ip,
+            // The name of this machine reaches its loopback listeners.
+            Err(_) if host == "localhost" => IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
+            Err(_) => return false,
+        };
+        apim_http::egress::reaches_listener(ip, port, self.listener)
     }
 }
 

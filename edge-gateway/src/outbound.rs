@@ -163,13 +163,8 @@ impl EgressGuard {
 
     fn is_own_listener(&self, addr: SocketAddr) -> bool {
         let own = self.own.read().unwrap_or_else(|p| p.into_inner());
-        let local = |ip: std::net::IpAddr| ip.is_loopback() || ip.is_unspecified();
-        own.iter().any(|listener| {
-            listener.port() == addr.port()
-                && (listener.ip() == addr.ip()
-                    || (listener.ip().is_unspecified() && local(addr.ip()))
-                    || (addr.ip().is_unspecified() && local(listener.ip())))
-        })
+        own.iter()
+            .any(|listener| apim_http::egress::reaches_listener(addr.ip(), addr.port(), *listener))
     }
 
     async fn is_control_plane(&self, addr: SocketAddr) -> bool {

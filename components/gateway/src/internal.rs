@@ -5,6 +5,7 @@
 
 use subtle::ConstantTimeEq;
 
+use crate::auth;
 use crate::faults::Fault;
 use crate::host::{Headers, Host, Response, header};
 use crate::sync::settings;
@@ -17,10 +18,7 @@ pub fn is_internal(path: &str) -> bool {
 /// `Ok` when the request proves the gateway secret; the refusal otherwise.
 pub fn authorize(host: &dyn Host, headers: &Headers) -> Result<(), Response> {
     let secret = host.setting(settings::GATEWAY_SECRET);
-    let presented = header(headers, "authorization").and_then(|value| {
-        let (scheme, token) = value.trim().split_once(' ')?;
-        scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
-    });
+    let presented = auth::bearer(header(headers, "authorization"));
     match (secret, presented) {
         (Some(secret), Some(token)) if bool::from(secret.as_bytes().ct_eq(token.as_bytes())) => {
             Ok(())

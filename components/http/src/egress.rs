@@ -12,7 +12,7 @@
 //! listener and the gateway's own are refused whatever the list says; the hosts check
 //! those, since only they know where they listen.
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 use ipnet::IpNet;
 
@@ -133,6 +133,14 @@ fn parse_entry(entry: &str) -> Result<Allowed, String> {
         name.trim_end_matches('.').to_ascii_lowercase(),
         port,
     ))
+}
+
+/// Whether a connection to `ip`:`port` may reach the listener at `listener`: the same
+/// address, or both of this machine's own (loopback or unspecified) on the same port.
+pub fn reaches_listener(ip: IpAddr, port: u16, listener: SocketAddr) -> bool {
+    let local = |ip: IpAddr| ip.is_loopback() || ip.is_unspecified();
+    let (ip, listening) = (canonical_ip(ip), canonical_ip(listener.ip()));
+    port == listener.port() && (ip == listening || (local(ip) && local(listening)))
 }
 
 /// The host (without brackets) and port of an http(s) URL.
@@ -317,6 +325,25 @@ mod tests {
         assert!(EgressPolicy::parse("not a host!").is_err());
         assert!(EgressPolicy::parse("host:99999").is_err());
         assert_eq!(EgressPolicy::parse(" , ").unwrap(), EgressPolicy::default());
+    }
+
+    #[test]
+    fn listeners_are_reached_by_their_address_or_this_machine_on_their_port() {
+        let listener: SocketAddr = "127.0.0.1:9763".parse().unwrap();
+        let ip = |text: &str| text.parse::<IpAddr>().unwrap();
+        assert!(reaches_listener(ip("127.0.0.1"), 9763, listener));
+        assert!(reaches_listener(ip("127.0.0.2"), 9763, listener));
+        assert!(reaches_listener(ip("::ffff:127.0.0.1"), 9763, listener));
+        assert!(reaches_listener(ip("0.0.0.0"), 9763, listener));
+        assert!(!reaches_listener(ip("127.0.0.1"), 9764, listener));
+        assert!(!reaches_listener(ip("10.0.0.1"), 9763, listener));
+        let everywhere: SocketAddr = "0.0.0.0:8280".parse().unwrap();
+        assert!(reaches_listener(ip("::1"), 8280, everywhere));
+        assert!(reaches_listener(
+            ip("10.0.0.1"),
+            8280,
+            "10.0.0.1:8280".parse().unwrap()
+        ));
     }
 
     #[test]

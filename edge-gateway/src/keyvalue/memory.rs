@@ -90,7 +90,7 @@ impl Inner {
         let Some(entry) = self.buckets.get_mut(bucket).and_then(|b| b.get_mut(key)) else {
             return false;
         };
-        if !entry.lifetime.is_some_and(|(expires, _)| expires > now) {
+        if entry.lifetime.is_none_or(|(expires, _)| expires <= now) {
             return false;
         }
         self.ephemeral.bytes = self.ephemeral.bytes + value.len() - entry.value.len();

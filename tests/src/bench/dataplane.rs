@@ -67,7 +67,7 @@ impl CaseRuns {
     /// Median CPU µs per request at `--connections`, where measured.
     pub fn cpu_us(&self) -> Option<f64> {
         let measured: Vec<f64> = self.loaded.iter().filter_map(|l| l.cpu_us).collect();
-        (!measured.is_empty()).then(|| median(measured.into_iter()))
+        (!measured.is_empty()).then(|| median(measured))
     }
 
     /// Median of a figure over the rounds.

@@ -94,7 +94,7 @@ pub fn cpu_us(pids: &[u32]) -> f64 {
         .flatten()
         .flatten()
         .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| stat_fields(*pid).is_some_and(|f| pids.iter().any(|p| f.parent == *p)))
+        .filter(|pid| stat_fields(*pid).is_some_and(|f| pids.contains(&f.parent)))
         .collect();
     let ticks: u64 = pids
         .iter()
