@@ -10,7 +10,12 @@ use apim_manifest::bounds::{
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::secrets::{DataKeys, Field};
 use crate::tiers::{self, TierLevel};
+
+/// What `GET /apis/{id}` shows of a backend password (credentials are write-only, as in
+/// later WSO2 versions); sent back in an update, it keeps the stored password.
+pub const MASKED_PASSWORD: &str = "********";
 
 /// An API record; every field is stored and returned as given. Nested objects are kept
 /// as the JSON they came in (absent members stay absent) and checked against their
@@ -265,6 +270,60 @@ impl ApiRecord {
     }
 }
 
+impl ApiRecord {
+    /// `endpointSecurity.password` as stored (encrypted, or in clear from an earlier
+    /// version); none when absent or empty.
+    pub fn stored_backend_password(&self) -> Option<String> {
+        self.endpoint_security
+            .as_ref()?
+            .get("password")?
+            .as_str()
+            .filter(|p| !p.is_empty())
+            .map(str::to_string)
+    }
+
+    /// Replaces `endpointSecurity.password` (which [`Self::stored_backend_password`] found).
+    pub fn set_backend_password(&mut self, password: String) {
+        if let Some(Value::Object(security)) = &mut self.endpoint_security {
+            security.insert("password".into(), Value::String(password));
+        }
+    }
+
+    /// The record as answered: the backend password masked.
+    pub fn masked(mut self) -> Self {
+        if self.stored_backend_password().is_some() {
+            self.set_backend_password(MASKED_PASSWORD.into());
+        }
+        self
+    }
+
+    /// Encrypts the backend password of a record about to be stored for API `api_id`;
+    /// [`MASKED_PASSWORD`] keeps the one `stored` has (refused when it has none).
+    pub fn seal_backend_password(
+        &mut self,
+        keys: &DataKeys,
+        api_id: &str,
+        stored: Option<&ApiRecord>,
+    ) -> Result<(), Invalid> {
+        let Some(given) = self.stored_backend_password() else {
+            return Ok(());
+        };
+        let sealed = if given == MASKED_PASSWORD {
+            stored
+                .and_then(ApiRecord::stored_backend_password)
+                .ok_or_else(|| {
+                    Invalid::Message(format!(
+                        "endpointSecurity.password '{MASKED_PASSWORD}' keeps the stored password, and there is none: send the password"
+                    ))
+                })?
+        } else {
+            keys.seal(Field::BackendPassword, api_id, &given)
+        };
+        self.set_backend_password(sealed);
+        Ok(())
+    }
+}
+
 /// A nested member in its typed shape; a member of the wrong shape is refused.
 fn typed<T: serde::de::DeserializeOwned>(
     property: &str,
@@ -346,6 +405,27 @@ fn check_enum(property: &str, value: Option<&str>, allowed: &[&str]) -> Result<(
         ))),
         _ => Ok(()),
     }
+}
+
+/// Refuses a context reaching into tenant space that is not the caller's: `/t/<domain>`
+/// and everything under it belong to that tenant alone (gateways route `/t/<domain>/...`
+/// to it), so a user of another tenant, or of the super tenant, may not claim it.
+pub fn check_tenant_context(context: &str, tenant: &str) -> Result<(), String> {
+    let mut segments = context.trim_start_matches('/').split('/');
+    if !segments
+        .next()
+        .is_some_and(|first| first.eq_ignore_ascii_case("t"))
+    {
+        return Ok(());
+    }
+    let domain = segments.next().unwrap_or_default();
+    let rest = segments.next().unwrap_or_default();
+    if tenant != crate::users::SUPER_TENANT && domain == tenant && !rest.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "Context {context} is reserved: /t/<domain>/... belongs to the tenant <domain>"
+    ))
 }
 
 /// The context as stored: a leading `/` added, tenants' APIs under `/t/<domain>`.
@@ -564,6 +644,28 @@ fn check_endpoint(key: &str, endpoint: &Value) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tenant_space_belongs_to_its_tenant() {
+        for context in [
+            "/t/acme.com/pay",
+            "t/acme.com/pay",
+            "/T/acme.com/x",
+            "/t",
+            "/t/acme.com",
+        ] {
+            assert!(
+                check_tenant_context(context, crate::users::SUPER_TENANT).is_err(),
+                "{context}"
+            );
+        }
+        assert!(check_tenant_context("/t/other.org/pay", "acme.com").is_err());
+        assert!(check_tenant_context("/t/acme.com", "acme.com").is_err());
+        assert!(check_tenant_context("/t/acme.com/pay", "acme.com").is_ok());
+        assert!(check_tenant_context("/pay", "acme.com").is_ok());
+        assert!(check_tenant_context("/pay/t/acme.com", crate::users::SUPER_TENANT).is_ok());
+        assert!(check_tenant_context("/tea", crate::users::SUPER_TENANT).is_ok());
+    }
 
     #[test]
     fn endpoints_follow_the_egress_policy_and_never_name_this_listener() {

@@ -1,4 +1,6 @@
 //! OAuth clients: those registered dynamically and the consumer keys of store applications.
+//! Their secrets are stored encrypted with the data key ([`crate::secrets`]) and held in
+//! clear only in memory, as read by this module.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -9,6 +11,7 @@ use rand::distr::{Alphanumeric, SampleString};
 use sqlx::{AnyPool, Executor};
 use subtle::ConstantTimeEq;
 
+use crate::secrets::{DataKeys, Field};
 use crate::users::{self, User};
 
 /// How long a client read for the token endpoint is used without reading it again:
@@ -18,12 +21,12 @@ const CACHED_FOR: Duration = Duration::from_secs(10);
 /// Most clients cached; past it the cache starts over.
 const MAX_CACHED: usize = 10_000;
 
-/// An OAuth client as stored.
-#[derive(Debug, Clone, sqlx::FromRow)]
+/// An OAuth client, its secret in clear (as read by [`find`] and its kin).
+#[derive(Clone, sqlx::FromRow)]
 pub struct OAuthClient {
     /// Client id (consumer key).
     pub client_id: String,
-    /// Client secret (consumer secret).
+    /// Client secret (consumer secret); encrypted in the database.
     pub client_secret: String,
     /// Registered name.
     pub client_name: String,
@@ -47,7 +50,27 @@ pub struct OAuthClient {
     pub allow_domains: String,
 }
 
+/// Everything but the secret, so that no log can show it.
+impl std::fmt::Debug for OAuthClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OAuthClient")
+            .field("client_id", &self.client_id)
+            .field("client_name", &self.client_name)
+            .field("owner", &self.owner)
+            .field("application_id", &self.application_id)
+            .field("key_type", &self.key_type)
+            .finish_non_exhaustive()
+    }
+}
+
 impl OAuthClient {
+    /// The client as read from its row: the secret decrypted.
+    fn opened(mut self, keys: &DataKeys) -> anyhow::Result<Self> {
+        self.client_secret =
+            keys.open(Field::ClientSecret, &self.client_id, &self.client_secret)?;
+        Ok(self)
+    }
+
     /// Whether the client may use this grant.
     pub fn allows_grant(&self, grant: &str) -> bool {
         self.grant_types.trim().is_empty()
@@ -67,49 +90,59 @@ const COLUMNS: &str = "client_id, client_secret, client_name, owner, callback_ur
      saas_app, application_id, key_type, validity_secs, scopes, allow_domains";
 
 /// The client with this id.
-pub async fn find(db: &AnyPool, client_id: &str) -> sqlx::Result<Option<OAuthClient>> {
-    sqlx::query_as(&format!(
+pub async fn find(
+    db: &AnyPool,
+    keys: &DataKeys,
+    client_id: &str,
+) -> anyhow::Result<Option<OAuthClient>> {
+    let row: Option<OAuthClient> = sqlx::query_as(&format!(
         "SELECT {COLUMNS} FROM oauth_clients WHERE client_id = $1"
     ))
     .bind(client_id)
     .fetch_optional(db)
-    .await
+    .await?;
+    row.map(|client| client.opened(keys)).transpose()
 }
 
 /// The registered (non-application) client of this owner and name.
 pub async fn find_registered(
     db: &AnyPool,
+    keys: &DataKeys,
     owner: &str,
     client_name: &str,
-) -> sqlx::Result<Option<OAuthClient>> {
-    sqlx::query_as(&format!(
+) -> anyhow::Result<Option<OAuthClient>> {
+    let row: Option<OAuthClient> = sqlx::query_as(&format!(
         "SELECT {COLUMNS} FROM oauth_clients
          WHERE owner = $1 AND client_name = $2 AND application_id IS NULL"
     ))
     .bind(owner)
     .bind(client_name)
     .fetch_optional(db)
-    .await
+    .await?;
+    row.map(|client| client.opened(keys)).transpose()
 }
 
 /// The key of an application for a key type.
 pub async fn find_application_key<'e>(
     db: impl Executor<'e, Database = sqlx::Any>,
+    keys: &DataKeys,
     application_id: &str,
     key_type: &str,
-) -> sqlx::Result<Option<OAuthClient>> {
-    sqlx::query_as(&format!(
+) -> anyhow::Result<Option<OAuthClient>> {
+    let row: Option<OAuthClient> = sqlx::query_as(&format!(
         "SELECT {COLUMNS} FROM oauth_clients WHERE application_id = $1 AND key_type = $2"
     ))
     .bind(application_id)
     .bind(key_type)
     .fetch_optional(db)
-    .await
+    .await?;
+    row.map(|client| client.opened(keys)).transpose()
 }
 
-/// Stores a new client.
+/// Stores a new client, its secret encrypted.
 pub async fn insert<'e>(
     db: impl Executor<'e, Database = sqlx::Any>,
+    keys: &DataKeys,
     client: &OAuthClient,
 ) -> sqlx::Result<()> {
     sqlx::query(&format!(
@@ -117,7 +150,11 @@ pub async fn insert<'e>(
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
     ))
     .bind(&client.client_id)
-    .bind(&client.client_secret)
+    .bind(keys.seal(
+        Field::ClientSecret,
+        &client.client_id,
+        &client.client_secret,
+    ))
     .bind(&client.client_name)
     .bind(&client.owner)
     .bind(&client.callback_url)
@@ -155,22 +192,36 @@ pub struct Principal {
 
 /// Clients as the token endpoint reads them on every request, for a few seconds; cleared
 /// whenever something changes through this control plane. A token request then costs a
-/// signature rather than two queries.
-#[derive(Default)]
+/// signature rather than two queries and a decryption.
 pub struct ClientCache {
+    /// What the secrets are decrypted with.
+    keys: Arc<DataKeys>,
     entries: Mutex<HashMap<String, (Instant, Arc<Principal>)>>,
     /// Bumped at every clearing, so that a client read before a change is not cached after.
     generation: AtomicU64,
 }
 
 impl ClientCache {
+    /// An empty cache of clients whose secrets `keys` decrypt.
+    pub fn new(keys: Arc<DataKeys>) -> Self {
+        ClientCache {
+            keys,
+            entries: Mutex::default(),
+            generation: AtomicU64::default(),
+        }
+    }
+
     /// The client with this id and its owner; unknown ids are not cached.
-    pub async fn get(&self, db: &AnyPool, client_id: &str) -> sqlx::Result<Option<Arc<Principal>>> {
+    pub async fn get(
+        &self,
+        db: &AnyPool,
+        client_id: &str,
+    ) -> anyhow::Result<Option<Arc<Principal>>> {
         if let Some(principal) = self.cached(client_id) {
             return Ok(Some(principal));
         }
         let generation = self.generation.load(Ordering::Acquire);
-        let Some(client) = find(db, client_id).await? else {
+        let Some(client) = find(db, &self.keys, client_id).await? else {
             return Ok(None);
         };
         let owner = users::find(db, &client.owner).await?;

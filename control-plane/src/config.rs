@@ -1,9 +1,13 @@
 //! Configuration: one clap struct, every field settable by flag or environment variable.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
+
+/// Longest any configured lifetime may be (ten years): every `now + lifetime` stays far
+/// from overflowing.
+pub const LIFETIME_CEILING_SECS: i64 = 10 * 365 * 24 * 3600;
 
 /// API management control plane: client registration, token service, publisher and store.
 #[derive(Debug, Clone, Parser)]
@@ -19,8 +23,14 @@ pub struct Config {
     pub data_dir: PathBuf,
 
     /// Database URL. Empty: the SQLite file `apim.db` in the data directory.
-    /// A `postgres://` URL selects PostgreSQL.
-    #[arg(long, env = "APIM_DATABASE_URL", default_value = "")]
+    /// A `postgres://` URL selects PostgreSQL. Its value is not shown here: it may carry
+    /// the database's password.
+    #[arg(
+        long,
+        env = "APIM_DATABASE_URL",
+        default_value = "",
+        hide_env_values = true
+    )]
     pub database_url: String,
 
     /// User name of the administrator account created or updated at start-up.
@@ -48,9 +58,59 @@ pub struct Config {
     #[arg(long, env = "APIM_TOKEN_VALIDITY", default_value_t = 3600)]
     pub token_validity_secs: i64,
 
-    /// Validity of refresh tokens, seconds.
+    /// Validity of refresh tokens, seconds; a refresh gives the new refresh token as long.
     #[arg(long, env = "APIM_REFRESH_TOKEN_VALIDITY", default_value_t = 84600)]
     pub refresh_token_validity_secs: i64,
+
+    /// Longest validity of an access token, seconds: a `validityTime` (generate-keys) or
+    /// `validity_period` (token endpoint) above it gets 400, and keys stored with a longer
+    /// one get tokens of this validity.
+    #[arg(long, env = "APIM_MAX_TOKEN_VALIDITY", default_value_t = 365 * 24 * 3600)]
+    pub max_token_validity_secs: i64,
+
+    /// Consecutive failed logins (password grant, HTTP Basic) that lock a user name;
+    /// 0 turns lock-out off.
+    #[arg(long, env = "APIM_LOGIN_MAX_FAILURES", default_value_t = 5)]
+    pub login_max_failures: u32,
+
+    /// How long a lock-out lasts, seconds (an administrator can lift it sooner).
+    #[arg(long, env = "APIM_LOGIN_LOCK_SECS", default_value_t = 300)]
+    pub login_lock_secs: i64,
+
+    /// Failed logins one client address may make within the window below before its
+    /// logins get 429; 0 turns the throttle off.
+    #[arg(long, env = "APIM_LOGIN_ADDRESS_MAX_FAILURES", default_value_t = 20)]
+    pub login_address_max_failures: u32,
+
+    /// The window of the per-address throttle, seconds.
+    #[arg(long, env = "APIM_LOGIN_ADDRESS_WINDOW_SECS", default_value_t = 300)]
+    pub login_address_window_secs: u64,
+
+    /// Addresses of proxies in front of this listener (comma separated): for requests from
+    /// them the client address is the last `X-Forwarded-For` entry that is not a proxy's.
+    #[arg(long, env = "APIM_TRUSTED_PROXIES", value_delimiter = ',')]
+    pub trusted_proxies: Vec<IpAddr>,
+
+    /// Password checks that may wait for a CPU (one runs per core); past it logins get 503.
+    #[arg(long, env = "APIM_ARGON2_QUEUE", default_value_t = 32)]
+    pub argon2_queue: usize,
+
+    /// Longest time a client may take to send a request head, and to start the next one
+    /// on a kept-alive connection, milliseconds.
+    #[arg(long, env = "APIM_MGMT_HEADER_TIMEOUT_MS", default_value_t = 10_000)]
+    pub header_timeout_ms: u64,
+
+    /// Longest time a client may take to send a request body, milliseconds; then 408.
+    #[arg(long, env = "APIM_MGMT_BODY_TIMEOUT_MS", default_value_t = 30_000)]
+    pub body_timeout_ms: u64,
+
+    /// A connection on which no byte moves either way for this long is closed, milliseconds.
+    #[arg(long, env = "APIM_MGMT_IDLE_TIMEOUT_MS", default_value_t = 60_000)]
+    pub idle_timeout_ms: u64,
+
+    /// Most connections served at once; further ones wait in the listen backlog.
+    #[arg(long, env = "APIM_MGMT_MAX_CONNECTIONS", default_value_t = 1024)]
+    pub max_connections: usize,
 
     /// Largest request body accepted, bytes; larger ones get 413.
     #[arg(long, env = "APIM_MAX_BODY_BYTES", default_value_t = 5 * 1024 * 1024)]
@@ -79,6 +139,13 @@ pub struct Config {
     )]
     pub gateway_secret: String,
 
+    /// Files holding data keys (32 random bytes in base64, e.g. from
+    /// `head -c 32 /dev/urandom | base64`), comma separated: the first encrypts client
+    /// secrets, consumer secrets and backend passwords at rest, the others only decrypt
+    /// (keys being rotated out). Empty: a key generated into `<data dir>/data-keys`.
+    #[arg(long, env = "APIM_DATA_KEY_FILE", value_delimiter = ',')]
+    pub data_key_file: Vec<PathBuf>,
+
     /// Log as JSON lines instead of human-readable text. Filter with RUST_LOG.
     #[arg(long, env = "APIM_LOG_JSON")]
     pub log_json: bool,
@@ -93,33 +160,100 @@ pub struct Config {
 pub enum Command {
     /// Serve the management listener (the default).
     Serve,
-    /// Add a user, or replace the password and roles of an existing one.
+    /// Add a user, or replace the password and roles of an existing one. The password is
+    /// read from --password-file, else from the environment variable
+    /// APIM_NEW_USER_PASSWORD, else from standard input (a prompt without echo on a
+    /// terminal), so that it never shows in `ps`.
     AddUser {
         /// User name; `name@domain` puts the user in tenant `domain`.
         #[arg(long)]
         username: String,
-        /// Password; read from APIM_NEW_USER_PASSWORD when not given.
-        #[arg(long, env = "APIM_NEW_USER_PASSWORD", hide_env_values = true)]
-        password: String,
+        /// A file whose first line is the password; `-` reads standard input.
+        #[arg(long, value_name = "PATH")]
+        password_file: Option<PathBuf>,
+        /// Deprecated: a password on the command line shows in `ps` to every user of the
+        /// machine. Still taken, with a warning.
+        #[arg(long, hide = true)]
+        password: Option<String>,
         /// Roles, comma separated: admin, creator, publisher, subscriber.
         #[arg(long, value_delimiter = ',', default_value = "subscriber")]
         roles: Vec<String>,
     },
     /// Make a new token signing key the active one; older keys stay in the JWKS.
     RotateSigningKey,
+    /// Re-encrypt every secret at rest under a new data key (in `<data dir>/data-keys`), or
+    /// under the first of APIM_DATA_KEY_FILE when the operator gives the keys.
+    RotateDataKey,
+}
+
+/// The secret-bearing settings (those whose values `--help` hides) given as flags: each
+/// flag and the environment variable that should carry it instead.
+fn secrets_given_as_flags(matches: &clap::ArgMatches) -> Vec<(String, String)> {
+    let command = <Config as clap::CommandFactory>::command();
+    let given = |id: &str| matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
+    command
+        .get_arguments()
+        .filter(|arg| arg.is_hide_env_values_set() && given(arg.get_id().as_str()))
+        .map(|arg| {
+            (
+                arg.get_long().unwrap_or_default().to_string(),
+                arg.get_env()
+                    .map(|e| e.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+            )
+        })
+        .collect()
 }
 
 impl Config {
+    /// Parses the command line and the environment, warning of each secret given as a
+    /// flag rather than in the environment: `ps` shows it to every user of the machine.
+    pub fn parse_warning_of_secrets() -> Self {
+        let matches = <Self as clap::CommandFactory>::command().get_matches();
+        for (flag, variable) in secrets_given_as_flags(&matches) {
+            eprintln!(
+                "warning: --{flag} shows in `ps` to every user of this machine; set {variable} instead"
+            );
+        }
+        <Self as clap::FromArgMatches>::from_arg_matches(&matches).unwrap_or_else(|err| err.exit())
+    }
+
     /// Rejects values that cannot work, before anything starts.
     pub fn validate(&self) -> anyhow::Result<()> {
         anyhow::ensure!(
             !self.scope_prefix.is_empty() && !self.scope_prefix.contains([':', ' ']),
             "APIM_SCOPE_PREFIX must be a non-empty word without ':' or spaces"
         );
+        for (name, secs) in [
+            ("APIM_TOKEN_VALIDITY", self.token_validity_secs),
+            (
+                "APIM_REFRESH_TOKEN_VALIDITY",
+                self.refresh_token_validity_secs,
+            ),
+            ("APIM_MAX_TOKEN_VALIDITY", self.max_token_validity_secs),
+            ("APIM_LOGIN_LOCK_SECS", self.login_lock_secs),
+        ] {
+            anyhow::ensure!(
+                (1..=LIFETIME_CEILING_SECS).contains(&secs),
+                "{name} must be from 1 to {LIFETIME_CEILING_SECS} seconds"
+            );
+        }
         anyhow::ensure!(
-            self.token_validity_secs > 0 && self.refresh_token_validity_secs > 0,
-            "token validities must be positive"
+            self.token_validity_secs <= self.max_token_validity_secs,
+            "APIM_TOKEN_VALIDITY must not exceed APIM_MAX_TOKEN_VALIDITY"
         );
+        for (name, value) in [
+            (
+                "APIM_LOGIN_ADDRESS_WINDOW_SECS",
+                self.login_address_window_secs,
+            ),
+            ("APIM_MGMT_HEADER_TIMEOUT_MS", self.header_timeout_ms),
+            ("APIM_MGMT_BODY_TIMEOUT_MS", self.body_timeout_ms),
+            ("APIM_MGMT_IDLE_TIMEOUT_MS", self.idle_timeout_ms),
+            ("APIM_MGMT_MAX_CONNECTIONS", self.max_connections as u64),
+        ] {
+            anyhow::ensure!(value >= 1, "{name} must be at least 1");
+        }
         anyhow::ensure!(
             !self.admin_user.is_empty(),
             "APIM_ADMIN_USER must not be empty"
@@ -144,5 +278,71 @@ impl Config {
         } else {
             self.database_url.clone()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Secrets given as flags are named, for a warning; other flags are not.
+    #[test]
+    fn secrets_given_as_flags_are_named() {
+        let command = <Config as clap::CommandFactory>::command();
+        let matches = command
+            .try_get_matches_from([
+                "control-plane",
+                "--admin-password",
+                "pw",
+                "--admin-user",
+                "root",
+            ])
+            .unwrap();
+        let mut named = secrets_given_as_flags(&matches);
+        named.sort();
+        let mut expected = vec![(
+            "admin-password".to_string(),
+            "APIM_ADMIN_PASSWORD".to_string(),
+        )];
+        expected.sort();
+        assert_eq!(named, expected);
+        let none = <Config as clap::CommandFactory>::command()
+            .try_get_matches_from(["control-plane"])
+            .unwrap();
+        assert!(secrets_given_as_flags(&none).is_empty());
+    }
+
+    fn validate(args: &[&str]) -> anyhow::Result<()> {
+        let mut all = vec!["control-plane"];
+        all.extend(args);
+        Config::try_parse_from(all)?.validate()
+    }
+
+    #[test]
+    fn lifetimes_and_limits_are_bounded() {
+        validate(&[]).unwrap();
+        for args in [
+            &["--max-token-validity-secs", "315360000000"][..],
+            &["--refresh-token-validity-secs", "9223372036854775807"],
+            &["--token-validity-secs", "0"],
+            &[
+                "--token-validity-secs",
+                "7201",
+                "--max-token-validity-secs",
+                "7200",
+            ],
+            &["--login-lock-secs", "0"],
+            &["--header-timeout-ms", "0"],
+            &["--max-connections", "0"],
+        ] {
+            assert!(validate(args).is_err(), "{args:?} accepted");
+        }
+        validate(&[
+            "--max-token-validity-secs",
+            "315360000",
+            "--login-max-failures",
+            "0",
+        ])
+        .unwrap();
     }
 }

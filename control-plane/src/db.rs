@@ -1,5 +1,6 @@
 //! The database: SQLite by default, PostgreSQL for a `postgres://` URL, one schema for both.
 
+use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -19,6 +20,9 @@ pub async fn connect(url: &str) -> anyhow::Result<AnyPool> {
     // SQLite has one writer at a time; a single connection makes every transaction
     // serial instead of failing with "database is locked" under concurrent writes.
     let max_connections = if is_sqlite { 1 } else { 16 };
+    if is_sqlite {
+        restrict_sqlite_files(url)?;
+    }
     let pool = AnyPoolOptions::new()
         .after_connect(move |connection, _| {
             Box::pin(async move {
@@ -26,6 +30,9 @@ pub async fn connect(url: &str) -> anyhow::Result<AnyPool> {
                     // 64 MiB of pages rather than 2: with thousands of APIs the database
                     // outgrows the default, and every miss is a read from the file.
                     connection.execute("PRAGMA cache_size = -65536").await?;
+                    // Freed space is zeroed, so that a value replaced (a secret once in
+                    // clear, before it was encrypted) does not linger in the file.
+                    connection.execute("PRAGMA secure_delete = ON").await?;
                 }
                 Ok(())
             })
@@ -48,7 +55,62 @@ pub async fn connect(url: &str) -> anyhow::Result<AnyPool> {
         .run(&pool)
         .await
         .context("could not apply database migrations")?;
+    crate::routes::backfill(&pool)
+        .await
+        .context("could not record the routes of existing APIs")?;
     Ok(pool)
+}
+
+/// The file a SQLite URL names (`sqlite://path?...`, `sqlite:path`); none in memory.
+fn sqlite_file(url: &str) -> Option<PathBuf> {
+    let rest = url
+        .strip_prefix("sqlite://")
+        .or_else(|| url.strip_prefix("sqlite:"))?;
+    let (path, query) = rest.split_once('?').unwrap_or((rest, ""));
+    let in_memory =
+        path.is_empty() || path.starts_with(":memory:") || query.contains("mode=memory");
+    (!in_memory).then(|| PathBuf::from(path))
+}
+
+/// The database file readable by its owner only, and so its `-wal` and `-shm` files,
+/// which SQLite creates with the database file's mode: a new file is created 0600 before
+/// SQLite opens it (when the URL lets SQLite create it), and existing ones from earlier
+/// versions (0644) are narrowed.
+fn restrict_sqlite_files(url: &str) -> anyhow::Result<()> {
+    let Some(path) = sqlite_file(url) else {
+        return Ok(());
+    };
+    if url.contains("mode=rwc") && !path.exists() {
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create(true).truncate(false);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        options
+            .open(&path)
+            .with_context(|| format!("could not create {}", path.display()))?;
+    }
+    for suffix in ["", "-wal", "-shm"] {
+        let mut file = path.clone().into_os_string();
+        file.push(suffix);
+        let file = PathBuf::from(file);
+        if file.exists() {
+            crate::keys::restrict_file(&file)?;
+        }
+    }
+    Ok(())
+}
+
+/// On SQLite, moves what the write-ahead log holds into the database file and empties
+/// the log, whose old frames would otherwise keep earlier versions of rewritten rows
+/// (secrets once in clear) until overwritten. Nothing to do on PostgreSQL.
+pub async fn truncate_sqlite_log(db: &AnyPool) -> anyhow::Result<()> {
+    if db.connect_options().database_url.scheme() == "sqlite" {
+        sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
+            .fetch_optional(db)
+            .await
+            .context("could not checkpoint SQLite's write-ahead log")?;
+    }
+    Ok(())
 }
 
 /// Hides a password in a database URL for logs and errors.
@@ -78,9 +140,86 @@ pub fn is_unique_violation(err: &sqlx::Error) -> bool {
     matches!(err, sqlx::Error::Database(db) if db.is_unique_violation())
 }
 
+/// Whether an sqlx error says the database cannot serve right now rather than that the
+/// request or the code is wrong: the connection broke or was refused (a restart, a
+/// failover), no connection came free within the pool's acquire timeout, or the server
+/// is shutting down, starting up or out of connections (SQLSTATE class 08, 57P01-57P03,
+/// 53300), or SQLite's file is locked by another process. The same request may succeed
+/// a moment later, so it is answered 503, not 500.
+pub fn is_unavailable(err: &sqlx::Error) -> bool {
+    match err {
+        sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::WorkerCrashed => true,
+        sqlx::Error::Database(db) => {
+            if let Some(pg) = db.try_downcast_ref::<sqlx::postgres::PgDatabaseError>() {
+                unavailable_sqlstate(pg.code())
+            } else if let Some(sqlite) = db.try_downcast_ref::<sqlx::sqlite::SqliteError>() {
+                sqlx::error::DatabaseError::code(sqlite)
+                    .and_then(|code| code.parse::<u32>().ok())
+                    .is_some_and(sqlite_busy)
+            } else {
+                false
+            }
+        }
+        _ => false,
+    }
+}
+
+/// PostgreSQL's connection exceptions (class 08), `admin_shutdown`, `crash_shutdown`,
+/// `cannot_connect_now` and `too_many_connections`.
+fn unavailable_sqlstate(code: &str) -> bool {
+    code.starts_with("08") || matches!(code, "57P01" | "57P02" | "57P03" | "53300")
+}
+
+/// `SQLITE_BUSY` and `SQLITE_LOCKED`, extended codes included (the primary code is the
+/// low byte).
+fn sqlite_busy(code: u32) -> bool {
+    matches!(code & 0xff, 5 | 6)
+}
+
 #[cfg(test)]
 mod tests {
     use super::redact;
+
+    #[test]
+    fn sqlite_files_are_found_in_urls() {
+        use super::sqlite_file;
+        assert_eq!(
+            sqlite_file("sqlite://dir/apim.db?mode=rwc"),
+            Some("dir/apim.db".into())
+        );
+        assert_eq!(sqlite_file("sqlite:/abs/x.db"), Some("/abs/x.db".into()));
+        assert_eq!(sqlite_file("sqlite::memory:"), None);
+        assert_eq!(sqlite_file("sqlite://x?mode=memory"), None);
+        assert_eq!(sqlite_file("postgres://h/db"), None);
+    }
+
+    #[test]
+    fn unavailable_databases_are_told_from_failing_requests() {
+        use super::{is_unavailable, sqlite_busy, unavailable_sqlstate};
+        let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+        assert!(is_unavailable(&sqlx::Error::Io(refused)));
+        let reset = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
+        assert!(is_unavailable(&sqlx::Error::Io(reset)));
+        assert!(is_unavailable(&sqlx::Error::PoolTimedOut));
+        assert!(is_unavailable(&sqlx::Error::PoolClosed));
+        assert!(!is_unavailable(&sqlx::Error::RowNotFound));
+        assert!(!is_unavailable(&sqlx::Error::ColumnNotFound("x".into())));
+        // admin_shutdown is what a restart sends the sessions it ends.
+        for code in ["57P01", "57P02", "57P03", "53300", "08006", "08001"] {
+            assert!(unavailable_sqlstate(code), "{code}");
+        }
+        // unique_violation, syntax_error, serialization_failure: the request's business.
+        for code in ["23505", "42601", "40001"] {
+            assert!(!unavailable_sqlstate(code), "{code}");
+        }
+        // SQLITE_BUSY, SQLITE_BUSY_SNAPSHOT (517), SQLITE_LOCKED; not SQLITE_CONSTRAINT.
+        assert!(sqlite_busy(5) && sqlite_busy(517) && sqlite_busy(6));
+        assert!(!sqlite_busy(19) && !sqlite_busy(2067));
+    }
 
     #[test]
     fn redacts_passwords_only() {

@@ -33,6 +33,9 @@ const MAX_REASON_CHARS: usize = 1_024;
 /// Where handlers report changes and push loops learn of new versions.
 pub struct ManifestHub {
     latest: watch::Sender<u64>,
+    /// Raised when the control plane stops: long polls answer at once rather than hold
+    /// the shutdown for their whole wait.
+    closing: watch::Sender<bool>,
     changed: Notify,
     pending: Mutex<Pending>,
     refused: Mutex<VecDeque<RefusedPage>>,
@@ -63,10 +66,36 @@ impl ManifestHub {
     pub fn new() -> Arc<Self> {
         Arc::new(ManifestHub {
             latest: watch::Sender::new(0),
+            closing: watch::Sender::new(false),
             changed: Notify::new(),
             pending: Mutex::default(),
             refused: Mutex::default(),
         })
+    }
+
+    /// The newest compiled version, as this control plane learns of it.
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.latest.subscribe()
+    }
+
+    /// Whether the control plane is stopping, as it learns it.
+    pub fn closing(&self) -> watch::Receiver<bool> {
+        self.closing.subscribe()
+    }
+
+    /// The control plane is stopping: long polls answer now.
+    pub fn close(&self) {
+        self.closing.send_replace(true);
+    }
+
+    /// A version is compiled (here, or by another control plane sharing the database):
+    /// pushes and long polls move on once it is newer than the newest known.
+    pub fn observe(&self, version: u64) {
+        self.latest.send_if_modified(|latest| {
+            let newer = version > *latest;
+            *latest = (*latest).max(version);
+            newer
+        });
     }
 
     /// A gateway could not take a page: logged, and kept among the latest refusals.
@@ -205,12 +234,7 @@ async fn compile_loop(hub: Arc<ManifestHub>, mut compiler: Compiler) {
                 "route manifest loaded"
             );
         }
-        let version = compiler.version();
-        hub.latest.send_if_modified(|latest| {
-            let newer = version > *latest;
-            *latest = (*latest).max(version);
-            newer
-        });
+        hub.observe(compiler.version());
         let next_full = tokio::time::Instant::from_std(last_full + COMPILE_EVERY);
         tokio::select! {
             () = hub.changed.notified() => {}
@@ -316,8 +340,14 @@ impl Delivery {
                 }
                 Ok((held, latest))
             }
-            // Not where we thought (another node or a pull moved it): carry on from there.
-            (409, Some(held)) if held != position => Ok((held, latest)),
+            // Not where we thought (a pull, or another node, moved it): carry on from
+            // there. A gateway that pulled the version itself has it delivered all the same.
+            (409, Some(held)) if held != position => {
+                if held.snapshot.is_none() && held.version >= version {
+                    tracing::info!(gateway = %self.base, version = held.version, served = held.version, changes = 0, via = "pull", "manifest delivered");
+                }
+                Ok((held, latest))
+            }
             (400 | 413, _) => {
                 let reason = format!("gateway answered {status}: {body}");
                 let report = PageReport {
@@ -408,7 +438,12 @@ mod tests {
         let db = crate::db::connect("sqlite::memory:").await.unwrap();
         let dir = std::env::temp_dir().join(format!("apim-push-{}", uuid::Uuid::new_v4()));
         let keys = Arc::new(KeyRing::load_or_create(&dir).unwrap());
-        let mut compiler = Compiler::new(db.clone(), keys.clone(), "issuer".into());
+        let mut compiler = Compiler::new(
+            db.clone(),
+            keys.clone(),
+            "issuer".into(),
+            crate::manifest::test_credentials(),
+        );
         compiler.compile().await.unwrap();
         let (base, seen) = gateway_refusing_pages().await;
         let hub = ManifestHub::new();

@@ -38,8 +38,7 @@ pub struct KeyRing {
 impl KeyRing {
     /// Loads the keys under `dir`, creating the first one when there is none.
     pub fn load_or_create(dir: &Path) -> anyhow::Result<Self> {
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("could not create key directory {}", dir.display()))?;
+        private_dir(dir)?;
         let ring = KeyRing {
             dir: dir.to_path_buf(),
             keys: RwLock::new(read_keys(dir)?),
@@ -110,6 +109,7 @@ fn read_keys(dir: &Path) -> anyhow::Result<Vec<Arc<SigningKeyEntry>>> {
                 .file_stem()
                 .and_then(|s| s.to_str())
                 .unwrap_or_default();
+            restrict_file(path)?;
             let pem = std::fs::read_to_string(path)
                 .with_context(|| format!("could not read {}", path.display()))?;
             entry_from_pem(kid, &pem)
@@ -158,6 +158,44 @@ pub fn write_private(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
         .with_context(|| format!("could not create {}", path.display()))?;
     file.write_all(bytes)?;
     file.sync_all()?;
+    Ok(())
+}
+
+/// Creates a directory (and its parents) that only the owner can enter, or narrows an
+/// existing one to that (directories of earlier versions were made 0755).
+pub fn private_dir(path: &Path) -> anyhow::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder
+        .create(path)
+        .with_context(|| format!("could not create directory {}", path.display()))?;
+    restrict(path, 0o700)
+}
+
+/// Narrows an existing file to owner read and write, if it is wider (files of earlier
+/// versions, or made by SQLite under a wide umask).
+pub fn restrict_file(path: &Path) -> anyhow::Result<()> {
+    restrict(path, 0o600)
+}
+
+#[cfg(unix)]
+fn restrict(path: &Path, mode: u32) -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let current = std::fs::metadata(path)
+        .with_context(|| format!("could not read {}", path.display()))?
+        .permissions()
+        .mode();
+    if current & 0o777 & !mode != 0 {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(current & mode))
+            .with_context(|| format!("could not restrict {}", path.display()))?;
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn restrict(_path: &Path, _mode: u32) -> anyhow::Result<()> {
     Ok(())
 }
 

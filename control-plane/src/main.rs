@@ -1,12 +1,11 @@
 //! `control-plane`: parse configuration, set up logging, run.
 
-use clap::Parser;
 use control_plane::config::Config;
 use tracing_subscriber::EnvFilter;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let config = Config::parse();
+    let config = Config::parse_warning_of_secrets();
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     let logs = tracing_subscriber::fmt()
         .with_env_filter(filter)

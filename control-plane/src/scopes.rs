@@ -55,6 +55,11 @@ pub const ROLES: &[&str] = &["admin", "creator", "publisher", "subscriber"];
 /// Scopes any client may ask for, whatever its roles.
 const OPEN_SCOPES: &[&str] = &["default", "am_application_scope", "openid"];
 
+/// Whether any client may ask for this scope, whatever its roles.
+pub fn is_open(scope: &str) -> bool {
+    OPEN_SCOPES.contains(&scope)
+}
+
 /// Scope given when nothing requested can be granted.
 pub const DEFAULT_SCOPE: &str = "default";
 
@@ -100,6 +105,43 @@ impl ScopeNames {
         granted
     }
 
+    /// The scopes granted to an application's consumer key: requested scopes that are
+    /// open (`default`, `am_application_scope`, `openid`) or that an API the application
+    /// subscribes to declares for one of the user's roles; never a management scope,
+    /// whatever an API declares. `default` when none remain.
+    pub fn grant_application(
+        &self,
+        requested: &str,
+        roles: &[String],
+        api_scopes: &[ApiScope],
+    ) -> Vec<String> {
+        let mut granted: Vec<String> = Vec::new();
+        for scope in requested.split_whitespace() {
+            let allowed = is_open(scope)
+                || (!self.is_management(scope)
+                    && api_scopes
+                        .iter()
+                        .any(|api| api.key == scope && api.allows(roles)));
+            if allowed && !granted.iter().any(|g| g == scope) {
+                granted.push(scope.to_string());
+            }
+        }
+        if granted.is_empty() {
+            granted.push(DEFAULT_SCOPE.to_string());
+        }
+        granted
+    }
+
+    /// Whether a scope names a management scope: under the configured prefix or either
+    /// of the two in use (`mgr`, WSO2's `apim`).
+    pub fn is_management(&self, scope: &str) -> bool {
+        [self.prefix.as_str(), "mgr", "apim"].iter().any(|prefix| {
+            scope
+                .strip_prefix(prefix)
+                .is_some_and(|rest| rest.starts_with(':'))
+        })
+    }
+
     fn allowed(&self, scope: &str, roles: &[String]) -> bool {
         if OPEN_SCOPES.contains(&scope) {
             return true;
@@ -115,6 +157,75 @@ impl ScopeNames {
             .find(|(_, name, _)| *name == suffix)
             .is_some_and(|(_, _, allowed)| roles.iter().any(|r| allowed.contains(&r.as_str())))
     }
+}
+
+/// A scope an API declares in its Swagger definition, as WSO2 2.6 does
+/// (`x-wso2-security.apim.x-wso2-scopes: [{key, name, roles}]`, roles comma separated).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiScope {
+    /// The scope's name in tokens.
+    pub key: String,
+    /// Roles that may have it; empty: any user.
+    pub roles: Vec<String>,
+}
+
+impl ApiScope {
+    fn allows(&self, roles: &[String]) -> bool {
+        self.roles.is_empty() || self.roles.iter().any(|r| roles.contains(r))
+    }
+}
+
+/// The scopes an API record (JSON, as stored) declares in its `apiDefinition`.
+pub fn declared_by(record: &str) -> Vec<ApiScope> {
+    let definition = serde_json::from_str::<serde_json::Value>(record)
+        .ok()
+        .and_then(|record| record["apiDefinition"].as_str().map(str::to_string))
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+        .unwrap_or_default();
+    let Some(declared) = definition["x-wso2-security"]["apim"]["x-wso2-scopes"].as_array() else {
+        return Vec::new();
+    };
+    declared
+        .iter()
+        .filter_map(|scope| {
+            let key = scope["key"].as_str().filter(|k| !k.trim().is_empty())?;
+            let roles = scope["roles"]
+                .as_str()
+                .unwrap_or_default()
+                .split(',')
+                .map(|r| r.trim())
+                .filter(|r| !r.is_empty())
+                .map(|r| r.strip_prefix("Internal/").unwrap_or(r).to_string())
+                .collect();
+            Some(ApiScope {
+                key: key.trim().to_string(),
+                roles,
+            })
+        })
+        .collect()
+}
+
+/// The scopes declared by the APIs an application subscribes to.
+pub async fn subscribed_api_scopes(
+    db: &sqlx::AnyPool,
+    application_id: &str,
+) -> sqlx::Result<Vec<ApiScope>> {
+    #[derive(sqlx::FromRow)]
+    struct Record {
+        record: String,
+    }
+    // language=SQL
+    let records: Vec<Record> = sqlx::query_as(
+        "SELECT a.record FROM subscriptions s JOIN apis a ON a.id = s.api_id
+         WHERE s.application_id = $1",
+    )
+    .bind(application_id)
+    .fetch_all(db)
+    .await?;
+    Ok(records
+        .iter()
+        .flat_map(|r| declared_by(&r.record))
+        .collect())
 }
 
 #[cfg(test)]
@@ -148,5 +259,39 @@ mod tests {
             vec!["default"]
         );
         assert_eq!(names.name(Scope::TierView), "mgr:tier_view");
+    }
+
+    #[test]
+    fn application_keys_get_open_and_subscribed_api_scopes_only() {
+        let names = ScopeNames::new("mgr");
+        let definition = serde_json::json!({"swagger": "2.0", "paths": {},
+            "x-wso2-security": {"apim": {"x-wso2-scopes": [
+                {"key": "devs_read", "name": "read", "roles": "subscriber"},
+                {"key": "devs_any", "name": "any", "roles": ""},
+                {"key": "mgr:subscribe", "name": "sneaky", "roles": ""},
+                {"key": "apim:api_view", "name": "sneaky", "roles": ""}]}}});
+        let record = serde_json::json!({"apiDefinition": definition.to_string()}).to_string();
+        let declared = declared_by(&record);
+        assert_eq!(declared.len(), 4);
+        let asked = "mgr:subscribe apim:api_view mgr:api_create devs_read devs_any default \
+                     am_application_scope undeclared";
+        assert_eq!(
+            names
+                .grant_application(asked, &roles(&["subscriber", "admin"]), &declared)
+                .join(" "),
+            "devs_read devs_any default am_application_scope"
+        );
+        assert_eq!(
+            names
+                .grant_application(asked, &roles(&["creator"]), &declared)
+                .join(" "),
+            "devs_any default am_application_scope"
+        );
+        assert_eq!(
+            names.grant_application("mgr:subscribe", &roles(&["admin"]), &declared),
+            vec!["default"]
+        );
+        assert!(declared_by("not json").is_empty());
+        assert!(names.is_management("apim:subscribe") && !names.is_management("apim"));
     }
 }

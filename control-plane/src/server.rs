@@ -1,41 +1,55 @@
 //! Start-up: data directory, database, administrator, signing keys, then the listener.
 
 use std::collections::HashSet;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use anyhow::Context;
 use sqlx::AnyPool;
 use tokio::net::TcpListener;
 
+use crate::clients::ClientCache;
 use crate::config::{Command, Config};
 use crate::gateways::{self, ManifestHub};
 use crate::http::{AppState, app};
 use crate::keys::KeyRing;
-use crate::manifest::Compiler;
+use crate::listener;
+use crate::lockout::LockoutPolicy;
+use crate::manifest::{Compiler, Credentials};
 use crate::scopes::ScopeNames;
+use crate::secrets::{self, DataKeys};
 use crate::users;
 
 /// Runs the command the configuration names (serving by default).
 pub async fn run(config: Config) -> anyhow::Result<()> {
     config.validate()?;
-    std::fs::create_dir_all(&config.data_dir).with_context(|| {
-        format!(
-            "could not create data directory {}",
-            config.data_dir.display()
-        )
-    })?;
+    // Owner only: the database, keys and secrets live here.
+    crate::keys::private_dir(&config.data_dir)?;
     let db = crate::db::connect(&config.effective_database_url()).await?;
     match config.command.clone().unwrap_or(Command::Serve) {
         Command::Serve => serve(config, db).await,
         Command::AddUser {
             username,
+            password_file,
             password,
             roles,
         } => {
             users::validate_username(&username).map_err(anyhow::Error::msg)?;
             let roles = users::parse_roles(&roles).map_err(anyhow::Error::msg)?;
+            let password = new_user_password(&username, password_file, password)?;
             users::upsert(&db, &username, &password, &roles).await?;
             println!("user {username} stored with roles [{}]", roles.join(", "));
+            Ok(())
+        }
+        Command::RotateDataKey => {
+            let keys = data_keys(&config)?;
+            let active = keys.rotate()?;
+            let resealed = secrets::reseal_all(&db, &keys).await?;
+            println!(
+                "data key {active} now encrypts; re-encrypted {} client secrets and {} backend passwords",
+                resealed.client_secrets, resealed.backend_passwords
+            );
             Ok(())
         }
         Command::RotateSigningKey => {
@@ -49,6 +63,15 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
 
 async fn serve(config: Config, db: AnyPool) -> anyhow::Result<()> {
     ensure_admin(&config, &db).await?;
+    let data_keys = Arc::new(data_keys(&config)?);
+    let resealed = secrets::reseal_all(&db, &data_keys).await?;
+    if resealed != secrets::Resealed::default() {
+        tracing::info!(
+            client_secrets = resealed.client_secrets,
+            backend_passwords = resealed.backend_passwords,
+            "secrets re-encrypted under the active data key"
+        );
+    }
     let keys = Arc::new(KeyRing::load_or_create(&config.data_dir.join("keys"))?);
     let listener = TcpListener::bind(config.mgmt_addr)
         .await
@@ -66,10 +89,16 @@ async fn serve(config: Config, db: AnyPool) -> anyhow::Result<()> {
     )?);
     let gateway_secret = gateway_secret(&config)?;
     let manifests = ManifestHub::new();
+    crate::fleet::follow_database(db.clone(), manifests.clone());
     gateways::spawn(
         manifests.clone(),
         db.clone(),
-        Compiler::new(db.clone(), keys.clone(), issuer.clone()),
+        Compiler::new(
+            db.clone(),
+            keys.clone(),
+            issuer.clone(),
+            Credentials::new(data_keys.clone(), &gateway_secret),
+        ),
         gateways::Pusher {
             manifest_keys: manifest_keys.clone(),
             gateways: config
@@ -85,6 +114,7 @@ async fn serve(config: Config, db: AnyPool) -> anyhow::Result<()> {
         egress: config.egress_policy()?,
         listener: addr,
     });
+    let config = Arc::new(config);
     let state = AppState {
         endpoints,
         db: db.clone(),
@@ -94,17 +124,31 @@ async fn serve(config: Config, db: AnyPool) -> anyhow::Result<()> {
         gateway_secret,
         scopes: ScopeNames::new(&config.scope_prefix),
         issuer,
-        config: Arc::new(config),
+        config: config.clone(),
         store_users: Arc::new(Mutex::new(HashSet::new())),
-        clients: Arc::default(),
-        logins: Arc::default(),
+        clients: Arc::new(ClientCache::new(data_keys.clone())),
+        logins: Arc::new(users::VerifiedLogins::new(LockoutPolicy::from_config(
+            &config,
+        ))),
+        data_keys,
+    };
+    users::limit_argon2_queue(config.argon2_queue);
+    users::prepare_dummy_hash().await?;
+    let limits = listener::Limits {
+        header_timeout: Duration::from_millis(config.header_timeout_ms),
+        idle_timeout: Duration::from_millis(config.idle_timeout_ms),
+        max_connections: config.max_connections,
     };
     // The harness and scripts read this line to find the bound port.
+    let signal = shutdown_signal();
     println!("Serving HTTP on http://{addr}/");
     tracing::info!(%addr, "control plane listening");
-    axum::serve(listener, app(state))
-        .with_graceful_shutdown(shutdown_signal())
-        .await?;
+    let hub = state.manifests.clone();
+    let shutdown = async move {
+        signal.await;
+        hub.close();
+    };
+    listener::serve(listener, app(state), limits, shutdown).await?;
     db.close().await;
     tracing::info!("control plane stopped");
     Ok(())
@@ -117,11 +161,56 @@ fn gateway_secret(config: &Config) -> anyhow::Result<String> {
     }
     let path = config.data_dir.join("gateway-secret");
     if let Ok(secret) = std::fs::read_to_string(&path) {
+        crate::keys::restrict_file(&path)?;
         return Ok(secret.trim().to_string());
     }
     let secret = crate::clients::new_client_secret() + &crate::clients::new_client_secret();
     crate::keys::write_private(&path, secret.as_bytes())?;
     Ok(secret)
+}
+
+/// The data keys: the operator's (APIM_DATA_KEY_FILE) or the data directory's.
+fn data_keys(config: &Config) -> anyhow::Result<DataKeys> {
+    DataKeys::load(&config.data_dir, &config.data_key_file)
+}
+
+/// The password for `add-user`, from where it shows in no `ps`: the file (`-`: standard
+/// input), APIM_NEW_USER_PASSWORD, or standard input (a prompt without echo on a
+/// terminal). `--password` is still taken, with a warning.
+fn new_user_password(
+    username: &str,
+    file: Option<PathBuf>,
+    flag: Option<String>,
+) -> anyhow::Result<String> {
+    use std::io::{BufRead, IsTerminal};
+    let from_env = std::env::var("APIM_NEW_USER_PASSWORD").ok();
+    let password = match (file, from_env.filter(|p| !p.is_empty()), flag) {
+        (Some(path), _, _) if path.as_os_str() == "-" => first_line(std::io::stdin().lock())?,
+        (Some(path), _, _) => {
+            let file = std::fs::File::open(&path)
+                .with_context(|| format!("could not read {}", path.display()))?;
+            first_line(std::io::BufReader::new(file))?
+        }
+        (None, Some(password), _) => password,
+        (None, None, Some(password)) => {
+            eprintln!(
+                "warning: --password shows in `ps` to every user of this machine; use --password-file or APIM_NEW_USER_PASSWORD"
+            );
+            password
+        }
+        (None, None, None) if std::io::stdin().is_terminal() => {
+            rpassword::prompt_password(format!("Password for {username}: "))?
+        }
+        (None, None, None) => first_line(std::io::stdin().lock())?,
+    };
+    anyhow::ensure!(!password.is_empty(), "the password must not be empty");
+    return Ok(password);
+
+    fn first_line(mut input: impl BufRead) -> anyhow::Result<String> {
+        let mut line = String::new();
+        input.read_line(&mut line)?;
+        Ok(line.trim_end_matches(['\r', '\n']).to_string())
+    }
 }
 
 /// Creates or updates the configured administrator. Without a password the existing
@@ -154,25 +243,34 @@ async fn ensure_admin(config: &Config, db: &AnyPool) -> anyhow::Result<()> {
     }
 }
 
-/// Resolves on Ctrl-C or SIGTERM, letting in-flight requests finish.
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+/// Resolves on SIGTERM or Ctrl-C. The handlers are installed when this is called, not when
+/// the future is first polled, so a signal arriving as soon as the listener is announced
+/// still stops the control plane gracefully rather than killing it.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
+    let (terminate, interrupt) = {
+        use tokio::signal::unix::{SignalKind, signal};
+        (
+            signal(SignalKind::terminate()).ok(),
+            signal(SignalKind::interrupt()).ok(),
+        )
     };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => {},
-        _ = terminate => {},
+    async move {
+        #[cfg(unix)]
+        {
+            let received = async |signal: Option<tokio::signal::unix::Signal>| match signal {
+                Some(mut signal) => {
+                    signal.recv().await;
+                }
+                None => std::future::pending::<()>().await,
+            };
+            tokio::select! {
+                () = received(terminate) => {},
+                () = received(interrupt) => {},
+            }
+        }
+        #[cfg(not(unix))]
+        let _ = tokio::signal::ctrl_c().await;
+        tracing::info!("shutting down");
     }
-    tracing::info!("shutting down");
 }

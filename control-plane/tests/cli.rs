@@ -19,6 +19,7 @@ fn help_documents_every_environment_variable() {
         "APIM_ADMIN_PASSWORD",
         "APIM_DEV_MODE",
         "APIM_SCOPE_PREFIX",
+        "APIM_DATA_KEY_FILE",
     ] {
         assert!(help.contains(var), "--help does not mention {var}:\n{help}");
     }

@@ -7,6 +7,7 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context as _, bail, ensure};
@@ -22,6 +23,15 @@ pub const MANIFEST_PUBLIC_KEY_VAR: &str = "manifest_public_key";
 pub const EGRESS_ALLOW_VAR: &str = "egress_allow";
 /// The variable holding the secret that proves a caller of `/_apim/*`.
 pub const GATEWAY_SECRET_VAR: &str = "gateway_secret";
+/// The gateway's id (in `Via`, and as it checks in with the control plane).
+pub const GATEWAY_ID_VAR: &str = "gateway_id";
+/// The component's id when `gateway_id` is not set (its `DEFAULT_GATEWAY_ID`).
+pub const DEFAULT_GATEWAY_ID: &str = "apim-gateway";
+/// The gateway environment it serves.
+pub const GATEWAY_ENVIRONMENT_VAR: &str = "gateway_environment";
+/// How often requests catch up with the control plane (`0` here: the host's own loop does,
+/// see `sync.rs`; Spin, with no loop, leaves the component's default).
+pub const CATCH_UP_VAR: &str = "catch_up_interval_ms";
 
 /// Parses `ADDR=PATH` of `--extra-component`.
 fn parse_listener(text: &str) -> Result<(SocketAddr, PathBuf), String> {
@@ -37,6 +47,28 @@ fn parse_listener(text: &str) -> Result<(SocketAddr, PathBuf), String> {
         return Err(format!("no component path in {text:?}"));
     }
     Ok((addr, PathBuf::from(path)))
+}
+
+/// A component to host: where it listens, its file, and the variables it may read.
+#[derive(Debug, Clone)]
+pub struct Hosted {
+    /// Listener address.
+    pub addr: SocketAddr,
+    /// The component's `.wasm`.
+    pub component: PathBuf,
+    /// Its `wasi:config/store` variables.
+    pub vars: Arc<Variables>,
+}
+
+/// Variables from NAME=VALUE pairs; a name given twice is an error.
+fn variables_of(pairs: &[(String, String)]) -> anyhow::Result<Variables> {
+    let mut vars = Variables::default();
+    for (name, value) in pairs {
+        if vars.insert(name.clone(), value.clone()).is_some() {
+            bail!("variable {name:?} is given more than once");
+        }
+    }
+    Ok(vars)
 }
 
 /// Largest accepted `--max-instances`.
@@ -69,8 +101,9 @@ pub struct Config {
     /// Another component to host on a listener of its own, as ADDR=PATH (for example
     /// `127.0.0.1:8290=target/wasm32-wasip2/release/dev_facade.wasm`); repeatable. The
     /// environment variable takes a comma-separated list. Extra components share the
-    /// variables, the key-value store, the outbound client and the limits (each has its
-    /// own instances); only the main component gets the sync requests.
+    /// key-value store, the outbound client and the limits (each has its own instances),
+    /// and read only the `--extra-var` variables, none of the gateway's; only the main
+    /// component gets the sync requests.
     #[arg(
         long = "extra-component",
         value_name = "ADDR=PATH",
@@ -82,8 +115,10 @@ pub struct Config {
 
     /// Key-value backend for `wasi:keyvalue`: empty for a process-local
     /// in-memory store, or a `redis://host:port/db` URL so that several
-    /// gateway nodes share counters and state.
-    #[arg(long, env = "APIM_KV_URL", default_value = "")]
+    /// gateway nodes share throttling counters and cached answers (the manifest stays
+    /// on each node; while Redis is down, those keys do too). Its value is not shown
+    /// here: it may carry Redis's password.
+    #[arg(long, env = "APIM_KV_URL", default_value = "", hide_env_values = true)]
     pub kv_url: String,
 
     /// Key prefix used in Redis: bucket B's key K is stored as `NAMESPACE:B:K`.
@@ -92,15 +127,38 @@ pub struct Config {
 
     /// A `wasi:config/store` variable as NAME=VALUE; repeatable. The
     /// environment variable takes a comma-separated list (values therefore
-    /// cannot contain commas).
+    /// cannot contain commas). Its value is not shown here: variables carry secrets.
     #[arg(
         long = "var",
         value_name = "NAME=VALUE",
         env = "APIM_VARS",
         value_delimiter = ',',
-        value_parser = parse_variable
+        value_parser = parse_variable,
+        hide_env_values = true
     )]
     pub vars: Vec<(String, String)>,
+
+    /// A `wasi:config/store` variable of the extra components (`--extra-component`), as
+    /// NAME=VALUE; repeatable, the environment variable comma-separated. They get these
+    /// and nothing else: neither `--var` nor the dedicated settings below (the gateway
+    /// secret, the control plane's address), which only the gateway sees; nor does the
+    /// gateway see these (the facade's SOAP credentials).
+    #[arg(
+        long = "extra-var",
+        value_name = "NAME=VALUE",
+        env = "APIM_EXTRA_VARS",
+        value_delimiter = ',',
+        value_parser = parse_variable,
+        hide_env_values = true
+    )]
+    pub extra_vars: Vec<(String, String)>,
+    /// The control plane's gateway secret (its `APIM_GATEWAY_SECRET`, or
+    /// `<data dir>/gateway-secret`), exposed to the component as the variable
+    /// `gateway_secret` (takes precedence over `--var`): it proves the gateway's own
+    /// endpoints and opens the backend credentials in manifests. Give it in the
+    /// environment, not on the command line, where `ps` shows it.
+    #[arg(long, env = "APIM_GATEWAY_SECRET", hide_env_values = true)]
+    pub gateway_secret: Option<String>,
 
     /// Base URL of the control plane, exposed to the component as the
     /// variable `control_plane_url` (takes precedence over `--var`).
@@ -171,13 +229,50 @@ pub struct Config {
     #[arg(long, env = "APIM_PERF_MAP", default_value_t = false)]
     pub perf_map: bool,
 
+    /// Longest time in milliseconds a client may take to send a request head, counted
+    /// also while a kept-alive connection waits for its next one: slow clients, and idle
+    /// connections, are cut then.
+    #[arg(long, env = "APIM_HEADER_TIMEOUT_MS", default_value_t = 30_000)]
+    pub header_timeout_ms: u64,
+
     /// On SIGTERM or Ctrl-C, how long in seconds in-flight requests may take to
     /// finish before the host exits anyway.
     #[arg(long, env = "APIM_SHUTDOWN_GRACE_SECS", default_value_t = 30)]
     pub shutdown_grace_secs: u64,
 }
 
+/// The secret-bearing settings (those whose values `--help` hides) given as flags: each
+/// flag and the environment variable that should carry it instead.
+fn secrets_given_as_flags(matches: &clap::ArgMatches) -> Vec<(String, String)> {
+    let command = <Config as clap::CommandFactory>::command();
+    let given = |id: &str| matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
+    command
+        .get_arguments()
+        .filter(|arg| arg.is_hide_env_values_set() && given(arg.get_id().as_str()))
+        .map(|arg| {
+            (
+                arg.get_long().unwrap_or_default().to_string(),
+                arg.get_env()
+                    .map(|e| e.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
 impl Config {
+    /// Parses the command line and the environment, warning of each secret given as a
+    /// flag rather than in the environment: `ps` shows it to every user of the machine.
+    pub fn parse_warning_of_secrets() -> Self {
+        let matches = <Self as clap::CommandFactory>::command().get_matches();
+        for (flag, variable) in secrets_given_as_flags(&matches) {
+            eprintln!(
+                "warning: --{flag} shows in `ps` to every user of this machine; set {variable} instead"
+            );
+        }
+        <Self as clap::FromArgMatches>::from_arg_matches(&matches).unwrap_or_else(|err| err.exit())
+    }
+
     /// Checks value ranges and the key-value URL; returns the first problem found.
     pub fn validate(&self) -> anyhow::Result<()> {
         ensure!(
@@ -201,13 +296,17 @@ impl Config {
             "APIM_BACKEND_TIMEOUT_MS must be at least 1"
         );
         ensure!(
+            self.header_timeout_ms >= 1,
+            "APIM_HEADER_TIMEOUT_MS must be at least 1"
+        );
+        ensure!(
             !self.kv_namespace.is_empty() && !self.kv_namespace.contains(char::is_whitespace),
             "APIM_KV_NAMESPACE must be non-empty and contain no whitespace"
         );
         self.validate_kv_url()?;
         apim_http::egress::EgressPolicy::parse(&self.egress_allow)
             .map_err(|err| anyhow::anyhow!("APIM_EGRESS_ALLOW: {err}"))?;
-        self.variables()?;
+        self.hosted()?;
         self.validate_listeners()
     }
 
@@ -244,33 +343,60 @@ impl Config {
             || url.starts_with("redis+unix://")
             || url.starts_with("unix://"))
         {
-            bail!("APIM_KV_URL must be empty (in-memory) or a redis:// URL, got {url:?}");
+            bail!(
+                "APIM_KV_URL must be empty (in-memory) or a redis:// URL, got {:?}",
+                redact_password(url)
+            );
         }
-        redis::Client::open(url).with_context(|| format!("invalid APIM_KV_URL {url:?}"))?;
+        redis::Client::open(url)
+            .with_context(|| format!("invalid APIM_KV_URL {:?}", redact_password(url)))?;
         Ok(())
     }
 
-    /// The `wasi:config/store` variables: every `--var`, then the dedicated
-    /// settings. Fails on a name given twice with `--var`.
+    /// The main component's (the gateway's) `wasi:config/store` variables: every
+    /// `--var`, then the dedicated settings. Fails on a name given twice with `--var`.
     pub fn variables(&self) -> anyhow::Result<Variables> {
-        let mut vars = Variables::default();
-        for (name, value) in &self.vars {
-            if vars.insert(name.clone(), value.clone()).is_some() {
-                bail!("variable {name:?} is given more than once");
-            }
-        }
+        let mut vars = variables_of(&self.vars)?;
         let egress_allow = Some(self.egress_allow.clone());
         let dedicated = [
             (CONTROL_PLANE_URL_VAR, &self.control_plane_url),
             (MANIFEST_PUBLIC_KEY_VAR, &self.manifest_public_key),
             (EGRESS_ALLOW_VAR, &egress_allow),
+            (GATEWAY_SECRET_VAR, &self.gateway_secret),
         ];
         for (name, value) in dedicated {
             if let Some(value) = value.as_deref().filter(|v| !v.is_empty()) {
                 vars.insert(name.to_owned(), value.to_owned());
             }
         }
+        // This host keeps the component current itself (crate::sync): requests need not.
+        if vars.get(CATCH_UP_VAR).is_none() {
+            vars.insert(CATCH_UP_VAR.to_owned(), "0".to_owned());
+        }
         Ok(vars)
+    }
+
+    /// The extra components' `wasi:config/store` variables: every `--extra-var`, and only
+    /// those. Fails on a name given twice.
+    pub fn extra_variables(&self) -> anyhow::Result<Variables> {
+        variables_of(&self.extra_vars)
+    }
+
+    /// Every hosted component with its listener address and the variables it sees, the
+    /// main one first.
+    pub fn hosted(&self) -> anyhow::Result<Vec<Hosted>> {
+        let main = Arc::new(self.variables()?);
+        let extra = Arc::new(self.extra_variables()?);
+        Ok(self
+            .listeners()
+            .into_iter()
+            .enumerate()
+            .map(|(i, (addr, component))| Hosted {
+                addr,
+                component,
+                vars: if i == 0 { main.clone() } else { extra.clone() },
+            })
+            .collect())
     }
 
     /// Execution deadline of one request in the component.
@@ -297,11 +423,114 @@ impl Config {
     pub fn shutdown_grace(&self) -> Duration {
         Duration::from_secs(self.shutdown_grace_secs)
     }
+
+    /// How the listeners treat connections.
+    pub fn connections(&self) -> crate::server::Connections {
+        crate::server::Connections {
+            header_timeout: Duration::from_millis(self.header_timeout_ms),
+            grace: self.shutdown_grace(),
+        }
+    }
+}
+
+/// A URL with the password of its user information (`scheme://user:password@host`)
+/// replaced by `***`, for errors and logs.
+pub fn redact_password(url: &str) -> String {
+    let Some(scheme_end) = url.find("://").map(|i| i + 3) else {
+        return url.to_string();
+    };
+    let authority_end = url[scheme_end..]
+        .find('/')
+        .map_or(url.len(), |i| scheme_end + i);
+    match url[scheme_end..authority_end].rfind('@') {
+        Some(at) => {
+            let user_info = &url[scheme_end..scheme_end + at];
+            let user = user_info
+                .split_once(':')
+                .map_or(user_info, |(user, _)| user);
+            format!(
+                "{}{user}:***{}",
+                &url[..scheme_end],
+                &url[scheme_end + at..]
+            )
+        }
+        None => url.to_string(),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Secrets given as flags are named, for a warning; other flags are not.
+    #[test]
+    fn secrets_given_as_flags_are_named() {
+        let command = <Config as clap::CommandFactory>::command();
+        let matches = command
+            .try_get_matches_from([
+                "edge-gateway",
+                "--gateway-secret",
+                "s",
+                "--kv-url",
+                "redis://h/0",
+                "--addr",
+                "127.0.0.1:0",
+            ])
+            .unwrap();
+        let mut named = secrets_given_as_flags(&matches);
+        named.sort();
+        let mut expected = vec![
+            ("kv-url".to_string(), "APIM_KV_URL".to_string()),
+            (
+                "gateway-secret".to_string(),
+                "APIM_GATEWAY_SECRET".to_string(),
+            ),
+        ];
+        expected.sort();
+        assert_eq!(named, expected);
+        let none = <Config as clap::CommandFactory>::command()
+            .try_get_matches_from(["edge-gateway"])
+            .unwrap();
+        assert!(secrets_given_as_flags(&none).is_empty());
+    }
+
+    #[test]
+    fn secrets_stay_out_of_help_and_errors() {
+        use clap::CommandFactory;
+        let mut command = Config::command();
+        let help = command.render_long_help().to_string();
+        for var in ["APIM_VARS", "APIM_GATEWAY_SECRET", "APIM_KV_URL"] {
+            assert!(help.contains(var), "{var} documented");
+        }
+        // Every secret-bearing argument hides its environment's value.
+        for id in ["vars", "gateway_secret", "kv_url"] {
+            let arg = command.get_arguments().find(|a| a.get_id() == id).unwrap();
+            assert!(arg.is_hide_env_values_set(), "{id}");
+        }
+        let config = parse(&[
+            "--gateway-secret",
+            "s3cret",
+            "--var",
+            "gateway_secret=other",
+        ]);
+        assert_eq!(
+            config.variables().unwrap().get(GATEWAY_SECRET_VAR),
+            Some("s3cret")
+        );
+        assert_eq!(
+            redact_password("redis://user:pw@host:6379/0"),
+            "redis://user:***@host:6379/0"
+        );
+        assert_eq!(redact_password("redis://:pw@host/0"), "redis://:***@host/0");
+        assert_eq!(
+            redact_password("redis://host:6379/0"),
+            "redis://host:6379/0"
+        );
+        let err = parse(&["--kv-url", "memcached://u:pw@host"])
+            .validate()
+            .unwrap_err();
+        assert!(!format!("{err:#}").contains("pw@"), "{err:#}");
+    }
 
     fn parse(args: &[&str]) -> Config {
         let argv = std::iter::once("edge-gateway").chain(args.iter().copied());
@@ -377,6 +606,55 @@ mod tests {
             let argv = ["edge-gateway", "--extra-component", bad];
             assert!(Config::try_parse_from(argv).is_err(), "{bad}");
         }
+    }
+
+    /// The facade beside the gateway never sees the gateway's secret, control plane or
+    /// egress list, nor the gateway the facade's SOAP credentials.
+    #[test]
+    fn each_component_sees_only_its_own_variables() {
+        let config = parse(&[
+            "--addr",
+            "127.0.0.1:0",
+            "--var",
+            "gateway_secret=s3cret,gateway_id=edge-1",
+            "--control-plane-url",
+            "http://127.0.0.1:9763",
+            "--manifest-public-key",
+            "key",
+            "--egress-allow",
+            "127.0.0.1",
+            "--extra-component",
+            "127.0.0.1:0=facade.wasm",
+            "--extra-var",
+            "dev_soap_url=http://127.0.0.1:8291/ws,dev_soap_password=pandaAsthma",
+        ]);
+        config.validate().unwrap();
+        let hosted = config.hosted().unwrap();
+        assert_eq!(hosted.len(), 2);
+        let (gateway, facade) = (&hosted[0].vars, &hosted[1].vars);
+        assert_eq!(hosted[1].component, PathBuf::from("facade.wasm"));
+        let names = |vars: &Variables| vars.iter().map(|(n, _)| n.to_owned()).collect::<Vec<_>>();
+        assert_eq!(names(facade), ["dev_soap_password", "dev_soap_url"]);
+        assert_eq!(
+            names(gateway),
+            [
+                "catch_up_interval_ms",
+                "control_plane_url",
+                "egress_allow",
+                "gateway_id",
+                "gateway_secret",
+                "manifest_public_key"
+            ]
+        );
+        assert_eq!(
+            gateway.get(CATCH_UP_VAR),
+            Some("0"),
+            "this host's loop keeps it current"
+        );
+        assert_eq!(gateway.get(GATEWAY_SECRET_VAR), Some("s3cret"));
+        assert_eq!(facade.get(GATEWAY_SECRET_VAR), None);
+        let twice = parse(&["--extra-var", "a=1", "--extra-var", "a=2"]);
+        assert!(twice.validate().is_err());
     }
 
     #[test]

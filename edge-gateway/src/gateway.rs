@@ -170,8 +170,9 @@ impl Gateway {
         }
     }
 
-    /// Sends the internal `POST /_apim/sync` and drains the answer; returns its status.
-    pub async fn sync(&self, local: SocketAddr) -> StatusCode {
+    /// Sends the internal `POST /_apim/sync` and reads the answer: the manifest version
+    /// the component holds once it has pulled everything, `None` when it could not.
+    pub async fn sync(&self, local: SocketAddr) -> Option<u64> {
         let body = Empty::new().map_err(|never| match never {}).boxed_unsync();
         let mut request = Request::post(SYNC_PATH)
             .body(body)
@@ -184,10 +185,19 @@ impl Gateway {
         }
         let response = self.dispatch(request).await;
         let status = response.status();
-        if let Err(err) = response.into_body().collect().await {
-            tracing::debug!("sync response body failed: {err}");
-        }
+        let body = match response.into_body().collect().await {
+            Ok(body) => body.to_bytes(),
+            Err(err) => {
+                tracing::debug!("sync response body failed: {err}");
+                return None;
+            }
+        };
+        tracing::debug!(%status, "sync request answered");
+        // `{"version": n}` once the component holds everything the control plane had.
         status
+            .is_success()
+            .then(|| crate::sync::version_field(&body, "version"))
+            .flatten()
     }
 
     async fn dispatch(&self, request: Request<WasiBody>) -> Response<ResponseBody> {

@@ -16,9 +16,11 @@
 
 pub mod memory;
 pub mod redis_store;
+pub mod shared;
 
 use std::sync::Arc;
 
+use apim_http::expiry;
 use wasmtime::component::{HasData, Linker, Resource, ResourceTable};
 
 use crate::bindings::wasi::keyvalue::{atomics, store};
@@ -76,33 +78,81 @@ pub struct CasHandle {
     snapshot: CasSnapshot,
 }
 
-/// A key-value backend shared by all instances.
+/// The key-value backend every instance shares.
+///
+/// The manifest (every key without a lifetime) is always this node's own, in memory:
+/// each node pulls it from the control plane itself, so no other store's outage can take
+/// it away. Keys with a lifetime ([`apim_http::expiry`]: throttling windows, cached
+/// answers) go to Redis when one is configured, so that every node counts together, and
+/// stay on this node while Redis cannot be reached ([`shared::RedisLink`]).
 #[derive(Clone)]
-pub enum KvStore {
-    /// Process-local; lost at exit, not shared between nodes.
-    Memory(Arc<memory::MemoryStore>),
-    /// Redis, shared between nodes.
-    Redis(redis_store::RedisStore),
+pub struct KvStore {
+    local: Arc<memory::MemoryStore>,
+    redis: Option<Arc<shared::RedisLink>>,
 }
 
 impl KvStore {
-    /// Opens the backend named by `url` (empty: in-memory).
-    pub async fn connect(url: &str, namespace: &str) -> anyhow::Result<Self> {
-        let url = url.trim();
-        if url.is_empty() {
-            return Ok(Self::Memory(Arc::default()));
+    /// A process-local store.
+    pub fn memory() -> Self {
+        Self {
+            local: Arc::default(),
+            redis: None,
         }
-        Ok(Self::Redis(
-            redis_store::RedisStore::connect(url, namespace).await?,
-        ))
+    }
+
+    /// Opens the backend named by `url` (empty: in-memory). A Redis URL is given a first
+    /// connection attempt, then connected in the background: the store works either way.
+    pub async fn connect(url: &str, namespace: &str) -> Self {
+        let url = url.trim();
+        let redis = if url.is_empty() {
+            None
+        } else {
+            Some(shared::RedisLink::connect(url.into(), namespace.into()).await)
+        };
+        Self {
+            local: Arc::default(),
+            redis,
+        }
     }
 
     /// Short description for logs (never includes credentials).
     pub fn describe(&self) -> &'static str {
-        match self {
-            Self::Memory(_) => "in-memory",
-            Self::Redis(_) => "redis",
+        match self.redis {
+            None => "in-memory",
+            Some(_) => "in-memory manifest, Redis for counters and cached answers",
         }
+    }
+
+    /// Whether Redis is connected (false without one).
+    pub fn redis_connected(&self) -> bool {
+        self.redis.as_ref().is_some_and(|link| link.connected())
+    }
+
+    /// Runs `shared` on Redis for a key with a lifetime when Redis can be used, else (and
+    /// when it fails) `local` on this node's store.
+    async fn on_store<T>(
+        &self,
+        key: &str,
+        shared: impl AsyncFnOnce(&redis_store::RedisStore) -> Result<T, KvError>,
+        local: impl FnOnce(&memory::MemoryStore) -> Result<T, KvError>,
+    ) -> Result<T, KvError> {
+        let link = self
+            .redis
+            .as_ref()
+            .filter(|_| expiry::ttl_secs(key).is_some());
+        if let Some(link) = link
+            && let Some(redis) = link.usable()
+        {
+            match tokio::time::timeout(shared::COMMAND_BUDGET, shared(&redis)).await {
+                Ok(Ok(value)) => {
+                    link.worked();
+                    return Ok(value);
+                }
+                Ok(Err(err)) => link.failed(&err),
+                Err(_) => link.failed(&KvError::Other("no answer in time".into())),
+            }
+        }
+        local(&self.local)
     }
 
     /// Resolves a bucket identifier.
@@ -121,70 +171,89 @@ impl KvStore {
 
     /// The value of `key`, if any.
     pub async fn get(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>, KvError> {
-        match self {
-            Self::Memory(m) => Ok(m.get(bucket, key)),
-            Self::Redis(r) => r.get(bucket, key).await,
-        }
+        self.on_store(
+            key,
+            async |r| r.get(bucket, key).await,
+            |m| Ok(m.get(bucket, key)),
+        )
+        .await
     }
 
     /// Stores `value` under `key`.
     pub async fn set(&self, bucket: &str, key: &str, value: Vec<u8>) -> Result<(), KvError> {
-        match self {
-            Self::Memory(m) => {
-                m.set(bucket, key, value);
-                Ok(())
-            }
-            Self::Redis(r) => r.set(bucket, key, value).await,
+        if self.redis.is_none() {
+            // No copy of the value needed for a second try.
+            self.local.set(bucket, key, value);
+            return Ok(());
         }
+        let retry = value.clone();
+        self.on_store(
+            key,
+            async |r| r.set(bucket, key, value).await,
+            |m| {
+                m.set(bucket, key, retry);
+                Ok(())
+            },
+        )
+        .await
     }
 
     /// Removes `key`; absent keys are fine.
     pub async fn delete(&self, bucket: &str, key: &str) -> Result<(), KvError> {
-        match self {
-            Self::Memory(m) => {
+        self.on_store(
+            key,
+            async |r| r.delete(bucket, key).await,
+            |m| {
                 m.delete(bucket, key);
                 Ok(())
-            }
-            Self::Redis(r) => r.delete(bucket, key).await,
-        }
+            },
+        )
+        .await
     }
 
     /// Whether `key` exists.
     pub async fn exists(&self, bucket: &str, key: &str) -> Result<bool, KvError> {
-        match self {
-            Self::Memory(m) => Ok(m.exists(bucket, key)),
-            Self::Redis(r) => r.exists(bucket, key).await,
-        }
+        self.on_store(
+            key,
+            async |r| r.exists(bucket, key).await,
+            |m| Ok(m.exists(bucket, key)),
+        )
+        .await
     }
 
-    /// One page of the bucket's keys, starting after `cursor`.
-    pub async fn list_keys(&self, bucket: &str, cursor: Option<&str>) -> Result<KeyPage, KvError> {
-        match self {
-            Self::Memory(m) => Ok(m.list_keys(bucket, cursor)),
-            Self::Redis(r) => r.list_keys(bucket, cursor).await,
-        }
+    /// One page of the bucket's keys on this node, starting after `cursor` (the
+    /// manifest's, with whatever keys with a lifetime are kept here).
+    pub fn list_keys(&self, bucket: &str, cursor: Option<&str>) -> KeyPage {
+        self.local.list_keys(bucket, cursor)
     }
 
     /// Atomically adds `delta` to the counter at `key` and returns the new value.
     pub async fn increment(&self, bucket: &str, key: &str, delta: i64) -> Result<i64, KvError> {
-        match self {
-            Self::Memory(m) => m.increment(bucket, key, delta),
-            Self::Redis(r) => r.increment(bucket, key, delta).await,
-        }
+        self.on_store(
+            key,
+            async |r| r.increment(bucket, key, delta).await,
+            |m| m.increment(bucket, key, delta),
+        )
+        .await
     }
 
     /// Reads `key` for a later [`KvStore::compare_and_swap`].
     pub async fn snapshot(&self, bucket: &str, key: &str) -> Result<CasSnapshot, KvError> {
-        match self {
-            Self::Memory(m) => Ok(m.snapshot(bucket, key)),
-            Self::Redis(r) => Ok(CasSnapshot {
-                value: r.get(bucket, key).await?,
-                version: None,
-            }),
-        }
+        self.on_store(
+            key,
+            async |r| {
+                Ok(CasSnapshot {
+                    value: r.get(bucket, key).await?,
+                    version: None,
+                })
+            },
+            |m| Ok(m.snapshot(bucket, key)),
+        )
+        .await
     }
 
-    /// Writes `value` if `key` is unchanged since `snapshot`; `Ok(false)` if it changed.
+    /// Writes `value` if `key` is unchanged since `snapshot`; `Ok(false)` if it changed
+    /// (or the snapshot was taken where the key no longer is).
     pub async fn compare_and_swap(
         &self,
         bucket: &str,
@@ -192,13 +261,19 @@ impl KvStore {
         snapshot: &CasSnapshot,
         value: Vec<u8>,
     ) -> Result<bool, KvError> {
-        match self {
-            Self::Memory(m) => Ok(m.compare_and_swap(bucket, key, snapshot, value)),
-            Self::Redis(r) => {
+        if snapshot.version.is_some() {
+            // Read on this node: a memory snapshot (its version) compares only here.
+            return Ok(self.local.compare_and_swap(bucket, key, snapshot, value));
+        }
+        self.on_store(
+            key,
+            async |r| {
                 r.compare_and_swap(bucket, key, snapshot.value.as_deref(), value)
                     .await
-            }
-        }
+            },
+            |_| Ok(false),
+        )
+        .await
     }
 }
 
@@ -297,11 +372,13 @@ impl store::HostBucket for KvView<'_> {
         cursor: Option<String>,
     ) -> KvResult<store::KeyResponse> {
         let bucket = self.bucket(&bucket)?;
-        let page = self.store.list_keys(&bucket, cursor.as_deref()).await;
-        Ok(report("list-keys", page).map(|page| store::KeyResponse {
-            keys: page.keys,
-            cursor: page.cursor,
-        }))
+        let page = self.store.list_keys(&bucket, cursor.as_deref());
+        Ok(
+            report("list-keys", Ok(page)).map(|page| store::KeyResponse {
+                keys: page.keys,
+                cursor: page.cursor,
+            }),
+        )
     }
 
     async fn drop(&mut self, bucket: Resource<BucketHandle>) -> wasmtime::Result<()> {
@@ -392,7 +469,7 @@ mod tests {
 
     #[test]
     fn bucket_identifiers_are_validated() {
-        let store = KvStore::Memory(Arc::default());
+        let store = KvStore::memory();
         assert!(store.open("default").is_ok());
         assert!(store.open("tenant-1.cache_v2").is_ok());
         for bad in ["", "a:b", "with space", "x*", &"b".repeat(65)] {
@@ -402,6 +479,53 @@ mod tests {
                 "{bad:?}"
             );
         }
+    }
+
+    /// With Redis unreachable (nothing listens on the port) every key is served on this
+    /// node at once; with Redis up, only keys with a lifetime go there, the manifest never.
+    #[tokio::test]
+    async fn keys_with_a_lifetime_go_to_redis_when_it_answers_and_the_manifest_never() {
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = closed.local_addr().unwrap().port();
+        drop(closed);
+        let down = KvStore::connect(&format!("redis://127.0.0.1:{port}/0"), "apim-down").await;
+        let counter = "apim:ttl:60:thr:x";
+        assert_eq!(down.increment("default", counter, 1).await.unwrap(), 1);
+        assert_eq!(down.increment("default", counter, 1).await.unwrap(), 2);
+        down.set("default", "apim:m:head", b"1 7".to_vec())
+            .await
+            .unwrap();
+        assert_eq!(
+            down.get("default", "apim:m:head").await.unwrap(),
+            Some(b"1 7".to_vec())
+        );
+        assert!(!down.redis_connected());
+
+        if std::net::TcpStream::connect("127.0.0.1:6379").is_err() {
+            eprintln!("no Redis on 127.0.0.1:6379; skipping the shared half");
+            return;
+        }
+        let namespace = format!("apim-split-{}-{port}", std::process::id());
+        let url = "redis://127.0.0.1:6379/0";
+        let up = KvStore::connect(url, &namespace).await;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !up.redis_connected() {
+            assert!(std::time::Instant::now() < deadline, "never connected");
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        up.increment("default", counter, 3).await.unwrap();
+        up.set("default", "apim:m:head", b"1 7".to_vec())
+            .await
+            .unwrap();
+        let direct = redis_store::RedisStore::connect(url, &namespace)
+            .await
+            .unwrap();
+        assert_eq!(
+            direct.get("default", counter).await.unwrap(),
+            Some(b"3".to_vec())
+        );
+        assert_eq!(direct.get("default", "apim:m:head").await.unwrap(), None);
+        direct.delete("default", counter).await.unwrap();
     }
 
     #[test]
@@ -417,7 +541,7 @@ mod tests {
         use atomics::{Host as _, HostCas as _};
         use store::{Host as _, HostBucket as _};
 
-        let kv = KvStore::Memory(Arc::default());
+        let kv = KvStore::memory();
         let mut table = ResourceTable::new();
         let mut view = KvView {
             table: &mut table,

@@ -18,12 +18,11 @@ pub mod outbound;
 pub mod server;
 pub mod sync;
 
-use std::path::Path;
 use std::sync::Arc;
 
 use tokio::sync::watch;
 
-use crate::config::Config;
+use crate::config::{Config, Hosted};
 use crate::gateway::Gateway;
 use crate::instances::{EpochTicker, Limits, Runtime, Shared};
 use crate::keyvalue::KvStore;
@@ -32,32 +31,34 @@ use crate::outbound::{EgressGuard, OutboundClient};
 /// Validates `config`, compiles the components, listens, and serves until SIGTERM or
 /// Ctrl-C (a signal received during start-up is honoured as soon as the listeners are up).
 /// The main component (the gateway) gets the periodic sync requests; every component
-/// shares the variables, the key-value store and the outbound client.
+/// shares the key-value store and the outbound client, and each reads only its own
+/// variables ([`Config::hosted`]).
 pub async fn run(config: Config) -> anyhow::Result<()> {
     config.validate()?;
     let signal = server::ShutdownSignal::install()?;
-    let listeners = config.listeners();
+    let listeners = config.hosted()?;
     let components = u32::try_from(listeners.len()).unwrap_or(u32::MAX);
     let engine = instances::engine(&limits(&config), components, config.perf_map)?;
     let _ticker = EpochTicker::start(engine.clone())?;
     let guard = Arc::new(egress_guard(&config)?);
     let shared = shared(&config, guard.clone()).await?;
     let mut gateways = Vec::new();
-    for (_, component) in &listeners {
-        gateways.push(Arc::new(host(&config, &engine, component, shared.clone())?));
+    for listener in &listeners {
+        gateways.push(Arc::new(host(&config, &engine, listener, &shared)?));
     }
     // Listen only once every component compiled, so all listeners come up together.
     let mut hosted = Vec::new();
-    for ((addr, _), gateway) in listeners.iter().zip(&gateways) {
-        hosted.push((server::bind(*addr).await?, gateway.clone()));
+    for (listener, gateway) in listeners.iter().zip(&gateways) {
+        hosted.push((server::bind(listener.addr).await?, gateway.clone()));
     }
     let (main_listener, main) = &hosted[0];
     let main_addr = main_listener.local_addr()?;
     // The gateway never forwards to itself, whatever a manifest says.
     guard.refuse_listeners(&[main_addr]);
+    let watch = watch_of(&shared.vars);
     let sync = config
         .sync_interval()
-        .map(|interval| sync::spawn(main.clone(), main_addr, interval));
+        .map(|interval| sync::spawn(main.clone(), main_addr, interval, watch));
     let (stop, stopped) = watch::channel(false);
     tokio::spawn(async move {
         signal.recv().await;
@@ -66,7 +67,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         }
         let _ = stop.send(true);
     });
-    let served = serve_all(hosted, stopped, config.shutdown_grace()).await;
+    let served = serve_all(hosted, stopped, config.connections()).await;
     for gateway in gateways {
         gateway.begin_shutdown();
     }
@@ -77,7 +78,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
 async fn serve_all(
     hosted: Vec<(tokio::net::TcpListener, Arc<Gateway>)>,
     stopped: watch::Receiver<bool>,
-    grace: std::time::Duration,
+    connections: server::Connections,
 ) -> anyhow::Result<()> {
     let mut tasks = tokio::task::JoinSet::new();
     for (listener, gateway) in hosted {
@@ -85,7 +86,7 @@ async fn serve_all(
         let shutdown = async move {
             let _ = stopped.wait_for(|stop| *stop).await;
         };
-        tasks.spawn(server::serve(listener, gateway, shutdown, grace));
+        tasks.spawn(server::serve(listener, gateway, shutdown, connections));
     }
     let mut result = Ok(());
     while let Some(joined) = tasks.join_next().await {
@@ -118,13 +119,17 @@ fn egress_guard(config: &Config) -> anyhow::Result<EgressGuard> {
     ))
 }
 
-/// What every hosted component shares: the key-value backend, variables, outbound client.
+/// What every hosted component shares: the key-value backend and the outbound client
+/// (with the main component's variables; [`host`] gives each component its own).
 async fn shared(config: &Config, guard: Arc<EgressGuard>) -> anyhow::Result<Shared> {
-    let kv = KvStore::connect(&config.kv_url, &config.kv_namespace).await?;
+    let kv = KvStore::connect(&config.kv_url, &config.kv_namespace).await;
     let vars = config.variables()?;
+    let open_files = server::raise_file_limit();
     tracing::info!(
         kv = kv.describe(),
+        open_files,
         variables = vars.len(),
+        extra_variables = config.extra_vars.len(),
         reuse = config.instance_reuse,
         max_instances = config.max_instances,
         memory_mb = config.instance_memory_mb,
@@ -137,14 +142,42 @@ async fn shared(config: &Config, guard: Arc<EgressGuard>) -> anyhow::Result<Shar
     })
 }
 
-/// Compiles the component at `path` and puts it behind its own instance pool.
+/// Where the gateway asks the control plane for changes: its URL and the gateway secret
+/// from the variables; `None` without both.
+fn watch_of(vars: &config_store::Variables) -> Option<sync::Watch> {
+    let control_plane = vars
+        .get(config::CONTROL_PLANE_URL_VAR)?
+        .trim_end_matches('/');
+    let secret = vars.get(config::GATEWAY_SECRET_VAR)?;
+    let mut authorization = http::HeaderValue::from_str(&format!("Bearer {secret}")).ok()?;
+    authorization.set_sensitive(true);
+    Some(sync::Watch {
+        control_plane: control_plane.to_string(),
+        authorization,
+        gateway_id: vars
+            .get(config::GATEWAY_ID_VAR)
+            .unwrap_or(config::DEFAULT_GATEWAY_ID)
+            .to_string(),
+        environment: vars
+            .get(config::GATEWAY_ENVIRONMENT_VAR)
+            .unwrap_or_default()
+            .to_string(),
+    })
+}
+
+/// Compiles the hosted component and puts it behind its own instance pool, reading its
+/// own variables.
 fn host(
     config: &Config,
     engine: &wasmtime::Engine,
-    path: &Path,
-    shared: Shared,
+    hosted: &Hosted,
+    shared: &Shared,
 ) -> anyhow::Result<Gateway> {
-    let pre = instances::prepare(engine, path)?;
+    let pre = instances::prepare(engine, &hosted.component)?;
+    let shared = Shared {
+        vars: hosted.vars.clone(),
+        ..shared.clone()
+    };
     let secret = shared
         .vars
         .get(config::GATEWAY_SECRET_VAR)

@@ -2,7 +2,6 @@
 
 use std::io::IsTerminal as _;
 
-use clap::Parser as _;
 use edge_gateway::config::Config;
 use tracing_subscriber::EnvFilter;
 
@@ -12,7 +11,7 @@ use tracing_subscriber::EnvFilter;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> std::process::ExitCode {
-    let config = Config::parse();
+    let config = Config::parse_warning_of_secrets();
     tracing_subscriber::fmt()
         .with_env_filter(
             EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),

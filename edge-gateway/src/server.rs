@@ -16,8 +16,6 @@ use tokio::net::{TcpListener, TcpStream};
 
 use crate::gateway::{Addresses, Gateway};
 
-/// Longest time a client may take to send a request head.
-const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// Pause after a failed `accept` (e.g. out of file descriptors).
 const ACCEPT_ERROR_BACKOFF: Duration = Duration::from_millis(50);
 
@@ -33,21 +31,48 @@ pub async fn bind(addr: SocketAddr) -> anyhow::Result<TcpListener> {
     Ok(listener)
 }
 
+/// How a listener treats its connections.
+#[derive(Debug, Clone, Copy)]
+pub struct Connections {
+    /// Longest a client may take to send a request head (also while a kept-alive
+    /// connection waits for the next one).
+    pub header_timeout: Duration,
+    /// How long in-flight requests may take to finish once shutdown begins.
+    pub grace: Duration,
+}
+
+/// Raises the process's limit of open files to what the system allows, so that the
+/// gateway holds as many connections as it may (tens of thousands, where a default soft
+/// limit of 1024 would refuse them); the limit in effect.
+pub fn raise_file_limit() -> Option<u64> {
+    match rlimit::increase_nofile_limit(u64::MAX) {
+        Ok(limit) => Some(limit),
+        Err(err) => {
+            tracing::warn!("cannot raise the open-file limit: {err}");
+            None
+        }
+    }
+}
+
 /// Serves connections until `shutdown` resolves, then waits up to `grace` for
 /// in-flight requests to finish.
 pub async fn serve(
     listener: TcpListener,
     gateway: Arc<Gateway>,
     shutdown: impl Future<Output = ()>,
-    grace: Duration,
+    connections: Connections,
 ) -> anyhow::Result<()> {
+    let Connections {
+        header_timeout,
+        grace,
+    } = connections;
     let local = listener.local_addr()?;
     let graceful = GracefulShutdown::new();
     let mut builder = http1::Builder::new();
     builder
         .keep_alive(true)
         .timer(TokioTimer::new())
-        .header_read_timeout(HEADER_READ_TIMEOUT);
+        .header_read_timeout(header_timeout);
     tokio::pin!(shutdown);
     loop {
         tokio::select! {

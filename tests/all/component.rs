@@ -112,14 +112,23 @@ fn dev_facade_component_imports_only_what_spin_provides() {
     );
 }
 
-/// The component `name` of spin.toml: deploys `built`, on `route`, with each of `settings`
-/// bound to the application variable of the same name (fixed values may be listed in
-/// `fixed` instead).
+/// The HTTP triggers of spin.toml that name `component`.
+fn triggers_of<'a>(manifest: &'a toml::Table, component: &str) -> Vec<&'a toml::Value> {
+    manifest["trigger"]["http"]
+        .as_array()
+        .expect("http trigger")
+        .iter()
+        .filter(|t| t["component"].as_str() == Some(component))
+        .collect()
+}
+
+/// The component `name` of spin.toml: deploys `built`, with each of `settings` bound to
+/// the application variable of the same name and the `fixed` ones set to their template,
+/// and no other variable.
 fn assert_deployed(
     manifest: &toml::Table,
     name: &str,
     built: &std::path::Path,
-    route: &str,
     settings: &[&str],
     fixed: &[(&str, &str)],
 ) -> toml::Table {
@@ -130,23 +139,13 @@ fn assert_deployed(
     let source = e2e::workspace_root().join(component["source"].as_str().expect("source"));
     assert_eq!(source, built, "spin.toml must point at the built {name}");
     assert!(source.exists());
-    let triggers = manifest["trigger"]["http"]
-        .as_array()
-        .expect("http trigger");
-    assert!(
-        triggers
-            .iter()
-            .any(|t| t["route"].as_str() == Some(route) && t["component"].as_str() == Some(name)),
-        "no route {route} to {name}"
-    );
+    let variables = component["variables"].as_table().expect("variables");
     for setting in settings {
         assert!(
             manifest["variables"].get(*setting).is_some(),
             "application variable {setting} missing"
         );
-        let value = component["variables"][*setting]
-            .as_str()
-            .unwrap_or_default();
+        let value = variables[*setting].as_str().unwrap_or_default();
         assert_eq!(
             value,
             format!("{{{{ {setting} }}}}"),
@@ -154,8 +153,14 @@ fn assert_deployed(
         );
     }
     for (setting, value) in fixed {
-        assert_eq!(component["variables"][*setting].as_str(), Some(*value));
+        assert_eq!(variables[*setting].as_str(), Some(*value), "{setting}");
     }
+    let mut expected: Vec<&str> = settings.to_vec();
+    expected.extend(fixed.iter().map(|(setting, _)| *setting));
+    expected.sort_unstable();
+    let mut given: Vec<&str> = variables.keys().map(String::as_str).collect();
+    given.sort_unstable();
+    assert_eq!(given, expected, "{name} sees exactly its own variables");
     component
 }
 
@@ -171,18 +176,25 @@ fn spin_manifest_deploys_the_built_components_with_every_setting() {
         &manifest,
         "gateway",
         &e2e::gateway_component(),
-        "/...",
         &[
             settings::CONTROL_PLANE_URL,
             settings::MANIFEST_PUBLIC_KEY,
             settings::GATEWAY_SECRET,
             settings::BACKEND_TIMEOUT_MS,
             settings::GATEWAY_ENVIRONMENT,
-            settings::EGRESS_ALLOW,
             settings::GATEWAY_ID,
+            settings::CATCH_UP_MS,
         ],
-        &[],
+        &[(
+            settings::EGRESS_ALLOW,
+            "dev-facade.spin.internal,{{ egress_allow }}",
+        )],
     );
+    let routes: Vec<_> = triggers_of(&manifest, "gateway")
+        .iter()
+        .map(|t| t["route"].clone())
+        .collect();
+    assert_eq!(routes, [toml::Value::from("/...")]);
     let stores = gateway["key_value_stores"]
         .as_array()
         .expect("key_value_stores");
@@ -191,13 +203,71 @@ fn spin_manifest_deploys_the_built_components_with_every_setting() {
         &manifest,
         "dev-facade",
         &e2e::dev_facade_component(),
-        "/dev-backend/...",
         &[
             facade::SOAP_URL,
             facade::SOAP_USER,
             facade::SOAP_PASSWORD,
             facade::SOAP_TIMEOUT_MS,
         ],
-        &[(facade::BASE_PATH, "/dev-backend")],
+        &[],
     );
+}
+
+/// Spin serves the facade only to the application's components (a private route, no
+/// public one), and the gateway may reach it: Spin's outbound list names it (the
+/// wildcards do not cover `*.spin.internal`) and so does the gateway's egress policy.
+#[test]
+fn spin_manifest_keeps_the_facade_private_behind_the_gateway() {
+    let root = e2e::workspace_root();
+    let text = std::fs::read_to_string(root.join("spin.toml")).expect("spin.toml");
+    let manifest: toml::Table = text.parse().expect("spin.toml parses");
+    let facade_routes: Vec<&toml::Value> = triggers_of(&manifest, "dev-facade")
+        .iter()
+        .map(|t| &t["route"])
+        .collect();
+    let private: toml::Value = toml::toml! { private = true }.into();
+    assert_eq!(
+        facade_routes,
+        [&private],
+        "the facade's only route is private"
+    );
+    let public: Vec<&toml::Value> = manifest["trigger"]["http"]
+        .as_array()
+        .expect("http trigger")
+        .iter()
+        .filter(|t| t["route"].is_str())
+        .collect();
+    assert!(
+        public
+            .iter()
+            .all(|t| t["component"].as_str() == Some("gateway")),
+        "only the gateway has public routes: {public:?}"
+    );
+
+    let facade_url = "http://dev-facade.spin.internal";
+    let outbound = |component: &str| -> Vec<String> {
+        manifest["component"][component]["allowed_outbound_hosts"]
+            .as_array()
+            .expect("allowed_outbound_hosts")
+            .iter()
+            .map(|h| h.as_str().expect("a host").to_string())
+            .collect()
+    };
+    assert!(outbound("gateway").iter().any(|h| h == facade_url));
+    assert!(
+        !outbound("dev-facade")
+            .iter()
+            .any(|h| h.contains("spin.internal")),
+        "the facade calls no other component"
+    );
+    let egress = manifest["component"]["gateway"]["variables"]["egress_allow"]
+        .as_str()
+        .expect("egress_allow")
+        .replace("{{ egress_allow }}", "");
+    let policy = apim_http::egress::EgressPolicy::parse(&egress).expect("egress_allow parses");
+    assert_eq!(
+        policy.check_url(&format!("{facade_url}/devs/alice")),
+        Ok(())
+    );
+    assert!(policy.check_url("http://gateway.spin.internal/").is_err());
 }

@@ -4,32 +4,8 @@
 use std::time::Duration;
 
 use e2e::stack::Stack;
-use e2e::{Client, Reply, STORE};
+use e2e::{Client, Reply, STORE, eventually};
 use serde_json::json;
-
-/// Calls until `done` holds (pushes are asynchronous), failing after 15 s.
-async fn eventually(
-    gw: &Client,
-    method: reqwest::Method,
-    path: &str,
-    token: &str,
-    done: impl Fn(&Reply) -> bool,
-) -> Reply {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
-    loop {
-        let reply = gw.send(gw.request(method.clone(), path, token)).await;
-        if done(&reply) {
-            return reply;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "gave up on {method} {path}: {} {}",
-            reply.status,
-            reply.body
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
 
 /// The WSO2 fault code in an XML body.
 fn fault_code(reply: &Reply) -> String {

@@ -5,11 +5,12 @@
 use std::path::PathBuf;
 
 use e2e::ServerProcess;
+use e2e::legacy::service::UNKNOWN_DEVELOPER_FAULT;
 use e2e::legacy::soap::{SOAP_ENV_NS, TNS};
 use e2e::legacy::wsdl::OPERATIONS;
 use e2e::legacy::{
-    SOAP_PASSWORD, SOAP_USER, check_well_formed, fixture, recorded_requests, soap_call,
-    start_legacy_soap, validate_soap_request,
+    Framing, SOAP_PASSWORD, SOAP_USER, check_well_formed, fixture, recorded_requests, soap_call,
+    start_legacy_soap, start_legacy_soap_framed, validate_soap_request,
 };
 
 /// What Spring-WS answers with.
@@ -181,6 +182,9 @@ async fn soapui_requests_work_on_the_seeded_data() {
     assert!(recorded.iter().all(|r| r.windows(2).any(|w| w == b"\r\n")));
 }
 
+/// BEHAVIOUR.md: an unknown user name is a Server fault with the runtime's text; a taken
+/// one is an addDeveloper answer without a developer that changes nothing; addRepo adds
+/// anything, for anyone, again and again; a deleted developer's repositories stay.
 #[tokio::test]
 async fn faults_and_messages_follow_the_original_service() {
     let legacy = Legacy::start().await;
@@ -197,13 +201,17 @@ async fn faults_and_messages_follow_the_original_service() {
     assert_eq!(status, 500);
     assert_eq!(
         not_found,
-        "<SOAP-ENV:Envelope xmlns:SOAP-ENV=\"http://schemas.xmlsoap.org/soap/envelope/\">\
-         <SOAP-ENV:Header/><SOAP-ENV:Body><SOAP-ENV:Fault><faultcode>SOAP-ENV:Server</faultcode>\
-         <faultstring xml:lang=\"en\">Resource not found</faultstring></SOAP-ENV:Fault>\
-         </SOAP-ENV:Body></SOAP-ENV:Envelope>"
+        format!(
+            "<SOAP-ENV:Envelope xmlns:SOAP-ENV=\"http://schemas.xmlsoap.org/soap/envelope/\">\
+             <SOAP-ENV:Header/><SOAP-ENV:Body><SOAP-ENV:Fault><faultcode>SOAP-ENV:Server</faultcode>\
+             <faultstring xml:lang=\"en\">{}</faultstring></SOAP-ENV:Fault>\
+             </SOAP-ENV:Body></SOAP-ENV:Envelope>",
+            e2e::legacy::soap::escape(UNKNOWN_DEVELOPER_FAULT)
+        )
     );
     assert_valid(&not_found);
-    let again = request(
+
+    let twin = request(
         "addDeveloper",
         &[
             ("username", "athiththan11"),
@@ -211,22 +219,44 @@ async fn faults_and_messages_follow_the_original_service() {
             ("email", "t@t"),
         ],
     );
-    assert_fault(
-        &legacy.call(&again).await,
-        "Client",
-        "Developer already exists",
+    let (status, taken) = legacy.call(&twin).await;
+    assert_eq!(status, 200, "{taken}");
+    assert!(
+        taken.contains(&format!(
+            "<ns2:addDeveloperResponse xmlns:ns2=\"{TNS}\"></ns2:addDeveloperResponse>"
+        )),
+        "{taken}"
+    );
+    let kept = ok(legacy.call(&get("athiththan11")).await);
+    assert_eq!(texts(&kept, "name"), ["Athiththan"]);
+
+    let twice = add_repo("stackcheats", "athiththan11");
+    assert_eq!(
+        texts(&ok(legacy.call(&twice).await), "name"),
+        ["stackcheats"]
+    );
+    let listed = ok(legacy.call(&repos("athiththan11")).await);
+    assert_eq!(
+        texts(&listed, "name"),
+        [
+            "stackcheats",
+            "event-handler-archetype",
+            "angular-locus",
+            "stackcheats"
+        ]
+    );
+    let orphan = ok(legacy.call(&add_repo("x", "nobody")).await);
+    assert_eq!(texts(&orphan, "username"), ["nobody"]);
+    assert_eq!(
+        texts(&ok(legacy.call(&repos("nobody")).await), "name"),
+        ["x"]
     );
     assert_fault(
-        &legacy.call(&add_repo("stackcheats", "athiththan11")).await,
-        "Client",
-        "Repository already exists",
-    );
-    assert_fault(
-        &legacy.call(&add_repo("x", "nobody")).await,
+        &legacy.call(&get("nobody")).await,
         "Server",
-        "Resource not found",
+        UNKNOWN_DEVELOPER_FAULT,
     );
-    let empty = ok(legacy.call(&repos("nobody")).await);
+    let empty = ok(legacy.call(&repos("stranger")).await);
     assert!(empty.contains(&format!(
         "<ns2:getRepoResponse xmlns:ns2=\"{TNS}\"></ns2:getRepoResponse>"
     )));
@@ -239,13 +269,67 @@ async fn faults_and_messages_follow_the_original_service() {
     assert_fault(
         &legacy.call(&get("athiththan11")).await,
         "Server",
-        "Resource not found",
+        UNKNOWN_DEVELOPER_FAULT,
     );
-    assert!(texts(&ok(legacy.call(&repos("athiththan11")).await), "repos").is_empty());
+    assert_eq!(
+        texts(&ok(legacy.call(&repos("athiththan11")).await), "repos").len(),
+        4
+    );
     assert_eq!(
         texts(&ok(legacy.call(&delete).await), "message"),
         ["Resource not found"]
     );
+}
+
+/// Strict by default: a chunked body gets 411 before anything is read or changed, the
+/// same request with Content-Length is served; `--accept-chunked` reads both.
+#[tokio::test]
+async fn bodies_need_content_length_unless_chunked_ones_are_accepted() {
+    let dir = e2e::temp_dir();
+    let add = request(
+        "addDeveloper",
+        &[("username", "chunky"), ("name", "C"), ("email", "c@e")],
+    );
+    let chunked = format!("{:x}\r\n{add}\r\n0\r\n\r\n", add.len());
+    let auth = format!(
+        "Basic {}",
+        base64::Engine::encode(
+            &base64::engine::general_purpose::STANDARD,
+            format!("{SOAP_USER}:{SOAP_PASSWORD}")
+        )
+    );
+    let send = async |url: &str, framing: (&str, String), body: &str| {
+        let headers = [
+            ("Authorization", auth.as_str()),
+            ("Content-Type", "text/xml; charset=utf-8"),
+            (framing.0, framing.1.as_str()),
+        ];
+        e2e::raw_request(url, "POST", "/ws", &headers, body.as_bytes()).await
+    };
+    let is_chunked = || ("Transfer-Encoding", "chunked".to_string());
+    let length = || ("Content-Length", add.len().to_string());
+
+    for framing in [Framing::Strict, Framing::AcceptChunked] {
+        let data = dir.join(format!("{framing:?}"));
+        let legacy = start_legacy_soap_framed("127.0.0.1:0", &data, None, framing).await;
+        let reply = send(&legacy.url, is_chunked(), &chunked).await;
+        if framing == Framing::Strict {
+            assert_eq!(reply.status, 411, "{}", reply.body);
+            assert!(reply.body.contains("Content-Length"), "{}", reply.body);
+            // The refused request added nothing: the name is still free.
+            let again = send(&legacy.url, length(), &add).await;
+            assert_eq!(again.status, 200, "{}", again.body);
+            assert_eq!(texts(&again.body, "username"), ["chunky"]);
+        } else {
+            assert_eq!(reply.status, 200, "{}", reply.body);
+            assert_eq!(texts(&reply.body, "username"), ["chunky"]);
+            let again = send(&legacy.url, length(), &add).await;
+            assert_eq!(again.status, 200);
+            assert!(texts(&again.body, "username").is_empty(), "taken now");
+        }
+        legacy.stop().await;
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test]
@@ -592,9 +676,52 @@ async fn adds_and_deletes_survive_a_restart() {
         request("getDeveloper", &[("username", "combatOstrich")]),
     )
     .await;
-    assert_fault(&gone, "Server", "Resource not found");
+    assert_fault(&gone, "Server", UNKNOWN_DEVELOPER_FAULT);
     ok(call(&endpoint, soapui_envelope("getDeveloper")).await);
     second.stop().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A database from before the stand-in modelled the original (repositories unique per
+/// owner and tied to it) is unlinked in place, rows kept.
+#[tokio::test]
+async fn an_older_database_is_unlinked_keeping_its_rows() {
+    let dir = e2e::temp_dir();
+    let options = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(dir.join("developers.db"))
+        .create_if_missing(true);
+    let pool = sqlx::SqlitePool::connect_with(options).await.unwrap();
+    sqlx::raw_sql(
+        "CREATE TABLE developer (username TEXT PRIMARY KEY, name TEXT NOT NULL, email TEXT NOT NULL);
+         CREATE TABLE repo (id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL,
+             username TEXT NOT NULL REFERENCES developer (username) ON DELETE CASCADE,
+             forks INTEGER NOT NULL, UNIQUE (username, name));
+         INSERT INTO developer VALUES ('old', 'Old', 'o@e');
+         INSERT INTO repo (name, username, forks) VALUES ('kept', 'old', 2);",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    pool.close().await;
+
+    let legacy = start_legacy_soap(&dir, None).await;
+    let endpoint = format!("{}/ws", legacy.url);
+    let call =
+        async |envelope: String| soap_call(&endpoint, SOAP_USER, SOAP_PASSWORD, &envelope).await;
+    let again = request(
+        "addRepo",
+        &[("name", "kept"), ("username", "old"), ("forks", "3")],
+    );
+    ok(call(again).await);
+    let orphan = request(
+        "addRepo",
+        &[("name", "x"), ("username", "nobody"), ("forks", "0")],
+    );
+    ok(call(orphan).await);
+    ok(call(request("deleteDeveloper", &[("username", "old")])).await);
+    let repos = ok(call(request("getRepo", &[("username", "old")])).await);
+    assert_eq!(texts(&repos, "forks"), ["2", "3"]);
+    legacy.stop().await;
     let _ = std::fs::remove_dir_all(&dir);
 }
 

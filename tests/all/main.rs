@@ -7,18 +7,25 @@ use std::pin::Pin;
 
 use e2e::{Backend, Client, ControlPlane};
 
+mod authz;
 mod bounds;
 mod component;
+mod credentials;
 mod dev_facade;
+mod faults;
+mod fleet;
 mod flow;
 mod gateway;
 mod legacy_soap;
+mod ordering;
 mod publisher;
 mod registration;
 mod restart;
+mod secrets;
 mod security;
 mod store;
 mod tenants;
+mod throttling;
 mod tokens;
 
 /// What a scenario gets: a running control plane and a client for it.
@@ -36,7 +43,12 @@ pub struct Env {
 impl Env {
     /// Stops the control plane gracefully and starts it again on the same data.
     pub async fn restart(&mut self) {
-        let replacement = e2e::start_control_plane(&self.backend, &self.data_dir, &[]).await;
+        self.restart_with(&[]).await;
+    }
+
+    /// Like [`Env::restart`], with more of the control plane's settings (`APIM_*`).
+    pub async fn restart_with(&mut self, settings: &[(&str, String)]) {
+        let replacement = e2e::start_control_plane(&self.backend, &self.data_dir, settings).await;
         let old = std::mem::replace(&mut self.control_plane, replacement);
         old.stop().await;
         self.api = Client::new(&self.control_plane.url);
@@ -108,4 +120,23 @@ on_both_backends!(
     store::key_generation,
     restart::restart_keeps_records_and_keys,
     tenants::tenant_users_and_unique_names,
+    authz::tenant_routes_cannot_be_squatted,
+    authz::tenant_admin_is_confined,
+    authz::creator_cannot_deploy_or_impersonate,
+    authz::visibility_and_availability,
+    dev_facade::facade_serves_every_operation_directly_and_through_the_gateway,
+    credentials::application_keys_get_application_scopes_only,
+    credentials::management_clients_cannot_call_apis,
+    credentials::lifetimes_are_bounded,
+    credentials::revoking_any_token_revokes_its_family,
+    credentials::concurrent_refreshes_redeem_once,
+    credentials::failed_logins_lock_until_an_admin_unlocks,
+    credentials::failed_logins_are_throttled_per_address,
+    credentials::unknown_users_cost_what_wrong_passwords_do,
+    credentials::saturated_password_checks_get_503,
+    credentials::slow_clients_are_cut,
+    secrets::data_files_are_private,
+    secrets::secrets_stay_sealed_end_to_end,
+    secrets::data_key_rotation,
+    secrets::add_user_keeps_passwords_out_of_ps,
 );

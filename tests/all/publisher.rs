@@ -207,7 +207,8 @@ pub async fn api_validation_and_conflicts(env: Env) {
         .await
         .expect(201);
     assert_eq!(v2.body["context"], "/dev-management");
-    // PROTOTYPED may be asked for at creation; any other status becomes CREATED.
+    // A new API is CREATED whatever status the body asks for: only change-lifecycle, with
+    // api_publish, deploys it.
     let proto = api
         .post_json(
             &apis,
@@ -219,7 +220,7 @@ pub async fn api_validation_and_conflicts(env: Env) {
         )
         .await
         .expect(201);
-    assert_eq!(proto.body["status"], "PROTOTYPED");
+    assert_eq!(proto.body["status"], "CREATED");
     let forced = api
         .post_json(
             &apis,

@@ -440,8 +440,9 @@ async fn cache_rules(settings: &[(&'static str, String)]) {
     assert!(
         // Unbounded, the first of these 10,000 entries would cost ~860 MiB (the gateway
         // before its keys had lifetimes grew 26 MiB per 300 URLs); what remains is pools
-        // and instances settling, a few MiB that stop growing.
-        after < warm + 16.0,
+        // and instances settling, which stop growing: 10-19 MiB on the component path on a
+        // loaded 2-core machine, so the bound leaves room for that and none for growth.
+        after < warm + 32.0,
         "the gateway grew from {warm:.1} MiB to {after:.1} MiB over 10,000 more distinct URLs"
     );
     stack.gateway.stop().await;

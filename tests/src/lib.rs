@@ -14,7 +14,9 @@ use tokio::process::{Child, Command};
 
 pub mod bench;
 pub mod dev_api;
+pub mod faults;
 pub mod legacy;
+pub mod redis;
 pub mod stack;
 
 /// PostgreSQL server the tests create their databases on.
@@ -70,7 +72,8 @@ impl Backend {
         }
     }
 
-    fn database_url(&self) -> &str {
+    /// The control plane's `APIM_DATABASE_URL` (empty: SQLite in the data directory).
+    pub fn database_url(&self) -> &str {
         match self {
             Backend::Sqlite => "",
             Backend::Postgres { url, .. } => url,
@@ -177,6 +180,26 @@ impl ServerProcess {
             "server did not shut down cleanly: {exited:?}\n{}",
             self.output.lock().unwrap()
         );
+    }
+
+    /// Kills it (SIGKILL, as `kill -9` does) and waits until it is gone.
+    pub async fn kill(mut self) {
+        let _ = self.child.start_kill();
+        let _ = self.child.wait().await;
+    }
+
+    /// Stops it with SIGTERM and waits for it to exit, whatever its exit status.
+    pub async fn terminate(mut self) -> Option<std::process::ExitStatus> {
+        if let Some(pid) = self.child.id() {
+            let _ = std::process::Command::new("kill")
+                .arg("-TERM")
+                .arg(pid.to_string())
+                .status();
+        }
+        match tokio::time::timeout(Duration::from_secs(60), self.child.wait()).await {
+            Ok(Ok(status)) => Some(status),
+            _ => None,
+        }
     }
 
     /// Everything it printed so far.
@@ -291,8 +314,7 @@ async fn edge_gateway(
         .expect("manifest key")
         .to_string();
     let secret = std::fs::read_to_string(data_dir.join("gateway-secret")).expect("gateway secret");
-    let mut all_vars = vec![format!("gateway_secret={}", secret.trim())];
-    all_vars.extend(vars.iter().map(|v| v.to_string()));
+    let all_vars: Vec<String> = vars.iter().map(|v| v.to_string()).collect();
     let mut env = vec![
         ("APIM_GATEWAY_ADDR", addr.to_string()),
         (
@@ -301,22 +323,27 @@ async fn edge_gateway(
         ),
         ("APIM_CONTROL_PLANE_URL", control_plane.url.clone()),
         ("APIM_MANIFEST_PUBLIC_KEY", x),
+        ("APIM_GATEWAY_SECRET", secret.trim().to_string()),
         // The tests' backends listen on loopback, which the default policy refuses.
         ("APIM_EGRESS_ALLOW", TEST_EGRESS_ALLOW.to_string()),
     ];
     if let Some(facade) = facade {
-        all_vars.extend([
+        // The facade's own variables: it sees none of the gateway's, nor they its.
+        let facade_vars = [
             format!("dev_soap_url={}", facade.soap_url),
             format!("dev_soap_user={}", facade.soap_user),
             format!("dev_soap_password={}", facade.soap_password),
-        ]);
+        ];
+        env.push(("APIM_EXTRA_VARS", facade_vars.join(",")));
         let component = dev_facade_component().display().to_string();
         env.push((
             "APIM_EXTRA_COMPONENTS",
             format!("{}={component}", facade.addr),
         ));
     }
-    env.push(("APIM_VARS", all_vars.join(",")));
+    if !all_vars.is_empty() {
+        env.push(("APIM_VARS", all_vars.join(",")));
+    }
     env.extend(extra_env.iter().cloned());
     let gateway = ServerProcess::start_echoing(&binary("edge-gateway"), &env, label).await;
     if let Some(facade) = facade {
@@ -334,6 +361,42 @@ async fn wait_for_listener(addr: &str) {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     panic!("nothing listens on {addr}");
+}
+
+/// Calls until `done` holds (pushes are asynchronous), failing after 15 s.
+pub async fn eventually(
+    gw: &Client,
+    method: reqwest::Method,
+    path: &str,
+    token: &str,
+    done: impl Fn(&Reply) -> bool,
+) -> Reply {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        let reply = gw.send(gw.request(method.clone(), path, token)).await;
+        if done(&reply) {
+            return reply;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "gave up on {method} {path}: {} {}",
+            reply.status,
+            reply.body
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Waits until `check` holds, asking every 50 ms, and fails naming `what` after `within`.
+pub async fn wait_until(what: &str, within: Duration, mut check: impl AsyncFnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + within;
+    while !check().await {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{what}: not within {within:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// A port that was free a moment ago (for servers that must know each other's address).
@@ -659,14 +722,34 @@ impl Client {
 
     /// Adds a user through the admin API.
     pub async fn add_user(&self, username: &str, password: &str, roles: &[&str]) {
-        self.send(
-            self.http
-                .post(self.url("/api/am/admin/v0.14/users"))
-                .basic_auth("admin", Some(ADMIN_PASSWORD))
-                .json(&serde_json::json!({"username": username, "password": password, "roles": roles})),
+        let user = serde_json::json!({"username": username, "password": password, "roles": roles});
+        self.basic(
+            reqwest::Method::POST,
+            "/api/am/admin/v0.14/users",
+            ("admin", ADMIN_PASSWORD),
+            Some(&user),
         )
         .await
         .expect(201);
+    }
+
+    /// A request with HTTP Basic credentials and an optional JSON body.
+    pub async fn basic(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        (user, password): (&str, &str),
+        body: Option<&Value>,
+    ) -> Reply {
+        let request = self
+            .http
+            .request(method, self.url(path))
+            .basic_auth(user, Some(password));
+        let request = match body {
+            Some(body) => request.json(body),
+            None => request,
+        };
+        self.send(request).await
     }
 }
 

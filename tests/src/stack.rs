@@ -1,5 +1,7 @@
 //! A whole platform for a test or a benchmark: control plane, edge gateway, backend.
 
+use std::time::Duration;
+
 use serde_json::{Value, json};
 
 use crate::{Backend, Client, ControlPlane, EchoBackend, PUBLISHER, STORE, ServerProcess};
@@ -25,6 +27,13 @@ pub struct Stack {
     pub admin: String,
 }
 
+/// Component variables, edge-gateway's settings and the control plane's.
+type Settings<'a> = (
+    &'a [&'a str],
+    &'a [(&'static str, String)],
+    &'a [(&'static str, String)],
+);
+
 impl Stack {
     /// Starts backend, control plane and gateway (with component `vars`), and logs in.
     pub async fn start(vars: &[&str]) -> Self {
@@ -42,14 +51,49 @@ impl Stack {
         settings: &[(&'static str, String)],
         control_plane_settings: &[(&'static str, String)],
     ) -> Self {
+        Self::start_on(
+            &Backend::Sqlite,
+            crate::temp_dir(),
+            vars,
+            settings,
+            control_plane_settings,
+        )
+        .await
+    }
+
+    /// The same, on `database` with the control plane's data in `data_dir`.
+    pub async fn start_on(
+        database: &Backend,
+        data_dir: std::path::PathBuf,
+        vars: &[&str],
+        settings: &[(&'static str, String)],
+        control_plane_settings: &[(&'static str, String)],
+    ) -> Self {
+        let settings = (vars, settings, control_plane_settings);
+        Self::start_deployed(database, data_dir, settings, Duration::ZERO).await
+    }
+
+    /// As an operator deploys: the control plane first (pushing to a gateway that is not
+    /// up yet), the gateway `after` that.
+    pub async fn start_late(after: Duration) -> Self {
+        let settings = (&[][..], &[][..], &[][..]);
+        Self::start_deployed(&Backend::Sqlite, crate::temp_dir(), settings, after).await
+    }
+
+    async fn start_deployed(
+        database: &Backend,
+        data_dir: std::path::PathBuf,
+        (vars, settings, control_plane_settings): Settings<'_>,
+        gateway_after: Duration,
+    ) -> Self {
         crate::gateway_component();
         let backend = EchoBackend::start().await;
-        let data_dir = crate::temp_dir();
         let gateway_addr = format!("127.0.0.1:{}", crate::free_port());
         let mut control_plane_env = vec![("APIM_GATEWAYS", format!("http://{gateway_addr}"))];
         control_plane_env.extend(control_plane_settings.iter().cloned());
         let control_plane =
-            crate::start_control_plane(&Backend::Sqlite, &data_dir, &control_plane_env).await;
+            crate::start_control_plane(database, &data_dir, &control_plane_env).await;
+        tokio::time::sleep(gateway_after).await;
         let gateway = crate::start_edge_gateway_with(
             &control_plane,
             &data_dir,
@@ -127,42 +171,7 @@ impl Stack {
         tier: &str,
         apis: &[&str],
     ) -> (String, String, String, Vec<String>) {
-        let app = self
-            .mgmt
-            .post_json(
-                &format!("{STORE}/applications"),
-                &self.admin,
-                &json!({"name": name, "throttlingTier": tier}),
-            )
-            .await
-            .expect(201)
-            .str("applicationId");
-        let mut subscriptions = Vec::new();
-        for api in apis {
-            let body = json!({"tier": "Unlimited", "apiIdentifier": api, "applicationId": app});
-            subscriptions.push(
-                self.mgmt
-                    .post_json(&format!("{STORE}/subscriptions"), &self.admin, &body)
-                    .await
-                    .expect(201)
-                    .str("subscriptionId"),
-            );
-        }
-        let keys = self
-            .mgmt
-            .post_json(
-                &format!("{STORE}/applications/generate-keys?applicationId={app}"),
-                &self.admin,
-                &json!({"validityTime": "3600", "keyType": "PRODUCTION", "accessAllowDomains": ["ALL"], "scopes": ["default"]}),
-            )
-            .await
-            .expect(200);
-        (
-            app,
-            keys.str("consumerKey"),
-            keys.str("consumerSecret"),
-            subscriptions,
-        )
+        subscribed_application(&self.mgmt, &self.admin, name, tier, apis).await
     }
 
     /// Spec §5 step 3: a token for the consumer key, from {gateway_url}/token.
@@ -180,6 +189,51 @@ impl Stack {
             .expect(200)
             .str("access_token")
     }
+}
+
+/// An application of `tier` created by `admin` (a token), subscribed to `apis`, with
+/// PRODUCTION keys; returns (application id, consumer key, consumer secret, subscription
+/// ids).
+pub async fn subscribed_application(
+    mgmt: &Client,
+    admin: &str,
+    name: &str,
+    tier: &str,
+    apis: &[&str],
+) -> (String, String, String, Vec<String>) {
+    let app = mgmt
+        .post_json(
+            &format!("{STORE}/applications"),
+            admin,
+            &json!({"name": name, "throttlingTier": tier}),
+        )
+        .await
+        .expect(201)
+        .str("applicationId");
+    let mut subscriptions = Vec::new();
+    for api in apis {
+        let body = json!({"tier": "Unlimited", "apiIdentifier": api, "applicationId": app});
+        subscriptions.push(
+            mgmt.post_json(&format!("{STORE}/subscriptions"), admin, &body)
+                .await
+                .expect(201)
+                .str("subscriptionId"),
+        );
+    }
+    let keys = mgmt
+        .post_json(
+            &format!("{STORE}/applications/generate-keys?applicationId={app}"),
+            admin,
+            &json!({"validityTime": "3600", "keyType": "PRODUCTION", "accessAllowDomains": ["ALL"], "scopes": ["default"]}),
+        )
+        .await
+        .expect(200);
+    (
+        app,
+        keys.str("consumerKey"),
+        keys.str("consumerSecret"),
+        subscriptions,
+    )
 }
 
 /// The API record of spec 2.3 named `name` (context `/<name in lower case>`), with

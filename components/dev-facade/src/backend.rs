@@ -19,8 +19,8 @@ pub mod settings {
     pub const SOAP_PASSWORD: &str = "dev_soap_password";
     /// Connect and first-byte timeout of SOAP calls in milliseconds (default 10000).
     pub const SOAP_TIMEOUT_MS: &str = "dev_soap_timeout_ms";
-    /// Path prefix the facade is mounted under (e.g. `/dev-backend` behind a Spin route);
-    /// none by default.
+    /// Path prefix the facade is mounted under, should it be; none by default (and none
+    /// on Spin, where it is private and reached at `http://dev-facade.spin.internal/`).
     pub const BASE_PATH: &str = "dev_facade_base_path";
 }
 
@@ -33,6 +33,18 @@ pub trait Host {
     fn setting(&self, name: &str) -> Option<String>;
     /// Sends a request and reads the whole response.
     fn send(&self, request: Outbound) -> Result<Response, SendError>;
+}
+
+/// What `getDeveloper` answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lookup {
+    /// The developer.
+    Found(Developer),
+    /// A SOAP `Server` fault. The service answers an unknown user name with one (it
+    /// throws while looking the record up, and the fault's text is whatever the runtime
+    /// says, not a stable message), but so does a service that is failing: the caller
+    /// tells them apart by whether the service answers `getRepo` right after.
+    Faulted(Fault),
 }
 
 /// The SOAP service reached through a host.
@@ -69,17 +81,23 @@ impl<'h, H: Host> Backend<'h, H> {
         })
     }
 
-    /// The developer, or `None` when the service does not know them.
-    pub fn developer(&self, username: &str) -> Result<Option<Developer>, ApiError> {
+    /// What `getDeveloper` answers for `username`: the developer, or the Server fault the
+    /// service answers both for a user name it does not know and when it is failing (see
+    /// [`Lookup::Faulted`]). Any other fault, or an answer outside the contract, is a 502.
+    pub fn developer(&self, username: &str) -> Result<Lookup, ApiError> {
         let call = Call::GetDeveloper(username);
         match self.call(&call)? {
-            Reply::Payload(payload) => soap::developer_in(&payload).map_err(contract_broken),
-            Reply::Fault(fault) if fault.is_not_found() => Ok(None),
+            Reply::Payload(payload) => soap::developer_in(&payload)
+                .map_err(contract_broken)?
+                .map(Lookup::Found)
+                .ok_or_else(|| contract_broken("getDeveloperResponse has no developer".into())),
+            Reply::Fault(fault) if fault.is_server() => Ok(Lookup::Faulted(fault)),
             Reply::Fault(fault) => Err(unexpected(&call, &fault)),
         }
     }
 
-    /// The developer's repositories (none for an unknown developer).
+    /// The developer's repositories (none for an unknown developer: the service answers
+    /// `getRepo` for any user name, which is what makes it a health probe).
     pub fn repos(&self, username: &str) -> Result<Vec<Repo>, ApiError> {
         let call = Call::GetRepo(username);
         match self.call(&call)? {
@@ -93,7 +111,6 @@ impl<'h, H: Host> Backend<'h, H> {
         let call = Call::DeleteDeveloper(username);
         let message = match self.call(&call)? {
             Reply::Payload(payload) => soap::message_in(&payload).map_err(contract_broken)?,
-            Reply::Fault(fault) if fault.is_not_found() => return Ok(false),
             Reply::Fault(fault) => return Err(unexpected(&call, &fault)),
         };
         match message.trim() {
@@ -105,21 +122,19 @@ impl<'h, H: Host> Backend<'h, H> {
         }
     }
 
-    /// Adds the developer; the stored record as the service echoes it.
-    pub fn add_developer(&self, developer: &Developer) -> Result<Developer, ApiError> {
+    /// Adds the developer: the stored record as the service echoes it, or `None` when
+    /// the user name is taken (the service then answers without a `developer` and leaves
+    /// the stored record as it was).
+    pub fn add_developer(&self, developer: &Developer) -> Result<Option<Developer>, ApiError> {
         let call = Call::AddDeveloper(developer);
         match self.call(&call)? {
-            Reply::Payload(payload) => soap::developer_in(&payload)
-                .map_err(contract_broken)?
-                .ok_or_else(|| contract_broken("addDeveloperResponse has no developer".into())),
-            Reply::Fault(fault) if fault.is_duplicate() => {
-                Err(developer_exists(&developer.username))
-            }
+            Reply::Payload(payload) => soap::developer_in(&payload).map_err(contract_broken),
             Reply::Fault(fault) => Err(unexpected(&call, &fault)),
         }
     }
 
-    /// Adds the repository; the stored record as the service echoes it.
+    /// Adds the repository (the service checks neither owner nor duplicates); the stored
+    /// record as the service echoes it.
     pub fn add_repo(&self, repo: &Repo) -> Result<Repo, ApiError> {
         let call = Call::AddRepo(repo);
         match self.call(&call)? {
@@ -127,8 +142,6 @@ impl<'h, H: Host> Backend<'h, H> {
                 .map_err(contract_broken)?
                 .pop()
                 .ok_or_else(|| contract_broken("addRepoResponse has no repo".into())),
-            Reply::Fault(fault) if fault.is_duplicate() => Err(repo_exists(repo)),
-            Reply::Fault(fault) if fault.is_not_found() => Err(no_such_developer(&repo.username)),
             Reply::Fault(fault) => Err(unexpected(&call, &fault)),
         }
     }
@@ -163,6 +176,7 @@ impl<'h, H: Host> Backend<'h, H> {
     }
 
     fn request(&self, call: &Call<'_>) -> Result<Outbound, ApiError> {
+        let body = call.envelope().into_bytes();
         let (scheme, authority, path) = split_url(&self.url).ok_or_else(|| {
             ApiError::BadGateway(format!("{} is not an http(s) URL", settings::SOAP_URL))
         })?;
@@ -173,6 +187,12 @@ impl<'h, H: Host> Backend<'h, H> {
             ),
             ("accept".to_string(), b"text/xml".to_vec()),
             ("soapaction".to_string(), b"\"\"".to_vec()),
+            // Framed by length, never chunked: SOAP stacks and the appliances in front
+            // of them often refuse chunked requests (the WASI glue sets it too).
+            (
+                "content-length".to_string(),
+                body.len().to_string().into_bytes(),
+            ),
         ];
         if let Some(authorization) = &self.authorization {
             headers.push((
@@ -190,7 +210,7 @@ impl<'h, H: Host> Backend<'h, H> {
                 path.into()
             },
             headers,
-            body: call.envelope().into_bytes(),
+            body,
             timeout_ms: self.timeout_ms,
         })
     }

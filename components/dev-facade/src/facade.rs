@@ -4,7 +4,9 @@ use apim_http::{Request, Response, header};
 use percent_encoding::percent_decode_str;
 use serde_json::json;
 
-use crate::backend::{Backend, Host, developer_exists, no_such_developer, repo_exists, settings};
+use crate::backend::{
+    Backend, Host, Lookup, developer_exists, no_such_developer, repo_exists, settings,
+};
 use crate::errors::ApiError;
 use crate::records::{Developer, Repo};
 use crate::xml::is_xml_char;
@@ -85,19 +87,40 @@ fn serve(host: &impl Host, request: &Request) -> Result<Response, ApiError> {
 }
 
 fn get_developer<H: Host>(backend: &Backend<'_, H>, username: &str) -> Result<Response, ApiError> {
-    let developer = backend
-        .developer(username)?
-        .ok_or_else(|| no_such_developer(username))?;
-    Ok(Response::json(200, &json!(developer)))
+    match backend.developer(username)? {
+        Lookup::Found(developer) => Ok(Response::json(200, &json!(developer))),
+        Lookup::Faulted(_) => {
+            backend.repos(username)?;
+            Err(no_such_developer(username))
+        }
+    }
 }
 
-/// An empty list is told apart from an unknown developer (the SOAP call cannot).
+/// The repositories of a developer the service knows (`getRepo` alone cannot tell: it
+/// answers for any user name, and repositories may outlive or precede their owner since
+/// `addRepo` checks none).
 fn get_repos<H: Host>(backend: &Backend<'_, H>, username: &str) -> Result<Response, ApiError> {
-    let repos = backend.repos(username)?;
-    if repos.is_empty() && backend.developer(username)?.is_none() {
-        return Err(no_such_developer(username));
-    }
+    let repos = known_developer_repos(backend, username)?;
     Ok(Response::json(200, &json!(repos)))
+}
+
+/// The repositories of `username`, or 404 when the service does not know them.
+///
+/// The service answers a user name it does not know with a `Server` fault whose text is
+/// not stable, and a failing service answers faults too; a fault to `getDeveloper` means
+/// "unknown" only when the service answers `getRepo` for the same name, which it does
+/// for any name when it works. That call is needed here anyway, so telling the two apart
+/// costs nothing more.
+fn known_developer_repos<H: Host>(
+    backend: &Backend<'_, H>,
+    username: &str,
+) -> Result<Vec<Repo>, ApiError> {
+    let lookup = backend.developer(username)?;
+    let repos = backend.repos(username)?;
+    match lookup {
+        Lookup::Found(_) => Ok(repos),
+        Lookup::Faulted(_) => Err(no_such_developer(username)),
+    }
 }
 
 fn delete_developer<H: Host>(
@@ -113,32 +136,26 @@ fn delete_developer<H: Host>(
     ))
 }
 
-/// The service's contract says nothing of duplicates, so the facade asks first rather
-/// than let a second add overwrite a developer.
+/// One call: the service never overwrites a user name, and says so by answering without
+/// a developer.
 fn add_developer<H: Host>(
     backend: &Backend<'_, H>,
     request: &Request,
 ) -> Result<Response, ApiError> {
     let developer = Developer::from_json(json_body(request)?)?;
-    if backend.developer(&developer.username)?.is_some() {
-        return Err(developer_exists(&developer.username));
-    }
-    let stored = backend.add_developer(&developer)?;
+    let stored = backend
+        .add_developer(&developer)?
+        .ok_or_else(|| developer_exists(&developer.username))?;
     let location = format!("/devs/{}", path_segment(&stored.username));
     Ok(Response::json(201, &json!(stored)).with_header("location", location))
 }
 
-/// The owner must exist and not have a repository of that name already.
+/// The service adds any repository, so the facade checks first that the owner exists
+/// and has no repository of that name (one lookup of each, see [`known_developer_repos`]).
 fn add_repo<H: Host>(backend: &Backend<'_, H>, request: &Request) -> Result<Response, ApiError> {
     let repo = Repo::from_json(json_body(request)?)?;
-    if backend.developer(&repo.username)?.is_none() {
-        return Err(no_such_developer(&repo.username));
-    }
-    if backend
-        .repos(&repo.username)?
-        .iter()
-        .any(|r| r.name == repo.name)
-    {
+    let existing = known_developer_repos(backend, &repo.username)?;
+    if existing.iter().any(|r| r.name == repo.name) {
         return Err(repo_exists(&repo));
     }
     let stored = backend.add_repo(&repo)?;

@@ -85,14 +85,11 @@ pub struct Fault {
 }
 
 impl Fault {
-    /// Whether the fault says the record does not exist.
-    pub fn is_not_found(&self) -> bool {
-        self.reason.to_ascii_lowercase().contains("not found")
-    }
-
-    /// Whether the fault says the record exists already.
-    pub fn is_duplicate(&self) -> bool {
-        self.reason.to_ascii_lowercase().contains("already exist")
+    /// Whether the fault is the service's (`Server`, or a dotted `Server.*` subcode, in
+    /// whatever prefix), rather than one blaming the request (`Client`) or a header.
+    pub fn is_server(&self) -> bool {
+        let local = self.code.rsplit(':').next().unwrap_or_default();
+        local == "Server" || local.starts_with("Server.")
     }
 }
 
@@ -227,12 +224,26 @@ mod tests {
 
     #[test]
     fn faults_are_recognised() {
-        let fault = r#"<s:Envelope xmlns:s="http://schemas.xmlsoap.org/soap/envelope/"><s:Body><s:Fault><faultcode>s:Server</faultcode><faultstring xml:lang="en">Resource not found</faultstring></s:Fault></s:Body></s:Envelope>"#;
+        let fault = r#"<s:Envelope xmlns:s="http://schemas.xmlsoap.org/soap/envelope/"><s:Body><s:Fault><faultcode>s:Server</faultcode><faultstring xml:lang="en">No value present</faultstring></s:Fault></s:Body></s:Envelope>"#;
         let Reply::Fault(fault) = read_reply(&Call::GetDeveloper("x"), fault.as_bytes()).unwrap()
         else {
             panic!("a fault")
         };
         assert_eq!(fault.code, "s:Server");
-        assert!(fault.is_not_found() && !fault.is_duplicate());
+        assert!(fault.is_server());
+        for (code, server) in [
+            ("SOAP-ENV:Server", true),
+            ("Server.Database", true),
+            ("soap:Client", false),
+            ("SOAP-ENV:MustUnderstand", false),
+            ("x:ServerError", false),
+            ("", false),
+        ] {
+            let fault = Fault {
+                code: code.into(),
+                reason: String::new(),
+            };
+            assert_eq!(fault.is_server(), server, "{code}");
+        }
     }
 }

@@ -63,6 +63,12 @@ impl Host for ScriptedHost {
         assert_eq!(request.path_with_query, "/ws");
         let auth = apim_http::header(&request.headers, "authorization").unwrap();
         assert_eq!(auth, "Basic aHlkcm9nZW46cGFuZGFBc3RobWE=");
+        let length = apim_http::header(&request.headers, "content-length");
+        assert_eq!(length, Some(request.body.len().to_string().as_str()));
+        assert_eq!(
+            apim_http::header(&request.headers, "transfer-encoding"),
+            None
+        );
         let envelope = xml::parse(&request.body).expect("the facade sends well-formed XML");
         assert!(envelope.is(SOAP_ENV, "Envelope"));
         let payload = envelope.child(SOAP_ENV, "Body").unwrap().children[0].clone();
@@ -81,71 +87,171 @@ fn answer(operation: &str, inner: &str) -> Result<Response, SendError> {
 }
 
 fn fault(reason: &str) -> Result<Response, SendError> {
+    fault_of("SOAP-ENV:Server", reason)
+}
+
+fn fault_of(code: &str, reason: &str) -> Result<Response, SendError> {
     let body = format!(
-        r#"<SOAP-ENV:Envelope xmlns:SOAP-ENV="{SOAP_ENV}"><SOAP-ENV:Body><SOAP-ENV:Fault><faultcode>SOAP-ENV:Server</faultcode><faultstring>{reason}</faultstring></SOAP-ENV:Fault></SOAP-ENV:Body></SOAP-ENV:Envelope>"#
+        r#"<SOAP-ENV:Envelope xmlns:SOAP-ENV="{SOAP_ENV}"><SOAP-ENV:Body><SOAP-ENV:Fault><faultcode>{code}</faultcode><faultstring>{reason}</faultstring></SOAP-ENV:Fault></SOAP-ENV:Body></SOAP-ENV:Envelope>"#
     );
     Ok(Response::new(500, "text/xml", body))
 }
 
+fn username(payload: &xml::Element) -> String {
+    payload.child(NAMESPACE, "username").unwrap().text.clone()
+}
+
+/// What the real service answers an unknown user name with: the runtime's message.
+const UNKNOWN: &str =
+    r#"Cannot invoke "java.util.function.Supplier.get()" because "exceptionSupplier" is null"#;
+
 const ATHITHTHAN: &str = "<ns2:developer><ns2:username>athiththan11</ns2:username><ns2:name>Athiththan</ns2:name><ns2:email>athiththan@demo.com</ns2:email></ns2:developer>";
 
-#[test]
-fn a_developer_is_read_and_an_unknown_one_is_404() {
-    let host = ScriptedHost::new(|_, payload| {
-        match payload.child(NAMESPACE, "username").unwrap().text.as_str() {
-            "athiththan11" => answer("getDeveloper", ATHITHTHAN),
-            _ => fault("Resource not found"),
+const STACKCHEATS: &str = "<ns2:repos><ns2:name>stackcheats</ns2:name><ns2:username>athiththan11</ns2:username><ns2:forks>0</ns2:forks></ns2:repos>";
+
+/// The service as BEHAVIOUR.md describes it, knowing only athiththan11 and their
+/// stackcheats; getDeveloper of anyone else faults with `unknown`.
+fn real_service(
+    unknown: &'static str,
+) -> impl Fn(&str, &xml::Element) -> Result<Response, SendError> {
+    move |operation, payload| {
+        let known = username(payload) == "athiththan11";
+        match (operation, known) {
+            ("getDeveloper", true) => answer("getDeveloper", ATHITHTHAN),
+            ("getDeveloper", false) => fault(unknown),
+            ("getRepo", true) => answer("getRepo", STACKCHEATS),
+            ("getRepo", false) => answer("getRepo", ""),
+            (other, _) => panic!("{other} must not be called"),
         }
-    });
+    }
+}
+
+#[test]
+fn a_developer_is_read_in_one_call() {
+    let host = ScriptedHost::new(real_service(UNKNOWN));
     let (status, body) = host.call("GET", "/devs/athiththan11", "");
     assert_eq!(status, 200);
     assert_eq!(body["email"], "athiththan@demo.com");
-    let (status, body) = host.call("GET", "/devs/nobody", "");
-    assert_eq!(status, 404);
-    assert_eq!(body["description"], "Developer 'nobody' not found");
-    assert_eq!(host.calls(), ["getDeveloper", "getDeveloper"]);
+    assert_eq!(host.calls(), ["getDeveloper"]);
+}
+
+/// The fault's text is not relied on: whatever it says, a service that answers getRepo
+/// right after is working, so the user name is unknown.
+#[test]
+fn a_server_fault_for_a_working_service_is_an_unknown_developer() {
+    for text in [
+        UNKNOWN,
+        "No value present",
+        "java.lang.NullPointerException",
+        "",
+    ] {
+        let host = ScriptedHost::new(real_service(text));
+        let (status, body) = host.call("GET", "/devs/nobody", "");
+        assert_eq!(status, 404, "{text}: {body}");
+        assert_eq!(body["description"], "Developer 'nobody' not found");
+        assert_eq!(host.calls(), ["getDeveloper", "getRepo"]);
+    }
 }
 
 #[test]
-fn an_empty_repo_list_is_told_apart_from_an_unknown_developer() {
-    let host = ScriptedHost::new(|operation, payload| {
-        let known = payload.child(NAMESPACE, "username").unwrap().text == "athiththan11";
-        match (operation, known) {
-            ("getRepo", _) => answer("getRepo", ""),
-            ("getDeveloper", true) => answer("getDeveloper", ATHITHTHAN),
-            _ => fault("Resource not found"),
-        }
-    });
-    assert_eq!(
-        host.call("GET", "/devs/athiththan11/repos", ""),
-        (200, Value::Array(vec![]))
-    );
-    assert_eq!(host.call("GET", "/devs/nobody/repos", "").0, 404);
-}
-
-#[test]
-fn a_taken_username_is_409_and_nothing_is_added() {
+fn a_failing_service_is_502_not_an_unknown_developer() {
+    let failing = || {
+        ScriptedHost::new(|_, _| {
+            fault("Could not open JPA EntityManager for transaction; nested exception")
+        })
+    };
+    for (method, path, body) in [
+        ("GET", "/devs/athiththan11", ""),
+        ("GET", "/devs/athiththan11/repos", ""),
+        ("DELETE", "/devs/athiththan11", ""),
+        (
+            "POST",
+            "/devs",
+            r#"{"username":"u","name":"n","email":"e"}"#,
+        ),
+        (
+            "POST",
+            "/repos",
+            r#"{"name":"r","username":"athiththan11","forks":1}"#,
+        ),
+    ] {
+        let host = failing();
+        let (status, reply) = host.call(method, path, body);
+        assert_eq!(status, 502, "{method} {path}: {reply}");
+        assert!(
+            reply["description"].as_str().unwrap().contains("fault"),
+            "{reply}"
+        );
+    }
+    // A service whose getDeveloper faults and whose getRepo cannot be reached either.
     let host = ScriptedHost::new(|operation, _| match operation {
-        "getDeveloper" => answer("getDeveloper", ATHITHTHAN),
-        other => panic!("{other} must not be called"),
+        "getDeveloper" => fault(UNKNOWN),
+        _ => Err(SendError::Unreachable("connection reset".into())),
     });
-    let body = r#"{"username":"athiththan11","name":"X","email":"x@y"}"#;
-    let (status, body) = host.call("POST", "/devs", body);
-    assert_eq!(status, 409);
-    assert!(
-        body["description"]
-            .as_str()
-            .unwrap()
-            .contains("already exists")
-    );
+    assert_eq!(host.call("GET", "/devs/nobody", "").0, 502);
+    assert_eq!(host.calls(), ["getDeveloper", "getRepo"]);
+}
+
+#[test]
+fn a_client_fault_is_502_without_a_second_call() {
+    let host = ScriptedHost::new(|_, _| fault_of("SOAP-ENV:Client", "Unmarshalling Error"));
+    assert_eq!(host.call("GET", "/devs/a", "").0, 502);
     assert_eq!(host.calls(), ["getDeveloper"]);
 }
 
 #[test]
-fn a_repo_is_added_once_its_owner_is_known() {
+fn repos_are_those_of_a_known_developer() {
+    let host = ScriptedHost::new(real_service(UNKNOWN));
+    let (status, body) = host.call("GET", "/devs/athiththan11/repos", "");
+    assert_eq!(status, 200);
+    assert_eq!(body[0]["name"], "stackcheats");
+    assert_eq!(host.calls(), ["getDeveloper", "getRepo"]);
+    assert_eq!(host.call("GET", "/devs/nobody/repos", "").0, 404);
+    // Repositories added for a user name the service does not know (addRepo checks no
+    // owner) do not make a developer of them.
+    let host = ScriptedHost::new(|operation, _| match operation {
+        "getDeveloper" => fault(UNKNOWN),
+        _ => answer("getRepo", STACKCHEATS),
+    });
+    assert_eq!(host.call("GET", "/devs/ghost/repos", "").0, 404);
+}
+
+#[test]
+fn a_developer_is_added_in_one_call_and_a_taken_name_is_409() {
+    let host = ScriptedHost::new(|operation, payload| {
+        assert_eq!(operation, "addDeveloper");
+        match username(payload).as_str() {
+            // The service keeps the stored record and answers without a developer.
+            "athiththan11" => answer("addDeveloper", ""),
+            _ => answer(
+                "addDeveloper",
+                "<ns2:developer><ns2:username>new</ns2:username><ns2:name>N</ns2:name><ns2:email>n@e</ns2:email></ns2:developer>",
+            ),
+        }
+    });
+    let (status, body) = host.call(
+        "POST",
+        "/devs",
+        r#"{"username":"new","name":"N","email":"n@e"}"#,
+    );
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(body["email"], "n@e");
+    let (status, body) = host.call(
+        "POST",
+        "/devs",
+        r#"{"username":"athiththan11","name":"X","email":"x@y"}"#,
+    );
+    assert_eq!(status, 409);
+    assert_eq!(
+        body["description"],
+        "Developer 'athiththan11' already exists"
+    );
+    assert_eq!(host.calls(), ["addDeveloper", "addDeveloper"]);
+}
+
+#[test]
+fn a_repo_is_added_once_its_owner_is_known_and_the_name_free() {
     let host = ScriptedHost::new(|operation, payload| match operation {
-        "getDeveloper" => answer("getDeveloper", ATHITHTHAN),
-        "getRepo" => answer("getRepo", ""),
         "addRepo" => {
             let forks = &payload.child(NAMESPACE, "forks").unwrap().text;
             let repo = format!(
@@ -153,7 +259,7 @@ fn a_repo_is_added_once_its_owner_is_known() {
             );
             answer("addRepo", &repo)
         }
-        other => panic!("unexpected {other}"),
+        other => real_service(UNKNOWN)(other, payload),
     });
     let (status, body) = host.call(
         "POST",
@@ -163,6 +269,26 @@ fn a_repo_is_added_once_its_owner_is_known() {
     assert_eq!(status, 201);
     assert_eq!(body["forks"], 7);
     assert_eq!(host.calls(), ["getDeveloper", "getRepo", "addRepo"]);
+
+    // Refusals are decided before addRepo, which would add anything.
+    let host = ScriptedHost::new(real_service(UNKNOWN));
+    let (status, body) = host.call(
+        "POST",
+        "/repos",
+        r#"{"name":"stackcheats","username":"athiththan11","forks":0}"#,
+    );
+    assert_eq!(status, 409, "{body}");
+    let (status, body) = host.call(
+        "POST",
+        "/repos",
+        r#"{"name":"x","username":"nobody","forks":0}"#,
+    );
+    assert_eq!(status, 404, "{body}");
+    assert_eq!(body["description"], "Developer 'nobody' not found");
+    assert_eq!(
+        host.calls(),
+        ["getDeveloper", "getRepo", "getDeveloper", "getRepo"]
+    );
 }
 
 #[test]

@@ -106,7 +106,7 @@ impl Gateway {
             return Decision::Handle;
         }
         if let Some(service) = token_service_path(path) {
-            return match token_relay(host, service, &target) {
+            return match token_relay(host, service, &target, &request.headers) {
                 Ok(backend) => Decision::Forward(Forwarding {
                     backend,
                     response_headers: Headers::new(),
@@ -369,8 +369,16 @@ fn token_service_path(path: &str) -> Option<&'static str> {
 }
 
 /// The request relaying `/token` or `/revoke` to the control plane's token service at
-/// `service`: the client's headers (its credentials included) and body pass on as they are.
-fn token_relay(host: &dyn Host, service: &str, target: &Target) -> Result<BackendRequest, Fault> {
+/// `service`: the client's headers (its credentials included) and body pass on as they
+/// are, with the client's address appended to `X-Forwarded-For`, so that a control plane
+/// listing the gateways in `APIM_TRUSTED_PROXIES` throttles failed logins per client
+/// rather than per gateway.
+fn token_relay(
+    host: &dyn Host,
+    service: &str,
+    target: &Target,
+    headers: &Headers,
+) -> Result<BackendRequest, Fault> {
     let relayed = sync::to_control_plane(
         host,
         "",
@@ -386,8 +394,11 @@ fn token_relay(host: &dyn Host, service: &str, target: &Target) -> Result<Backen
         scheme: relayed.scheme,
         authority: relayed.authority,
         path_with_query: relayed.path_with_query,
-        removed_headers: &[],
-        added_headers: Headers::new(),
+        removed_headers: &["x-forwarded-for"],
+        added_headers: vec![(
+            "x-forwarded-for".into(),
+            forward::forwarded_for(headers).into_bytes(),
+        )],
         timeout_ms: relayed.timeout_ms,
     })
 }
@@ -396,7 +407,7 @@ fn token_relay(host: &dyn Host, service: &str, target: &Target) -> Result<Backen
 fn token_service(host: &dyn Host, request: &Request, target: &Target) -> Response {
     let relayed = token_service_path(&target.path)
         .ok_or_else(Fault::not_found)
-        .and_then(|service| token_relay(host, service, target))
+        .and_then(|service| token_relay(host, service, target, &request.headers))
         .and_then(|backend| {
             forward::backend_response(host.send(backend.outbound(request)))
                 .map_err(|_| Fault::token_service_unavailable())

@@ -6,7 +6,7 @@
 //! - `apim:m:snapshot`: `<generation> <version>`, a snapshot being taken into a fresh
 //!   generation, and how far it has got; the head moves to it once it is complete;
 //! - `apim:m:lock`: a lease, so that pages are applied one at a time whoever applies them
-//!   (a push and a pull, several instances, several nodes on one Redis).
+//!   (a push and a pull, several instances sharing one store).
 //!
 //! Every instance, and every Spin request with its fresh instance, reads the same store;
 //! instances read entries as requests need them ([`crate::view`]).

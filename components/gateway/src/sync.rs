@@ -36,7 +36,17 @@ pub mod settings {
     /// Where backends may be: comma-separated CIDRs and host names beyond the default
     /// policy (no loopback, link-local, private-use metadata, unspecified or multicast).
     pub const EGRESS_ALLOW: &str = "egress_allow";
+    /// Where the host runs no loop of its own (Spin): how often, in milliseconds, a
+    /// request's arrival checks the control plane for changes, after its answer is sent
+    /// (default [`super::DEFAULT_CATCH_UP_MS`]; 0: never).
+    pub const CATCH_UP_MS: &str = "catch_up_interval_ms";
 }
+
+/// Default of [`settings::CATCH_UP_MS`].
+pub const DEFAULT_CATCH_UP_MS: i64 = 1000;
+
+/// When a request last checked the control plane for changes (Unix milliseconds).
+const CAUGHT_UP_KEY: &str = "apim:m:caught-up";
 
 /// The gateway's name in `Via` when `gateway_id` is not set.
 pub const DEFAULT_GATEWAY_ID: &str = "apim-gateway";
@@ -142,18 +152,67 @@ impl From<String> for PullError {
     }
 }
 
+/// Catches up with the control plane on a request's arrival, at most once per
+/// [`settings::CATCH_UP_MS`] across the instances sharing the store: for hosts that run
+/// no loop of their own (Spin), called once the request's answer is sent. A request pays
+/// one key-value read unless it is the one whose turn it is; that one claims the turn
+/// (compare-and-swap, so one instance does it) and pulls.
+pub fn catch_up_if_due(host: &dyn Host) {
+    let interval = host
+        .setting(settings::CATCH_UP_MS)
+        .and_then(|v| v.trim().parse::<i64>().ok())
+        .unwrap_or(DEFAULT_CATCH_UP_MS);
+    if interval <= 0 || host.setting(settings::CONTROL_PLANE_URL).is_none() {
+        return;
+    }
+    let Ok(last) = host.kv_get(CAUGHT_UP_KEY) else {
+        return;
+    };
+    let now = host.now_millis();
+    let last_at = last
+        .as_deref()
+        .and_then(|bytes| std::str::from_utf8(bytes).ok()?.parse::<i64>().ok());
+    if last_at.is_some_and(|at| now.saturating_sub(at) < interval) {
+        return;
+    }
+    let claimed =
+        host.kv_compare_and_swap(CAUGHT_UP_KEY, last.as_deref(), now.to_string().as_bytes());
+    if claimed != Ok(true) {
+        return;
+    }
+    match pull(host) {
+        Ok(_) | Err(PullError::Busy) => {}
+        Err(err) => eprintln!("catching up with the control plane failed: {err}"),
+    }
+}
+
 /// Pulls and applies pages from where the store is until the control plane has nothing
-/// newer; the position held afterwards.
+/// newer; the position held afterwards. Each request names the gateway and its
+/// environment, so that the control plane lists it among the gateways that sync.
 pub fn pull(host: &dyn Host) -> Result<Position, PullError> {
     let public_key = host
         .setting(settings::MANIFEST_PUBLIC_KEY)
         .ok_or("manifest_public_key is not configured".to_string())?;
     let secret = host.setting(settings::GATEWAY_SECRET).unwrap_or_default();
     let mut position = state::position(host);
+    let identity = form_urlencoded::Serializer::new(String::new())
+        .append_pair(
+            "gateway",
+            &host
+                .setting(settings::GATEWAY_ID)
+                .unwrap_or_else(|| DEFAULT_GATEWAY_ID.to_string()),
+        )
+        .append_pair(
+            "environment",
+            &host
+                .setting(settings::GATEWAY_ENVIRONMENT)
+                .unwrap_or_default(),
+        )
+        .finish();
     for _ in 0..MAX_PAGES_PER_PULL {
         let (after, snapshot) = position.next_after();
         let query = format!(
-            "{}?after={after}&snapshot={snapshot}",
+            "{}?after={after}&snapshot={snapshot}&{identity}",
             paths::CONTROL_PLANE_MANIFEST
         );
         let authorization = format!("Bearer {secret}").into_bytes();

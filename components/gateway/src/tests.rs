@@ -157,8 +157,13 @@ fn operation(method: &str, template: &str, auth: AuthType, tier: Option<&str>) -
 }
 
 fn dev_api() -> ApiRoute {
+    dev_api_as("api-1")
+}
+
+/// [`dev_api`] under another id (its backend credentials sealed for that id).
+fn dev_api_as(id: &str) -> ApiRoute {
     ApiRoute {
-        id: "api-1".into(),
+        id: id.into(),
         name: "Dev".into(),
         version: "v1".into(),
         context: "/dev".into(),
@@ -176,7 +181,9 @@ fn dev_api() -> ApiRoute {
         ],
         production_url: Some("http://backend:8080/base/".into()),
         sandbox_url: None,
-        backend_authorization: Some("Basic dTpw".into()),
+        sealed_backend_authorization: Some(
+            sealed::GatewayKey::derive(GATEWAY_SECRET).seal(id, "Basic dTpw"),
+        ),
         max_tps: MaxTps {
             production: Some(1000),
             sandbox: None,
@@ -268,6 +275,9 @@ fn page(after: u64, upto: u64, latest: u64, snapshot: bool, changes: Vec<Change>
     }
 }
 
+/// The gateway secret of [`settings`].
+const GATEWAY_SECRET: &str = "s3cret";
+
 /// What proves the gateway secret of [`settings`] to the gateway's own endpoints.
 const INTERNAL: &[(&str, &str)] = &[("authorization", "Bearer s3cret")];
 
@@ -275,7 +285,7 @@ fn settings(manifest_keys: &Keys) -> HashMap<&'static str, String> {
     HashMap::from([
         ("manifest_public_key", manifest_keys.x.clone()),
         ("control_plane_url", "http://cp:9763".to_string()),
-        ("gateway_secret", "s3cret".to_string()),
+        ("gateway_secret", GATEWAY_SECRET.to_string()),
     ])
 }
 
@@ -556,8 +566,8 @@ fn throttles_by_application_tier_and_tps() {
         (429, "900803")
     );
     assert!(String::from_utf8_lossy(&throttled.body).contains("<amt:nextAccessTime>"));
-    // The next minute starts afresh.
-    *world.host.now_ms.borrow_mut() += 60_000;
+    // Two minutes on (windows slide, see below), nothing of it is left.
+    *world.host.now_ms.borrow_mut() += 120_000;
     assert_eq!(
         world
             .call("GET", "/dev/v1/devs/a", &[("authorization", &limited)])
@@ -565,13 +575,49 @@ fn throttles_by_application_tier_and_tps() {
         200
     );
 
-    // maxTps counts per second: start a fresh second.
-    *world.host.now_ms.borrow_mut() += 1000;
+    // maxTps counts per second: two seconds on, nothing of the last calls weighs in.
+    *world.host.now_ms.borrow_mut() += 2000;
     world.manifest.apis[0].route.max_tps.production = Some(1);
     assert_eq!(world.publish().status, 200);
     assert_eq!(world.call("GET", "/dev/v1/open", &[]).status, 200);
     let over = world.call("GET", "/dev/v1/open", &[]);
     assert_eq!((over.status, code(&over).as_str()), (503, "900801"));
+}
+
+/// A burst at the end of one window and another at the start of the next pass the limit
+/// once, not twice; as the first burst slides out of the last window's length, calls pass
+/// again at the rate it leaves.
+#[test]
+fn a_burst_at_a_window_edge_cannot_double_the_limit() {
+    let mut world = World::new();
+    world.manifest.apis[0].route.max_tps.production = Some(10);
+    assert_eq!(world.publish().status, 200);
+    // 900 ms into a second.
+    let second = (*world.host.now_ms.borrow()).div_euclid(1000) + 1;
+    *world.host.now_ms.borrow_mut() = second * 1000 + 900;
+    let admitted = |world: &mut World, calls: usize| {
+        (0..calls)
+            .filter(|_| world.call("GET", "/dev/v1/open", &[]).status == 200)
+            .count()
+    };
+    assert_eq!(admitted(&mut world, 15), 10);
+    // 200 ms later, in the next second: 90 % of the first burst is within the last second.
+    *world.host.now_ms.borrow_mut() += 200;
+    assert_eq!(
+        admitted(&mut world, 15),
+        1,
+        "10 × 0.9 = 9 of 10 still counted"
+    );
+    // Half a second on: half of the first burst has slid out.
+    *world.host.now_ms.borrow_mut() += 500;
+    assert_eq!(
+        admitted(&mut world, 15),
+        5,
+        "4 of the first burst + 1 + 5 = 10"
+    );
+    // Refused calls were taken back out: two seconds on, the full limit again.
+    *world.host.now_ms.borrow_mut() += 2000;
+    assert_eq!(admitted(&mut world, 15), 10);
 }
 
 #[test]
@@ -622,8 +668,7 @@ fn snapshots_are_kept_apart_until_their_last_page() {
         200
     );
     // A new manifest without the Dev API but with another, sent as a two-page snapshot.
-    let mut other = dev_api();
-    other.id = "api-2".into();
+    let mut other = dev_api_as("api-2");
     other.context = "/other".into();
     world.manifest.apis = vec![DeployedApi {
         route: other,
@@ -719,9 +764,10 @@ fn pulls_the_manifest_when_the_store_has_none() {
                     header(&request.headers, "authorization"),
                     Some("Bearer s3cret")
                 );
+                // Each pull names the gateway, so the control plane lists it.
                 let jws = match path.split_once('?').map(|(_, q)| q) {
-                    Some("after=0&snapshot=false") => &pages[0],
-                    Some("after=2&snapshot=true") => &pages[1],
+                    Some("after=0&snapshot=false&gateway=apim-gateway&environment=") => &pages[0],
+                    Some("after=2&snapshot=true&gateway=apim-gateway&environment=") => &pages[1],
                     other => panic!("unexpected pull {other:?}"),
                 };
                 Ok(Response::new(200, "application/jwt", jws.clone()))
@@ -829,8 +875,8 @@ fn caches_get_responses_for_the_cache_timeout() {
 fn routes_by_context_and_version_at_segment_boundaries() {
     let mut world = World::new();
     let api = |id: &str, context: &str, version: &str, default_version: bool| {
-        let mut route = dev_api();
-        (route.id, route.context, route.version) = (id.into(), context.into(), version.into());
+        let mut route = dev_api_as(id);
+        (route.context, route.version) = (context.into(), version.into());
         route.default_version = default_version;
         route.production_url = Some(format!("http://{id}"));
         DeployedApi {
@@ -945,7 +991,9 @@ fn decisions_for_hosts_that_forward_match_what_the_handler_sends() {
             ),
             ("cp:9763", service)
         );
-        assert!(relay.backend.removed_headers.is_empty());
+        // The client's own headers pass on, X-Forwarded-For extended with its address.
+        assert_eq!(relay.backend.removed_headers, ["x-forwarded-for"]);
+        assert!(header(&relay.backend.added_headers, "x-forwarded-for").is_some());
     }
     // The gateway's own endpoints are refused from the head without the secret.
     let unproven = world
@@ -970,7 +1018,8 @@ fn decisions_for_hosts_that_forward_match_what_the_handler_sends() {
     world.manifest.apis[0].route.cache_timeout_secs = Some(60);
     world.manifest.apis[0].route.max_tps.production = Some(2);
     world.publish();
-    *world.host.now_ms.borrow_mut() += 1000;
+    // Two seconds on: the calls above no longer weigh in (windows slide).
+    *world.host.now_ms.borrow_mut() += 2000;
     let Decision::Forward(miss) = world
         .gateway
         .decide(&world.host, &head("/dev/v1/devs/a", &client))
@@ -984,7 +1033,7 @@ fn decisions_for_hosts_that_forward_match_what_the_handler_sends() {
         &key,
         &answer,
         ttl,
-        NOW_SECS * 1000 + 1000,
+        NOW_SECS * 1000 + 2000,
         &Headers::new(),
     );
     let hit = world
@@ -1363,4 +1412,45 @@ fn reports_pulled_pages_it_cannot_take_and_takes_the_next() {
     assert!(reports.iter().all(|r| (r.after, r.snapshot) == (0, false)));
     assert!(reports[0].reason.contains("could not be read whole"));
     assert!(reports[1].reason.contains("signature or content invalid"));
+}
+
+#[test]
+fn backend_credentials_stay_sealed_until_they_are_forwarded() {
+    let mut world = World::new();
+    let bearer = world.bearer("app-1");
+    // Neither the pages' entries nor the key-value store hold them in clear.
+    let stored = world
+        .host
+        .kv
+        .borrow()
+        .values()
+        .flatten()
+        .copied()
+        .collect::<Vec<u8>>();
+    let stored = String::from_utf8_lossy(&stored);
+    assert!(stored.contains("sealed_backend_authorization"), "{stored}");
+    assert!(!stored.contains("dTpw") && !stored.contains("Basic"));
+    let call = |world: &mut World| {
+        world.call(
+            "GET",
+            "/dev/v1/devs/alice/repos",
+            &[("authorization", &bearer)],
+        )
+    };
+    assert_eq!(call(&mut world).status, 200);
+    let sent = world.host.sent.borrow().last().cloned().unwrap();
+    assert_eq!(header(&sent.headers, "authorization"), Some("Basic dTpw"));
+
+    // Sealed under another gateway secret (or moved from another API's entry): the call
+    // fails rather than reach the backend without its credentials.
+    let before = world.host.sent.borrow().len();
+    world.manifest.apis[0].route.sealed_backend_authorization =
+        Some(sealed::GatewayKey::derive("another secret").seal("api-1", "Basic dTpw"));
+    assert_eq!(world.publish().status, 200);
+    assert_eq!(call(&mut world).status, 502);
+    world.manifest.apis[0].route.sealed_backend_authorization =
+        Some(sealed::GatewayKey::derive(GATEWAY_SECRET).seal("api-2", "Basic dTpw"));
+    assert_eq!(world.publish().status, 200);
+    assert_eq!(call(&mut world).status, 502);
+    assert_eq!(world.host.sent.borrow().len(), before, "nothing sent");
 }

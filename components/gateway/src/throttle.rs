@@ -1,6 +1,8 @@
 //! Throttling with counters in the shared key-value store, so every instance and every
 //! node counts together: the API's maxTps per environment (per second), the resource
-//! tier, the subscription tier and the application tier (per minute).
+//! tier, the subscription tier and the application tier (per minute). Windows slide: each
+//! counts in a window of the clock and weighs in the share of the previous one that the
+//! last window's length still covers.
 
 use std::collections::BTreeMap;
 
@@ -88,11 +90,17 @@ fn limit_of(tiers: &BTreeMap<String, Option<u64>>, name: Option<&str>) -> Option
     tiers.get(name?).copied().flatten()
 }
 
+/// Counts the request in its window and weighs in the previous window's count by the
+/// share of it still within the last window's length (a sliding window): a burst at the
+/// end of one window and another at the start of the next cannot pass twice the limit,
+/// as they would with windows that reset. A refused request is taken back out, so that
+/// only admitted requests weigh on the next window.
 fn count(host: &dyn Host, window: &Window, now_ms: i64) -> Result<(), Fault> {
     let number = now_ms.div_euclid(window.length_ms);
-    // The window's counter lives until the window is over, wherever in it it was made.
-    let lifetime_secs = (window.length_ms as u64).div_ceil(1000) + 1;
-    let key = format!("{}{lifetime_secs}:{}:{number}", expiry::PREFIX, window.key);
+    // A window's counter lives through the next window too, which weighs it in.
+    let lifetime_secs = (2 * window.length_ms as u64).div_ceil(1000) + 1;
+    let key_of = |number: i64| format!("{}{lifetime_secs}:{}:{number}", expiry::PREFIX, window.key);
+    let key = key_of(number);
     let count = match host.kv_increment(&key, 1) {
         Ok(count) => count,
         Err(err) => {
@@ -103,13 +111,36 @@ fn count(host: &dyn Host, window: &Window, now_ms: i64) -> Result<(), Fault> {
     };
     if count == 1 {
         // Hosts whose stores do not expire keys: the first request of a window tidies up
-        // the window before the last one.
-        let previous = format!("{}:{}", window.key, number - 2);
-        let _ = host.kv_delete(&expiry::key(lifetime_secs, &previous));
+        // the window before the previous one.
+        let _ = host.kv_delete(&key_of(number - 2));
     }
-    if count as u64 > window.limit {
+    let previous = host
+        .kv_get(&key_of(number - 1))
+        .ok()
+        .flatten()
+        .and_then(|bytes| std::str::from_utf8(&bytes).ok()?.trim().parse::<u64>().ok())
+        .unwrap_or(0);
+    if weighed(
+        previous,
+        count.max(0) as u64,
+        now_ms,
+        number,
+        window.length_ms,
+    ) > window.limit
+    {
+        let _ = host.kv_increment(&key, -1);
         Err((window.fault)((number + 1) * window.length_ms))
     } else {
         Ok(())
     }
+}
+
+/// Requests within the last `length_ms`, estimated: this window's `count` and the share of
+/// the previous window's that the last `length_ms` still covers (rounded up, so the
+/// estimate never falls short of an even spread).
+fn weighed(previous: u64, count: u64, now_ms: i64, number: i64, length_ms: i64) -> u64 {
+    let into = (now_ms - number * length_ms).clamp(0, length_ms) as u128;
+    let length = length_ms.max(1) as u128;
+    let covered = (previous as u128 * (length - into)).div_ceil(length);
+    count.saturating_add(covered.min(u64::MAX as u128) as u64)
 }

@@ -56,6 +56,8 @@ impl wasip2::exports::http::incoming_handler::Guest for Component {
             }
         };
         http::write_response(response_out, response);
+        // Answered: now, where the host runs no loop of its own, catch up if it is time.
+        crate::sync::catch_up_if_due(&WasiHost);
     }
 }
 

@@ -5,12 +5,14 @@
 //!
 //! By default no loopback, link-local (cloud metadata at 169.254.169.254 included),
 //! unspecified, multicast, broadcast or other cloud-metadata address is reached, nor a
-//! name such as `localhost`. An operator opens what is needed with an allow-list
-//! (`APIM_EGRESS_ALLOW`, the component's `egress_allow`): comma-separated CIDRs
-//! (`10.0.0.0/8`), addresses (`127.0.0.1`), addresses with a port (`127.0.0.1:8290`) and
-//! host names (`backend.internal`, optionally with a port). The control plane's
-//! listener and the gateway's own are refused whatever the list says; the hosts check
-//! those, since only they know where they listen.
+//! name such as `localhost`, nor a Spin service-chaining name (`*.spin.internal`: the
+//! application's own components, private ones included). An operator opens what is
+//! needed with an allow-list (`APIM_EGRESS_ALLOW`, the component's `egress_allow`):
+//! comma-separated CIDRs (`10.0.0.0/8`), addresses (`127.0.0.1`), addresses with a port
+//! (`127.0.0.1:8290`) and host names (`backend.internal`, `dev-facade.spin.internal`,
+//! optionally with a port). The control plane's listener and the gateway's own are
+//! refused whatever the list says; the hosts check those, since only they know where
+//! they listen.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
@@ -63,6 +65,9 @@ impl EgressPolicy {
             Some(ip) => self.check_address(&host, ip, port),
             None if self.allows_name(&host, port) => Ok(()),
             None if is_local_name(&host) => Err(Denied(format!("{host} names this machine"))),
+            None if is_spin_internal(&host) => Err(Denied(format!(
+                "{host} names a component of this Spin application"
+            ))),
             None => Ok(()),
         }
     }
@@ -221,6 +226,15 @@ fn is_local_name(host: &str) -> bool {
     host == "localhost" || host.ends_with(".localhost") || host == "localhost.localdomain"
 }
 
+/// Spin's service-chaining names (`<component>.spin.internal`): they reach the
+/// application's own components in memory, private ones included, never the network, and
+/// no address check can see them (Spin resolves them itself); like this machine's names
+/// they are refused unless the allow-list names them (`dev-facade.spin.internal`).
+fn is_spin_internal(host: &str) -> bool {
+    let host = host.trim_end_matches('.');
+    host == "spin.internal" || host.ends_with(".spin.internal")
+}
+
 /// Cloud metadata services outside the link-local range.
 const METADATA: [IpAddr; 2] = [
     IpAddr::V4(Ipv4Addr::new(100, 100, 100, 200)),
@@ -290,6 +304,9 @@ mod tests {
             "http://[fe80::1]/",
             "http://224.0.0.1/",
             "http://user@127.0.0.1/",
+            "http://dev-facade.spin.internal/devs",
+            "http://GATEWAY.Spin.Internal./",
+            "http://spin.internal/",
         ] {
             assert!(policy.check_url(url).is_err(), "{url}");
         }
@@ -325,6 +342,32 @@ mod tests {
         assert!(EgressPolicy::parse("not a host!").is_err());
         assert!(EgressPolicy::parse("host:99999").is_err());
         assert_eq!(EgressPolicy::parse(" , ").unwrap(), EgressPolicy::default());
+    }
+
+    /// The facade behind the gateway on Spin: its chaining name is opened by name alone.
+    #[test]
+    fn spin_internal_names_are_opened_one_by_one() {
+        let policy = EgressPolicy::parse("dev-facade.spin.internal").unwrap();
+        assert_eq!(
+            policy.check_url("http://dev-facade.spin.internal/devs/alice"),
+            Ok(())
+        );
+        assert_eq!(
+            policy.check_url("http://Dev-Facade.spin.internal./"),
+            Ok(())
+        );
+        for url in [
+            "http://gateway.spin.internal/",
+            "http://other.spin.internal/",
+            "http://dev-facade.spin.internal.evil.example/",
+        ] {
+            let verdict = policy.check_url(url);
+            assert_eq!(
+                verdict.is_err(),
+                url.contains(".spin.internal/"),
+                "{url}: {verdict:?}"
+            );
+        }
     }
 
     #[test]

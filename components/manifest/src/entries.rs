@@ -112,9 +112,20 @@ impl RouteSource {
 
     /// The prefixes this API is routed at.
     pub fn prefixes(&self) -> impl Iterator<Item = String> + '_ {
-        let versioned = format!("{}/{}", self.context, self.version);
-        std::iter::once(versioned).chain(self.default_version.then(|| self.context.clone()))
+        route_prefixes(&self.context, &self.version, self.default_version)
     }
+}
+
+/// Where an API of this context and version is routed: `<context>/<version>`, and
+/// `<context>` too for a default version.
+pub fn route_prefixes(
+    context: &str,
+    version: &str,
+    default_version: bool,
+) -> impl Iterator<Item = String> + use<> {
+    let versioned = format!("{context}/{version}");
+    let bare = default_version.then(|| context.to_string());
+    std::iter::once(versioned).chain(bare)
 }
 
 /// One API a route prefix leads to.

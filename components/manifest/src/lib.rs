@@ -13,6 +13,7 @@ pub mod bounds;
 pub mod canon;
 pub mod entries;
 pub mod page;
+pub mod sealed;
 
 use std::collections::BTreeMap;
 
@@ -96,8 +97,10 @@ pub struct ApiRoute {
     pub production_url: Option<String>,
     /// Sandbox endpoint URL.
     pub sandbox_url: Option<String>,
-    /// `Authorization` value sent to the backend instead of the client's (endpointSecurity).
-    pub backend_authorization: Option<String>,
+    /// `Authorization` value sent to the backend instead of the client's (endpointSecurity),
+    /// sealed for the gateways ([`sealed::GatewayKey`], bound to the API id): never in clear
+    /// in pages, recorded entries or key-value stores.
+    pub sealed_backend_authorization: Option<String>,
     /// Transactions per second, per environment.
     pub max_tps: MaxTps,
     /// CORS headers, when enabled.
@@ -280,6 +283,10 @@ pub mod paths {
     /// Control plane: GET the page after `?after=n` (`&snapshot=true` to continue a
     /// snapshot), with the gateway secret as bearer token.
     pub const CONTROL_PLANE_MANIFEST: &str = "/internal/gateway/manifest";
+    /// Control plane: GET `?after=n&wait=s&gateway=id&environment=e`, with the gateway
+    /// secret as bearer token: answers `{"latest": m}` once the manifest is past `n`, or
+    /// after `s` seconds (at most 30); records the gateway as holding `n`.
+    pub const CONTROL_PLANE_CHANGES: &str = "/internal/gateway/changes";
     /// Control plane: POST a [`PageReport`](crate::page::PageReport) here, with the
     /// gateway secret as bearer token, when a pulled page could not be taken.
     pub const CONTROL_PLANE_REPORT: &str = "/internal/gateway/report";

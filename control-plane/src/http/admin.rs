@@ -1,7 +1,12 @@
-//! Administration, `/api/am/admin/v0.14`: users and signing keys. HTTP Basic of a user
-//! with the admin role (the same as `control-plane add-user` / `rotate-signing-key`).
+//! Administration, `/api/am/admin/v0.14`: accounts and signing keys, by HTTP Basic of an
+//! administrator (the same as `control-plane add-user` / `rotate-signing-key`).
+//!
+//! A tenant's administrator (`admin` role, `name@domain`) manages that tenant's accounts
+//! only; the super tenant's administrators manage every tenant's and run the platform
+//! (signing keys). An account outside the caller's reach answers exactly as a missing
+//! one does (404), so its existence is not disclosed.
 
-use axum::extract::State;
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -11,8 +16,9 @@ use super::auth::BasicUser;
 use super::error::{ApiError, ApiResult};
 use super::extract::JsonBody;
 use super::{AppState, Touches};
+use crate::lockout;
 use crate::manifest::Touched;
-use crate::users::{self, User};
+use crate::users::{self, AccountChange, SUPER_TENANT, User};
 
 const ADMIN: &str = "/api/am/admin/v0.14";
 
@@ -20,11 +26,25 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .route(&format!("{ADMIN}/users"), get(list_users).post(add_user))
         .route(
+            &format!("{ADMIN}/users/{{username}}"),
+            get(get_user).put(update_user).delete(delete_user),
+        )
+        .route(
+            &format!("{ADMIN}/users/{{username}}/password"),
+            post(reset_password),
+        )
+        .route(
+            &format!("{ADMIN}/users/{{username}}/unlock"),
+            post(unlock_user),
+        )
+        .route(
             &format!("{ADMIN}/signing-keys/rotate"),
             post(rotate_signing_key),
         )
+        .route(&format!("{ADMIN}/gateways"), get(list_gateways))
 }
 
+/// Refuses callers without the admin role (403).
 fn require_admin(user: &User) -> ApiResult<()> {
     if user.has_role("admin") {
         Ok(())
@@ -33,6 +53,30 @@ fn require_admin(user: &User) -> ApiResult<()> {
             "Only administrators may manage users and keys".into(),
         ))
     }
+}
+
+/// Refuses (403) callers who are not administrators of the super tenant.
+fn require_platform_admin(user: &User) -> ApiResult<()> {
+    require_admin(user)?;
+    if user.is_platform_admin() {
+        Ok(())
+    } else {
+        Err(ApiError::Forbidden(
+            "Only administrators of the super tenant may manage the platform".into(),
+        ))
+    }
+}
+
+/// The account `username` if the administrator manages it; 404 otherwise, missing or
+/// in another tenant alike.
+async fn managed_account(state: &AppState, admin: &User, username: &str) -> ApiResult<User> {
+    require_admin(admin)?;
+    let found = if admin.manages(username) {
+        users::find(&state.db, username).await?
+    } else {
+        None
+    };
+    found.ok_or_else(|| ApiError::NotFound("user", username.to_string()))
 }
 
 #[derive(Debug, Deserialize)]
@@ -49,6 +93,7 @@ struct UserDto {
     username: String,
     roles: Vec<String>,
     tenant: String,
+    disabled: bool,
 }
 
 impl From<User> for UserDto {
@@ -57,11 +102,13 @@ impl From<User> for UserDto {
             username: user.username,
             roles: user.roles,
             tenant: user.tenant,
+            disabled: user.disabled,
         }
     }
 }
 
-/// `POST /users`: 201 with the user; 409 if the name is taken.
+/// `POST /users`: 201 with the user; 409 if the name is taken. A tenant administrator
+/// adds users to its own tenant only (403 for another).
 async fn add_user(
     State(state): State<AppState>,
     BasicUser(admin): BasicUser,
@@ -75,9 +122,13 @@ async fn add_user(
         ]));
     };
     users::validate_username(&username).map_err(ApiError::BadRequest)?;
-    if password.is_empty() {
-        return Err(ApiError::BadRequest("password must not be empty".into()));
+    if !admin.manages(&username) {
+        return Err(ApiError::Forbidden(format!(
+            "Administrators of {} may add users to that tenant only",
+            admin.tenant
+        )));
     }
+    check_password(&password)?;
     let roles =
         users::parse_roles(&body.roles.unwrap_or_default()).map_err(ApiError::BadRequest)?;
     if !users::insert_new(&state.db, &username, &password, &roles).await? {
@@ -85,21 +136,30 @@ async fn add_user(
             "A user named {username} already exists"
         )));
     }
-    tracing::info!(%username, ?roles, "user added");
+    tracing::info!(%username, ?roles, by = %admin.username, "user added");
     let user = users::find(&state.db, &username)
         .await?
         .ok_or_else(|| anyhow::anyhow!("new user {username} vanished"))?;
     Ok((StatusCode::CREATED, Touches::nothing(), Json(user.into())))
 }
 
-/// `GET /users`.
+fn check_password(password: &str) -> ApiResult<()> {
+    if password.is_empty() {
+        return Err(ApiError::BadRequest("password must not be empty".into()));
+    }
+    Ok(())
+}
+
+/// `GET /users`: the caller's tenant's accounts; every tenant's for the platform's
+/// administrators.
 async fn list_users(
     State(state): State<AppState>,
     BasicUser(admin): BasicUser,
 ) -> ApiResult<Json<Vec<UserDto>>> {
     require_admin(&admin)?;
+    let tenant = (admin.tenant != SUPER_TENANT).then_some(admin.tenant.as_str());
     Ok(Json(
-        users::list(&state.db)
+        users::list(&state.db, tenant)
             .await?
             .into_iter()
             .map(UserDto::from)
@@ -107,22 +167,173 @@ async fn list_users(
     ))
 }
 
+/// `GET /users/{username}`.
+async fn get_user(
+    State(state): State<AppState>,
+    BasicUser(admin): BasicUser,
+    Path(username): Path<String>,
+) -> ApiResult<Json<UserDto>> {
+    Ok(Json(
+        managed_account(&state, &admin, &username).await?.into(),
+    ))
+}
+
+/// An account change's outcome as an answer: 404 when the account vanished meanwhile,
+/// 409 when the change would leave the platform without an administrator.
+fn applied(outcome: Result<bool, String>, username: &str) -> ApiResult<()> {
+    match outcome {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(ApiError::NotFound("user", username.to_string())),
+        Err(refusal) => Err(ApiError::Conflict(refusal)),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UserChange {
+    roles: Option<Vec<String>>,
+    disabled: Option<bool>,
+}
+
+/// `PUT /users/{username}`: new roles and/or `disabled`; 200 with the account. Disabling
+/// ends the account's sessions (refresh tokens dropped; its access tokens stop working
+/// on the management API at once). 409 when it would leave no enabled administrator in
+/// the super tenant.
+async fn update_user(
+    State(state): State<AppState>,
+    BasicUser(admin): BasicUser,
+    Path(username): Path<String>,
+    JsonBody(body): JsonBody<UserChange>,
+) -> ApiResult<(Touches, Json<UserDto>)> {
+    managed_account(&state, &admin, &username).await?;
+    let change = AccountChange {
+        roles: body
+            .roles
+            .map(|roles| users::parse_roles(&roles))
+            .transpose()
+            .map_err(ApiError::BadRequest)?,
+        disabled: body.disabled,
+    };
+    applied(
+        users::change_account(&state.db, &username, &change).await?,
+        &username,
+    )?;
+    tracing::info!(%username, roles = ?change.roles, disabled = ?change.disabled, by = %admin.username, "user changed");
+    let user = managed_account(&state, &admin, &username).await?;
+    Ok((Touches::nothing(), Json(user.into())))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NewPassword {
+    password: Option<String>,
+}
+
+/// `POST /users/{username}/password`: sets a new password (`{"password": ...}`); the
+/// account's refresh tokens are dropped. 200 with no body.
+async fn reset_password(
+    State(state): State<AppState>,
+    BasicUser(admin): BasicUser,
+    Path(username): Path<String>,
+    JsonBody(body): JsonBody<NewPassword>,
+) -> ApiResult<(Touches, StatusCode)> {
+    managed_account(&state, &admin, &username).await?;
+    let password = body.password.unwrap_or_default();
+    check_password(&password)?;
+    if !users::reset_password(&state.db, &username, &password).await? {
+        return Err(ApiError::NotFound("user", username));
+    }
+    tracing::info!(%username, by = %admin.username, "password reset");
+    Ok((Touches::nothing(), StatusCode::OK))
+}
+
+/// `DELETE /users/{username}`: 200 with no body; 409 for the last enabled administrator
+/// of the super tenant. Its applications and APIs stay (an administrator may still
+/// manage them); its sessions end.
+async fn delete_user(
+    State(state): State<AppState>,
+    BasicUser(admin): BasicUser,
+    Path(username): Path<String>,
+) -> ApiResult<(Touches, StatusCode)> {
+    managed_account(&state, &admin, &username).await?;
+    applied(users::delete(&state.db, &username).await?, &username)?;
+    tracing::info!(%username, by = %admin.username, "user deleted");
+    Ok((Touches::nothing(), StatusCode::OK))
+}
+
+/// `POST /users/{username}/unlock`: lifts the user's lock-out after failed logins and
+/// forgets the failures; 200 with the user, 404 for an unknown one.
+async fn unlock_user(
+    State(state): State<AppState>,
+    BasicUser(admin): BasicUser,
+    Path(username): Path<String>,
+) -> ApiResult<(Touches, Json<UserDto>)> {
+    let user = managed_account(&state, &admin, &username).await?;
+    let was_locked = lockout::unlock(&state.db, &username).await?;
+    tracing::info!(%username, was_locked, by = %admin.username, "user unlocked");
+    Ok((Touches::nothing(), Json(user.into())))
+}
+
 #[derive(Debug, Serialize)]
 struct RotatedKey {
     kid: String,
 }
 
-/// `POST /signing-keys/rotate`: a new key signs from now on; old keys still verify.
+/// `POST /signing-keys/rotate`: a new key signs from now on; old keys still verify. A
+/// platform operation: the super tenant's administrators only.
 async fn rotate_signing_key(
     State(state): State<AppState>,
     BasicUser(admin): BasicUser,
 ) -> ApiResult<(StatusCode, Touches, Json<RotatedKey>)> {
-    require_admin(&admin)?;
+    require_platform_admin(&admin)?;
     let kid = state.keys.rotate()?;
     tracing::info!(%kid, "signing key rotated");
     Ok((
         StatusCode::CREATED,
         Touches::one(Touched::SigningKeys),
         Json(RotatedKey { kid }),
+    ))
+}
+
+/// A gateway as an operator sees it.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct GatewayDto {
+    id: String,
+    environment: String,
+    /// The manifest version it holds.
+    version: i64,
+    /// When it last asked for changes, Unix seconds.
+    last_seen: i64,
+    /// Versions it is behind the newest.
+    lag: i64,
+    /// Seconds since it last asked.
+    silent_for: i64,
+}
+
+/// `GET /gateways`: every gateway that has synced, with the version it holds, when it
+/// was last seen and how far behind it is. The platform's administrators only.
+async fn list_gateways(
+    State(state): State<AppState>,
+    BasicUser(admin): BasicUser,
+) -> ApiResult<Json<serde_json::Value>> {
+    require_platform_admin(&admin)?;
+    let latest =
+        i64::try_from(crate::manifest::latest_version(&state.db).await?).unwrap_or(i64::MAX);
+    let now = crate::db::now();
+    let list: Vec<GatewayDto> = crate::fleet::list(&state.db)
+        .await?
+        .into_iter()
+        .map(|g| GatewayDto {
+            lag: latest.saturating_sub(g.version).max(0),
+            silent_for: now.saturating_sub(g.last_seen).max(0),
+            id: g.id,
+            environment: g.environment,
+            version: g.version,
+            last_seen: g.last_seen,
+        })
+        .collect();
+    Ok(Json(
+        serde_json::json!({"count": list.len(), "latest": latest, "list": list}),
     ))
 }

@@ -13,12 +13,16 @@ use super::error::{ApiError, ApiResult, OnDuplicate};
 use super::extract::{JsonBody, QueryParams, parse_json, read_body};
 use super::pagination::{ListEnvelope, Page};
 use super::{AppState, Touches};
-use crate::apis::{ApiRecord, Invalid, check_context_length, normalise_context, validate_swagger};
+use crate::apis::{
+    ApiRecord, Invalid, check_context_length, check_tenant_context, normalise_context,
+    validate_swagger,
+};
 use crate::db::now;
 use crate::lifecycle;
 use crate::manifest::{self, Touched};
+use crate::routes;
 use crate::scopes::Scope;
-use crate::users::{provider_key, tenant_of};
+use crate::users::{self, provider_key, tenant_of};
 
 const BASE: &str = "/api/am/publisher/v0.14";
 
@@ -133,6 +137,26 @@ pub async fn find_api(db: &AnyPool, id_or_name: &str) -> ApiResult<Option<Stored
         }
     };
     row.map(from_row).transpose()
+}
+
+/// A tenant's APIs in these lifecycle states, by name and version.
+pub async fn tenant_apis(db: &AnyPool, tenant: &str, states: &[&str]) -> ApiResult<Vec<StoredApi>> {
+    let placeholders: Vec<String> = (0..states.len()).map(|i| format!("${}", i + 2)).collect();
+    // language=SQL
+    let select = format!(
+        "SELECT {API_COLUMNS} FROM apis WHERE tenant = $1 AND status IN ({}) ORDER BY name, version",
+        placeholders.join(", ")
+    );
+    let mut query = sqlx::query_as::<_, ApiRow>(&select).bind(tenant);
+    for state in states {
+        query = query.bind(*state);
+    }
+    query
+        .fetch_all(db)
+        .await?
+        .into_iter()
+        .map(from_row)
+        .collect()
 }
 
 /// The API if it exists in the caller's tenant; 404 otherwise (other tenants' APIs too).
@@ -287,7 +311,8 @@ fn check_endpoints(state: &AppState, record: &ApiRecord) -> ApiResult<()> {
     state.endpoints.check(config).map_err(ApiError::BadRequest)
 }
 
-/// `POST /apis`: 201 with `Location` and the full record, status CREATED (or PROTOTYPED).
+/// `POST /apis`: 201 with `Location` and the full record. A new API is always CREATED,
+/// whatever the body says: only `change-lifecycle`, with `api_publish`, deploys it.
 async fn create_api(
     State(state): State<AppState>,
     caller: Caller,
@@ -296,34 +321,36 @@ async fn create_api(
     caller.require(&state, Scope::ApiCreate)?;
     record.validate().map_err(invalid)?;
     check_endpoints(&state, &record)?;
-    let provider = record
-        .provider
-        .clone()
-        .filter(|p| !p.is_empty())
-        .unwrap_or_else(|| caller.username().to_string());
-    if tenant_of(&provider) != caller.tenant() {
-        return Err(ApiError::BadRequest(format!(
-            "Provider '{provider}' is not in the tenant of the logged in user"
-        )));
-    }
+    let provider = checked_provider(&state, &caller, record.provider.as_deref()).await?;
     let tenant = caller.tenant().to_string();
     let name = record.name.clone().unwrap_or_default();
     let version = record.version.clone().unwrap_or_default();
-    let context = normalise_context(record.context.as_deref().unwrap_or_default(), &tenant);
-    let status = if record.status.as_deref() == Some("PROTOTYPED") {
-        "PROTOTYPED"
-    } else {
-        "CREATED"
-    };
+    let raw_context = record.context.as_deref().unwrap_or_default();
+    check_tenant_context(raw_context, &tenant).map_err(ApiError::BadRequest)?;
+    let context = normalise_context(raw_context, &tenant);
+    let status = "CREATED";
     let id = uuid::Uuid::new_v4().to_string();
     record.id = Some(id.clone());
     record.provider = Some(provider.clone());
     record.context = Some(context.clone());
     record.status = Some(status.to_string());
+    record
+        .seal_backend_password(&state.data_keys, &id, None)
+        .map_err(invalid)?;
     check_deployable(&record)?;
 
     let mut tx = state.db.begin().await?;
     check_unique(&mut tx, &tenant, &name, &version, &context).await?;
+    let routes = RouteClaim {
+        api_id: &id,
+        tenant: &tenant,
+        name: &name,
+        context: &context,
+        version: &version,
+    };
+    let demoted = routes
+        .claim(&mut tx, record.is_default_version.unwrap_or(false))
+        .await?;
     // language=SQL
     sqlx::query(
         "INSERT INTO apis (id, tenant, provider, name, version, context, status, unique_name, record, created_at, updated_at)
@@ -347,11 +374,120 @@ async fn create_api(
     let location = format!("{BASE}/apis/{id}");
     Ok((
         StatusCode::CREATED,
-        Touches::one(Touched::Api(id)),
+        touches_apis(std::iter::once(id).chain(demoted)),
         [(header::LOCATION, location)],
-        Json(record),
+        Json(record.masked()),
     )
         .into_response())
+}
+
+/// The provider of a new API: the caller unless the body names another user of the
+/// caller's tenant, which only an administrator may do (as in WSO2).
+async fn checked_provider(
+    state: &AppState,
+    caller: &Caller,
+    named: Option<&str>,
+) -> ApiResult<String> {
+    let Some(provider) = named.filter(|p| !p.is_empty() && *p != caller.username()) else {
+        return Ok(caller.username().to_string());
+    };
+    let is_admin = users::find(&state.db, caller.username())
+        .await?
+        .is_some_and(|user| user.has_role("admin"));
+    if !is_admin {
+        // WSO2 2.6: without the admin role the provider is the caller, whatever is named.
+        tracing::debug!(
+            caller = caller.username(),
+            named = provider,
+            "provider overridden with the caller"
+        );
+        return Ok(caller.username().to_string());
+    }
+    if tenant_of(provider) != caller.tenant() {
+        return Err(ApiError::BadRequest(format!(
+            "Provider '{provider}' is not in the tenant of the logged in user"
+        )));
+    }
+    if users::find(&state.db, provider).await?.is_none() {
+        return Err(ApiError::BadRequest(format!(
+            "Specified provider {provider} not exist."
+        )));
+    }
+    Ok(provider.to_string())
+}
+
+/// Touches for these APIs.
+fn touches_apis(ids: impl IntoIterator<Item = String>) -> Touches {
+    Touches(ids.into_iter().map(Touched::Api).collect())
+}
+
+/// An API's routes, as it claims them in a write's transaction.
+struct RouteClaim<'a> {
+    api_id: &'a str,
+    tenant: &'a str,
+    name: &'a str,
+    context: &'a str,
+    version: &'a str,
+}
+
+impl RouteClaim<'_> {
+    /// Claims the versioned route, and the bare context for a default version. Another
+    /// version of the same API holding the bare context hands it over (an API has one
+    /// default version, as in WSO2) and is returned, its flag cleared, to be recompiled;
+    /// any other holder refuses the write with 409.
+    async fn claim(
+        &self,
+        tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+        default_version: bool,
+    ) -> ApiResult<Option<String>> {
+        let versioned = routes::prefixes(self.context, self.version, false);
+        if let Err(taken) = routes::claim(tx, self.api_id, &versioned).await? {
+            return Err(route_taken(&taken.prefix));
+        }
+        if default_version {
+            return self.claim_default(tx).await;
+        }
+        Ok(None)
+    }
+
+    async fn claim_default(
+        &self,
+        tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    ) -> ApiResult<Option<String>> {
+        let bare = [self.context.to_string()];
+        let Err(taken) = routes::claim(tx, self.api_id, &bare).await? else {
+            return Ok(None);
+        };
+        // language=SQL
+        let holder: Option<(String, String, String)> =
+            sqlx::query_as("SELECT tenant, name, record FROM apis WHERE id = $1")
+                .bind(&taken.holder)
+                .fetch_optional(&mut **tx)
+                .await?;
+        match holder {
+            Some((tenant, name, record)) if tenant == self.tenant && name == self.name => {
+                routes::transfer(tx, self.context, self.api_id).await?;
+                let mut record: ApiRecord = serde_json::from_str(&record)
+                    .map_err(|e| anyhow::anyhow!("stored record of API {}: {e}", taken.holder))?;
+                record.is_default_version = Some(false);
+                save_record(&mut **tx, &taken.holder, &record).await?;
+                Ok(Some(taken.holder))
+            }
+            _ => Err(route_taken(&taken.prefix)),
+        }
+    }
+
+    /// Gives up the bare context (no longer the default version).
+    async fn release_default(&self, tx: &mut sqlx::Transaction<'_, sqlx::Any>) -> ApiResult<()> {
+        routes::release(tx, self.api_id, self.context).await?;
+        Ok(())
+    }
+}
+
+fn route_taken(prefix: &str) -> ApiError {
+    ApiError::AlreadyExists(format!(
+        "The gateway route {prefix} is already used by another API"
+    ))
 }
 
 /// WSO2's name, version and context rules within a tenant.
@@ -399,7 +535,7 @@ async fn check_unique(
     Ok(())
 }
 
-/// `GET /apis/{apiId}`.
+/// `GET /apis/{apiId}`: the backend password masked.
 async fn get_api(
     State(state): State<AppState>,
     caller: Caller,
@@ -407,7 +543,10 @@ async fn get_api(
 ) -> ApiResult<Json<ApiRecord>> {
     caller.require(&state, Scope::ApiView)?;
     Ok(Json(
-        tenant_api(&state, &caller, &api_id).await?.full_record(),
+        tenant_api(&state, &caller, &api_id)
+            .await?
+            .full_record()
+            .masked(),
     ))
 }
 
@@ -441,13 +580,42 @@ async fn update_api(
     record.provider = Some(provider);
     record.context = Some(context);
     record.status = Some(api.status.clone());
+    record
+        .seal_backend_password(&state.data_keys, &api.id, Some(&api.record))
+        .map_err(invalid)?;
     check_deployable(&record)?;
-    save_record(&state.db, &api.id, &record).await?;
+    let routes = RouteClaim {
+        api_id: &api.id,
+        tenant: &api.tenant,
+        name: &api.name,
+        context: &api.context,
+        version: &api.version,
+    };
+    let was_default = api.record.is_default_version.unwrap_or(false);
+    let is_default = record.is_default_version.unwrap_or(false);
+    let mut tx = state.db.begin().await?;
+    let demoted = match (was_default, is_default) {
+        (false, true) => routes.claim_default(&mut tx).await?,
+        (true, false) => {
+            routes.release_default(&mut tx).await?;
+            None
+        }
+        _ => None,
+    };
+    save_record(&mut *tx, &api.id, &record).await?;
+    tx.commit().await?;
     tracing::info!(api = %api.id, "API updated");
-    Ok((Touches::one(Touched::Api(api.id)), Json(record)))
+    Ok((
+        touches_apis(std::iter::once(api.id).chain(demoted)),
+        Json(record.masked()),
+    ))
 }
 
-async fn save_record(db: &AnyPool, id: &str, record: &ApiRecord) -> ApiResult<()> {
+async fn save_record<'e>(
+    db: impl sqlx::Executor<'e, Database = sqlx::Any>,
+    id: &str,
+    record: &ApiRecord,
+) -> ApiResult<()> {
     // language=SQL
     sqlx::query(
         "UPDATE apis SET record = $1, updated_at = $2, revision = revision + 1 WHERE id = $3",
@@ -486,6 +654,7 @@ async fn delete_api(
         .bind(&api.id)
         .execute(&mut *tx)
         .await?;
+    routes::release_all(&mut tx, &api.id).await?;
     tx.commit().await?;
     tracing::info!(api = %api.id, "API deleted");
     Ok((Touches::one(Touched::Api(api.id)), StatusCode::OK))

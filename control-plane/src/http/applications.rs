@@ -105,7 +105,8 @@ pub struct StoredApplication {
 
 const APP_COLUMNS: &str = "id, owner, name, throttling_tier, description, callback_url, group_id, token_type, status, attributes";
 
-/// The caller's application: 404 when missing, 403 when someone else's.
+/// The caller's application: 404 when missing or in another tenant, 403 when another
+/// user's of the same tenant.
 pub async fn owned_application(
     state: &AppState,
     caller: &Caller,
@@ -123,6 +124,10 @@ pub async fn owned_application(
             "application",
             application_id.to_string(),
         )),
+        // Another tenant's application answers as a missing one: its id discloses nothing.
+        Some(app) if crate::users::tenant_of(&app.owner) != caller.tenant() => Err(
+            ApiError::NotFound("application", application_id.to_string()),
+        ),
         Some(app) if app.owner != caller.username() => Err(ApiError::Forbidden(format!(
             "You don't have permission to access the application with Id '{application_id}'"
         ))),
@@ -166,7 +171,7 @@ fn attributes(app: &StoredApplication) -> Value {
 }
 
 async fn dto(state: &AppState, app: StoredApplication) -> ApiResult<ApplicationDto> {
-    let keys = application_keys(&state.db, &app.id).await?;
+    let keys = application_keys(&state.db, &state.data_keys, &app.id).await?;
     Ok(ApplicationDto {
         attributes: attributes(&app),
         application_id: app.id,

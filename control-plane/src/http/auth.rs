@@ -1,6 +1,8 @@
 //! Who is calling: HTTP Basic users and bearer-token callers, and their scopes.
 
-use axum::extract::FromRequestParts;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+
+use axum::extract::{ConnectInfo, FromRequestParts};
 use axum::http::HeaderMap;
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
@@ -34,13 +36,63 @@ impl FromRequestParts<AppState> for BasicUser {
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> ApiResult<Self> {
         let (username, password) =
             basic_credentials(&parts.headers).ok_or(ApiError::Unauthenticated)?;
+        let from = client_address(parts, state);
         state
             .logins
-            .authenticate(&state.db, &username, &password)
+            .authenticate(&state.db, &username, &password, from)
             .await?
             .map(BasicUser)
             .ok_or(ApiError::Unauthenticated)
     }
+}
+
+/// The client's address, for the throttle of failed logins.
+pub struct ClientAddress(pub IpAddr);
+
+impl FromRequestParts<AppState> for ClientAddress {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        Ok(ClientAddress(client_address(parts, state)))
+    }
+}
+
+/// The address of the request's client (see [`forwarded_client`]); unspecified when the
+/// listener did not say.
+fn client_address(parts: &Parts, state: &AppState) -> IpAddr {
+    let peer = parts
+        .extensions
+        .get::<ConnectInfo<SocketAddr>>()
+        .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |info| info.0.ip());
+    forwarded_client(peer, &parts.headers, &state.config.trusted_proxies)
+}
+
+/// The TCP peer, or, when that is one of the trusted proxies, the last `X-Forwarded-For`
+/// entry that is not (entries before it are the client's say, not the proxies').
+fn forwarded_client(peer: IpAddr, headers: &HeaderMap, trusted: &[IpAddr]) -> IpAddr {
+    if !trusted.contains(&peer) {
+        return peer;
+    }
+    let forwarded = headers
+        .get_all("x-forwarded-for")
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .map(|entry| entry.trim().parse::<IpAddr>().ok())
+        .collect::<Vec<_>>();
+    let mut address = peer;
+    for entry in forwarded.into_iter().rev() {
+        match entry {
+            Some(ip) if trusted.contains(&ip) => address = ip,
+            Some(ip) => return ip,
+            // Not an address: the proxies' part of the list is broken from here on.
+            None => break,
+        }
+    }
+    address
 }
 
 /// A caller with a valid, unrevoked bearer token.
@@ -75,9 +127,35 @@ impl FromRequestParts<AppState> for Caller {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> ApiResult<Self> {
         let token = bearer_token(&parts.headers).ok_or(ApiError::Unauthenticated)?;
+        Caller::with_token(state, token).await
+    }
+}
+
+/// A caller when a bearer token is given (which must then be valid), anonymous without:
+/// for the store's public reads.
+pub struct MaybeCaller(pub Option<Caller>);
+
+impl FromRequestParts<AppState> for MaybeCaller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> ApiResult<Self> {
+        Ok(MaybeCaller(match bearer_token(&parts.headers) {
+            Some(token) => Some(Caller::with_token(state, token).await?),
+            None => None,
+        }))
+    }
+}
+
+impl Caller {
+    /// The caller a bearer token names: valid, unrevoked, its user still active.
+    async fn with_token(state: &AppState, token: &str) -> ApiResult<Self> {
         let claims = token::verify(&state.keys, &state.issuer, token, false)
             .map_err(|_| ApiError::Unauthenticated)?;
-        if is_revoked(state, &claims.jti).await? {
+        // An application's token is for its APIs on the gateways, never for managing.
+        if claims.application_id.is_some()
+            || is_revoked(state, &claims.jti).await?
+            || !users::is_active(&state.db, &claims.sub, claims.iat).await?
+        {
             return Err(ApiError::Unauthenticated);
         }
         Ok(Caller { claims })
@@ -98,4 +176,41 @@ async fn is_revoked(state: &AppState, jti: &str) -> sqlx::Result<bool> {
         .fetch_optional(&state.db)
         .await?;
     Ok(row.is_some())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_trusted_proxies_name_the_client() {
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        let trusted = [ip("10.0.0.1"), ip("10.0.0.2")];
+        let mut headers = HeaderMap::new();
+        headers.append("x-forwarded-for", "6.6.6.6, 192.0.2.9".parse().unwrap());
+        headers.append("x-forwarded-for", "10.0.0.2".parse().unwrap());
+        // A client that is no proxy says what it likes: ignored.
+        assert_eq!(
+            forwarded_client(ip("192.0.2.1"), &headers, &trusted),
+            ip("192.0.2.1")
+        );
+        // Through the proxies: the last entry they did not add.
+        assert_eq!(
+            forwarded_client(ip("10.0.0.1"), &headers, &trusted),
+            ip("192.0.2.9")
+        );
+        assert_eq!(
+            forwarded_client(ip("10.0.0.1"), &HeaderMap::new(), &trusted),
+            ip("10.0.0.1")
+        );
+        let mut garbled = HeaderMap::new();
+        garbled.insert(
+            "x-forwarded-for",
+            "6.6.6.6, unknown, 10.0.0.2".parse().unwrap(),
+        );
+        assert_eq!(
+            forwarded_client(ip("10.0.0.1"), &garbled, &trusted),
+            ip("10.0.0.2")
+        );
+    }
 }

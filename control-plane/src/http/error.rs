@@ -6,6 +6,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
+use crate::users::LoginError;
+
 /// Why a management request failed; each variant has one status and body.
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
@@ -42,16 +44,64 @@ pub enum ApiError {
     /// 415.
     #[error("unsupported media type")]
     UnsupportedMediaType,
+    /// 408: the body did not arrive in time.
+    #[error("request timeout")]
+    RequestTimeout,
+    /// 429 with Retry-After: too many failed logins from the client's address.
+    #[error("too many failed logins")]
+    TooManyRequests(u64),
+    /// 503 with Retry-After: too many password checks waiting.
+    #[error("busy")]
+    Busy,
+    /// 503 with Retry-After: the database cannot serve right now (restarting, failing
+    /// over, no connection free in time; [`crate::db::is_unavailable`]); logged, answered
+    /// with a generic body.
+    #[error("database unavailable: {0}")]
+    Unavailable(anyhow::Error),
     /// 500: logged in full, answered with a generic body.
     #[error(transparent)]
-    Internal(#[from] anyhow::Error),
+    Internal(anyhow::Error),
+}
+
+/// Whether an error, or any error it wraps, says the database is unavailable.
+fn database_unavailable(err: &anyhow::Error) -> bool {
+    err.chain()
+        .filter_map(|cause| cause.downcast_ref::<sqlx::Error>())
+        .any(crate::db::is_unavailable)
+}
+
+impl From<anyhow::Error> for ApiError {
+    fn from(err: anyhow::Error) -> Self {
+        if database_unavailable(&err) {
+            ApiError::Unavailable(err)
+        } else {
+            ApiError::Internal(err)
+        }
+    }
 }
 
 impl From<sqlx::Error> for ApiError {
     fn from(err: sqlx::Error) -> Self {
-        ApiError::Internal(err.into())
+        anyhow::Error::from(err).into()
     }
 }
+
+impl From<LoginError> for ApiError {
+    fn from(err: LoginError) -> Self {
+        match err {
+            LoginError::Throttled { retry_after } => ApiError::TooManyRequests(retry_after),
+            LoginError::Busy => ApiError::Busy,
+            LoginError::Internal(err) => err.into(),
+        }
+    }
+}
+
+/// Seconds a client is told to wait when password checks are saturated.
+const BUSY_RETRY_AFTER_SECS: u64 = 1;
+/// Seconds a client is told to wait when the database is unavailable.
+const UNAVAILABLE_RETRY_AFTER_SECS: u64 = 1;
+/// What a client is told when the database is unavailable.
+const UNAVAILABLE_DESCRIPTION: &str = "The database is unavailable; retry shortly";
 
 /// WSO2's `Error` definition.
 #[derive(Debug, Serialize)]
@@ -83,6 +133,9 @@ impl ApiError {
             Self::AlreadyExists(_) | Self::Conflict(_) => StatusCode::CONFLICT,
             Self::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Self::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
+            Self::TooManyRequests(_) => StatusCode::TOO_MANY_REQUESTS,
+            Self::Busy | Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -127,6 +180,26 @@ impl ApiError {
                 "The request body must be application/json".to_string(),
                 vec![],
             ),
+            Self::RequestTimeout => (
+                "Request Timeout",
+                "The request body did not arrive in time".to_string(),
+                vec![],
+            ),
+            Self::TooManyRequests(secs) => (
+                "Too Many Requests",
+                format!("Too many failed logins from this address; retry after {secs} s"),
+                vec![],
+            ),
+            Self::Busy => (
+                "Service Unavailable",
+                "Too many logins are being checked; retry shortly".to_string(),
+                vec![],
+            ),
+            Self::Unavailable(_) => (
+                "Service Unavailable",
+                UNAVAILABLE_DESCRIPTION.to_string(),
+                vec![],
+            ),
             Self::Internal(_) => (
                 "Internal server error",
                 "The server could not complete the request".to_string(),
@@ -145,10 +218,30 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        if let Self::Internal(err) = &self {
-            tracing::error!(error = ?err, "request failed");
+        match &self {
+            Self::Internal(err) => tracing::error!(error = ?err, "request failed"),
+            Self::Unavailable(err) => {
+                tracing::warn!(error = %format!("{err:#}"), "database unavailable; answered 503");
+            }
+            _ => {}
         }
-        (self.status_code(), Json(self.body())).into_response()
+        let retry_after = match &self {
+            Self::TooManyRequests(secs) => Some(*secs),
+            Self::Busy => Some(BUSY_RETRY_AFTER_SECS),
+            Self::Unavailable(_) => Some(UNAVAILABLE_RETRY_AFTER_SECS),
+            _ => None,
+        };
+        let mut response = (self.status_code(), Json(self.body())).into_response();
+        set_retry_after(&mut response, retry_after);
+        response
+    }
+}
+
+fn set_retry_after(response: &mut Response, secs: Option<u64>) {
+    if let Some(secs) = secs {
+        response
+            .headers_mut()
+            .insert(axum::http::header::RETRY_AFTER, secs.into());
     }
 }
 
@@ -179,6 +272,7 @@ pub struct OAuthError {
     status: StatusCode,
     error: &'static str,
     description: String,
+    retry_after: Option<u64>,
 }
 
 impl OAuthError {
@@ -225,19 +319,55 @@ impl OAuthError {
             status,
             error,
             description: description.into(),
+            retry_after: None,
+        }
+    }
+
+    /// 429 or 503 `temporarily_unavailable`, with Retry-After.
+    fn unavailable(status: StatusCode, retry_after: u64, description: &str) -> Self {
+        OAuthError {
+            retry_after: Some(retry_after),
+            ..Self::new(status, "temporarily_unavailable", description)
+        }
+    }
+}
+
+impl From<LoginError> for OAuthError {
+    fn from(err: LoginError) -> Self {
+        match err {
+            LoginError::Throttled { retry_after } => Self::unavailable(
+                StatusCode::TOO_MANY_REQUESTS,
+                retry_after,
+                &format!("Too many failed logins from this address; retry after {retry_after} s"),
+            ),
+            LoginError::Busy => Self::unavailable(
+                StatusCode::SERVICE_UNAVAILABLE,
+                BUSY_RETRY_AFTER_SECS,
+                "Too many logins are being checked; retry shortly",
+            ),
+            LoginError::Internal(err) => err.into(),
         }
     }
 }
 
 impl From<sqlx::Error> for OAuthError {
     fn from(err: sqlx::Error) -> Self {
-        Self::server_error(err)
+        anyhow::Error::from(err).into()
     }
 }
 
 impl From<anyhow::Error> for OAuthError {
     fn from(err: anyhow::Error) -> Self {
-        Self::server_error(err)
+        if database_unavailable(&err) {
+            tracing::warn!(error = %format!("{err:#}"), "database unavailable; answered 503");
+            Self::unavailable(
+                StatusCode::SERVICE_UNAVAILABLE,
+                UNAVAILABLE_RETRY_AFTER_SECS,
+                UNAVAILABLE_DESCRIPTION,
+            )
+        } else {
+            Self::server_error(err)
+        }
     }
 }
 
@@ -251,11 +381,70 @@ impl IntoResponse for OAuthError {
                 axum::http::HeaderValue::from_static("Basic realm=\"token\""),
             );
         }
+        set_retry_after(&mut response, self.retry_after);
         // RFC 6749 §5.1: token responses must not be cached.
         response.headers_mut().insert(
             axum::http::header::CACHE_CONTROL,
             axum::http::HeaderValue::from_static("no-store"),
         );
         response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn answer(response: Response) -> (StatusCode, Option<String>, serde_json::Value) {
+        let status = response.status();
+        let retry_after = response
+            .headers()
+            .get(axum::http::header::RETRY_AFTER)
+            .map(|v| v.to_str().unwrap().to_string());
+        let body = axum::body::to_bytes(response.into_body(), 1 << 16)
+            .await
+            .unwrap();
+        (status, retry_after, serde_json::from_slice(&body).unwrap())
+    }
+
+    /// A database that went away (a restart's `admin_shutdown`, a reset connection, no
+    /// connection within the acquire timeout) is 503 with `Retry-After: 1` in WSO2's body,
+    /// however deep the sqlx error sits; other failures stay 500.
+    #[tokio::test]
+    async fn an_unavailable_database_is_503_with_retry_after() {
+        let reset = || sqlx::Error::Io(std::io::Error::from(std::io::ErrorKind::ConnectionReset));
+        let wrapped = anyhow::Error::from(reset()).context("could not read the API");
+        for err in [
+            ApiError::from(reset()),
+            ApiError::from(sqlx::Error::PoolTimedOut),
+            ApiError::from(wrapped),
+            ApiError::from(LoginError::Internal(reset().into())),
+        ] {
+            let (status, retry_after, body) = answer(err.into_response()).await;
+            assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+            assert_eq!(retry_after.as_deref(), Some("1"));
+            assert_eq!(body["code"], 503);
+            assert_eq!(body["message"], "Service Unavailable");
+            assert_eq!(body["description"], UNAVAILABLE_DESCRIPTION);
+            assert!(body["error"].is_array() && body["moreInfo"].is_string());
+        }
+        for err in [
+            ApiError::from(sqlx::Error::RowNotFound),
+            ApiError::from(anyhow::anyhow!("a bug")),
+        ] {
+            let (status, retry_after, body) = answer(err.into_response()).await;
+            assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+            assert_eq!(retry_after, None);
+            assert_eq!(body["code"], 500);
+        }
+        // The token endpoint says the same in OAuth's words.
+        let (status, retry_after, body) = answer(OAuthError::from(reset()).into_response()).await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(retry_after.as_deref(), Some("1"));
+        assert_eq!(body["error"], "temporarily_unavailable");
+        let (status, _, body) =
+            answer(OAuthError::from(sqlx::Error::RowNotFound).into_response()).await;
+        assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(body["error"], "server_error");
     }
 }

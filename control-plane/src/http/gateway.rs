@@ -16,7 +16,7 @@ use super::auth::bearer_token;
 use super::error::{ApiError, ApiResult};
 use super::extract::{QueryParams, parse_json};
 use super::{AppState, Touches};
-use crate::manifest;
+use crate::{fleet, manifest};
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -25,6 +25,7 @@ pub fn router() -> Router<AppState> {
             get(manifest_page),
         )
         .route("/internal/gateway/manifest-key", get(manifest_key))
+        .route(apim_manifest::paths::CONTROL_PLANE_CHANGES, get(changes))
         .route(
             apim_manifest::paths::CONTROL_PLANE_REPORT,
             post(page_report),
@@ -48,6 +49,10 @@ struct PageQuery {
     after: Option<u64>,
     /// Whether `after` is the progress of a snapshot.
     snapshot: Option<bool>,
+    /// The gateway's id, to record it (a gateway that only pulls, as on Spin).
+    gateway: Option<String>,
+    /// Its environment.
+    environment: Option<String>,
 }
 
 /// The page after `?after=`, as a compact JWS; needs the gateway secret (entries carry
@@ -58,12 +63,11 @@ async fn manifest_page(
     QueryParams(query): QueryParams<PageQuery>,
 ) -> ApiResult<Response> {
     require_gateway_secret(&state, &headers)?;
-    let page = manifest::read_page(
-        &state.db,
-        query.after.unwrap_or(0),
-        query.snapshot.unwrap_or(false),
-    )
-    .await?;
+    let (after, snapshot) = (query.after.unwrap_or(0), query.snapshot.unwrap_or(false));
+    // Midway through a snapshot a gateway holds nothing it serves yet.
+    let held = if snapshot { 0 } else { after };
+    check_in(&state, query.gateway, query.environment, held).await?;
+    let page = manifest::read_page(&state.db, after, snapshot).await?;
     let Some(page) = page else {
         return Ok((StatusCode::SERVICE_UNAVAILABLE, "manifest not compiled yet").into_response());
     };
@@ -79,6 +83,55 @@ async fn manifest_page(
         jws,
     )
         .into_response())
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ChangesQuery {
+    /// The version the gateway holds.
+    after: Option<u64>,
+    /// Seconds to hold the request while nothing is newer (at most 30).
+    wait: Option<u64>,
+    /// The gateway's id, to record it.
+    gateway: Option<String>,
+    /// Its environment.
+    environment: Option<String>,
+}
+
+/// A gateway's long poll: `{"latest": n}` once the manifest is past the version it holds
+/// (at once when it already is), or when the wait runs out. Gateways connect out this
+/// way, so one that starts, restarts or reconnects is current as soon as it reaches
+/// the control plane, whatever the pushes did meanwhile. Needs the gateway secret.
+async fn changes(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    QueryParams(query): QueryParams<ChangesQuery>,
+) -> ApiResult<Json<serde_json::Value>> {
+    require_gateway_secret(&state, &headers)?;
+    let after = query.after.unwrap_or(0);
+    check_in(&state, query.gateway, query.environment, after).await?;
+    let wait = std::time::Duration::from_secs(query.wait.unwrap_or(0));
+    let (known, closing) = (state.manifests.subscribe(), state.manifests.closing());
+    let latest = fleet::wait_for_version_after(known, closing, after, wait).await;
+    Ok(Json(serde_json::json!({ "latest": latest })))
+}
+
+/// Records a gateway that named itself as it asked, with the version it holds.
+async fn check_in(
+    state: &AppState,
+    gateway: Option<String>,
+    environment: Option<String>,
+    version: u64,
+) -> ApiResult<()> {
+    let Some(id) = gateway.filter(|id| !id.is_empty()) else {
+        return Ok(());
+    };
+    let checkin = fleet::Checkin {
+        id: &id,
+        environment: environment.as_deref().unwrap_or_default(),
+        version,
+    };
+    Ok(fleet::record(&state.db, &checkin).await?)
 }
 
 /// The manifest signing key as a JWK set (public; gateways are configured with its `x`).
@@ -115,6 +168,7 @@ mod tests {
     async fn serve(manifests: Arc<ManifestHub>, secret: &str) -> String {
         let dir = std::env::temp_dir().join(format!("apim-report-{}", uuid::Uuid::new_v4()));
         let keys = Arc::new(KeyRing::load_or_create(&dir).unwrap());
+        let data_keys = Arc::new(crate::secrets::DataKeys::ephemeral());
         let state = AppState {
             db: crate::db::connect("sqlite::memory:").await.unwrap(),
             keys: keys.clone(),
@@ -125,12 +179,13 @@ mod tests {
             manifest_keys: keys,
             gateway_secret: secret.into(),
             store_users: Arc::default(),
-            clients: Arc::default(),
+            clients: Arc::new(crate::clients::ClientCache::new(data_keys.clone())),
             logins: Arc::default(),
             endpoints: Arc::new(crate::apis::EndpointPolicy {
                 egress: Default::default(),
                 listener: "127.0.0.1:9763".parse().unwrap(),
             }),
+            data_keys,
         };
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());

@@ -15,6 +15,7 @@ use super::error::{ApiError, ApiResult, OnDuplicate};
 use super::extract::{JsonBody, QueryParams};
 use super::token::issue;
 use crate::clients::{self, OAuthClient};
+use crate::secrets::DataKeys;
 use crate::users;
 
 /// Grants a key gets when the request names none.
@@ -74,14 +75,18 @@ impl ApplicationKey {
     }
 }
 
-/// The keys an application has, production first.
+/// The keys an application has, production first (their secrets decrypted, as WSO2
+/// v0.14 answers them).
 pub async fn application_keys(
     db: &AnyPool,
+    data_keys: &DataKeys,
     application_id: &str,
 ) -> ApiResult<Vec<ApplicationKey>> {
     let mut keys = Vec::new();
     for key_type in ["PRODUCTION", "SANDBOX"] {
-        if let Some(client) = clients::find_application_key(db, application_id, key_type).await? {
+        if let Some(client) =
+            clients::find_application_key(db, data_keys, application_id, key_type).await?
+        {
             keys.push(ApplicationKey::new(client, None));
         }
     }
@@ -112,8 +117,8 @@ struct GenerateRequest {
 }
 
 impl GenerateRequest {
-    /// Checks the request, returning key type and validity in seconds.
-    fn validate(&self) -> ApiResult<(String, i64)> {
+    /// Checks the request, returning key type and validity in seconds (1 to `max`).
+    fn validate(&self, max: i64) -> ApiResult<(String, i64)> {
         let mut missing = Vec::new();
         for (property, present) in [
             ("keyType", self.key_type.is_some()),
@@ -138,9 +143,11 @@ impl GenerateRequest {
             Some(Value::Number(n)) => n.as_i64(),
             _ => None,
         }
-        .filter(|v| *v > 0)
+        .filter(|v| (1..=max).contains(v))
         .ok_or_else(|| {
-            ApiError::BadRequest("validityTime must be a positive number of seconds".into())
+            ApiError::BadRequest(format!(
+                "validityTime must be a whole number of seconds from 1 to {max}"
+            ))
         })?;
         Ok((key_type, validity))
     }
@@ -158,7 +165,7 @@ async fn generate_keys(
         .application_id
         .ok_or_else(|| ApiError::BadRequest("Query parameter applicationId is required".into()))?;
     let app = owned_application(&state, &caller, &application_id).await?;
-    let (key_type, validity) = request.validate()?;
+    let (key_type, validity) = request.validate(state.config.max_token_validity_secs)?;
     let grants = match &request.supported_grant_types {
         Some(list) if !list.is_empty() => list.join(" "),
         _ => DEFAULT_GRANTS.to_string(),
@@ -182,13 +189,13 @@ async fn generate_keys(
             .join(" "),
     };
     let conflict = || format!("Keys already generated for the application {}", app.id);
-    if clients::find_application_key(&state.db, &app.id, &key_type)
+    if clients::find_application_key(&state.db, &state.data_keys, &app.id, &key_type)
         .await?
         .is_some()
     {
         return Err(ApiError::Conflict(conflict()));
     }
-    clients::insert(&state.db, &client)
+    clients::insert(&state.db, &state.data_keys, &client)
         .await
         .on_duplicate(conflict)
         .map_err(|err| match err {
@@ -244,7 +251,7 @@ async fn get_key(
             "Invalid keyType '{key_type}'; allowed values are PRODUCTION, SANDBOX"
         )));
     }
-    clients::find_application_key(&state.db, &app.id, &key_type)
+    clients::find_application_key(&state.db, &state.data_keys, &app.id, &key_type)
         .await?
         .map(|client| Json(ApplicationKey::new(client, None)))
         .ok_or_else(|| {

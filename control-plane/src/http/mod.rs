@@ -26,6 +26,7 @@ mod gateway;
 mod keys;
 mod pagination;
 mod registration;
+mod store_apis;
 mod subscriptions;
 mod tiers;
 mod token;
@@ -57,6 +58,8 @@ pub struct AppState {
     pub logins: Arc<VerifiedLogins>,
     /// Where published APIs' endpoints may point.
     pub endpoints: Arc<crate::apis::EndpointPolicy>,
+    /// What secrets at rest are encrypted with.
+    pub data_keys: Arc<crate::secrets::DataKeys>,
 }
 
 /// The whole management API.
@@ -70,6 +73,7 @@ pub fn app(state: AppState) -> Router {
         .merge(applications::router())
         .merge(keys::router())
         .merge(subscriptions::router())
+        .merge(store_apis::router())
         .merge(admin::router())
         .merge(gateway::router())
         .fallback(not_found)
@@ -79,6 +83,13 @@ pub fn app(state: AppState) -> Router {
             after_changes,
         ))
         .layer(DefaultBodyLimit::max(body_limit))
+        .layer(axum::middleware::from_fn_with_state(
+            BodyLimits {
+                max_bytes: body_limit,
+                timeout: std::time::Duration::from_millis(state.config.body_timeout_ms),
+            },
+            read_body_in_time,
+        ))
         .layer(axum::middleware::from_fn_with_state(
             body_limit,
             refuse_oversized_bodies,
@@ -164,6 +175,53 @@ async fn refuse_oversized_bodies(
             axum::response::IntoResponse::into_response(error::ApiError::PayloadTooLarge)
         }
         _ => next.run(request).await,
+    }
+}
+
+/// How much of a body is read, and for how long.
+#[derive(Debug, Clone, Copy)]
+struct BodyLimits {
+    max_bytes: usize,
+    timeout: std::time::Duration,
+}
+
+/// Reads the whole body within the body timeout (408 past it, 413 past the size limit),
+/// so that a client trickling a body cannot hold a handler and its connection.
+/// Management bodies are small and every handler reads them whole anyway.
+async fn read_body_in_time(
+    axum::extract::State(limits): axum::extract::State<BodyLimits>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse as _;
+    use http_body_util::BodyExt as _;
+    let (parts, body) = request.into_parts();
+    let limited = http_body_util::Limited::new(body, limits.max_bytes);
+    let read = match tokio::time::timeout(limits.timeout, limited.collect()).await {
+        Err(_) => Err(error::ApiError::RequestTimeout),
+        Ok(Err(err)) if err.is::<http_body_util::LengthLimitError>() => {
+            Err(error::ApiError::PayloadTooLarge)
+        }
+        Ok(Err(_)) => Err(error::ApiError::BadRequest(
+            "The request body could not be read".into(),
+        )),
+        Ok(Ok(collected)) => Ok(collected.to_bytes()),
+    };
+    match read {
+        Ok(bytes) => {
+            let body = axum::body::Body::from(bytes);
+            next.run(axum::extract::Request::from_parts(parts, body))
+                .await
+        }
+        Err(refusal) => {
+            let mut response = refusal.into_response();
+            // The rest of the body is not read: the connection cannot carry another request.
+            response.headers_mut().insert(
+                axum::http::header::CONNECTION,
+                axum::http::HeaderValue::from_static("close"),
+            );
+            response
+        }
     }
 }
 

@@ -78,7 +78,9 @@ async fn register(
         ));
     }
     let full_name = format!("{}_{client_name}", registration_prefix(&owner));
-    if let Some(existing) = clients::find_registered(&state.db, &owner, &full_name).await? {
+    if let Some(existing) =
+        clients::find_registered(&state.db, &state.data_keys, &owner, &full_name).await?
+    {
         return Ok(Json(info(existing, None, profile.token_type)));
     }
     let callback_url = profile.callback_url.clone().unwrap_or_default();
@@ -96,16 +98,17 @@ async fn register(
         scopes: String::new(),
         allow_domains: String::new(),
     };
-    match clients::insert(&state.db, &client)
+    match clients::insert(&state.db, &state.data_keys, &client)
         .await
         .on_duplicate(String::new)
     {
         Ok(()) => Ok(Json(info(client, Some(owner), profile.token_type))),
         // Registered concurrently by the same owner: answer with that client, as a repeat would.
         Err(ApiError::AlreadyExists(_)) => {
-            let existing = clients::find_registered(&state.db, &owner, &full_name)
-                .await?
-                .ok_or_else(|| anyhow::anyhow!("registered client vanished"))?;
+            let existing =
+                clients::find_registered(&state.db, &state.data_keys, &owner, &full_name)
+                    .await?
+                    .ok_or_else(|| anyhow::anyhow!("registered client vanished"))?;
             Ok(Json(info(existing, None, profile.token_type)))
         }
         Err(err) => Err(err),

@@ -7,12 +7,13 @@ use axum::routing::get;
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 
-use super::apis::{StoredApi, find_api};
+use super::apis::find_api;
 use super::applications::{STORE, StoreUser, owned_application};
 use super::auth::Caller;
 use super::error::{ApiError, ApiResult, OnDuplicate};
 use super::extract::{JsonBody, QueryParams};
 use super::pagination::{ListEnvelope, Page};
+use super::store_apis::Viewer;
 use super::{AppState, Touches};
 use crate::db::now;
 use crate::manifest::Touched;
@@ -52,23 +53,6 @@ struct SubscriptionBody {
     status: Option<String>,
 }
 
-/// Whether a caller of this tenant may subscribe to the API.
-fn visible_to(api: &StoredApi, tenant: &str) -> bool {
-    if api.tenant == tenant {
-        return true;
-    }
-    match api.record.subscription_availability.as_deref() {
-        Some("all_tenants") => true,
-        Some("specific_tenants") => api
-            .record
-            .subscription_available_tenants
-            .iter()
-            .flatten()
-            .any(|t| t == tenant),
-        _ => false,
-    }
-}
-
 /// `POST /subscriptions`: 201 with `Location`; the API by id or unique name.
 async fn subscribe(
     State(state): State<AppState>,
@@ -93,14 +77,13 @@ async fn subscribe(
         body.application_id.unwrap_or_default(),
     );
     let app = owned_application(&state, &caller, &application_id).await?;
+    // An API the caller may not subscribe to (another tenant's, or not visible to it)
+    // answers as a missing one.
+    let viewer = Viewer::of(&state, Some(&caller)).await?;
     let api = find_api(&state.db, &api_identifier)
         .await?
+        .filter(|api| viewer.may_subscribe(api))
         .ok_or_else(|| ApiError::NotFound("API", api_identifier.clone()))?;
-    if !visible_to(&api, caller.tenant()) {
-        return Err(ApiError::Forbidden(format!(
-            "The API {api_identifier} is not visible to the tenant of the logged in user"
-        )));
-    }
     if !matches!(api.status.as_str(), "PUBLISHED" | "PROTOTYPED") {
         return Err(ApiError::NotFoundWhy(format!(
             "Subscriptions not allowed on APIs in the state: {}",
@@ -209,8 +192,10 @@ async fn list_subscriptions(
             (rows, format!("applicationId={application_id}"))
         }
         (None, Some(api_id)) => {
+            let viewer = Viewer::of(&state, Some(&caller)).await?;
             let api = find_api(&state.db, api_id)
                 .await?
+                .filter(|api| viewer.sees(api))
                 .ok_or_else(|| ApiError::NotFound("API", api_id.clone()))?;
             // language=SQL
             let rows = sqlx::query_as(&format!(
@@ -238,7 +223,9 @@ async fn list_subscriptions(
     Ok(Json(ListEnvelope::new(list, total, page, link)))
 }
 
-/// The caller's subscription: 404 when missing, 403 when another user's.
+/// The caller's subscription: 404 when missing or another tenant's (answered exactly as
+/// a missing one, naming neither its application nor anything else), 403 when another
+/// user's of the caller's tenant.
 async fn owned_subscription(
     state: &AppState,
     caller: &Caller,
@@ -251,9 +238,13 @@ async fn owned_subscription(
     .bind(id)
     .fetch_optional(&state.db)
     .await?;
-    let row = row.ok_or_else(|| ApiError::NotFound("subscription", id.to_string()))?;
-    owned_application(state, caller, &row.1).await?;
-    Ok(row)
+    let missing = || ApiError::NotFound("subscription", id.to_string());
+    let row = row.ok_or_else(missing)?;
+    match owned_application(state, caller, &row.1).await {
+        Ok(_) => Ok(row),
+        Err(ApiError::NotFound(..)) => Err(missing()),
+        Err(err) => Err(err),
+    }
 }
 
 /// `GET /subscriptions/{subscriptionId}`.

@@ -2,6 +2,7 @@
 //! The gateway listener exposes these as `{gateway_url}/token` and `/revoke`.
 
 use std::collections::HashMap;
+use std::net::IpAddr;
 use std::sync::Arc;
 
 use axum::extract::State;
@@ -13,18 +14,15 @@ use axum::{Form, Json, Router};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use super::auth::basic_credentials;
+use super::auth::{ClientAddress, basic_credentials};
 use super::error::OAuthError;
 use super::{AppState, Touches};
 use crate::clients::{OAuthClient, Principal};
 use crate::db::now;
 use crate::manifest::Touched;
-use crate::scopes::APPLICATION_SCOPE;
+use crate::scopes::{self, APPLICATION_SCOPE};
 use crate::token::{self, Claims};
 use crate::users::{self, User};
-
-/// Longest validity a client may ask for with `validity_period`: one year.
-const MAX_VALIDITY_SECS: i64 = 365 * 24 * 3600;
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -53,6 +51,7 @@ type Params = HashMap<String, String>;
 
 async fn token_endpoint(
     State(state): State<AppState>,
+    ClientAddress(from): ClientAddress,
     headers: HeaderMap,
     form: Result<Form<Params>, FormRejection>,
 ) -> Result<Response, OAuthError> {
@@ -67,7 +66,7 @@ async fn token_endpoint(
     }
     let validity = validity(&state, client, &params)?;
     let response = match grant {
-        "password" => password_grant(&state, client, &params, validity).await?,
+        "password" => password_grant(&state, client, &params, validity, from).await?,
         "client_credentials" => {
             let owner = principal.owner.as_ref().ok_or_else(|| {
                 OAuthError::invalid_client("The owner of this client no longer exists")
@@ -85,12 +84,13 @@ async fn password_grant(
     client: &OAuthClient,
     params: &Params,
     validity: i64,
+    from: IpAddr,
 ) -> Result<TokenResponse, OAuthError> {
     let username = param(params, "username")?;
     let password = param(params, "password")?;
     let user = state
         .logins
-        .authenticate(&state.db, username, password)
+        .authenticate(&state.db, username, password, from)
         .await?
         .ok_or_else(|| {
             OAuthError::invalid_grant(format!("Authentication failed for {username}"))
@@ -99,7 +99,9 @@ async fn password_grant(
     issue(state, client, &user, scope, validity, true).await
 }
 
-/// Exchanges a refresh token for new tokens; the old refresh token is used up.
+/// Exchanges a refresh token for new tokens of the same family. One conditional UPDATE
+/// replaces the family's refresh token and access token, so that of concurrent refreshes
+/// with one token exactly one succeeds; the access token it replaces is revoked.
 async fn refresh_grant(
     state: &AppState,
     client: &OAuthClient,
@@ -108,35 +110,72 @@ async fn refresh_grant(
 ) -> Result<TokenResponse, OAuthError> {
     let presented = param(params, "refresh_token")?;
     let invalid = || OAuthError::invalid_grant("Persisted access token data not found");
-    let mut tx = state.db.begin().await?;
-    let record = take_refresh_token(&mut tx, presented)
-        .await?
-        .ok_or_else(invalid)?;
-    if record.client_id != client.client_id || record.expires_at <= now() {
-        return Err(invalid());
-    }
-    tx.commit().await?;
-    // The old access token is revoked now, which gateways must learn.
+    let family = family_of_refresh_token(presented);
+    let refresh_token = new_refresh_token(&family);
+    let (iat, exp) = lifetime(validity);
+    let jti = family_jti(&family);
+    // language=SQL
+    let redeemed: Option<Redeemed> = sqlx::query_as(
+        "UPDATE refresh_families
+         SET token_hash = $1, access_jti = $2, access_exp = $3, expires_at = $4,
+             spent_jti = access_jti, spent_exp = access_exp
+         WHERE token_hash = $5 AND family_id = $6 AND client_id = $7 AND expires_at > $8
+         RETURNING username, scope, spent_jti, spent_exp",
+    )
+    .bind(hash(&refresh_token))
+    .bind(&jti)
+    .bind(exp)
+    .bind(iat.saturating_add(state.config.refresh_token_validity_secs))
+    .bind(hash(presented))
+    .bind(&family)
+    .bind(&client.client_id)
+    .bind(iat)
+    .fetch_optional(&state.db)
+    .await?;
+    let redeemed = redeemed.ok_or_else(invalid)?;
+    insert_revocation(&state.db, &redeemed.spent_jti, redeemed.spent_exp).await?;
+    // The replaced access token is revoked now, which gateways must learn.
     state
         .manifests
-        .touch([Touched::Revocation(record.access_jti.clone())]);
-    let (username, original_scope) = (record.username, record.scope);
-    let user = users::find(&state.db, &username)
-        .await?
-        .ok_or_else(invalid)?;
+        .touch([Touched::Revocation(redeemed.spent_jti.clone())]);
+    let Some(user) = users::find(&state.db, &redeemed.username).await? else {
+        revoke_family(state, &client.client_id, &family, "").await?;
+        return Err(invalid());
+    };
     // A refresh may narrow the scope, never widen it.
-    let scope = match params.get("scope") {
+    let asked = match params.get("scope") {
         Some(asked) => asked
             .split_whitespace()
-            .filter(|s| original_scope.split_whitespace().any(|o| o == *s))
+            .filter(|s| redeemed.scope.split_whitespace().any(|o| o == *s))
             .collect::<Vec<_>>()
             .join(" "),
-        None => original_scope,
+        None => redeemed.scope.clone(),
     };
-    issue(state, client, &user, &scope, validity, true).await
+    let scopes = granted_scopes(state, client, &user, &asked).await?;
+    let claims = claims(state, client, &user, &scopes, (iat, exp), jti);
+    if claims.scope != redeemed.scope {
+        // language=SQL
+        sqlx::query("UPDATE refresh_families SET scope = $1 WHERE family_id = $2")
+            .bind(&claims.scope)
+            .bind(&family)
+            .execute(&state.db)
+            .await?;
+    }
+    respond(state, &claims, Some(refresh_token))
 }
 
-/// Issues an access token (and a refresh token when asked) to `client` acting for `user`.
+/// What redeeming a refresh token returns.
+#[derive(sqlx::FromRow)]
+struct Redeemed {
+    username: String,
+    scope: String,
+    /// The access token the refresh replaced.
+    spent_jti: String,
+    spent_exp: i64,
+}
+
+/// Issues an access token (and a refresh token starting a family, when asked) to
+/// `client` acting for `user`.
 pub async fn issue(
     state: &AppState,
     client: &OAuthClient,
@@ -145,158 +184,205 @@ pub async fn issue(
     validity: i64,
     with_refresh: bool,
 ) -> Result<TokenResponse, OAuthError> {
-    let mut scopes = state.scopes.grant(requested_scope, &user.roles);
+    let mut scopes = granted_scopes(state, client, user, requested_scope).await?;
     if !with_refresh && !scopes.iter().any(|s| s == APPLICATION_SCOPE) {
         // WSO2 adds the application scope to client_credentials tokens.
         scopes.push(APPLICATION_SCOPE.to_string());
     }
-    let iat = now();
-    let claims = Claims {
-        iss: state.issuer.clone(),
-        sub: user.username.clone(),
-        iat,
-        exp: iat + validity,
-        jti: uuid::Uuid::new_v4().to_string(),
-        scope: scopes.join(" "),
-        client_id: client.client_id.clone(),
-        application_id: client.application_id.clone(),
-        key_type: client.key_type.clone(),
-    };
-    let access_token = token::sign(&state.keys, &claims)?;
-    let refresh_token = if with_refresh {
-        Some(store_refresh_token(state, &claims).await?)
-    } else {
-        None
-    };
-    Ok(TokenResponse {
-        access_token,
-        refresh_token,
-        scope: claims.scope,
-        token_type: "Bearer",
-        expires_in: validity,
-    })
-}
-
-async fn store_refresh_token(state: &AppState, claims: &Claims) -> sqlx::Result<String> {
-    let refresh_token = uuid::Uuid::new_v4().to_string();
+    let lifetime = lifetime(validity);
+    if !with_refresh {
+        let claims = claims(state, client, user, &scopes, lifetime, new_id());
+        return respond(state, &claims, None);
+    }
+    let family = new_id();
+    let claims = claims(state, client, user, &scopes, lifetime, family_jti(&family));
+    let refresh_token = new_refresh_token(&family);
     // language=SQL
     sqlx::query(
-        "INSERT INTO refresh_tokens (token_hash, client_id, username, scope, expires_at, access_jti, access_exp)
-         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        "INSERT INTO refresh_families
+             (family_id, token_hash, client_id, username, scope, expires_at, access_jti, access_exp)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
     )
+    .bind(&family)
     .bind(hash(&refresh_token))
     .bind(&claims.client_id)
     .bind(&claims.sub)
     .bind(&claims.scope)
-    .bind(now() + state.config.refresh_token_validity_secs)
+    .bind(
+        claims
+            .iat
+            .saturating_add(state.config.refresh_token_validity_secs),
+    )
     .bind(&claims.jti)
     .bind(claims.exp)
     .execute(&state.db)
     .await?;
-    Ok(refresh_token)
+    respond(state, &claims, Some(refresh_token))
 }
 
-/// RFC 7009: revokes an access or refresh token of the authenticated client. Unknown
-/// tokens and other clients' tokens are answered 200 too, so revocation reveals nothing.
+/// The scopes a token for `client` acting for `user` gets of those requested: by the
+/// user's roles for a registered (management) client; for an application's consumer key
+/// only application scopes, never management ones.
+async fn granted_scopes(
+    state: &AppState,
+    client: &OAuthClient,
+    user: &User,
+    requested: &str,
+) -> sqlx::Result<Vec<String>> {
+    let Some(application_id) = &client.application_id else {
+        return Ok(state.scopes.grant(requested, &user.roles));
+    };
+    let needs_api_scopes = requested
+        .split_whitespace()
+        .any(|s| !scopes::is_open(s) && !state.scopes.is_management(s));
+    let api_scopes = if needs_api_scopes {
+        scopes::subscribed_api_scopes(&state.db, application_id).await?
+    } else {
+        Vec::new()
+    };
+    Ok(state
+        .scopes
+        .grant_application(requested, &user.roles, &api_scopes))
+}
+
+/// Issued-at and expiry of a token valid for `validity` seconds from now.
+fn lifetime(validity: i64) -> (i64, i64) {
+    let iat = now();
+    (iat, iat.saturating_add(validity))
+}
+
+fn claims(
+    state: &AppState,
+    client: &OAuthClient,
+    user: &User,
+    scopes: &[String],
+    (iat, exp): (i64, i64),
+    jti: String,
+) -> Claims {
+    Claims {
+        iss: state.issuer.clone(),
+        sub: user.username.clone(),
+        iat,
+        exp,
+        jti,
+        scope: scopes.join(" "),
+        client_id: client.client_id.clone(),
+        application_id: client.application_id.clone(),
+        key_type: client.key_type.clone(),
+    }
+}
+
+/// Signs the access token and answers with it.
+fn respond(
+    state: &AppState,
+    claims: &Claims,
+    refresh_token: Option<String>,
+) -> Result<TokenResponse, OAuthError> {
+    Ok(TokenResponse {
+        access_token: token::sign(&state.keys, claims)?,
+        refresh_token,
+        scope: claims.scope.clone(),
+        token_type: "Bearer",
+        expires_in: claims.exp - claims.iat,
+    })
+}
+
+fn new_id() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
+
+/// A refresh token: its family, a dot, and a secret.
+fn new_refresh_token(family: &str) -> String {
+    format!("{family}.{}", new_id())
+}
+
+/// The `jti` of an access token of a family: the family, a dot, and its own id.
+fn family_jti(family: &str) -> String {
+    format!("{family}.{}", new_id())
+}
+
+/// The family a refresh token names (tokens from before families were their own family,
+/// named by their hash).
+fn family_of_refresh_token(token: &str) -> String {
+    match token.split_once('.') {
+        Some((family, _)) => family.to_string(),
+        None => hash(token),
+    }
+}
+
+/// RFC 7009: revokes an access or refresh token of the authenticated client, and with
+/// it the whole family (the refresh token and the access token in use). Unknown tokens
+/// and other clients' tokens are answered 200 too, so revocation reveals nothing.
 async fn revoke_endpoint(
     State(state): State<AppState>,
     headers: HeaderMap,
     form: Result<Form<Params>, FormRejection>,
 ) -> Result<Response, OAuthError> {
     let (principal, params) = authenticated_form(&state, &headers, form).await?;
-    let client = &principal.client;
+    let client_id = &principal.client.client_id;
     let presented = param(&params, "token")?;
-    let revoked = match revoke_refresh_token(&state, client, presented).await? {
-        RefreshRevocation::Revoked { access_jti } => Some(access_jti),
-        RefreshRevocation::NotOurs => None,
-        RefreshRevocation::NotARefreshToken => {
-            match token::verify(&state.keys, &state.issuer, presented, true) {
-                Ok(claims) if claims.client_id == client.client_id => {
-                    revoke_access_token(&state, &claims.jti, claims.exp).await?;
-                    Some(claims.jti)
-                }
-                _ => None,
-            }
+    let revoked = match token::verify(&state.keys, &state.issuer, presented, true) {
+        Ok(claims) if claims.client_id == *client_id => {
+            insert_revocation(&state.db, &claims.jti, claims.exp).await?;
+            let family = claims.jti.split_once('.').map_or("", |(family, _)| family);
+            let mut revoked = revoke_family(&state, client_id, family, &claims.jti).await?;
+            revoked.push(claims.jti);
+            revoked
+        }
+        Ok(_) => Vec::new(),
+        Err(_) => {
+            let family = family_of_refresh_token(presented);
+            revoke_family(&state, client_id, &family, "").await?
         }
     };
+    prune_revocations(&state).await?;
     let touched = Touches(revoked.into_iter().map(Touched::Revocation).collect());
     Ok((touched, no_store(())).into_response())
 }
 
-/// What presenting a token for revocation did, if it was a refresh token.
-enum RefreshRevocation {
-    /// Not a refresh token we know.
-    NotARefreshToken,
-    /// Another client's refresh token: left alone, and nothing said.
-    NotOurs,
-    /// Revoked, with the access token issued with it.
-    Revoked { access_jti: String },
-}
-
-async fn revoke_refresh_token(
+/// Revokes a family of `client_id`'s: the one named, or the one whose access token in use
+/// is `access_jti`. Returns the access tokens revoked.
+async fn revoke_family(
     state: &AppState,
-    client: &OAuthClient,
-    presented: &str,
-) -> sqlx::Result<RefreshRevocation> {
-    let mut tx = state.db.begin().await?;
-    match take_refresh_token(&mut tx, presented).await? {
-        Some(record) if record.client_id != client.client_id => Ok(RefreshRevocation::NotOurs),
-        Some(record) => {
-            tx.commit().await?;
-            Ok(RefreshRevocation::Revoked {
-                access_jti: record.access_jti,
-            })
-        }
-        None => Ok(RefreshRevocation::NotARefreshToken),
+    client_id: &str,
+    family: &str,
+    access_jti: &str,
+) -> sqlx::Result<Vec<String>> {
+    #[derive(sqlx::FromRow)]
+    struct Revoked {
+        access_jti: String,
+        access_exp: i64,
+        spent_jti: String,
+        spent_exp: i64,
     }
-}
-
-/// A stored refresh token.
-struct RefreshRecord {
-    client_id: String,
-    username: String,
-    scope: String,
-    expires_at: i64,
-    /// The access token issued with it, revoked with it.
-    access_jti: String,
-}
-
-/// Deletes a refresh token and revokes the access token issued with it, in the caller's
-/// transaction; committing makes it take effect, dropping the transaction undoes it.
-async fn take_refresh_token(
-    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
-    presented: &str,
-) -> sqlx::Result<Option<RefreshRecord>> {
     // language=SQL
-    let row: Option<(String, String, String, i64, String, i64)> = sqlx::query_as(
-        "SELECT client_id, username, scope, expires_at, access_jti, access_exp
-         FROM refresh_tokens WHERE token_hash = $1",
+    let rows: Vec<Revoked> = sqlx::query_as(
+        "DELETE FROM refresh_families
+         WHERE client_id = $1 AND (family_id = $2 OR access_jti = $3)
+         RETURNING access_jti, access_exp, spent_jti, spent_exp",
     )
-    .bind(hash(presented))
-    .fetch_optional(&mut **tx)
+    .bind(client_id)
+    .bind(family)
+    .bind(access_jti)
+    .fetch_all(&state.db)
     .await?;
-    let Some((client_id, username, scope, expires_at, access_jti, access_exp)) = row else {
-        return Ok(None);
-    };
-    // language=SQL
-    sqlx::query("DELETE FROM refresh_tokens WHERE token_hash = $1")
-        .bind(hash(presented))
-        .execute(&mut **tx)
-        .await?;
-    insert_revocation(&mut **tx, &access_jti, access_exp).await?;
-    Ok(Some(RefreshRecord {
-        client_id,
-        username,
-        scope,
-        expires_at,
-        access_jti,
-    }))
+    let mut revoked = Vec::new();
+    for row in rows {
+        for (jti, exp) in [
+            (row.access_jti, row.access_exp),
+            (row.spent_jti, row.spent_exp),
+        ] {
+            if !jti.is_empty() && exp > now() {
+                insert_revocation(&state.db, &jti, exp).await?;
+                revoked.push(jti);
+            }
+        }
+    }
+    Ok(revoked)
 }
 
-/// Records a revoked access token until it would have expired anyway.
-pub async fn revoke_access_token(state: &AppState, jti: &str, exp: i64) -> sqlx::Result<()> {
-    insert_revocation(&state.db, jti, exp).await?;
-    // Expired revocations protect nothing; drop them while we are here.
+/// Expired revocations protect nothing; drops them.
+async fn prune_revocations(state: &AppState) -> sqlx::Result<()> {
     // language=SQL
     sqlx::query("DELETE FROM revoked_tokens WHERE expires_at < $1")
         .bind(now())
@@ -305,6 +391,7 @@ pub async fn revoke_access_token(state: &AppState, jti: &str, exp: i64) -> sqlx:
     Ok(())
 }
 
+/// Records a revoked access token until it would have expired anyway.
 async fn insert_revocation<'e>(
     db: impl sqlx::Executor<'e, Database = sqlx::Any>,
     jti: &str,
@@ -348,15 +435,20 @@ async fn authenticated_form(
     }
 }
 
+/// The access token's validity: `validity_period` when given (1 to APIM_MAX_TOKEN_VALIDITY
+/// seconds, else 400), else the key's own, else the configured default; a key stored with
+/// a longer validity than the maximum gets the maximum.
 fn validity(state: &AppState, client: &OAuthClient, params: &Params) -> Result<i64, OAuthError> {
+    let max = state.config.max_token_validity_secs;
     match params.get("validity_period") {
         None => Ok(client
             .validity_secs
-            .unwrap_or(state.config.token_validity_secs)),
+            .unwrap_or(state.config.token_validity_secs)
+            .clamp(1, max)),
         Some(v) => match v.trim().parse::<i64>() {
-            Ok(secs) if (1..=MAX_VALIDITY_SECS).contains(&secs) => Ok(secs),
+            Ok(secs) if (1..=max).contains(&secs) => Ok(secs),
             _ => Err(OAuthError::invalid_request(format!(
-                "validity_period must be a whole number of seconds from 1 to {MAX_VALIDITY_SECS}"
+                "validity_period must be a whole number of seconds from 1 to {max}"
             ))),
         },
     }

@@ -21,8 +21,11 @@ use serde_json::Value;
 use sqlx::AnyPool;
 use sqlx::any::AnyRow;
 
-use crate::apis::{self, ApiRecord, CorsConfiguration, EndpointSecurity, METHODS};
+use apim_manifest::sealed::GatewayKey;
+
+use crate::apis::{self, ApiRecord, CorsConfiguration, METHODS};
 use crate::keys::KeyRing;
+use crate::secrets::{DataKeys, Field};
 use crate::tiers::{self, TierLevel, UNLIMITED};
 
 /// Changed APIs past which one scan of every record beats a query per API.
@@ -36,10 +39,43 @@ struct CompiledApi {
     json: Arc<str>,
 }
 
+/// Backend credentials on their way from the database to the gateways: decrypted with
+/// the data key, sealed for the gateways with the gateway secret's key.
+pub struct Credentials {
+    data_keys: Arc<DataKeys>,
+    gateways: GatewayKey,
+}
+
+impl Credentials {
+    /// Credentials read with `data_keys` and sealed for gateways holding `gateway_secret`.
+    pub fn new(data_keys: Arc<DataKeys>, gateway_secret: &str) -> Self {
+        Credentials {
+            data_keys,
+            gateways: GatewayKey::derive(gateway_secret),
+        }
+    }
+
+    /// The sealed `Authorization` value for API `id`'s backend, if it has credentials.
+    fn backend_authorization(
+        &self,
+        id: &str,
+        record: &ApiRecord,
+    ) -> anyhow::Result<Option<String>> {
+        let Some(user) = record.backend_security().and_then(|s| s.username) else {
+            return Ok(None);
+        };
+        let password = match record.stored_backend_password() {
+            Some(stored) => self.data_keys.open(Field::BackendPassword, id, &stored)?,
+            None => String::new(),
+        };
+        Ok(Some(self.gateways.seal(id, &basic(&user, &password))))
+    }
+}
+
 /// Deployed APIs compiled so far, by id, with the APIs claiming each route prefix (so
 /// that one API's change recomputes its routes without looking at every other API).
-#[derive(Default)]
 pub struct ApiCache {
+    credentials: Credentials,
     apis: HashMap<String, CompiledApi>,
     routes: BTreeMap<String, BTreeSet<String>>,
     /// Deployed APIs left out for an entry past [`MAX_ENTRY_BYTES`], with the revision and
@@ -211,6 +247,16 @@ type ApiRow = (String, String, String, String, String, i64, String);
 const API_COLUMNS: &str = "id, name, version, context, status, revision, record";
 
 impl ApiCache {
+    /// Nothing compiled yet; backend credentials go out as `credentials` seal them.
+    pub fn new(credentials: Credentials) -> Self {
+        ApiCache {
+            credentials,
+            apis: HashMap::new(),
+            routes: BTreeMap::new(),
+            refused: HashMap::new(),
+        }
+    }
+
     /// Deployed APIs compiled.
     pub fn deployed(&self) -> usize {
         self.apis.len()
@@ -341,17 +387,31 @@ impl ApiCache {
         };
         let record: ApiRecord = serde_json::from_str(&record)
             .with_context(|| format!("stored record of API {id} is unreadable"))?;
-        let route = api_route(id.clone(), name, version, context, state, &record);
-        let source = RouteSource::of(&route, environments(&record));
-        let json = json(&route);
-        if let Err(why) = check_entries(&json, &source) {
-            // Stored before the bound existed, or written straight into the database: left
-            // out, so that it cannot hold back what every other change sends.
-            tracing::error!(api = %id, revision, "{why}; the API is left out of the route manifest until it is updated");
-            self.remove(&id);
-            self.refused.insert(id, (revision, status));
-            return Ok(());
-        }
+        let entry = self
+            .credentials
+            .backend_authorization(&id, &record)
+            .map_err(|err| format!("{err:#}"))
+            .and_then(|authorization| {
+                let route = api_route(
+                    id.clone(),
+                    name,
+                    version,
+                    context,
+                    state,
+                    &record,
+                    authorization,
+                );
+                let source = RouteSource::of(&route, environments(&record));
+                let json = json(&route);
+                check_entries(&json, &source).map(|()| (json, source))
+            });
+        let (json, source) = match entry {
+            Ok(entry) => entry,
+            Err(why) => {
+                self.refuse(id, revision, status, &why);
+                return Ok(());
+            }
+        };
         let compiled = CompiledApi {
             revision,
             status,
@@ -360,6 +420,15 @@ impl ApiCache {
         };
         self.insert(id, compiled);
         Ok(())
+    }
+
+    /// Leaves an API out: stored past the entry bound (before the bound, or written straight
+    /// into the database) or with credentials this control plane cannot read, so that it
+    /// cannot hold back what every other change sends.
+    fn refuse(&mut self, id: String, revision: i64, status: String, why: &str) {
+        tracing::error!(api = %id, revision, "{why}; the API is left out of the route manifest until it is updated");
+        self.remove(&id);
+        self.refused.insert(id, (revision, status));
     }
 }
 
@@ -372,6 +441,15 @@ const LONGEST_STATE: ApiState = ApiState::Deprecated;
 /// version and context are those it is (or will be) stored with.
 pub fn check_api_entries(record: &ApiRecord) -> Result<(), String> {
     let text = |v: &Option<String>| v.clone().unwrap_or_default();
+    // The password as stored (encrypted) is longer than in clear: sealed in its place, it
+    // makes an entry at least as long as the one gateways will get.
+    let authorization = record
+        .backend_security()
+        .and_then(|s| s.username)
+        .map(|user| {
+            let password = record.stored_backend_password().unwrap_or_default();
+            GatewayKey::derive("").seal(&text(&record.id), &basic(&user, &password))
+        });
     let route = api_route(
         text(&record.id),
         text(&record.name),
@@ -379,6 +457,7 @@ pub fn check_api_entries(record: &ApiRecord) -> Result<(), String> {
         text(&record.context),
         LONGEST_STATE,
         record,
+        authorization,
     );
     check_entries(
         &json(&route),
@@ -427,6 +506,7 @@ fn environments(record: &ApiRecord) -> Vec<String> {
         .collect()
 }
 
+/// The entry of an API; `sealed_backend_authorization` from [`Credentials`].
 fn api_route(
     id: String,
     name: String,
@@ -434,6 +514,7 @@ fn api_route(
     context: String,
     state: ApiState,
     record: &ApiRecord,
+    sealed_backend_authorization: Option<String>,
 ) -> ApiRoute {
     let endpoints: Value = record
         .endpoint_config
@@ -450,7 +531,7 @@ fn api_route(
         operations: operations(record.api_definition.as_deref().unwrap_or("{}")),
         production_url: endpoint_url(&endpoints["production_endpoints"]),
         sandbox_url: endpoint_url(&endpoints["sandbox_endpoints"]),
-        backend_authorization: record.backend_security().and_then(backend_authorization),
+        sealed_backend_authorization,
         max_tps: max_tps(record.max_tps_limits()),
         cors: record.cors().and_then(cors),
         cache_timeout_secs: (record.response_caching.as_deref() == Some("Enabled"))
@@ -492,13 +573,9 @@ fn endpoint_url(endpoint: &Value) -> Option<String> {
     endpoint["url"].as_str().map(str::to_string)
 }
 
-fn backend_authorization(security: EndpointSecurity) -> Option<String> {
-    let user = security.username?;
-    let password = security.password.unwrap_or_default();
-    Some(format!(
-        "Basic {}",
-        STANDARD.encode(format!("{user}:{password}"))
-    ))
+/// HTTP Basic credentials.
+fn basic(user: &str, password: &str) -> String {
+    format!("Basic {}", STANDARD.encode(format!("{user}:{password}")))
 }
 
 fn max_tps(limits: Option<apis::MaxTps>) -> MaxTps {
@@ -579,11 +656,7 @@ mod tests {
             Some("http://a")
         );
         assert_eq!(endpoint_url(&config["sandbox_endpoints"]), None);
-        let security = serde_json::json!({"type": "basic", "username": "u", "password": "p"});
-        assert_eq!(
-            backend_authorization(serde_json::from_value(security).unwrap()).as_deref(),
-            Some("Basic dTpw")
-        );
+        assert_eq!(basic("u", "p"), "Basic dTpw");
         let cors_config = serde_json::json!({"corsConfigurationEnabled": true, "accessControlAllowOrigins": ["*"],
             "accessControlAllowMethods": ["GET", "POST"], "accessControlAllowHeaders": ["authorization"]});
         let compiled = cors(serde_json::from_value(cors_config).unwrap()).unwrap();
@@ -644,12 +717,50 @@ mod tests {
             "/big".into(),
             LONGEST_STATE,
             &large,
+            None,
         );
         assert_eq!(route.operations.len(), 1_600);
         assert!(
             json(&route).len() < MAX_ENTRY_BYTES * 3 / 4,
             "{}",
             json(&route).len()
+        );
+    }
+
+    /// Backend credentials leave the control plane sealed for the gateways: decrypted from
+    /// the record with the data key, opened by a gateway with the gateway secret only.
+    #[test]
+    fn backend_credentials_are_sealed_for_gateways() {
+        let data_keys = Arc::new(DataKeys::ephemeral());
+        let credentials = Credentials::new(data_keys.clone(), "gateway-secret");
+        let mut record: ApiRecord = serde_json::from_value(serde_json::json!({
+            "endpointSecurity": {"type": "basic", "username": "u", "password": "p"}
+        }))
+        .unwrap();
+        record
+            .seal_backend_password(&data_keys, "api-1", None)
+            .unwrap();
+        let sealed = credentials
+            .backend_authorization("api-1", &record)
+            .unwrap()
+            .unwrap();
+        assert!(!sealed.contains("dTpw"));
+        let gateway = GatewayKey::derive("gateway-secret");
+        assert_eq!(
+            gateway.open("api-1", &sealed).as_deref(),
+            Some("Basic dTpw")
+        );
+        assert_eq!(
+            credentials.backend_authorization("api-1", &record).unwrap(),
+            Some(sealed),
+            "the same each compile"
+        );
+        // A password encrypted for another API does not decrypt for this one.
+        assert!(credentials.backend_authorization("api-2", &record).is_err());
+        let none = ApiRecord::default();
+        assert_eq!(
+            credentials.backend_authorization("api-1", &none).unwrap(),
+            None
         );
     }
 

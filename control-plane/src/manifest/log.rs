@@ -253,6 +253,11 @@ impl EntryLog {
     }
 }
 
+/// The newest version of the manifest log.
+pub async fn latest_version(db: &AnyPool) -> sqlx::Result<u64> {
+    Ok(state(db).await?.0)
+}
+
 /// The newest version and the tombstone horizon.
 async fn state(db: &AnyPool) -> sqlx::Result<(u64, u64)> {
     // language=SQL

@@ -24,9 +24,9 @@ use sqlx::AnyPool;
 use apim_manifest::key;
 
 use crate::keys::KeyRing;
-pub use compile::check_api_entries;
+pub use compile::{Credentials, check_api_entries};
 use log::Scope;
-pub use log::read_page;
+pub use log::{latest_version, read_page};
 
 /// What a change touched: the rows whose entries a compile must look at again.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -71,13 +71,19 @@ pub struct Compiled {
 }
 
 impl Compiler {
-    /// A compiler for `db`, publishing `token_keys` and `issuer` to gateways.
-    pub fn new(db: AnyPool, token_keys: Arc<KeyRing>, issuer: String) -> Self {
+    /// A compiler for `db`, publishing `token_keys`, `issuer` and backend credentials
+    /// (sealed with `credentials`) to gateways.
+    pub fn new(
+        db: AnyPool,
+        token_keys: Arc<KeyRing>,
+        issuer: String,
+        credentials: Credentials,
+    ) -> Self {
         Compiler {
             db,
             token_keys,
             issuer,
-            apis: compile::ApiCache::default(),
+            apis: compile::ApiCache::new(credentials),
             log: log::EntryLog::default(),
         }
     }
@@ -252,6 +258,15 @@ pub fn sign(manifest_keys: &KeyRing, page: &Page) -> anyhow::Result<String> {
     Ok(jws)
 }
 
+/// Credentials for compilers in tests: a data key in memory, a made-up gateway secret.
+#[cfg(test)]
+pub fn test_credentials() -> Credentials {
+    Credentials::new(
+        Arc::new(crate::secrets::DataKeys::ephemeral()),
+        "test-gateway-secret",
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
@@ -327,7 +342,7 @@ mod tests {
             .await
             .unwrap();
 
-        let mut compiler = Compiler::new(db.clone(), keys, "issuer".into());
+        let mut compiler = Compiler::new(db.clone(), keys, "issuer".into(), test_credentials());
         compiler.compile().await.unwrap().unwrap();
         assert_eq!(compiler.apis(), 1);
         let entries = snapshot(&db).await;

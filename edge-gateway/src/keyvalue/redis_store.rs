@@ -23,6 +23,10 @@ const SCAN_ROUNDS: usize = 16;
 const RESPONSE_TIMEOUT: Duration = Duration::from_secs(2);
 /// Timeout of one connection attempt.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Connection attempts after the first before one connect gives up.
+const CONNECT_RETRIES: usize = 2;
+/// Longest wait between connection attempts, milliseconds.
+const MAX_RETRY_DELAY_MS: u64 = 1000;
 
 /// KEYS[1]: key; ARGV[1]: "1" if the key existed when read, else "0";
 /// ARGV[2]: the bytes read; ARGV[3]: the new value. Returns 1 if written.
@@ -62,12 +66,16 @@ fn escape_glob(raw: &str) -> String {
 }
 
 impl RedisStore {
-    /// Connects to `url` (fails if Redis cannot be reached now).
+    /// Connects to `url` (fails if Redis cannot be reached within a few attempts).
     pub async fn connect(url: &str, namespace: &str) -> anyhow::Result<Self> {
         let client = redis::Client::open(url).context("invalid Redis URL")?;
+        // Few retries a second apart: whoever connects (start-up, or the manager after a
+        // lost connection) tries again soon rather than backing off for long.
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(CONNECT_TIMEOUT)
-            .set_response_timeout(RESPONSE_TIMEOUT);
+            .set_response_timeout(RESPONSE_TIMEOUT)
+            .set_number_of_retries(CONNECT_RETRIES)
+            .set_max_delay(MAX_RETRY_DELAY_MS);
         let conn = client
             .get_connection_manager_with_config(config)
             .await

@@ -5,19 +5,26 @@
 //! edge-gateway (full policy; `x-auth-type: None`), interleaved round by round, medians
 //! reported. Control plane: publish, revocation and unsubscribe propagation, token
 //! issuance, manifest compile and push, API listing and gateway memory, on an empty
-//! database and with `--apis` APIs published. Prints a table and writes `BENCHMARKS.md`.
+//! database and with `--apis` APIs published. Fleet: publish → live on every one of
+//! `--fleet-gateways` gateways. Throttling: what three nodes sharing Redis admit per
+//! window against `maxTps` and the largest tiers, and the CPU Redis counting costs. Prints
+//! tables and writes `BENCHMARKS.md`; `--only fleet,throttling` runs just those cases and
+//! rewrites just their sections.
 
 pub mod backend;
 pub mod control;
 pub mod dataplane;
+pub mod fleet;
 pub mod load;
 pub mod machine;
 pub mod platform;
 pub mod profile;
 pub mod propagation;
 pub mod proxies;
+pub mod redis_server;
 pub mod report;
 pub mod stats;
+pub mod throttling;
 pub mod tools;
 
 use std::path::PathBuf;
@@ -60,6 +67,37 @@ pub struct Options {
     /// Start everything, print how to load it, and wait for Ctrl-C instead of measuring.
     #[arg(long)]
     pub hold: bool,
+    /// Run only these cases (comma-separated) and rewrite only their sections of the
+    /// report; by default every case runs.
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub only: Vec<Part>,
+    /// Gateways (edge-gateway processes, each with its own store) in the fleet case.
+    #[arg(long, default_value_t = 20)]
+    pub fleet_gateways: usize,
+    /// Timed publishes in the fleet case, each once the previous one is live everywhere.
+    #[arg(long, default_value_t = 100)]
+    pub fleet_publishes: usize,
+    /// How often the fleet case asks each gateway whether a publish shows, ms.
+    #[arg(long, default_value_t = 5)]
+    pub fleet_poll_ms: u64,
+    /// `maxTps` of the throttling case's API (per second, production keys).
+    #[arg(long, default_value_t = 1000)]
+    pub max_tps: u64,
+    /// Minutes of load against the per-minute tiers in the throttling case.
+    #[arg(long, default_value_t = 3)]
+    pub throttle_minutes: usize,
+    /// The throttling case's load, as a multiple of each limit.
+    #[arg(long, default_value_t = 2.0)]
+    pub overload: f64,
+}
+
+/// The cases `--only` can pick.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Part {
+    /// Publish → live on every gateway of a fleet.
+    Fleet,
+    /// Throttling across three nodes sharing Redis.
+    Throttling,
 }
 
 impl Options {
@@ -67,11 +105,20 @@ impl Options {
     pub fn run_time(&self) -> Duration {
         Duration::from_secs(self.seconds)
     }
+
+    /// Whether this run measures `part`.
+    pub fn runs(&self, part: Part) -> bool {
+        self.only.is_empty() || self.only.contains(&part)
+    }
 }
 
 /// Runs the whole benchmark.
 pub fn run(options: Options) {
-    tools::ensure_all();
+    if options.only.is_empty() {
+        tools::ensure_all();
+    } else {
+        tools::ensure_wrk();
+    }
     // Builds the release binaries and the component before anything is measured.
     crate::gateway_component();
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -79,6 +126,10 @@ pub fn run(options: Options) {
         .build()
         .expect("runtime");
     runtime.block_on(async move {
+        if !options.only.is_empty() {
+            run_parts(&options).await;
+            return;
+        }
         let backend = backend::FastBackend::start();
         let platform = platform::Platform::start(&backend.url).await;
         if options.hold {
@@ -103,5 +154,20 @@ pub fn run(options: Options) {
             profile,
         };
         report.print_and_write();
+        run_parts(&options).await;
     });
+}
+
+/// The fleet and throttling cases (those `--only` selects), each written to its own
+/// section of the report as soon as it is measured.
+async fn run_parts(options: &Options) {
+    if options.runs(Part::Fleet) {
+        let fleet = fleet::measure(options).await;
+        report::write_section(options, Part::Fleet, &report::fleet(options, &fleet));
+    }
+    if options.runs(Part::Throttling) {
+        let throttling = throttling::measure(options).await;
+        let markdown = report::throttling(options, &throttling);
+        report::write_section(options, Part::Throttling, &markdown);
+    }
 }

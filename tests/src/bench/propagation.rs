@@ -334,6 +334,16 @@ impl ManifestLog {
         state.events.clone()
     }
 
+    /// When each manifest version was compiled, as `(version, second of day UTC)`, from
+    /// the control plane's `output` so far.
+    pub(super) fn compiled(&self, output: &str) -> Vec<(u64, f64)> {
+        self.read(output)
+            .into_iter()
+            .filter(|e| e.kind == Kind::Compiled)
+            .map(|e| (e.version, e.at))
+            .collect()
+    }
+
     fn last_refusal(&self) -> String {
         self.0.lock().expect("manifest log").last_refusal.clone()
     }
@@ -368,7 +378,8 @@ fn second_of_day(timestamp: &str) -> Option<f64> {
     Some(h * 3600.0 + m * 60.0 + s)
 }
 
-fn wall_clock() -> f64 {
+/// Seconds since midnight UTC, now (the clock of the control plane's log).
+pub(super) fn wall_clock() -> f64 {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default();
@@ -376,7 +387,7 @@ fn wall_clock() -> f64 {
 }
 
 /// User plus system CPU time of a process, in clock ticks.
-fn cpu_ticks(pid: u32) -> u64 {
+pub(super) fn cpu_ticks(pid: u32) -> u64 {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     // Fields after the command name (which may hold spaces): utime and stime are the
     // 12th and 13th.

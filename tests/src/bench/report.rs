@@ -4,12 +4,15 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use super::Options;
 use super::control::{ControlResults, Phase};
 use super::dataplane::{Case, CaseRuns, DataPlane};
+use super::fleet::FleetResults;
 use super::load::Load;
 use super::profile::Profile;
 use super::propagation::Propagation;
+use super::stats::{Latencies, median};
+use super::throttling::{ThrottlingResults, Windows};
+use super::{Options, Part};
 
 const BEGIN: &str = "<!-- bench:begin: written by `cargo run --release -p e2e --bin bench`; \
                      everything up to bench:end is replaced on each run -->";
@@ -395,6 +398,260 @@ fn profile(whose: &str, under: &str, profile: Option<&Profile>) -> String {
     md
 }
 
+/// When and where a section was measured: the command, the date, the machine in a line.
+fn section_head(title: &str, command: &str) -> String {
+    let machine = super::machine::describe();
+    let item = |name: &str| {
+        machine
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default()
+    };
+    format!(
+        "## {title}\n\n`cargo run --release -p e2e --bin bench -- {command}`, {}; {}, {} cores, \
+         {}; load average before: {}; commit {}.\n\n",
+        super::machine::output("date", &["-u", "+%Y-%m-%d %H:%M UTC"]),
+        item("CPU"),
+        item("cores"),
+        item("memory"),
+        item("load average before the run"),
+        item("git commit"),
+    )
+}
+
+/// "p50 / p99 / max" in ms.
+fn spread_cell(latencies: &Latencies) -> String {
+    if latencies.count == 0 {
+        return "–".into();
+    }
+    format!(
+        "{:.1} / {:.1} / {:.1}",
+        latencies.p50_ms, latencies.p99_ms, latencies.max_ms
+    )
+}
+
+/// The fleet case's section.
+pub fn fleet(options: &Options, f: &FleetResults) -> String {
+    let command = format!(
+        "--only fleet --fleet-gateways {} --fleet-publishes {} --fleet-poll-ms {}",
+        options.fleet_gateways, options.fleet_publishes, options.fleet_poll_ms
+    );
+    let mut md = section_head(
+        &format!(
+            "Publish → live on every gateway of a fleet of {}",
+            f.gateways
+        ),
+        &command,
+    );
+    let _ = writeln!(
+        md,
+        "{} edge-gateway processes on this machine, each with its own in-memory store \
+         (`APIM_WORKER_THREADS=1`, `APIM_MAX_INSTANCES=4`), each long-polling one control \
+         plane (SQLite) for changes and pulling them itself; **pushes off** (no \
+         `APIM_GATEWAYS`). {} APIs, created beforehand, are published one after the other, \
+         each once the previous one is live everywhere, every process has been idle for 100 \
+         ms and the machine is quiet (no rustc, under 15 % busy). A publish is timed from \
+         sending its request until a gateway answers its route with 401 (no token: route \
+         known; 404 before), each gateway asked every {} ms \
+         (so about {} requests a second while a publish travels). Starting the fleet took \
+         {:.0} s (each process compiles the component).\n",
+        f.gateways,
+        f.publishes,
+        f.poll_ms,
+        int(f.gateways as f64 * 1000.0 / f.poll_ms.max(1) as f64),
+        f.start_secs,
+    );
+    let _ = writeln!(
+        md,
+        "| publish → | p50 / p99 / max ms | samples |\n|---|--:|--:|"
+    );
+    let rows = [
+        (format!("live on all {}", f.gateways), &f.all),
+        ("live on the first gateway".into(), &f.first),
+        (
+            "live on one gateway (every publish × gateway)".into(),
+            &f.each,
+        ),
+        ("  last gateway less first".into(), &f.spread),
+        ("  of which request → manifest compiled".into(), &f.compiled),
+    ];
+    for (label, latencies) in rows {
+        let _ = writeln!(
+            md,
+            "| {label} | {} | {} |",
+            spread_cell(latencies),
+            latencies.count
+        );
+    }
+    if f.failures > 0 {
+        let _ = writeln!(
+            md,
+            "\n**{} gateway answers never showed a publish within 30 s.**",
+            f.failures
+        );
+    }
+    let gateways: Vec<f64> = f.per_gateway_p50_ms.clone();
+    let (fastest, slowest) = gateways
+        .iter()
+        .fold((f64::INFINITY, 0.0f64), |(lo, hi), v| {
+            (lo.min(*v), hi.max(*v))
+        });
+    let _ = writeln!(
+        md,
+        "\nEach gateway's median over the publishes ranged from {fastest:.1} to {slowest:.1} ms.\n"
+    );
+    let rss = &f.rss_mib;
+    let (lo, hi) = rss.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), v| {
+        (lo.min(*v), hi.max(*v))
+    });
+    let _ = writeln!(
+        md,
+        "Resident memory after the run: per gateway {:.0} MiB median ({lo:.0} to {hi:.0}), {:.0} \
+         MiB for all {}; control plane {:.0} MiB.{}\n",
+        median(rss.iter().copied()),
+        rss.iter().sum::<f64>(),
+        rss.len(),
+        f.control_plane_rss_mib,
+        match f.waited {
+            0 => String::new(),
+            n => format!(" {n} publishes waited for another build to finish first."),
+        }
+    );
+    md
+}
+
+/// The throttling case's section.
+pub fn throttling(options: &Options, t: &ThrottlingResults) -> String {
+    let command = format!(
+        "--only throttling --max-tps {} --seconds {} --throttle-minutes {} --overload {} \
+         --rounds {} --connections {} --warmup {}",
+        options.max_tps,
+        options.seconds,
+        options.throttle_minutes,
+        options.overload,
+        options.rounds,
+        options.connections,
+        options.warmup
+    );
+    let mut md = section_head("Throttling across three nodes sharing Redis", &command);
+    let _ = writeln!(
+        md,
+        "Three edge-gateway nodes (`APIM_WORKER_THREADS=1`) with `APIM_KV_URL` on a Redis of \
+         the benchmark's own and a namespace of its own; one control plane (SQLite). A paced \
+         load ({}× each limit, evenly spaced, over keep-alive connections spread over the \
+         three nodes in turn) and what each window **of the clock** admitted. A call counts in \
+         the window holding the midpoint of its sending and its answer; the backend also \
+         notes when each admitted call reached it (right after the gateway decided), by its \
+         own clock. Windows slide: the \
+         previous window weighs in by the share of it the last window's length still covers, \
+         so a clock window right after a full one admits a little under the limit, and calls \
+         are spread over it rather than admitted at its start; the first window has nothing \
+         before it. \"Most in any span\" counts the calls the backend received in any span of \
+         one window's length, wherever it starts.\n",
+        options.overload
+    );
+    md.push_str(&windows_table(&t.tps, "second", "503 900801"));
+    md.push_str(&windows_table(&t.app_tier, "minute", "429 900803"));
+    md.push_str(&windows_table(&t.sub_tier, "minute", "429 900804"));
+    let _ = writeln!(
+        md,
+        "The nodes left {} keys in their Redis namespace.\n",
+        t.redis_keys
+    );
+    let _ = writeln!(
+        md,
+        "**CPU per request, one node counting in memory and in Redis.** wrk ({} connections, \
+         {} s after {} s of warm-up) on CPU 0 against one node on CPU 1 (one worker), an API \
+         whose `maxTps` (10⁹/s) counts every call and refuses none: with Redis, each call is an \
+         `INCRBY` and a `GET` there. Medians of {} rounds, the two nodes taking turns.\n\n\
+         | counters | req/s | node CPU µs/req (each round) | Redis CPU µs/req | p50 / p99 µs \
+         | errors |\n|---|--:|--:|--:|--:|--:|",
+        options.connections,
+        options.seconds,
+        options.warmup,
+        options.rounds.max(1)
+    );
+    for run in &t.cpu {
+        let rounds: Vec<String> = run.gateway_us.iter().map(|us| format!("{us:.1}")).collect();
+        let _ = writeln!(
+            md,
+            "| {} | {} | {:.1} ({}) | {} | {:.0} / {:.0} | {} |",
+            run.store,
+            int(run.load(|l| l.rate)),
+            run.gateway(),
+            rounds.join(", "),
+            run.redis().map_or("–".into(), |us| format!("{us:.1}")),
+            run.load(|l| l.p50_us),
+            run.load(|l| l.p99_us),
+            run.loads.iter().map(|l| l.errors).sum::<u64>(),
+        );
+    }
+    if let [memory, redis] = &t.cpu[..] {
+        let _ = writeln!(
+            md,
+            "\nCounting in Redis adds {:.1} µs of the node's CPU per request ({:+.0} %), and \
+             Redis spends {:.1} µs more.",
+            redis.gateway() - memory.gateway(),
+            (redis.gateway() / memory.gateway() - 1.0) * 100.0,
+            redis.redis().unwrap_or(f64::NAN),
+        );
+    }
+    if t.waited {
+        md.push_str("\nThe run waited for another build to finish first.\n");
+    }
+    md.push('\n');
+    md
+}
+
+/// A limit's windows, one row each, and a summary line.
+fn windows_table(w: &Windows, unit: &str, refusal: &str) -> String {
+    let mut md = format!(
+        "**{}**, offered {:.1} calls/s (latency p50 {:.1} ms, p99 {:.1} ms):\n\n| {unit} | \
+         offered | admitted | refused ({refusal}) | other | admitted − limit | received by \
+         the backend |\n|--:|--:|--:|--:|--:|--:|--:|\n",
+        w.label, w.offered_rate, w.latency.p50_ms, w.latency.p99_ms
+    );
+    for (i, row) in w.rows.iter().enumerate() {
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {} | {:+} | {} |",
+            i + 1,
+            int(row.offered as f64),
+            int(row.admitted as f64),
+            int(row.refused as f64),
+            row.other,
+            row.admitted as i64 - w.limit as i64,
+            int(row.received as f64),
+        );
+    }
+    let later: Vec<usize> = w.after_first().collect();
+    let first = w.rows.first().map_or(0, |r| r.admitted);
+    let limit = w.limit as f64;
+    let mean = later.iter().sum::<usize>() as f64 / later.len().max(1) as f64;
+    let total: usize = w.rows.iter().map(|r| r.admitted).sum();
+    let _ = writeln!(
+        md,
+        "\nFirst {unit}: {} admitted ({:+.1} %). Later {unit}s: {:.1} on average ({:+.2} %), {} \
+         to {}. All {unit}s: {} admitted against {} × {} = {} ({:+.2} %). Most received by \
+         the backend in any span of a {unit}: {} ({:+.1} %).\n",
+        int(first as f64),
+        (first as f64 / limit - 1.0) * 100.0,
+        mean,
+        (mean / limit - 1.0) * 100.0,
+        later.iter().min().copied().unwrap_or(0),
+        later.iter().max().copied().unwrap_or(0),
+        int(total as f64),
+        w.rows.len(),
+        int(limit),
+        int(limit * w.rows.len() as f64),
+        (total as f64 / (limit * w.rows.len() as f64) - 1.0) * 100.0,
+        int(w.max_in_any_span as f64),
+        (w.max_in_any_span as f64 / limit - 1.0) * 100.0,
+    );
+    md
+}
+
 /// 12345.6 → "12,346".
 fn int(value: f64) -> String {
     if !value.is_finite() {
@@ -417,16 +674,44 @@ fn int(value: f64) -> String {
 
 /// Replaces the generated part of `path` (or creates it), keeping what people wrote around it.
 fn write(path: &Path, generated: &str) {
-    let block = format!("{BEGIN}\n{generated}\n{END}\n");
+    write_between(path, BEGIN, END, generated);
+}
+
+/// The markers around a case's own section of the report.
+fn section_markers(part: Part) -> (String, String) {
+    let name = match part {
+        Part::Fleet => "fleet",
+        Part::Throttling => "throttling",
+    };
+    (
+        format!(
+            "<!-- bench:{name}:begin: written by `cargo run --release -p e2e --bin bench` (or \
+             with `-- --only {name}`); everything up to bench:{name}:end is replaced on each run -->"
+        ),
+        format!("<!-- bench:{name}:end -->"),
+    )
+}
+
+/// Prints a case's section and writes it between its own markers in `--out` (appended when
+/// they are missing), leaving the rest of the file as it is.
+pub fn write_section(options: &Options, part: Part, generated: &str) {
+    println!("{generated}");
+    let (begin, end) = section_markers(part);
+    write_between(&options.out, &begin, &end, generated);
+    eprintln!("bench: {part:?} written to {}", options.out.display());
+}
+
+fn write_between(path: &Path, begin_marker: &str, end_marker: &str, generated: &str) {
+    let block = format!("{begin_marker}\n{generated}\n{end_marker}\n");
     let existing = std::fs::read_to_string(path).unwrap_or_default();
-    let text = match (existing.find(BEGIN), existing.find(END)) {
+    let text = match (existing.find(begin_marker), existing.find(end_marker)) {
         (Some(begin), Some(end)) if begin < end => {
-            let rest = existing[end + END.len()..].trim_start_matches('\n');
+            let rest = existing[end + end_marker.len()..].trim_start_matches('\n');
             let gap = if rest.is_empty() { "" } else { "\n" };
             format!("{}{block}{gap}{rest}", &existing[..begin])
         }
         _ if existing.is_empty() => format!("# Benchmarks\n\n{block}"),
-        _ => format!("{}\n{block}", existing.trim_end()),
+        _ => format!("{}\n\n{block}", existing.trim_end()),
     };
     std::fs::write(path, text).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
 }
@@ -455,6 +740,27 @@ mod tests {
         assert_eq!(
             text,
             format!("# B\n\nintro\n\n{BEGIN}\nnew\n{END}\n\n## Notes\n")
+        );
+    }
+
+    #[test]
+    fn a_section_of_its_own_leaves_the_rest() {
+        let path = crate::temp_dir().join("BENCHMARKS.md");
+        let main = format!("# B\n\n{BEGIN}\nold\n{END}\n\n## Notes\n");
+        std::fs::write(&path, &main).unwrap();
+        let (begin, end) = section_markers(Part::Fleet);
+        write_between(&path, &begin, &end, "fleet 1");
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text, format!("{main}\n{begin}\nfleet 1\n{end}\n"));
+        std::fs::write(&path, format!("{text}\n## Fleet notes\n")).unwrap();
+        write_between(&path, &begin, &end, "fleet 2");
+        write(&path, "new");
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(
+            text,
+            format!(
+                "# B\n\n{BEGIN}\nnew\n{END}\n\n## Notes\n\n{begin}\nfleet 2\n{end}\n\n## Fleet notes\n"
+            )
         );
     }
 }

@@ -22,6 +22,11 @@ pub fn ensure_all() {
     );
 }
 
+/// Installs wrk where it is missing (the throttling case needs it, not nginx or Envoy).
+pub fn ensure_wrk() {
+    ensure("wrk", &["-v"], || apt_install("wrk"));
+}
+
 fn ensure(program: &str, probe: &[&str], install: impl FnOnce()) {
     if runs(program, probe) {
         return;

@@ -27,4 +27,9 @@ pub struct Config {
     /// When set, every request body received on POST /ws is written here as 000001.xml, …
     #[arg(long, env = "LEGACY_SOAP_RECORD_DIR")]
     pub record_dir: Option<PathBuf>,
+    /// Also read chunked request bodies, as Tomcat does. By default the service is as
+    /// strict as the SOAP stacks and appliances often found in front of legacy services:
+    /// a body must come with Content-Length, and a chunked one gets 411 Length Required.
+    #[arg(long, env = "LEGACY_SOAP_ACCEPT_CHUNKED")]
+    pub accept_chunked: bool,
 }

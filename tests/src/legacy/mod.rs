@@ -4,6 +4,13 @@
 //! Its contract lives in `tests/fixtures/legacy-soap/`: `developers.xsd` (the customer's
 //! schema), `data.sql` (seed rows), `soapui-project.xml` (their SoapUI requests), and
 //! `soap-envelope.xsd` (ours: a SOAP 1.1 envelope whose payload developers.xsd checks).
+//!
+//! It answers as the running original does (`../shared/reference/legacy-soap-repodews/
+//! BEHAVIOUR.md`), not as kindly as its contract might allow: getDeveloper of an unknown
+//! user name is a Server fault with the runtime's text, addDeveloper of a taken one
+//! answers without a developer and changes nothing, addRepo adds whatever it is given.
+//! And by default it reads request bodies as strict SOAP stacks do, only with
+//! Content-Length ([`Framing`]).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -22,9 +29,18 @@ pub const SOAP_USER: &str = "hydrogen";
 /// HTTP Basic password the service expects by default.
 pub const SOAP_PASSWORD: &str = "pandaAsthma";
 
-/// Starts `legacy-soap` on a free port with its database at `data_dir/developers.db`
-/// (seeded when new), recording request bodies in `record_dir` if given. Its endpoint is
-/// `format!("{}/ws", process.url)`.
+/// How the stand-in reads request bodies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Framing {
+    /// Only with Content-Length; a chunked body gets 411 (the default).
+    Strict,
+    /// Chunked bodies too, as Tomcat does.
+    AcceptChunked,
+}
+
+/// Starts `legacy-soap` (strict) on a free port with its database at
+/// `data_dir/developers.db` (seeded when new), recording request bodies in `record_dir` if
+/// given. Its endpoint is `format!("{}/ws", process.url)`.
 pub async fn start_legacy_soap(data_dir: &Path, record_dir: Option<&Path>) -> ServerProcess {
     start_legacy_soap_at("127.0.0.1:0", data_dir, record_dir).await
 }
@@ -35,15 +51,56 @@ pub async fn start_legacy_soap_at(
     data_dir: &Path,
     record_dir: Option<&Path>,
 ) -> ServerProcess {
+    start_legacy_soap_framed(addr, data_dir, record_dir, Framing::Strict).await
+}
+
+/// Like [`start_legacy_soap_at`], reading bodies as `framing` says.
+pub async fn start_legacy_soap_framed(
+    addr: &str,
+    data_dir: &Path,
+    record_dir: Option<&Path>,
+    framing: Framing,
+) -> ServerProcess {
     let db = data_dir.join("developers.db");
     let mut env = vec![
         ("LEGACY_SOAP_ADDR", addr.to_string()),
         ("LEGACY_SOAP_DB", db.display().to_string()),
+        (
+            "LEGACY_SOAP_ACCEPT_CHUNKED",
+            (framing == Framing::AcceptChunked).to_string(),
+        ),
     ];
     if let Some(dir) = record_dir {
         env.push(("LEGACY_SOAP_RECORD_DIR", dir.display().to_string()));
     }
     ServerProcess::start(&crate::binary("legacy-soap"), &env).await
+}
+
+/// Takes the database of a running `legacy-soap` (started on `data_dir`) away from it, as
+/// when the customer's database is down: every operation then answers a Server fault
+/// ("Internal error"). [`restore_database`] gives it back.
+pub async fn break_database(data_dir: &Path) {
+    alter_tables(data_dir, "", "_down").await;
+}
+
+/// Undoes [`break_database`].
+pub async fn restore_database(data_dir: &Path) {
+    alter_tables(data_dir, "_down", "").await;
+}
+
+async fn alter_tables(data_dir: &Path, from: &str, to: &str) {
+    let options =
+        sqlx::sqlite::SqliteConnectOptions::new().filename(data_dir.join("developers.db"));
+    let pool = sqlx::SqlitePool::connect_with(options)
+        .await
+        .expect("open the stand-in's database");
+    for table in ["developer", "repo"] {
+        sqlx::raw_sql(&format!("ALTER TABLE {table}{from} RENAME TO {table}{to}"))
+            .execute(&pool)
+            .await
+            .expect("rename a table");
+    }
+    pool.close().await;
 }
 
 /// Sends one SOAP 1.1 request (`text/xml`, empty SOAPAction, HTTP Basic); returns the

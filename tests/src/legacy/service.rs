@@ -12,7 +12,9 @@ use anyhow::Context;
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::State;
-use axum::http::header::{AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, HOST, WWW_AUTHENTICATE};
+use axum::http::header::{
+    AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE, HOST, TRANSFER_ENCODING, WWW_AUTHENTICATE,
+};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -37,6 +39,8 @@ struct AppState {
     credentials: Arc<str>,
     recorder: Option<Arc<Recorder>>,
     local_addr: SocketAddr,
+    /// Whether chunked request bodies are read (else 411).
+    accept_chunked: bool,
 }
 
 /// Runs the service until SIGTERM or Ctrl-C.
@@ -61,9 +65,18 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         credentials: format!("{}:{}", config.user, config.password).into(),
         recorder,
         local_addr,
+        accept_chunked: config.accept_chunked,
     };
     let origin = if seeded { "new, seeded" } else { "existing" };
-    eprintln!("legacy-soap: database {} ({origin})", config.db.display());
+    let framing = if config.accept_chunked {
+        "chunked bodies accepted"
+    } else {
+        "strict: bodies need Content-Length"
+    };
+    eprintln!(
+        "legacy-soap: database {} ({origin}); {framing}",
+        config.db.display()
+    );
     println!("Serving HTTP on http://{local_addr}/");
     std::io::stdout().flush()?;
     axum::serve(listener, app(state))
@@ -93,6 +106,15 @@ fn shutdown_signal() -> std::io::Result<impl Future<Output = ()>> {
 
 /// `POST /ws`: one SOAP 1.1 request, one response or fault.
 async fn endpoint(State(state): State<AppState>, headers: HeaderMap, body: Body) -> Response {
+    if is_chunked(&headers) && !state.accept_chunked {
+        // Drained unread, so the client sees the answer rather than a reset connection.
+        let _ = axum::body::to_bytes(body, MAX_BODY).await;
+        return (
+            StatusCode::LENGTH_REQUIRED,
+            "Request bodies must be sent with Content-Length; chunked bodies are not read\n",
+        )
+            .into_response();
+    }
     let Some(body) = read_body(&headers, body).await else {
         return (
             StatusCode::PAYLOAD_TOO_LARGE,
@@ -127,6 +149,12 @@ async fn endpoint(State(state): State<AppState>, headers: HeaderMap, body: Body)
     }
 }
 
+/// Whether the body comes chunked (any transfer coding: the only one HTTP/1.1 clients
+/// send on requests is chunked, and a strict stack reads none).
+fn is_chunked(headers: &HeaderMap) -> bool {
+    headers.contains_key(TRANSFER_ENCODING)
+}
+
 /// The body, unless it is over [`MAX_BODY`]: refused by its Content-Length before a byte
 /// is read (a client may wait for the answer before sending it), else once it grows past.
 async fn read_body(headers: &HeaderMap, body: Body) -> Option<Bytes> {
@@ -139,6 +167,9 @@ async fn read_body(headers: &HeaderMap, body: Body) -> Option<Bytes> {
     axum::body::to_bytes(body, MAX_BODY).await.ok()
 }
 
+/// Runs a request as the customer's service does (BEHAVIOUR.md): an unknown user name is
+/// a Server fault to getDeveloper, a taken one an addDeveloper answer without a developer,
+/// and addRepo adds whatever it is given.
 async fn execute(store: &Store, request: Request) -> Result<soap::Response, Fault> {
     use soap::Response as R;
     Ok(match request {
@@ -156,12 +187,16 @@ async fn execute(store: &Store, request: Request) -> Result<soap::Response, Faul
     })
 }
 
+/// What the original's runtime says when getDeveloper meets an unknown user name (it
+/// throws from an empty `Optional` with a null exception supplier); not a stable text,
+/// so clients cannot rely on it.
+pub const UNKNOWN_DEVELOPER_FAULT: &str =
+    r#"Cannot invoke "java.util.function.Supplier.get()" because "exceptionSupplier" is null"#;
+
 impl From<StoreError> for Fault {
     fn from(err: StoreError) -> Self {
         match err {
-            StoreError::NotFound => Fault::server("Resource not found"),
-            StoreError::DeveloperExists => Fault::client("Developer already exists"),
-            StoreError::RepoExists => Fault::client("Repository already exists"),
+            StoreError::NotFound => Fault::server(UNKNOWN_DEVELOPER_FAULT),
             StoreError::Database(e) => {
                 eprintln!("legacy-soap: database error: {e}");
                 Fault::server("Internal error")

@@ -44,8 +44,9 @@ pub enum Request {
 pub enum Response {
     /// `getDeveloperResponse`.
     GetDeveloper(Developer),
-    /// `addDeveloperResponse`.
-    AddDeveloper(Developer),
+    /// `addDeveloperResponse`: the stored developer, or none when the user name was taken
+    /// (the original answers so, outside its own schema, which requires one).
+    AddDeveloper(Option<Developer>),
     /// `deleteDeveloperResponse` with its message.
     DeleteDeveloper(&'static str),
     /// `getRepoResponse`.
@@ -464,7 +465,10 @@ fn xs_int(op: &str, name: &str, text: &str) -> Result<i32, String> {
 pub fn render_response(response: &Response) -> String {
     let (root, content) = match response {
         Response::GetDeveloper(d) => ("getDeveloperResponse", developer(d)),
-        Response::AddDeveloper(d) => ("addDeveloperResponse", developer(d)),
+        Response::AddDeveloper(d) => (
+            "addDeveloperResponse",
+            d.as_ref().map(developer).unwrap_or_default(),
+        ),
         Response::DeleteDeveloper(message) => ("deleteDeveloperResponse", leaf("message", message)),
         Response::GetRepo(repos) => (
             "getRepoResponse",

@@ -2,7 +2,6 @@
 
 use std::path::Path;
 
-use sqlx::error::ErrorKind;
 use sqlx::sqlite::{SqliteConnectOptions, SqlitePool, SqlitePoolOptions};
 
 /// A developer, as `tns:developer` in developers.xsd.
@@ -19,7 +18,7 @@ pub struct Developer {
 /// A repository, as `tns:repo` in developers.xsd.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct Repo {
-    /// Unique per owner.
+    /// Its name (the original keeps no uniqueness).
     pub name: String,
     /// The owning developer.
     pub username: String,
@@ -32,10 +31,6 @@ pub struct Repo {
 pub enum StoreError {
     /// No such developer.
     NotFound,
-    /// The username is taken.
-    DeveloperExists,
-    /// The developer already has a repository of that name.
-    RepoExists,
     /// The database failed.
     Database(sqlx::Error),
 }
@@ -47,7 +42,8 @@ impl From<sqlx::Error> for StoreError {
 }
 
 // Table names match data.sql case-insensitively, so the customer's seed file runs as is.
-// Repos go with their developer (ON DELETE CASCADE).
+// As in the original, nothing links a repository to its owner: addRepo checks no owner
+// and no duplicate, and a developer's repositories stay when the developer goes.
 const SCHEMA: &str = "
 CREATE TABLE developer (
     username TEXT PRIMARY KEY,
@@ -57,10 +53,25 @@ CREATE TABLE developer (
 CREATE TABLE repo (
     id       INTEGER PRIMARY KEY AUTOINCREMENT,
     name     TEXT NOT NULL,
-    username TEXT NOT NULL REFERENCES developer (username) ON DELETE CASCADE,
-    forks    INTEGER NOT NULL,
-    UNIQUE (username, name)
+    username TEXT NOT NULL,
+    forks    INTEGER NOT NULL
 );
+CREATE INDEX repo_owner ON repo (username);
+";
+
+/// Databases made before the stand-in modelled the original kept repositories unique per
+/// owner and tied to it; they are rebuilt without either, rows kept.
+const UNLINK_REPOS: &str = "
+CREATE TABLE repo_unlinked (
+    id       INTEGER PRIMARY KEY AUTOINCREMENT,
+    name     TEXT NOT NULL,
+    username TEXT NOT NULL,
+    forks    INTEGER NOT NULL
+);
+INSERT INTO repo_unlinked (id, name, username, forks) SELECT id, name, username, forks FROM repo;
+DROP TABLE repo;
+ALTER TABLE repo_unlinked RENAME TO repo;
+CREATE INDEX repo_owner ON repo (username);
 ";
 
 /// The customer's seed rows (their data.sql, verbatim).
@@ -83,7 +94,7 @@ impl Store {
         let options = SqliteConnectOptions::new()
             .filename(path)
             .create_if_missing(true)
-            .foreign_keys(true);
+            .foreign_keys(false);
         let pool = SqlitePoolOptions::new()
             .max_connections(4)
             .connect_with(options)
@@ -93,7 +104,8 @@ impl Store {
         Ok((store, seeded))
     }
 
-    /// Creates the tables and seeds them in one transaction, unless they exist.
+    /// Creates the tables and seeds them in one transaction, unless they exist (then
+    /// unlinks the repositories of an older database).
     async fn create_and_seed(&self) -> Result<bool, sqlx::Error> {
         let mut tx = self.pool.begin().await?;
         let (tables,): (i64,) = sqlx::query_as(
@@ -102,6 +114,16 @@ impl Store {
         .fetch_one(&mut *tx)
         .await?;
         if tables > 0 {
+            let (linked,): (i64,) = sqlx::query_as(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'repo'
+                 AND (sql LIKE '%REFERENCES%' OR sql LIKE '%UNIQUE%')",
+            )
+            .fetch_one(&mut *tx)
+            .await?;
+            if linked > 0 {
+                sqlx::raw_sql(UNLINK_REPOS).execute(&mut *tx).await?;
+                tx.commit().await?;
+            }
             return Ok(false);
         }
         sqlx::raw_sql(SCHEMA).execute(&mut *tx).await?;
@@ -124,9 +146,13 @@ impl Store {
             .ok_or(StoreError::NotFound)
     }
 
-    /// Adds a developer; returns the stored record.
-    pub async fn add_developer(&self, developer: &Developer) -> Result<Developer, StoreError> {
-        sqlx::query_as(
+    /// Adds a developer; returns the stored record, or `None` when the user name is taken
+    /// (the stored developer is left as it is).
+    pub async fn add_developer(
+        &self,
+        developer: &Developer,
+    ) -> Result<Option<Developer>, StoreError> {
+        Ok(sqlx::query_as(
             "INSERT INTO developer (username, name, email) VALUES (?, ?, ?)
              ON CONFLICT (username) DO NOTHING RETURNING username, name, email",
         )
@@ -134,11 +160,10 @@ impl Store {
         .bind(&developer.name)
         .bind(&developer.email)
         .fetch_optional(&self.pool)
-        .await?
-        .ok_or(StoreError::DeveloperExists)
+        .await?)
     }
 
-    /// Deletes a developer and, by cascade, their repositories.
+    /// Deletes a developer (their repositories stay, as in the original).
     pub async fn delete_developer(&self, username: &str) -> Result<(), StoreError> {
         let deleted = sqlx::query("DELETE FROM developer WHERE username = ?")
             .bind(username)
@@ -161,25 +186,17 @@ impl Store {
         )
     }
 
-    /// Adds a repository to an existing developer; returns the stored record.
+    /// Adds a repository, whoever the owner and whatever repositories they have (as the
+    /// original does); returns the stored record.
     pub async fn add_repo(&self, repo: &Repo) -> Result<Repo, StoreError> {
-        let inserted = sqlx::query_as(
+        Ok(sqlx::query_as(
             "INSERT INTO repo (name, username, forks) VALUES (?, ?, ?)
-             ON CONFLICT (username, name) DO NOTHING RETURNING name, username, forks",
+             RETURNING name, username, forks",
         )
         .bind(&repo.name)
         .bind(&repo.username)
         .bind(repo.forks)
-        .fetch_optional(&self.pool)
-        .await;
-        match inserted {
-            Ok(Some(stored)) => Ok(stored),
-            Ok(None) => Err(StoreError::RepoExists),
-            // The foreign key is what tells an unknown owner, without a race against deletes.
-            Err(sqlx::Error::Database(e)) if e.kind() == ErrorKind::ForeignKeyViolation => {
-                Err(StoreError::NotFound)
-            }
-            Err(e) => Err(e.into()),
-        }
+        .fetch_one(&self.pool)
+        .await?)
     }
 }

@@ -1,0 +1,226 @@
+//! The store's APIs, `/api/am/store/v0.14/apis`, and who sees and subscribes to each
+//! (WSO2 2.6's visibility and subscription availability).
+//!
+//! - `visibility`: `PUBLIC` is seen by anyone, anonymous callers and other tenants
+//!   included; `PRIVATE` by users of the API's tenant; `RESTRICTED` by users of its
+//!   tenant holding one of `visibleRoles` (and by its provider and the tenant's
+//!   administrators); `CONTROLLED` by its tenant and the tenants in `visibleTenants`.
+//! - `subscriptionAvailability`: users of other tenants subscribe only to an API they
+//!   see that is available to `all_tenants`, or to `specific_tenants` naming theirs
+//!   (`current_tenant`, the default, keeps it to the API's tenant).
+//!
+//! An API the caller may not see answers exactly as a missing one does (404).
+
+use axum::extract::{Path, State};
+use axum::http::HeaderMap;
+use axum::routing::get;
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::AppState;
+use super::apis::{ApiInfo, StoredApi, find_api, search, tenant_apis};
+use super::applications::STORE;
+use super::auth::{Caller, MaybeCaller};
+use super::error::{ApiError, ApiResult};
+use super::extract::QueryParams;
+use super::pagination::{ListEnvelope, Page};
+use crate::users::{self, SUPER_TENANT};
+
+/// Lifecycle states the store shows.
+const STORE_STATES: &[&str] = &["PUBLISHED", "PROTOTYPED"];
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route(&format!("{STORE}/apis"), get(list_apis))
+        .route(&format!("{STORE}/apis/{{api_id}}"), get(get_api))
+}
+
+/// Who is looking: a user's tenant, name and roles, or no one (anonymous).
+#[derive(Debug, Default)]
+pub struct Viewer {
+    user: Option<(String, String, Vec<String>)>,
+}
+
+impl Viewer {
+    /// The viewer a caller is: its roles as they are now.
+    pub async fn of(state: &AppState, caller: Option<&Caller>) -> ApiResult<Self> {
+        let Some(caller) = caller else {
+            return Ok(Viewer::default());
+        };
+        let roles = users::find(&state.db, caller.username())
+            .await?
+            .map(|user| user.roles)
+            .unwrap_or_default();
+        Ok(Viewer {
+            user: Some((
+                caller.tenant().to_string(),
+                caller.username().to_string(),
+                roles,
+            )),
+        })
+    }
+
+    fn tenant(&self) -> Option<&str> {
+        self.user.as_ref().map(|(tenant, _, _)| tenant.as_str())
+    }
+
+    /// Whether the viewer sees the API (its visibility alone, whatever its state).
+    pub fn sees(&self, api: &StoredApi) -> bool {
+        let record = &api.record;
+        let home = self.tenant() == Some(api.tenant.as_str());
+        match record.visibility.as_deref().unwrap_or("PUBLIC") {
+            "PUBLIC" => true,
+            "PRIVATE" => home,
+            "CONTROLLED" => {
+                home || self.tenant().is_some_and(|tenant| {
+                    record.visible_tenants.iter().flatten().any(|t| t == tenant)
+                })
+            }
+            // RESTRICTED, and anything unknown, to the roles named.
+            _ => home && self.holds_a_visible_role(api),
+        }
+    }
+
+    fn holds_a_visible_role(&self, api: &StoredApi) -> bool {
+        let Some((_, username, roles)) = &self.user else {
+            return false;
+        };
+        let visible_roles = api.record.visible_roles.iter().flatten();
+        *username == api.provider
+            || roles.iter().any(|r| r == "admin")
+            || visible_roles
+                .map(|role| role.strip_prefix("Internal/").unwrap_or(role))
+                .any(|role| roles.iter().any(|r| r == role))
+    }
+
+    /// Whether the viewer may subscribe to the API: sees it, and is of its tenant or of
+    /// one its subscription availability opens it to.
+    pub fn may_subscribe(&self, api: &StoredApi) -> bool {
+        let Some(tenant) = self.tenant() else {
+            return false;
+        };
+        if !self.sees(api) {
+            return false;
+        }
+        tenant == api.tenant
+            || match api.record.subscription_availability.as_deref() {
+                Some("all_tenants") => true,
+                Some("specific_tenants") => api
+                    .record
+                    .subscription_available_tenants
+                    .iter()
+                    .flatten()
+                    .any(|t| t == tenant),
+                _ => false,
+            }
+    }
+}
+
+/// The tenant whose store is read: `X-WSO2-Tenant` when given (as in WSO2), else the
+/// caller's, else the super tenant's.
+fn store_tenant(headers: &HeaderMap, caller: Option<&Caller>) -> String {
+    headers
+        .get("x-wso2-tenant")
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(str::to_string)
+        .or_else(|| caller.map(|c| c.tenant().to_string()))
+        .unwrap_or_else(|| SUPER_TENANT.to_string())
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ListQuery {
+    limit: Option<i64>,
+    offset: Option<i64>,
+    query: Option<String>,
+}
+
+/// `GET /apis`: the store's published and prototyped APIs the caller sees; anonymous
+/// callers see public ones.
+async fn list_apis(
+    State(state): State<AppState>,
+    MaybeCaller(caller): MaybeCaller,
+    headers: HeaderMap,
+    QueryParams(q): QueryParams<ListQuery>,
+) -> ApiResult<Json<ListEnvelope<ApiInfo>>> {
+    let page = Page::new(q.limit, q.offset)?;
+    let query = q.query.unwrap_or_default();
+    let criteria = search::parse(&query).map_err(ApiError::BadRequest)?;
+    let viewer = Viewer::of(&state, caller.as_ref()).await?;
+    let tenant = store_tenant(&headers, caller.as_ref());
+    let seen: Vec<StoredApi> = tenant_apis(&state.db, &tenant, STORE_STATES)
+        .await?
+        .into_iter()
+        .filter(|api| viewer.sees(api) && criteria.iter().all(|c| c.matches(api)))
+        .collect();
+    let total = seen.len() as i64;
+    let list = page.slice(seen).iter().map(ApiInfo::from).collect();
+    let link = |limit, offset| format!("/apis?limit={limit}&offset={offset}&query={query}");
+    Ok(Json(
+        ListEnvelope::new(list, total, page, link).with_pagination(total, page),
+    ))
+}
+
+/// WSO2's store `API`: what a consumer needs, never endpoints or their credentials.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct StoreApi {
+    id: String,
+    name: String,
+    description: Option<String>,
+    context: String,
+    version: String,
+    provider: String,
+    api_definition: Option<String>,
+    status: String,
+    is_default_version: bool,
+    transport: Vec<String>,
+    authorization_header: Option<String>,
+    tags: Vec<String>,
+    tiers: Vec<String>,
+    thumbnail_url: Option<String>,
+    additional_properties: Map<String, Value>,
+    business_information: Option<Value>,
+}
+
+impl From<StoredApi> for StoreApi {
+    fn from(api: StoredApi) -> Self {
+        let record = api.record;
+        StoreApi {
+            id: api.id,
+            name: api.name,
+            description: record.description,
+            context: api.context,
+            version: api.version,
+            provider: api.provider,
+            api_definition: record.api_definition,
+            status: api.status,
+            is_default_version: record.is_default_version.unwrap_or(false),
+            transport: record.transport.unwrap_or_default(),
+            authorization_header: record.authorization_header,
+            tags: record.tags.unwrap_or_default(),
+            tiers: record.tiers.unwrap_or_default(),
+            thumbnail_url: record.thumbnail_uri,
+            additional_properties: record.additional_properties.unwrap_or_default(),
+            business_information: record.business_information,
+        }
+    }
+}
+
+/// `GET /apis/{apiId}`: 404 unless the caller sees it in the store.
+async fn get_api(
+    State(state): State<AppState>,
+    MaybeCaller(caller): MaybeCaller,
+    Path(api_id): Path<String>,
+) -> ApiResult<Json<StoreApi>> {
+    let viewer = Viewer::of(&state, caller.as_ref()).await?;
+    match find_api(&state.db, &api_id).await? {
+        Some(api) if STORE_STATES.contains(&api.status.as_str()) && viewer.sees(&api) => {
+            Ok(Json(api.into()))
+        }
+        _ => Err(ApiError::NotFound("API", api_id)),
+    }
+}

@@ -1,0 +1,494 @@
+//! Secrets at rest: client secrets, consumer secrets and backend passwords are stored
+//! encrypted with a **data key** (XChaCha20-Poly1305, a random nonce per value, the table,
+//! column and row bound in as associated data), so that a copy of the database alone
+//! reveals none of them.
+//!
+//! A stored value reads `enc:v1:<key id>:<base64url(nonce | ciphertext)>`; the key id
+//! names the data key, so keys can be rotated: [`reseal_all`] re-encrypts every value not
+//! under the active key (at every start, and by `control-plane rotate-data-key`). Values
+//! written in clear by earlier versions are read as they are until then.
+//!
+//! Data keys are 32 random bytes, base64, one per file: the operator's
+//! (`APIM_DATA_KEY_FILE`, a comma-separated list whose first key encrypts and the others
+//! only decrypt), or else `<data dir>/data-keys/<id>.key`, created on first start, the
+//! newest encrypting. Keys in the data directory always decrypt, so a move to an
+//! operator's key is one rotation.
+
+use std::path::{Path, PathBuf};
+use std::sync::RwLock;
+
+use anyhow::Context;
+use base64::Engine;
+use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+use chacha20poly1305::aead::{Aead, KeyInit, Payload};
+use chacha20poly1305::{XChaCha20Poly1305, XNonce};
+use sha2::{Digest, Sha256};
+use sqlx::AnyPool;
+
+use crate::apis::ApiRecord;
+use crate::keys::{private_dir, restrict_file, write_private};
+
+/// What every sealed value starts with.
+const PREFIX: &str = "enc:v1:";
+/// Nonce bytes of XChaCha20-Poly1305: random nonces of this length never repeat in practice.
+const NONCE_BYTES: usize = 24;
+/// Bytes of a data key.
+const KEY_BYTES: usize = 32;
+/// Extension of data-key files in the data directory.
+const KEY_EXTENSION: &str = "key";
+
+/// Which secret a value is: part of the associated data, so that a value copied into
+/// another column or row does not decrypt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Field {
+    /// `oauth_clients.client_secret`, by client id (registered clients' and consumer secrets).
+    ClientSecret,
+    /// `endpointSecurity.password` of an API record, by API id.
+    BackendPassword,
+}
+
+impl Field {
+    fn label(self) -> &'static str {
+        match self {
+            Field::ClientSecret => "oauth_clients.client_secret",
+            Field::BackendPassword => "apis.record.endpointSecurity.password",
+        }
+    }
+
+    fn associated_data(self, row: &str) -> Vec<u8> {
+        [self.label().as_bytes(), b"\0", row.as_bytes()].concat()
+    }
+}
+
+/// One data key.
+struct DataKey {
+    id: String,
+    cipher: XChaCha20Poly1305,
+}
+
+/// The keys known, and which one encrypts.
+struct Ring {
+    keys: Vec<DataKey>,
+    active: String,
+}
+
+/// The data keys: the active one encrypts, every one decrypts.
+pub struct DataKeys {
+    /// `<data dir>/data-keys`; `None` for keys that live in memory only (tests).
+    dir: Option<PathBuf>,
+    /// The operator's key files, the encrypting one first.
+    operator: Vec<PathBuf>,
+    ring: RwLock<Ring>,
+}
+
+impl std::fmt::Debug for DataKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DataKeys")
+            .field("active", &self.active_id())
+            .finish_non_exhaustive()
+    }
+}
+
+impl DataKeys {
+    /// The operator's keys (`operator`, the encrypting one first) and those under
+    /// `<data_dir>/data-keys`; without an operator's key, the first data-directory key is
+    /// created when there is none.
+    pub fn load(data_dir: &Path, operator: &[PathBuf]) -> anyhow::Result<Self> {
+        let dir = data_dir.join("data-keys");
+        private_dir(&dir)?;
+        let keys = DataKeys {
+            dir: Some(dir),
+            operator: operator.to_vec(),
+            ring: RwLock::new(Ring {
+                keys: Vec::new(),
+                active: String::new(),
+            }),
+        };
+        if keys.operator.is_empty() && keys.directory_keys()?.is_empty() {
+            keys.new_directory_key()?;
+        }
+        keys.reload()?;
+        Ok(keys)
+    }
+
+    /// One random key in memory, for tests.
+    #[cfg(test)]
+    pub fn ephemeral() -> Self {
+        let key = DataKey::new("test".into(), &rand::random::<[u8; KEY_BYTES]>());
+        DataKeys {
+            dir: None,
+            operator: Vec::new(),
+            ring: RwLock::new(Ring {
+                active: key.id.clone(),
+                keys: vec![key],
+            }),
+        }
+    }
+
+    /// The id of the key that encrypts.
+    pub fn active_id(&self) -> String {
+        self.ring.read().expect("data key lock").active.clone()
+    }
+
+    /// `clear` encrypted under the active key for `field` of `row`.
+    pub fn seal(&self, field: Field, row: &str, clear: &str) -> String {
+        let ring = self.ring.read().expect("data key lock");
+        let key = ring
+            .keys
+            .iter()
+            .find(|k| k.id == ring.active)
+            .expect("the active data key is on the ring");
+        let nonce: [u8; NONCE_BYTES] = rand::random();
+        let ciphertext = key
+            .cipher
+            .encrypt(
+                &XNonce::from(nonce),
+                Payload {
+                    msg: clear.as_bytes(),
+                    aad: &field.associated_data(row),
+                },
+            )
+            .expect("XChaCha20-Poly1305 encrypts any value");
+        let mut bytes = nonce.to_vec();
+        bytes.extend_from_slice(&ciphertext);
+        format!("{PREFIX}{}:{}", key.id, URL_SAFE_NO_PAD.encode(bytes))
+    }
+
+    /// The clear text of a stored value of `field` of `row`: decrypted, or as it is when it
+    /// was stored in clear by an earlier version. A key this process does not know yet
+    /// (added by a rotation elsewhere) is looked for on disk once.
+    pub fn open(&self, field: Field, row: &str, stored: &str) -> anyhow::Result<String> {
+        let Some((id, sealed)) = parse(stored) else {
+            return Ok(stored.to_string());
+        };
+        if !self.knows(id) {
+            self.reload()?;
+        }
+        let ring = self.ring.read().expect("data key lock");
+        let key = ring.keys.iter().find(|k| k.id == id).with_context(|| {
+            format!(
+                "{} of {row} is encrypted with data key {id}, which this control plane does not have (APIM_DATA_KEY_FILE, <data dir>/data-keys)",
+                field.label()
+            )
+        })?;
+        let bytes = URL_SAFE_NO_PAD
+            .decode(sealed)
+            .ok()
+            .filter(|b| b.len() >= NONCE_BYTES)
+            .with_context(|| format!("{} of {row} is malformed", field.label()))?;
+        let (nonce, ciphertext) = bytes.split_at(NONCE_BYTES);
+        let nonce: [u8; NONCE_BYTES] = nonce.try_into().expect("split at the nonce's length");
+        let clear = key
+            .cipher
+            .decrypt(
+                &XNonce::from(nonce),
+                Payload {
+                    msg: ciphertext,
+                    aad: &field.associated_data(row),
+                },
+            )
+            .ok()
+            .with_context(|| {
+                format!(
+                    "{} of {row} does not decrypt with data key {id} (altered, or moved from another row)",
+                    field.label()
+                )
+            })?;
+        String::from_utf8(clear).with_context(|| format!("{} of {row} is not text", field.label()))
+    }
+
+    /// Whether a stored value is not (yet) encrypted under the active key.
+    pub fn needs_resealing(&self, stored: &str) -> bool {
+        parse(stored).is_none_or(|(id, _)| id != self.active_id())
+    }
+
+    /// Makes a new data-directory key the active one; its id. With an operator's key
+    /// there is nothing to make: the first of `APIM_DATA_KEY_FILE` is the active key.
+    pub fn rotate(&self) -> anyhow::Result<String> {
+        if self.operator.is_empty() {
+            self.new_directory_key()?;
+        }
+        self.reload()?;
+        Ok(self.active_id())
+    }
+
+    fn knows(&self, id: &str) -> bool {
+        let ring = self.ring.read().expect("data key lock");
+        ring.keys.iter().any(|k| k.id == id)
+    }
+
+    /// Reads every key again from the operator's files and the data directory.
+    fn reload(&self) -> anyhow::Result<()> {
+        if self.dir.is_none() {
+            return Ok(());
+        }
+        let mut keys = Vec::new();
+        for path in &self.operator {
+            keys.push(read_operator_key(path)?);
+        }
+        let directory = self.directory_keys()?;
+        let active = match (keys.first(), directory.last()) {
+            (Some(operator), _) => operator.id.clone(),
+            (None, Some(newest)) => newest.id.clone(),
+            (None, None) => anyhow::bail!("no data key"),
+        };
+        keys.extend(directory);
+        *self.ring.write().expect("data key lock") = Ring { keys, active };
+        Ok(())
+    }
+
+    /// The data directory's keys, oldest first (their ids sort by creation time).
+    fn directory_keys(&self) -> anyhow::Result<Vec<DataKey>> {
+        let Some(dir) = &self.dir else {
+            return Ok(Vec::new());
+        };
+        let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+            .with_context(|| format!("could not read {}", dir.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|ext| ext == KEY_EXTENSION))
+            .collect();
+        files.sort();
+        files
+            .iter()
+            .map(|path| {
+                restrict_file(path)?;
+                let id = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+                Ok(DataKey::new(id.to_string(), &read_key(path)?))
+            })
+            .collect()
+    }
+
+    fn new_directory_key(&self) -> anyhow::Result<()> {
+        let Some(dir) = &self.dir else {
+            return Ok(());
+        };
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default();
+        let id = format!(
+            "{nanos:020}-{}",
+            &uuid::Uuid::new_v4().simple().to_string()[..8]
+        );
+        let key: [u8; KEY_BYTES] = rand::random();
+        let path = dir.join(format!("{id}.{KEY_EXTENSION}"));
+        write_private(&path, format!("{}\n", STANDARD.encode(key)).as_bytes())
+    }
+}
+
+impl DataKey {
+    fn new(id: String, key: &[u8; KEY_BYTES]) -> Self {
+        DataKey {
+            id,
+            cipher: XChaCha20Poly1305::new(key.into()),
+        }
+    }
+}
+
+/// `(key id, base64 of nonce and ciphertext)` of a sealed value; `None` for clear text.
+fn parse(stored: &str) -> Option<(&str, &str)> {
+    stored.strip_prefix(PREFIX)?.split_once(':')
+}
+
+/// A key file: 32 bytes, base64 (surrounding whitespace ignored).
+fn read_key(path: &Path) -> anyhow::Result<[u8; KEY_BYTES]> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("could not read data key {}", path.display()))?;
+    STANDARD
+        .decode(text.trim())
+        .ok()
+        .and_then(|bytes| <[u8; KEY_BYTES]>::try_from(bytes).ok())
+        .with_context(|| {
+            format!(
+                "data key {} must hold 32 bytes in base64 (e.g. `head -c 32 /dev/urandom | base64`)",
+                path.display()
+            )
+        })
+}
+
+/// An operator's key, named by a digest of the key itself (so the same file gives the same
+/// id wherever it is mounted, and the id says nothing of the key).
+fn read_operator_key(path: &Path) -> anyhow::Result<DataKey> {
+    let key = read_key(path)?;
+    let digest = Sha256::new()
+        .chain_update(b"apim data key id\0")
+        .chain_update(key)
+        .finalize();
+    let id: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+    Ok(DataKey::new(format!("op-{id}"), &key))
+}
+
+/// What [`reseal_all`] re-encrypted.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Resealed {
+    /// Client and consumer secrets.
+    pub client_secrets: usize,
+    /// Backend passwords of API records.
+    pub backend_passwords: usize,
+}
+
+/// Re-encrypts under the active key every secret that is not under it (values in clear
+/// from earlier versions included). Each row is replaced only if it is still as read, so a
+/// change made meanwhile by a running control plane is never lost (a value it wrote is
+/// already encrypted, with the key it had). On SQLite, freed space is zeroed
+/// (`secure_delete`) and the write-ahead log emptied afterwards, so no old copy stays in
+/// the files; PostgreSQL keeps dead row versions until its next vacuum.
+pub async fn reseal_all(db: &AnyPool, keys: &DataKeys) -> anyhow::Result<Resealed> {
+    let resealed = Resealed {
+        client_secrets: reseal_client_secrets(db, keys).await?,
+        backend_passwords: reseal_backend_passwords(db, keys).await?,
+    };
+    if resealed != Resealed::default() {
+        // The values replaced, in clear or under an old key, leave no copy behind.
+        crate::db::truncate_sqlite_log(db).await?;
+    }
+    Ok(resealed)
+}
+
+async fn reseal_client_secrets(db: &AnyPool, keys: &DataKeys) -> anyhow::Result<usize> {
+    // language=SQL
+    let rows: Vec<(String, String)> =
+        sqlx::query_as("SELECT client_id, client_secret FROM oauth_clients")
+            .fetch_all(db)
+            .await?;
+    let mut resealed = 0;
+    for (client_id, stored) in rows.iter().filter(|(_, s)| keys.needs_resealing(s)) {
+        let clear = keys.open(Field::ClientSecret, client_id, stored)?;
+        let sealed = keys.seal(Field::ClientSecret, client_id, &clear);
+        // language=SQL
+        let done = sqlx::query(
+            "UPDATE oauth_clients SET client_secret = $1 WHERE client_id = $2 AND client_secret = $3",
+        )
+        .bind(&sealed)
+        .bind(client_id)
+        .bind(stored)
+        .execute(db)
+        .await?;
+        resealed += done.rows_affected() as usize;
+    }
+    Ok(resealed)
+}
+
+async fn reseal_backend_passwords(db: &AnyPool, keys: &DataKeys) -> anyhow::Result<usize> {
+    // Only records that may hold a password are read and parsed.
+    // language=SQL
+    let rows: Vec<(String, String)> =
+        sqlx::query_as("SELECT id, record FROM apis WHERE record LIKE '%\"password\"%'")
+            .fetch_all(db)
+            .await?;
+    let mut resealed = 0;
+    for (id, text) in rows {
+        let mut record: ApiRecord = serde_json::from_str(&text)
+            .with_context(|| format!("stored record of API {id} is unreadable"))?;
+        let Some(stored) = record.stored_backend_password() else {
+            continue;
+        };
+        if !keys.needs_resealing(&stored) {
+            continue;
+        }
+        let clear = keys.open(Field::BackendPassword, &id, &stored)?;
+        record.set_backend_password(keys.seal(Field::BackendPassword, &id, &clear));
+        // language=SQL
+        let done = sqlx::query("UPDATE apis SET record = $1 WHERE id = $2 AND record = $3")
+            .bind(serde_json::to_string(&record)?)
+            .bind(&id)
+            .bind(&text)
+            .execute(db)
+            .await?;
+        resealed += done.rows_affected() as usize;
+    }
+    Ok(resealed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp_dir() -> PathBuf {
+        std::env::temp_dir().join(format!("apim-data-keys-{}", uuid::Uuid::new_v4()))
+    }
+
+    #[test]
+    fn values_open_only_as_the_field_and_row_they_were_sealed_for() {
+        let keys = DataKeys::ephemeral();
+        let sealed = keys.seal(Field::ClientSecret, "client-1", "s3cret");
+        assert!(sealed.starts_with("enc:v1:test:") && !sealed.contains("s3cret"));
+        assert_ne!(sealed, keys.seal(Field::ClientSecret, "client-1", "s3cret"));
+        let open = |field, row: &str, stored: &str| keys.open(field, row, stored);
+        assert_eq!(
+            open(Field::ClientSecret, "client-1", &sealed).unwrap(),
+            "s3cret"
+        );
+        assert!(open(Field::ClientSecret, "client-2", &sealed).is_err());
+        assert!(open(Field::BackendPassword, "client-1", &sealed).is_err());
+        let mut altered = sealed.clone();
+        let last = altered.pop().unwrap();
+        altered.push(if last == 'A' { 'B' } else { 'A' });
+        assert!(open(Field::ClientSecret, "client-1", &altered).is_err());
+        let unknown = sealed.replacen(":test:", ":gone:", 1);
+        assert!(open(Field::ClientSecret, "client-1", &unknown).is_err());
+        // Values from before encryption read as they are, and want resealing.
+        assert_eq!(
+            open(Field::ClientSecret, "client-1", "legacy").unwrap(),
+            "legacy"
+        );
+        assert!(keys.needs_resealing("legacy"));
+        assert!(!keys.needs_resealing(&sealed));
+    }
+
+    #[test]
+    fn directory_keys_persist_rotate_and_keep_decrypting() {
+        let dir = temp_dir();
+        let keys = DataKeys::load(&dir, &[]).unwrap();
+        let first = keys.active_id();
+        let sealed = keys.seal(Field::BackendPassword, "api", "pw");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let key_dir = dir.join("data-keys");
+            let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode(&key_dir), 0o700);
+            let file = key_dir.join(format!("{first}.key"));
+            assert_eq!(mode(&file), 0o600);
+        }
+        let reloaded = DataKeys::load(&dir, &[]).unwrap();
+        assert_eq!(reloaded.active_id(), first);
+        let second = reloaded.rotate().unwrap();
+        assert_ne!(second, first);
+        assert!(reloaded.needs_resealing(&sealed));
+        // A process that loaded before the rotation finds the new key when it meets it.
+        let newer = reloaded.seal(Field::BackendPassword, "api", "pw2");
+        assert_eq!(
+            keys.open(Field::BackendPassword, "api", &newer).unwrap(),
+            "pw2"
+        );
+        assert_eq!(
+            reloaded
+                .open(Field::BackendPassword, "api", &sealed)
+                .unwrap(),
+            "pw"
+        );
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn an_operator_key_encrypts_and_directory_keys_still_decrypt() {
+        let dir = temp_dir();
+        let own = DataKeys::load(&dir, &[]).unwrap();
+        let before = own.seal(Field::ClientSecret, "c", "old");
+        let file = dir.join("operator.key");
+        std::fs::write(&file, format!("{}\n", STANDARD.encode([7u8; 32]))).unwrap();
+        let keys = DataKeys::load(&dir, std::slice::from_ref(&file)).unwrap();
+        assert!(keys.active_id().starts_with("op-"));
+        assert_eq!(keys.rotate().unwrap(), keys.active_id(), "nothing to make");
+        assert_eq!(keys.open(Field::ClientSecret, "c", &before).unwrap(), "old");
+        assert!(keys.needs_resealing(&before));
+        let again = DataKeys::load(&dir, std::slice::from_ref(&file)).unwrap();
+        assert_eq!(again.active_id(), keys.active_id(), "same file, same id");
+
+        std::fs::write(&file, "not a key").unwrap();
+        let err = DataKeys::load(&dir, &[file]).unwrap_err();
+        assert!(format!("{err:#}").contains("32 bytes in base64"), "{err:#}");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}

@@ -1,0 +1,169 @@
+//! The platform under its own faults (issue 14, item 3): what a gateway does when Redis,
+//! which its nodes share counters and cached answers through, is down at start or goes
+//! away while it serves; a gateway killed under load and started again; the control plane
+//! killed during concurrent writes. `cargo run --release -p e2e --bin faults` runs these
+//! and the longer cases at full scale (RELIABILITY.md).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use e2e::Backend;
+use e2e::faults::load::{Load, MakeRequest};
+use e2e::faults::rig::Rig;
+use e2e::faults::writes::{gateway_converges, verify, write_through_a_kill};
+use e2e::redis::Redis;
+use e2e::stack::Stack;
+use serde_json::json;
+
+/// `kill -9` of a gateway under load (two keep-alive clients calling back to back), and
+/// a new one on the same address: only the requests in flight at the kill and those sent
+/// while nothing listened fail, and the new gateway, which starts empty and pulls its
+/// manifest from the control plane, serves the API within a second of listening.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gateway_killed_under_load_serves_again_within_a_second() {
+    let mut rig = Rig::start(Backend::Sqlite, &[]).await;
+    let api = rig.api("Steady", json!({}), true).await;
+    let (key, secret) = rig.application("steady", &[&api]).await;
+    let token = rig.app_token(&key, &secret).await;
+    let path = "/steady/v1.0.0/devs/alice";
+    rig.gateway_answers(path, &token, Duration::from_secs(15), |s| s == 200)
+        .await
+        .expect("the API is served");
+    let (url, bearer) = (format!("{}{path}", rig.gw.base), token.clone());
+    let make: MakeRequest = Arc::new(move |http, _, _| http.get(&url).bearer_auth(&bearer));
+    let clients = 2;
+    let load = Load::start(clients, Duration::ZERO, Duration::from_secs(5), make);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+
+    let killed = Instant::now();
+    rig.kill_gateway().await;
+    rig.start_gateway().await;
+    let listening = Instant::now();
+    let served = rig
+        .gateway_answers(path, &token, Duration::from_secs(10), |s| s == 200)
+        .await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let samples = load.finish().await;
+
+    let served = served.expect("the new gateway never served the API");
+    assert!(
+        served < Duration::from_secs(1),
+        "the new gateway served the API {served:?} after it listened"
+    );
+    let before = samples.ended_before(killed);
+    assert!(
+        before.ok() > 0 && before.failed().is_empty(),
+        "{}",
+        before.outcomes()
+    );
+    let in_flight = samples.in_flight_at(killed).failed();
+    assert!(in_flight.len() <= clients, "{}", in_flight.outcomes());
+    let settled = samples.between(listening + served, Instant::now());
+    assert!(
+        settled.ok() > 0 && settled.failed().is_empty(),
+        "after the new gateway served: {}",
+        settled.outcomes()
+    );
+    rig.shut_down().await;
+}
+
+/// `kill -9` of the control plane (SQLite) during 200 writes from 16 concurrent clients
+/// (API creates and publishes), started again on the same data: every write answered 2xx
+/// is there, every API there is whole (its record and its route), only the writes in
+/// flight at the kill went unanswered, and the attached gateway routes exactly the
+/// published APIs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killing_the_control_plane_during_writes_loses_nothing_acknowledged() {
+    let mut rig = Rig::start(Backend::Sqlite, &[]).await;
+    let (total, writers) = (200, 16);
+    let writes = write_through_a_kill(&mut rig, total, writers, 80).await;
+    assert_eq!(writes.sent, total);
+    assert!(writes.acknowledged_before_kill >= 80);
+    assert!(writes.unacknowledged() <= writers, "{:?}", writes.outcomes);
+    let verdict = verify(&rig, &writes).await;
+    assert!(verdict.held(), "{verdict:?}");
+    assert!(!verdict.published_contexts.is_empty());
+    gateway_converges(&rig, &verdict, Duration::from_secs(15))
+        .await
+        .expect("the gateway did not converge within 15 s");
+    rig.shut_down().await;
+}
+
+/// A gateway whose Redis is down when it starts serves from its own manifest, counting
+/// on its own; once Redis is up it counts there; when Redis goes away it goes on serving,
+/// and when Redis is back it counts there again, without a restart. A revocation made
+/// while Redis is down applies at once: the manifest never depends on Redis.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gateway_serves_whether_redis_is_up_or_not() {
+    let mut redis = Redis::on_free_port();
+    let stack = Stack::start_with(&[], &[("APIM_KV_URL", redis.url())]).await;
+    // maxTps keeps a shared counter per request; far above what the test sends.
+    let api = stack
+        .api(
+            "Counted",
+            json!({"maxTps": {"production": 100000, "sandbox": 100000}}),
+            &["Publish"],
+        )
+        .await;
+    let (_, key, secret, _) = stack.application("counted", "Unlimited", &[&api]).await;
+    let token = stack.app_token(&key, &secret, &[]).await;
+    let path = "/counted/v1.0.0/devs/alice";
+    let serves = async |what: &str| {
+        e2e::wait_until(what, Duration::from_secs(5), async || {
+            stack.gw.get(path, &token).await.status == 200
+        })
+        .await;
+    };
+
+    serves("the API, Redis down since the gateway started").await;
+    e2e::wait_until("the outage logged", Duration::from_secs(10), async || {
+        stack.gateway.output().contains("Redis is unreachable")
+    })
+    .await;
+
+    redis.start().await;
+    e2e::wait_until("counters in Redis", Duration::from_secs(10), async || {
+        stack.gw.get(path, &token).await.expect(200);
+        !redis.keys().await.is_empty()
+    })
+    .await;
+
+    redis.stop().await;
+    for _ in 0..20 {
+        stack.gw.get(path, &token).await.expect(200);
+    }
+
+    // Redis is down: a revocation still reaches the gateway and applies.
+    stack
+        .mgmt
+        .token_at(
+            "/oauth2/revoke",
+            &key,
+            &secret,
+            &[("token", token.as_str())],
+        )
+        .await
+        .expect(200);
+    e2e::wait_until(
+        "the revocation, Redis down",
+        Duration::from_secs(5),
+        async || stack.gw.get(path, &token).await.status == 401,
+    )
+    .await;
+    let token = stack.app_token(&key, &secret, &[]).await;
+    stack.gw.get(path, &token).await.expect(200);
+
+    // Back: counted there again, no restart.
+    redis.start().await;
+    e2e::wait_until(
+        "counters in Redis again",
+        Duration::from_secs(10),
+        async || {
+            stack.gw.get(path, &token).await.expect(200);
+            !redis.keys().await.is_empty()
+        },
+    )
+    .await;
+    redis.stop().await;
+    let _ = std::fs::remove_dir_all(&stack.data_dir);
+}

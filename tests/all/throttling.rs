@@ -1,0 +1,224 @@
+//! Throttling across edge-gateway nodes that share Redis (issue 14): the counters are the
+//! store's atomic increments, so three nodes taking turns admit exactly what one would.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use e2e::stack::Stack;
+use e2e::{Client, Reply, ServerProcess, eventually};
+use reqwest::Method;
+use serde_json::json;
+use tokio::task::JoinSet;
+
+/// Gateway nodes sharing one Redis.
+const NODES: usize = 3;
+/// Requests a minute the application tier `50PerMin` admits.
+const PER_MINUTE: usize = 50;
+/// The API's `maxTps` for production keys.
+const PER_SECOND: usize = 5;
+
+/// The WSO2 fault code in an XML body.
+fn fault_code(reply: &Reply) -> String {
+    let body = reply.body.as_str().unwrap_or_default();
+    body.split(":code>")
+        .nth(1)
+        .and_then(|s| s.split('<').next())
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// Milliseconds since the epoch, the clock the gateways' windows follow.
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("clock")
+        .as_millis() as u64
+}
+
+/// Sleeps until the next window of `length_ms` has begun when fewer than `room_ms` of
+/// this one are left (every node counts in windows of the wall clock).
+async fn room_in_window(length_ms: u64, room_ms: u64) {
+    let into = now_ms() % length_ms;
+    if into + room_ms > length_ms {
+        tokio::time::sleep(Duration::from_millis(length_ms - into + 20)).await;
+    }
+}
+
+/// `count` calls of `path` with `token` at once, the `k`th to node `k % NODES`; each
+/// node's name and its answer, and the window (of `length_ms`) the first call was sent
+/// in and the one the last answer came in.
+async fn burst(
+    nodes: &[Client],
+    path: &str,
+    token: &str,
+    count: usize,
+    length_ms: u64,
+) -> (Vec<(usize, Reply)>, u64, u64) {
+    let first = now_ms() / length_ms;
+    let mut calls = JoinSet::new();
+    for k in 0..count {
+        let (node, path, token) = (
+            nodes[k % NODES].clone(),
+            path.to_string(),
+            token.to_string(),
+        );
+        calls.spawn(async move { (k % NODES, node.get(&path, &token).await) });
+    }
+    let mut answers = Vec::new();
+    while let Some(answer) = calls.join_next().await {
+        answers.push(answer.expect("call"));
+    }
+    (answers, first, now_ms() / length_ms)
+}
+
+/// How many answers each node gave of each status, as `node-N: status x count`.
+fn tally(answers: &[(usize, Reply)]) -> BTreeMap<(usize, u16), usize> {
+    let mut tally = BTreeMap::new();
+    for (node, reply) in answers {
+        *tally.entry((node + 1, reply.status)).or_default() += 1;
+    }
+    tally
+}
+
+/// Empties the nodes' Redis namespace.
+async fn forget_namespace(namespace: &str) {
+    let client = redis::Client::open("redis://127.0.0.1:6379/0").unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("{namespace}:*"))
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    if !keys.is_empty() {
+        let _: () = redis::cmd("DEL")
+            .arg(&keys)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+    }
+}
+
+/// Three edge-gateway nodes on one Redis (a namespace of the test's own), called in turn
+/// and at once: an application of the `50PerMin` tier gets exactly 50 calls through in
+/// its minute, whichever nodes they reached, and 429 (900803) for the rest; an API of
+/// `maxTps` 5 admits exactly 5 calls in a second and answers 503 (900801) to the rest.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_nodes_sharing_redis_admit_exactly_the_limit() {
+    let namespace = format!("apim-e2e-throttling-{}", uuid::Uuid::new_v4().simple());
+    let redis = [
+        ("APIM_KV_URL", "redis://127.0.0.1:6379/0".to_string()),
+        ("APIM_KV_NAMESPACE", namespace.clone()),
+    ];
+    let stack = Stack::start_with(&["gateway_id=node-1"], &redis).await;
+    let control_plane = stack.control_plane.as_ref().expect("control plane");
+    let mut others: Vec<ServerProcess> = Vec::new();
+    for id in ["gateway_id=node-2", "gateway_id=node-3"] {
+        others.push(
+            e2e::start_edge_gateway_with(
+                control_plane,
+                &stack.data_dir,
+                "127.0.0.1:0",
+                &[id],
+                &redis,
+            )
+            .await,
+        );
+    }
+    let mut nodes = vec![stack.gw.clone()];
+    nodes.extend(others.iter().map(|node| Client::new(&node.url)));
+
+    // The metered application first, so that once a node knows the one made after it, it
+    // knows the metered one's subscription too (versions land in order).
+    let api = stack.api("Metered", json!({}), &["Publish"]).await;
+    let (_, key, secret, _) = stack.application("Metered", "50PerMin", &[&api]).await;
+    let metered = stack.app_token(&key, &secret, &[]).await;
+    let tps_api = stack
+        .api(
+            "Paced",
+            json!({"maxTps": {"production": PER_SECOND, "sandbox": PER_SECOND}}),
+            &["Publish"],
+        )
+        .await;
+    let (_, key, secret, _) = stack
+        .application("Paced", "Unlimited", &[&api, &tps_api])
+        .await;
+    let paced = stack.app_token(&key, &secret, &[]).await;
+    let (metered_path, tps_path) = ("/metered/v1.0.0/devs/alice", "/paced/v1.0.0/devs/alice");
+    // Every node serves both APIs (the unmetered application warms their instances up).
+    for node in &nodes {
+        for _ in 0..3 {
+            eventually(node, Method::GET, metered_path, &paced, |r| r.status == 200).await;
+        }
+        eventually(node, Method::GET, tps_path, &paced, |r| r.status == 200).await;
+    }
+
+    // The application tier: 3 × 50 calls in one minute, 50 admitted.
+    room_in_window(60_000, 15_000).await;
+    let hits_before = stack.backend.hits.load(std::sync::atomic::Ordering::SeqCst);
+    let (answers, first, last) =
+        burst(&nodes, metered_path, &metered, NODES * PER_MINUTE, 60_000).await;
+    assert_eq!(first, last, "the calls straddled a minute");
+    let admitted = answers.iter().filter(|(_, r)| r.status == 200).count();
+    let hits = stack.backend.hits.load(std::sync::atomic::Ordering::SeqCst) - hits_before;
+    eprintln!(
+        "application tier {PER_MINUTE}/min, {} calls over {NODES} nodes: {admitted} admitted, {hits} reached the backend; by node and status: {:?}",
+        answers.len(),
+        tally(&answers)
+    );
+    assert_eq!(admitted, PER_MINUTE, "{:?}", tally(&answers));
+    assert_eq!(hits, PER_MINUTE);
+    for (_, reply) in answers.iter().filter(|(_, r)| r.status != 200) {
+        assert_eq!(
+            (reply.status, fault_code(reply).as_str()),
+            (429, "900803"),
+            "{}",
+            reply.body
+        );
+    }
+    // Still refused on every node for the rest of the minute.
+    for node in &nodes {
+        let reply = node.get(metered_path, &metered).await;
+        assert_eq!((reply.status, fault_code(&reply).as_str()), (429, "900803"));
+    }
+
+    // maxTps: 3 × 5 calls in one second, 5 admitted. A burst that straddled a second is
+    // tried again. Windows slide, so each burst starts a second after anything before it
+    // (the previous second weighs in).
+    let mut tries = 0;
+    let answers = loop {
+        tries += 1;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        room_in_window(1_000, 1_000).await;
+        let (answers, first, last) =
+            burst(&nodes, tps_path, &paced, NODES * PER_SECOND, 1_000).await;
+        if first == last {
+            break answers;
+        }
+        assert!(tries < 5, "every burst straddled a second");
+    };
+    let admitted = answers.iter().filter(|(_, r)| r.status == 200).count();
+    eprintln!(
+        "maxTps {PER_SECOND}/s, {} calls over {NODES} nodes ({tries} tries): {admitted} admitted; by node and status: {:?}",
+        answers.len(),
+        tally(&answers)
+    );
+    assert_eq!(admitted, PER_SECOND, "{:?}", tally(&answers));
+    for (_, reply) in answers.iter().filter(|(_, r)| r.status != 200) {
+        assert_eq!(
+            (reply.status, fault_code(reply).as_str()),
+            (503, "900801"),
+            "{}",
+            reply.body
+        );
+    }
+
+    for node in others {
+        node.stop().await;
+    }
+    stack.gateway.stop().await;
+    if let Some(control_plane) = stack.control_plane {
+        control_plane.stop().await;
+    }
+    forget_namespace(&namespace).await;
+    let _ = std::fs::remove_dir_all(&stack.data_dir);
+}

@@ -1,0 +1,227 @@
+//! The platform a fault case breaks: a control plane on a fixed loopback port (so that
+//! a restarted one is the same address and token issuer), an edge gateway attached to it,
+//! an echo backend, and an administrator's token; each process can be killed, stopped and
+//! started again on the same data and address.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::stack::{ALL_SCOPES, api_record};
+use crate::{Backend, Client, ControlPlane, EchoBackend, PUBLISHER, ServerProcess};
+
+/// Control plane, gateway and backend, each replaceable.
+pub struct Rig {
+    /// The control plane's database.
+    pub database: Backend,
+    /// Its data directory.
+    pub data_dir: PathBuf,
+    control_plane_env: Vec<(&'static str, String)>,
+    /// The control plane, while it runs.
+    pub control_plane: Option<ControlPlane>,
+    /// `host:port` the gateway listens on, whichever process it is.
+    pub gateway_addr: String,
+    gateway_settings: Vec<(&'static str, String)>,
+    /// The gateway, while it runs.
+    pub gateway: Option<ServerProcess>,
+    /// The backend every API points at.
+    pub backend: EchoBackend,
+    /// Client of the management listener.
+    pub mgmt: Client,
+    /// Client of the gateway.
+    pub gw: Client,
+    /// An administrator's token with every management scope (the control plane's own).
+    pub admin: String,
+}
+
+impl Rig {
+    /// Starts a control plane on `database` and a gateway with `gateway_settings`
+    /// (edge-gateway's `APIM_*`), and logs in as the administrator.
+    pub async fn start(database: Backend, gateway_settings: &[(&'static str, String)]) -> Self {
+        crate::gateway_component();
+        let backend = EchoBackend::start().await;
+        let data_dir = crate::temp_dir();
+        let mgmt_addr = format!("127.0.0.1:{}", crate::free_port());
+        let gateway_addr = format!("127.0.0.1:{}", crate::free_port());
+        let control_plane_env = vec![
+            ("APIM_MGMT_ADDR", mgmt_addr),
+            ("APIM_GATEWAYS", format!("http://{gateway_addr}")),
+        ];
+        let control_plane =
+            crate::start_control_plane(&database, &data_dir, &control_plane_env).await;
+        let mgmt = Client::new(&control_plane.url);
+        let admin = mgmt.login("admin", crate::ADMIN_PASSWORD, ALL_SCOPES).await;
+        let mut rig = Rig {
+            database,
+            data_dir,
+            control_plane_env,
+            control_plane: Some(control_plane),
+            gw: Client::new(&format!("http://{gateway_addr}")),
+            gateway_addr,
+            gateway_settings: gateway_settings.to_vec(),
+            gateway: None,
+            backend,
+            mgmt,
+            admin,
+        };
+        rig.start_gateway().await;
+        rig
+    }
+
+    /// Starts the control plane again on the same data, database and address; how long
+    /// it took to listen.
+    pub async fn start_control_plane(&mut self) -> Duration {
+        assert!(self.control_plane.is_none(), "the control plane runs");
+        let started = Instant::now();
+        let control_plane =
+            crate::start_control_plane(&self.database, &self.data_dir, &self.control_plane_env)
+                .await;
+        self.control_plane = Some(control_plane);
+        started.elapsed()
+    }
+
+    /// `kill -9` of the control plane.
+    pub async fn kill_control_plane(&mut self) {
+        if let Some(control_plane) = self.control_plane.take() {
+            control_plane.kill().await;
+        }
+    }
+
+    /// SIGTERM to the control plane; waits for it to exit.
+    pub async fn stop_control_plane(&mut self) {
+        if let Some(control_plane) = self.control_plane.take() {
+            control_plane.terminate().await;
+        }
+    }
+
+    /// Starts a gateway on [`Rig::gateway_addr`] (the control plane must run); how long
+    /// it took from its start until it listened.
+    pub async fn start_gateway(&mut self) -> Duration {
+        assert!(self.gateway.is_none(), "the gateway runs");
+        let control_plane = self.control_plane.as_ref().expect("a control plane");
+        let started = Instant::now();
+        let gateway = crate::start_edge_gateway_with(
+            control_plane,
+            &self.data_dir,
+            &self.gateway_addr,
+            &[],
+            &self.gateway_settings,
+        )
+        .await;
+        self.gateway = Some(gateway);
+        started.elapsed()
+    }
+
+    /// `kill -9` of the gateway.
+    pub async fn kill_gateway(&mut self) {
+        if let Some(gateway) = self.gateway.take() {
+            gateway.kill().await;
+        }
+    }
+
+    /// SIGTERM to the gateway; waits for it to drain and exit, and says how it exited.
+    pub async fn stop_gateway(&mut self) -> Option<std::process::ExitStatus> {
+        let gateway = self.gateway.take()?;
+        gateway.terminate().await
+    }
+
+    /// Creates an API of the spec's shape named `name` (context `/<name lower-case>`,
+    /// version v1.0.0) pointing at the backend, no backend credentials, a `maxTps` no load
+    /// here reaches, with `changes`; publishes it if asked.
+    pub async fn api(&self, name: &str, changes: Value, publish: bool) -> String {
+        let mut record = api_record(name, &format!("{}/", self.backend.url));
+        record["endpointSecurity"] = Value::Null;
+        // Load is not to be throttled (the spec's record allows 1000 per second).
+        record["maxTps"] = json!({"production": 1_000_000_000u64, "sandbox": 1_000_000_000u64});
+        for (key, value) in changes.as_object().expect("changes") {
+            record[key] = value.clone();
+        }
+        let id = self
+            .mgmt
+            .post_json(&format!("{PUBLISHER}/apis"), &self.admin, &record)
+            .await
+            .expect(201)
+            .str("id");
+        if publish {
+            let path = format!("{PUBLISHER}/apis/change-lifecycle?apiId={id}&action=Publish");
+            self.mgmt.post_empty(&path, &self.admin).await.expect(200);
+        }
+        id
+    }
+
+    /// An Unlimited application subscribed to `apis` with PRODUCTION keys; its consumer
+    /// key and secret.
+    pub async fn application(&self, name: &str, apis: &[&str]) -> (String, String) {
+        let (_, key, secret, _) =
+            crate::stack::subscribed_application(&self.mgmt, &self.admin, name, "Unlimited", apis)
+                .await;
+        (key, secret)
+    }
+
+    /// A client_credentials token of an application, from the control plane.
+    pub async fn app_token(&self, key: &str, secret: &str) -> String {
+        self.mgmt
+            .token(key, secret, &[("grant_type", "client_credentials")])
+            .await
+            .expect(200)
+            .str("access_token")
+    }
+
+    /// Waits (up to `within`) until the gateway answers `path` with `token` as `done`
+    /// says; how long that took, or `None`.
+    pub async fn gateway_answers(
+        &self,
+        path: &str,
+        token: &str,
+        within: Duration,
+        done: impl Fn(u16) -> bool,
+    ) -> Option<Duration> {
+        let started = Instant::now();
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(5))
+            .build()
+            .expect("client");
+        loop {
+            let mut request = http.get(format!("{}{path}", self.gw.base));
+            if !token.is_empty() {
+                request = request.bearer_auth(token);
+            }
+            if let Ok(response) = request.send().await
+                && done(response.status().as_u16())
+            {
+                return Some(started.elapsed());
+            }
+            if started.elapsed() > within {
+                return None;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// The last `lines` log lines of the control plane and of the gateway (warnings and
+    /// errors: they run with `RUST_LOG=warn`), for a case that did not hold.
+    pub fn logs(&self, lines: usize) -> String {
+        let tail = |text: String| {
+            let all: Vec<&str> = text.lines().collect();
+            all[all.len().saturating_sub(lines)..].join("\n")
+        };
+        format!(
+            "control plane:\n{}\ngateway:\n{}",
+            self.control_plane
+                .as_ref()
+                .map_or(String::new(), |c| tail(c.output())),
+            self.gateway
+                .as_ref()
+                .map_or(String::new(), |g| tail(g.output()))
+        )
+    }
+
+    /// Stops everything and removes the data (and the PostgreSQL database).
+    pub async fn shut_down(mut self) {
+        self.kill_gateway().await;
+        self.kill_control_plane().await;
+        self.database.cleanup().await;
+        let _ = std::fs::remove_dir_all(&self.data_dir);
+    }
+}
