@@ -90,9 +90,11 @@ async fn ten_thousand_kept_alive_connections_and_slow_clients() {
     let token = stack.app_token(&key, &secret, &[]).await;
     let path = "/held/v1.0.0/devs/alice";
     // The subscription reaches the gateway a moment after the store answers.
-    e2e::eventually(&stack.gw, reqwest::Method::GET, path, &token, |r| r.status == 200)
-        .await
-        .expect(200);
+    e2e::eventually(&stack.gw, reqwest::Method::GET, path, &token, |r| {
+        r.status == 200
+    })
+    .await
+    .expect(200);
     let addr = stack.gw.base.trim_start_matches("http://").to_string();
 
     let started = Instant::now();
