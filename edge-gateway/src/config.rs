@@ -239,6 +239,46 @@ pub struct Config {
     /// finish before the host exits anyway.
     #[arg(long, env = "APIM_SHUTDOWN_GRACE_SECS", default_value_t = 30)]
     pub shutdown_grace_secs: u64,
+
+    /// On SIGTERM or Ctrl-C, how long in milliseconds kept-alive connections may still
+    /// bring a request, answered with `Connection: close`, before the idle ones are closed
+    /// (within the shutdown grace). Closing an idle connection at once races a client
+    /// sending on it at that moment; a client that sends within this time is told to
+    /// reconnect instead, and reaches the next gateway.
+    #[arg(long, env = "APIM_DRAIN_KEEPALIVE_MS", default_value_t = 1_000)]
+    pub drain_keepalive_ms: u64,
+
+    /// Where compiled components are kept between starts (wasmtime's compilation cache),
+    /// so that a restarted gateway loads its component in milliseconds instead of
+    /// compiling it for about a second. Default: `$XDG_CACHE_HOME/apim-edge-gateway`, or
+    /// `$HOME/.cache/apim-edge-gateway` (none, and no cache, without either); `off` turns
+    /// the cache off. It holds native code the gateway runs: only the gateway's user
+    /// should be able to write to it.
+    #[arg(long, env = "APIM_COMPILE_CACHE_DIR", value_name = "DIR|off")]
+    pub compile_cache_dir: Option<String>,
+}
+
+/// Where compiled components are cached, if anywhere.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CompileCache {
+    /// Compile at every start.
+    Off,
+    /// The system's cache directory, when there is one (a failure there is only a warning).
+    Default(Option<PathBuf>),
+    /// A directory the operator named (a failure there stops the start).
+    Dir(PathBuf),
+}
+
+/// Directory name of the default compilation cache, under the user's cache directory.
+const COMPILE_CACHE_NAME: &str = "apim-edge-gateway";
+
+/// The default compilation cache directory, from `XDG_CACHE_HOME` or `HOME`.
+fn default_compile_cache(xdg_cache_home: Option<&str>, home: Option<&str>) -> Option<PathBuf> {
+    let absolute = |dir: &str| Some(PathBuf::from(dir)).filter(|p| p.is_absolute());
+    xdg_cache_home
+        .and_then(absolute)
+        .or_else(|| absolute(home?).map(|home| home.join(".cache")))
+        .map(|cache| cache.join(COMPILE_CACHE_NAME))
 }
 
 /// The secret-bearing settings (those whose values `--help` hides) given as flags: each
@@ -299,6 +339,12 @@ impl Config {
             self.header_timeout_ms >= 1,
             "APIM_HEADER_TIMEOUT_MS must be at least 1"
         );
+        if let Some(dir) = &self.compile_cache_dir {
+            ensure!(
+                !dir.trim().is_empty(),
+                "APIM_COMPILE_CACHE_DIR must be a directory or `off`, not empty"
+            );
+        }
         ensure!(
             !self.kv_namespace.is_empty() && !self.kv_namespace.contains(char::is_whitespace),
             "APIM_KV_NAMESPACE must be non-empty and contain no whitespace"
@@ -426,9 +472,24 @@ impl Config {
 
     /// How the listeners treat connections.
     pub fn connections(&self) -> crate::server::Connections {
+        let grace = self.shutdown_grace();
         crate::server::Connections {
             header_timeout: Duration::from_millis(self.header_timeout_ms),
-            grace: self.shutdown_grace(),
+            grace,
+            keepalive_drain: Duration::from_millis(self.drain_keepalive_ms).min(grace),
+        }
+    }
+
+    /// Where compiled components are cached: the directory given (relative to the working
+    /// directory), none with `off`, or the system's cache directory.
+    pub fn compile_cache(&self) -> CompileCache {
+        match self.compile_cache_dir.as_deref().map(str::trim) {
+            Some(off) if off.eq_ignore_ascii_case("off") => CompileCache::Off,
+            Some(dir) => CompileCache::Dir(std::path::absolute(dir).unwrap_or_else(|_| dir.into())),
+            None => CompileCache::Default(default_compile_cache(
+                std::env::var("XDG_CACHE_HOME").ok().as_deref(),
+                std::env::var("HOME").ok().as_deref(),
+            )),
         }
     }
 }
@@ -655,6 +716,48 @@ mod tests {
         assert_eq!(facade.get(GATEWAY_SECRET_VAR), None);
         let twice = parse(&["--extra-var", "a=1", "--extra-var", "a=2"]);
         assert!(twice.validate().is_err());
+    }
+
+    #[test]
+    fn the_compile_cache_is_chosen_or_turned_off() {
+        assert_eq!(
+            parse(&["--compile-cache-dir", "OFF"]).compile_cache(),
+            CompileCache::Off
+        );
+        assert_eq!(
+            parse(&["--compile-cache-dir", "/var/cache/gw"]).compile_cache(),
+            CompileCache::Dir(PathBuf::from("/var/cache/gw"))
+        );
+        let CompileCache::Dir(relative) = parse(&["--compile-cache-dir", "cache"]).compile_cache()
+        else {
+            panic!("a directory");
+        };
+        assert!(relative.is_absolute() && relative.ends_with("cache"));
+        assert!(matches!(
+            parse(&[]).compile_cache(),
+            CompileCache::Default(_)
+        ));
+        assert!(parse(&["--compile-cache-dir", " "]).validate().is_err());
+        assert_eq!(
+            default_compile_cache(Some("/xdg"), Some("/home/gw")),
+            Some(PathBuf::from("/xdg/apim-edge-gateway"))
+        );
+        assert_eq!(
+            default_compile_cache(Some("relative"), Some("/home/gw")),
+            Some(PathBuf::from("/home/gw/.cache/apim-edge-gateway"))
+        );
+        assert_eq!(default_compile_cache(None, None), None);
+    }
+
+    #[test]
+    fn the_keepalive_drain_stays_within_the_shutdown_grace() {
+        let config = parse(&["--shutdown-grace-secs", "1", "--drain-keepalive-ms", "5000"]);
+        let connections = config.connections();
+        assert_eq!(connections.keepalive_drain, Duration::from_secs(1));
+        assert_eq!(
+            parse(&[]).connections().keepalive_drain,
+            Duration::from_millis(1_000)
+        );
     }
 
     #[test]

@@ -4,8 +4,9 @@
 //!   `max_instances` (plus some slack for instances being torn down) are
 //!   reserved up front, and each instance's linear memory is capped at
 //!   `instance_memory_mb`.
-//! - The component is compiled once and pre-instantiated against a linker
-//!   holding WASI, `wasi:http`, `wasi:keyvalue` and `wasi:config`.
+//! - The component is compiled once (or read from wasmtime's compilation cache, which a
+//!   restarted gateway finds it in) and pre-instantiated against a linker holding WASI,
+//!   `wasi:http`, `wasi:keyvalue` and `wasi:config`.
 //! - [`Runtime`] keeps a pool of idle instances: every instance serves up to
 //!   `instance_reuse` requests, one at a time, and then retires; idle instances
 //!   retire after [`IDLE_INSTANCE_TIMEOUT`]. Requests are plain WASI 0.2
@@ -28,8 +29,8 @@ use tokio::sync::oneshot;
 use wasmtime::component::{Component, InstancePre, Linker, ResourceTable};
 use wasmtime::error::Context as _;
 use wasmtime::{
-    Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, ProfilingStrategy, Store,
-    StoreContextMut, UpdateDeadline,
+    Cache, CacheConfig, Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig,
+    ProfilingStrategy, Store, StoreContextMut, UpdateDeadline,
 };
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_http::p2::bindings::http::types::Scheme;
@@ -38,6 +39,7 @@ use wasmtime_wasi_http::{WasiBody, WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use crate::bindings::exports::apim::gateway::policy::{Decision, RequestHead, Response};
 use crate::bindings::{Gateway as PolicyExport, GatewayIndices as PolicyIndices};
+use crate::config::CompileCache;
 use crate::config_store::{self, ConfigView, Variables};
 use crate::keyvalue::{self, KvStore, KvView};
 use crate::outbound::OutboundClient;
@@ -186,8 +188,14 @@ impl WasiHttpView for HostState {
 
 /// Builds the engine: Cranelift, epoch interruption, and a pooling allocator sized for
 /// `components` components with `limits.max_instances` instances each. With `perf_map`,
-/// compiled guest code is listed in `/tmp/perf-<pid>.map` so `perf` can name it.
-pub fn engine(limits: &Limits, components: u32, perf_map: bool) -> anyhow::Result<Engine> {
+/// compiled guest code is listed in `/tmp/perf-<pid>.map` so `perf` can name it; with a
+/// `cache`, compiled components are kept there and loaded again at the next start.
+pub fn engine(
+    limits: &Limits,
+    components: u32,
+    perf_map: bool,
+    cache: &CompileCache,
+) -> anyhow::Result<Engine> {
     let per_component = limits.max_instances + limits.max_instances.div_ceil(4) + 2;
     let slots = per_component.saturating_mul(components.max(1));
     let mut pool = PoolingAllocationConfig::new();
@@ -205,7 +213,46 @@ pub fn engine(limits: &Limits, components: u32, perf_map: bool) -> anyhow::Resul
     if perf_map {
         config.profiler(ProfilingStrategy::PerfMap);
     }
+    config.cache(compile_cache(cache)?);
     Ok(Engine::new(&config).context("cannot create the wasmtime engine")?)
+}
+
+/// wasmtime's compilation cache in the chosen directory. Compilations are keyed by the
+/// component's bytes, wasmtime's version and the engine's settings, so a changed `.wasm`
+/// or host compiles afresh. A directory the operator named must work; the default one
+/// may not exist (no home directory), and then the gateway compiles at every start.
+fn compile_cache(choice: &CompileCache) -> anyhow::Result<Option<Cache>> {
+    let (dir, named) = match choice {
+        CompileCache::Off => return Ok(None),
+        CompileCache::Default(None) => {
+            tracing::info!(
+                "no compilation cache (neither XDG_CACHE_HOME nor HOME is set; see \
+                 APIM_COMPILE_CACHE_DIR): components compile at every start"
+            );
+            return Ok(None);
+        }
+        CompileCache::Default(Some(dir)) => (dir, false),
+        CompileCache::Dir(dir) => (dir, true),
+    };
+    let mut config = CacheConfig::new();
+    config.with_directory(dir);
+    match Cache::new(config) {
+        Ok(cache) => {
+            tracing::info!(dir = %dir.display(), "compilation cache");
+            Ok(Some(cache))
+        }
+        Err(err) if named => Err(anyhow::anyhow!(
+            "APIM_COMPILE_CACHE_DIR {}: {err:#}",
+            dir.display()
+        )),
+        Err(err) => {
+            tracing::warn!(
+                dir = %dir.display(),
+                "no compilation cache, components compile at every start: {err:#}"
+            );
+            Ok(None)
+        }
+    }
 }
 
 /// A component compiled and linked, with where its exports are.
@@ -225,7 +272,7 @@ pub fn prepare(engine: &Engine, path: &Path) -> anyhow::Result<Prepared> {
     tracing::info!(
         path = %path.display(),
         elapsed_ms = started.elapsed().as_millis(),
-        "component compiled"
+        "component loaded (compiled, or read from the compilation cache)"
     );
     let linker = linker(engine)?;
     let pre = linker

@@ -19,6 +19,7 @@ pub mod server;
 pub mod sync;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::sync::watch;
 
@@ -28,37 +29,61 @@ use crate::instances::{EpochTicker, Limits, Runtime, Shared};
 use crate::keyvalue::KvStore;
 use crate::outbound::{EgressGuard, OutboundClient};
 
-/// Validates `config`, compiles the components, listens, and serves until SIGTERM or
-/// Ctrl-C (a signal received during start-up is honoured as soon as the listeners are up).
-/// The main component (the gateway) gets the periodic sync requests; every component
-/// shares the key-value store and the outbound client, and each reads only its own
-/// variables ([`Config::hosted`]).
-pub async fn run(config: Config) -> anyhow::Result<()> {
+/// Longest the gateway waits at start for its first manifest before it announces its
+/// listeners anyway (the sync loop goes on trying).
+const FIRST_SYNC_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Validates `config`, listens (on the sockets in `inherited`, passed by a supervisor,
+/// or on sockets of its own), compiles the components (or reads them from the compilation
+/// cache), pulls the gateway's manifest, announces the listeners, and serves until SIGTERM
+/// or Ctrl-C (a signal received during start-up is honoured as soon as the listeners are
+/// up). Connections arriving before the announcement wait in the backlog. The main
+/// component (the gateway) gets the periodic sync requests; every component shares the
+/// key-value store and the outbound client, and each reads only its own variables
+/// ([`Config::hosted`]).
+pub async fn run(config: Config, mut inherited: server::Inherited) -> anyhow::Result<()> {
     config.validate()?;
     let signal = server::ShutdownSignal::install()?;
     let listeners = config.hosted()?;
+    anyhow::ensure!(
+        inherited.len() <= listeners.len(),
+        "LISTEN_FDS passes {} sockets, but only {} listeners are configured (the gateway's, \
+         then one per --extra-component)",
+        inherited.len(),
+        listeners.len()
+    );
+    let mut sockets = Vec::new();
+    for (index, listener) in listeners.iter().enumerate() {
+        sockets.push(server::listen(listener.addr, inherited.take(index)).await?);
+    }
     let components = u32::try_from(listeners.len()).unwrap_or(u32::MAX);
-    let engine = instances::engine(&limits(&config), components, config.perf_map)?;
+    let engine = instances::engine(
+        &limits(&config),
+        components,
+        config.perf_map,
+        &config.compile_cache(),
+    )?;
     let _ticker = EpochTicker::start(engine.clone())?;
     let guard = Arc::new(egress_guard(&config)?);
     let shared = shared(&config, guard.clone()).await?;
-    let mut gateways = Vec::new();
-    for listener in &listeners {
-        gateways.push(Arc::new(host(&config, &engine, listener, &shared)?));
-    }
-    // Listen only once every component compiled, so all listeners come up together.
     let mut hosted = Vec::new();
-    for (listener, gateway) in listeners.iter().zip(&gateways) {
-        hosted.push((server::bind(listener.addr).await?, gateway.clone()));
+    for (listener, socket) in listeners.iter().zip(sockets) {
+        hosted.push((socket, Arc::new(host(&config, &engine, listener, &shared)?)));
     }
+    let gateways: Vec<Arc<Gateway>> = hosted.iter().map(|(_, g)| g.clone()).collect();
     let (main_listener, main) = &hosted[0];
     let main_addr = main_listener.local_addr()?;
     // The gateway never forwards to itself, whatever a manifest says.
     guard.refuse_listeners(&[main_addr]);
     let watch = watch_of(&shared.vars);
-    let sync = config
-        .sync_interval()
-        .map(|interval| sync::spawn(main.clone(), main_addr, interval, watch));
+    let sync_interval = config.sync_interval();
+    if sync_interval.is_some() && watch.is_some() {
+        first_sync(main, main_addr).await;
+    }
+    for (socket, _) in &hosted {
+        server::announce(socket)?;
+    }
+    let sync = sync_interval.map(|interval| sync::spawn(main.clone(), main_addr, interval, watch));
     let (stop, stopped) = watch::channel(false);
     tokio::spawn(async move {
         signal.recv().await;
@@ -72,6 +97,24 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         gateway.begin_shutdown();
     }
     served
+}
+
+/// Pulls the manifest before the gateway serves, so that a gateway replacing another
+/// answers its first requests as the one before did (not 404 for want of routes);
+/// bounded by [`FIRST_SYNC_TIMEOUT`].
+async fn first_sync(gateway: &Gateway, local: std::net::SocketAddr) {
+    let started = std::time::Instant::now();
+    match tokio::time::timeout(FIRST_SYNC_TIMEOUT, gateway.sync(local)).await {
+        Ok(Some(version)) => tracing::info!(
+            version,
+            elapsed_ms = started.elapsed().as_millis(),
+            "manifest pulled before serving"
+        ),
+        Ok(None) => tracing::warn!("no manifest before serving: the control plane did not answer"),
+        Err(_) => tracing::warn!(
+            "no manifest before serving within {FIRST_SYNC_TIMEOUT:?}; serving, still trying"
+        ),
+    }
 }
 
 /// Serves every listener until the stop flag is raised; the first error, if any.

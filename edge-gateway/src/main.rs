@@ -3,6 +3,7 @@
 use std::io::IsTerminal as _;
 
 use edge_gateway::config::Config;
+use edge_gateway::server::Inherited;
 use tracing_subscriber::EnvFilter;
 
 /// Every request allocates in hyper, `http` and wasmtime's resource tables; mimalloc makes
@@ -12,6 +13,9 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> std::process::ExitCode {
     let config = Config::parse_warning_of_secrets();
+    // Sockets passed by a supervisor, taken while this is the only thread: it edits the
+    // environment.
+    let inherited = Inherited::from_env();
     tracing_subscriber::fmt()
         .with_env_filter(
             EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
@@ -19,9 +23,11 @@ fn main() -> std::process::ExitCode {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
         .init();
-    let served = runtime(config.worker_threads)
-        .map_err(anyhow::Error::from)
-        .and_then(|runtime| runtime.block_on(edge_gateway::run(config)));
+    let served = inherited.and_then(|inherited| {
+        runtime(config.worker_threads)
+            .map_err(anyhow::Error::from)
+            .and_then(|runtime| runtime.block_on(edge_gateway::run(config, inherited)))
+    });
     match served {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(err) => {

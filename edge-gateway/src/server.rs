@@ -1,34 +1,110 @@
-//! HTTP/1.1 listener, accept loop and graceful shutdown.
+//! HTTP/1.1 listeners, accept loop and graceful shutdown.
+//!
+//! A listener is either bound here or inherited from a supervisor that holds it
+//! (systemd-style socket activation: `LISTEN_FDS`, `LISTEN_PID`), so that a gateway can
+//! be replaced while connections wait in the socket's backlog instead of being refused.
+//! On shutdown the host stops accepting, answers what kept-alive connections still bring
+//! with `Connection: close` for a short while, then closes the idle ones and waits for
+//! in-flight requests, all within the shutdown grace.
 
 use std::convert::Infallible;
 use std::future::Future;
 use std::io::Write as _;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::Context as _;
+use http::HeaderValue;
+use http::header::CONNECTION;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::{TcpListener, TcpStream};
+use tokio::time::Instant;
 
 use crate::gateway::{Addresses, Gateway};
 
 /// Pause after a failed `accept` (e.g. out of file descriptors).
 const ACCEPT_ERROR_BACKOFF: Duration = Duration::from_millis(50);
+/// How often the drain looks whether every connection has closed.
+const DRAIN_POLL: Duration = Duration::from_millis(10);
 
-/// Binds `addr` and prints the `Serving HTTP on http://ADDR/` line on stdout.
-pub async fn bind(addr: SocketAddr) -> anyhow::Result<TcpListener> {
-    let listener = TcpListener::bind(addr)
-        .await
-        .with_context(|| format!("cannot listen on {addr}"))?;
+/// Listening sockets passed by a supervisor (systemd socket activation: `LISTEN_FDS`
+/// descriptors from fd 3, for this process when `LISTEN_PID` says so), in the order the
+/// listeners are configured: the gateway's first, then each `--extra-component`'s.
+#[derive(Debug, Default)]
+pub struct Inherited {
+    listeners: Vec<Option<std::net::TcpListener>>,
+}
+
+impl Inherited {
+    /// Takes the sockets named by the environment and removes `LISTEN_FDS`/`LISTEN_PID`
+    /// from it, so that no child process takes them for its own. Call it before any other
+    /// thread starts: it changes the environment.
+    pub fn from_env() -> anyhow::Result<Self> {
+        let mut passed = listenfd::ListenFd::from_env();
+        let listeners = (0..passed.len())
+            .map(|index| {
+                passed.take_tcp_listener(index).with_context(|| {
+                    format!("socket {index} of LISTEN_FDS is not a listening TCP socket")
+                })
+            })
+            .collect::<anyhow::Result<_>>()?;
+        Ok(Self { listeners })
+    }
+
+    /// How many sockets were passed.
+    pub fn len(&self) -> usize {
+        self.listeners.len()
+    }
+
+    /// None was passed.
+    pub fn is_empty(&self) -> bool {
+        self.listeners.is_empty()
+    }
+
+    /// The socket for listener number `index`, if one was passed.
+    pub fn take(&mut self, index: usize) -> Option<std::net::TcpListener> {
+        self.listeners.get_mut(index)?.take()
+    }
+}
+
+/// The listener for `addr`: the inherited socket when there is one (whatever address it
+/// has), otherwise a socket bound here.
+pub async fn listen(
+    addr: SocketAddr,
+    inherited: Option<std::net::TcpListener>,
+) -> anyhow::Result<TcpListener> {
+    let Some(socket) = inherited else {
+        return TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("cannot listen on {addr}"));
+    };
+    socket
+        .set_nonblocking(true)
+        .context("cannot make the inherited socket non-blocking")?;
+    let listener =
+        TcpListener::from_std(socket).context("cannot use the inherited listening socket")?;
+    let bound = listener.local_addr()?;
+    if bound != addr {
+        tracing::info!(%bound, configured = %addr, "listening on an inherited socket");
+    } else {
+        tracing::info!(%bound, "listening on an inherited socket");
+    }
+    Ok(listener)
+}
+
+/// Prints the `Serving HTTP on http://ADDR/` line on stdout: the listener is accepting
+/// from now on (supervisors and tests wait for it).
+pub fn announce(listener: &TcpListener) -> anyhow::Result<()> {
     let bound = listener.local_addr()?;
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "Serving HTTP on http://{bound}/")?;
     stdout.flush()?;
-    Ok(listener)
+    Ok(())
 }
 
 /// How a listener treats its connections.
@@ -39,6 +115,9 @@ pub struct Connections {
     pub header_timeout: Duration,
     /// How long in-flight requests may take to finish once shutdown begins.
     pub grace: Duration,
+    /// How long, within `grace`, kept-alive connections may still bring a request
+    /// (answered with `Connection: close`) before the idle ones are closed.
+    pub keepalive_drain: Duration,
 }
 
 /// Raises the process's limit of open files to what the system allows, so that the
@@ -54,32 +133,29 @@ pub fn raise_file_limit() -> Option<u64> {
     }
 }
 
-/// Serves connections until `shutdown` resolves, then waits up to `grace` for
-/// in-flight requests to finish.
+/// Serves connections until `shutdown` resolves, then drains them (see [`drain`]).
 pub async fn serve(
     listener: TcpListener,
     gateway: Arc<Gateway>,
     shutdown: impl Future<Output = ()>,
     connections: Connections,
 ) -> anyhow::Result<()> {
-    let Connections {
-        header_timeout,
-        grace,
-    } = connections;
     let local = listener.local_addr()?;
     let graceful = GracefulShutdown::new();
+    let draining = Arc::new(AtomicBool::new(false));
     let mut builder = http1::Builder::new();
     builder
         .keep_alive(true)
         .timer(TokioTimer::new())
-        .header_read_timeout(header_timeout);
+        .header_read_timeout(connections.header_timeout);
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
             () = &mut shutdown => break,
             accepted = listener.accept() => match accepted {
                 Ok((stream, peer)) => {
-                    serve_connection(&builder, &graceful, stream, peer, local, gateway.clone());
+                    let connection = Connection { peer, local, draining: draining.clone() };
+                    serve_connection(&builder, &graceful, stream, connection, gateway.clone());
                 }
                 Err(err) => {
                     tracing::warn!("accept failed: {err}");
@@ -88,30 +164,85 @@ pub async fn serve(
             },
         }
     }
+    // Another process holding the same socket (the next gateway, or the supervisor)
+    // keeps it open: connections still waiting in its backlog are accepted there.
     drop(listener);
-    tracing::info!("shutting down: waiting up to {grace:?} for in-flight requests");
+    draining.store(true, Ordering::Relaxed);
+    drain(graceful, connections).await;
+    Ok(())
+}
+
+/// Once the listener is closed: for `keepalive_drain`, connections stay open and every
+/// answer carries `Connection: close`, so a client sending on a kept-alive connection is
+/// answered and reconnects (closing an idle connection at once races a request being sent
+/// on it); the process is done as soon as they have all closed. Then idle connections are
+/// closed and in-flight requests finish, until `grace` has passed since the start.
+async fn drain(graceful: GracefulShutdown, connections: Connections) {
+    let began = Instant::now();
+    let deadline = began + connections.grace;
+    tracing::info!(
+        open = graceful.count(),
+        "shutting down: answering kept-alive connections with `Connection: close` for up \
+         to {:?}",
+        connections.keepalive_drain
+    );
+    let quiet_until = began + connections.keepalive_drain;
+    while graceful.count() > 0 && Instant::now() < quiet_until {
+        tokio::time::sleep(DRAIN_POLL).await;
+    }
+    let open = graceful.count();
+    if open == 0 {
+        tracing::info!("all connections closed");
+        return;
+    }
+    tracing::info!(
+        open,
+        "closing idle connections; waiting up to {:?} for in-flight requests",
+        deadline.saturating_duration_since(Instant::now())
+    );
     tokio::select! {
         () = graceful.shutdown() => tracing::info!("all connections closed"),
-        () = tokio::time::sleep(grace) => tracing::warn!("grace period over; dropping open connections"),
+        () = tokio::time::sleep_until(deadline) => {
+            tracing::warn!("grace period over; dropping open connections");
+        }
     }
-    Ok(())
+}
+
+/// One accepted connection: its addresses, and the listener's draining flag.
+struct Connection {
+    peer: SocketAddr,
+    local: SocketAddr,
+    draining: Arc<AtomicBool>,
 }
 
 fn serve_connection(
     builder: &http1::Builder,
     graceful: &GracefulShutdown,
     stream: TcpStream,
-    peer: SocketAddr,
-    local: SocketAddr,
+    connection: Connection,
     gateway: Arc<Gateway>,
 ) {
+    let Connection {
+        peer,
+        local,
+        draining,
+    } = connection;
     if let Err(err) = stream.set_nodelay(true) {
         tracing::debug!(%peer, "cannot set TCP_NODELAY: {err}");
     }
     let addresses = Addresses::new(peer, local);
     let service = service_fn(move |request| {
-        let (gateway, addresses) = (gateway.clone(), addresses.clone());
-        async move { Ok::<_, Infallible>(gateway.serve(request, &addresses).await) }
+        let (gateway, addresses, draining) = (gateway.clone(), addresses.clone(), draining.clone());
+        async move {
+            let mut response = gateway.serve(request, &addresses).await;
+            // hyper closes the connection once this answer is written.
+            if draining.load(Ordering::Relaxed) {
+                response
+                    .headers_mut()
+                    .insert(CONNECTION, HeaderValue::from_static("close"));
+            }
+            Ok::<_, Infallible>(response)
+        }
     });
     let connection = builder.serve_connection(TokioIo::new(stream), service);
     let connection = graceful.watch(connection);

@@ -12,6 +12,7 @@
 //! | `postgres-restart` | PostgreSQL restarted under the control plane |
 
 pub mod cases;
+pub mod handover;
 pub mod load;
 pub mod rig;
 pub mod writes;

@@ -1,15 +1,33 @@
 //! The platform a fault case breaks: a control plane on a fixed loopback port (so that
 //! a restarted one is the same address and token issuer), an edge gateway attached to it,
 //! an echo backend, and an administrator's token; each process can be killed, stopped and
-//! started again on the same data and address.
+//! started again on the same data and address. The gateway's listening socket is the
+//! rig's, passed to each gateway process as a supervisor would (see [`super::handover`]),
+//! and its compiled component is cached in the data directory, as a deployment's would be.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use super::handover::{GatewayProcess, SharedSocket, gateway_env};
 use crate::stack::{ALL_SCOPES, api_record};
-use crate::{Backend, Client, ControlPlane, EchoBackend, PUBLISHER, ServerProcess};
+use crate::{Backend, Client, ControlPlane, EchoBackend, PUBLISHER};
+
+/// When a gateway replaced another (see [`Rig::hand_over_gateway`]).
+#[derive(Debug, Clone, Copy)]
+pub struct HandOver {
+    /// The new gateway was started.
+    pub started: Instant,
+    /// It announced that it serves.
+    pub serving: Instant,
+    /// The old one got SIGTERM.
+    pub signalled: Instant,
+    /// The old one had exited.
+    pub exited: Instant,
+    /// How it exited (`None`: not within a minute).
+    pub exit: Option<std::process::ExitStatus>,
+}
 
 /// Control plane, gateway and backend, each replaceable.
 pub struct Rig {
@@ -22,9 +40,14 @@ pub struct Rig {
     pub control_plane: Option<ControlPlane>,
     /// `host:port` the gateway listens on, whichever process it is.
     pub gateway_addr: String,
+    /// The gateway's listening socket, held across gateway processes.
+    gateway_socket: SharedSocket,
     gateway_settings: Vec<(&'static str, String)>,
     /// The gateway, while it runs.
-    pub gateway: Option<ServerProcess>,
+    pub gateway: Option<GatewayProcess>,
+    /// How long the first gateway took from its start until it served (it compiled the
+    /// component, into an empty cache).
+    pub first_gateway_start: Duration,
     /// The backend every API points at.
     pub backend: EchoBackend,
     /// Client of the management listener.
@@ -43,7 +66,11 @@ impl Rig {
         let backend = EchoBackend::start().await;
         let data_dir = crate::temp_dir();
         let mgmt_addr = format!("127.0.0.1:{}", crate::free_port());
-        let gateway_addr = format!("127.0.0.1:{}", crate::free_port());
+        let gateway_socket = SharedSocket::bind();
+        let gateway_addr = gateway_socket.addr.clone();
+        let mut gateway_settings = gateway_settings.to_vec();
+        let cache = data_dir.join("compile-cache").display().to_string();
+        gateway_settings.push(("APIM_COMPILE_CACHE_DIR", cache));
         let control_plane_env = vec![
             ("APIM_MGMT_ADDR", mgmt_addr),
             ("APIM_GATEWAYS", format!("http://{gateway_addr}")),
@@ -59,13 +86,15 @@ impl Rig {
             control_plane: Some(control_plane),
             gw: Client::new(&format!("http://{gateway_addr}")),
             gateway_addr,
-            gateway_settings: gateway_settings.to_vec(),
+            gateway_socket,
+            gateway_settings,
             gateway: None,
+            first_gateway_start: Duration::ZERO,
             backend,
             mgmt,
             admin,
         };
-        rig.start_gateway().await;
+        rig.first_gateway_start = rig.start_gateway().await;
         rig
     }
 
@@ -95,22 +124,38 @@ impl Rig {
         }
     }
 
-    /// Starts a gateway on [`Rig::gateway_addr`] (the control plane must run); how long
-    /// it took from its start until it listened.
+    /// Starts a gateway on the rig's socket (the control plane must run); how long it took
+    /// from its start until it served.
     pub async fn start_gateway(&mut self) -> Duration {
         assert!(self.gateway.is_none(), "the gateway runs");
-        let control_plane = self.control_plane.as_ref().expect("a control plane");
-        let started = Instant::now();
-        let gateway = crate::start_edge_gateway_with(
-            control_plane,
-            &self.data_dir,
-            &self.gateway_addr,
-            &[],
-            &self.gateway_settings,
-        )
-        .await;
+        let gateway = self.new_gateway().await;
+        let took = gateway.start_took();
         self.gateway = Some(gateway);
-        started.elapsed()
+        took
+    }
+
+    /// Replaces the running gateway without a gap: a new process is started on the same
+    /// socket beside it, and once the new one serves the old one gets SIGTERM and drains.
+    pub async fn hand_over_gateway(&mut self) -> HandOver {
+        let old = self.gateway.take().expect("a gateway runs");
+        let new = self.new_gateway().await;
+        let (started, serving) = (new.started, new.serving);
+        self.gateway = Some(new);
+        let signalled = Instant::now();
+        let exit = old.terminate().await;
+        HandOver {
+            started,
+            serving,
+            signalled,
+            exited: Instant::now(),
+            exit,
+        }
+    }
+
+    async fn new_gateway(&self) -> GatewayProcess {
+        let control_plane = self.control_plane.as_ref().expect("a control plane");
+        let env = gateway_env(control_plane, &self.data_dir, &self.gateway_settings).await;
+        GatewayProcess::start(&self.gateway_socket, &env).await
     }
 
     /// `kill -9` of the gateway.
