@@ -74,6 +74,22 @@ impl RedisServer {
         increments_in(&info)
     }
 
+    /// Commands the server has processed since it started.
+    pub async fn commands(&self) -> u64 {
+        let Ok(mut conn) = self.connection().await else {
+            return 0;
+        };
+        let info: String = ::redis::cmd("INFO")
+            .arg("stats")
+            .query_async(&mut conn)
+            .await
+            .unwrap_or_default();
+        info.lines()
+            .find_map(|line| line.strip_prefix("total_commands_processed:"))
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap_or(0)
+    }
+
     /// Keys under `namespace:`.
     pub async fn keys(&self, namespace: &str) -> usize {
         let Ok(mut conn) = self.connection().await else {

@@ -563,10 +563,11 @@ pub fn throttling(options: &Options, t: &ThrottlingResults) -> String {
         md,
         "**CPU per request, one node counting in memory and in Redis.** wrk ({} connections, \
          {} s after {} s of warm-up) on CPU 0 against one node on CPU 1 (one worker), an API \
-         whose `maxTps` (10⁹/s) counts every call and refuses none: with Redis, each call is an \
-         `INCRBY` and a `GET` there. Medians of {} rounds, the two nodes taking turns.\n\n\
-         | counters | req/s | node CPU µs/req (each round) | Redis CPU µs/req | p50 / p99 µs \
-         | errors |\n|---|--:|--:|--:|--:|--:|",
+         whose `maxTps` (10⁹/s) counts every call and refuses none: with Redis, the node \
+         claims blocks of the counter's values (up to 64 at once) and reads the previous \
+         window at most every 100 ms. Medians of {} rounds, the two nodes taking turns.\n\n\
+         | counters | req/s | node CPU µs/req (each round) | Redis CPU µs/req | Redis commands \
+         /req | p50 / p99 µs | errors |\n|---|--:|--:|--:|--:|--:|--:|",
         options.connections,
         options.seconds,
         options.warmup,
@@ -576,12 +577,14 @@ pub fn throttling(options: &Options, t: &ThrottlingResults) -> String {
         let rounds: Vec<String> = run.gateway_us.iter().map(|us| format!("{us:.1}")).collect();
         let _ = writeln!(
             md,
-            "| {} | {} | {:.1} ({}) | {} | {:.0} / {:.0} | {} |",
+            "| {} | {} | {:.1} ({}) | {} | {} | {:.0} / {:.0} | {} |",
             run.store,
             int(run.load(|l| l.rate)),
             run.gateway(),
             rounds.join(", "),
             run.redis().map_or("–".into(), |us| format!("{us:.1}")),
+            run.redis_commands()
+                .map_or("–".into(), |n| format!("{n:.3}")),
             run.load(|l| l.p50_us),
             run.load(|l| l.p99_us),
             run.loads.iter().map(|l| l.errors).sum::<u64>(),

@@ -102,6 +102,8 @@ pub struct CpuRun {
     pub gateway_us: Vec<f64>,
     /// Redis's, µs per request (when it counted), one per round.
     pub redis_us: Vec<f64>,
+    /// Commands Redis processed per request (when it counted), one per round.
+    pub redis_commands: Vec<f64>,
 }
 
 impl CpuRun {
@@ -118,6 +120,11 @@ impl CpuRun {
     /// Median Redis CPU per request, µs (None without Redis).
     pub fn redis(&self) -> Option<f64> {
         (!self.redis_us.is_empty()).then(|| median(self.redis_us.iter().copied()))
+    }
+
+    /// Median Redis commands per request (None without Redis).
+    pub fn redis_commands(&self) -> Option<f64> {
+        (!self.redis_commands.is_empty()).then(|| median(self.redis_commands.iter().copied()))
     }
 }
 
@@ -424,12 +431,16 @@ impl Setup {
                 };
                 wrk(options.warmup).run().await;
                 let (node_before, redis_before) = (machine::cpu_us(&[*pid]), redis.map(cpu_of));
+                let commands_before = self.redis.commands().await;
                 let load = wrk(options.seconds).run().await;
                 let requests = (load.rate * options.seconds as f64).max(1.0);
                 run.gateway_us
                     .push((machine::cpu_us(&[*pid]) - node_before) / requests);
                 if let (Some(pid), Some(before)) = (redis, redis_before) {
                     run.redis_us.push((cpu_of(*pid) - before) / requests);
+                    // Less the INFO command this count sends itself.
+                    let commands = self.redis.commands().await - commands_before - 1;
+                    run.redis_commands.push(commands as f64 / requests);
                 }
                 run.loads.push(load);
                 machine::pin_process(*pid, "0,1");
