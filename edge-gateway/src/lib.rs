@@ -47,8 +47,8 @@ pub async fn run(config: Config, mut inherited: server::Inherited) -> anyhow::Re
     let listeners = config.hosted()?;
     anyhow::ensure!(
         inherited.len() <= listeners.len(),
-        "LISTEN_FDS passes {} sockets, but only {} listeners are configured (the gateway's, \
-         then one per --extra-component)",
+        "LISTEN_FDS passes {} sockets for {} configured listeners (the gateway's, then one per \
+         --extra-component)",
         inherited.len(),
         listeners.len()
     );
