@@ -137,6 +137,24 @@ impl KvStore {
         self.redis.as_ref().is_some_and(|link| link.connected())
     }
 
+    /// Whether counters are counted in leases now: Redis is connected and not resting
+    /// (while it is, they are counted on this node alone, as every key with a lifetime).
+    fn counts_in_leases(&self) -> bool {
+        self.redis.as_ref().is_some_and(|link| link.usable_now())
+    }
+
+    /// Claims a counter's next block while the request goes on.
+    fn claim_in_background(&self, bucket: &str, key: &str, ahead: leases::ClaimAhead) {
+        let Some(redis) = self.redis.as_ref().and_then(|link| link.usable()) else {
+            return;
+        };
+        let (leases, bucket, key) = (self.leases.clone(), bucket.to_string(), key.to_string());
+        tokio::spawn(async move {
+            let claim = leases.claim(&redis, &bucket, &key, ahead);
+            let _ = tokio::time::timeout(shared::COMMAND_BUDGET, claim).await;
+        });
+    }
+
     /// Runs `shared` on Redis for a key with a lifetime when Redis can be used, else (and
     /// when it fails) `local` on this node's store.
     async fn on_store<T>(
@@ -181,12 +199,16 @@ impl KvStore {
     /// The value of `key`, if any.
     pub async fn get(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>, KvError> {
         if counters::is_counter(key) {
-            let bucket: Arc<str> = bucket.into();
+            if self.counts_in_leases()
+                && let Some(value) = self.leases.read_held(bucket, key)
+            {
+                return Ok(value);
+            }
             return self
                 .on_store(
                     key,
-                    async |r| self.leases.get(r, &bucket, key).await,
-                    |m| Ok(m.get(&bucket, key)),
+                    async |r| self.leases.get(r, bucket, key).await,
+                    |m| Ok(m.get(bucket, key)),
                 )
                 .await;
         }
@@ -220,7 +242,7 @@ impl KvStore {
     /// Removes `key`; absent keys are fine.
     pub async fn delete(&self, bucket: &str, key: &str) -> Result<(), KvError> {
         if counters::is_counter(key) {
-            self.leases.forget(&bucket.into(), key);
+            self.leases.forget(bucket, key);
         }
         self.on_store(
             key,
@@ -252,12 +274,19 @@ impl KvStore {
     /// Atomically adds `delta` to the counter at `key` and returns the new value.
     pub async fn increment(&self, bucket: &str, key: &str, delta: i64) -> Result<i64, KvError> {
         if counters::is_counter(key) {
-            let bucket: Arc<str> = bucket.into();
+            if self.counts_in_leases()
+                && let Some((value, ahead)) = self.leases.increment_held(bucket, key, delta)
+            {
+                if let Some(ahead) = ahead {
+                    self.claim_in_background(bucket, key, ahead);
+                }
+                return Ok(value);
+            }
             return self
                 .on_store(
                     key,
-                    async |r| self.leases.increment(r, &bucket, key, delta).await,
-                    |m| m.increment(&bucket, key, delta),
+                    async |r| self.leases.increment(r, bucket, key, delta).await,
+                    |m| m.increment(bucket, key, delta),
                 )
                 .await;
         }

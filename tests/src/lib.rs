@@ -326,6 +326,11 @@ async fn edge_gateway(
         ("APIM_GATEWAY_SECRET", secret.trim().to_string()),
         // The tests' backends listen on loopback, which the default policy refuses.
         ("APIM_EGRESS_ALLOW", TEST_EGRESS_ALLOW.to_string()),
+        // Every gateway of the run but the first starts without compiling the components.
+        (
+            "APIM_COMPILE_CACHE_DIR",
+            binary_dir().join("compile-cache").display().to_string(),
+        ),
     ];
     if let Some(facade) = facade {
         // The facade's own variables: it sees none of the gateway's, nor they its.

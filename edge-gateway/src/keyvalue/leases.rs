@@ -7,7 +7,8 @@
 //!   and the node's next request takes it again.
 //! - A block grows while the node claims often (doubling up to [`MAX_BLOCK`]) and shrinks
 //!   when it does not, so a busy counter costs a round trip every few dozen requests and
-//!   a quiet one holds nothing unused.
+//!   a quiet one holds nothing unused. A busy counter's next block is claimed in the
+//!   background when a quarter of the last is left, so its requests do not wait for Redis.
 //! - Values still unused when the counter has gone quiet (the window it counts is over,
 //!   or traffic has moved to other nodes) go back to Redis after [`IDLE`], so that what
 //!   the nodes hold never weighs on the next window for long.
@@ -30,21 +31,68 @@ const BUSY: Duration = Duration::from_millis(20);
 /// A block that lasted longer than this is halved for the next claim.
 const QUIET: Duration = Duration::from_millis(200);
 /// How long a counter may go untouched before what this node holds of it goes back.
-pub const IDLE: Duration = Duration::from_millis(50);
+pub const IDLE: Duration = Duration::from_millis(20);
 
-/// A counter and the bucket it is in.
-type CounterKey = (Arc<str>, String);
+/// Something kept per counter, by bucket and key (looked up without allocating).
+type PerCounter<T> = HashMap<Arc<str>, HashMap<String, T>>;
 
-/// What this node holds of one counter: the values `next + 1 ..= end` are its own.
+/// The entry of `bucket`'s `key`, if there is one.
+fn find<'m, T>(map: &'m mut PerCounter<T>, bucket: &str, key: &str) -> Option<&'m mut T> {
+    map.get_mut(bucket)?.get_mut(key)
+}
+
+/// The entry of `bucket`'s `key`, made by `make` if there is none.
+fn entry<'m, T>(
+    map: &'m mut PerCounter<T>,
+    bucket: &str,
+    key: &str,
+    make: impl FnOnce() -> T,
+) -> &'m mut T {
+    if !map.contains_key(bucket) {
+        map.insert(bucket.into(), HashMap::new());
+    }
+    let counters = map.get_mut(bucket).expect("inserted above");
+    if !counters.contains_key(key) {
+        counters.insert(key.to_string(), make());
+    }
+    counters.get_mut(key).expect("inserted above")
+}
+
+/// Removes the entries `drop` picks, returning them with their bucket and key.
+fn remove_where<T>(
+    map: &mut PerCounter<T>,
+    mut drop: impl FnMut(&T) -> bool,
+) -> Vec<(Arc<str>, String, T)> {
+    let mut removed = Vec::new();
+    for (bucket, counters) in map.iter_mut() {
+        let keys: Vec<String> = counters
+            .iter()
+            .filter(|(_, value)| drop(value))
+            .map(|(key, _)| key.clone())
+            .collect();
+        for key in keys {
+            if let Some(value) = counters.remove(&key) {
+                removed.push((bucket.clone(), key, value));
+            }
+        }
+    }
+    map.retain(|_, counters| !counters.is_empty());
+    removed
+}
+
+/// What this node holds of one counter: the values `next + 1 ..= end`, and a block
+/// claimed ahead to follow them.
 #[derive(Debug)]
 struct Lease {
     /// The last value handed out.
     next: i64,
-    /// The last value claimed.
+    /// The last value of the range being handed out.
     end: i64,
-    /// The first value of the range being handed out (values below it went to requests
-    /// before the range last moved, so they are not given back here).
+    /// The first value of that range (values below it went to requests before the range
+    /// last moved, so they are not given back here).
     start: i64,
+    /// A block claimed ahead, `(first, last)`, handed out once the range is used up.
+    ahead: Option<(i64, i64)>,
     /// How many values the next claim asks for.
     block: i64,
     /// When the last claim was made (`None`: none yet).
@@ -56,6 +104,12 @@ struct Lease {
     claiming: Arc<tokio::sync::Mutex<()>>,
 }
 
+/// A claim to make ahead of need, while the lock on claiming it is held.
+pub struct ClaimAhead {
+    _claiming: tokio::sync::OwnedMutexGuard<()>,
+    block: i64,
+}
+
 impl Lease {
     /// A lease holding nothing yet.
     fn empty(now: Instant) -> Self {
@@ -63,6 +117,7 @@ impl Lease {
             next: 0,
             end: 0,
             start: 1,
+            ahead: None,
             block: 1,
             claimed_at: None,
             touched_at: now,
@@ -70,12 +125,40 @@ impl Lease {
         }
     }
 
-    /// The next value of the range, if any is left.
+    /// The next value held, if any is left (moving on to the block claimed ahead once the
+    /// range is used up).
     fn take(&mut self, now: Instant) -> Option<i64> {
         self.touched_at = now;
-        (self.next < self.end).then(|| {
-            self.next += 1;
+        if self.next >= self.end {
+            let (first, last) = self.ahead.take()?;
+            (self.start, self.next, self.end) = (first, first - 1, last);
+        }
+        self.next += 1;
+        Some(self.next)
+    }
+
+    /// Gives the last value handed out back, when it is of the range held now.
+    fn give_back(&mut self, now: Instant) -> Option<i64> {
+        self.touched_at = now;
+        (self.next >= self.start).then(|| {
+            self.next -= 1;
             self.next
+        })
+    }
+
+    /// A claim to make now, ahead of need, when a quarter of the range or less is left, no
+    /// block is claimed ahead yet and no claim is on its way.
+    fn claim_ahead(&mut self, now: Instant) -> Option<ClaimAhead> {
+        // Only for counters busy enough for blocks of a few: a quiet one would hold a
+        // claimed value for nothing between its requests.
+        let busy = self.block >= 4;
+        if !busy || self.ahead.is_some() || self.end - self.next > self.block / 4 {
+            return None;
+        }
+        let claiming = self.claiming.clone().try_lock_owned().ok()?;
+        Some(ClaimAhead {
+            _claiming: claiming,
+            block: self.block_for_claim(now),
         })
     }
 
@@ -94,24 +177,27 @@ impl Lease {
     }
 
     /// Keeps the values `end - block + 1 ..= end` just claimed from Redis; `false` when
-    /// they are not needed (values given back meanwhile are handed out first).
+    /// there is no room for them (they go back).
     fn hold(&mut self, end: i64, block: i64) -> bool {
-        if self.end == end - block {
-            // Nobody claimed in between: the block extends what is held.
-            self.end = end;
-        } else if self.unused() == 0 {
-            self.next = end - block;
-            self.end = end;
-            self.start = end - block + 1;
-        } else {
+        let first = end - block + 1;
+        if self.ahead.is_some() {
             return false;
+        }
+        if self.end == first - 1 {
+            // Nobody claimed in between: the block extends the range.
+            self.end = end;
+        } else if self.next >= self.end {
+            (self.start, self.next, self.end) = (first, first - 1, end);
+        } else {
+            self.ahead = Some((first, end));
         }
         true
     }
 
     /// Values claimed and not handed out.
     fn unused(&self) -> i64 {
-        self.end - self.next
+        let ahead = self.ahead.map_or(0, |(first, last)| last - first + 1);
+        self.end - self.next + ahead
     }
 }
 
@@ -124,36 +210,73 @@ struct Read {
 /// This node's leases and read copies.
 #[derive(Default)]
 pub struct Leases {
-    leases: Mutex<HashMap<CounterKey, Lease>>,
-    reads: Mutex<HashMap<CounterKey, Read>>,
+    leases: Mutex<PerCounter<Lease>>,
+    reads: Mutex<PerCounter<Read>>,
 }
 
 impl Leases {
-    /// Adds `delta` to the counter: a step up takes a value this node holds (claiming a
-    /// block when it holds none), a step down gives the last value back; anything else
-    /// goes to Redis as it is.
-    pub async fn increment(
+    /// Adds `delta` to the counter when this node can alone: a step up takes a value it
+    /// holds, a step down gives the last value back. `None` when Redis is needed; with the
+    /// value, the claim to make ahead when the values held run low
+    /// ([`Leases::claim`] it without waiting, so that requests never wait for one).
+    pub fn increment_held(
         &self,
-        redis: &RedisStore,
-        bucket: &Arc<str>,
+        bucket: &str,
         key: &str,
         delta: i64,
-    ) -> Result<i64, KvError> {
+    ) -> Option<(i64, Option<ClaimAhead>)> {
+        let now = Instant::now();
+        let mut leases = lock(&self.leases);
+        let lease = find(&mut leases, bucket, key)?;
         match delta {
-            1 => self.take(redis, bucket, key).await,
-            -1 => match self.give_back(bucket, key) {
-                Some(value) => Ok(value),
-                None => redis.increment(bucket, key, -1).await,
-            },
-            _ => redis.increment(bucket, key, delta).await,
+            1 => lease.take(now).map(|value| (value, lease.claim_ahead(now))),
+            -1 => lease.give_back(now).map(|value| (value, None)),
+            _ => None,
         }
     }
 
-    /// A value of the counter for one request: one this node holds, else one of a block
-    /// claimed for it (one claim at a time per counter).
-    async fn take(&self, redis: &RedisStore, bucket: &Arc<str>, key: &str) -> Result<i64, KvError> {
-        let id = (bucket.clone(), key.to_string());
-        let claiming = match self.with_lease(&id, |lease, now| {
+    /// Claims a block ahead of need and keeps it (or gives it back when there is no room).
+    pub async fn claim(&self, redis: &RedisStore, bucket: &str, key: &str, ahead: ClaimAhead) {
+        match redis.increment(bucket, key, ahead.block).await {
+            Ok(end) => {
+                if !self.with_lease(bucket, key, |lease, _| lease.hold(end, ahead.block)) {
+                    give_back_to_redis(redis, bucket, key, ahead.block);
+                }
+            }
+            Err(err) => tracing::debug!(?err, "could not claim counter values ahead"),
+        }
+    }
+
+    /// Adds `delta` to the counter: as [`Leases::increment_held`] when it can, else a step
+    /// up takes a value of a block claimed for it (one claim at a time per counter), and
+    /// anything else goes to Redis as it is.
+    pub async fn increment(
+        &self,
+        redis: &RedisStore,
+        bucket: &str,
+        key: &str,
+        delta: i64,
+    ) -> Result<i64, KvError> {
+        match self.increment_held(bucket, key, delta) {
+            Some((value, ahead)) => {
+                if let Some(ahead) = ahead {
+                    self.claim(redis, bucket, key, ahead).await;
+                }
+                Ok(value)
+            }
+            None if delta == 1 => self.take_claiming(redis, bucket, key).await,
+            None => redis.increment(bucket, key, delta).await,
+        }
+    }
+
+    /// A value of a block claimed for this request, or for one it waited for.
+    async fn take_claiming(
+        &self,
+        redis: &RedisStore,
+        bucket: &str,
+        key: &str,
+    ) -> Result<i64, KvError> {
+        let claiming = match self.with_lease(bucket, key, |lease, now| {
             lease.take(now).ok_or_else(|| lease.claiming.clone())
         }) {
             Ok(value) => return Ok(value),
@@ -161,20 +284,19 @@ impl Leases {
         };
         let _claiming = claiming.lock().await;
         // A claim this request waited for may have brought values enough.
-        let block = match self.with_lease(&id, |lease, now| {
+        let block = match self.with_lease(bucket, key, |lease, now| {
             lease.take(now).ok_or_else(|| lease.block_for_claim(now))
         }) {
             Ok(value) => return Ok(value),
             Err(block) => block,
         };
         let end = redis.increment(bucket, key, block).await?;
-        let taken = self.with_lease(&id, |lease, now| {
+        let (held, taken) = self.with_lease(bucket, key, |lease, now| {
             let held = lease.hold(end, block);
             (held, lease.take(now))
         });
-        let (held, taken) = taken;
         if !held {
-            self.give_back_to_redis(redis, bucket, key, block);
+            give_back_to_redis(redis, bucket, key, block);
         }
         match taken {
             Some(value) => Ok(value),
@@ -183,72 +305,69 @@ impl Leases {
     }
 
     /// Runs `f` on the counter's lease (made empty if there is none), under the lock.
-    fn with_lease<T>(&self, id: &CounterKey, f: impl FnOnce(&mut Lease, Instant) -> T) -> T {
+    fn with_lease<T>(
+        &self,
+        bucket: &str,
+        key: &str,
+        f: impl FnOnce(&mut Lease, Instant) -> T,
+    ) -> T {
         let now = Instant::now();
         let mut leases = lock(&self.leases);
-        let lease = leases
-            .entry(id.clone())
-            .or_insert_with(|| Lease::empty(now));
-        f(lease, now)
+        f(entry(&mut leases, bucket, key, || Lease::empty(now)), now)
     }
 
-    /// Gives the last value handed out back to this node's range; `None` when it holds no
-    /// range it could go back to.
-    fn give_back(&self, bucket: &Arc<str>, key: &str) -> Option<i64> {
-        let mut leases = lock(&self.leases);
-        let lease = leases.get_mut(&(bucket.clone(), key.to_string()))?;
-        lease.touched_at = Instant::now();
-        (lease.next >= lease.start).then(|| {
-            lease.next -= 1;
-            lease.next
-        })
+    /// The counter's value from a copy at most [`counters::STALE_READ_MS`] old, less what
+    /// this node holds unused (which no request has been admitted with); `None` when
+    /// there is no such copy.
+    pub fn read_held(&self, bucket: &str, key: &str) -> Option<Option<Vec<u8>>> {
+        let fresh = Duration::from_millis(counters::STALE_READ_MS);
+        let value = find(&mut lock(&self.reads), bucket, key)
+            .filter(|read| read.at.elapsed() < fresh)?
+            .value
+            .clone();
+        Some(self.less_held(bucket, key, value))
     }
 
-    /// Returns `count` values to the counter in Redis, without waiting for it.
-    fn give_back_to_redis(&self, redis: &RedisStore, bucket: &Arc<str>, key: &str, count: i64) {
-        let (redis, bucket, key) = (redis.clone(), bucket.clone(), key.to_string());
-        tokio::spawn(async move {
-            if let Err(err) = redis.increment(&bucket, &key, -count).await {
-                tracing::debug!(?err, "could not return unused counter values");
-            }
-        });
-    }
-
-    /// The counter's value: a copy at most [`counters::STALE_READ_MS`] old, less what
-    /// this node holds unused (which no request has been admitted with).
+    /// The counter's value, as [`Leases::read_held`] gives it, reading Redis when there is
+    /// no copy fresh enough.
     pub async fn get(
         &self,
         redis: &RedisStore,
-        bucket: &Arc<str>,
+        bucket: &str,
         key: &str,
     ) -> Result<Option<Vec<u8>>, KvError> {
-        let id = (bucket.clone(), key.to_string());
-        let fresh = Duration::from_millis(counters::STALE_READ_MS);
-        let copy = lock(&self.reads)
-            .get(&id)
-            .filter(|read| read.at.elapsed() < fresh)
-            .map(|read| read.value.clone());
-        let value = match copy {
-            Some(value) => value,
-            None => {
-                let value = redis.get(bucket, key).await?;
-                let read = Read {
-                    value: value.clone(),
-                    at: Instant::now(),
-                };
-                lock(&self.reads).insert(id.clone(), read);
-                value
-            }
+        if let Some(value) = self.read_held(bucket, key) {
+            return Ok(value);
+        }
+        let value = redis.get(bucket, key).await?;
+        let copy = Read {
+            value: value.clone(),
+            at: Instant::now(),
         };
-        let unused = lock(&self.leases).get(&id).map_or(0, Lease::unused);
-        Ok(value.map(|value| less_unused(value, unused)))
+        let mut reads = lock(&self.reads);
+        let slot = entry(&mut reads, bucket, key, || Read {
+            value: None,
+            at: copy.at,
+        });
+        *slot = copy;
+        drop(reads);
+        Ok(self.less_held(bucket, key, value))
+    }
+
+    /// `value` less what this node holds unused of the counter.
+    fn less_held(&self, bucket: &str, key: &str, value: Option<Vec<u8>>) -> Option<Vec<u8>> {
+        let unused = find(&mut lock(&self.leases), bucket, key).map_or(0, |lease| lease.unused());
+        value.map(|value| less_unused(value, unused))
     }
 
     /// Forgets the counter (it is being deleted), keeping nothing of it here.
-    pub fn forget(&self, bucket: &Arc<str>, key: &str) {
-        let id = (bucket.clone(), key.to_string());
-        lock(&self.leases).remove(&id);
-        lock(&self.reads).remove(&id);
+    pub fn forget(&self, bucket: &str, key: &str) {
+        if let Some(counters) = lock(&self.leases).get_mut(bucket) {
+            counters.remove(key);
+        }
+        if let Some(counters) = lock(&self.reads).get_mut(bucket) {
+            counters.remove(key);
+        }
     }
 
     /// Returns what this node holds of counters idle for [`IDLE`] to Redis, and drops read
@@ -256,23 +375,19 @@ impl Leases {
     /// are then dropped (the counter only overstates what was admitted until it expires).
     pub async fn sweep(&self, redis: Option<&RedisStore>) {
         let now = Instant::now();
-        let idle: Vec<(CounterKey, i64)> = {
-            let mut leases = lock(&self.leases);
-            let ids: Vec<CounterKey> = leases
-                .iter()
-                .filter(|(_, lease)| now.duration_since(lease.touched_at) >= IDLE)
-                .map(|(id, _)| id.clone())
-                .collect();
-            ids.into_iter()
-                .filter_map(|id| leases.remove(&id).map(|lease| (id, lease.unused())))
-                .filter(|(_, unused)| *unused > 0)
-                .collect()
-        };
+        let idle = remove_where(&mut lock(&self.leases), |lease| {
+            now.duration_since(lease.touched_at) >= IDLE
+        });
         let stale = Duration::from_millis(counters::STALE_READ_MS);
-        lock(&self.reads).retain(|_, read| now.duration_since(read.at) < stale);
+        remove_where(&mut lock(&self.reads), |read| {
+            now.duration_since(read.at) >= stale
+        });
         let Some(redis) = redis else { return };
-        for ((bucket, key), unused) in idle {
-            if let Err(err) = redis.increment(&bucket, &key, -unused).await {
+        for (bucket, key, lease) in idle {
+            let unused = lease.unused();
+            if unused > 0
+                && let Err(err) = redis.increment(&bucket, &key, -unused).await
+            {
                 tracing::debug!(?err, "could not return unused counter values");
             }
         }
@@ -280,8 +395,18 @@ impl Leases {
 
     /// How many counters this node holds values of (for tests).
     pub fn held(&self) -> usize {
-        lock(&self.leases).len()
+        lock(&self.leases).values().map(HashMap::len).sum()
     }
+}
+
+/// Returns `count` values to the counter in Redis, without waiting for it.
+fn give_back_to_redis(redis: &RedisStore, bucket: &str, key: &str, count: i64) {
+    let (redis, bucket, key) = (redis.clone(), bucket.to_string(), key.to_string());
+    tokio::spawn(async move {
+        if let Err(err) = redis.increment(&bucket, &key, -count).await {
+            tracing::debug!(?err, "could not return unused counter values");
+        }
+    });
 }
 
 /// A counter's stored text less `unused`, as stored text.
@@ -405,6 +530,41 @@ mod tests {
         let mut values = calls.join_all().await;
         values.sort();
         assert_eq!(values, (1..=300).collect::<Vec<_>>());
+    }
+
+    /// A busy counter claims its next block when a quarter of its range is left, and
+    /// hands that block out once the range is used up; a quiet one never claims ahead.
+    #[test]
+    fn busy_counters_claim_ahead_and_move_on_to_the_block() {
+        let now = Instant::now();
+        let mut lease = Lease::empty(now);
+        assert!(lease.hold(8, 8));
+        lease.block_for_claim(now);
+        lease.block = 8;
+        for value in 1..=5 {
+            assert_eq!(lease.take(now), Some(value));
+            assert!(lease.claim_ahead(now).is_none(), "{value}");
+        }
+        assert_eq!(lease.take(now), Some(6));
+        let ahead = lease.claim_ahead(now).expect("two of eight left");
+        assert!(lease.claim_ahead(now).is_none(), "one claim at a time");
+        // Another node claimed 9..=20 meanwhile: this block is 21..=36.
+        drop(ahead);
+        assert!(lease.hold(36, 16));
+        assert_eq!(lease.unused(), 2 + 16);
+        assert!(!lease.hold(52, 16), "no room for a second block ahead");
+        assert_eq!((lease.take(now), lease.take(now)), (Some(7), Some(8)));
+        assert_eq!(lease.take(now), Some(21));
+        // A value given back is of the block now handed out.
+        assert_eq!(lease.give_back(now), Some(20));
+        assert_eq!(lease.give_back(now), None);
+        assert_eq!(lease.take(now), Some(21));
+
+        let mut quiet = Lease::empty(now);
+        assert!(quiet.hold(1, 1));
+        quiet.block_for_claim(now + QUIET * 2);
+        assert_eq!(quiet.take(now), Some(1));
+        assert!(quiet.claim_ahead(now).is_none());
     }
 
     #[test]
