@@ -129,9 +129,14 @@ fn redact(url: &str) -> String {
 
 /// Seconds since the Unix epoch.
 pub fn now() -> i64 {
+    now_ms() / 1000
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
         .unwrap_or_default()
 }
 

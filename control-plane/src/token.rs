@@ -14,6 +14,10 @@ pub struct Claims {
     pub sub: String,
     /// Issued at, Unix seconds.
     pub iat: i64,
+    /// Issued at, Unix milliseconds: account changes end the tokens issued before them
+    /// to the millisecond (`iat` alone would spare those of the same second).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iat_ms: Option<i64>,
     /// Expires at, Unix seconds.
     pub exp: i64,
     /// Token id, the handle for revocation.
@@ -31,6 +35,12 @@ pub struct Claims {
 }
 
 impl Claims {
+    /// When the token was issued, Unix milliseconds (the start of its `iat` second for
+    /// tokens issued before `iat_ms` was).
+    pub fn issued_ms(&self) -> i64 {
+        self.iat_ms.unwrap_or(self.iat.saturating_mul(1000))
+    }
+
     /// Whether the token carries this scope.
     pub fn has_scope(&self, scope: &str) -> bool {
         self.scope.split_whitespace().any(|s| s == scope)

@@ -139,7 +139,8 @@ pub async fn upsert(
         username,
         password,
         roles,
-        "DO UPDATE SET password_hash = excluded.password_hash, roles = excluded.roles",
+        "DO UPDATE SET password_hash = excluded.password_hash, roles = excluded.roles,
+             sessions_from = excluded.sessions_from",
     )
     .await
     .map(|_| ())
@@ -167,13 +168,14 @@ async fn store(
     // language=SQL
     let result = sqlx::query(&format!(
         "INSERT INTO users (username, password_hash, roles, tenant, created_at, sessions_from)
-         VALUES ($1, $2, $3, $4, $5, $5) ON CONFLICT (username) {on_conflict}"
+         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (username) {on_conflict}"
     ))
     .bind(username)
     .bind(hash)
     .bind(roles.join(" "))
     .bind(tenant_of(username))
     .bind(crate::db::now())
+    .bind(crate::db::now_ms())
     .execute(db)
     .await
     .context("could not store user")?;
@@ -260,7 +262,7 @@ pub async fn change_account(
     .bind(user.roles.join(" "))
     .bind(i64::from(user.disabled))
     .bind(i64::from(sessions_end))
-    .bind(crate::db::now())
+    .bind(crate::db::now_ms())
     .bind(username)
     .execute(&mut *tx)
     .await?;
@@ -283,7 +285,7 @@ pub async fn reset_password(db: &AnyPool, username: &str, password: &str) -> any
     let changed =
         sqlx::query("UPDATE users SET password_hash = $1, sessions_from = $2 WHERE username = $3")
             .bind(hash)
-            .bind(crate::db::now())
+            .bind(crate::db::now_ms())
             .bind(username)
             .execute(&mut *tx)
             .await?;
@@ -314,16 +316,17 @@ pub async fn delete(db: &AnyPool, username: &str) -> anyhow::Result<Result<bool,
     Ok(Ok(true))
 }
 
-/// Whether a token issued at `issued_at` (Unix seconds) acts for the account: it exists,
-/// is not disabled, and has had neither its roles nor its password changed since (checked
-/// on every management call, so such tokens stop working at once; see `sessions_from`).
-pub async fn is_active(db: &AnyPool, username: &str, issued_at: i64) -> sqlx::Result<bool> {
+/// Whether a token issued at `issued_ms` (Unix milliseconds) acts for the account: it
+/// exists, is not disabled, and has had neither its roles nor its password changed since
+/// (checked on every management call, so such tokens stop working at once; see
+/// `sessions_from`).
+pub async fn is_active(db: &AnyPool, username: &str, issued_ms: i64) -> sqlx::Result<bool> {
     // language=SQL
     let (active,): (i64,) = sqlx::query_as(
         "SELECT COUNT(*) FROM users WHERE username = $1 AND disabled = 0 AND sessions_from <= $2",
     )
     .bind(username)
-    .bind(issued_at)
+    .bind(issued_ms)
     .fetch_one(db)
     .await?;
     Ok(active > 0)

@@ -7,20 +7,10 @@ use e2e::stack::Stack;
 use e2e::{Client, Reply, STORE, eventually};
 use serde_json::json;
 
-/// The WSO2 fault code in an XML body.
-fn fault_code(reply: &Reply) -> String {
-    let body = reply.body.as_str().unwrap_or_default();
-    body.split(":code>")
-        .nth(1)
-        .and_then(|s| s.split('<').next())
-        .unwrap_or_default()
-        .to_string()
-}
-
 #[track_caller]
 fn expect_fault(reply: &Reply, status: u16, code: &str) {
     assert_eq!(
-        (reply.status, fault_code(reply).as_str()),
+        (reply.status, reply.fault_code()),
         (status, code),
         "body: {}",
         reply.body

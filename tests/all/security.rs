@@ -59,16 +59,6 @@ async fn wait_for(base: &str, target: &str, bearer: &str, status: u16) -> RawRep
     }
 }
 
-/// The WSO2 fault code of an XML fault body.
-fn fault_code(reply: &RawReply) -> &str {
-    reply
-        .body
-        .split(":code>")
-        .nth(1)
-        .and_then(|s| s.split('<').next())
-        .unwrap_or_default()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn paths_are_canonical_on_the_host_path() {
     canonical_paths(&[]).await;
@@ -97,7 +87,7 @@ async fn canonical_paths(settings: &[(&'static str, String)]) {
     ] {
         let reply = raw_request(gw, "GET", target, &[], b"").await;
         assert_eq!(
-            (reply.status, fault_code(&reply)),
+            (reply.status, reply.fault_code()),
             (401, "900902"),
             "{target}: {}",
             reply.body
@@ -121,7 +111,7 @@ async fn canonical_paths(settings: &[(&'static str, String)]) {
     ] {
         let reply = raw_request(gw, "GET", target, &[], b"").await;
         assert_eq!(
-            (reply.status, fault_code(&reply)),
+            (reply.status, reply.fault_code()),
             (400, "400"),
             "{target}: {}",
             reply.body
@@ -260,7 +250,7 @@ async fn a_request_that_has_passed_the_gateway_is_a_loop() {
     )
     .await;
     assert_eq!(
-        (reply.status, fault_code(&reply)),
+        (reply.status, reply.fault_code()),
         (508, "508"),
         "{}",
         reply.body
@@ -340,7 +330,7 @@ async fn backends_are_reached_only_where_the_egress_policy_allows() {
     let before = stack.backend.hits.load(std::sync::atomic::Ordering::SeqCst);
     for target in &refused {
         let reply = wait_for(&stack.gw.base, target, "", 502).await;
-        assert_eq!(fault_code(&reply), "101503", "{target}");
+        assert_eq!(reply.fault_code(), "101503", "{target}");
     }
     assert_eq!(
         stack.backend.hits.load(std::sync::atomic::Ordering::SeqCst),

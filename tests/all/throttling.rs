@@ -18,16 +18,6 @@ const PER_MINUTE: usize = 50;
 /// The API's `maxTps` for production keys.
 const PER_SECOND: usize = 5;
 
-/// The WSO2 fault code in an XML body.
-fn fault_code(reply: &Reply) -> String {
-    let body = reply.body.as_str().unwrap_or_default();
-    body.split(":code>")
-        .nth(1)
-        .and_then(|s| s.split('<').next())
-        .unwrap_or_default()
-        .to_string()
-}
-
 /// Milliseconds since the epoch, the clock the gateways' windows follow.
 fn now_ms() -> u64 {
     SystemTime::now()
@@ -170,7 +160,7 @@ async fn three_nodes_sharing_redis_admit_exactly_the_limit() {
     assert_eq!(hits, PER_MINUTE);
     for (_, reply) in answers.iter().filter(|(_, r)| r.status != 200) {
         assert_eq!(
-            (reply.status, fault_code(reply).as_str()),
+            (reply.status, reply.fault_code()),
             (429, "900803"),
             "{}",
             reply.body
@@ -179,7 +169,7 @@ async fn three_nodes_sharing_redis_admit_exactly_the_limit() {
     // Still refused on every node for the rest of the minute.
     for node in &nodes {
         let reply = node.get(metered_path, &metered).await;
-        assert_eq!((reply.status, fault_code(&reply).as_str()), (429, "900803"));
+        assert_eq!((reply.status, reply.fault_code()), (429, "900803"));
     }
 
     // maxTps: 3 × 5 calls in one second, 5 admitted. A burst that straddled a second is
@@ -206,7 +196,7 @@ async fn three_nodes_sharing_redis_admit_exactly_the_limit() {
     assert_eq!(admitted, PER_SECOND, "{:?}", tally(&answers));
     for (_, reply) in answers.iter().filter(|(_, r)| r.status != 200) {
         assert_eq!(
-            (reply.status, fault_code(reply).as_str()),
+            (reply.status, reply.fault_code()),
             (503, "900801"),
             "{}",
             reply.body

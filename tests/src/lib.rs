@@ -505,7 +505,21 @@ pub struct Reply {
     pub headers: reqwest::header::HeaderMap,
 }
 
+/// The code of a WSO2 fault body (`<ams:code>900908</ams:code>`, any prefix); empty
+/// when the body is not one.
+pub fn fault_code(body: &str) -> &str {
+    body.split(":code>")
+        .nth(1)
+        .and_then(|s| s.split('<').next())
+        .unwrap_or_default()
+}
+
 impl Reply {
+    /// The code of the WSO2 fault the body holds (see [`fault_code`]).
+    pub fn fault_code(&self) -> &str {
+        fault_code(self.body.as_str().unwrap_or_default())
+    }
+
     /// A string member of the body.
     pub fn str(&self, key: &str) -> String {
         self.body[key]
@@ -937,6 +951,11 @@ pub struct RawReply {
 }
 
 impl RawReply {
+    /// The code of the WSO2 fault the body holds (see [`fault_code`]).
+    pub fn fault_code(&self) -> &str {
+        fault_code(&self.body)
+    }
+
     /// A header's value.
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers

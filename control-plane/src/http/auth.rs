@@ -154,7 +154,7 @@ impl Caller {
         // An application's token is for its APIs on the gateways, never for managing.
         if claims.application_id.is_some()
             || is_revoked(state, &claims.jti).await?
-            || !users::is_active(&state.db, &claims.sub, claims.iat).await?
+            || !users::is_active(&state.db, &claims.sub, claims.issued_ms()).await?
         {
             return Err(ApiError::Unauthenticated);
         }

@@ -18,7 +18,7 @@ use super::auth::{ClientAddress, basic_credentials};
 use super::error::OAuthError;
 use super::{AppState, Touches};
 use crate::clients::{OAuthClient, Principal};
-use crate::db::now;
+use crate::db::{now, now_ms};
 use crate::manifest::Touched;
 use crate::scopes::{self, APPLICATION_SCOPE};
 use crate::token::{self, Claims};
@@ -112,7 +112,8 @@ async fn refresh_grant(
     let invalid = || OAuthError::invalid_grant("Persisted access token data not found");
     let family = family_of_refresh_token(presented);
     let refresh_token = new_refresh_token(&family);
-    let (iat, exp) = lifetime(validity);
+    let lifetime = lifetime(validity);
+    let (iat, exp) = (lifetime.iat, lifetime.exp);
     let jti = family_jti(&family);
     // language=SQL
     let redeemed: Option<Redeemed> = sqlx::query_as(
@@ -152,7 +153,7 @@ async fn refresh_grant(
         None => redeemed.scope.clone(),
     };
     let scopes = granted_scopes(state, client, &user, &asked).await?;
-    let claims = claims(state, client, &user, &scopes, (iat, exp), jti);
+    let claims = claims(state, client, &user, &scopes, lifetime, jti);
     if claims.scope != redeemed.scope {
         // language=SQL
         sqlx::query("UPDATE refresh_families SET scope = $1 WHERE family_id = $2")
@@ -245,10 +246,26 @@ async fn granted_scopes(
         .grant_application(requested, &user.roles, &api_scopes))
 }
 
-/// Issued-at and expiry of a token valid for `validity` seconds from now.
-fn lifetime(validity: i64) -> (i64, i64) {
-    let iat = now();
-    (iat, iat.saturating_add(validity))
+/// When a token is issued and when it expires.
+#[derive(Debug, Clone, Copy)]
+struct Lifetime {
+    /// Issued at, Unix milliseconds.
+    issued_ms: i64,
+    /// Issued at, Unix seconds.
+    iat: i64,
+    /// Expires at, Unix seconds.
+    exp: i64,
+}
+
+/// The lifetime of a token valid for `validity` seconds from now.
+fn lifetime(validity: i64) -> Lifetime {
+    let issued_ms = now_ms();
+    let iat = issued_ms / 1000;
+    Lifetime {
+        issued_ms,
+        iat,
+        exp: iat.saturating_add(validity),
+    }
 }
 
 fn claims(
@@ -256,14 +273,15 @@ fn claims(
     client: &OAuthClient,
     user: &User,
     scopes: &[String],
-    (iat, exp): (i64, i64),
+    lifetime: Lifetime,
     jti: String,
 ) -> Claims {
     Claims {
         iss: state.issuer.clone(),
         sub: user.username.clone(),
-        iat,
-        exp,
+        iat: lifetime.iat,
+        iat_ms: Some(lifetime.issued_ms),
+        exp: lifetime.exp,
         jti,
         scope: scopes.join(" "),
         client_id: client.client_id.clone(),
