@@ -102,7 +102,7 @@ pub mod counters {
     const MARK: &str = "cnt:";
 
     /// How old a read of such a counter may be.
-    pub const STALE_READ_MS: u64 = 50;
+    pub const STALE_READ_MS: u64 = 10;
 
     /// A counter under `rest` that expires `ttl_secs` after it was created.
     pub fn key(ttl_secs: u64, rest: &str) -> String {

@@ -31,7 +31,7 @@ const BUSY: Duration = Duration::from_millis(20);
 /// A block that lasted longer than this is halved for the next claim.
 const QUIET: Duration = Duration::from_millis(200);
 /// How long a counter may go untouched before what this node holds of it goes back.
-pub const IDLE: Duration = Duration::from_millis(20);
+pub const IDLE: Duration = Duration::from_millis(10);
 
 /// Something kept per counter, by bucket and key (looked up without allocating).
 type PerCounter<T> = HashMap<Arc<str>, HashMap<String, T>>;

@@ -48,7 +48,7 @@ pub struct FleetResults {
     pub rss_mib: Vec<f64>,
     /// The control plane's, MiB.
     pub control_plane_rss_mib: f64,
-    /// Starting the whole fleet (each compiles the component), s.
+    /// Starting the whole fleet (one compiles the component, the others read the cache), s.
     pub start_secs: f64,
     /// Publishes that had to wait for a quiet machine first (another build running).
     pub waited: usize,

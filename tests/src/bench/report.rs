@@ -455,7 +455,8 @@ pub fn fleet(options: &Options, f: &FleetResults) -> String {
          sending its request until a gateway answers its route with 401 (no token: route \
          known; 404 before), each gateway asked every {} ms \
          (so about {} requests a second while a publish travels). Starting the fleet took \
-         {:.0} s (each process compiles the component).\n",
+         {:.0} s (the first compiles the component into the compilation cache they share, \
+         the others read it from there).\n",
         f.gateways,
         f.publishes,
         f.poll_ms,
@@ -565,7 +566,7 @@ pub fn throttling(options: &Options, t: &ThrottlingResults) -> String {
          {} s after {} s of warm-up) on CPU 0 against one node on CPU 1 (one worker), an API \
          whose `maxTps` (10⁹/s) counts every call and refuses none: with Redis, the node \
          claims blocks of the counter's values (up to 64 at once) and reads the previous \
-         window at most every 50 ms. Medians of {} rounds, the two nodes taking turns.\n\n\
+         window at most every 10 ms. Medians of {} rounds, the two nodes taking turns.\n\n\
          | counters | req/s | node CPU µs/req (each round) | Redis CPU µs/req | Redis commands \
          /req | p50 / p99 µs | errors |\n|---|--:|--:|--:|--:|--:|--:|",
         options.connections,
