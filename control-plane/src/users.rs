@@ -139,8 +139,9 @@ pub async fn upsert(
         username,
         password,
         roles,
-        "DO UPDATE SET password_hash = excluded.password_hash, roles = excluded.roles,
-             sessions_from = excluded.sessions_from",
+        // Not `sessions_from`: the administrator is stored again at every start, and a
+        // restart must not end the sessions open under it.
+        "DO UPDATE SET password_hash = excluded.password_hash, roles = excluded.roles",
     )
     .await
     .map(|_| ())
