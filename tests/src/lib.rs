@@ -127,7 +127,23 @@ impl ServerProcess {
         env: &[(&str, String)],
         label: Option<&'static str>,
     ) -> Self {
-        let mut command = Command::new(binary);
+        Self::spawn(
+            Command::new(binary),
+            &binary.display().to_string(),
+            env,
+            label,
+        )
+        .await
+    }
+
+    /// Like [`ServerProcess::start_echoing`], for a `command` prepared otherwise (e.g. one
+    /// handing the process a listening socket); `name` says what it is in a failure.
+    pub async fn spawn(
+        mut command: Command,
+        name: &str,
+        env: &[(&str, String)],
+        label: Option<&'static str>,
+    ) -> Self {
         command
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
@@ -138,7 +154,7 @@ impl ServerProcess {
             .kill_on_drop(true);
         let mut child = command
             .spawn()
-            .unwrap_or_else(|e| panic!("spawn {}: {e}", binary.display()));
+            .unwrap_or_else(|e| panic!("spawn {name}: {e}"));
         let output = Arc::new(Mutex::new(String::new()));
         let mut stdout = BufReader::new(child.stdout.take().expect("stdout")).lines();
         collect(child.stderr.take().expect("stderr"), output.clone(), label);
@@ -157,8 +173,7 @@ impl ServerProcess {
         let Some(url) = url else {
             let status = child.try_wait().ok().flatten();
             panic!(
-                "{} did not start (exit: {status:?}):\n{}",
-                binary.display(),
+                "{name} did not start (exit: {status:?}):\n{}",
                 output.lock().unwrap()
             );
         };
@@ -305,33 +320,16 @@ async fn edge_gateway(
     label: Option<&'static str>,
     extra_env: &[(&'static str, String)],
 ) -> ServerProcess {
-    let key = Client::new(&control_plane.url)
-        .get("/internal/gateway/manifest-key", "")
-        .await
-        .expect(200);
-    let x = key.body["keys"][0]["x"]
-        .as_str()
-        .expect("manifest key")
-        .to_string();
-    let secret = std::fs::read_to_string(data_dir.join("gateway-secret")).expect("gateway secret");
     let all_vars: Vec<String> = vars.iter().map(|v| v.to_string()).collect();
-    let mut env = vec![
+    let settings = [
         ("APIM_GATEWAY_ADDR", addr.to_string()),
-        (
-            "APIM_GATEWAY_COMPONENT",
-            gateway_component().display().to_string(),
-        ),
-        ("APIM_CONTROL_PLANE_URL", control_plane.url.clone()),
-        ("APIM_MANIFEST_PUBLIC_KEY", x),
-        ("APIM_GATEWAY_SECRET", secret.trim().to_string()),
-        // The tests' backends listen on loopback, which the default policy refuses.
-        ("APIM_EGRESS_ALLOW", TEST_EGRESS_ALLOW.to_string()),
         // Every gateway of the run but the first starts without compiling the components.
         (
             "APIM_COMPILE_CACHE_DIR",
             binary_dir().join("compile-cache").display().to_string(),
         ),
     ];
+    let mut env = gateway_env(control_plane, data_dir, &settings).await;
     if let Some(facade) = facade {
         // The facade's own variables: it sees none of the gateway's, nor they its.
         let facade_vars = [
@@ -355,6 +353,38 @@ async fn edge_gateway(
         wait_for_listener(&facade.addr).await;
     }
     gateway
+}
+
+/// What an edge-gateway needs to attach to `control_plane` (its component, the control
+/// plane's address, manifest key and gateway secret, the tests' egress allowance), then
+/// `settings`.
+pub async fn gateway_env(
+    control_plane: &ControlPlane,
+    data_dir: &Path,
+    settings: &[(&'static str, String)],
+) -> Vec<(&'static str, String)> {
+    let key = Client::new(&control_plane.url)
+        .get("/internal/gateway/manifest-key", "")
+        .await
+        .expect(200);
+    let x = key.body["keys"][0]["x"]
+        .as_str()
+        .expect("manifest key")
+        .to_string();
+    let secret = std::fs::read_to_string(data_dir.join("gateway-secret")).expect("gateway secret");
+    let mut env = vec![
+        (
+            "APIM_GATEWAY_COMPONENT",
+            gateway_component().display().to_string(),
+        ),
+        ("APIM_CONTROL_PLANE_URL", control_plane.url.clone()),
+        ("APIM_MANIFEST_PUBLIC_KEY", x),
+        ("APIM_GATEWAY_SECRET", secret.trim().to_string()),
+        // The tests' backends listen on loopback, which the default policy refuses.
+        ("APIM_EGRESS_ALLOW", TEST_EGRESS_ALLOW.to_string()),
+    ];
+    env.extend(settings.iter().cloned());
+    env
 }
 
 /// Extra listeners come up right after the main one has been announced.

@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::handover::{GatewayProcess, SharedSocket, gateway_env};
+use super::handover::{GatewayProcess, SharedSocket};
+use crate::gateway_env;
 use crate::stack::{ALL_SCOPES, api_record};
 use crate::{Backend, Client, ControlPlane, EchoBackend, PUBLISHER};
 
