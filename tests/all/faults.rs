@@ -24,13 +24,7 @@ use serde_json::json;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gateway_restarted_under_load_loses_nothing_on_sigterm_and_only_in_flight_on_kill() {
     let mut rig = Rig::start(Backend::Sqlite, &[]).await;
-    let api = rig.api("Steady", json!({}), true).await;
-    let (key, secret) = rig.application("steady", &[&api]).await;
-    let token = rig.app_token(&key, &secret).await;
-    let path = "/steady/v1.0.0/devs/alice";
-    rig.gateway_answers(path, &token, Duration::from_secs(15), |s| s == 200)
-        .await
-        .expect("the API is served");
+    let (path, token) = rig.steady_api().await;
     let (url, bearer) = (format!("{}{path}", rig.gw.base), token.clone());
     let make: MakeRequest = Arc::new(move |http, _, _| http.get(&url).bearer_auth(&bearer));
     let clients = 2;

@@ -159,13 +159,7 @@ pub async fn gateway_restart(options: &Options) -> CaseReport {
         ),
     );
     let mut rig = Rig::start(Backend::Sqlite, &[]).await;
-    let api = rig.api("Steady", json!({}), true).await;
-    let (key, secret) = rig.application("steady", &[&api]).await;
-    let token = rig.app_token(&key, &secret).await;
-    let path = "/steady/v1.0.0/devs/alice";
-    rig.gateway_answers(path, &token, Duration::from_secs(15), |s| s == 200)
-        .await
-        .expect("the API is served");
+    let (path, token) = rig.steady_api().await;
     report.row(
         "first gateway: start → serving (compiles the component into an empty cache)",
         ms(rig.first_gateway_start),
@@ -175,7 +169,7 @@ pub async fn gateway_restart(options: &Options) -> CaseReport {
         options.clients,
         Duration::ZERO,
         Duration::from_secs(5),
-        get(&rig.gw.base, path, &token),
+        get(&rig.gw.base, &path, &token),
     );
     tokio::time::sleep(options.load_time()).await;
     let hand_over = rig.hand_over_gateway().await;
@@ -188,7 +182,7 @@ pub async fn gateway_restart(options: &Options) -> CaseReport {
         options.clients,
         Duration::ZERO,
         Duration::from_secs(5),
-        get(&rig.gw.base, path, &token),
+        get(&rig.gw.base, &path, &token),
     );
     tokio::time::sleep(options.load_time()).await;
     let killed = Instant::now();

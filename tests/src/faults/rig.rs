@@ -205,6 +205,19 @@ impl Rig {
         (key, secret)
     }
 
+    /// The restart case's API (`Steady`, published, an application subscribed to it),
+    /// once the gateway serves it: its path and a token for it.
+    pub async fn steady_api(&mut self) -> (String, String) {
+        let api = self.api("Steady", json!({}), true).await;
+        let (key, secret) = self.application("steady", &[&api]).await;
+        let token = self.app_token(&key, &secret).await;
+        let path = "/steady/v1.0.0/devs/alice".to_string();
+        self.gateway_answers(&path, &token, Duration::from_secs(15), |s| s == 200)
+            .await
+            .expect("the API is served");
+        (path, token)
+    }
+
     /// A client_credentials token of an application, from the control plane.
     pub async fn app_token(&self, key: &str, secret: &str) -> String {
         self.mgmt
