@@ -385,10 +385,8 @@ impl Leases {
         let Some(redis) = redis else { return };
         for (bucket, key, lease) in idle {
             let unused = lease.unused();
-            if unused > 0
-                && let Err(err) = redis.increment(&bucket, &key, -unused).await
-            {
-                tracing::debug!(?err, "could not return unused counter values");
+            if unused > 0 {
+                return_to_redis(redis, &bucket, &key, unused).await;
             }
         }
     }
@@ -399,14 +397,18 @@ impl Leases {
     }
 }
 
-/// Returns `count` values to the counter in Redis, without waiting for it.
+/// Returns `count` values to the counter in Redis; a failure only leaves the counter
+/// overstating what was admitted until it expires.
+async fn return_to_redis(redis: &RedisStore, bucket: &str, key: &str, count: i64) {
+    if let Err(err) = redis.increment(bucket, key, -count).await {
+        tracing::debug!(?err, "could not return unused counter values");
+    }
+}
+
+/// [`return_to_redis`], without waiting for it.
 fn give_back_to_redis(redis: &RedisStore, bucket: &str, key: &str, count: i64) {
     let (redis, bucket, key) = (redis.clone(), bucket.to_string(), key.to_string());
-    tokio::spawn(async move {
-        if let Err(err) = redis.increment(&bucket, &key, -count).await {
-            tracing::debug!(?err, "could not return unused counter values");
-        }
-    });
+    tokio::spawn(async move { return_to_redis(&redis, &bucket, &key, count).await });
 }
 
 /// A counter's stored text less `unused`, as stored text.
