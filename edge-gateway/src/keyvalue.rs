@@ -14,14 +14,13 @@
 //!   still holds that (memory: same write version; Redis: same bytes, checked
 //!   atomically by a Lua script).
 
-pub mod leases;
 pub mod memory;
 pub mod redis_store;
 pub mod shared;
 
 use std::sync::Arc;
 
-use apim_http::{counters, expiry};
+use apim_http::expiry;
 use wasmtime::component::{HasData, Linker, Resource, ResourceTable};
 
 use crate::bindings::wasi::keyvalue::{atomics, store};
@@ -85,13 +84,11 @@ pub struct CasHandle {
 /// each node pulls it from the control plane itself, so no other store's outage can take
 /// it away. Keys with a lifetime ([`apim_http::expiry`]: throttling windows, cached
 /// answers) go to Redis when one is configured, so that every node counts together, and
-/// stay on this node while Redis cannot be reached ([`shared::RedisLink`]). Throttling
-/// counters are counted there in leases ([`leases`]), not with a write per request.
+/// stay on this node while Redis cannot be reached ([`shared::RedisLink`]).
 #[derive(Clone)]
 pub struct KvStore {
     local: Arc<memory::MemoryStore>,
     redis: Option<Arc<shared::RedisLink>>,
-    leases: Arc<leases::Leases>,
 }
 
 impl KvStore {
@@ -100,7 +97,6 @@ impl KvStore {
         Self {
             local: Arc::default(),
             redis: None,
-            leases: Arc::default(),
         }
     }
 
@@ -113,15 +109,10 @@ impl KvStore {
         } else {
             Some(shared::RedisLink::connect(url.into(), namespace.into()).await)
         };
-        let store = Self {
+        Self {
             local: Arc::default(),
             redis,
-            leases: Arc::default(),
-        };
-        if let Some(link) = &store.redis {
-            sweep_leases(Arc::downgrade(link), Arc::downgrade(&store.leases));
         }
-        store
     }
 
     /// Short description for logs (never includes credentials).
@@ -135,24 +126,6 @@ impl KvStore {
     /// Whether Redis is connected (false without one).
     pub fn redis_connected(&self) -> bool {
         self.redis.as_ref().is_some_and(|link| link.connected())
-    }
-
-    /// Whether counters are counted in leases now: Redis is connected and not resting
-    /// (while it is, they are counted on this node alone, as every key with a lifetime).
-    fn counts_in_leases(&self) -> bool {
-        self.redis.as_ref().is_some_and(|link| link.usable_now())
-    }
-
-    /// Claims a counter's next block while the request goes on.
-    fn claim_in_background(&self, bucket: &str, key: &str, ahead: leases::ClaimAhead) {
-        let Some(redis) = self.redis.as_ref().and_then(|link| link.usable()) else {
-            return;
-        };
-        let (leases, bucket, key) = (self.leases.clone(), bucket.to_string(), key.to_string());
-        tokio::spawn(async move {
-            let claim = leases.claim(&redis, &bucket, &key, ahead);
-            let _ = tokio::time::timeout(shared::COMMAND_BUDGET, claim).await;
-        });
     }
 
     /// Runs `shared` on Redis for a key with a lifetime when Redis can be used, else (and
@@ -198,20 +171,6 @@ impl KvStore {
 
     /// The value of `key`, if any.
     pub async fn get(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>, KvError> {
-        if counters::is_counter(key) {
-            if self.counts_in_leases()
-                && let Some(value) = self.leases.read_held(bucket, key)
-            {
-                return Ok(value);
-            }
-            return self
-                .on_store(
-                    key,
-                    async |r| self.leases.get(r, bucket, key).await,
-                    |m| Ok(m.get(bucket, key)),
-                )
-                .await;
-        }
         self.on_store(
             key,
             async |r| r.get(bucket, key).await,
@@ -241,9 +200,6 @@ impl KvStore {
 
     /// Removes `key`; absent keys are fine.
     pub async fn delete(&self, bucket: &str, key: &str) -> Result<(), KvError> {
-        if counters::is_counter(key) {
-            self.leases.forget(bucket, key);
-        }
         self.on_store(
             key,
             async |r| r.delete(bucket, key).await,
@@ -273,23 +229,6 @@ impl KvStore {
 
     /// Atomically adds `delta` to the counter at `key` and returns the new value.
     pub async fn increment(&self, bucket: &str, key: &str, delta: i64) -> Result<i64, KvError> {
-        if counters::is_counter(key) {
-            if self.counts_in_leases()
-                && let Some((value, ahead)) = self.leases.increment_held(bucket, key, delta)
-            {
-                if let Some(ahead) = ahead {
-                    self.claim_in_background(bucket, key, ahead);
-                }
-                return Ok(value);
-            }
-            return self
-                .on_store(
-                    key,
-                    async |r| self.leases.increment(r, bucket, key, delta).await,
-                    |m| m.increment(bucket, key, delta),
-                )
-                .await;
-        }
         self.on_store(
             key,
             async |r| r.increment(bucket, key, delta).await,
@@ -336,24 +275,6 @@ impl KvStore {
         )
         .await
     }
-}
-
-/// Returns what this node holds of idle counters to Redis, every half [`leases::IDLE`],
-/// for as long as the store lives.
-fn sweep_leases(link: std::sync::Weak<shared::RedisLink>, leases: std::sync::Weak<leases::Leases>) {
-    tokio::spawn(async move {
-        let mut ticks = tokio::time::interval(leases::IDLE / 2);
-        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            ticks.tick().await;
-            let (Some(link), Some(leases)) = (link.upgrade(), leases.upgrade()) else {
-                return;
-            };
-            let redis = link.usable();
-            let _ =
-                tokio::time::timeout(shared::COMMAND_BUDGET, leases.sweep(redis.as_ref())).await;
-        }
-    });
 }
 
 /// Parses a stored counter (ASCII decimal, as written by `increment`).

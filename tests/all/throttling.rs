@@ -1,6 +1,5 @@
-//! Throttling across edge-gateway nodes that share Redis (issue 14): each node counts in
-//! blocks of values it has claimed from the store's counters, values no other node holds,
-//! so three nodes taking turns admit exactly what one would.
+//! Throttling across edge-gateway nodes that share Redis (issue 14): the counters are the
+//! store's atomic increments, so three nodes taking turns admit exactly what one would.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};

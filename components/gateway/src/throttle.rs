@@ -11,7 +11,7 @@ use apim_manifest::{ApiRoute, Operation};
 use crate::auth::{Admitted, Environment};
 use crate::faults::{Fault, access_time};
 use crate::host::Host;
-use apim_http::counters;
+use apim_http::expiry;
 
 /// One fixed window counter.
 struct Window<'a> {
@@ -99,7 +99,7 @@ fn count(host: &dyn Host, window: &Window, now_ms: i64) -> Result<(), Fault> {
     let number = now_ms.div_euclid(window.length_ms);
     // A window's counter lives through the next window too, which weighs it in.
     let lifetime_secs = (2 * window.length_ms as u64).div_ceil(1000) + 1;
-    let key_of = |number: i64| counters::key(lifetime_secs, &format!("{}:{number}", window.key));
+    let key_of = |number: i64| format!("{}{lifetime_secs}:{}:{number}", expiry::PREFIX, window.key);
     let key = key_of(number);
     let count = match host.kv_increment(&key, 1) {
         Ok(count) => count,

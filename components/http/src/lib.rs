@@ -88,56 +88,6 @@ pub mod expiry {
     }
 }
 
-/// Counters a host may count ahead. A key made by [`counters::key`] is a counter that a
-/// request moves up by one, and takes back down by one when it is refused; nothing else
-/// writes it. A host that shares such counters between nodes (edge-gateway over Redis)
-/// may therefore hand out their values from blocks it has claimed in the shared store
-/// ahead of time (a claim per block instead of a write per request), give a taken-back
-/// value to its next request, return what it holds unused once the counter goes idle,
-/// and answer reads of it from a copy [`counters::STALE_READ_MS`] old at most. Every
-/// value handed out is then one no other node holds, as with a write per request; reads
-/// may count what other nodes still hold unused.
-pub mod counters {
-    /// What marks a counter, after the lifetime prefix.
-    const MARK: &str = "cnt:";
-
-    /// How old a read of such a counter may be.
-    pub const STALE_READ_MS: u64 = 10;
-
-    /// A counter under `rest` that expires `ttl_secs` after it was created.
-    pub fn key(ttl_secs: u64, rest: &str) -> String {
-        super::expiry::key(ttl_secs, &format!("{MARK}{rest}"))
-    }
-
-    /// Whether `key` is one of those counters.
-    pub fn is_counter(key: &str) -> bool {
-        super::expiry::ttl_secs(key).is_some()
-            && key
-                .strip_prefix(super::expiry::PREFIX)
-                .and_then(|rest| rest.split_once(':'))
-                .is_some_and(|(_, rest)| rest.starts_with(MARK))
-    }
-
-    #[cfg(test)]
-    mod tests {
-        #[test]
-        fn counters_are_told_from_other_keys() {
-            let counter = super::key(121, "thr:app:7:29000123");
-            assert_eq!(counter, "apim:ttl:121:cnt:thr:app:7:29000123");
-            assert!(super::is_counter(&counter));
-            for other in [
-                "apim:ttl:121:thr:app:7:1",
-                "apim:m:head",
-                "cnt:x",
-                "apim:ttl:x:cnt:y",
-                "apim:ttl:60:cache:cnt:y",
-            ] {
-                assert!(!super::is_counter(other), "{other}");
-            }
-        }
-    }
-}
-
 /// Whether a request may carry a body: one announced by `Content-Length`, or a chunked
 /// one, which hosts do not show (they hide `Transfer-Encoding`) and which only methods
 /// with body semantics are taken to send.

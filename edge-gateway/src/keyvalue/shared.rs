@@ -96,11 +96,6 @@ impl RedisLink {
         self.store.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
-    /// Whether [`RedisLink::usable`] would give the connection (without cloning it).
-    pub fn usable_now(&self) -> bool {
-        self.now_ms() >= self.resting_until_ms.load(Ordering::Relaxed) && self.connected()
-    }
-
     /// Whether a connection has been made.
     pub fn connected(&self) -> bool {
         self.store
