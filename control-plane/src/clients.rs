@@ -101,7 +101,19 @@ pub async fn find(
     .bind(client_id)
     .fetch_optional(db)
     .await?;
-    row.map(|client| client.opened(keys)).transpose()
+    let Some(mut client) = row else {
+        return Ok(None);
+    };
+    // A secret altered in the database authenticates no one (logged), like an unknown id.
+    let secret = keys.open_if_intact(
+        Field::ClientSecret,
+        &client.client_id,
+        &client.client_secret,
+    )?;
+    Ok(secret.map(|secret| {
+        client.client_secret = secret;
+        client
+    }))
 }
 
 /// The registered (non-application) client of this owner and name.

@@ -179,6 +179,15 @@ pub enum Command {
         #[arg(long, value_delimiter = ',', default_value = "subscriber")]
         roles: Vec<String>,
     },
+    /// Lift a user name's lock-out after failed logins and forget its failures, as
+    /// `POST /users/{username}/unlock` does, for when no other administrator can (an
+    /// administrator locked out by someone guessing its password). Works beside a running
+    /// control plane: the lock-out is in the database.
+    UnlockUser {
+        /// User name (`name@domain` for a tenant's user).
+        #[arg(long)]
+        username: String,
+    },
     /// Make a new token signing key the active one; older keys stay in the JWKS.
     RotateSigningKey,
     /// Re-encrypt every secret at rest under a new data key (in `<data dir>/data-keys`), or

@@ -26,6 +26,14 @@ use sha2::{Digest, Sha256};
 use sqlx::AnyPool;
 
 use crate::apis::ApiRecord;
+
+/// A stored value, opened.
+enum Opened {
+    /// Its clear text.
+    Clear(String),
+    /// It is there but does not decrypt: why.
+    Altered(anyhow::Error),
+}
 use crate::keys::{private_dir, restrict_file, write_private};
 
 /// What every sealed value starts with.
@@ -64,6 +72,33 @@ impl Field {
 struct DataKey {
     id: String,
     cipher: XChaCha20Poly1305,
+}
+
+impl DataKey {
+    /// The clear text of `sealed` (nonce and ciphertext, base64) as `field` of `row`.
+    fn decrypt(&self, field: Field, row: &str, sealed: &str) -> anyhow::Result<String> {
+        let label = field.label();
+        let bytes = URL_SAFE_NO_PAD
+            .decode(sealed)
+            .ok()
+            .filter(|b| b.len() >= NONCE_BYTES)
+            .with_context(|| format!("{label} of {row} is malformed"))?;
+        let (nonce, ciphertext) = bytes.split_at(NONCE_BYTES);
+        let nonce: [u8; NONCE_BYTES] = nonce.try_into().expect("split at the nonce's length");
+        let payload = Payload {
+            msg: ciphertext,
+            aad: &field.associated_data(row),
+        };
+        let clear = self
+            .cipher
+            .decrypt(&XNonce::from(nonce), payload)
+            .ok()
+            .with_context(|| {
+                let id = &self.id;
+                format!("{label} of {row} does not decrypt with data key {id} (altered, or moved from another row)")
+            })?;
+        String::from_utf8(clear).with_context(|| format!("{label} of {row} is not text"))
+    }
 }
 
 /// The keys known, and which one encrypts.
@@ -158,8 +193,36 @@ impl DataKeys {
     /// was stored in clear by an earlier version. A key this process does not know yet
     /// (added by a rotation elsewhere) is looked for on disk once.
     pub fn open(&self, field: Field, row: &str, stored: &str) -> anyhow::Result<String> {
+        match self.open_checked(field, row, stored)? {
+            Opened::Clear(clear) => Ok(clear),
+            Opened::Altered(why) => Err(why),
+        }
+    }
+
+    /// As [`DataKeys::open`], but a value that is there and does not decrypt (altered, or
+    /// moved from another row: a write to the database behind the control plane's back)
+    /// is `None`, logged, rather than an error: whoever presents the secret it stood for
+    /// cannot be verified, which is not the control plane failing. A missing data key is
+    /// still an error (the operator's to fix).
+    pub fn open_if_intact(
+        &self,
+        field: Field,
+        row: &str,
+        stored: &str,
+    ) -> anyhow::Result<Option<String>> {
+        match self.open_checked(field, row, stored)? {
+            Opened::Clear(clear) => Ok(Some(clear)),
+            Opened::Altered(why) => {
+                tracing::error!(error = %format!("{why:#}"), "a stored secret is unusable");
+                Ok(None)
+            }
+        }
+    }
+
+    /// Opens a stored value; an error only when the key it names cannot be had.
+    fn open_checked(&self, field: Field, row: &str, stored: &str) -> anyhow::Result<Opened> {
         let Some((id, sealed)) = parse(stored) else {
-            return Ok(stored.to_string());
+            return Ok(Opened::Clear(stored.to_string()));
         };
         if !self.knows(id) {
             self.reload()?;
@@ -171,30 +234,10 @@ impl DataKeys {
                 field.label()
             )
         })?;
-        let bytes = URL_SAFE_NO_PAD
-            .decode(sealed)
-            .ok()
-            .filter(|b| b.len() >= NONCE_BYTES)
-            .with_context(|| format!("{} of {row} is malformed", field.label()))?;
-        let (nonce, ciphertext) = bytes.split_at(NONCE_BYTES);
-        let nonce: [u8; NONCE_BYTES] = nonce.try_into().expect("split at the nonce's length");
-        let clear = key
-            .cipher
-            .decrypt(
-                &XNonce::from(nonce),
-                Payload {
-                    msg: ciphertext,
-                    aad: &field.associated_data(row),
-                },
-            )
-            .ok()
-            .with_context(|| {
-                format!(
-                    "{} of {row} does not decrypt with data key {id} (altered, or moved from another row)",
-                    field.label()
-                )
-            })?;
-        String::from_utf8(clear).with_context(|| format!("{} of {row} is not text", field.label()))
+        Ok(match key.decrypt(field, row, sealed) {
+            Ok(clear) => Opened::Clear(clear),
+            Err(why) => Opened::Altered(why),
+        })
     }
 
     /// Whether a stored value is not (yet) encrypted under the active key.

@@ -42,6 +42,16 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
             println!("user {username} stored with roles [{}]", roles.join(", "));
             Ok(())
         }
+        Command::UnlockUser { username } => {
+            let was_locked = crate::lockout::unlock(&db, &username).await?;
+            let outcome = if was_locked {
+                "unlocked"
+            } else {
+                "was not locked; its failed logins are forgotten"
+            };
+            println!("user name {username} {outcome}");
+            Ok(())
+        }
         Command::RotateDataKey => {
             let keys = data_keys(&config)?;
             let active = keys.rotate()?;

@@ -248,6 +248,13 @@ pub struct Config {
     #[arg(long, env = "APIM_DRAIN_KEEPALIVE_MS", default_value_t = 1_000)]
     pub drain_keepalive_ms: u64,
 
+    /// At start, how long in milliseconds the gateway waits for its first manifest before
+    /// it announces its listeners (and tells a service manager it is ready) anyway, still
+    /// trying in the background; connections wait in the backlog meanwhile. 0 serves at
+    /// once, answering 404 until the manifest is in.
+    #[arg(long, env = "APIM_FIRST_SYNC_TIMEOUT_MS", default_value_t = 5_000)]
+    pub first_sync_timeout_ms: u64,
+
     /// Where compiled components are kept between starts (wasmtime's compilation cache),
     /// so that a restarted gateway loads its component in milliseconds instead of
     /// compiling it for about a second. Default: `$XDG_CACHE_HOME/apim-edge-gateway`, or

@@ -1,10 +1,11 @@
 //! Hands HTTP requests to the component and turns failures into plain HTTP errors.
 //!
 //! With host forwarding (the gateway component exports `apim:gateway/policy`), the
-//! component first decides about each request from its head, once: API calls it admits
-//! and `/token` relays are forwarded here ([`crate::forward`]), its refusals and cached
-//! answers are answered at once, and only its own endpoints (`/_apim/...`) go to its
-//! `wasi:http` handler.
+//! component first decides about each request from its head, once, and names the limits
+//! an API call counts against, which are counted here ([`crate::counters`]; a refused
+//! call gets the component's `throttled` answer): API calls it admits and `/token` relays
+//! are forwarded here ([`crate::forward`]), its refusals and cached answers are answered
+//! at once, and only its own endpoints (`/_apim/...`) go to its `wasi:http` handler.
 //!
 //! Every call into the component — a decision, a `wasi:http` request, the host's own
 //! sync request — takes one of `max_instances` permits; a `wasi:http` request holds it
@@ -29,7 +30,10 @@ use http_body_util::{BodyExt as _, Empty};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use wasmtime_wasi_http::WasiBody;
 
-use crate::bindings::exports::apim::gateway::policy::{Decision, Forward, RequestHead};
+use crate::bindings::exports::apim::gateway::policy::{
+    Decision, Forward, RequestHead, Response as PolicyResponse, Verdict,
+};
+use crate::counters::{Counters, Refused};
 use crate::forward::{self, Failure};
 use crate::instances::{DeadlineExceeded, NoInstance, RequestMeta, Runtime};
 
@@ -48,6 +52,8 @@ pub struct Gateway {
     runtime: Arc<Runtime>,
     /// Whether the component decides and the host forwards.
     host_forwarding: bool,
+    /// The host's count of the limits the component's verdicts carry.
+    counters: Counters,
     permits: Arc<Semaphore>,
     /// Request deadline; also the longest wait for a free instance.
     request_timeout: Duration,
@@ -65,6 +71,7 @@ impl Gateway {
         let permits = usize::try_from(limits.max_instances).unwrap_or(usize::MAX);
         Self {
             host_forwarding: host_forwarding && runtime.has_policy(),
+            counters: Counters::new(runtime.kv().clone()),
             runtime: Arc::new(runtime),
             permits: Arc::new(Semaphore::new(permits)),
             request_timeout: limits.request_timeout,
@@ -104,18 +111,24 @@ impl Gateway {
         prepare_headers(request.headers_mut(), addresses);
         if self.host_forwarding {
             let head = forward::head_of(&request);
-            match self.decide(&head).await {
-                Ok(Decision::Forward(plan)) => return self.forward(request, &head, plan).await,
-                Ok(Decision::Respond(answer)) => return forward::response(answer),
-                Ok(Decision::Handle) => {}
+            let verdict = match self.decide(&head).await {
+                Ok(verdict) => verdict,
                 Err(failed) => return failed,
+            };
+            if let Err(refused) = self.counters.admit(&verdict.limits).await {
+                return self.throttled(&head, refused).await;
+            }
+            match verdict.decision {
+                Decision::Forward(plan) => return self.forward(request, &head, plan).await,
+                Decision::Respond(answer) => return forward::response(answer),
+                Decision::Handle => {}
             }
         }
         self.dispatch(request).await
     }
 
     /// The component's decision about a request; a failed decision is answered.
-    async fn decide(&self, head: &RequestHead) -> Result<Decision, Response<ResponseBody>> {
+    async fn decide(&self, head: &RequestHead) -> Result<Verdict, Response<ResponseBody>> {
         let Some(_permit) = self.permit().await else {
             tracing::warn!("no free instance; answering 503");
             return Err(empty(StatusCode::SERVICE_UNAVAILABLE));
@@ -141,18 +154,37 @@ impl Gateway {
             Ok(response) => return response,
             Err(failure) => failure,
         };
+        let timed_out = failure == Failure::TimedOut;
+        let answer = self.runtime.backend_failed(head, timed_out);
+        self.answer(answer, "a backend failure", StatusCode::BAD_GATEWAY)
+            .await
+    }
+
+    /// The component's answer for a request one of its limits refused.
+    async fn throttled(&self, head: &RequestHead, refused: Refused) -> Response<ResponseBody> {
+        let answer = self
+            .runtime
+            .throttled(head, refused.kind, refused.window_end_ms);
+        self.answer(answer, "a throttled request", StatusCode::TOO_MANY_REQUESTS)
+            .await
+    }
+
+    /// An answer of the component's own, made under an instance permit; `fallback` (empty)
+    /// when it cannot give one.
+    async fn answer(
+        &self,
+        answer: impl Future<Output = wasmtime::Result<PolicyResponse>>,
+        what: &str,
+        fallback: StatusCode,
+    ) -> Response<ResponseBody> {
         let Some(_permit) = self.permit().await else {
             return empty(StatusCode::SERVICE_UNAVAILABLE);
         };
-        match self
-            .runtime
-            .backend_failed(head, failure == Failure::TimedOut)
-            .await
-        {
+        match answer.await {
             Ok(answer) => forward::response(answer),
             Err(err) => {
-                tracing::error!("component failed to answer a backend failure: {err:?}");
-                empty(StatusCode::BAD_GATEWAY)
+                tracing::error!("component failed to answer {what}: {err:?}");
+                empty(fallback)
             }
         }
     }

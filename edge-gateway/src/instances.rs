@@ -37,7 +37,7 @@ use wasmtime_wasi_http::p2::bindings::http::types::Scheme;
 use wasmtime_wasi_http::p2::bindings::{Proxy, ProxyIndices};
 use wasmtime_wasi_http::{WasiBody, WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
-use crate::bindings::exports::apim::gateway::policy::{Decision, RequestHead, Response};
+use crate::bindings::exports::apim::gateway::policy::{LimitKind, RequestHead, Response, Verdict};
 use crate::bindings::{Gateway as PolicyExport, GatewayIndices as PolicyIndices};
 use crate::config::CompileCache;
 use crate::config_store::{self, ConfigView, Variables};
@@ -359,11 +359,28 @@ impl Runtime {
 
     /// Asks the component what to do with a request (it must have the policy export).
     /// The instance goes back to the pool as soon as it has answered.
-    pub async fn decide(&self, request: &RequestHead) -> wasmtime::Result<Decision> {
+    pub async fn decide(&self, request: &RequestHead) -> wasmtime::Result<Verdict> {
         self.with_policy(async |policy, store| {
             policy
                 .apim_gateway_policy()
                 .call_decide(store, request)
+                .await
+        })
+        .await
+    }
+
+    /// The component's answer for a request a limit of `kind` refused in the window
+    /// ending at `window_end_ms`.
+    pub async fn throttled(
+        &self,
+        request: &RequestHead,
+        kind: LimitKind,
+        window_end_ms: u64,
+    ) -> wasmtime::Result<Response> {
+        self.with_policy(async |policy, store| {
+            policy
+                .apim_gateway_policy()
+                .call_throttled(store, request, kind, window_end_ms)
                 .await
         })
         .await

@@ -55,6 +55,49 @@ pub struct KeyPage {
     pub cursor: Option<String>,
 }
 
+/// A request for grants of a sliding-window counter: permissions to admit a request,
+/// each counted in the window's counter when granted (see [`Grant::grantable`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Grant<'a> {
+    /// This window's counter (a key with a lifetime): the grants made in it.
+    pub current: &'a str,
+    /// The previous window's counter, which weighs in.
+    pub previous: &'a str,
+    /// Requests allowed within any window's length.
+    pub allowed: u64,
+    /// The window's length, milliseconds (at least 1).
+    pub window_ms: u64,
+    /// Milliseconds into the current window (at most `window_ms`).
+    pub into_ms: u64,
+    /// Grants asked for (at least 1).
+    pub want: u64,
+}
+
+/// A grant of more than one goes to one node only while that leaves most of the room to
+/// the others: at most this fraction (1/n) of what the window has left.
+pub const GRANT_SHARE: u64 = 8;
+
+impl Grant<'_> {
+    /// How many grants to make now, when `previous` and `granted` hold what the two
+    /// counters hold. The room is what the limit leaves once the previous window's share
+    /// (its count times the part of the last window's length it still covers, rounded
+    /// up) and this window's grants are taken off. A grant of one is made while there is
+    /// room; more, up to `want`, only up to a [`GRANT_SHARE`] of the room, so that grants
+    /// a node holds unused leave the others room. The same rule is the Redis store's
+    /// script.
+    pub fn grantable(&self, previous: u64, granted: u64) -> u64 {
+        let window = u128::from(self.window_ms.max(1));
+        let unexpired = window - u128::from(self.into_ms).min(window);
+        let covered = (u128::from(previous) * unexpired).div_ceil(window);
+        let room = u128::from(self.allowed).saturating_sub(covered + u128::from(granted));
+        if room == 0 {
+            return 0;
+        }
+        let share = (room / u128::from(GRANT_SHARE)).max(1);
+        share.min(u128::from(self.want.max(1))) as u64
+    }
+}
+
 /// What a CAS handle read, so that `swap` can tell whether the key changed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CasSnapshot {
@@ -233,6 +276,37 @@ impl KvStore {
             key,
             async |r| r.increment(bucket, key, delta).await,
             |m| m.increment(bucket, key, delta),
+        )
+        .await
+    }
+
+    /// Whether counters are shared with other nodes (a Redis store is configured).
+    pub fn shares_counters(&self) -> bool {
+        self.redis.is_some()
+    }
+
+    /// Makes grants of a sliding-window counter ([`Grant::grantable`]) and counts them;
+    /// how many. In Redis when it can be used, else on this node (fail open: each node
+    /// then admits up to the limit on its own).
+    pub async fn grant(&self, bucket: &str, grant: &Grant<'_>) -> Result<u64, KvError> {
+        self.on_store(
+            grant.current,
+            async |r| r.grant(bucket, grant).await,
+            |m| m.grant(bucket, grant),
+        )
+        .await
+    }
+
+    /// Gives back `count` unused grants of a counter (never taking it below zero, nor
+    /// bringing back one that has expired).
+    pub async fn give_back(&self, bucket: &str, key: &str, count: u64) -> Result<(), KvError> {
+        self.on_store(
+            key,
+            async |r| r.give_back(bucket, key, count).await,
+            |m| {
+                m.give_back(bucket, key, count);
+                Ok(())
+            },
         )
         .await
     }

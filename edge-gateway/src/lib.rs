@@ -10,6 +10,7 @@
 pub mod bindings;
 pub mod config;
 pub mod config_store;
+pub mod counters;
 pub mod forward;
 pub mod gateway;
 pub mod instances;
@@ -28,10 +29,6 @@ use crate::gateway::Gateway;
 use crate::instances::{EpochTicker, Limits, Runtime, Shared};
 use crate::keyvalue::KvStore;
 use crate::outbound::{EgressGuard, OutboundClient};
-
-/// Longest the gateway waits at start for its first manifest before it announces its
-/// listeners anyway (the sync loop goes on trying).
-const FIRST_SYNC_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Validates `config`, listens (on the sockets in `inherited`, passed by a supervisor,
 /// or on sockets of its own), compiles the components (or reads them from the compilation
@@ -77,16 +74,19 @@ pub async fn run(config: Config, mut inherited: server::Inherited) -> anyhow::Re
     guard.refuse_listeners(&[main_addr]);
     let watch = watch_of(&shared.vars);
     let sync_interval = config.sync_interval();
-    if sync_interval.is_some() && watch.is_some() {
-        first_sync(main, main_addr).await;
+    let first_sync_timeout = Duration::from_millis(config.first_sync_timeout_ms);
+    if sync_interval.is_some() && watch.is_some() && !first_sync_timeout.is_zero() {
+        first_sync(main, main_addr, first_sync_timeout).await;
     }
     for (socket, _) in &hosted {
         server::announce(socket)?;
     }
+    server::tell_supervisor(server::Supervised::Ready);
     let sync = sync_interval.map(|interval| sync::spawn(main.clone(), main_addr, interval, watch));
     let (stop, stopped) = watch::channel(false);
     tokio::spawn(async move {
         signal.recv().await;
+        server::tell_supervisor(server::Supervised::Stopping);
         if let Some(sync) = sync {
             sync.abort();
         }
@@ -101,19 +101,19 @@ pub async fn run(config: Config, mut inherited: server::Inherited) -> anyhow::Re
 
 /// Pulls the manifest before the gateway serves, so that a gateway replacing another
 /// answers its first requests as the one before did (not 404 for want of routes);
-/// bounded by [`FIRST_SYNC_TIMEOUT`].
-async fn first_sync(gateway: &Gateway, local: std::net::SocketAddr) {
+/// bounded by `within` (`APIM_FIRST_SYNC_TIMEOUT_MS`; the sync loop goes on trying).
+async fn first_sync(gateway: &Gateway, local: std::net::SocketAddr, within: Duration) {
     let started = std::time::Instant::now();
-    match tokio::time::timeout(FIRST_SYNC_TIMEOUT, gateway.sync(local)).await {
+    match tokio::time::timeout(within, gateway.sync(local)).await {
         Ok(Some(version)) => tracing::info!(
             version,
             elapsed_ms = started.elapsed().as_millis(),
             "manifest pulled before serving"
         ),
         Ok(None) => tracing::warn!("no manifest before serving: the control plane did not answer"),
-        Err(_) => tracing::warn!(
-            "no manifest before serving within {FIRST_SYNC_TIMEOUT:?}; serving, still trying"
-        ),
+        Err(_) => {
+            tracing::warn!("no manifest before serving within {within:?}; serving, still trying")
+        }
     }
 }
 

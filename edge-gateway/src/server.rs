@@ -107,6 +107,29 @@ pub fn announce(listener: &TcpListener) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// What a service manager is told.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Supervised {
+    /// Every listener is announced and serving (systemd's `Type=notify` readiness).
+    Ready,
+    /// A stop signal came: the listeners drain.
+    Stopping,
+}
+
+/// Tells the service manager that started the gateway with `NOTIFY_SOCKET` (systemd's
+/// `Type=notify`, or any manager speaking its protocol) how it stands; nothing without
+/// one. A unit that waits for `READY=1` starts what depends on the gateway only once it
+/// serves, manifest pulled.
+pub fn tell_supervisor(state: Supervised) {
+    let state = match state {
+        Supervised::Ready => sd_notify::NotifyState::Ready,
+        Supervised::Stopping => sd_notify::NotifyState::Stopping,
+    };
+    if let Err(err) = sd_notify::notify(false, &[state]) {
+        tracing::warn!(%err, "could not notify the service manager");
+    }
+}
+
 /// How a listener treats its connections.
 #[derive(Debug, Clone, Copy)]
 pub struct Connections {

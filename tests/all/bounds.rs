@@ -2,29 +2,10 @@
 //! update, a large but realistic one beside it is published and served, and changes made
 //! afterwards (an unsubscription, a revocation) still reach the gateway.
 
-use std::time::Duration;
-
 use e2e::stack::Stack;
-use e2e::{Client, PUBLISHER, Reply, STORE};
+use e2e::{PUBLISHER, STORE};
+use reqwest::Method;
 use serde_json::{Value, json};
-
-/// Calls until `done` holds (pushes are asynchronous), failing after 15 s.
-async fn eventually(gw: &Client, path: &str, token: &str, done: impl Fn(&Reply) -> bool) -> Reply {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
-    loop {
-        let reply = gw.get(path, token).await;
-        if done(&reply) {
-            return reply;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "gave up on {path}: {} {}",
-            reply.status,
-            reply.body
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
 
 /// A Swagger 2.0 definition (as the record's string) whose paths each have `methods`.
 fn definition(paths: impl IntoIterator<Item = String>, methods: &[&str]) -> Value {
@@ -84,8 +65,8 @@ async fn oversized_apis_are_refused_and_changes_keep_reaching_gateways() {
     let kept = stack.app_token(&key, &secret, &[]).await;
     let revoked = stack.app_token(&other_key, &other_secret, &[]).await;
     let path = "/large/v1.0.0/customers/c1/orders399/o1";
-    eventually(gw, path, &kept, |r| r.status == 200).await;
-    eventually(gw, path, &revoked, |r| r.status == 200).await;
+    e2e::eventually(gw, Method::GET, path, &kept, |r| r.status == 200).await;
+    e2e::eventually(gw, Method::GET, path, &revoked, |r| r.status == 200).await;
 
     // Refused at update, whole record or definition alone; the API stays as it was.
     let api_path = format!("{apis}/{api}");
@@ -110,13 +91,13 @@ async fn oversized_apis_are_refused_and_changes_keep_reaching_gateways() {
     )
     .await
     .expect(200);
-    eventually(gw, path, &kept, |r| r.status == 403).await;
+    e2e::eventually(gw, Method::GET, path, &kept, |r| r.status == 403).await;
     let revoke = reqwest::Client::new()
         .post(format!("{}/revoke", gw.base))
         .basic_auth(&other_key, Some(&other_secret))
         .form(&[("token", revoked.as_str())]);
     gw.send(revoke).await.expect(200);
-    eventually(gw, path, &revoked, |r| r.status == 401).await;
+    e2e::eventually(gw, Method::GET, path, &revoked, |r| r.status == 401).await;
 
     stack.gateway.stop().await;
     if let Some(control_plane) = stack.control_plane {

@@ -577,6 +577,22 @@ pub async fn failed_logins_lock_until_an_admin_unlocks(mut env: Env) {
         .await
         .expect(200);
     other.stop().await;
+
+    // The last administrator locked out: the command line lifts it, beside the running
+    // control plane; a user name that was not locked is only told so.
+    refused_logins(&api, &client, "admin", "guess", 5).await;
+    basic_login(&api, "admin", e2e::ADMIN_PASSWORD)
+        .await
+        .expect_error(401, "Unauthenticated request");
+    let cli = crate::secrets::command_env(&env.backend, &env.data_dir);
+    let unlock = ["unlock-user", "--username", "admin"];
+    let (ok, stdout, stderr) = crate::secrets::control_plane_command(&unlock, &cli, "").await;
+    assert!(ok && stdout.contains("admin unlocked"), "{stdout}{stderr}");
+    basic_login(&api, "admin", e2e::ADMIN_PASSWORD)
+        .await
+        .expect(200);
+    let again = crate::secrets::control_plane_command(&unlock, &cli, "").await;
+    assert!(again.0 && again.1.contains("was not locked"), "{again:?}");
 }
 
 pub async fn failed_logins_are_throttled_per_address(mut env: Env) {

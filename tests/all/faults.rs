@@ -176,3 +176,29 @@ async fn a_gateway_serves_whether_redis_is_up_or_not() {
     redis.stop().await;
     let _ = std::fs::remove_dir_all(&stack.data_dir);
 }
+
+/// Under a service manager speaking systemd's notify protocol (`NOTIFY_SOCKET`, a unit of
+/// `Type=notify`), edge-gateway says `READY=1` once every listener serves, its manifest
+/// pulled, and `STOPPING=1` when SIGTERM starts its drain; without the variable it says
+/// nothing (every other test's gateway).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_supervised_gateway_says_when_it_is_ready_and_when_it_stops() {
+    let path = std::env::temp_dir().join(format!("apim-notify-{}.sock", uuid::Uuid::new_v4()));
+    let supervisor = std::os::unix::net::UnixDatagram::bind(&path).expect("notify socket");
+    supervisor
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let notify = [("NOTIFY_SOCKET", path.display().to_string())];
+    let stack = Stack::start_with(&[], &notify).await;
+    let told = |supervisor: &std::os::unix::net::UnixDatagram| {
+        let mut message = [0u8; 256];
+        let length = supervisor.recv(&mut message).expect("a notification");
+        String::from_utf8_lossy(&message[..length]).into_owned()
+    };
+    assert_eq!(told(&supervisor).trim(), "READY=1");
+    // Ready means serving: a call is answered (no API yet: WSO2's 404).
+    assert_eq!(stack.gw.get("/nothing/v1/here", "").await.status, 404);
+    stack.gateway.stop().await;
+    assert_eq!(told(&supervisor).trim(), "STOPPING=1");
+    let _ = std::fs::remove_file(&path);
+}

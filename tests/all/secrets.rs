@@ -5,6 +5,7 @@
 
 use std::path::Path;
 use std::process::Stdio;
+use std::time::Duration;
 
 use base64::Engine;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
@@ -432,7 +433,7 @@ pub async fn secrets_stay_sealed_end_to_end(env: Env) {
 }
 
 /// A control plane's `APIM_DATABASE_URL` and data directory, for its command line.
-fn command_env(backend: &Backend, data_dir: &Path) -> Vec<(&'static str, String)> {
+pub fn command_env(backend: &Backend, data_dir: &Path) -> Vec<(&'static str, String)> {
     vec![
         ("APIM_DATA_DIR", data_dir.display().to_string()),
         ("APIM_DATABASE_URL", backend.database_url().to_string()),
@@ -440,7 +441,7 @@ fn command_env(backend: &Backend, data_dir: &Path) -> Vec<(&'static str, String)
 }
 
 /// Runs a control-plane command with `env` and `stdin`; its output (stdout, stderr).
-async fn control_plane_command(
+pub async fn control_plane_command(
     args: &[&str],
     env: &[(&str, String)],
     stdin: &str,
@@ -648,7 +649,8 @@ pub async fn data_key_rotation(mut env: Env) {
     works(env.api.clone(), client.clone()).await;
 
     // A secret moved to another row (a hostile write to the database) does not decrypt:
-    // the client authenticates with neither secret, and nothing else breaks.
+    // the client authenticates with neither secret (401, as an unknown client, and the
+    // control plane logs it; never a 500), and nothing else breaks.
     let other = env
         .api
         .register("admin", e2e::ADMIN_PASSWORD, "other")
@@ -667,7 +669,20 @@ pub async fn data_key_rotation(mut env: Env) {
     env.api
         .password_token(&other, "admin", e2e::ADMIN_PASSWORD, "mgr:api_view")
         .await
-        .expect(500);
+        .expect_oauth_error(401, "invalid_client");
+    // The log is read from the process's pipe, which may trail its answer.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let logged = env.control_plane.output().contains("does not decrypt");
+        if logged {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the alteration is logged"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     works(env.api.clone(), client).await;
 }
 

@@ -38,10 +38,35 @@ pub async fn tenant_users_and_unique_names(env: Env) {
     api.post_json(&format!("{PUBLISHER}/apis"), &admin, &spec_api_record())
         .await
         .expect(201);
-    // Another tenant's API is not found in the publisher.
-    api.get(&format!("{PUBLISHER}/apis/{id}"), &admin)
+    // Another tenant's API is not found in the publisher, to read or to change: an update,
+    // its Swagger, a lifecycle change and a delete answer as for an unknown id, and change
+    // nothing.
+    let theirs = format!("{PUBLISHER}/apis/{id}");
+    api.get(&theirs, &admin).await.expect(404);
+    let mut taken = created.body.clone();
+    taken["description"] = json!("taken over");
+    api.put_json(&theirs, &admin, &taken).await.expect(404);
+    let swagger = json!({"swagger": "2.0", "info": {"title": "x", "version": "1"}, "paths": {}});
+    api.put_json(&format!("{theirs}/swagger"), &admin, &swagger)
         .await
         .expect(404);
+    api.get(&format!("{theirs}/swagger"), &admin)
+        .await
+        .expect(404);
+    for action in ["Block", "Retire", "Demote to Created"] {
+        let change = format!("{PUBLISHER}/apis/change-lifecycle?apiId={id}&action={action}");
+        api.post_empty(&change, &admin).await.expect(404);
+    }
+    api.delete(&theirs, &admin).await.expect(404);
+    let kept = api.get(&theirs, &alice).await.expect(200);
+    assert_eq!(kept.body["status"], "PUBLISHED");
+    assert_eq!(kept.body["description"], created.body["description"]);
+    assert_eq!(kept.body["apiDefinition"], created.body["apiDefinition"]);
+    // Its owner's own update goes through.
+    let mut own = kept.body.clone();
+    own["description"] = json!("still alice's");
+    let updated = api.put_json(&theirs, &alice, &own).await.expect(200);
+    assert_eq!(updated.body["description"], "still alice's");
     let listed = api
         .get(&format!("{PUBLISHER}/apis"), &alice)
         .await

@@ -1,5 +1,6 @@
-//! Throttling across edge-gateway nodes that share Redis (issue 14): the counters are the
-//! store's atomic increments, so three nodes taking turns admit exactly what one would.
+//! Throttling across edge-gateway nodes that share Redis (issue 14): each node counts in
+//! grants Redis makes only within what the limit leaves (`edge-gateway/src/counters.rs`),
+//! so three nodes taking turns admit exactly what one would.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};

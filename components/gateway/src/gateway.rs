@@ -3,8 +3,8 @@
 //!
 //! An API call is first admitted ([`Gateway::plan`]), which ends in an answer or a
 //! [`Forwarding`]. [`Gateway::handle`] (the `wasi:http` handler) then forwards itself;
-//! [`Gateway::decide`] (the `policy` export) leaves forwarding to a host that does it
-//! natively.
+//! [`Gateway::decide`] (the `policy` export) leaves counting the call against its limits
+//! and forwarding it to a host that does both natively.
 
 use std::rc::Rc;
 
@@ -17,6 +17,7 @@ use crate::forward::{BackendRequest, ForwardSettings};
 use crate::host::{Headers, Host, MAX_BODY_BYTES, Request, Response, content_length, header};
 use crate::state;
 use crate::sync::{self, settings};
+use crate::throttle::Limit;
 use crate::view::View;
 use crate::{cache, cors, forward, internal, throttle};
 
@@ -53,8 +54,29 @@ pub struct Forwarding {
     pub response_headers: Headers,
     /// Cache key and seconds, for a GET of an API that caches responses.
     pub cache: Option<(String, u64)>,
+    /// The limits the call counts against before it is forwarded or answered from the
+    /// cache.
+    pub limits: Vec<Limit>,
     /// When the call was admitted.
     now_ms: i64,
+}
+
+/// A [`Decision`], and the limits that must each admit the request before the host
+/// carries it out (the host counts them; see [`throttle`]).
+pub struct Verdict {
+    /// The limits, in the order they are checked.
+    pub limits: Vec<Limit>,
+    /// What to do once they have admitted the request.
+    pub decision: Decision,
+}
+
+impl From<Decision> for Verdict {
+    fn from(decision: Decision) -> Self {
+        Self {
+            limits: Vec::new(),
+            decision,
+        }
+    }
 }
 
 /// What a host that forwards by itself is to do with a request.
@@ -95,15 +117,16 @@ impl Gateway {
     /// (bodies streamed as they come, chunked ones chunked; a cacheable GET with where to
     /// keep the answer), answered (refusals, preflights, cached answers), and `/token` and
     /// `/revoke` forwarded to the token service; only the gateway's own endpoints go to
-    /// [`Gateway::handle`].
-    pub fn decide(&mut self, host: &dyn Host, request: &Request) -> Decision {
+    /// [`Gateway::handle`]. The host counts an API call against its limits before it
+    /// forwards it or answers it from the cache.
+    pub fn decide(&mut self, host: &dyn Host, request: &Request) -> Verdict {
         let target = match admit_target(host, request) {
             Ok(target) => target,
-            Err(refusal) => return Decision::Respond(refusal),
+            Err(refusal) => return Decision::Respond(refusal).into(),
         };
         let path = target.path.as_str();
         if internal::is_internal(path) {
-            return Decision::Handle;
+            return Decision::Handle.into();
         }
         if let Some(service) = token_service_path(path) {
             return match token_relay(host, service, &target, &request.headers) {
@@ -111,27 +134,31 @@ impl Gateway {
                     backend,
                     response_headers: Headers::new(),
                     cache: None,
+                    limits: Vec::new(),
                     now_ms: host.now_millis(),
                 }),
                 Err(fault) => Decision::Respond(fault.render(&request.headers)),
-            };
+            }
+            .into();
         }
-        let forwarding = match self.plan(host, request, &target) {
-            Err(fault) => return Decision::Respond(fault.render(&request.headers)),
-            Ok(Plan::Respond(response)) => return Decision::Respond(response),
+        let mut forwarding = match self.plan(host, request, &target) {
+            Err(fault) => return Decision::Respond(fault.render(&request.headers)).into(),
+            Ok(Plan::Respond(response)) => return Decision::Respond(response).into(),
             Ok(Plan::Forward(forwarding)) => forwarding,
         };
+        let limits = std::mem::take(&mut forwarding.limits);
         let cached = forwarding
             .cache
             .as_ref()
             .and_then(|(key, _)| cache::lookup(host, key, forwarding.now_ms, &request.headers));
-        match cached {
+        let decision = match cached {
             Some(mut hit) => {
                 set_headers(&mut hit, forwarding.response_headers);
                 Decision::Respond(hit)
             }
             None => Decision::Forward(forwarding),
-        }
+        };
+        Verdict { limits, decision }
     }
 
     /// The view of the manifest the store holds now; when the store holds none yet, the
@@ -213,15 +240,13 @@ impl Gateway {
             }
         };
         let environment = environment_of(caller.as_ref(), api.production_url.is_some());
-        throttle::check(
-            host,
+        let limits = throttle::limits(
             &view.meta().meta.tiers,
             api,
             operation,
             caller.as_ref(),
             environment,
-            now_ms,
-        )?;
+        );
 
         // The backend gets exactly the canonical path that was matched, and its query.
         let resource_with_query = target.with_query(resource);
@@ -243,6 +268,7 @@ impl Gateway {
             backend,
             response_headers,
             cache,
+            limits,
             now_ms,
         }))
     }
@@ -264,8 +290,8 @@ pub fn admit_target(host: &dyn Host, request: &Request) -> Result<Target, Respon
     Ok(target)
 }
 
-/// Forwards `request` through the host's outbound HTTP (or answers from the cache, and
-/// caches).
+/// Counts an admitted call against its limits, then forwards it through the host's
+/// outbound HTTP (or answers from the cache, and caches).
 fn forward_and_cache(
     host: &dyn Host,
     request: &Request,
@@ -275,8 +301,10 @@ fn forward_and_cache(
         backend,
         response_headers,
         cache,
+        limits,
         now_ms,
     } = forwarding;
+    throttle::count(host, &limits, now_ms)?;
     let cached = cache
         .as_ref()
         .and_then(|(key, _)| cache::lookup(host, key, now_ms, &request.headers));

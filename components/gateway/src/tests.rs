@@ -584,6 +584,30 @@ fn throttles_by_application_tier_and_tps() {
     assert_eq!((over.status, code(&over).as_str()), (503, "900801"));
 }
 
+/// A call one limit refuses counts against none: the limits it passed before are given
+/// back, so the next call that they alone govern still passes.
+#[test]
+fn a_refused_call_counts_against_none_of_its_limits() {
+    use crate::throttle::{self, Limit, LimitKind};
+    let world = World::new();
+    let limit = |kind, key: &str, allowed| Limit {
+        kind,
+        key: key.into(),
+        allowed,
+        window_ms: 60_000,
+    };
+    let subscription = limit(LimitKind::SubscriptionTier, "sub", 1);
+    let closed = limit(LimitKind::ApplicationTier, "app", 0);
+    let now = *world.host.now_ms.borrow();
+    let refused = throttle::count(&world.host, &[subscription.clone(), closed], now);
+    let refusal = refused.unwrap_err().render(&Headers::new());
+    assert_eq!(refusal.status, 429);
+    assert!(String::from_utf8_lossy(&refusal.body).contains("900803"));
+    assert!(throttle::count(&world.host, std::slice::from_ref(&subscription), now).is_ok());
+    let over = throttle::count(&world.host, &[subscription], now).unwrap_err();
+    assert_eq!(over.render(&Headers::new()).status, 429);
+}
+
 /// A burst at the end of one window and another at the start of the next pass the limit
 /// once, not twice; as the first burst slides out of the last window's length, calls pass
 /// again at the rate it leaves.
@@ -924,10 +948,14 @@ fn decisions_for_hosts_that_forward_match_what_the_handler_sends() {
         ("origin", "http://site"),
         ("accept", "*/*"),
     ];
-    let Decision::Forward(forwarding) = world.gateway.decide(
-        &world.host,
-        &head("/dev/v1/devs/alice/repos?page=2", &client),
-    ) else {
+    let Decision::Forward(forwarding) = world
+        .gateway
+        .decide(
+            &world.host,
+            &head("/dev/v1/devs/alice/repos?page=2", &client),
+        )
+        .decision
+    else {
         panic!("an admitted call is forwarded");
     };
     let backend = &forwarding.backend;
@@ -969,19 +997,24 @@ fn decisions_for_hosts_that_forward_match_what_the_handler_sends() {
 
     let refused = world
         .gateway
-        .decide(&world.host, &head("/dev/v1/devs/a", &[]));
+        .decide(&world.host, &head("/dev/v1/devs/a", &[]))
+        .decision;
     assert!(matches!(refused, Decision::Respond(r) if r.status == 401));
-    let decision = world.gateway.decide(
-        &world.host,
-        &request("GET", "/_apim/manifest", INTERNAL, b""),
-    );
+    let decision = world
+        .gateway
+        .decide(
+            &world.host,
+            &request("GET", "/_apim/manifest", INTERNAL, b""),
+        )
+        .decision;
     assert!(matches!(decision, Decision::Handle));
     // The token service is forwarded to, with the client's credentials.
     for (path, service) in [
         ("/token", "/oauth2/token"),
         ("/revoke?x=1", "/oauth2/revoke?x=1"),
     ] {
-        let Decision::Forward(relay) = world.gateway.decide(&world.host, &head(path, &[])) else {
+        let Decision::Forward(relay) = world.gateway.decide(&world.host, &head(path, &[])).decision
+        else {
             panic!("{path} is forwarded");
         };
         assert_eq!(
@@ -998,7 +1031,8 @@ fn decisions_for_hosts_that_forward_match_what_the_handler_sends() {
     // The gateway's own endpoints are refused from the head without the secret.
     let unproven = world
         .gateway
-        .decide(&world.host, &head("/_apim/manifest", &[]));
+        .decide(&world.host, &head("/_apim/manifest", &[]))
+        .decision;
     assert!(matches!(unproven, Decision::Respond(r) if r.status == 401));
     // A body of unknown length is forwarded as it comes (chunked stays chunked).
     world.manifest.apis[0].route.operations.push(operation(
@@ -1010,20 +1044,27 @@ fn decisions_for_hosts_that_forward_match_what_the_handler_sends() {
     world.publish();
     let chunked = request("POST", "/dev/v1/devs/a", &[("authorization", &bearer)], b"");
     assert!(matches!(
-        world.gateway.decide(&world.host, &chunked),
+        world.gateway.decide(&world.host, &chunked).decision,
         Decision::Forward(_)
     ));
     // A cacheable GET is decided once: forwarded with where to keep the answer, then
-    // (once the host has kept it) answered from the cache, counted once each time.
+    // (once the host has kept it) answered from the cache; the host counts both against
+    // the same limits, which the component leaves uncounted.
     world.manifest.apis[0].route.cache_timeout_secs = Some(60);
     world.manifest.apis[0].route.max_tps.production = Some(2);
     world.publish();
-    // Two seconds on: the calls above no longer weigh in (windows slide).
-    *world.host.now_ms.borrow_mut() += 2000;
-    let Decision::Forward(miss) = world
+    let verdict = world
         .gateway
-        .decide(&world.host, &head("/dev/v1/devs/a", &client))
-    else {
+        .decide(&world.host, &head("/dev/v1/devs/a", &client));
+    // The API's maxTps first, then the resource's tier.
+    let tps = crate::throttle::Limit {
+        kind: crate::throttle::LimitKind::ApiTps,
+        key: format!("tps:{}:production", world.manifest.apis[0].route.id),
+        allowed: 2,
+        window_ms: 1000,
+    };
+    assert_eq!(verdict.limits[0], tps);
+    let Decision::Forward(miss) = verdict.decision else {
         panic!("a miss is forwarded");
     };
     let (key, ttl) = miss.cache.clone().expect("where to keep the answer");
@@ -1036,17 +1077,13 @@ fn decisions_for_hosts_that_forward_match_what_the_handler_sends() {
         NOW_SECS * 1000 + 2000,
         &Headers::new(),
     );
-    let hit = world
-        .gateway
-        .decide(&world.host, &head("/dev/v1/devs/a", &client));
-    assert!(matches!(&hit, Decision::Respond(r) if r.body == b"kept"));
-    let third = world
-        .gateway
-        .decide(&world.host, &head("/dev/v1/devs/a", &client));
-    assert!(
-        matches!(third, Decision::Respond(r) if r.status == 503),
-        "maxTps counts hits too"
-    );
+    for _ in 0..3 {
+        let hit = world
+            .gateway
+            .decide(&world.host, &head("/dev/v1/devs/a", &client));
+        assert!(matches!(&hit.decision, Decision::Respond(r) if r.body == b"kept"));
+        assert_eq!(hit.limits, verdict.limits, "hits count too");
+    }
 }
 
 /// An API whose open template sits next to a protected literal, as attackers like it.

@@ -1,8 +1,13 @@
-//! Throttling with counters in the shared key-value store, so every instance and every
-//! node counts together: the API's maxTps per environment (per second), the resource
-//! tier, the subscription tier and the application tier (per minute). Windows slide: each
-//! counts in a window of the clock and weighs in the share of the previous one that the
-//! last window's length still covers.
+//! Throttling: which limits an admitted call counts against, and counting them with
+//! counters in the shared key-value store, so every instance and every node counts
+//! together: the API's maxTps per environment (per second), the resource tier, the
+//! subscription tier and the application tier (per minute). Windows slide: each counts in
+//! a window of the clock and weighs in the share of the previous one that the last
+//! window's length still covers.
+//!
+//! Hosts that forward by themselves (edge-gateway) are given the limits with the decision
+//! and count them natively ([`crate::gateway::Verdict`]); the `wasi:http` handler (Spin)
+//! counts them here, an increment and a read of the store per limit.
 
 use std::collections::BTreeMap;
 
@@ -13,76 +18,104 @@ use crate::faults::{Fault, access_time};
 use crate::host::Host;
 use apim_http::expiry;
 
-/// One fixed window counter.
-struct Window<'a> {
-    /// Key prefix; the window number is appended.
-    key: String,
-    /// Requests allowed in a window.
-    limit: u64,
-    /// Window length in milliseconds.
-    length_ms: i64,
-    /// The fault when the limit is passed.
-    fault: &'a dyn Fn(i64) -> Fault,
+/// Which limit a request counts against; it decides the refusal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LimitKind {
+    /// The API's maxTps for the key's environment.
+    ApiTps,
+    /// The resource's tier.
+    ResourceTier,
+    /// The subscription's tier.
+    SubscriptionTier,
+    /// The application's tier.
+    ApplicationTier,
 }
 
-/// Counts the request against every limit that applies; the first limit passed refuses it.
-pub fn check(
-    host: &dyn Host,
+/// A limit a request counts against: one counter, in windows of the clock.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limit {
+    /// What passing it answers.
+    pub kind: LimitKind,
+    /// Names the counter; the window number is appended.
+    pub key: String,
+    /// Requests allowed within any window's length.
+    pub allowed: u64,
+    /// Window length in milliseconds.
+    pub window_ms: u64,
+}
+
+/// The limits a call counts against, in the order they are checked.
+pub fn limits(
     tiers: &apim_manifest::Tiers,
     api: &ApiRoute,
     operation: &Operation,
     caller: Option<&Admitted>,
     environment: Environment,
-    now_ms: i64,
-) -> Result<(), Fault> {
-    let api_limit = |_| Fault::api_limit_reached();
-    let per_minute =
-        |code: u32| move |window_end: i64| Fault::throttled(code, access_time(window_end));
-    let (resource, subscription, application) =
-        (per_minute(900802), per_minute(900804), per_minute(900803));
+) -> Vec<Limit> {
+    let limit = |kind, key, allowed, window_ms| Limit {
+        kind,
+        key,
+        allowed,
+        window_ms,
+    };
     let tps = match environment {
         Environment::Production => api.max_tps.production,
         Environment::Sandbox => api.max_tps.sandbox,
     };
-    let mut windows = Vec::new();
-    if let Some(limit) = tps {
-        windows.push(Window {
-            key: format!("tps:{}:{}", api.id, environment.name()),
-            limit,
-            length_ms: 1000,
-            fault: &api_limit,
-        });
+    let mut limits = Vec::new();
+    if let Some(allowed) = tps {
+        let key = format!("tps:{}:{}", api.id, environment.name());
+        limits.push(limit(LimitKind::ApiTps, key, allowed, 1000));
     }
-    if let Some(limit) = limit_of(&tiers.resource, operation.throttling_tier.as_deref()) {
-        windows.push(Window {
-            key: format!(
-                "thr:res:{}:{}:{}",
-                api.id, operation.method, operation.template
-            ),
-            limit,
-            length_ms: 60_000,
-            fault: &resource,
-        });
+    if let Some(allowed) = limit_of(&tiers.resource, operation.throttling_tier.as_deref()) {
+        let key = format!(
+            "thr:res:{}:{}:{}",
+            api.id, operation.method, operation.template
+        );
+        limits.push(limit(LimitKind::ResourceTier, key, allowed, 60_000));
     }
     if let Some(caller) = caller {
-        if let Some(limit) = limit_of(&tiers.subscription, Some(caller.subscription_tier())) {
-            windows.push(Window {
-                key: format!("thr:sub:{}:{}", caller.application_id(), api.id),
-                limit,
-                length_ms: 60_000,
-                fault: &subscription,
-            });
+        if let Some(allowed) = limit_of(&tiers.subscription, Some(caller.subscription_tier())) {
+            let key = format!("thr:sub:{}:{}", caller.application_id(), api.id);
+            limits.push(limit(LimitKind::SubscriptionTier, key, allowed, 60_000));
         }
-        if let Some(limit) = limit_of(&tiers.application, caller.application_tier()) {
-            windows.push(Window {
-                key: format!("thr:app:{}", caller.application_id()),
-                limit,
-                length_ms: 60_000,
-                fault: &application,
-            });
+        if let Some(allowed) = limit_of(&tiers.application, caller.application_tier()) {
+            let key = format!("thr:app:{}", caller.application_id());
+            limits.push(limit(LimitKind::ApplicationTier, key, allowed, 60_000));
         }
     }
-    windows.iter().try_for_each(|w| count(host, w, now_ms))
+    limits
+}
+
+/// The refusal for a request a limit of `kind` refused in the window ending at
+/// `window_end_ms`.
+pub fn refusal(kind: LimitKind, window_end_ms: i64) -> Fault {
+    let per_minute = |code| Fault::throttled(code, access_time(window_end_ms));
+    match kind {
+        LimitKind::ApiTps => Fault::api_limit_reached(),
+        LimitKind::ResourceTier => per_minute(900802),
+        LimitKind::SubscriptionTier => per_minute(900804),
+        LimitKind::ApplicationTier => per_minute(900803),
+    }
+}
+
+/// Counts the request against every limit, in the store; the first limit passed refuses
+/// it, and the request is then taken back out of those it had passed (a refused request
+/// counts against none).
+pub fn count(host: &dyn Host, limits: &[Limit], now_ms: i64) -> Result<(), Fault> {
+    let mut counted = Vec::with_capacity(limits.len());
+    for limit in limits {
+        match count_one(host, limit, now_ms) {
+            Ok(key) => counted.extend(key),
+            Err(fault) => {
+                for key in counted {
+                    let _ = host.kv_increment(&key, -1);
+                }
+                return Err(fault);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The limit of a named tier; `None` when unlimited or unknown.
@@ -94,19 +127,19 @@ fn limit_of(tiers: &BTreeMap<String, Option<u64>>, name: Option<&str>) -> Option
 /// share of it still within the last window's length (a sliding window): a burst at the
 /// end of one window and another at the start of the next cannot pass twice the limit,
 /// as they would with windows that reset. A refused request is taken back out, so that
-/// only admitted requests weigh on the next window.
-fn count(host: &dyn Host, window: &Window, now_ms: i64) -> Result<(), Fault> {
-    let number = now_ms.div_euclid(window.length_ms);
-    // A window's counter lives through the next window too, which weighs it in.
-    let lifetime_secs = (2 * window.length_ms as u64).div_ceil(1000) + 1;
-    let key_of = |number: i64| format!("{}{lifetime_secs}:{}:{number}", expiry::PREFIX, window.key);
+/// only admitted requests weigh on the next window. The counter counted in, if any.
+fn count_one(host: &dyn Host, limit: &Limit, now_ms: i64) -> Result<Option<String>, Fault> {
+    let length_ms = limit.window_ms.clamp(1, i64::MAX as u64) as i64;
+    let number = now_ms.div_euclid(length_ms);
+    let counters = expiry::window_counters(&limit.key, limit.window_ms);
+    let key_of = |number: i64| format!("{counters}:{number}");
     let key = key_of(number);
     let count = match host.kv_increment(&key, 1) {
         Ok(count) => count,
         Err(err) => {
             // Fail open: a store outage must not take every API down with it.
             eprintln!("throttling counter {key} unavailable: {err}");
-            return Ok(());
+            return Ok(None);
         }
     };
     if count == 1 {
@@ -120,18 +153,11 @@ fn count(host: &dyn Host, window: &Window, now_ms: i64) -> Result<(), Fault> {
         .flatten()
         .and_then(|bytes| std::str::from_utf8(&bytes).ok()?.trim().parse::<u64>().ok())
         .unwrap_or(0);
-    if weighed(
-        previous,
-        count.max(0) as u64,
-        now_ms,
-        number,
-        window.length_ms,
-    ) > window.limit
-    {
+    if weighed(previous, count.max(0) as u64, now_ms, number, length_ms) > limit.allowed {
         let _ = host.kv_increment(&key, -1);
-        Err((window.fault)((number + 1) * window.length_ms))
+        Err(refusal(limit.kind, (number + 1) * length_ms))
     } else {
-        Ok(())
+        Ok(Some(key))
     }
 }
 

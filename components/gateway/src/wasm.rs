@@ -11,6 +11,7 @@ use wasip2::http::types::{IncomingRequest, ResponseOutparam};
 use crate::faults::Fault;
 use crate::gateway::{self, Decision, Gateway};
 use crate::host::{Host, Outbound, Request, Response, SendError};
+use crate::throttle::{self, LimitKind};
 
 mod bindings {
     wit_bindgen::generate!({
@@ -62,15 +63,10 @@ impl wasip2::exports::http::incoming_handler::Guest for Component {
 }
 
 impl policy::Guest for Component {
-    fn decide(request: policy::RequestHead) -> policy::Decision {
-        let request = Request {
-            method: request.method,
-            path_with_query: request.path_with_query,
-            headers: request.headers,
-            body: Vec::new(),
-        };
-        let decision = GATEWAY.with(|gateway| gateway.borrow_mut().decide(&WasiHost, &request));
-        match decision {
+    fn decide(request: policy::RequestHead) -> policy::Verdict {
+        let request = request_of(request);
+        let verdict = GATEWAY.with(|gateway| gateway.borrow_mut().decide(&WasiHost, &request));
+        let decision = match verdict.decision {
             Decision::Forward(forwarding) => {
                 let backend = forwarding.backend;
                 policy::Decision::Forward(policy::Forward {
@@ -92,17 +88,52 @@ impl policy::Guest for Component {
             }
             Decision::Respond(response) => policy::Decision::Respond(policy_response(response)),
             Decision::Handle => policy::Decision::Handle,
-        }
+        };
+        let limits = verdict
+            .limits
+            .into_iter()
+            .map(|limit| policy::Limit {
+                kind: match limit.kind {
+                    LimitKind::ApiTps => policy::LimitKind::ApiTps,
+                    LimitKind::ResourceTier => policy::LimitKind::ResourceTier,
+                    LimitKind::SubscriptionTier => policy::LimitKind::SubscriptionTier,
+                    LimitKind::ApplicationTier => policy::LimitKind::ApplicationTier,
+                },
+                key: limit.key,
+                allowed: limit.allowed,
+                window_ms: limit.window_ms,
+            })
+            .collect();
+        policy::Verdict { limits, decision }
+    }
+
+    fn throttled(
+        request: policy::RequestHead,
+        kind: policy::LimitKind,
+        window_end_ms: u64,
+    ) -> policy::Response {
+        let kind = match kind {
+            policy::LimitKind::ApiTps => LimitKind::ApiTps,
+            policy::LimitKind::ResourceTier => LimitKind::ResourceTier,
+            policy::LimitKind::SubscriptionTier => LimitKind::SubscriptionTier,
+            policy::LimitKind::ApplicationTier => LimitKind::ApplicationTier,
+        };
+        let window_end_ms = i64::try_from(window_end_ms).unwrap_or(i64::MAX);
+        policy_response(throttle::refusal(kind, window_end_ms).render(&request.headers))
     }
 
     fn backend_failed(request: policy::RequestHead, timed_out: bool) -> policy::Response {
-        let request = Request {
-            method: request.method,
-            path_with_query: request.path_with_query,
-            headers: request.headers,
-            body: Vec::new(),
-        };
-        policy_response(gateway::forwarding_failed(&request, timed_out))
+        policy_response(gateway::forwarding_failed(&request_of(request), timed_out))
+    }
+}
+
+/// A request head from the host, as a request without a body.
+fn request_of(head: policy::RequestHead) -> Request {
+    Request {
+        method: head.method,
+        path_with_query: head.path_with_query,
+        headers: head.headers,
+        body: Vec::new(),
     }
 }
 

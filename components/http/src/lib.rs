@@ -81,6 +81,13 @@ pub mod expiry {
         format!("{PREFIX}{}:{rest}", ttl_secs.max(1))
     }
 
+    /// The prefix of a sliding window's counters under `rest`, to which the window's number
+    /// is appended (`<prefix>:<number>`): they live two windows and a second, so that a
+    /// window's counter outlives the next window, which weighs it in.
+    pub fn window_counters(rest: &str, window_ms: u64) -> String {
+        key(window_ms.saturating_mul(2).div_ceil(1000) + 1, rest)
+    }
+
     /// The lifetime a key carries, if it is one of those.
     pub fn ttl_secs(key: &str) -> Option<u64> {
         let (ttl, _) = key.strip_prefix(PREFIX)?.split_once(':')?;
@@ -209,6 +216,13 @@ mod tests {
         assert_eq!(expiry::ttl_secs(&expiry::key(0, "x")), Some(1));
         assert_eq!(expiry::ttl_secs("apim:m:1:x"), None);
         assert_eq!(expiry::ttl_secs("apim:ttl:x:y"), None);
+        // A window's counters outlive the next window: two windows and a second.
+        let minute = expiry::window_counters("thr:app:7", 60_000);
+        assert_eq!(minute, "apim:ttl:121:thr:app:7");
+        assert_eq!(
+            expiry::ttl_secs(&expiry::window_counters("tps:a", 1000)),
+            Some(3)
+        );
     }
 
     #[test]

@@ -15,7 +15,7 @@ use std::ops::Bound;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use super::{CasSnapshot, KeyPage, KvError, parse_counter};
+use super::{CasSnapshot, Grant, KeyPage, KvError, parse_counter};
 
 /// Most keys returned by one `list-keys` call.
 pub const PAGE_SIZE: usize = 1000;
@@ -284,6 +284,46 @@ impl MemoryStore {
             .ok_or_else(|| KvError::Other("counter overflow".into()))?;
         inner.write(bucket, key, next.to_string().into_bytes(), now);
         Ok(next)
+    }
+
+    /// Makes and counts the grants [`Grant::grantable`] allows; how many.
+    pub fn grant(&self, bucket: &str, grant: &Grant<'_>) -> Result<u64, KvError> {
+        let mut inner = self.lock();
+        let now = Instant::now();
+        let counter = |inner: &Inner, key| match inner.entry(bucket, key, now) {
+            Some(entry) => parse_counter(&entry.value).map(|n| n.max(0) as u64),
+            None => Ok(0),
+        };
+        let (previous, granted) = (
+            counter(&inner, grant.previous)?,
+            counter(&inner, grant.current)?,
+        );
+        let given = grant.grantable(previous, granted);
+        if given > 0 {
+            if inner.entry(bucket, grant.current, now).is_none() {
+                // An expired counter starts again, with a fresh lifetime.
+                inner.remove(bucket, grant.current);
+            }
+            let value = granted.saturating_add(given).to_string().into_bytes();
+            inner.write(bucket, grant.current, value, now);
+        }
+        Ok(given)
+    }
+
+    /// Takes `count` off a live counter, not below zero.
+    pub fn give_back(&self, bucket: &str, key: &str, count: u64) {
+        let mut inner = self.lock();
+        let now = Instant::now();
+        let Some(Ok(held)) = inner
+            .entry(bucket, key, now)
+            .map(|e| parse_counter(&e.value))
+        else {
+            return;
+        };
+        let left = held
+            .saturating_sub(i64::try_from(count).unwrap_or(i64::MAX))
+            .max(0);
+        inner.write(bucket, key, left.to_string().into_bytes(), now);
     }
 
     /// Reads `key` together with its version.

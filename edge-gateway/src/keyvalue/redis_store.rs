@@ -13,7 +13,7 @@ use anyhow::Context as _;
 use redis::AsyncCommands as _;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
-use super::{KeyPage, KvError};
+use super::{Grant, KeyPage, KvError};
 
 /// Keys asked for per `SCAN` round trip.
 const SCAN_COUNT: usize = 500;
@@ -41,12 +41,51 @@ redis.call('SET', KEYS[1], ARGV[3])
 return 1
 ";
 
+/// [`Grant::grantable`] in Redis, so that every node's grants of a counter are made one
+/// at a time. KEYS[1]: this window's counter; KEYS[2]: the previous window's. ARGV:
+/// allowed, window length and milliseconds into it, grants wanted, the counter's
+/// lifetime in seconds, [`super::GRANT_SHARE`]. Returns the grants made, already counted.
+/// Numbers are Lua's doubles: the host keeps `allowed × window` within 2^53, where they
+/// are exact, and `math.fmod` divides without rounding.
+const GRANT_SCRIPT: &str = r"
+local allowed = tonumber(ARGV[1])
+local window = tonumber(ARGV[2])
+local into = tonumber(ARGV[3])
+local want = tonumber(ARGV[4])
+local granted = math.max(tonumber(redis.call('GET', KEYS[1]) or '0') or 0, 0)
+local previous = math.max(tonumber(redis.call('GET', KEYS[2]) or '0') or 0, 0)
+local weight = previous * (window - math.min(into, window))
+local rest = math.fmod(weight, window)
+local covered = (weight - rest) / window
+if rest > 0 then covered = covered + 1 end
+local room = allowed - covered - granted
+if room <= 0 then return 0 end
+local give = math.max(math.floor(room / tonumber(ARGV[6])), 1)
+give = math.min(give, want)
+if redis.call('INCRBY', KEYS[1], give) == give then
+  redis.call('EXPIRE', KEYS[1], ARGV[5])
+end
+return give
+";
+
+/// Takes ARGV[1] off the counter KEYS[1] if it still exists, not below zero (a grant
+/// given back after its counter expired must not start a counter without a lifetime).
+const GIVE_BACK_SCRIPT: &str = r"
+local held = tonumber(redis.call('GET', KEYS[1]) or '')
+if not held then return 0 end
+local back = math.min(tonumber(ARGV[1]), math.max(held, 0))
+if back > 0 then redis.call('DECRBY', KEYS[1], back) end
+return back
+";
+
 /// A Redis-backed store.
 #[derive(Clone)]
 pub struct RedisStore {
     conn: ConnectionManager,
     namespace: String,
     cas: redis::Script,
+    grant: redis::Script,
+    give_back: redis::Script,
 }
 
 fn backend_error(err: redis::RedisError) -> KvError {
@@ -84,6 +123,8 @@ impl RedisStore {
             conn,
             namespace: namespace.to_owned(),
             cas: redis::Script::new(CAS_SCRIPT),
+            grant: redis::Script::new(GRANT_SCRIPT),
+            give_back: redis::Script::new(GIVE_BACK_SCRIPT),
         })
     }
 
@@ -145,6 +186,39 @@ impl RedisStore {
                 .map_err(backend_error)?;
         }
         Ok(value)
+    }
+
+    /// Makes and counts the grants [`Grant::grantable`] allows ([`GRANT_SCRIPT`]).
+    pub async fn grant(&self, bucket: &str, grant: &Grant<'_>) -> Result<u64, KvError> {
+        let lifetime = apim_http::expiry::ttl_secs(grant.current).unwrap_or(1);
+        let mut conn = self.conn.clone();
+        let given: u64 = self
+            .grant
+            .key(self.key(bucket, grant.current))
+            .key(self.key(bucket, grant.previous))
+            .arg(grant.allowed)
+            .arg(grant.window_ms.max(1))
+            .arg(grant.into_ms)
+            .arg(grant.want.max(1))
+            .arg(lifetime)
+            .arg(super::GRANT_SHARE)
+            .invoke_async(&mut conn)
+            .await
+            .map_err(backend_error)?;
+        Ok(given)
+    }
+
+    /// Gives back unused grants ([`GIVE_BACK_SCRIPT`]).
+    pub async fn give_back(&self, bucket: &str, key: &str, count: u64) -> Result<(), KvError> {
+        let mut conn = self.conn.clone();
+        let _: u64 = self
+            .give_back
+            .key(self.key(bucket, key))
+            .arg(count)
+            .invoke_async(&mut conn)
+            .await
+            .map_err(backend_error)?;
+        Ok(())
     }
 
     /// `SCAN` with the bucket's prefix; the cursor is Redis's own.

@@ -60,13 +60,17 @@ impl RedisLink {
             let mut warned = false;
             loop {
                 let attempt = RedisStore::connect(&url, &namespace).await;
-                // Start-up goes on after the first attempt, whatever it gave.
+                if let Ok(store) = &attempt {
+                    *connecting.store.write().unwrap_or_else(|e| e.into_inner()) =
+                        Some(store.clone());
+                }
+                // Start-up goes on after the first attempt (and its connection, if it
+                // made one), whatever it gave.
                 if let Some(tried) = tried.take() {
                     let _ = tried.send(());
                 }
                 match attempt {
-                    Ok(store) => {
-                        *connecting.store.write().unwrap_or_else(|e| e.into_inner()) = Some(store);
+                    Ok(_) => {
                         tracing::info!(
                             "connected to Redis: counters and cached answers are shared"
                         );

@@ -564,8 +564,9 @@ pub fn throttling(options: &Options, t: &ThrottlingResults) -> String {
         md,
         "**CPU per request, one node counting in memory and in Redis.** wrk ({} connections, \
          {} s after {} s of warm-up) on CPU 0 against one node on CPU 1 (one worker), an API \
-         whose `maxTps` (10⁹/s) counts every call and refuses none: with Redis, each call is an \
-         `INCRBY` and a `GET` there. Medians of {} rounds, the two nodes taking turns.\n\n\
+         whose `maxTps` (10⁹/s) counts every call and refuses none: with Redis, the node \
+         counts in grants asked of Redis ahead of the calls (`edge-gateway/src/counters.rs`). \
+         Medians of {} rounds, the two nodes taking turns.\n\n\
          | counters | req/s | node CPU µs/req (each round) | Redis CPU µs/req | Redis commands \
          /req | p50 / p99 µs | errors |\n|---|--:|--:|--:|--:|--:|--:|",
         options.connections,

@@ -11,7 +11,7 @@
 //! the clock and the previous window weighs in by the share of it the last window's length
 //! still covers, so a window of the clock right after a full one admits a little under
 //! the limit. Beside that, the CPU one node spends per request with its counter in Redis
-//! (an `INCRBY` and a `GET` per counted call) and in memory, under wrk.
+//! (counted in grants, `edge-gateway/src/counters.rs`) and in memory, under wrk.
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
