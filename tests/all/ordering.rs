@@ -534,19 +534,26 @@ async fn two_control_planes_on_postgres_produce_one_order() {
         eprintln!("a reader of control plane {side} followed the log in {read} pages");
     }
 
-    // Every version was recorded by exactly one control plane, none skipped.
-    let by_side: Vec<Vec<u64>> = sides
-        .iter()
-        .map(|side| recorded_versions(&side.control_plane))
-        .collect();
-    let mut all: Vec<u64> = by_side.concat();
-    all.sort_unstable();
+    // Every version was recorded by exactly one control plane, none skipped. The logs are
+    // read from pipes, which may trail the answers: wait a little for the last lines.
+    let expected: Vec<u64> = (1..=latest).collect();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    let (by_side, all) = loop {
+        let by_side: Vec<Vec<u64>> = sides
+            .iter()
+            .map(|side| recorded_versions(&side.control_plane))
+            .collect();
+        let mut all: Vec<u64> = by_side.concat();
+        all.sort_unstable();
+        if all == expected || tokio::time::Instant::now() >= deadline {
+            break (by_side, all);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
     assert_eq!(
-        all,
-        (1..=latest).collect::<Vec<_>>(),
+        all, expected,
         "versions recorded by A: {:?}, by B: {:?}",
-        by_side[0],
-        by_side[1]
+        by_side[0], by_side[1]
     );
     eprintln!(
         "{latest} versions in one order: {} recorded by A, {} by B; {} pages, {} live entries",
