@@ -81,14 +81,13 @@ impl Grant<'_> {
     /// How many grants to make now, when `previous` and `granted` hold what the two
     /// counters hold. The room is what the limit leaves once the previous window's share
     /// (its count times the part of the last window's length it still covers, rounded
-    /// up) and this window's grants are taken off. A grant of one is made while there is
+    /// down: see [`apim_http::expiry::previous_share`]) and this window's grants are
+    /// taken off. A grant of one is made while there is
     /// room; more, up to `want`, only up to a [`GRANT_SHARE`] of the room, so that grants
     /// a node holds unused leave the others room. The same rule is the Redis store's
     /// script.
     pub fn grantable(&self, previous: u64, granted: u64) -> u64 {
-        let window = u128::from(self.window_ms.max(1));
-        let unexpired = window - u128::from(self.into_ms).min(window);
-        let covered = (u128::from(previous) * unexpired).div_ceil(window);
+        let covered = apim_http::expiry::previous_share(previous, self.into_ms, self.window_ms);
         let room = u128::from(self.allowed).saturating_sub(covered + u128::from(granted));
         if room == 0 {
             return 0;

@@ -162,11 +162,10 @@ fn count_one(host: &dyn Host, limit: &Limit, now_ms: i64) -> Result<Option<Strin
 }
 
 /// Requests within the last `length_ms`, estimated: this window's `count` and the share of
-/// the previous window's that the last `length_ms` still covers (rounded up, so the
-/// estimate never falls short of an even spread).
+/// the previous window's that the last `length_ms` still covers
+/// ([`apim_http::expiry::previous_share`]).
 fn weighed(previous: u64, count: u64, now_ms: i64, number: i64, length_ms: i64) -> u64 {
-    let into = (now_ms - number * length_ms).clamp(0, length_ms) as u128;
-    let length = length_ms.max(1) as u128;
-    let covered = (previous as u128 * (length - into)).div_ceil(length);
+    let into = (now_ms - number * length_ms).max(0) as u64;
+    let covered = apim_http::expiry::previous_share(previous, into, length_ms.max(1) as u64);
     count.saturating_add(covered.min(u64::MAX as u128) as u64)
 }

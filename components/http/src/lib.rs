@@ -88,6 +88,18 @@ pub mod expiry {
         key(window_ms.saturating_mul(2).div_ceil(1000) + 1, rest)
     }
 
+    /// The share of a sliding window's `previous` count that still weighs in `into_ms`
+    /// into the next window of `window_ms`: the count times the part of the last
+    /// `window_ms` it still covers, rounded down. Rounded down, calls demanded without
+    /// pause are admitted at the same instants in every window, so every window admits
+    /// the whole limit; rounded up, a full previous window still weighed one call until
+    /// the very end of the next, and later windows admitted one call less than the limit.
+    pub fn previous_share(previous: u64, into_ms: u64, window_ms: u64) -> u128 {
+        let window = u128::from(window_ms.max(1));
+        let unexpired = window - u128::from(into_ms).min(window);
+        u128::from(previous) * unexpired / window
+    }
+
     /// The lifetime a key carries, if it is one of those.
     pub fn ttl_secs(key: &str) -> Option<u64> {
         let (ttl, _) = key.strip_prefix(PREFIX)?.split_once(':')?;
@@ -223,6 +235,29 @@ mod tests {
             expiry::ttl_secs(&expiry::window_counters("tps:a", 1000)),
             Some(3)
         );
+    }
+
+    #[test]
+    fn a_full_previous_window_leaves_room_for_the_whole_limit() {
+        assert_eq!(expiry::previous_share(50, 0, 60_000), 50);
+        assert_eq!(expiry::previous_share(50, 30_000, 60_000), 25);
+        assert_eq!(expiry::previous_share(50, 59_999, 60_000), 0);
+        assert_eq!(expiry::previous_share(50, 90_000, 60_000), 0);
+        assert_eq!(expiry::previous_share(7, 0, 0), 7);
+        let most = u128::from(u64::MAX);
+        assert_eq!(expiry::previous_share(u64::MAX, 0, u64::MAX), most);
+        // Calls asked for every millisecond after a window that admitted 50 of 50: this
+        // one admits 50 again, evenly spread, as the one after it will.
+        let (allowed, window) = (50u128, 60_000);
+        let mut admitted = Vec::new();
+        for into in 0..window {
+            let share = expiry::previous_share(50, into, window);
+            if share + (admitted.len() as u128) < allowed {
+                admitted.push(into);
+            }
+        }
+        assert_eq!(admitted.len(), 50);
+        assert!(admitted.windows(2).all(|pair| pair[1] - pair[0] == 1_200));
     }
 
     #[test]

@@ -546,9 +546,8 @@ pub fn throttling(options: &Options, t: &ThrottlingResults) -> String {
          notes when each admitted call reached it (right after the gateway decided), by its \
          own clock. Windows slide: the \
          previous window weighs in by the share of it the last window's length still covers, \
-         so a clock window right after a full one admits a little under the limit, and calls \
-         are spread over it rather than admitted at its start; the first window has nothing \
-         before it. \"Most in any span\" counts the calls the backend received in any span of \
+         rounded down, so calls are spread over a clock window right after a full one rather \
+         than admitted at its start; the first window has nothing before it. \"Most in any span\" counts the calls the backend received in any span of \
          one window's length, wherever it starts.\n",
         options.overload
     );
