@@ -31,7 +31,7 @@ use apim_http::expiry;
 use tokio::sync::Notify;
 
 use crate::bindings::exports::apim::gateway::policy::{Limit, LimitKind};
-use crate::keyvalue::{Grant, KvStore};
+use crate::keyvalue::{Grant, KvStore, Made};
 
 /// The bucket the component keeps its counters in.
 const BUCKET: &str = "default";
@@ -82,6 +82,8 @@ struct Holding {
     window: i64,
     /// Grants not used yet.
     held: u64,
+    /// The store that made them.
+    made: Made,
     /// Grants to ask for next.
     want: u64,
     /// How many the last ask got.
@@ -98,10 +100,14 @@ struct Holding {
 
 /// A grant a call took, to be given back if another of its limits refuses it.
 enum Taken {
-    /// From the node's holding, of window `window`.
-    Held { slot: Arc<Slot>, window: i64 },
+    /// From the node's holding, of window `window`, made by `made`.
+    Held {
+        slot: Arc<Slot>,
+        window: i64,
+        made: Made,
+    },
     /// From the store directly (a node counting alone), in window `window`.
-    Counted { window: i64 },
+    Counted { window: i64, made: Made },
     /// None: the store failed, and the call was admitted without counting.
     Uncounted,
 }
@@ -174,8 +180,11 @@ impl Counters {
         let number = now.div_euclid(counted.window);
         if !self.kv.shares_counters() {
             return match self.ask(counted, number, now, 1).await {
-                Ok(0) => None,
-                Ok(_) => Some(Taken::Counted { window: number }),
+                Ok((0, _)) => None,
+                Ok((_, made)) => Some(Taken::Counted {
+                    window: number,
+                    made,
+                }),
                 Err(()) => Some(Taken::Uncounted),
             };
         }
@@ -224,6 +233,7 @@ impl Counters {
             return Look::Admitted(Taken::Held {
                 slot: slot.clone(),
                 window: holding.window,
+                made: holding.made,
             });
         }
         if holding.refusing_until_ms > now {
@@ -243,8 +253,12 @@ impl Counters {
     fn roll(&self, holding: &mut Holding, base: &str, number: i64) {
         let held = std::mem::take(&mut holding.held);
         if held > 0 {
-            let (kv, counter) = (self.kv.clone(), counter_key(base, holding.window));
-            tokio::spawn(async move { kv.give_back(BUCKET, &counter, held).await });
+            let (kv, counter, made) = (
+                self.kv.clone(),
+                counter_key(base, holding.window),
+                holding.made,
+            );
+            tokio::spawn(async move { kv.give_back(made, BUCKET, &counter, held).await });
         }
         holding.window = number;
         holding.refusing_until_ms = 0;
@@ -256,15 +270,24 @@ impl Counters {
     async fn refill(&self, slot: &Slot, counted: &Counted, number: i64, want: u64) -> bool {
         let now = now_ms().max(number * counted.window);
         let given = self.ask(counted, number, now, want).await;
-        let mut stale = 0;
+        // Grants that cannot join the holding: of a window it has left, or held from the
+        // other store (Redis failed or came back meanwhile); (window, made, count).
+        let mut unheld = None;
         {
             let mut holding = lock(&slot.state);
             holding.asking = false;
             holding.answers += 1;
             match given {
-                Ok(given) if holding.window != number => stale = given,
-                Ok(0) => holding.refusing_until_ms = now + RECHECK_MS,
-                Ok(given) => {
+                Ok((given, made)) if holding.window != number => {
+                    unheld = Some((number, made, given))
+                }
+                Ok((0, _)) => holding.refusing_until_ms = now + RECHECK_MS,
+                Ok((given, made)) => {
+                    if holding.made != made {
+                        let held = std::mem::take(&mut holding.held);
+                        unheld = Some((holding.window, holding.made, held));
+                        holding.made = made;
+                    }
                     holding.held += given;
                     holding.last_given = given;
                     holding.want = (holding.want.max(1) * 2).min(MOST_WANTED);
@@ -273,15 +296,21 @@ impl Counters {
             }
         }
         slot.answered.notify_waiters();
-        if stale > 0 {
-            let counter = counter_key(&counted.base, number);
-            let _ = self.kv.give_back(BUCKET, &counter, stale).await;
+        if let Some((window, made, count)) = unheld.filter(|(_, _, count)| *count > 0) {
+            let counter = counter_key(&counted.base, window);
+            self.kv.give_back(made, BUCKET, &counter, count).await;
         }
         given.is_ok()
     }
 
     /// Asks the store for up to `want` grants of window `number` at `now`.
-    async fn ask(&self, counted: &Counted, number: i64, now: i64, want: u64) -> Result<u64, ()> {
+    async fn ask(
+        &self,
+        counted: &Counted,
+        number: i64,
+        now: i64,
+        want: u64,
+    ) -> Result<(u64, Made), ()> {
         let (current, previous) = (
             counter_key(&counted.base, number),
             counter_key(&counted.base, number - 1),
@@ -302,20 +331,20 @@ impl Counters {
     /// Gives back a grant of `counted` a call took but will not use: to the node's
     /// holding while it is of the grant's window, else to the store.
     async fn put_back(&self, counted: &Counted, taken: Taken) {
-        let window = match taken {
-            Taken::Held { slot, window } => {
+        let (window, made) = match taken {
+            Taken::Held { slot, window, made } => {
                 let mut holding = lock(&slot.state);
-                if holding.window == window {
+                if holding.window == window && holding.made == made {
                     holding.held += 1;
                     return;
                 }
-                window
+                (window, made)
             }
-            Taken::Counted { window } => window,
+            Taken::Counted { window, made } => (window, made),
             Taken::Uncounted => return,
         };
         let counter = counter_key(&counted.base, window);
-        let _ = self.kv.give_back(BUCKET, &counter, 1).await;
+        self.kv.give_back(made, BUCKET, &counter, 1).await;
     }
 
     /// The node's holding of the counter `base`.
@@ -342,7 +371,11 @@ async fn sweep(slots: Weak<Mutex<HashMap<String, Arc<Slot>>>>, kv: KvStore) {
             let mut holding = lock(&slot.state);
             let unused_for = now - holding.last_used_ms;
             if holding.held > 0 && unused_for >= IDLE_MS && !holding.asking {
-                idle.push((counter_key(base, holding.window), holding.held));
+                idle.push((
+                    counter_key(base, holding.window),
+                    holding.made,
+                    holding.held,
+                ));
                 holding.held = 0;
                 holding.want = 1;
             }
@@ -351,8 +384,8 @@ async fn sweep(slots: Weak<Mutex<HashMap<String, Arc<Slot>>>>, kv: KvStore) {
             holding.asking || holding.held > 0 || unused_for < 120_000
         });
         drop(slots);
-        for (counter, held) in idle {
-            let _ = kv.give_back(BUCKET, &counter, held).await;
+        for (counter, made, held) in idle {
+            kv.give_back(made, BUCKET, &counter, held).await;
         }
     }
 }
@@ -555,6 +588,56 @@ mod tests {
         }
         assert!(nodes[1].admit(std::slice::from_ref(&limit)).await.is_err());
         assert!(nodes[0].admit(&[limit]).await.is_err());
+    }
+
+    /// Grants a node made in its memory while Redis failed go back to its memory, not to
+    /// Redis once it is back: there they would take off calls other nodes admitted.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn grants_go_back_to_the_store_that_made_them() {
+        if !redis_up() {
+            return;
+        }
+        let nodes = nodes(&namespace("made"), 2).await;
+        let limit = limit(LimitKind::SubscriptionTier, "sub", 80, 60_000);
+        room_in_window(60_000, 5_000).await;
+        let number = now_ms().div_euclid(60_000);
+        let key = counter_key(&counted(&limit).unwrap().base, number);
+        let in_redis = async || {
+            let value = nodes[1]
+                .kv
+                .get(BUCKET, &key)
+                .await
+                .unwrap()
+                .unwrap_or_default();
+            String::from_utf8(value)
+                .unwrap()
+                .parse::<u64>()
+                .unwrap_or(0)
+        };
+        let idle = Duration::from_millis((IDLE_MS * 5) as u64);
+        for _ in 0..10 {
+            nodes[1].admit(std::slice::from_ref(&limit)).await.unwrap();
+        }
+        tokio::time::sleep(idle).await;
+        assert_eq!(
+            in_redis().await,
+            10,
+            "the second node's idle grants went back"
+        );
+
+        // The first node asks its memory while Redis rests: 1, 2, 4, 8 grants, of which it
+        // uses 10; Redis is back before it gives the rest back as idle.
+        nodes[0].kv.fail_redis(false);
+        for _ in 0..10 {
+            nodes[0].admit(std::slice::from_ref(&limit)).await.unwrap();
+        }
+        nodes[0].kv.fail_redis(true);
+        tokio::time::sleep(idle).await;
+        assert_eq!(
+            in_redis().await,
+            10,
+            "the first node's grants stayed off Redis"
+        );
     }
 
     /// A call the second of its limits refuses gives back what it took of the first, on

@@ -97,6 +97,18 @@ impl Grant<'_> {
     }
 }
 
+/// Which store made a counter's grants, to which they go back: a grant made on this node
+/// while Redis failed must not be taken off Redis's count once it is back, nor one made
+/// by Redis off this node's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Made {
+    /// Redis, shared with the other nodes.
+    #[default]
+    Shared,
+    /// This node's memory.
+    Local,
+}
+
 /// What a CAS handle read, so that `swap` can tell whether the key changed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CasSnapshot {
@@ -165,6 +177,17 @@ impl KvStore {
         }
     }
 
+    /// Rests the Redis link as a failed command does, or (`back`) ends its rest: for tests
+    /// of what happens while Redis fails and once it is back.
+    #[cfg(test)]
+    pub(crate) fn fail_redis(&self, back: bool) {
+        match &self.redis {
+            Some(link) if back => link.rest_over(),
+            Some(link) => link.failed(&KvError::Other("failed by a test".into())),
+            None => {}
+        }
+    }
+
     /// Whether Redis is connected (false without one).
     pub fn redis_connected(&self) -> bool {
         self.redis.as_ref().is_some_and(|link| link.connected())
@@ -178,23 +201,38 @@ impl KvStore {
         shared: impl AsyncFnOnce(&redis_store::RedisStore) -> Result<T, KvError>,
         local: impl FnOnce(&memory::MemoryStore) -> Result<T, KvError>,
     ) -> Result<T, KvError> {
+        match self.on_redis(key, shared).await {
+            Some(value) => Ok(value),
+            None => local(&self.local),
+        }
+    }
+
+    /// Runs `shared` on Redis for a key with a lifetime; `None` when Redis is absent,
+    /// resting, or failed (which rests it).
+    async fn on_redis<T>(
+        &self,
+        key: &str,
+        shared: impl AsyncFnOnce(&redis_store::RedisStore) -> Result<T, KvError>,
+    ) -> Option<T> {
         let link = self
             .redis
             .as_ref()
-            .filter(|_| expiry::ttl_secs(key).is_some());
-        if let Some(link) = link
-            && let Some(redis) = link.usable()
-        {
-            match tokio::time::timeout(shared::COMMAND_BUDGET, shared(&redis)).await {
-                Ok(Ok(value)) => {
-                    link.worked();
-                    return Ok(value);
-                }
-                Ok(Err(err)) => link.failed(&err),
-                Err(_) => link.failed(&KvError::Other("no answer in time".into())),
+            .filter(|_| expiry::ttl_secs(key).is_some())?;
+        let redis = link.usable()?;
+        match tokio::time::timeout(shared::COMMAND_BUDGET, shared(&redis)).await {
+            Ok(Ok(value)) => {
+                link.worked();
+                Some(value)
+            }
+            Ok(Err(err)) => {
+                link.failed(&err);
+                None
+            }
+            Err(_) => {
+                link.failed(&KvError::Other("no answer in time".into()));
+                None
             }
         }
-        local(&self.local)
     }
 
     /// Resolves a bucket identifier.
@@ -285,29 +323,29 @@ impl KvStore {
     }
 
     /// Makes grants of a sliding-window counter ([`Grant::grantable`]) and counts them;
-    /// how many. In Redis when it can be used, else on this node (fail open: each node
-    /// then admits up to the limit on its own).
-    pub async fn grant(&self, bucket: &str, grant: &Grant<'_>) -> Result<u64, KvError> {
-        self.on_store(
-            grant.current,
-            async |r| r.grant(bucket, grant).await,
-            |m| m.grant(bucket, grant),
-        )
-        .await
+    /// how many, and where. In Redis when it can be used, else on this node (fail open:
+    /// each node then admits up to the limit on its own).
+    pub async fn grant(&self, bucket: &str, grant: &Grant<'_>) -> Result<(u64, Made), KvError> {
+        let shared = async |r: &redis_store::RedisStore| r.grant(bucket, grant).await;
+        if let Some(given) = self.on_redis(grant.current, shared).await {
+            return Ok((given, Made::Shared));
+        }
+        Ok((self.local.grant(bucket, grant)?, Made::Local))
     }
 
-    /// Gives back `count` unused grants of a counter (never taking it below zero, nor
-    /// bringing back one that has expired).
-    pub async fn give_back(&self, bucket: &str, key: &str, count: u64) -> Result<(), KvError> {
-        self.on_store(
-            key,
-            async |r| r.give_back(bucket, key, count).await,
-            |m| {
-                m.give_back(bucket, key, count);
-                Ok(())
-            },
-        )
-        .await
+    /// Gives back `count` unused grants of a counter to the store that `made` them (never
+    /// taking it below zero, nor bringing back one that has expired). Grants Redis made
+    /// while it cannot be used now stay counted there: the window refuses a few calls too
+    /// many rather than letting this node's count take room other nodes used.
+    pub async fn give_back(&self, made: Made, bucket: &str, key: &str, count: u64) {
+        match made {
+            Made::Shared => {
+                let shared =
+                    async |r: &redis_store::RedisStore| r.give_back(bucket, key, count).await;
+                let _ = self.on_redis(key, shared).await;
+            }
+            Made::Local => self.local.give_back(bucket, key, count),
+        }
     }
 
     /// Reads `key` for a later [`KvStore::compare_and_swap`].

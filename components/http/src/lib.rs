@@ -82,10 +82,11 @@ pub mod expiry {
     }
 
     /// The prefix of a sliding window's counters under `rest`, to which the window's number
-    /// is appended (`<prefix>:<number>`): they live two windows and a second, so that a
-    /// window's counter outlives the next window, which weighs it in.
+    /// is appended (`<prefix>:<number>`): they live two windows and ten seconds, so that
+    /// a window's counter outlives the next window, which weighs it in, on every node
+    /// whose clock is within ten seconds of the node that made the counter.
     pub fn window_counters(rest: &str, window_ms: u64) -> String {
-        key(window_ms.saturating_mul(2).div_ceil(1000) + 1, rest)
+        key(window_ms.saturating_mul(2).div_ceil(1000) + 10, rest)
     }
 
     /// The share of a sliding window's `previous` count that still weighs in `into_ms`
@@ -228,12 +229,12 @@ mod tests {
         assert_eq!(expiry::ttl_secs(&expiry::key(0, "x")), Some(1));
         assert_eq!(expiry::ttl_secs("apim:m:1:x"), None);
         assert_eq!(expiry::ttl_secs("apim:ttl:x:y"), None);
-        // A window's counters outlive the next window: two windows and a second.
+        // A window's counters outlive the next window: two windows and ten seconds.
         let minute = expiry::window_counters("thr:app:7", 60_000);
-        assert_eq!(minute, "apim:ttl:121:thr:app:7");
+        assert_eq!(minute, "apim:ttl:130:thr:app:7");
         assert_eq!(
             expiry::ttl_secs(&expiry::window_counters("tps:a", 1000)),
-            Some(3)
+            Some(12)
         );
     }
 

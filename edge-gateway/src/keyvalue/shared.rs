@@ -100,6 +100,12 @@ impl RedisLink {
         self.store.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
+    /// Ends a rest at once (for tests of what happens when Redis is back).
+    #[cfg(test)]
+    pub fn rest_over(&self) {
+        self.resting_until_ms.store(0, Ordering::Relaxed);
+    }
+
     /// Whether a connection has been made.
     pub fn connected(&self) -> bool {
         self.store
