@@ -81,12 +81,25 @@ pub mod expiry {
         format!("{PREFIX}{}:{rest}", ttl_secs.max(1))
     }
 
+    /// What follows the lifetime in a sliding window's counter.
+    const WINDOW: &str = "window:";
+
     /// The prefix of a sliding window's counters under `rest`, to which the window's number
     /// is appended (`<prefix>:<number>`): they live two windows and ten seconds, so that
     /// a window's counter outlives the next window, which weighs it in, on every node
     /// whose clock is within ten seconds of the node that made the counter.
     pub fn window_counters(rest: &str, window_ms: u64) -> String {
-        key(window_ms.saturating_mul(2).div_ceil(1000) + 10, rest)
+        let lifetime = window_ms.saturating_mul(2).div_ceil(1000) + 10;
+        key(lifetime, &format!("{WINDOW}{rest}"))
+    }
+
+    /// Whether `key` is a sliding window's counter. A store short of room drops other keys
+    /// with a lifetime (cached answers) first and never these: a counter dropped before it
+    /// expires would let its limit admit a window's worth again.
+    pub fn is_window_counter(key: &str) -> bool {
+        key.strip_prefix(PREFIX)
+            .and_then(|rest| rest.split_once(':'))
+            .is_some_and(|(_, rest)| rest.starts_with(WINDOW))
     }
 
     /// The share of a sliding window's `previous` count that still weighs in `into_ms`
@@ -231,7 +244,10 @@ mod tests {
         assert_eq!(expiry::ttl_secs("apim:ttl:x:y"), None);
         // A window's counters outlive the next window: two windows and ten seconds.
         let minute = expiry::window_counters("thr:app:7", 60_000);
-        assert_eq!(minute, "apim:ttl:130:thr:app:7");
+        assert_eq!(minute, "apim:ttl:130:window:thr:app:7");
+        assert!(expiry::is_window_counter(&format!("{minute}:29")));
+        assert!(!expiry::is_window_counter("apim:ttl:130:cache:window:x"));
+        assert!(!expiry::is_window_counter("apim:m:window:x"));
         assert_eq!(
             expiry::ttl_secs(&expiry::window_counters("tps:a", 1000)),
             Some(12)

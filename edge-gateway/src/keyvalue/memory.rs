@@ -7,8 +7,9 @@
 //!
 //! Keys with a lifetime ([`apim_http::expiry`]: cached responses, throttling windows)
 //! expire, are swept a few at a time on every write, and together stay within a byte
-//! budget, the least recently used going first when it is full; the manifest's keys
-//! have no lifetime and are never evicted.
+//! budget, the least recently used cached answer going first when it is full. Throttling
+//! counters are never dropped for room (a client could otherwise reset its limit by
+//! filling the cache), nor are the manifest's keys, which have no lifetime.
 
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
@@ -39,10 +40,11 @@ struct Ephemeral {
     bytes: usize,
     /// Byte budget.
     limit: usize,
-    /// Use stamp → (bucket, key); the first is the least recently used.
-    by_use: BTreeMap<u64, (String, String)>,
-    /// (expiry, use stamp) of every key with a lifetime.
-    by_expiry: BTreeMap<(Instant, u64), ()>,
+    /// Use stamp → expiry of every key that may be dropped for room (all but throttling
+    /// counters); the first is the least recently used.
+    by_use: BTreeMap<u64, Instant>,
+    /// (expiry, use stamp) → (bucket, key) of every key with a lifetime.
+    by_expiry: BTreeMap<(Instant, u64), (String, String)>,
     last_use: u64,
 }
 
@@ -135,26 +137,29 @@ impl Inner {
     /// Drops a few expired keys, and the least recently used while over the budget.
     fn sweep(&mut self, now: Instant) {
         for _ in 0..SWEEP_PER_WRITE {
-            let Some((&(expires, stamp), ())) = self.ephemeral.by_expiry.first_key_value() else {
+            let Some((&(expires, stamp), _)) = self.ephemeral.by_expiry.first_key_value() else {
                 break;
             };
             if expires > now {
                 break;
             }
-            self.drop_stamp(stamp);
+            self.drop_tracked(expires, stamp);
         }
         while self.ephemeral.bytes > self.ephemeral.limit {
-            let Some((&stamp, _)) = self.ephemeral.by_use.first_key_value() else {
+            let Some((&stamp, &expires)) = self.ephemeral.by_use.first_key_value() else {
                 break;
             };
-            self.drop_stamp(stamp);
+            self.drop_tracked(expires, stamp);
         }
     }
 
-    fn drop_stamp(&mut self, stamp: u64) {
-        if let Some((bucket, key)) = self.ephemeral.by_use.get(&stamp).cloned() {
+    /// Removes the key tracked as (`expires`, `stamp`), and the tracking in any case.
+    fn drop_tracked(&mut self, expires: Instant, stamp: u64) {
+        if let Some((bucket, key)) = self.ephemeral.by_expiry.get(&(expires, stamp)).cloned() {
             self.remove(&bucket, &key);
         }
+        self.ephemeral.by_expiry.remove(&(expires, stamp));
+        self.ephemeral.by_use.remove(&stamp);
     }
 }
 
@@ -164,21 +169,25 @@ impl Ephemeral {
         self.last_use += 1;
         let stamp = self.last_use;
         self.bytes += key.len() + value_len;
-        self.by_use
-            .insert(stamp, (bucket.to_owned(), key.to_owned()));
-        self.by_expiry.insert((expires, stamp), ());
+        if !apim_http::expiry::is_window_counter(key) {
+            self.by_use.insert(stamp, expires);
+        }
+        self.by_expiry
+            .insert((expires, stamp), (bucket.to_owned(), key.to_owned()));
         stamp
     }
 
-    /// A fresh use stamp for the key stamped `stamp`.
+    /// A fresh use stamp for the key stamped `stamp`, if it may be dropped for room.
     fn restamp(&mut self, stamp: u64, expires: Instant) -> u64 {
-        let Some(names) = self.by_use.remove(&stamp) else {
+        if self.by_use.remove(&stamp).is_none() {
             return stamp;
-        };
-        self.by_expiry.remove(&(expires, stamp));
+        }
+        let names = self.by_expiry.remove(&(expires, stamp));
         self.last_use += 1;
-        self.by_use.insert(self.last_use, names);
-        self.by_expiry.insert((expires, self.last_use), ());
+        self.by_use.insert(self.last_use, expires);
+        if let Some(names) = names {
+            self.by_expiry.insert((expires, self.last_use), names);
+        }
         self.last_use
     }
 
@@ -423,6 +432,39 @@ mod tests {
             store.get("b", "apim:m:1:api:a").is_some(),
             "the manifest is never evicted"
         );
+    }
+
+    /// A client cannot reset its throttling counters by filling the cache: cached answers
+    /// make room among themselves, and counters go only when they expire.
+    #[test]
+    fn counters_are_never_dropped_for_room() {
+        let store = MemoryStore::with_ephemeral_limit(10_000);
+        let counter = format!(
+            "{}:1",
+            apim_http::expiry::window_counters("thr:app", 60_000)
+        );
+        let grant = Grant {
+            current: &counter,
+            previous: "apim:ttl:130:window:thr:app:0",
+            allowed: 5,
+            window_ms: 60_000,
+            into_ms: 0,
+            want: 1,
+        };
+        for _ in 0..5 {
+            assert_eq!(store.grant("b", &grant).unwrap(), 1);
+        }
+        for i in 0..1_000 {
+            store.set("b", &format!("apim:ttl:300:cache:{i}"), vec![0; 100]);
+        }
+        assert_eq!(
+            store.grant("b", &grant).unwrap(),
+            0,
+            "the limit still holds"
+        );
+        assert_eq!(store.get("b", &counter), Some(b"5".to_vec()));
+        assert!(store.get("b", "apim:ttl:300:cache:999").is_some());
+        assert!(store.lock().ephemeral.bytes <= 10_000);
     }
 
     #[test]
