@@ -268,8 +268,10 @@ impl Counters {
     /// holding (or, when there are none, makes the refusal stand for a moment); wakes
     /// the calls waiting for it. Whether the store answered.
     async fn refill(&self, slot: &Slot, counted: &Counted, number: i64, want: u64) -> bool {
+        let unanswered = Unanswered(Some(slot));
         let now = now_ms().max(number * counted.window);
         let given = self.ask(counted, number, now, want).await;
+        unanswered.answered();
         // Grants that cannot join the holding: of a window it has left, or held from the
         // other store (Redis failed or came back meanwhile); (window, made, count).
         let mut unheld = None;
@@ -354,6 +356,30 @@ impl Counters {
             return slot.clone();
         }
         slots.entry(base.to_owned()).or_default().clone()
+    }
+}
+
+/// An ask on its way: should it end without an answer (its task panicked or was
+/// cancelled), the holding stops asking and the calls waiting for it go on, asking anew,
+/// rather than wait forever.
+struct Unanswered<'a>(Option<&'a Slot>);
+
+impl Unanswered<'_> {
+    /// The ask was answered: whoever answered it tells the waiters.
+    fn answered(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for Unanswered<'_> {
+    fn drop(&mut self) {
+        if let Some(slot) = self.0 {
+            let mut holding = lock(&slot.state);
+            holding.asking = false;
+            holding.answers += 1;
+            drop(holding);
+            slot.answered.notify_waiters();
+        }
     }
 }
 
@@ -682,6 +708,25 @@ mod tests {
         }
         let next = tokio::time::timeout(Duration::from_secs(2), node.admit(&[limit])).await;
         assert_eq!(next, Ok(Ok(())));
+    }
+
+    /// An ask that ends without an answer (its task panicked) does not leave the calls
+    /// waiting for it waiting forever; one that is answered leaves the answering to refill.
+    #[test]
+    fn an_ask_that_ends_unanswered_lets_the_waiters_go_on() {
+        let slot = Slot::default();
+        lock(&slot.state).asking = true;
+        Unanswered(Some(&slot)).answered();
+        assert!(lock(&slot.state).asking, "answered: refill ends the ask");
+        let waiter = slot.answered.notified();
+        tokio::pin!(waiter);
+        waiter.as_mut().enable();
+        drop(Unanswered(Some(&slot)));
+        let holding = lock(&slot.state);
+        assert!(!holding.asking);
+        assert_eq!(holding.answers, 1);
+        let mut context = std::task::Context::from_waker(std::task::Waker::noop());
+        assert!(waiter.as_mut().poll(&mut context).is_ready(), "woken");
     }
 
     /// Limits that cannot be counted exactly are not counted; the others are.
