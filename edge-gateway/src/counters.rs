@@ -359,9 +359,9 @@ impl Counters {
     }
 }
 
-/// An ask on its way: should it end without an answer (its task panicked or was
-/// cancelled), the holding stops asking and the calls waiting for it go on, asking anew,
-/// rather than wait forever.
+/// An ask on its way: should it end without an answer (its task panicked, or the runtime
+/// shut down under it), the holding stops asking and the calls waiting for it go on,
+/// asking anew, rather than wait forever.
 struct Unanswered<'a>(Option<&'a Slot>);
 
 impl Unanswered<'_> {
@@ -640,16 +640,36 @@ mod tests {
                 .parse::<u64>()
                 .unwrap_or(0)
         };
-        let idle = Duration::from_millis((IDLE_MS * 5) as u64);
+        let base = counted(&limit).unwrap().base;
+        // Until a node holds no grants and asks for none: it has given back its idle ones.
+        let holds_none = async |node: &Counters| {
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            loop {
+                let done = {
+                    let slot = node.slot(&base);
+                    let holding = lock(&slot.state);
+                    holding.held == 0 && !holding.asking
+                };
+                if done {
+                    return;
+                }
+                assert!(std::time::Instant::now() < deadline, "grants held");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        };
         for _ in 0..10 {
             nodes[1].admit(std::slice::from_ref(&limit)).await.unwrap();
         }
-        tokio::time::sleep(idle).await;
-        assert_eq!(
-            in_redis().await,
-            10,
-            "the second node's idle grants went back"
-        );
+        holds_none(&nodes[1]).await;
+        // The sweep gives them back to Redis just after it empties the holding.
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while in_redis().await != 10 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "idle grants went back"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
 
         // The first node asks its memory while Redis rests: 1, 2, 4, 8 grants, of which it
         // uses 10; Redis is back before it gives the rest back as idle.
@@ -658,7 +678,8 @@ mod tests {
             nodes[0].admit(std::slice::from_ref(&limit)).await.unwrap();
         }
         nodes[0].kv.fail_redis(true);
-        tokio::time::sleep(idle).await;
+        holds_none(&nodes[0]).await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
         assert_eq!(
             in_redis().await,
             10,

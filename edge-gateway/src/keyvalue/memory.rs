@@ -36,7 +36,8 @@ struct Entry {
 /// Where keys with a lifetime are, by last use and by expiry.
 #[derive(Debug, Default)]
 struct Ephemeral {
-    /// Bytes of keys and values held.
+    /// Bytes of the keys and values that may be dropped for room (cached answers; the
+    /// counters, bounded by the manifest's limits and short-lived, do not take their room).
     bytes: usize,
     /// Byte budget.
     limit: usize,
@@ -92,10 +93,12 @@ impl Inner {
         let Some(entry) = self.buckets.get_mut(bucket).and_then(|b| b.get_mut(key)) else {
             return false;
         };
-        if entry.lifetime.is_none_or(|(expires, _)| expires <= now) {
+        let Some((_, stamp)) = entry.lifetime.filter(|(expires, _)| *expires > now) else {
             return false;
+        };
+        if self.ephemeral.by_use.contains_key(&stamp) {
+            self.ephemeral.bytes = self.ephemeral.bytes + value.len() - entry.value.len();
         }
-        self.ephemeral.bytes = self.ephemeral.bytes + value.len() - entry.value.len();
         entry.value.clear();
         entry.value.extend_from_slice(value);
         entry.version = version;
@@ -168,8 +171,8 @@ impl Ephemeral {
     fn track(&mut self, bucket: &str, key: &str, value_len: usize, expires: Instant) -> u64 {
         self.last_use += 1;
         let stamp = self.last_use;
-        self.bytes += key.len() + value_len;
         if !apim_http::expiry::is_window_counter(key) {
+            self.bytes += key.len() + value_len;
             self.by_use.insert(stamp, expires);
         }
         self.by_expiry
@@ -192,8 +195,9 @@ impl Ephemeral {
     }
 
     fn forget(&mut self, size: usize, expires: Instant, stamp: u64) {
-        self.bytes = self.bytes.saturating_sub(size);
-        self.by_use.remove(&stamp);
+        if self.by_use.remove(&stamp).is_some() {
+            self.bytes = self.bytes.saturating_sub(size);
+        }
         self.by_expiry.remove(&(expires, stamp));
     }
 }
@@ -465,6 +469,18 @@ mod tests {
         assert_eq!(store.get("b", &counter), Some(b"5".to_vec()));
         assert!(store.get("b", "apim:ttl:300:cache:999").is_some());
         assert!(store.lock().ephemeral.bytes <= 10_000);
+        // Nor do counters take the cache's room: with as many as the budget would hold,
+        // answers are still kept.
+        for i in 0..1_000 {
+            let key = format!(
+                "{}:{i}",
+                apim_http::expiry::window_counters("thr:x", 60_000)
+            );
+            store.increment("b", &key, 1).unwrap();
+        }
+        store.set("b", "apim:ttl:300:cache:new", vec![0; 100]);
+        assert!(store.get("b", "apim:ttl:300:cache:new").is_some());
+        assert!(store.get("b", "apim:ttl:300:cache:999").is_some());
     }
 
     #[test]
