@@ -271,33 +271,24 @@ impl Counters {
         let unanswered = Unanswered(Some(slot));
         let now = now_ms().max(number * counted.window);
         let given = self.ask(counted, number, now, want).await;
-        unanswered.answered();
         // Grants that cannot join the holding: of a window it has left, or held from the
         // other store (Redis failed or came back meanwhile); (window, made, count).
         let mut unheld = None;
-        {
-            let mut holding = lock(&slot.state);
-            holding.asking = false;
-            holding.answers += 1;
-            match given {
-                Ok((given, made)) if holding.window != number => {
-                    unheld = Some((number, made, given))
+        unanswered.answer(|holding| match given {
+            Ok((given, made)) if holding.window != number => unheld = Some((number, made, given)),
+            Ok((0, _)) => holding.refusing_until_ms = now + RECHECK_MS,
+            Ok((given, made)) => {
+                if holding.made != made {
+                    let held = std::mem::take(&mut holding.held);
+                    unheld = Some((holding.window, holding.made, held));
+                    holding.made = made;
                 }
-                Ok((0, _)) => holding.refusing_until_ms = now + RECHECK_MS,
-                Ok((given, made)) => {
-                    if holding.made != made {
-                        let held = std::mem::take(&mut holding.held);
-                        unheld = Some((holding.window, holding.made, held));
-                        holding.made = made;
-                    }
-                    holding.held += given;
-                    holding.last_given = given;
-                    holding.want = (holding.want.max(1) * 2).min(MOST_WANTED);
-                }
-                Err(()) => {}
+                holding.held += given;
+                holding.last_given = given;
+                holding.want = (holding.want.max(1) * 2).min(MOST_WANTED);
             }
-        }
-        slot.answered.notify_waiters();
+            Err(()) => {}
+        });
         if let Some((window, made, count)) = unheld.filter(|(_, _, count)| *count > 0) {
             let counter = counter_key(&counted.base, window);
             self.kv.give_back(made, BUCKET, &counter, count).await;
@@ -359,26 +350,37 @@ impl Counters {
     }
 }
 
-/// An ask on its way: should it end without an answer (its task panicked, or the runtime
-/// shut down under it), the holding stops asking and the calls waiting for it go on,
-/// asking anew, rather than wait forever.
+impl Slot {
+    /// Ends the ask on its way: `update`s the holding with its answer and wakes the calls
+    /// waiting for it.
+    fn end_ask(&self, update: impl FnOnce(&mut Holding)) {
+        let mut holding = lock(&self.state);
+        holding.asking = false;
+        holding.answers += 1;
+        update(&mut holding);
+        drop(holding);
+        self.answered.notify_waiters();
+    }
+}
+
+/// An ask on its way, ended once: with its answer, or, should it end without one (its
+/// task panicked, or the runtime shut down under it), with none, so that the calls
+/// waiting for it go on, asking anew, rather than wait forever.
 struct Unanswered<'a>(Option<&'a Slot>);
 
 impl Unanswered<'_> {
-    /// The ask was answered: whoever answered it tells the waiters.
-    fn answered(mut self) {
-        self.0 = None;
+    /// Ends the ask with its answer, which `update` puts in the holding.
+    fn answer(mut self, update: impl FnOnce(&mut Holding)) {
+        if let Some(slot) = self.0.take() {
+            slot.end_ask(update);
+        }
     }
 }
 
 impl Drop for Unanswered<'_> {
     fn drop(&mut self) {
-        if let Some(slot) = self.0 {
-            let mut holding = lock(&slot.state);
-            holding.asking = false;
-            holding.answers += 1;
-            drop(holding);
-            slot.answered.notify_waiters();
+        if let Some(slot) = self.0.take() {
+            slot.end_ask(|_| {});
         }
     }
 }
@@ -488,6 +490,15 @@ mod tests {
             .duration_since(UNIX_EPOCH)
             .unwrap()
             .as_nanos()
+    }
+
+    /// Waits until `check` holds, asking every 20 ms, and fails naming `what` after 10 s.
+    async fn until(what: &str, mut check: impl AsyncFnMut() -> bool) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !check().await {
+            assert!(std::time::Instant::now() < deadline, "{what}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     }
 
     /// `nodes` counters sharing one Redis namespace, each with its own store and link.
@@ -641,44 +652,27 @@ mod tests {
                 .unwrap_or(0)
         };
         let base = counted(&limit).unwrap().base;
-        // Until a node holds no grants and asks for none: it has given back its idle ones.
-        let holds_none = async |node: &Counters| {
-            let deadline = std::time::Instant::now() + Duration::from_secs(10);
-            loop {
-                let done = {
-                    let slot = node.slot(&base);
-                    let holding = lock(&slot.state);
-                    holding.held == 0 && !holding.asking
-                };
-                if done {
-                    return;
-                }
-                assert!(std::time::Instant::now() < deadline, "grants held");
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
+        // A node holds no grants and asks for none: it has given back its idle ones.
+        let holds_none = |node: &Counters| {
+            let slot = node.slot(&base);
+            let holding = lock(&slot.state);
+            holding.held == 0 && !holding.asking
         };
         for _ in 0..10 {
             nodes[1].admit(std::slice::from_ref(&limit)).await.unwrap();
         }
-        holds_none(&nodes[1]).await;
+        until("grants held", async || holds_none(&nodes[1])).await;
         // The sweep gives them back to Redis just after it empties the holding.
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        while in_redis().await != 10 {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "idle grants went back"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        until("idle grants went back", async || in_redis().await == 10).await;
 
         // The first node asks its memory while Redis rests: 1, 2, 4, 8 grants, of which it
         // uses 10; Redis is back before it gives the rest back as idle.
-        nodes[0].kv.fail_redis(false);
+        nodes[0].kv.rest_redis(true);
         for _ in 0..10 {
             nodes[0].admit(std::slice::from_ref(&limit)).await.unwrap();
         }
-        nodes[0].kv.fail_redis(true);
-        holds_none(&nodes[0]).await;
+        nodes[0].kv.rest_redis(false);
+        until("grants held", async || holds_none(&nodes[0])).await;
         tokio::time::sleep(Duration::from_millis(100)).await;
         assert_eq!(
             in_redis().await,
@@ -732,20 +726,25 @@ mod tests {
     }
 
     /// An ask that ends without an answer (its task panicked) does not leave the calls
-    /// waiting for it waiting forever; one that is answered leaves the answering to refill.
+    /// waiting for it waiting forever; one that is answered is ended once, with its answer.
     #[test]
     fn an_ask_that_ends_unanswered_lets_the_waiters_go_on() {
         let slot = Slot::default();
         lock(&slot.state).asking = true;
-        Unanswered(Some(&slot)).answered();
-        assert!(lock(&slot.state).asking, "answered: refill ends the ask");
+        Unanswered(Some(&slot)).answer(|holding| holding.held = 3);
+        {
+            let holding = lock(&slot.state);
+            assert!(!holding.asking);
+            assert_eq!((holding.answers, holding.held), (1, 3), "answered once");
+        }
+        lock(&slot.state).asking = true;
         let waiter = slot.answered.notified();
         tokio::pin!(waiter);
         waiter.as_mut().enable();
         drop(Unanswered(Some(&slot)));
         let holding = lock(&slot.state);
         assert!(!holding.asking);
-        assert_eq!(holding.answers, 1);
+        assert_eq!(holding.answers, 2);
         let mut context = std::task::Context::from_waker(std::task::Waker::noop());
         assert!(waiter.as_mut().poll(&mut context).is_ready(), "woken");
     }

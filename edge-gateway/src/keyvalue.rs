@@ -177,13 +177,13 @@ impl KvStore {
         }
     }
 
-    /// Rests the Redis link as a failed command does, or (`back`) ends its rest: for tests
-    /// of what happens while Redis fails and once it is back.
+    /// Rests the Redis link as a failed command does (`resting`), or ends its rest: for
+    /// tests of what happens while Redis fails and once it is back.
     #[cfg(test)]
-    pub(crate) fn fail_redis(&self, back: bool) {
+    pub(crate) fn rest_redis(&self, resting: bool) {
         match &self.redis {
-            Some(link) if back => link.rest_over(),
-            Some(link) => link.failed(&KvError::Other("failed by a test".into())),
+            Some(link) if resting => link.failed(&KvError::Other("failed by a test".into())),
+            Some(link) => link.rest_over(),
             None => {}
         }
     }
