@@ -88,7 +88,8 @@ impl Grant<'_> {
     /// script.
     pub fn grantable(&self, previous: u64, granted: u64) -> u64 {
         let covered = apim_http::expiry::previous_share(previous, self.into_ms, self.window_ms);
-        let room = u128::from(self.allowed).saturating_sub(covered + u128::from(granted));
+        let room =
+            u128::from(self.allowed).saturating_sub(u128::from(covered) + u128::from(granted));
         if room == 0 {
             return 0;
         }

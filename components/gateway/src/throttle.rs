@@ -167,5 +167,5 @@ fn count_one(host: &dyn Host, limit: &Limit, now_ms: i64) -> Result<Option<Strin
 fn weighed(previous: u64, count: u64, now_ms: i64, number: i64, length_ms: i64) -> u64 {
     let into = (now_ms - number * length_ms).max(0) as u64;
     let covered = apim_http::expiry::previous_share(previous, into, length_ms.max(1) as u64);
-    count.saturating_add(covered.min(u64::MAX as u128) as u64)
+    count.saturating_add(covered)
 }

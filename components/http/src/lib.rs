@@ -108,10 +108,11 @@ pub mod expiry {
     /// pause are admitted at the same instants in every window, so every window admits
     /// the whole limit; rounded up, a full previous window still weighed one call until
     /// the very end of the next, and later windows admitted one call less than the limit.
-    pub fn previous_share(previous: u64, into_ms: u64, window_ms: u64) -> u128 {
+    pub fn previous_share(previous: u64, into_ms: u64, window_ms: u64) -> u64 {
         let window = u128::from(window_ms.max(1));
         let unexpired = window - u128::from(into_ms).min(window);
-        u128::from(previous) * unexpired / window
+        // At most `previous`, since `unexpired` is at most `window`.
+        (u128::from(previous) * unexpired / window) as u64
     }
 
     /// The lifetime a key carries, if it is one of those.
@@ -261,15 +262,14 @@ mod tests {
         assert_eq!(expiry::previous_share(50, 59_999, 60_000), 0);
         assert_eq!(expiry::previous_share(50, 90_000, 60_000), 0);
         assert_eq!(expiry::previous_share(7, 0, 0), 7);
-        let most = u128::from(u64::MAX);
-        assert_eq!(expiry::previous_share(u64::MAX, 0, u64::MAX), most);
+        assert_eq!(expiry::previous_share(u64::MAX, 0, u64::MAX), u64::MAX);
         // Calls asked for every millisecond after a window that admitted 50 of 50: this
         // one admits 50 again, evenly spread, as the one after it will.
-        let (allowed, window) = (50u128, 60_000);
+        let (allowed, window) = (50, 60_000);
         let mut admitted = Vec::new();
         for into in 0..window {
             let share = expiry::previous_share(50, into, window);
-            if share + (admitted.len() as u128) < allowed {
+            if share + (admitted.len() as u64) < allowed {
                 admitted.push(into);
             }
         }
