@@ -6,10 +6,11 @@
 //! intervening write, even one that restored the same bytes.
 //!
 //! Keys with a lifetime ([`apim_http::expiry`]: cached responses, throttling windows)
-//! expire, are swept a few at a time on every write, and together stay within a byte
-//! budget, the least recently used cached answer going first when it is full. Throttling
-//! counters are never dropped for room (a client could otherwise reset its limit by
-//! filling the cache), nor are the manifest's keys, which have no lifetime.
+//! expire and are swept a few at a time on every write. Cached answers together stay
+//! within a byte budget, the least recently used going first when it is full. Throttling
+//! counters take none of it and are never dropped for room (a client could otherwise
+//! reset its limit by filling the cache), nor are the manifest's keys, which have no
+//! lifetime.
 
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
