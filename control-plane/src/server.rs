@@ -164,18 +164,36 @@ async fn serve(config: Config, db: AnyPool) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The configured gateway secret, or the one generated into the data directory.
+/// Fewest bytes a gateway secret may have: it alone guards manifest pages, which carry
+/// sealed backend credentials.
+pub const MIN_GATEWAY_SECRET_BYTES: usize = 32;
+
+/// The configured gateway secret, or the one generated into the data directory; an
+/// empty or short one stops the start.
 fn gateway_secret(config: &Config) -> anyhow::Result<String> {
     if !config.gateway_secret.is_empty() {
-        return Ok(config.gateway_secret.clone());
+        return strong_gateway_secret(config.gateway_secret.clone(), "APIM_GATEWAY_SECRET");
     }
     let path = config.data_dir.join("gateway-secret");
     if let Ok(secret) = std::fs::read_to_string(&path) {
         crate::keys::restrict_file(&path)?;
-        return Ok(secret.trim().to_string());
+        return strong_gateway_secret(secret.trim().to_string(), &path.display().to_string());
     }
     let secret = crate::clients::new_client_secret() + &crate::clients::new_client_secret();
     crate::keys::write_private(&path, secret.as_bytes())?;
+    Ok(secret)
+}
+
+/// `secret`, unless it is shorter than [`MIN_GATEWAY_SECRET_BYTES`] (its length only is
+/// named, never its value).
+fn strong_gateway_secret(secret: String, from: &str) -> anyhow::Result<String> {
+    if secret.len() < MIN_GATEWAY_SECRET_BYTES {
+        anyhow::bail!(
+            "the gateway secret from {from} has {} bytes; at least {MIN_GATEWAY_SECRET_BYTES} \
+             are needed",
+            secret.len()
+        );
+    }
     Ok(secret)
 }
 
@@ -282,5 +300,64 @@ fn shutdown_signal() -> impl std::future::Future<Output = ()> {
         #[cfg(not(unix))]
         let _ = tokio::signal::ctrl_c().await;
         tracing::info!("shutting down");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    fn config_in(dir: &std::path::Path, secret: &str) -> Config {
+        let mut config = Config::parse_from(["control-plane"]);
+        config.data_dir = dir.to_path_buf();
+        config.gateway_secret = secret.into();
+        config
+    }
+
+    fn temp_dir() -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("apim-secret-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn an_empty_or_short_gateway_secret_stops_the_start() {
+        let dir = temp_dir();
+        let short = "s".repeat(MIN_GATEWAY_SECRET_BYTES - 1);
+        let err = gateway_secret(&config_in(&dir, &short)).unwrap_err();
+        assert!(
+            err.to_string().contains("APIM_GATEWAY_SECRET has 31 bytes"),
+            "{err}"
+        );
+        assert!(
+            !err.to_string().contains(&short),
+            "the secret itself is never named"
+        );
+        for held in ["", "\n", "short-secret\n"] {
+            std::fs::write(dir.join("gateway-secret"), held).unwrap();
+            let err = gateway_secret(&config_in(&dir, "")).unwrap_err();
+            assert!(err.to_string().contains("gateway-secret has"), "{err}");
+        }
+        // The legitimate twins: a long enough secret, configured or held, is taken.
+        let strong = "s".repeat(MIN_GATEWAY_SECRET_BYTES);
+        assert_eq!(gateway_secret(&config_in(&dir, &strong)).unwrap(), strong);
+        std::fs::write(dir.join("gateway-secret"), format!("{strong}\n")).unwrap();
+        assert_eq!(gateway_secret(&config_in(&dir, "")).unwrap(), strong);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_generated_gateway_secret_is_strong_and_kept() {
+        let dir = temp_dir();
+        let generated = gateway_secret(&config_in(&dir, "")).unwrap();
+        assert!(
+            generated.len() >= MIN_GATEWAY_SECRET_BYTES,
+            "{}",
+            generated.len()
+        );
+        assert_eq!(gateway_secret(&config_in(&dir, "")).unwrap(), generated);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -32,14 +32,33 @@ pub fn router() -> Router<AppState> {
         )
 }
 
-/// Refuses (401) a request without the gateway secret as its bearer token.
-fn require_gateway_secret(state: &AppState, headers: &HeaderMap) -> ApiResult<()> {
-    let presented = bearer_token(headers).unwrap_or_default();
-    if bool::from(presented.as_bytes().ct_eq(state.gateway_secret.as_bytes())) {
-        Ok(())
-    } else {
-        Err(ApiError::Unauthenticated)
+/// The paths only gateways may call (the manifest key is public).
+const GATEWAY_ONLY: [&str; 3] = [
+    apim_manifest::paths::CONTROL_PLANE_MANIFEST,
+    apim_manifest::paths::CONTROL_PLANE_CHANGES,
+    apim_manifest::paths::CONTROL_PLANE_REPORT,
+];
+
+/// Refuses (401) a call of a gateway-only path without the gateway secret as its bearer
+/// token, from the head: it runs before any layer reads a body, so a caller without the
+/// secret cannot make the control plane read (or wait for) one.
+pub async fn require_gateway_secret(
+    State(state): State<AppState>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let gateway_only = GATEWAY_ONLY.contains(&request.uri().path());
+    if gateway_only && !proves_secret(request.headers(), &state.gateway_secret) {
+        return super::closing(ApiError::Unauthenticated.into_response());
     }
+    next.run(request).await
+}
+
+/// Whether the bearer token is `secret`; an empty token proves nothing, whatever the
+/// secret (the start refuses short ones).
+fn proves_secret(headers: &HeaderMap, secret: &str) -> bool {
+    let presented = bearer_token(headers).unwrap_or_default();
+    !presented.is_empty() && bool::from(presented.as_bytes().ct_eq(secret.as_bytes()))
 }
 
 #[derive(Debug, Deserialize)]
@@ -59,10 +78,8 @@ struct PageQuery {
 /// backend credentials).
 async fn manifest_page(
     State(state): State<AppState>,
-    headers: HeaderMap,
     QueryParams(query): QueryParams<PageQuery>,
 ) -> ApiResult<Response> {
-    require_gateway_secret(&state, &headers)?;
     let (after, snapshot) = (query.after.unwrap_or(0), query.snapshot.unwrap_or(false));
     // Midway through a snapshot a gateway holds nothing it serves yet.
     let held = if snapshot { 0 } else { after };
@@ -104,10 +121,8 @@ struct ChangesQuery {
 /// the control plane, whatever the pushes did meanwhile. Needs the gateway secret.
 async fn changes(
     State(state): State<AppState>,
-    headers: HeaderMap,
     QueryParams(query): QueryParams<ChangesQuery>,
 ) -> ApiResult<Json<serde_json::Value>> {
-    require_gateway_secret(&state, &headers)?;
     let after = query.after.unwrap_or(0);
     check_in(&state, query.gateway, query.environment, after).await?;
     let wait = std::time::Duration::from_secs(query.wait.unwrap_or(0));
@@ -140,14 +155,13 @@ async fn manifest_key(State(state): State<AppState>) -> impl IntoResponse {
 }
 
 /// A gateway could not take a page it pulled (too large to read, unparsable, or not
-/// signed by the key it knows): kept with the refused pages, 204. The secret is checked
-/// before the body is read. Nothing for gateways changes, so nothing is compiled.
+/// signed by the key it knows): kept with the refused pages, 204. The secret was checked
+/// from the head ([`require_gateway_secret`]). Nothing for gateways changes, so nothing
+/// is compiled.
 async fn page_report(
     State(state): State<AppState>,
-    headers: HeaderMap,
     body: Bytes,
 ) -> ApiResult<(Touches, StatusCode)> {
-    require_gateway_secret(&state, &headers)?;
     let report: PageReport = parse_json(&body)?;
     state.manifests.page_refused("pull", report);
     Ok((Touches::nothing(), StatusCode::NO_CONTENT))
@@ -156,6 +170,7 @@ async fn page_report(
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
+    use std::time::Duration;
 
     use clap::Parser;
 
@@ -222,5 +237,78 @@ mod tests {
             (refused[0].gateway.as_str(), &refused[0].report),
             ("pull", &report)
         );
+    }
+
+    #[tokio::test]
+    async fn an_empty_secret_proves_nothing() {
+        let page = |url: String, bearer: Option<&'static str>| async move {
+            let request = reqwest::Client::new().get(format!(
+                "{url}{}",
+                apim_manifest::paths::CONTROL_PLANE_MANIFEST
+            ));
+            let request = match bearer {
+                Some(bearer) => request.header("authorization", format!("Bearer {bearer}")),
+                None => request,
+            };
+            request.send().await.unwrap().status()
+        };
+        let open = serve(ManifestHub::new(), "").await;
+        assert_eq!(page(open.clone(), None).await, 401);
+        assert_eq!(page(open, Some("")).await, 401);
+        // The legitimate twin: the secret itself gets past the check.
+        let guarded = serve(ManifestHub::new(), "s3cret").await;
+        assert_eq!(page(guarded.clone(), None).await, 401);
+        assert_ne!(page(guarded, Some("s3cret")).await, 401);
+    }
+
+    /// A report's head, announcing a body it does not send yet.
+    async fn report_head(url: &str, bearer: &str) -> tokio::net::TcpStream {
+        use tokio::io::AsyncWriteExt as _;
+        let addr = url.trim_start_matches("http://");
+        let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let head = format!(
+            "POST {} HTTP/1.1\r\nhost: {addr}\r\nauthorization: Bearer {bearer}\r\n\
+             content-type: application/json\r\ncontent-length: {}\r\n\r\n",
+            apim_manifest::paths::CONTROL_PLANE_REPORT,
+            REPORT_BODY.len()
+        );
+        stream.write_all(head.as_bytes()).await.unwrap();
+        stream
+    }
+
+    const REPORT_BODY: &str = r#"{"after":1,"snapshot":false,"reason":"unparsable"}"#;
+
+    /// What the control plane answers on `stream` within `within`, if anything.
+    async fn answer_within(stream: &mut tokio::net::TcpStream, within: Duration) -> String {
+        use tokio::io::AsyncReadExt as _;
+        let mut answer = vec![0; 4096];
+        match tokio::time::timeout(within, stream.read(&mut answer)).await {
+            Ok(Ok(read)) => String::from_utf8_lossy(&answer[..read]).into_owned(),
+            _ => String::new(),
+        }
+    }
+
+    #[tokio::test]
+    async fn gateway_credentials_are_checked_before_the_body_is_read() {
+        use tokio::io::AsyncWriteExt as _;
+        let manifests = ManifestHub::new();
+        let url = serve(manifests.clone(), "s3cret").await;
+        // Without the secret: refused from the head, the body never awaited (the body
+        // timeout is 30 s) and the connection closed.
+        let mut stranger = report_head(&url, "wrong").await;
+        let refusal = answer_within(&mut stranger, Duration::from_secs(10)).await;
+        assert!(refusal.starts_with("HTTP/1.1 401"), "{refusal:?}");
+        assert!(
+            refusal.to_ascii_lowercase().contains("connection: close"),
+            "{refusal}"
+        );
+        // With it: the control plane waits for the body, then takes the report.
+        let mut gateway = report_head(&url, "s3cret").await;
+        let early = answer_within(&mut gateway, Duration::from_millis(300)).await;
+        assert_eq!(early, "", "answered before the body came");
+        gateway.write_all(REPORT_BODY.as_bytes()).await.unwrap();
+        let taken = answer_within(&mut gateway, Duration::from_secs(10)).await;
+        assert!(taken.starts_with("HTTP/1.1 204"), "{taken:?}");
+        assert_eq!(manifests.refused_pages().len(), 1);
     }
 }

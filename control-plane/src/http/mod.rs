@@ -91,6 +91,10 @@ pub fn app(state: AppState) -> Router {
             read_body_in_time,
         ))
         .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            gateway::require_gateway_secret,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
             body_limit,
             refuse_oversized_bodies,
         ))
@@ -213,16 +217,18 @@ async fn read_body_in_time(
             next.run(axum::extract::Request::from_parts(parts, body))
                 .await
         }
-        Err(refusal) => {
-            let mut response = refusal.into_response();
-            // The rest of the body is not read: the connection cannot carry another request.
-            response.headers_mut().insert(
-                axum::http::header::CONNECTION,
-                axum::http::HeaderValue::from_static("close"),
-            );
-            response
-        }
+        Err(refusal) => closing(refusal.into_response()),
     }
+}
+
+/// `response` with `Connection: close`: sent before the request's body was read whole,
+/// so the connection cannot carry another request.
+fn closing(mut response: axum::response::Response) -> axum::response::Response {
+    response.headers_mut().insert(
+        axum::http::header::CONNECTION,
+        axum::http::HeaderValue::from_static("close"),
+    );
+    response
 }
 
 async fn not_found(uri: axum::http::Uri) -> error::ApiError {
