@@ -473,12 +473,9 @@ mod tests {
         }
     }
 
-    fn redis_up() -> bool {
-        let up = std::net::TcpStream::connect("127.0.0.1:6379").is_ok();
-        if !up {
-            eprintln!("no Redis on 127.0.0.1:6379; skipping");
-        }
-        up
+    /// Whether Redis serves `test` (a test without it fails, unless told to skip).
+    fn redis_up(test: &str) -> bool {
+        harness::services::available(harness::services::Service::Redis, test)
     }
 
     fn namespace(name: &str) -> String {
@@ -525,7 +522,7 @@ mod tests {
     /// largest counted.
     #[tokio::test]
     async fn the_redis_script_grants_what_the_rule_says() {
-        if !redis_up() {
+        if !redis_up("the_redis_script_grants_what_the_rule_says") {
             return;
         }
         let store = RedisStore::connect(REDIS, &namespace("rule"))
@@ -576,7 +573,7 @@ mod tests {
     /// hundred a second, so nodes ask for more than one grant at a time.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn nodes_sharing_redis_admit_exactly_the_limit() {
-        if !redis_up() {
+        if !redis_up("nodes_sharing_redis_admit_exactly_the_limit") {
             return;
         }
         let nodes = nodes(&namespace("exact"), 3).await;
@@ -602,7 +599,7 @@ mod tests {
     /// limit: one node takes a block, then only the others are called.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn grants_held_idle_go_back_to_the_others() {
-        if !redis_up() {
+        if !redis_up("grants_held_idle_go_back_to_the_others") {
             return;
         }
         let nodes = nodes(&namespace("idle"), 2).await;
@@ -631,7 +628,7 @@ mod tests {
     /// Redis once it is back: there they would take off calls other nodes admitted.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn grants_go_back_to_the_store_that_made_them() {
-        if !redis_up() {
+        if !redis_up("grants_go_back_to_the_store_that_made_them") {
             return;
         }
         let nodes = nodes(&namespace("made"), 2).await;
@@ -686,7 +683,7 @@ mod tests {
     #[tokio::test]
     async fn a_refused_call_counts_against_none_of_its_limits() {
         let mut all = vec![Counters::new(KvStore::memory())];
-        if redis_up() {
+        if redis_up("a_refused_call_counts_against_none_of_its_limits") {
             all.extend(nodes(&namespace("refused"), 1).await);
         }
         for counters in all {
@@ -706,7 +703,7 @@ mod tests {
     /// ask to finish: the calls after it are answered, not left waiting for it.
     #[tokio::test]
     async fn a_call_dropped_while_asking_leaves_no_one_waiting() {
-        if !redis_up() {
+        if !redis_up("a_call_dropped_while_asking_leaves_no_one_waiting") {
             return;
         }
         let node = nodes(&namespace("dropped"), 1).await.remove(0);

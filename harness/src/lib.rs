@@ -1,5 +1,8 @@
-//! End-to-end harness: runs the real `control-plane` binary on an ephemeral port against
-//! a fresh SQLite file or PostgreSQL database, and talks to it over HTTP.
+//! The one launcher of the platform, shared by the tests (`tests/`) and the tools
+//! (`tools/`: benchmark, fault command, local stack): runs the real `control-plane` and
+//! `edge-gateway` binaries on ephemeral ports against a fresh SQLite file or PostgreSQL
+//! database, talks to them over HTTP, and takes the domain steps (publish, subscribe,
+//! keys, token) the way a WSO2 client would.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -12,12 +15,11 @@ use sqlx::Connection;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
-pub mod bench;
-pub mod dev_api;
-pub mod faults;
-pub mod legacy;
+pub mod machine;
 pub mod redis;
+pub mod services;
 pub mod stack;
+pub mod steps;
 
 /// PostgreSQL server the tests create their databases on.
 pub fn postgres_admin_url() -> String {
@@ -488,7 +490,7 @@ fn built_components() -> PathBuf {
                     "-p",
                     "edge-gateway",
                 ]);
-                run_cargo(&["build", "--release", "-p", "e2e", "--bin", "legacy-soap"]);
+                run_cargo(&["build", "--release", "-p", "tools", "--bin", "legacy-soap"]);
             } else {
                 // The same feature set `cargo test --workspace` resolved: nothing rebuilds.
                 run_cargo(&["build", "--workspace", "--all-targets"]);
@@ -820,7 +822,7 @@ pub fn jwt_header(token: &str) -> Value {
     serde_json::from_slice(&bytes).expect("JSON header")
 }
 
-/// The API record of spec 2.3 (tests/fixtures/api.json).
+/// The API record of spec 2.3 (harness/fixtures/api.json).
 pub fn spec_api_record() -> Value {
     serde_json::from_str(include_str!("../fixtures/api.json")).expect("fixture api.json")
 }

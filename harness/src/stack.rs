@@ -4,7 +4,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::{Backend, Client, ControlPlane, EchoBackend, PUBLISHER, STORE, ServerProcess};
+use crate::steps::Steps;
+use crate::{Backend, Client, ControlPlane, EchoBackend, ServerProcess};
 
 /// Every management scope the flows need.
 pub const ALL_SCOPES: &str = "mgr:api_view mgr:api_create mgr:api_publish mgr:subscribe";
@@ -27,12 +28,122 @@ pub struct Stack {
     pub admin: String,
 }
 
-/// Component variables, edge-gateway's settings and the control plane's.
-type Settings<'a> = (
-    &'a [&'a str],
-    &'a [(&'static str, String)],
-    &'a [(&'static str, String)],
-);
+/// What every platform starts with: a backend, a control plane, and an administrator's
+/// token from it.
+pub struct Core {
+    /// The control plane's data directory.
+    pub data_dir: std::path::PathBuf,
+    /// The control plane.
+    pub control_plane: ControlPlane,
+    /// The backend APIs point at.
+    pub backend: EchoBackend,
+    /// Client of the management listener.
+    pub mgmt: Client,
+    /// An administrator's token with every management scope (spec §5 steps 1 and 2).
+    pub admin: String,
+}
+
+impl Core {
+    /// Starts the backend and a control plane on `database` with its data in `data_dir`
+    /// and `settings` (`APIM_*`), and logs in as the administrator.
+    pub async fn start(
+        database: &Backend,
+        data_dir: std::path::PathBuf,
+        settings: &[(&'static str, String)],
+    ) -> Self {
+        crate::gateway_component();
+        let backend = EchoBackend::start().await;
+        let control_plane = crate::start_control_plane(database, &data_dir, settings).await;
+        let mgmt = Client::new(&control_plane.url);
+        let admin = mgmt.login("admin", crate::ADMIN_PASSWORD, ALL_SCOPES).await;
+        Core {
+            data_dir,
+            control_plane,
+            backend,
+            mgmt,
+            admin,
+        }
+    }
+
+    /// The whole stack, with `gateway` (of several, the one [`Stack::gw`] talks to).
+    pub fn with_gateway(self, gateway: ServerProcess) -> Stack {
+        Stack {
+            gw: Client::new(&gateway.url),
+            data_dir: self.data_dir,
+            control_plane: Some(self.control_plane),
+            gateway,
+            backend: self.backend,
+            mgmt: self.mgmt,
+            admin: self.admin,
+        }
+    }
+}
+
+/// How a [`Stack`] starts: each field's default is the plain case.
+pub struct Launch<'a> {
+    /// The control plane's database (SQLite by default).
+    pub database: Backend,
+    /// Its data directory (a fresh one by default).
+    pub data_dir: Option<std::path::PathBuf>,
+    /// Component variables (`name=value`).
+    pub vars: &'a [&'a str],
+    /// More of edge-gateway's settings (`APIM_*`).
+    pub gateway: &'a [(&'static str, String)],
+    /// More of the control plane's settings (`APIM_*`).
+    pub control_plane: &'a [(&'static str, String)],
+    /// How long after the control plane the gateway starts, as an operator deploys.
+    pub gateway_after: Duration,
+    /// The CPUs the gateway runs on (taskset syntax; all by default).
+    pub gateway_cpus: Option<&'a str>,
+}
+
+impl Default for Launch<'_> {
+    fn default() -> Self {
+        Self {
+            database: Backend::Sqlite,
+            data_dir: None,
+            vars: &[],
+            gateway: &[],
+            control_plane: &[],
+            gateway_after: Duration::ZERO,
+            gateway_cpus: None,
+        }
+    }
+}
+
+impl Launch<'_> {
+    /// Starts backend, control plane and gateway, and logs in.
+    pub async fn start(self) -> Stack {
+        let data_dir = self.data_dir.unwrap_or_else(crate::temp_dir);
+        let gateway_addr = format!("127.0.0.1:{}", crate::free_port());
+        let mut control_plane_settings = vec![("APIM_GATEWAYS", format!("http://{gateway_addr}"))];
+        control_plane_settings.extend(self.control_plane.iter().cloned());
+        let core = Core::start(&self.database, data_dir, &control_plane_settings).await;
+        tokio::time::sleep(self.gateway_after).await;
+        if let Some(cpus) = self.gateway_cpus {
+            // The gateway inherits this thread's mask.
+            crate::machine::pin_thread(cpus);
+        }
+        let gateway = crate::start_edge_gateway_with(
+            &core.control_plane,
+            &core.data_dir,
+            &gateway_addr,
+            self.vars,
+            self.gateway,
+        )
+        .await;
+        if self.gateway_cpus.is_some() {
+            crate::machine::pin_thread(&all_cpus());
+        }
+        core.with_gateway(gateway)
+    }
+}
+
+/// Every CPU of the machine, in taskset syntax.
+fn all_cpus() -> String {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    format!("0-{}", cpus - 1)
+}
 
 impl Stack {
     /// Starts backend, control plane and gateway (with component `vars`), and logs in.
@@ -51,9 +162,10 @@ impl Stack {
         settings: &[(&'static str, String)],
         control_plane_settings: &[(&'static str, String)],
     ) -> Self {
+        let data_dir = crate::temp_dir();
         Self::start_on(
             &Backend::Sqlite,
-            crate::temp_dir(),
+            data_dir,
             vars,
             settings,
             control_plane_settings,
@@ -69,70 +181,32 @@ impl Stack {
         settings: &[(&'static str, String)],
         control_plane_settings: &[(&'static str, String)],
     ) -> Self {
-        let settings = (vars, settings, control_plane_settings);
-        Self::start_deployed(database, data_dir, settings, Duration::ZERO).await
+        Launch {
+            database: database.clone(),
+            data_dir: Some(data_dir),
+            vars,
+            gateway: settings,
+            control_plane: control_plane_settings,
+            ..Launch::default()
+        }
+        .start()
+        .await
     }
 
     /// As an operator deploys: the control plane first (pushing to a gateway that is not
     /// up yet), the gateway `after` that.
     pub async fn start_late(after: Duration) -> Self {
-        let settings = (&[][..], &[][..], &[][..]);
-        Self::start_deployed(&Backend::Sqlite, crate::temp_dir(), settings, after).await
+        Launch {
+            gateway_after: after,
+            ..Launch::default()
+        }
+        .start()
+        .await
     }
 
-    async fn start_deployed(
-        database: &Backend,
-        data_dir: std::path::PathBuf,
-        (vars, settings, control_plane_settings): Settings<'_>,
-        gateway_after: Duration,
-    ) -> Self {
-        crate::gateway_component();
-        let backend = EchoBackend::start().await;
-        let gateway_addr = format!("127.0.0.1:{}", crate::free_port());
-        let mut control_plane_env = vec![("APIM_GATEWAYS", format!("http://{gateway_addr}"))];
-        control_plane_env.extend(control_plane_settings.iter().cloned());
-        let control_plane =
-            crate::start_control_plane(database, &data_dir, &control_plane_env).await;
-        tokio::time::sleep(gateway_after).await;
-        let gateway = crate::start_edge_gateway_with(
-            &control_plane,
-            &data_dir,
-            &gateway_addr,
-            vars,
-            settings,
-        )
-        .await;
-        let mgmt = Client::new(&control_plane.url);
-        let gw = Client::new(&gateway.url);
-        // Spec §5 steps 1 and 2, the token coming from {gateway_url}/token.
-        let client = mgmt
-            .register("admin", crate::ADMIN_PASSWORD, "gateway_e2e")
-            .await
-            .expect(200);
-        let admin = gw
-            .token_at(
-                "/token",
-                &client.str("clientId"),
-                &client.str("clientSecret"),
-                &[
-                    ("grant_type", "password"),
-                    ("username", "admin"),
-                    ("password", crate::ADMIN_PASSWORD),
-                    ("scope", ALL_SCOPES),
-                ],
-            )
-            .await
-            .expect(200)
-            .str("access_token");
-        Stack {
-            data_dir,
-            control_plane: Some(control_plane),
-            gateway,
-            backend,
-            mgmt,
-            gw,
-            admin,
-        }
+    /// The domain steps, taken as the administrator.
+    pub fn steps(&self) -> Steps<'_> {
+        Steps::new(&self.mgmt, &self.admin)
     }
 
     /// Creates an API of the spec's shape pointing at the backend (with `changes`), and
@@ -142,12 +216,7 @@ impl Stack {
         for (key, value) in changes.as_object().unwrap() {
             record[key] = value.clone();
         }
-        let id = self
-            .mgmt
-            .post_json(&format!("{PUBLISHER}/apis"), &self.admin, &record)
-            .await
-            .expect(201)
-            .str("id");
+        let id = self.steps().create_api(&record).await.unwrap();
         for action in actions {
             self.lifecycle(&id, action).await;
         }
@@ -156,11 +225,7 @@ impl Stack {
 
     /// Applies a lifecycle action.
     pub async fn lifecycle(&self, id: &str, action: &str) {
-        let path = format!(
-            "{PUBLISHER}/apis/change-lifecycle?apiId={id}&action={}",
-            action.replace(' ', "+")
-        );
-        self.mgmt.post_empty(&path, &self.admin).await.expect(200);
+        self.steps().lifecycle(id, action).await.unwrap();
     }
 
     /// An application of `tier`, subscribed to `apis`, with PRODUCTION keys; returns
@@ -171,7 +236,12 @@ impl Stack {
         tier: &str,
         apis: &[&str],
     ) -> (String, String, String, Vec<String>) {
-        subscribed_application(&self.mgmt, &self.admin, name, tier, apis).await
+        let app = self
+            .steps()
+            .subscribed_application(name, tier, apis)
+            .await
+            .unwrap();
+        (app.id, app.keys.key, app.keys.secret, app.subscriptions)
     }
 
     /// Spec §5 step 3: a token for the consumer key, from {gateway_url}/token.
@@ -189,51 +259,6 @@ impl Stack {
             .expect(200)
             .str("access_token")
     }
-}
-
-/// An application of `tier` created by `admin` (a token), subscribed to `apis`, with
-/// PRODUCTION keys; returns (application id, consumer key, consumer secret, subscription
-/// ids).
-pub async fn subscribed_application(
-    mgmt: &Client,
-    admin: &str,
-    name: &str,
-    tier: &str,
-    apis: &[&str],
-) -> (String, String, String, Vec<String>) {
-    let app = mgmt
-        .post_json(
-            &format!("{STORE}/applications"),
-            admin,
-            &json!({"name": name, "throttlingTier": tier}),
-        )
-        .await
-        .expect(201)
-        .str("applicationId");
-    let mut subscriptions = Vec::new();
-    for api in apis {
-        let body = json!({"tier": "Unlimited", "apiIdentifier": api, "applicationId": app});
-        subscriptions.push(
-            mgmt.post_json(&format!("{STORE}/subscriptions"), admin, &body)
-                .await
-                .expect(201)
-                .str("subscriptionId"),
-        );
-    }
-    let keys = mgmt
-        .post_json(
-            &format!("{STORE}/applications/generate-keys?applicationId={app}"),
-            admin,
-            &json!({"validityTime": "3600", "keyType": "PRODUCTION", "accessAllowDomains": ["ALL"], "scopes": ["default"]}),
-        )
-        .await
-        .expect(200);
-    (
-        app,
-        keys.str("consumerKey"),
-        keys.str("consumerSecret"),
-        subscriptions,
-    )
 }
 
 /// The API record of spec 2.3 named `name` (context `/<name in lower case>`), with

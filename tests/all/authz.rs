@@ -1,13 +1,14 @@
 //! The management side tried as a hostile tenant, creator or subscriber would: each
 //! refusal next to the legitimate request that must still work (issue 12, items 1–4).
 
-use e2e::{ADMIN_PASSWORD, PUBLISHER, Reply, STORE, spec_api_record};
+use harness::stack::ALL_SCOPES;
+use harness::steps::Steps;
+use harness::{ADMIN_PASSWORD, PUBLISHER, Reply, STORE, spec_api_record};
 use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::Env;
 
-const ALL_SCOPES: &str = "mgr:api_view mgr:api_create mgr:api_publish mgr:subscribe";
 const ADMIN_API: &str = "/api/am/admin/v0.14";
 const ADMIN: (&str, &str) = ("admin", ADMIN_PASSWORD);
 
@@ -28,25 +29,15 @@ async fn create(env: &Env, token: &str, changes: Value) -> Reply {
 }
 
 async fn publish(env: &Env, token: &str, id: &str) {
-    env.api
-        .post_empty(
-            &format!("{PUBLISHER}/apis/change-lifecycle?apiId={id}&action=Publish"),
-            token,
-        )
+    Steps::new(&env.api, token)
+        .lifecycle(id, "Publish")
         .await
-        .expect(200);
+        .unwrap();
 }
 
 async fn new_application(env: &Env, token: &str, name: &str) -> String {
-    env.api
-        .post_json(
-            &format!("{STORE}/applications"),
-            token,
-            &json!({"name": name, "throttlingTier": "Unlimited"}),
-        )
-        .await
-        .expect(201)
-        .str("applicationId")
+    let steps = Steps::new(&env.api, token);
+    steps.create_application(name, "Unlimited").await.unwrap()
 }
 
 async fn subscribe(env: &Env, token: &str, api: &str, application: &str) -> Reply {
@@ -338,7 +329,7 @@ pub async fn tenant_admin_is_confined(env: Env) {
     api.get(&apis, &bob_creator).await.expect(401);
     let bob_subscriber = api.login("bob@acme.com", "bob-pw", create_scopes).await;
     assert_eq!(
-        e2e::jwt_claims(&bob_subscriber)["scope"],
+        harness::jwt_claims(&bob_subscriber)["scope"],
         "mgr:subscribe",
         "only what the new roles give"
     );

@@ -2,8 +2,9 @@
 //! update, a large but realistic one beside it is published and served, and changes made
 //! afterwards (an unsubscription, a revocation) still reach the gateway.
 
-use e2e::stack::Stack;
-use e2e::{PUBLISHER, STORE};
+use harness::Backend;
+use harness::stack::Launch;
+use harness::{PUBLISHER, STORE};
 use reqwest::Method;
 use serde_json::{Value, json};
 
@@ -36,15 +37,19 @@ fn oversized_definitions() -> Vec<(Value, &'static str)> {
     ]
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn oversized_apis_are_refused_and_changes_keep_reaching_gateways() {
-    let stack = Stack::start(&[]).await;
+pub async fn oversized_apis_are_refused_and_changes_keep_reaching_gateways(database: Backend) {
+    let stack = Launch {
+        database,
+        ..Launch::default()
+    }
+    .start()
+    .await;
     let (mgmt, gw, admin) = (&stack.mgmt, &stack.gw, stack.admin.as_str());
 
     // Refused at create, in WSO2's error body.
     let apis = format!("{PUBLISHER}/apis");
     for (definition, words) in oversized_definitions() {
-        let mut record = e2e::spec_api_record();
+        let mut record = harness::spec_api_record();
         record["name"] = json!("Oversized");
         record["context"] = json!("/oversized");
         record["apiDefinition"] = definition;
@@ -65,8 +70,8 @@ async fn oversized_apis_are_refused_and_changes_keep_reaching_gateways() {
     let kept = stack.app_token(&key, &secret, &[]).await;
     let revoked = stack.app_token(&other_key, &other_secret, &[]).await;
     let path = "/large/v1.0.0/customers/c1/orders399/o1";
-    e2e::eventually(gw, Method::GET, path, &kept, |r| r.status == 200).await;
-    e2e::eventually(gw, Method::GET, path, &revoked, |r| r.status == 200).await;
+    harness::eventually(gw, Method::GET, path, &kept, |r| r.status == 200).await;
+    harness::eventually(gw, Method::GET, path, &revoked, |r| r.status == 200).await;
 
     // Refused at update, whole record or definition alone; the API stays as it was.
     let api_path = format!("{apis}/{api}");
@@ -91,13 +96,13 @@ async fn oversized_apis_are_refused_and_changes_keep_reaching_gateways() {
     )
     .await
     .expect(200);
-    e2e::eventually(gw, Method::GET, path, &kept, |r| r.status == 403).await;
+    harness::eventually(gw, Method::GET, path, &kept, |r| r.status == 403).await;
     let revoke = reqwest::Client::new()
         .post(format!("{}/revoke", gw.base))
         .basic_auth(&other_key, Some(&other_secret))
         .form(&[("token", revoked.as_str())]);
     gw.send(revoke).await.expect(200);
-    e2e::eventually(gw, Method::GET, path, &revoked, |r| r.status == 401).await;
+    harness::eventually(gw, Method::GET, path, &revoked, |r| r.status == 401).await;
 
     stack.gateway.stop().await;
     if let Some(control_plane) = stack.control_plane {

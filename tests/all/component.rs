@@ -93,7 +93,7 @@ fn assert_spin_compatible(wasm: &std::path::Path, needed: &[&str], extra: &[&str
 #[test]
 fn gateway_component_imports_only_what_spin_provides() {
     assert_spin_compatible(
-        &e2e::gateway_component(),
+        &harness::gateway_component(),
         &[
             "wasi:http/outgoing-handler@0.2.",
             "wasi:keyvalue/store@0.2.0-draft2",
@@ -106,7 +106,7 @@ fn gateway_component_imports_only_what_spin_provides() {
 #[test]
 fn dev_facade_component_imports_only_what_spin_provides() {
     assert_spin_compatible(
-        &e2e::dev_facade_component(),
+        &harness::dev_facade_component(),
         &["wasi:http/outgoing-handler@0.2.", "wasi:config/store@"],
         &[],
     );
@@ -136,7 +136,7 @@ fn assert_deployed(
         .as_table()
         .unwrap_or_else(|| panic!("component {name} missing"))
         .clone();
-    let source = e2e::workspace_root().join(component["source"].as_str().expect("source"));
+    let source = harness::workspace_root().join(component["source"].as_str().expect("source"));
     assert_eq!(source, built, "spin.toml must point at the built {name}");
     assert!(source.exists());
     let variables = component["variables"].as_table().expect("variables");
@@ -168,14 +168,14 @@ fn assert_deployed(
 fn spin_manifest_deploys_the_built_components_with_every_setting() {
     use dev_facade::backend::settings as facade;
     use gateway::sync::settings;
-    let root = e2e::workspace_root();
+    let root = harness::workspace_root();
     let text = std::fs::read_to_string(root.join("spin.toml")).expect("spin.toml");
     let manifest: toml::Table = text.parse().expect("spin.toml parses");
     assert_eq!(manifest["spin_manifest_version"].as_integer(), Some(2));
     let gateway = assert_deployed(
         &manifest,
         "gateway",
-        &e2e::gateway_component(),
+        &harness::gateway_component(),
         &[
             settings::CONTROL_PLANE_URL,
             settings::MANIFEST_PUBLIC_KEY,
@@ -202,7 +202,7 @@ fn spin_manifest_deploys_the_built_components_with_every_setting() {
     assert_deployed(
         &manifest,
         "dev-facade",
-        &e2e::dev_facade_component(),
+        &harness::dev_facade_component(),
         &[
             facade::SOAP_URL,
             facade::SOAP_USER,
@@ -218,7 +218,7 @@ fn spin_manifest_deploys_the_built_components_with_every_setting() {
 /// wildcards do not cover `*.spin.internal`) and so does the gateway's egress policy.
 #[test]
 fn spin_manifest_keeps_the_facade_private_behind_the_gateway() {
-    let root = e2e::workspace_root();
+    let root = harness::workspace_root();
     let text = std::fs::read_to_string(root.join("spin.toml")).expect("spin.toml");
     let manifest: toml::Table = text.parse().expect("spin.toml parses");
     let facade_routes: Vec<&toml::Value> = triggers_of(&manifest, "dev-facade")

@@ -3,8 +3,9 @@
 
 use std::time::{Duration, Instant};
 
-use e2e::stack::ALL_SCOPES;
-use e2e::{Client, PUBLISHER, Reply, STORE};
+use harness::stack::ALL_SCOPES;
+use harness::steps::Steps;
+use harness::{Client, PUBLISHER, Reply, STORE};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -15,7 +16,7 @@ const ADMIN: &str = "/api/am/admin/v0.14";
 /// A registered (management) client of the administrator: (id, secret).
 async fn management_client(api: &Client, name: &str) -> (String, String) {
     let client = api
-        .register("admin", e2e::ADMIN_PASSWORD, name)
+        .register("admin", harness::ADMIN_PASSWORD, name)
         .await
         .expect(200);
     (client.str("clientId"), client.str("clientSecret"))
@@ -57,7 +58,7 @@ async fn revoke(api: &Client, (id, secret): &(String, String), token: &str) -> R
 /// The API record of the spec named `name`, pointing at `endpoint`, declaring `scopes`
 /// in its Swagger definition as WSO2 2.6 does.
 fn api_declaring(name: &str, endpoint: &str, scopes: Value) -> Value {
-    let mut record = e2e::stack::api_record(name, endpoint);
+    let mut record = harness::stack::api_record(name, endpoint);
     let mut definition: Value =
         serde_json::from_str(record["apiDefinition"].as_str().unwrap()).unwrap();
     definition["x-wso2-security"] = json!({"apim": {"x-wso2-scopes": scopes}});
@@ -67,39 +68,17 @@ fn api_declaring(name: &str, endpoint: &str, scopes: Value) -> Value {
 
 /// Creates and publishes an API; its id.
 async fn published(api: &Client, token: &str, record: &Value) -> String {
-    let id = api
-        .post_json(&format!("{PUBLISHER}/apis"), token, record)
-        .await
-        .expect(201)
-        .str("id");
-    api.post_empty(
-        &format!("{PUBLISHER}/apis/change-lifecycle?apiId={id}&action=Publish"),
-        token,
-    )
-    .await
-    .expect(200);
-    id
+    Steps::new(api, token).publish_api(record).await.unwrap()
 }
 
 async fn application(api: &Client, token: &str, name: &str) -> String {
-    api.post_json(
-        &format!("{STORE}/applications"),
-        token,
-        &json!({"name": name, "throttlingTier": "Unlimited"}),
-    )
-    .await
-    .expect(201)
-    .str("applicationId")
+    let steps = Steps::new(api, token);
+    steps.create_application(name, "Unlimited").await.unwrap()
 }
 
 async fn subscribe(api: &Client, token: &str, app: &str, api_id: &str) {
-    api.post_json(
-        &format!("{STORE}/subscriptions"),
-        token,
-        &json!({"tier": "Unlimited", "apiIdentifier": api_id, "applicationId": app}),
-    )
-    .await
-    .expect(201);
+    let steps = Steps::new(api, token);
+    steps.subscribe(app, api_id, "Unlimited").await.unwrap();
 }
 
 async fn generate_keys(api: &Client, token: &str, app: &str, body: Value) -> Reply {
@@ -123,7 +102,7 @@ async fn client_credentials(api: &Client, client: &(String, String), scope: &str
 
 /// A password grant of the administrator through `client` asking for `scope` (200).
 async fn admin_password_grant(api: &Client, client: &(String, String), scope: &str) -> Reply {
-    let form = password_form("admin", e2e::ADMIN_PASSWORD, scope);
+    let form = password_form("admin", harness::ADMIN_PASSWORD, scope);
     api.token(&client.0, &client.1, &form).await.expect(200)
 }
 
@@ -134,7 +113,9 @@ fn scope(reply: &Reply) -> String {
 
 pub async fn application_keys_get_application_scopes_only(env: Env) {
     let api = &env.api;
-    let admin = api.login("admin", e2e::ADMIN_PASSWORD, ALL_SCOPES).await;
+    let admin = api
+        .login("admin", harness::ADMIN_PASSWORD, ALL_SCOPES)
+        .await;
     let app = application(api, &admin, "Audience").await;
     let mut request = keys_request(json!("3600"));
     request["scopes"] = json!(["mgr:subscribe", "apim:subscribe", "default"]);
@@ -215,9 +196,11 @@ pub async fn application_keys_get_application_scopes_only(env: Env) {
 
 pub async fn management_clients_cannot_call_apis(env: Env) {
     let api = &env.api;
-    let backend = e2e::EchoBackend::start().await;
-    let admin = api.login("admin", e2e::ADMIN_PASSWORD, ALL_SCOPES).await;
-    let record = e2e::stack::api_record("Guarded", &format!("{}/", backend.url));
+    let backend = harness::EchoBackend::start().await;
+    let admin = api
+        .login("admin", harness::ADMIN_PASSWORD, ALL_SCOPES)
+        .await;
+    let record = harness::stack::api_record("Guarded", &format!("{}/", backend.url));
     let api_id = published(api, &admin, &record).await;
     let app = application(api, &admin, "Caller").await;
     subscribe(api, &admin, &app, &api_id).await;
@@ -230,7 +213,7 @@ pub async fn management_clients_cannot_call_apis(env: Env) {
         .to_string();
     // The gateway pulls the manifest as it starts.
     let gateway =
-        e2e::start_edge_gateway(&env.control_plane, &env.data_dir, "127.0.0.1:0", &[]).await;
+        harness::start_edge_gateway(&env.control_plane, &env.data_dir, "127.0.0.1:0", &[]).await;
     let gw = Client::new(&gateway.url);
     let path = "/guarded/v1.0.0/devs/alice";
     let deadline = Instant::now() + Duration::from_secs(15);
@@ -261,7 +244,7 @@ pub async fn management_clients_cannot_call_apis(env: Env) {
 pub async fn lifetimes_are_bounded(mut env: Env) {
     let admin = env
         .api
-        .login("admin", e2e::ADMIN_PASSWORD, ALL_SCOPES)
+        .login("admin", harness::ADMIN_PASSWORD, ALL_SCOPES)
         .await;
     let api = &env.api;
     let app = application(api, &admin, "Lifetimes").await;
@@ -296,17 +279,17 @@ pub async fn lifetimes_are_bounded(mut env: Env) {
     // The token endpoint's validity_period likewise.
     let client = management_client(api, "lifetimes").await;
     for period in ["315360000000", "9223372036854775807", "31536001", "0", "-5"] {
-        let mut form = password_form("admin", e2e::ADMIN_PASSWORD, "mgr:api_view");
+        let mut form = password_form("admin", harness::ADMIN_PASSWORD, "mgr:api_view");
         form.push(("validity_period", period));
         api.token(&client.0, &client.1, &form)
             .await
             .expect_oauth_error(400, "invalid_request");
     }
-    let mut form = password_form("admin", e2e::ADMIN_PASSWORD, "mgr:api_view");
+    let mut form = password_form("admin", harness::ADMIN_PASSWORD, "mgr:api_view");
     form.push(("validity_period", "31536000"));
     let year = api.token(&client.0, &client.1, &form).await.expect(200);
     assert_eq!(year.body["expires_in"], 31536000);
-    let claims = e2e::jwt_claims(&year.str("access_token"));
+    let claims = harness::jwt_claims(&year.str("access_token"));
     assert_eq!(
         claims["exp"].as_i64().unwrap() - claims["iat"].as_i64().unwrap(),
         31536000
@@ -325,7 +308,9 @@ pub async fn lifetimes_are_bounded(mut env: Env) {
         .await
         .expect(200);
     assert_eq!(reply.body["expires_in"], 7200);
-    let admin = api.login("admin", e2e::ADMIN_PASSWORD, ALL_SCOPES).await;
+    let admin = api
+        .login("admin", harness::ADMIN_PASSWORD, ALL_SCOPES)
+        .await;
     let other = application(api, &admin, "Shorter").await;
     generate_keys(api, &admin, &other, keys_request(json!("7201")))
         .await
@@ -343,7 +328,7 @@ pub async fn revoking_any_token_revokes_its_family(env: Env) {
         api.token(
             id,
             secret,
-            &password_form("admin", e2e::ADMIN_PASSWORD, "mgr:api_view"),
+            &password_form("admin", harness::ADMIN_PASSWORD, "mgr:api_view"),
         )
         .await
         .expect(200)
@@ -421,7 +406,7 @@ pub async fn concurrent_refreshes_redeem_once(env: Env) {
         .token(
             &client.0,
             &client.1,
-            &password_form("admin", e2e::ADMIN_PASSWORD, "mgr:api_view"),
+            &password_form("admin", harness::ADMIN_PASSWORD, "mgr:api_view"),
         )
         .await
         .expect(200);
@@ -539,7 +524,7 @@ pub async fn failed_logins_lock_until_an_admin_unlocks(mut env: Env) {
     reconfigured(&mut env, &settings, "lockout").await;
     let api = env.api.clone();
     refused_logins(&api, &client, "target", "target-pw", 1).await;
-    let other = e2e::start_control_plane(
+    let other = harness::start_control_plane(
         &env.backend,
         &env.data_dir,
         &[("APIM_LOGIN_ADDRESS_MAX_FAILURES", "0".to_string())],
@@ -560,11 +545,11 @@ pub async fn failed_logins_lock_until_an_admin_unlocks(mut env: Env) {
     api.send(unlock("target", "target-pw", "target"))
         .await
         .expect_error(401, "Unauthenticated request");
-    api.send(unlock("admin", e2e::ADMIN_PASSWORD, "nobody"))
+    api.send(unlock("admin", harness::ADMIN_PASSWORD, "nobody"))
         .await
         .expect(404);
     let unlocked = api
-        .send(unlock("admin", e2e::ADMIN_PASSWORD, "target"))
+        .send(unlock("admin", harness::ADMIN_PASSWORD, "target"))
         .await
         .expect(200);
     assert_eq!(unlocked.body["username"], "target");
@@ -581,14 +566,14 @@ pub async fn failed_logins_lock_until_an_admin_unlocks(mut env: Env) {
     // The last administrator locked out: the command line lifts it, beside the running
     // control plane; a user name that was not locked is only told so.
     refused_logins(&api, &client, "admin", "guess", 5).await;
-    basic_login(&api, "admin", e2e::ADMIN_PASSWORD)
+    basic_login(&api, "admin", harness::ADMIN_PASSWORD)
         .await
         .expect_error(401, "Unauthenticated request");
     let cli = crate::secrets::command_env(&env.backend, &env.data_dir);
     let unlock = ["unlock-user", "--username", "admin"];
     let (ok, stdout, stderr) = crate::secrets::control_plane_command(&unlock, &cli, "").await;
     assert!(ok && stdout.contains("admin unlocked"), "{stdout}{stderr}");
-    basic_login(&api, "admin", e2e::ADMIN_PASSWORD)
+    basic_login(&api, "admin", harness::ADMIN_PASSWORD)
         .await
         .expect(200);
     let again = crate::secrets::control_plane_command(&unlock, &cli, "").await;
@@ -626,7 +611,7 @@ pub async fn failed_logins_are_throttled_per_address(mut env: Env) {
             .expect_oauth_error(400, "invalid_grant");
     }
     let throttled = api
-        .send(from("198.51.100.7", "admin", e2e::ADMIN_PASSWORD))
+        .send(from("198.51.100.7", "admin", harness::ADMIN_PASSWORD))
         .await
         .expect_oauth_error(429, "temporarily_unavailable");
     let retry_after: u64 = throttled.headers["retry-after"]
@@ -636,22 +621,22 @@ pub async fn failed_logins_are_throttled_per_address(mut env: Env) {
         .unwrap();
     assert!((1..=300).contains(&retry_after), "{retry_after}");
     let basic = api
-        .send(basic_from("198.51.100.7", "admin", e2e::ADMIN_PASSWORD))
+        .send(basic_from("198.51.100.7", "admin", harness::ADMIN_PASSWORD))
         .await
         .expect_error(429, "Too many failed logins");
     assert_eq!(basic.body["code"], 429);
     assert!(basic.headers.contains_key("retry-after"));
     // Legitimate: another address, and this proxy's own requests, log in.
-    api.send(from("198.51.100.8", "admin", e2e::ADMIN_PASSWORD))
+    api.send(from("198.51.100.8", "admin", harness::ADMIN_PASSWORD))
         .await
         .expect(200);
-    api.send(basic_from("198.51.100.8", "admin", e2e::ADMIN_PASSWORD))
+    api.send(basic_from("198.51.100.8", "admin", harness::ADMIN_PASSWORD))
         .await
         .expect(200);
     api.token(
         &client.0,
         &client.1,
-        &password_form("admin", e2e::ADMIN_PASSWORD, "default"),
+        &password_form("admin", harness::ADMIN_PASSWORD, "default"),
     )
     .await
     .expect(200);
@@ -661,10 +646,10 @@ pub async fn failed_logins_are_throttled_per_address(mut env: Env) {
             .await
             .expect_oauth_error(400, "invalid_grant");
     }
-    api.send(from("2001:db8::ffff", "admin", e2e::ADMIN_PASSWORD))
+    api.send(from("2001:db8::ffff", "admin", harness::ADMIN_PASSWORD))
         .await
         .expect_oauth_error(429, "temporarily_unavailable");
-    api.send(from("2001:db8:0:1::1", "admin", e2e::ADMIN_PASSWORD))
+    api.send(from("2001:db8:0:1::1", "admin", harness::ADMIN_PASSWORD))
         .await
         .expect(200);
 }
@@ -789,7 +774,7 @@ pub async fn saturated_password_checks_get_503(mut env: Env) {
     assert_eq!(busy.body["code"], 503);
     assert_eq!(busy.headers["retry-after"], "1");
     // Legitimate: once the burst is over, logins work.
-    password_login(api, &client, "admin", e2e::ADMIN_PASSWORD)
+    password_login(api, &client, "admin", harness::ADMIN_PASSWORD)
         .await
         .expect(200);
 }
@@ -882,7 +867,7 @@ pub async fn slow_clients_are_cut(mut env: Env) {
     api.token(
         &client.0,
         &client.1,
-        &password_form("admin", e2e::ADMIN_PASSWORD, "default"),
+        &password_form("admin", harness::ADMIN_PASSWORD, "default"),
     )
     .await
     .expect(200);

@@ -5,13 +5,13 @@
 
 use std::path::Path;
 
-use e2e::dev_api::{self, Target};
-use e2e::legacy::{
+use harness::{Client, FacadeSetup, ServerProcess};
+use serde_json::{Value, json};
+use tools::dev_api::{self, Target};
+use tools::legacy::{
     Framing, SOAP_PASSWORD, SOAP_USER, break_database, recorded_requests, restore_database,
     soap_call, start_legacy_soap_framed, validate_soap_request,
 };
-use e2e::{Client, FacadeSetup, ServerProcess};
-use serde_json::{Value, json};
 
 use crate::Env;
 
@@ -27,22 +27,22 @@ struct Facade {
 
 impl Facade {
     async fn start(
-        control_plane: &e2e::ControlPlane,
+        control_plane: &harness::ControlPlane,
         data_dir: &Path,
         soap_dir: &Path,
         record_dir: Option<&Path>,
         gateway_addr: &str,
         framing: Framing,
     ) -> Self {
-        let soap_addr = format!("127.0.0.1:{}", e2e::free_port());
+        let soap_addr = format!("127.0.0.1:{}", harness::free_port());
         let soap = start_legacy_soap_framed(&soap_addr, soap_dir, record_dir, framing).await;
         let setup = FacadeSetup {
-            addr: format!("127.0.0.1:{}", e2e::free_port()),
+            addr: format!("127.0.0.1:{}", harness::free_port()),
             soap_url: format!("{}/ws", soap.url),
             soap_user: SOAP_USER.into(),
             soap_password: SOAP_PASSWORD.into(),
         };
-        let gateway = e2e::start_edge_gateway_with_facade(
+        let gateway = harness::start_edge_gateway_with_facade(
             control_plane,
             data_dir,
             gateway_addr,
@@ -121,7 +121,7 @@ fn recorded_operations(record_dir: &Path) -> Vec<String> {
 }
 
 /// One of the facade's JSON errors, with its status.
-fn assert_error(reply: &e2e::Reply, status: u16, text: &str) {
+fn assert_error(reply: &harness::Reply, status: u16, text: &str) {
     assert_eq!(reply.status, status, "{:?}", reply.body);
     assert_eq!(reply.body["code"], status, "{:?}", reply.body);
     let description = reply.body["description"].as_str().unwrap_or_default();
@@ -326,7 +326,7 @@ pub async fn facade_serves_every_operation_directly_and_through_the_gateway(mut 
     let record_dir = data_dir.join("soap-requests");
     std::fs::create_dir_all(&soap_dir).unwrap();
     std::fs::create_dir_all(&record_dir).unwrap();
-    let gateway_addr = format!("127.0.0.1:{}", e2e::free_port());
+    let gateway_addr = format!("127.0.0.1:{}", harness::free_port());
     env.restart_with(&[("APIM_GATEWAYS", format!("http://{gateway_addr}"))])
         .await;
     let control_plane = &env.control_plane;
@@ -348,7 +348,7 @@ pub async fn facade_serves_every_operation_directly_and_through_the_gateway(mut 
         management_url: control_plane.url.clone(),
         gateway_url: facade.gateway.url.clone(),
         user: "admin".into(),
-        password: e2e::ADMIN_PASSWORD.into(),
+        password: harness::ADMIN_PASSWORD.into(),
         facade_url: facade.url.clone(),
     };
     let published = dev_api::publish(&target)
@@ -478,10 +478,11 @@ async fn wait_for_route(client: &Client, token: &str) {
 /// and a facade whose service is down or refuses it answers 502.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn facade_data_survives_restarts_and_backend_failures_are_502() {
-    let data_dir = e2e::temp_dir();
+    let data_dir = harness::temp_dir();
     let soap_dir = data_dir.join("soap");
     std::fs::create_dir_all(&soap_dir).unwrap();
-    let control_plane = e2e::start_control_plane(&e2e::Backend::Sqlite, &data_dir, &[]).await;
+    let control_plane =
+        harness::start_control_plane(&harness::Backend::Sqlite, &data_dir, &[]).await;
     let local = "127.0.0.1:0";
     let start = async |framing: Framing| {
         Facade::start(&control_plane, &data_dir, &soap_dir, None, local, framing).await
@@ -522,13 +523,14 @@ async fn facade_data_survives_restarts_and_backend_failures_are_502() {
 
     // The service is gone: 502, and the refusal changes nothing.
     let setup = FacadeSetup {
-        addr: format!("127.0.0.1:{}", e2e::free_port()),
+        addr: format!("127.0.0.1:{}", harness::free_port()),
         soap_url: soap_endpoint,
         soap_user: SOAP_USER.into(),
         soap_password: "wrong".into(),
     };
     let orphaned =
-        e2e::start_edge_gateway_with_facade(&control_plane, &data_dir, local, &setup, None).await;
+        harness::start_edge_gateway_with_facade(&control_plane, &data_dir, local, &setup, None)
+            .await;
     let client = Client::new(&format!("http://{}", setup.addr));
     assert_error(
         &client.get("/devs/keeper", "").await,
@@ -560,13 +562,14 @@ async fn facade_data_survives_restarts_and_backend_failures_are_502() {
     facade.stop().await;
 
     // Wrong credentials for the service: 502 as well.
-    let soap = e2e::legacy::start_legacy_soap(&soap_dir, None).await;
+    let soap = tools::legacy::start_legacy_soap(&soap_dir, None).await;
     let setup = FacadeSetup {
         soap_url: format!("{}/ws", soap.url),
         ..setup
     };
     let refused =
-        e2e::start_edge_gateway_with_facade(&control_plane, &data_dir, local, &setup, None).await;
+        harness::start_edge_gateway_with_facade(&control_plane, &data_dir, local, &setup, None)
+            .await;
     let client = Client::new(&format!("http://{}", setup.addr));
     let reply = client.get("/devs/keeper", "").await;
     assert_error(&reply, 502, "credentials");
@@ -585,24 +588,25 @@ async fn facade_data_survives_restarts_and_backend_failures_are_502() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_spin_internal_facade_is_an_endpoint_only_where_the_policy_names_it() {
     let facade = "http://dev-facade.spin.internal";
-    let mut record = e2e::stack::api_record("DevManagement", facade);
+    let mut record = harness::stack::api_record("DevManagement", facade);
     record["context"] = json!("/dev-management");
     record["version"] = json!("v1.0.0");
     for (allow, status) in [
         (
-            format!("{},dev-facade.spin.internal", e2e::TEST_EGRESS_ALLOW),
+            format!("{},dev-facade.spin.internal", harness::TEST_EGRESS_ALLOW),
             201,
         ),
-        (e2e::TEST_EGRESS_ALLOW.to_string(), 400),
+        (harness::TEST_EGRESS_ALLOW.to_string(), 400),
     ] {
-        let dir = e2e::temp_dir();
+        let dir = harness::temp_dir();
         let settings = [("APIM_EGRESS_ALLOW", allow)];
-        let control_plane = e2e::start_control_plane(&e2e::Backend::Sqlite, &dir, &settings).await;
+        let control_plane =
+            harness::start_control_plane(&harness::Backend::Sqlite, &dir, &settings).await;
         let api = Client::new(&control_plane.url);
         let token = api
-            .login("admin", e2e::ADMIN_PASSWORD, "mgr:api_create")
+            .login("admin", harness::ADMIN_PASSWORD, "mgr:api_create")
             .await;
-        let path = format!("{}/apis", e2e::PUBLISHER);
+        let path = format!("{}/apis", harness::PUBLISHER);
         let reply = api.post_json(&path, &token, &record).await.expect(status);
         if status == 400 {
             assert!(
@@ -611,7 +615,7 @@ async fn the_spin_internal_facade_is_an_endpoint_only_where_the_policy_names_it(
                 reply.body
             );
             // Nor under another name of the same kind.
-            let mut other = e2e::stack::api_record("Sneaky", "http://gateway.spin.internal/x");
+            let mut other = harness::stack::api_record("Sneaky", "http://gateway.spin.internal/x");
             other["context"] = json!("/sneaky");
             api.post_json(&path, &token, &other).await.expect(400);
         }

@@ -1,19 +1,19 @@
 //! The platform under its own faults (issue 14, item 3): what a gateway does when Redis,
 //! which its nodes share counters and cached answers through, is down at start or goes
 //! away while it serves; a gateway restarted under load (SIGTERM with a hand-over of its
-//! socket, and `kill -9`); the control plane killed during concurrent writes. `cargo run --release -p e2e --bin faults` runs these
+//! socket, and `kill -9`); the control plane killed during concurrent writes. `cargo run --release -p tools --bin faults` runs these
 //! and the longer cases at full scale (RELIABILITY.md).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use e2e::Backend;
-use e2e::faults::load::{Load, MakeRequest};
-use e2e::faults::rig::Rig;
-use e2e::faults::writes::{gateway_converges, verify, write_through_a_kill};
-use e2e::redis::Redis;
-use e2e::stack::Stack;
+use harness::Backend;
+use harness::redis::Redis;
+use harness::stack::Stack;
 use serde_json::json;
+use tools::faults::load::{Load, MakeRequest};
+use tools::faults::rig::Rig;
+use tools::faults::writes::{gateway_converges, verify, write_through_a_kill};
 
 /// A gateway restarted under load (two keep-alive clients calling back to back) on a
 /// listening socket the harness holds, as a supervisor does: a new gateway started beside
@@ -118,20 +118,20 @@ async fn a_gateway_serves_whether_redis_is_up_or_not() {
     let token = stack.app_token(&key, &secret, &[]).await;
     let path = "/counted/v1.0.0/devs/alice";
     let serves = async |what: &str| {
-        e2e::wait_until(what, Duration::from_secs(5), async || {
+        harness::wait_until(what, Duration::from_secs(5), async || {
             stack.gw.get(path, &token).await.status == 200
         })
         .await;
     };
 
     serves("the API, Redis down since the gateway started").await;
-    e2e::wait_until("the outage logged", Duration::from_secs(10), async || {
+    harness::wait_until("the outage logged", Duration::from_secs(10), async || {
         stack.gateway.output().contains("Redis is unreachable")
     })
     .await;
 
     redis.start().await;
-    e2e::wait_until("counters in Redis", Duration::from_secs(10), async || {
+    harness::wait_until("counters in Redis", Duration::from_secs(10), async || {
         stack.gw.get(path, &token).await.expect(200);
         !redis.keys().await.is_empty()
     })
@@ -153,7 +153,7 @@ async fn a_gateway_serves_whether_redis_is_up_or_not() {
         )
         .await
         .expect(200);
-    e2e::wait_until(
+    harness::wait_until(
         "the revocation, Redis down",
         Duration::from_secs(5),
         async || stack.gw.get(path, &token).await.status == 401,
@@ -164,7 +164,7 @@ async fn a_gateway_serves_whether_redis_is_up_or_not() {
 
     // Back: counted there again, no restart.
     redis.start().await;
-    e2e::wait_until(
+    harness::wait_until(
         "counters in Redis again",
         Duration::from_secs(10),
         async || {

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use e2e::stack::Stack;
+use harness::stack::Stack;
 use reqwest::Method;
 use serde_json::json;
 
@@ -32,7 +32,7 @@ async fn a_gateway_started_late_serves_a_new_publish_within_a_second() {
     eprintln!("live {:?} after the publish", published.elapsed());
 
     let gateways = "/api/am/admin/v0.14/gateways";
-    let admin = ("admin", e2e::ADMIN_PASSWORD);
+    let admin = ("admin", harness::ADMIN_PASSWORD);
     // It checks in with the version it holds as it asks for the next change.
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
@@ -80,7 +80,7 @@ async fn without_a_loop_requests_catch_up() {
     stack.gw.get(path, "").await.expect(404);
     stack.api("Caught", json!({}), &["Publish"]).await;
     let published = Instant::now();
-    e2e::wait_until(
+    harness::wait_until(
         "the publish, caught up by requests",
         Duration::from_secs(5),
         async || stack.gw.get(path, "").await.status == 401,
@@ -90,7 +90,7 @@ async fn without_a_loop_requests_catch_up() {
     eprintln!("live {took:?} after the publish, by requests catching up");
     assert!(took < Duration::from_secs(1), "{took:?}");
 
-    let admin = ("admin", e2e::ADMIN_PASSWORD);
+    let admin = ("admin", harness::ADMIN_PASSWORD);
     let listed = stack
         .mgmt
         .basic(Method::GET, "/api/am/admin/v0.14/gateways", admin, None)

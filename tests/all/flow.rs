@@ -1,17 +1,16 @@
 //! The whole flow of spec §5 steps 1-3, with the status codes WSO2 gives.
 
-use e2e::{PUBLISHER, STORE, jwt_claims, jwt_header, spec_api_record};
+use harness::stack::ALL_SCOPES;
+use harness::{PUBLISHER, STORE, jwt_claims, jwt_header, spec_api_record};
 use serde_json::json;
 
 use crate::Env;
-
-const ALL_SCOPES: &str = "mgr:api_view mgr:api_create mgr:api_publish mgr:subscribe";
 
 pub async fn spec_flow_end_to_end(env: Env) {
     let api = &env.api;
     // Step 1: register a client with Basic admin.
     let client = api
-        .register("admin", e2e::ADMIN_PASSWORD, "rest_api_publisher")
+        .register("admin", harness::ADMIN_PASSWORD, "rest_api_publisher")
         .await
         .expect(200);
     assert_eq!(client.body["clientName"], "admin_rest_api_publisher");
@@ -27,7 +26,7 @@ pub async fn spec_flow_end_to_end(env: Env) {
 
     // Step 2: a password-grant token with the management scopes.
     let reply = api
-        .password_token(&client, "admin", e2e::ADMIN_PASSWORD, ALL_SCOPES)
+        .password_token(&client, "admin", harness::ADMIN_PASSWORD, ALL_SCOPES)
         .await
         .expect(200);
     assert_eq!(reply.body["token_type"], "Bearer");
@@ -181,7 +180,7 @@ pub async fn spec_flow_end_to_end(env: Env) {
             &[
                 ("grant_type", "password"),
                 ("username", "admin"),
-                ("password", e2e::ADMIN_PASSWORD),
+                ("password", harness::ADMIN_PASSWORD),
                 ("scope", "default"),
             ],
         )

@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use e2e::stack::Stack;
-use e2e::{Client, Reply, STORE, eventually};
+use harness::stack::Stack;
+use harness::{Client, Reply, STORE, eventually};
 use serde_json::json;
 
 #[track_caller]
@@ -182,7 +182,7 @@ async fn spec_flow(settings: &[(&'static str, String)]) {
     );
 
     // Backend failures: 502 when unreachable, 504 when too slow.
-    let closed = e2e::free_port();
+    let closed = harness::free_port();
     let down = stack
         .api("Down", json!({"endpointConfig": json!({"production_endpoints": {"url": format!("http://127.0.0.1:{closed}/")}, "endpoint_type": "http"}).to_string()}), &["Publish"])
         .await;
@@ -259,7 +259,8 @@ async fn late_gateways_catch_up_and_gateways_outlive_the_control_plane() {
 
     // A gateway started after publishing (and not on the push list) pulls the manifest.
     let control_plane = stack.control_plane.take().unwrap();
-    let late = e2e::start_edge_gateway(&control_plane, &stack.data_dir, "127.0.0.1:0", &[]).await;
+    let late =
+        harness::start_edge_gateway(&control_plane, &stack.data_dir, "127.0.0.1:0", &[]).await;
     let late_client = Client::new(&late.url);
     late_client.get(path, &token).await.expect(200);
 
@@ -315,7 +316,7 @@ async fn changes_compiled_alone_agree_with_a_full_compile() {
         .await
         .expect(200);
     // The kept API gets another resource and becomes the default version.
-    let path = format!("{}/apis/{kept}", e2e::PUBLISHER);
+    let path = format!("{}/apis/{kept}", harness::PUBLISHER);
     let mut record = stack.mgmt.get(&path, &stack.admin).await.expect(200).body;
     record["apiDefinition"] =
         json!(json!({"swagger": "2.0", "paths": {"/other": {"get": {}}}}).to_string());
@@ -344,8 +345,8 @@ async fn changes_compiled_alone_agree_with_a_full_compile() {
     // A second control plane compiling everything from the same database finds every
     // entry as the compiles of single changes recorded it.
     let control_plane = stack.control_plane.as_ref().unwrap();
-    let second = e2e::start_control_plane(
-        &e2e::Backend::Sqlite,
+    let second = harness::start_control_plane(
+        &harness::Backend::Sqlite,
         &stack.data_dir,
         &[
             ("APIM_LOG_JSON", "true".into()),

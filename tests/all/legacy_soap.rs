@@ -4,11 +4,11 @@
 
 use std::path::PathBuf;
 
-use e2e::ServerProcess;
-use e2e::legacy::service::UNKNOWN_DEVELOPER_FAULT;
-use e2e::legacy::soap::{SOAP_ENV_NS, TNS};
-use e2e::legacy::wsdl::OPERATIONS;
-use e2e::legacy::{
+use harness::ServerProcess;
+use tools::legacy::service::UNKNOWN_DEVELOPER_FAULT;
+use tools::legacy::soap::{SOAP_ENV_NS, TNS};
+use tools::legacy::wsdl::OPERATIONS;
+use tools::legacy::{
     Framing, SOAP_PASSWORD, SOAP_USER, check_well_formed, fixture, recorded_requests, soap_call,
     start_legacy_soap, start_legacy_soap_framed, validate_soap_request,
 };
@@ -25,7 +25,7 @@ struct Legacy {
 
 impl Legacy {
     async fn start() -> Self {
-        let dir = e2e::temp_dir();
+        let dir = harness::temp_dir();
         let process = start_legacy_soap(&dir, Some(&dir.join("requests"))).await;
         Legacy {
             endpoint: format!("{}/ws", process.url),
@@ -206,7 +206,7 @@ async fn faults_and_messages_follow_the_original_service() {
              <SOAP-ENV:Header/><SOAP-ENV:Body><SOAP-ENV:Fault><faultcode>SOAP-ENV:Server</faultcode>\
              <faultstring xml:lang=\"en\">{}</faultstring></SOAP-ENV:Fault>\
              </SOAP-ENV:Body></SOAP-ENV:Envelope>",
-            e2e::legacy::soap::escape(UNKNOWN_DEVELOPER_FAULT)
+            tools::legacy::soap::escape(UNKNOWN_DEVELOPER_FAULT)
         )
     );
     assert_valid(&not_found);
@@ -285,7 +285,7 @@ async fn faults_and_messages_follow_the_original_service() {
 /// same request with Content-Length is served; `--accept-chunked` reads both.
 #[tokio::test]
 async fn bodies_need_content_length_unless_chunked_ones_are_accepted() {
-    let dir = e2e::temp_dir();
+    let dir = harness::temp_dir();
     let add = request(
         "addDeveloper",
         &[("username", "chunky"), ("name", "C"), ("email", "c@e")],
@@ -304,7 +304,7 @@ async fn bodies_need_content_length_unless_chunked_ones_are_accepted() {
             ("Content-Type", "text/xml; charset=utf-8"),
             (framing.0, framing.1.as_str()),
         ];
-        e2e::raw_request(url, "POST", "/ws", &headers, body.as_bytes()).await
+        harness::raw_request(url, "POST", "/ws", &headers, body.as_bytes()).await
     };
     let is_chunked = || ("Transfer-Encoding", "chunked".to_string());
     let length = || ("Content-Length", add.len().to_string());
@@ -548,7 +548,7 @@ async fn invalid_requests_get_client_faults_and_the_service_lives_on() {
         "Header block {urn:t}Trace was not understood",
     );
 
-    let (status, _) = e2e::oversized_post(&legacy.process.url, "/ws", "", 2 << 20).await;
+    let (status, _) = harness::oversized_post(&legacy.process.url, "/ws", "", 2 << 20).await;
     assert_eq!(status, 413, "bodies over 1 MiB are refused");
     let http = reqwest::Client::new();
     let status = |r: reqwest::Response| r.status().as_u16();
@@ -615,7 +615,7 @@ async fn markup_and_unicode_round_trip() {
         "addDeveloper",
         &[
             ("username", "zoë"),
-            ("name", &e2e::legacy::soap::escape(name)),
+            ("name", &tools::legacy::soap::escape(name)),
             ("email", "<![CDATA[z&o@ë.example]]>"),
         ],
     );
@@ -639,7 +639,7 @@ async fn wsdl_is_served_without_credentials() {
     let wsdl = response.text().await.expect("WSDL");
     check_well_formed(wsdl.as_bytes()).unwrap_or_else(|e| panic!("{e}\n{wsdl}"));
     assert!(wsdl.contains(&format!("<soap:address location=\"{}\"/>", legacy.endpoint)));
-    assert!(wsdl.contains(e2e::legacy::wsdl::schema_element()));
+    assert!(wsdl.contains(tools::legacy::wsdl::schema_element()));
     assert!(
         wsdl.contains("<wsdl:binding name=\"DevelopersPortSoap11\" type=\"tns:DevelopersPort\">")
     );
@@ -651,7 +651,7 @@ async fn wsdl_is_served_without_credentials() {
 
 #[tokio::test]
 async fn adds_and_deletes_survive_a_restart() {
-    let dir = e2e::temp_dir();
+    let dir = harness::temp_dir();
     let first = start_legacy_soap(&dir, None).await;
     let endpoint = format!("{}/ws", first.url);
     let call = async |endpoint: &str, envelope: String| {
@@ -686,7 +686,7 @@ async fn adds_and_deletes_survive_a_restart() {
 /// owner and tied to it) is unlinked in place, rows kept.
 #[tokio::test]
 async fn an_older_database_is_unlinked_keeping_its_rows() {
-    let dir = e2e::temp_dir();
+    let dir = harness::temp_dir();
     let options = sqlx::sqlite::SqliteConnectOptions::new()
         .filename(dir.join("developers.db"))
         .create_if_missing(true);

@@ -1,11 +1,14 @@
-//! One test binary for every end-to-end scenario; each runs against a real control-plane
-//! process, once on SQLite and once on PostgreSQL.
+//! One test binary for every end-to-end scenario, each against the real binaries. The
+//! scenarios named in the two `on_both!` lists run on SQLite and again on PostgreSQL; the
+//! rest are declared in their modules and run on SQLite, their subject being the gateway
+//! rather than the database (docs/testing.md lists which run where).
 
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
 
-use e2e::{Backend, Client, ControlPlane};
+use harness::services::{Service, available};
+use harness::{Backend, Client, ControlPlane};
 
 mod authz;
 mod bounds;
@@ -48,7 +51,8 @@ impl Env {
 
     /// Like [`Env::restart`], with more of the control plane's settings (`APIM_*`).
     pub async fn restart_with(&mut self, settings: &[(&str, String)]) {
-        let replacement = e2e::start_control_plane(&self.backend, &self.data_dir, settings).await;
+        let replacement =
+            harness::start_control_plane(&self.backend, &self.data_dir, settings).await;
         let old = std::mem::replace(&mut self.control_plane, replacement);
         old.stop().await;
         self.api = Client::new(&self.control_plane.url);
@@ -62,13 +66,14 @@ enum Kind {
 
 type Scenario = fn(Env) -> Pin<Box<dyn Future<Output = ()> + Send>>;
 
-async fn run(kind: Kind, scenario: Scenario) {
+async fn run(kind: Kind, name: &str, scenario: Scenario) {
     let backend = match kind {
         Kind::Sqlite => Backend::Sqlite,
+        Kind::Postgres if !available(Service::Postgres, name) => return,
         Kind::Postgres => Backend::fresh_postgres().await,
     };
-    let data_dir = e2e::temp_dir();
-    let control_plane = e2e::start_control_plane(&backend, &data_dir, &[]).await;
+    let data_dir = harness::temp_dir();
+    let control_plane = harness::start_control_plane(&backend, &data_dir, &[]).await;
     let api = Client::new(&control_plane.url);
     let env = Env {
         backend: backend.clone(),
@@ -84,29 +89,48 @@ async fn run(kind: Kind, scenario: Scenario) {
     }
 }
 
-/// Declares each scenario as a test on SQLite and one on PostgreSQL.
-macro_rules! on_both_backends {
-    ($($module:ident :: $name:ident),* $(,)?) => {
-        mod sqlite {
+type StackScenario = fn(Backend) -> Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// Runs a scenario that starts a whole stack (gateway too) on the control plane's
+/// `kind` of database, then drops the database.
+async fn run_stack(kind: Kind, name: &str, scenario: StackScenario) {
+    let database = match kind {
+        Kind::Sqlite => Backend::Sqlite,
+        Kind::Postgres if !available(Service::Postgres, name) => return,
+        Kind::Postgres => Backend::fresh_postgres().await,
+    };
+    let outcome = tokio::spawn(scenario(database.clone())).await;
+    database.cleanup().await;
+    if let Err(err) = outcome {
+        std::panic::resume_unwind(err.into_panic());
+    }
+}
+
+/// Declares each scenario as a test on SQLite (in module `$sqlite`) and one on
+/// PostgreSQL (in `$postgres`), run by `$runner`.
+macro_rules! on_both {
+    ($runner:ident, $sqlite:ident, $postgres:ident; $($module:ident :: $name:ident),* $(,)?) => {
+        mod $sqlite {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $name() {
-                    crate::run(crate::Kind::Sqlite, |env| Box::pin(crate::$module::$name(env))).await;
+                    crate::$runner(crate::Kind::Sqlite, stringify!($name), |x| Box::pin(crate::$module::$name(x))).await;
                 }
             )*
         }
-        mod postgres {
+        mod $postgres {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $name() {
-                    crate::run(crate::Kind::Postgres, |env| Box::pin(crate::$module::$name(env))).await;
+                    crate::$runner(crate::Kind::Postgres, stringify!($name), |x| Box::pin(crate::$module::$name(x))).await;
                 }
             )*
         }
     };
 }
 
-on_both_backends!(
+on_both!(
+    run, sqlite, postgres;
     flow::spec_flow_end_to_end,
     registration::registration_follows_wso2,
     tokens::token_service_grants_and_errors,
@@ -139,4 +163,16 @@ on_both_backends!(
     secrets::secrets_stay_sealed_end_to_end,
     secrets::data_key_rotation,
     secrets::add_user_keeps_passwords_out_of_ps,
+);
+
+on_both!(
+    run_stack, stack_sqlite, stack_postgres;
+    security::paths_are_canonical_on_the_host_path,
+    security::paths_are_canonical_on_the_component_path,
+    security::framing_is_kept_on_the_host_path,
+    security::framing_is_kept_on_the_component_path,
+    security::the_gateways_own_endpoints_need_its_secret,
+    security::a_request_that_has_passed_the_gateway_is_a_loop,
+    security::backends_are_reached_only_where_the_egress_policy_allows,
+    bounds::oversized_apis_are_refused_and_changes_keep_reaching_gateways,
 );

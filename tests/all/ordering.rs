@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use e2e::stack::{ALL_SCOPES, api_record};
-use e2e::{Backend, Client, EchoBackend, PUBLISHER, STORE, ServerProcess};
+use harness::stack::{ALL_SCOPES, api_record};
+use harness::{Backend, Client, EchoBackend, PUBLISHER, STORE, ServerProcess};
 use serde_json::{Value, json};
 use sqlx::Connection as _;
 use tokio::task::JoinSet;
@@ -313,27 +313,34 @@ fn recorded_versions(control_plane: &ServerProcess) -> Vec<u64> {
 /// control plane.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_control_planes_on_postgres_produce_one_order() {
-    e2e::gateway_component();
+    let test = "two_control_planes_on_postgres_produce_one_order";
+    if !harness::services::available(harness::services::Service::Postgres, test) {
+        return;
+    }
+    harness::gateway_component();
     let database = Backend::fresh_postgres().await;
     // One data directory: the token signing keys, the manifest signing key, the data keys
     // and the gateway secret are the same for both. So is the token issuer, derived from
     // the configured address (127.0.0.1:0): the meta entry names one issuer.
-    let data_dir = e2e::temp_dir();
+    let data_dir = harness::temp_dir();
     let backend = EchoBackend::start().await;
     let mut sides = Vec::new();
     for id in ["order-a", "order-b"] {
-        let gateway_addr = format!("127.0.0.1:{}", e2e::free_port());
+        let gateway_addr = format!("127.0.0.1:{}", harness::free_port());
         let settings = [
             ("APIM_GATEWAYS", format!("http://{gateway_addr}")),
             ("APIM_LOG_JSON", "true".into()),
             ("RUST_LOG", "warn,control_plane::gateways=info".into()),
         ];
-        let control_plane = e2e::start_control_plane(&database, &data_dir, &settings).await;
+        let control_plane = harness::start_control_plane(&database, &data_dir, &settings).await;
         let gateway_id = format!("gateway_id={id}");
         let gateway =
-            e2e::start_edge_gateway(&control_plane, &data_dir, &gateway_addr, &[&gateway_id]).await;
+            harness::start_edge_gateway(&control_plane, &data_dir, &gateway_addr, &[&gateway_id])
+                .await;
         let mgmt = Client::new(&control_plane.url);
-        let admin = mgmt.login("admin", e2e::ADMIN_PASSWORD, ALL_SCOPES).await;
+        let admin = mgmt
+            .login("admin", harness::ADMIN_PASSWORD, ALL_SCOPES)
+            .await;
         let gw = Client::new(&gateway.url);
         sides.push(Side {
             control_plane,
@@ -372,7 +379,7 @@ async fn two_control_planes_on_postgres_produce_one_order() {
         let form = [
             ("grant_type", "password"),
             ("username", "admin"),
-            ("password", e2e::ADMIN_PASSWORD),
+            ("password", harness::ADMIN_PASSWORD),
             ("scope", "default"),
         ];
         let token = side

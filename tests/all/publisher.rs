@@ -1,15 +1,14 @@
 //! Publisher validation, conflicts, lifecycle, updates, lists and deletes.
 
-use e2e::{PUBLISHER, STORE, spec_api_record};
+use harness::stack::ALL_SCOPES;
+use harness::{PUBLISHER, STORE, spec_api_record};
 use serde_json::{Value, json};
 
 use crate::Env;
 
-const ALL_SCOPES: &str = "mgr:api_view mgr:api_create mgr:api_publish mgr:subscribe";
-
 async fn admin_token(env: &Env) -> String {
     env.api
-        .login("admin", e2e::ADMIN_PASSWORD, ALL_SCOPES)
+        .login("admin", harness::ADMIN_PASSWORD, ALL_SCOPES)
         .await
 }
 
@@ -146,7 +145,7 @@ pub async fn api_validation_and_conflicts(env: Env) {
     api.send(raw(record.to_string(), "text/plain"))
         .await
         .expect_error(415, "application/json");
-    let (status, body) = e2e::oversized_post(&api.base, &apis, &token, 6 * 1024 * 1024).await;
+    let (status, body) = harness::oversized_post(&api.base, &apis, &token, 6 * 1024 * 1024).await;
     assert_eq!(status, 413, "{body}");
     assert!(body.contains("\"code\":413"), "{body}");
     assert_eq!(

@@ -7,19 +7,19 @@ use crate::Env;
 pub async fn registration_follows_wso2(env: Env) {
     let api = &env.api;
     let first = api
-        .register("admin", e2e::ADMIN_PASSWORD, "cli")
+        .register("admin", harness::ADMIN_PASSWORD, "cli")
         .await
         .expect(200);
     // The same owner and client name: the same client, and nothing new.
     let again = api
-        .register("admin", e2e::ADMIN_PASSWORD, "cli")
+        .register("admin", harness::ADMIN_PASSWORD, "cli")
         .await
         .expect(200);
     assert_eq!(first.str("clientId"), again.str("clientId"));
     assert_eq!(first.str("clientSecret"), again.str("clientSecret"));
     assert!(again.body["appOwner"].is_null());
     let other = api
-        .register("admin", e2e::ADMIN_PASSWORD, "other")
+        .register("admin", harness::ADMIN_PASSWORD, "other")
         .await
         .expect(200);
     assert_ne!(first.str("clientId"), other.str("clientId"));
@@ -38,7 +38,7 @@ pub async fn registration_follows_wso2(env: Env) {
     // The owner must be the authenticated user.
     let mismatch = reqwest::Client::new()
         .post(format!("{}/client-registration/v0.14/register", api.base))
-        .basic_auth("admin", Some(e2e::ADMIN_PASSWORD))
+        .basic_auth("admin", Some(harness::ADMIN_PASSWORD))
         .json(&json!({"clientName": "x", "owner": "someone", "grantType": "password", "saasApp": true}));
     api.send(mismatch).await.expect_error(
         400,
@@ -49,7 +49,7 @@ pub async fn registration_follows_wso2(env: Env) {
     let post = |body: &'static str| {
         reqwest::Client::new()
             .post(format!("{}/client-registration/v0.14/register", api.base))
-            .basic_auth("admin", Some(e2e::ADMIN_PASSWORD))
+            .basic_auth("admin", Some(harness::ADMIN_PASSWORD))
             .header("content-type", "application/json")
             .body(body)
     };

@@ -1,6 +1,6 @@
 //! A restart keeps every record, key and signing key; rotation keeps old tokens valid.
 
-use e2e::{PUBLISHER, STORE, jwt_header, spec_api_record};
+use harness::{PUBLISHER, STORE, jwt_header, spec_api_record};
 use serde_json::json;
 
 use crate::Env;
@@ -8,11 +8,7 @@ use crate::Env;
 pub async fn restart_keeps_records_and_keys(mut env: Env) {
     let token = env
         .api
-        .login(
-            "admin",
-            e2e::ADMIN_PASSWORD,
-            "mgr:api_view mgr:api_create mgr:api_publish mgr:subscribe",
-        )
+        .login("admin", harness::ADMIN_PASSWORD, harness::stack::ALL_SCOPES)
         .await;
     let api_id = env
         .api
@@ -57,7 +53,7 @@ pub async fn restart_keeps_records_and_keys(mut env: Env) {
     let kid = jwt_header(&token)["kid"].as_str().unwrap().to_string();
     let client = env
         .api
-        .register("admin", e2e::ADMIN_PASSWORD, "durable")
+        .register("admin", harness::ADMIN_PASSWORD, "durable")
         .await
         .expect(200);
 
@@ -85,7 +81,7 @@ pub async fn restart_keeps_records_and_keys(mut env: Env) {
     assert_eq!(subs.body["count"], 1);
     let again = env
         .api
-        .register("admin", e2e::ADMIN_PASSWORD, "durable")
+        .register("admin", harness::ADMIN_PASSWORD, "durable")
         .await
         .expect(200);
     assert_eq!(again.str("clientId"), client.str("clientId"));
@@ -107,11 +103,11 @@ pub async fn restart_keeps_records_and_keys(mut env: Env) {
             "{}/api/am/admin/v0.14/signing-keys/rotate",
             env.api.base
         ))
-        .basic_auth("admin", Some(e2e::ADMIN_PASSWORD));
+        .basic_auth("admin", Some(harness::ADMIN_PASSWORD));
     let new_kid = env.api.send(rotate).await.expect(201).str("kid");
     let fresh = env
         .api
-        .login("admin", e2e::ADMIN_PASSWORD, "mgr:api_view")
+        .login("admin", harness::ADMIN_PASSWORD, "mgr:api_view")
         .await;
     assert_eq!(jwt_header(&fresh)["kid"], new_kid.as_str());
     env.api

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use base64::Engine;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
-use e2e::stack::Stack;
-use e2e::{Backend, Client, PUBLISHER, STORE, eventually, spec_api_record};
+use harness::stack::Stack;
+use harness::{Backend, Client, PUBLISHER, STORE, eventually, spec_api_record};
 use serde_json::{Value, json};
 use sqlx::Connection;
 use tokio::io::AsyncWriteExt;
@@ -78,7 +78,7 @@ fn assert_private(data_dir: &Path) {
 pub async fn data_files_are_private(mut env: Env) {
     let token = env
         .api
-        .login("admin", e2e::ADMIN_PASSWORD, "mgr:api_create")
+        .login("admin", harness::ADMIN_PASSWORD, "mgr:api_create")
         .await;
     env.api
         .post_json(&format!("{PUBLISHER}/apis"), &token, &spec_api_record())
@@ -102,13 +102,13 @@ pub async fn data_files_are_private(mut env: Env) {
     }
     env.restart().await;
     env.api
-        .login("admin", e2e::ADMIN_PASSWORD, "mgr:api_view")
+        .login("admin", harness::ADMIN_PASSWORD, "mgr:api_view")
         .await;
     assert_private(&env.data_dir);
 
     // A data directory that does not exist yet is created private, with everything in it.
     let fresh = env.data_dir.join("fresh").join("data");
-    let other = e2e::start_control_plane(&Backend::Sqlite, &fresh, &[]).await;
+    let other = harness::start_control_plane(&Backend::Sqlite, &fresh, &[]).await;
     answered(&other).await;
     other.stop().await;
     assert_eq!(mode(&env.data_dir.join("fresh")), 0o700);
@@ -121,7 +121,7 @@ pub async fn data_files_are_private(_env: Env) {}
 
 /// Waits for a control plane to have answered a request: it stops gracefully only once
 /// it serves (a SIGTERM before that ends it at once).
-async fn answered(control_plane: &e2e::ControlPlane) {
+async fn answered(control_plane: &harness::ControlPlane) {
     Client::new(&control_plane.url)
         .get("/oauth2/jwks", "")
         .await
@@ -244,6 +244,10 @@ fn basic(user: &str, password: &str) -> String {
 /// and backend passwords are in neither the database, the manifest pages nor the
 /// key-value store; and the logs of both processes hold none of the run's secrets.
 pub async fn secrets_stay_sealed_end_to_end(env: Env) {
+    let test = "secrets_stay_sealed_end_to_end";
+    if !harness::services::available(harness::services::Service::Redis, test) {
+        return;
+    }
     let Env {
         backend,
         data_dir,
@@ -275,7 +279,7 @@ pub async fn secrets_stay_sealed_end_to_end(env: Env) {
 
     // Written with a password, answered masked (create, get, update).
     let security = json!({"type": "basic", "username": "backend", "password": password});
-    let mut record = e2e::stack::api_record("Sealed", &format!("{}/", stack.backend.url));
+    let mut record = harness::stack::api_record("Sealed", &format!("{}/", stack.backend.url));
     record["endpointSecurity"] = security.clone();
     let created = mgmt
         .post_json(&format!("{PUBLISHER}/apis"), &admin, &record)
@@ -291,7 +295,7 @@ pub async fn secrets_stay_sealed_end_to_end(env: Env) {
     stack.lifecycle(&id, "Publish").await;
 
     // The mask cannot stand for a password an API does not have; nothing is created.
-    let mut masked = e2e::stack::api_record("Masked", &format!("{}/", stack.backend.url));
+    let mut masked = harness::stack::api_record("Masked", &format!("{}/", stack.backend.url));
     masked["endpointSecurity"] = json!({"type": "basic", "username": "backend", "password": MASK});
     mgmt.post_json(&format!("{PUBLISHER}/apis"), &admin, &masked)
         .await
@@ -313,7 +317,7 @@ pub async fn secrets_stay_sealed_end_to_end(env: Env) {
             &[
                 ("grant_type", "password"),
                 ("username", "admin"),
-                ("password", e2e::ADMIN_PASSWORD),
+                ("password", harness::ADMIN_PASSWORD),
                 ("scope", "default"),
             ],
         )
@@ -360,12 +364,12 @@ pub async fn secrets_stay_sealed_end_to_end(env: Env) {
         .expect(200);
     assert_eq!(keys.str("consumerSecret"), consumer_secret);
     let client = mgmt
-        .register("admin", e2e::ADMIN_PASSWORD, "gateway_e2e")
+        .register("admin", harness::ADMIN_PASSWORD, "gateway_e2e")
         .await
         .expect(200);
     let client_secret = client.str("clientSecret");
     let admin_reply = mgmt
-        .password_token(&client, "admin", e2e::ADMIN_PASSWORD, "mgr:api_view")
+        .password_token(&client, "admin", harness::ADMIN_PASSWORD, "mgr:api_view")
         .await
         .expect(200);
     let (admin_token, admin_refresh) = (
@@ -426,7 +430,10 @@ pub async fn secrets_stay_sealed_end_to_end(env: Env) {
         "logs captured:\n{control_plane_log}\n{gateway_log}"
     );
     let mut everything = at_rest.to_vec();
-    everything.push(("administrator password", e2e::ADMIN_PASSWORD.to_string()));
+    everything.push((
+        "administrator password",
+        harness::ADMIN_PASSWORD.to_string(),
+    ));
     everything.push(("stack's administrator token", admin));
     assert_none_in("the control plane's log", &control_plane_log, &everything);
     assert_none_in("the gateway's log", &gateway_log, &everything);
@@ -446,7 +453,7 @@ pub async fn control_plane_command(
     env: &[(&str, String)],
     stdin: &str,
 ) -> (bool, String, String) {
-    let mut child = tokio::process::Command::new(e2e::binary("control-plane"))
+    let mut child = tokio::process::Command::new(harness::binary("control-plane"))
         .args(args)
         .env_clear()
         .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
@@ -536,7 +543,7 @@ pub async fn data_key_rotation(mut env: Env) {
         .api
         .login(
             "admin",
-            e2e::ADMIN_PASSWORD,
+            harness::ADMIN_PASSWORD,
             "mgr:api_create mgr:api_view mgr:subscribe",
         )
         .await;
@@ -548,7 +555,7 @@ pub async fn data_key_rotation(mut env: Env) {
         .str("id");
     let client = env
         .api
-        .register("admin", e2e::ADMIN_PASSWORD, "rotating")
+        .register("admin", harness::ADMIN_PASSWORD, "rotating")
         .await
         .expect(200);
     let (client_id, client_secret) = (client.str("clientId"), client.str("clientSecret"));
@@ -558,8 +565,8 @@ pub async fn data_key_rotation(mut env: Env) {
         stored.iter().all(|s| key_id(s) == Some(first_key.as_str())),
         "{stored:?}"
     );
-    let works = |api: Client, client: e2e::Reply| async move {
-        api.password_token(&client, "admin", e2e::ADMIN_PASSWORD, "mgr:api_view")
+    let works = |api: Client, client: harness::Reply| async move {
+        api.password_token(&client, "admin", harness::ADMIN_PASSWORD, "mgr:api_view")
             .await
             .expect(200);
     };
@@ -619,12 +626,12 @@ pub async fn data_key_rotation(mut env: Env) {
         "{stored:?}"
     );
     env.api
-        .register("admin", e2e::ADMIN_PASSWORD, "after-rotation")
+        .register("admin", harness::ADMIN_PASSWORD, "after-rotation")
         .await
         .expect(200);
     let repeated = env
         .api
-        .register("admin", e2e::ADMIN_PASSWORD, "rotating")
+        .register("admin", harness::ADMIN_PASSWORD, "rotating")
         .await
         .expect(200);
     assert_eq!(repeated.str("clientSecret"), client_secret);
@@ -653,7 +660,7 @@ pub async fn data_key_rotation(mut env: Env) {
     // control plane logs it; never a 500), and nothing else breaks.
     let other = env
         .api
-        .register("admin", e2e::ADMIN_PASSWORD, "other")
+        .register("admin", harness::ADMIN_PASSWORD, "other")
         .await
         .expect(200);
     let sealed_of_first = stored_client_secret(&env.backend, &env.data_dir, &client_id).await;
@@ -667,7 +674,7 @@ pub async fn data_key_rotation(mut env: Env) {
     .await;
     env.restart_with(&with_key[2..]).await;
     env.api
-        .password_token(&other, "admin", e2e::ADMIN_PASSWORD, "mgr:api_view")
+        .password_token(&other, "admin", harness::ADMIN_PASSWORD, "mgr:api_view")
         .await
         .expect_oauth_error(401, "invalid_client");
     // The log is read from the process's pipe, which may trail its answer.
@@ -777,7 +784,7 @@ fn help_shows_no_secret() {
         ("control-plane", &["--help"]),
         ("control-plane", &["add-user", "--help"]),
     ] {
-        let output = std::process::Command::new(e2e::binary(binary))
+        let output = std::process::Command::new(harness::binary(binary))
             .args(args)
             .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
             .output()

@@ -4,8 +4,9 @@
 
 use std::time::Duration;
 
-use e2e::stack::Stack;
-use e2e::{RawReply, raw_request};
+use harness::Backend;
+use harness::stack::{Launch, Stack};
+use harness::{RawReply, raw_request};
 use serde_json::{Value, json};
 
 /// An API whose open template sits beside a protected literal: `GET /devs/{username}`
@@ -25,8 +26,14 @@ fn guarded_swagger() -> String {
 }
 
 /// A stack with the guarded API published and subscribed; its bearer token.
-async fn guarded_stack(settings: &[(&'static str, String)]) -> (Stack, String) {
-    let stack = Stack::start_with(&[], settings).await;
+async fn guarded_stack(database: Backend, settings: &[(&'static str, String)]) -> (Stack, String) {
+    let stack = Launch {
+        database,
+        gateway: settings,
+        ..Launch::default()
+    }
+    .start()
+    .await;
     let api = stack
         .api(
             "Guarded",
@@ -59,20 +66,18 @@ async fn wait_for(base: &str, target: &str, bearer: &str, status: u16) -> RawRep
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn paths_are_canonical_on_the_host_path() {
-    canonical_paths(&[]).await;
+pub async fn paths_are_canonical_on_the_host_path(database: Backend) {
+    canonical_paths(database, &[]).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn paths_are_canonical_on_the_component_path() {
-    canonical_paths(&[("APIM_HOST_FORWARDING", "false".into())]).await;
+pub async fn paths_are_canonical_on_the_component_path(database: Backend) {
+    canonical_paths(database, &[("APIM_HOST_FORWARDING", "false".into())]).await;
 }
 
 /// Encodings never reach a protected literal through an open template, ambiguous paths
 /// get a 400, and the backend receives exactly the path that was authorized.
-async fn canonical_paths(settings: &[(&'static str, String)]) {
-    let (stack, bearer) = guarded_stack(settings).await;
+async fn canonical_paths(database: Backend, settings: &[(&'static str, String)]) {
+    let (stack, bearer) = guarded_stack(database, settings).await;
     let gw = stack.gw.base.as_str();
     let hits = || stack.backend.hits.load(std::sync::atomic::Ordering::SeqCst);
     let before = hits();
@@ -158,20 +163,18 @@ async fn canonical_paths(settings: &[(&'static str, String)]) {
     stack.gateway.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn framing_is_kept_on_the_host_path() {
-    framing(&[]).await;
+pub async fn framing_is_kept_on_the_host_path(database: Backend) {
+    framing(database, &[]).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn framing_is_kept_on_the_component_path() {
-    framing(&[("APIM_HOST_FORWARDING", "false".into())]).await;
+pub async fn framing_is_kept_on_the_component_path(database: Backend) {
+    framing(database, &[("APIM_HOST_FORWARDING", "false".into())]).await;
 }
 
 /// A request with `Content-Length` reaches the backend with it (not chunked), and the
 /// backend's `Content-Length` reaches the client.
-async fn framing(settings: &[(&'static str, String)]) {
-    let (stack, _) = guarded_stack(settings).await;
+async fn framing(database: Backend, settings: &[(&'static str, String)]) {
+    let (stack, _) = guarded_stack(database, settings).await;
     let gw = stack.gw.base.as_str();
     let body = vec![b'x'; 5000];
     let reply = raw_request(
@@ -200,9 +203,8 @@ async fn framing(settings: &[(&'static str, String)]) {
     stack.gateway.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_gateways_own_endpoints_need_its_secret() {
-    let (stack, bearer) = guarded_stack(&[]).await;
+pub async fn the_gateways_own_endpoints_need_its_secret(database: Backend) {
+    let (stack, bearer) = guarded_stack(database, &[]).await;
     let gw = stack.gw.base.as_str();
     let secret = std::fs::read_to_string(stack.data_dir.join("gateway-secret")).unwrap();
     let proof = format!("Bearer {}", secret.trim());
@@ -219,7 +221,7 @@ async fn the_gateways_own_endpoints_need_its_secret() {
         }
     }
     // A large push is refused from its head, before its body is read.
-    let (status, _) = e2e::oversized_post(gw, "/_apim/manifest", "guess", 10 << 20).await;
+    let (status, _) = harness::oversized_post(gw, "/_apim/manifest", "guess", 10 << 20).await;
     assert_eq!(status, 401);
     // With the secret: the position held, and a pull.
     let reply = raw_request(
@@ -237,9 +239,8 @@ async fn the_gateways_own_endpoints_need_its_secret() {
     stack.gateway.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_request_that_has_passed_the_gateway_is_a_loop() {
-    let (stack, _) = guarded_stack(&[]).await;
+pub async fn a_request_that_has_passed_the_gateway_is_a_loop(database: Backend) {
+    let (stack, _) = guarded_stack(database, &[]).await;
     let gw = stack.gw.base.as_str();
     let reply = raw_request(
         gw,
@@ -269,24 +270,28 @@ async fn a_request_that_has_passed_the_gateway_is_a_loop() {
 }
 
 /// Publishes an API at `endpoint`; the control plane's answer (201, or its refusal).
-async fn api_at(stack: &Stack, name: &str, endpoint: &str) -> e2e::Reply {
-    let mut record = e2e::stack::api_record(name, endpoint);
+async fn api_at(stack: &Stack, name: &str, endpoint: &str) -> harness::Reply {
+    let mut record = harness::stack::api_record(name, endpoint);
     record["apiDefinition"] = json!(guarded_swagger());
     stack
         .mgmt
-        .post_json(&format!("{}/apis", e2e::PUBLISHER), &stack.admin, &record)
+        .post_json(
+            &format!("{}/apis", harness::PUBLISHER),
+            &stack.admin,
+            &record,
+        )
         .await
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn backends_are_reached_only_where_the_egress_policy_allows() {
+pub async fn backends_are_reached_only_where_the_egress_policy_allows(database: Backend) {
     // The control plane allows more than the gateway, so that the gateway's own checks
     // show: loopback at large and `localhost` pass the control plane, not the gateway.
-    let stack = Stack::start_configured(
-        &[],
-        &[],
-        &[("APIM_EGRESS_ALLOW", "127.0.0.0/8,localhost".into())],
-    )
+    let stack = Launch {
+        database,
+        control_plane: &[("APIM_EGRESS_ALLOW", "127.0.0.0/8,localhost".into())],
+        ..Launch::default()
+    }
+    .start()
     .await;
     let backend_port = stack.backend.url.rsplit(':').next().unwrap().to_string();
     let gateway_port = stack.gw.base.rsplit(':').next().unwrap().to_string();
@@ -421,11 +426,11 @@ async fn cache_rules(settings: &[(&'static str, String)]) {
         |range: std::ops::Range<usize>| distinct_urls(gw.to_string(), bearers[0].clone(), range);
     distinct(0..5_000).await;
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    let warm = e2e::bench::machine::rss_mib(stack.gateway.pid());
+    let warm = harness::machine::rss_mib(stack.gateway.pid());
     distinct(5_000..15_000).await;
     tokio::time::sleep(Duration::from_millis(1500)).await;
     distinct(15_000..15_100).await;
-    let after = e2e::bench::machine::rss_mib(stack.gateway.pid());
+    let after = harness::machine::rss_mib(stack.gateway.pid());
     eprintln!("gateway resident memory: {warm:.1} MiB warm, {after:.1} MiB after");
     assert!(
         // Unbounded, the first of these 10,000 entries would cost ~860 MiB (the gateway

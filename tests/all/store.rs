@@ -1,11 +1,10 @@
 //! Store: applications, the DefaultApplication, subscriptions and keys.
 
-use e2e::{PUBLISHER, STORE, spec_api_record};
+use harness::stack::ALL_SCOPES;
+use harness::{PUBLISHER, STORE, spec_api_record};
 use serde_json::json;
 
 use crate::Env;
-
-const ALL_SCOPES: &str = "mgr:api_view mgr:api_create mgr:api_publish mgr:subscribe";
 
 /// Creates the spec's API (optionally changed) and publishes it unless `publish` is false.
 async fn api_in_state(env: &Env, token: &str, name: &str, tiers: &[&str], publish: bool) -> String {
@@ -112,7 +111,7 @@ pub async fn applications_and_default_application(env: Env) {
     let admin = api
         .login(
             "admin",
-            e2e::ADMIN_PASSWORD,
+            harness::ADMIN_PASSWORD,
             &format!("{ALL_SCOPES} mgr:tier_view"),
         )
         .await;
@@ -170,7 +169,9 @@ pub async fn applications_and_default_application(env: Env) {
 
 pub async fn subscription_rules(env: Env) {
     let api = &env.api;
-    let token = api.login("admin", e2e::ADMIN_PASSWORD, ALL_SCOPES).await;
+    let token = api
+        .login("admin", harness::ADMIN_PASSWORD, ALL_SCOPES)
+        .await;
     let subs = format!("{STORE}/subscriptions");
     let published = api_in_state(&env, &token, "Open", &["Gold", "Silver"], true).await;
     let created = api_in_state(&env, &token, "Draft", &["Unlimited"], false).await;
@@ -280,7 +281,9 @@ pub async fn subscription_rules(env: Env) {
 
 pub async fn key_generation(env: Env) {
     let api = &env.api;
-    let token = api.login("admin", e2e::ADMIN_PASSWORD, ALL_SCOPES).await;
+    let token = api
+        .login("admin", harness::ADMIN_PASSWORD, ALL_SCOPES)
+        .await;
     let app = api
         .post_json(
             &format!("{STORE}/applications"),
@@ -325,7 +328,7 @@ pub async fn key_generation(env: Env) {
         .await
         .expect(200);
     assert_eq!(reply.body["expires_in"], 600);
-    let claims = e2e::jwt_claims(&reply.str("access_token"));
+    let claims = harness::jwt_claims(&reply.str("access_token"));
     assert_eq!(claims["key_type"], "SANDBOX");
     assert_eq!(claims["application_id"], app.as_str());
 

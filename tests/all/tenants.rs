@@ -1,6 +1,6 @@
 //! Tenants: `name@domain` users, `/t/<domain>` contexts and `-AT-` unique names.
 
-use e2e::{PUBLISHER, STORE, spec_api_record};
+use harness::{PUBLISHER, STORE, spec_api_record};
 use serde_json::json;
 
 use crate::Env;
@@ -15,7 +15,7 @@ pub async fn tenant_users_and_unique_names(env: Env) {
     .await;
     api.add_user("bob@acme.com", "bob-pw", &["subscriber"])
         .await;
-    let scopes = "mgr:api_view mgr:api_create mgr:api_publish mgr:subscribe";
+    let scopes = harness::stack::ALL_SCOPES;
     let alice = api.login("alice@acme.com", "alice-pw", scopes).await;
     // The spec's record names `admin` as its provider: a creator's API is the creator's
     // all the same (WSO2 2.6 overrides the provider of a user without the admin role).
@@ -34,7 +34,7 @@ pub async fn tenant_users_and_unique_names(env: Env) {
     .await
     .expect(200);
     // The same API in the super tenant does not collide with the tenant's.
-    let admin = api.login("admin", e2e::ADMIN_PASSWORD, scopes).await;
+    let admin = api.login("admin", harness::ADMIN_PASSWORD, scopes).await;
     api.post_json(&format!("{PUBLISHER}/apis"), &admin, &spec_api_record())
         .await
         .expect(201);

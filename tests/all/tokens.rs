@@ -1,13 +1,13 @@
 //! The token service: grants, RFC 6749 §5.2 errors, refresh, revocation and scopes.
 
-use e2e::{PUBLISHER, STORE, jwt_claims};
+use harness::{PUBLISHER, STORE, jwt_claims};
 
 use crate::Env;
 
 async fn registered(env: &Env) -> (String, String) {
     let client = env
         .api
-        .register("admin", e2e::ADMIN_PASSWORD, "tokens")
+        .register("admin", harness::ADMIN_PASSWORD, "tokens")
         .await
         .expect(200);
     (client.str("clientId"), client.str("clientSecret"))
@@ -25,7 +25,7 @@ fn password_form<'a>(password: &'a str, scope: &'a str) -> Vec<(&'a str, &'a str
 pub async fn token_service_grants_and_errors(env: Env) {
     let api = &env.api;
     let (id, secret) = registered(&env).await;
-    let good = password_form(e2e::ADMIN_PASSWORD, "mgr:api_view");
+    let good = password_form(harness::ADMIN_PASSWORD, "mgr:api_view");
 
     api.token(&id, "wrong", &good)
         .await
@@ -117,7 +117,7 @@ pub async fn refresh_and_revocation(env: Env) {
         .token(
             &id,
             &secret,
-            &password_form(e2e::ADMIN_PASSWORD, "mgr:api_view mgr:api_create"),
+            &password_form(harness::ADMIN_PASSWORD, "mgr:api_view mgr:api_create"),
         )
         .await
         .expect(200);
@@ -150,7 +150,7 @@ pub async fn refresh_and_revocation(env: Env) {
 
     // Another client cannot use or revoke this client's tokens.
     let other = api
-        .register("admin", e2e::ADMIN_PASSWORD, "other")
+        .register("admin", harness::ADMIN_PASSWORD, "other")
         .await
         .expect(200);
     let (other_id, other_secret) = (other.str("clientId"), other.str("clientSecret"));
@@ -187,7 +187,7 @@ pub async fn refresh_and_revocation(env: Env) {
         .token(
             &id,
             &secret,
-            &password_form(e2e::ADMIN_PASSWORD, "mgr:api_view"),
+            &password_form(harness::ADMIN_PASSWORD, "mgr:api_view"),
         )
         .await
         .expect(200);
@@ -267,7 +267,7 @@ pub async fn scopes_follow_roles(env: Env) {
     // Every management call checks its scope: WSO2 answers 401 for a missing scope.
     let sam_token = sam.str("access_token");
     // Without the fixture's provider (admin): only an administrator names another one.
-    let mut record = e2e::spec_api_record();
+    let mut record = harness::spec_api_record();
     record.as_object_mut().unwrap().remove("provider");
     api.post_json(&format!("{PUBLISHER}/apis"), &sam_token, &record)
         .await

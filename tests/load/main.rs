@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use e2e::stack::Stack;
+use harness::stack::Stack;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -90,7 +90,7 @@ async fn ten_thousand_kept_alive_connections_and_slow_clients() {
     let token = stack.app_token(&key, &secret, &[]).await;
     let path = "/held/v1.0.0/devs/alice";
     // The subscription reaches the gateway a moment after the store answers.
-    e2e::eventually(&stack.gw, reqwest::Method::GET, path, &token, |r| {
+    harness::eventually(&stack.gw, reqwest::Method::GET, path, &token, |r| {
         r.status == 200
     })
     .await
@@ -152,7 +152,7 @@ async fn ten_thousand_kept_alive_connections_and_slow_clients() {
 
     // Slow clients against a gateway that cuts request heads after two seconds.
     let control_plane = stack.control_plane.as_ref().expect("running");
-    let patient = e2e::start_edge_gateway_with(
+    let patient = harness::start_edge_gateway_with(
         control_plane,
         &stack.data_dir,
         "127.0.0.1:0",
@@ -161,8 +161,8 @@ async fn ten_thousand_kept_alive_connections_and_slow_clients() {
     )
     .await;
     let patient_addr = patient.url.trim_start_matches("http://").to_string();
-    let client = e2e::Client::new(&patient.url);
-    e2e::wait_until(
+    let client = harness::Client::new(&patient.url);
+    harness::wait_until(
         "the second gateway serving",
         Duration::from_secs(10),
         async || client.get(path, &token).await.status == 200,

@@ -7,7 +7,9 @@
 //! Every step tolerates having been done before, so it can run on every start.
 
 use anyhow::{Context as _, bail};
-use reqwest::{RequestBuilder, StatusCode};
+use harness::stack::ALL_SCOPES;
+use harness::steps::{Keys, Steps, keys_request};
+use harness::{Client, PUBLISHER, Reply, STORE};
 use serde_json::{Value, json};
 
 /// The facade's Swagger 2.0 definition.
@@ -18,10 +20,6 @@ pub const NAME: &str = "DevManagement";
 pub const CONTEXT: &str = "/dev-management";
 /// Version of the API.
 pub const VERSION: &str = "v1.0.0";
-
-const PUBLISHER: &str = "/api/am/publisher/v0.14";
-const STORE: &str = "/api/am/store/v0.14";
-const MANAGEMENT_SCOPES: &str = "mgr:api_view mgr:api_create mgr:api_publish mgr:subscribe";
 
 /// Where the platform is and who publishes.
 #[derive(Debug, Clone)]
@@ -57,27 +55,63 @@ pub struct Published {
 
 /// Runs every step; see the module documentation.
 pub async fn publish(target: &Target) -> anyhow::Result<Published> {
-    let http = reqwest::Client::new();
-    let (client_id, client_secret) = register_client(&http, target).await?;
-    let token = password_token(
-        &http,
+    let (mgmt, gateway) = (
+        Client::new(&target.management_url),
+        Client::new(&target.gateway_url),
+    );
+    reqwest::get(&target.management_url)
+        .await
+        .context("the platform cannot be reached")?;
+    let registered = expect(
+        "register a client",
+        mgmt.register(&target.user, &target.password, "dev_management_publisher")
+            .await,
+        200,
+    )?;
+    let client = (
+        text(&registered, "clientId")?,
+        text(&registered, "clientSecret")?,
+    );
+    let token = password_token(&gateway, target, &client, ALL_SCOPES).await?;
+    let steps = Steps::new(&mgmt, &token);
+    let api_id = create_or_update_api(&mgmt, steps, &target.facade_url).await?;
+    let api = expect(
+        "read the API",
+        mgmt.get(&format!("{PUBLISHER}/apis/{api_id}"), &token)
+            .await,
+        200,
+    )?;
+    if api.body["status"] != "PUBLISHED" {
+        steps.lifecycle(&api_id, "Publish").await?;
+    }
+    let application_id = default_application(&mgmt, &token).await?;
+    match steps.subscribe(&application_id, &api_id, "Unlimited").await {
+        Err(refused) if refused.status != 409 => return Err(refused.into()),
+        _ => {} // 409: subscribed already.
+    }
+    let keys = match steps.generate_keys(&application_id, &keys_request()).await {
+        Err(refused) if refused.status == 409 => {
+            let path = format!("{STORE}/applications/{application_id}/keys/PRODUCTION");
+            let held = expect("read the keys", mgmt.get(&path, &token).await, 200)?;
+            Keys {
+                key: text(&held, "consumerKey")?,
+                secret: text(&held, "consumerSecret")?,
+            }
+        }
+        generated => generated?,
+    };
+    let access_token = password_token(
+        &gateway,
         target,
-        (&client_id, &client_secret),
-        MANAGEMENT_SCOPES,
+        &(keys.key.clone(), keys.secret.clone()),
+        "default",
     )
     .await?;
-    let api_id = create_or_update_api(&http, target, &token).await?;
-    publish_api(&http, target, &token, &api_id).await?;
-    let application_id = default_application(&http, target, &token).await?;
-    subscribe(&http, target, &token, &api_id, &application_id).await?;
-    let (consumer_key, consumer_secret) = keys(&http, target, &token, &application_id).await?;
-    let access_token =
-        password_token(&http, target, (&consumer_key, &consumer_secret), "default").await?;
     Ok(Published {
         api_id,
         application_id,
-        consumer_key,
-        consumer_secret,
+        consumer_key: keys.key,
+        consumer_secret: keys.secret,
         access_token,
         base_url: format!("{}{CONTEXT}/{VERSION}", target.gateway_url),
     })
@@ -107,213 +141,81 @@ pub fn api_record(facade_url: &str) -> Value {
     })
 }
 
-/// Sends a request and returns status and JSON body (Null when there is none).
-async fn send(request: RequestBuilder) -> anyhow::Result<(StatusCode, Value)> {
-    let response = request
-        .send()
-        .await
-        .context("the platform cannot be reached")?;
-    let status = response.status();
-    let text = response.text().await?;
-    Ok((status, serde_json::from_str(&text).unwrap_or(Value::Null)))
-}
-
-/// Fails unless the status is one of `expected`.
-fn expect(
-    step: &str,
-    (status, body): (StatusCode, Value),
-    expected: &[u16],
-) -> anyhow::Result<Value> {
-    if !expected.contains(&status.as_u16()) {
-        bail!("{step}: HTTP {status}: {body}");
+/// `reply` when it has `status`, else why `step` failed.
+fn expect(step: &str, reply: Reply, status: u16) -> anyhow::Result<Reply> {
+    if reply.status != status {
+        bail!("{step}: HTTP {}: {}", reply.status, reply.body);
     }
-    Ok(body)
+    Ok(reply)
 }
 
-fn text(body: &Value, field: &str) -> anyhow::Result<String> {
-    body[field]
+fn text(reply: &Reply, field: &str) -> anyhow::Result<String> {
+    reply.body[field]
         .as_str()
         .map(str::to_string)
-        .with_context(|| format!("no {field} in {body}"))
+        .with_context(|| format!("no {field} in {}", reply.body))
 }
 
-async fn register_client(
-    http: &reqwest::Client,
-    target: &Target,
-) -> anyhow::Result<(String, String)> {
-    let request = http
-        .post(format!(
-            "{}/client-registration/v0.14/register",
-            target.management_url
-        ))
-        .basic_auth(&target.user, Some(&target.password))
-        .json(&json!({
-            "callbackUrl": "www.google.lk",
-            "clientName": "dev_management_publisher",
-            "owner": target.user,
-            "grantType": "password refresh_token",
-            "saasApp": true,
-        }));
-    let body = expect("register a client", send(request).await?, &[200])?;
-    Ok((text(&body, "clientId")?, text(&body, "clientSecret")?))
-}
-
+/// A password grant of the target's user, for `client`, from the gateway's `/token`.
 async fn password_token(
-    http: &reqwest::Client,
+    gateway: &Client,
     target: &Target,
-    (id, secret): (&str, &str),
+    (id, secret): &(String, String),
     scope: &str,
 ) -> anyhow::Result<String> {
-    let request = http
-        .post(format!("{}/token", target.gateway_url))
-        .basic_auth(id, Some(secret))
-        .form(&[
-            ("grant_type", "password"),
-            ("username", target.user.as_str()),
-            ("password", target.password.as_str()),
-            ("scope", scope),
-        ]);
-    let body = expect("get a token", send(request).await?, &[200])?;
-    text(&body, "access_token")
+    let form = [
+        ("grant_type", "password"),
+        ("username", target.user.as_str()),
+        ("password", target.password.as_str()),
+        ("scope", scope),
+    ];
+    let reply = expect(
+        "get a token",
+        gateway.token_at("/token", id, secret, &form).await,
+        200,
+    )?;
+    text(&reply, "access_token")
 }
 
 /// The existing API of that name and version, updated to point at the facade, or a new one.
 async fn create_or_update_api(
-    http: &reqwest::Client,
-    target: &Target,
-    token: &str,
+    mgmt: &Client,
+    steps: Steps<'_>,
+    facade_url: &str,
 ) -> anyhow::Result<String> {
-    let apis = format!("{}{PUBLISHER}/apis", target.management_url);
-    let search = http
-        .get(&apis)
-        .bearer_auth(token)
-        .query(&[("query", format!("name:\"{NAME}\""))]);
-    let found = expect("search the API", send(search).await?, &[200])?;
-    let existing = found["list"]
+    let token = steps.token();
+    let search = format!("{PUBLISHER}/apis?query=name:%22{NAME}%22");
+    let found = expect("search the API", mgmt.get(&search, token).await, 200)?;
+    let existing = found.body["list"]
         .as_array()
         .into_iter()
         .flatten()
-        .find(|api| api["name"] == NAME && api["version"] == VERSION);
-    let record = api_record(&target.facade_url);
+        .find(|api| api["name"] == NAME && api["version"] == VERSION)
+        .and_then(|api| api["id"].as_str().map(str::to_string));
+    let record = api_record(facade_url);
     match existing {
-        Some(api) => {
-            let id = text(api, "id")?;
-            let update = http
-                .put(format!("{apis}/{id}"))
-                .bearer_auth(token)
-                .json(&record);
-            expect("update the API", send(update).await?, &[200])?;
+        Some(id) => {
+            let update = mgmt
+                .put_json(&format!("{PUBLISHER}/apis/{id}"), token, &record)
+                .await;
+            expect("update the API", update, 200)?;
             Ok(id)
         }
-        None => {
-            let create = http.post(&apis).bearer_auth(token).json(&record);
-            let body = expect("create the API", send(create).await?, &[201])?;
-            text(&body, "id")
-        }
+        None => Ok(steps.create_api(&record).await?),
     }
 }
 
-async fn publish_api(
-    http: &reqwest::Client,
-    target: &Target,
-    token: &str,
-    api_id: &str,
-) -> anyhow::Result<()> {
-    let api = http
-        .get(format!(
-            "{}{PUBLISHER}/apis/{api_id}",
-            target.management_url
-        ))
-        .bearer_auth(token);
-    let api = expect("read the API", send(api).await?, &[200])?;
-    if api["status"] == "PUBLISHED" {
-        return Ok(());
-    }
-    let publish = http
-        .post(format!(
-            "{}{PUBLISHER}/apis/change-lifecycle",
-            target.management_url
-        ))
-        .bearer_auth(token)
-        .query(&[("apiId", api_id), ("action", "Publish")]);
-    expect("publish the API", send(publish).await?, &[200])?;
-    Ok(())
-}
-
-async fn default_application(
-    http: &reqwest::Client,
-    target: &Target,
-    token: &str,
-) -> anyhow::Result<String> {
-    let list = http
-        .get(format!("{}{STORE}/applications", target.management_url))
-        .bearer_auth(token)
-        .query(&[("query", "DefaultApplication")]);
-    let list = expect("list applications", send(list).await?, &[200])?;
-    let app = list["list"]
+/// DefaultApplication's id.
+async fn default_application(mgmt: &Client, token: &str) -> anyhow::Result<String> {
+    let path = format!("{STORE}/applications?query=DefaultApplication");
+    let list = expect("list applications", mgmt.get(&path, token).await, 200)?;
+    list.body["list"]
         .as_array()
         .into_iter()
         .flatten()
         .find(|app| app["name"] == "DefaultApplication")
-        .context("DefaultApplication is missing")?;
-    text(app, "applicationId")
-}
-
-async fn subscribe(
-    http: &reqwest::Client,
-    target: &Target,
-    token: &str,
-    api_id: &str,
-    application_id: &str,
-) -> anyhow::Result<()> {
-    let request = http
-        .post(format!("{}{STORE}/subscriptions", target.management_url))
-        .bearer_auth(token)
-        .json(
-            &json!({"tier": "Unlimited", "apiIdentifier": api_id, "applicationId": application_id}),
-        );
-    // 409: subscribed already.
-    expect(
-        "subscribe DefaultApplication",
-        send(request).await?,
-        &[201, 409],
-    )?;
-    Ok(())
-}
-
-async fn keys(
-    http: &reqwest::Client,
-    target: &Target,
-    token: &str,
-    application_id: &str,
-) -> anyhow::Result<(String, String)> {
-    let generate = http
-        .post(format!(
-            "{}{STORE}/applications/generate-keys",
-            target.management_url
-        ))
-        .bearer_auth(token)
-        .query(&[("applicationId", application_id)])
-        .json(&json!({
-            "validityTime": "3600",
-            "keyType": "PRODUCTION",
-            "accessAllowDomains": ["ALL"],
-            "scopes": ["am_application_scope", "default"],
-            "supportedGrantTypes": ["refresh_token", "client_credentials", "password"],
-        }));
-    let (status, body) = send(generate).await?;
-    let body = if status == StatusCode::CONFLICT {
-        let existing = http
-            .get(format!(
-                "{}{STORE}/applications/{application_id}/keys/PRODUCTION",
-                target.management_url
-            ))
-            .bearer_auth(token);
-        expect("read the keys", send(existing).await?, &[200])?
-    } else {
-        expect("generate keys", (status, body), &[200])?
-    };
-    Ok((text(&body, "consumerKey")?, text(&body, "consumerSecret")?))
+        .and_then(|app| app["applicationId"].as_str().map(str::to_string))
+        .context("DefaultApplication is missing")
 }
 
 /// What was published, the consumer's credentials, and how to call the API.

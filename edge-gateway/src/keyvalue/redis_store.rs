@@ -287,12 +287,14 @@ mod tests {
         assert_eq!(escape_glob(r"a*b?[c]\"), r"a\*b\?\[c\]\\");
     }
 
-    /// Runs against a local Redis when one is listening; skipped otherwise.
+    /// Runs against the local Redis (fails without it, unless told to skip).
     #[tokio::test]
     async fn redis_backend_semantics() {
         let url = "redis://127.0.0.1:6379/0";
-        if std::net::TcpStream::connect("127.0.0.1:6379").is_err() {
-            eprintln!("no Redis on 127.0.0.1:6379; skipping");
+        if !harness::services::available(
+            harness::services::Service::Redis,
+            "redis_backend_semantics",
+        ) {
             return;
         }
         let nanos = std::time::SystemTime::now()

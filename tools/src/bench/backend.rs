@@ -27,7 +27,7 @@ impl FastBackend {
 }
 
 fn serve(listener: std::net::TcpListener) {
-    super::machine::pin_thread("0");
+    harness::machine::pin_thread("0");
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -10,12 +10,12 @@ use serde_json::json;
 
 use super::Options;
 use super::load::{Load, Wrk};
-use super::machine;
 use super::platform::{self, BASE, Platform, SECURED};
 use super::profile::{self, Profile};
 use super::propagation::{self, Propagation};
 use super::stats::Latencies;
-use crate::{PUBLISHER, STORE};
+use harness::machine;
+use harness::{PUBLISHER, STORE};
 
 /// Control-plane figures on an empty database and, unless skipped, at scale.
 #[derive(Debug, Default)]
@@ -72,8 +72,8 @@ pub struct FullManifest {
     /// The first compile of a second control plane on the same database (every API
     /// compiled, every entry compared), ms.
     pub compile_ms: Option<f64>,
-    /// A gateway started with an empty store: its first request, which pulls and applies
-    /// the whole snapshot before answering 200, ms.
+    /// A gateway started with an empty store, from its start until its first request is
+    /// answered 200 (it pulls and applies the whole snapshot before it serves), ms.
     pub fresh_gateway_ms: Option<f64>,
     /// That gateway's resident memory afterwards, MiB.
     pub fresh_gateway_rss_mib: f64,
@@ -121,7 +121,7 @@ async fn phase(options: &Options, platform: &Platform, tag: &str, profile: bool)
         tokens(options, platform, "grant_type=client_credentials", profile).await;
     let password = format!(
         "grant_type=password&username=admin&password={}&scope=default",
-        crate::ADMIN_PASSWORD
+        harness::ADMIN_PASSWORD
     );
     let password = tokens(options, platform, &password, false).await;
     propagation::settle(platform).await;
@@ -221,11 +221,14 @@ async fn full_manifest(platform: &Platform) -> FullManifest {
     let Some(control_plane) = platform.stack.control_plane.as_ref() else {
         return full;
     };
-    let gateway =
-        crate::start_edge_gateway(control_plane, &platform.stack.data_dir, "127.0.0.1:0", &[])
-            .await;
+    // From the start of the process: it announces its listener only once it holds the
+    // manifest, so the pull is inside this span (with the start, the component from the
+    // compilation cache).
     let started = Instant::now();
-    let first = crate::Client::new(&gateway.url)
+    let gateway =
+        harness::start_edge_gateway(control_plane, &platform.stack.data_dir, "127.0.0.1:0", &[])
+            .await;
+    let first = harness::Client::new(&gateway.url)
         .get(&format!("{BASE}{SECURED}"), &platform.token)
         .await;
     if first.status == 200 {
@@ -277,8 +280,8 @@ async fn snapshot(platform: &Platform) -> FullManifest {
 /// Starts a second control plane on the same database, reads how long its first compile
 /// (every API) took from its log, and stops it.
 async fn full_compile(platform: &Platform) -> Option<f64> {
-    let second = crate::start_control_plane(
-        &crate::Backend::Sqlite,
+    let second = harness::start_control_plane(
+        &harness::Backend::Sqlite,
         &platform.stack.data_dir,
         &[
             ("APIM_LOG_JSON", "true".into()),

@@ -5,10 +5,10 @@
 use super::Options;
 use super::backend::{BODY_BYTES, FastBackend};
 use super::load::{Load, Wrk};
-use super::machine;
 use super::platform::{BASE, OPEN, Platform, SECURED};
 use super::proxies;
 use super::stats::median;
+use harness::machine;
 
 /// The cases, in the order of the issue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,7 +40,7 @@ impl Case {
         match self {
             Case::Backend => "1. backend directly",
             Case::Nginx => "2. nginx, reverse proxy",
-            Case::Envoy => "3. Envoy, jwt_authn + local rate limit",
+            Case::Envoy => "3. Envoy, jwt_authn (cached) + local rate limit",
             Case::Gateway => "4. edge-gateway, full policy",
             Case::GatewayOpen => "5. edge-gateway, x-auth-type None",
         }

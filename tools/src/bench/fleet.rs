@@ -11,11 +11,11 @@ use serde_json::json;
 use tokio::task::JoinSet;
 
 use super::Options;
-use super::machine;
 use super::propagation::{self, ManifestLog};
 use super::stats::{Latencies, median};
-use crate::stack::{ALL_SCOPES, Stack};
-use crate::{Backend, Client, EchoBackend, ServerProcess};
+use harness::machine;
+use harness::stack::{Core, Stack};
+use harness::{Backend, Client, ServerProcess};
 
 /// Longest a gateway may take to show a publish before it counts as never.
 const GIVE_UP: Duration = Duration::from_secs(30);
@@ -58,10 +58,10 @@ pub struct FleetResults {
 pub async fn measure(options: &Options) -> FleetResults {
     // Children inherit this thread's CPUs: the whole machine here.
     machine::pin_thread("0,1");
-    let data_dir = crate::temp_dir();
-    let control_plane = crate::start_control_plane(
+    let data_dir = harness::temp_dir();
+    let core = Core::start(
         &Backend::Sqlite,
-        &data_dir,
+        data_dir,
         &[
             // Compile events, timed (no pushes: APIM_GATEWAYS is not set).
             ("APIM_LOG_JSON", "true".into()),
@@ -80,9 +80,9 @@ pub async fn measure(options: &Options) -> FleetResults {
             ("APIM_MAX_INSTANCES", "4".to_string()),
         ];
         gateways.push(
-            crate::start_edge_gateway_with(
-                &control_plane,
-                &data_dir,
+            harness::start_edge_gateway_with(
+                &core.control_plane,
+                &core.data_dir,
                 "127.0.0.1:0",
                 &[&id],
                 &settings,
@@ -92,19 +92,9 @@ pub async fn measure(options: &Options) -> FleetResults {
     }
     let start_secs = started.elapsed().as_secs_f64();
     let clients: Vec<Client> = gateways.iter().map(|g| Client::new(&g.url)).collect();
-    let mgmt = Client::new(&control_plane.url);
-    let admin = mgmt.login("admin", crate::ADMIN_PASSWORD, ALL_SCOPES).await;
     let mut pids: Vec<u32> = gateways.iter().map(|g| g.pid()).collect();
-    pids.push(control_plane.pid());
-    let stack = Stack {
-        data_dir,
-        control_plane: Some(control_plane),
-        gw: clients[0].clone(),
-        gateway: gateways.remove(0),
-        backend: EchoBackend::start().await,
-        mgmt,
-        admin,
-    };
+    pids.push(core.control_plane.pid());
+    let stack = core.with_gateway(gateways.remove(0));
     let log = ManifestLog::default();
 
     // Every gateway has pulled the manifest and warmed an instance up: one publish, untimed.

@@ -1,4 +1,4 @@
-//! The benchmark behind `cargo run --release -p e2e --bin bench`: every case in one run,
+//! The benchmark behind `cargo run --release -p tools --bin bench`: every case in one run,
 //! on loopback, with the server under test on CPU 1 and the backend and load on CPU 0.
 //!
 //! Data plane: wrk against the backend directly, nginx, Envoy with our policy, and
@@ -120,7 +120,7 @@ pub fn run(options: Options) {
         tools::ensure_wrk();
     }
     // Builds the release binaries and the component before anything is measured.
-    crate::gateway_component();
+    harness::gateway_component();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -5,10 +5,11 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::machine;
 use super::propagation;
-use crate::stack::{ALL_SCOPES, Stack};
-use crate::{Backend, Client, EchoBackend, STORE};
+use harness::Client;
+use harness::machine;
+use harness::stack::{Launch, Stack};
+use harness::steps::{Keys, client_credentials_token};
 
 /// `/<context>/<version>` of the benchmark's API, on the gateway and on the proxies.
 pub const BASE: &str = "/bench/v1.0.0";
@@ -17,7 +18,7 @@ pub const SECURED: &str = "/echo";
 /// Its `x-auth-type: None` resource (case 5).
 pub const OPEN: &str = "/open";
 /// Requests per second allowed to the benchmark API, as many as Envoy's rate-limit bucket
-/// (`tests/fixtures/bench/envoy.yaml`) holds: counted, never reached.
+/// (`tools/fixtures/bench/envoy.yaml`) holds: counted, never reached.
 const RATE_CAP: u64 = 1_000_000_000;
 
 /// A resource of the benchmark's API.
@@ -80,42 +81,20 @@ impl Platform {
     /// Starts the control plane (both CPUs) and edge-gateway (CPU 1, so its runtime has
     /// one worker), and publishes the benchmark API over `backend`.
     pub async fn start(backend: &str) -> Self {
-        let data_dir = crate::temp_dir();
-        let gateway_addr = format!("127.0.0.1:{}", crate::free_port());
-        let control_plane = crate::start_control_plane(
-            &Backend::Sqlite,
-            &data_dir,
-            &[
-                ("APIM_GATEWAYS", format!("http://{gateway_addr}")),
+        let stack = Launch {
+            control_plane: &[
                 // Compile and delivery events, timed (see propagation.rs).
                 ("APIM_LOG_JSON", "true".into()),
                 ("RUST_LOG", "warn,control_plane::gateways=info".into()),
             ],
-        )
-        .await;
-        machine::pin_thread("1");
-        // The perf map lets the profile name the component's functions.
-        let settings = [("APIM_PERF_MAP", "true".to_string())];
-        let gateway = crate::start_edge_gateway_with(
-            &control_plane,
-            &data_dir,
-            &gateway_addr,
-            &[],
-            &settings,
-        )
+            // The perf map lets the profile name the component's functions.
+            gateway: &[("APIM_PERF_MAP", "true".to_string())],
+            gateway_cpus: Some("1"),
+            ..Launch::default()
+        }
+        .start()
         .await;
         machine::pin_thread("0");
-        let mgmt = Client::new(&control_plane.url);
-        let admin = mgmt.login("admin", crate::ADMIN_PASSWORD, ALL_SCOPES).await;
-        let stack = Stack {
-            data_dir,
-            control_plane: Some(control_plane),
-            gw: Client::new(&gateway.url),
-            gateway,
-            backend: EchoBackend::start().await,
-            mgmt,
-            admin,
-        };
         Self::with_bench_api(Arc::new(stack), backend).await
     }
 
@@ -138,12 +117,12 @@ impl Platform {
         let token = client_token(&stack.mgmt, &key, &secret).await;
         let jwks = stack.mgmt.get("/oauth2/jwks", "").await.expect(200).body;
         let platform = Platform {
-            issuer: crate::jwt_claims(&token)["iss"]
+            issuer: harness::jwt_claims(&token)["iss"]
                 .as_str()
                 .unwrap_or_default()
                 .into(),
             jwks: jwks.to_string(),
-            dir: crate::temp_dir(),
+            dir: harness::temp_dir(),
             manifest_log: Default::default(),
             stack,
             key,
@@ -211,21 +190,22 @@ fn swagger() -> Value {
 
 /// A client_credentials token for a consumer key, from the control plane.
 async fn client_token(mgmt: &Client, key: &str, secret: &str) -> String {
-    mgmt.token(key, secret, &[("grant_type", "client_credentials")])
+    let keys = Keys {
+        key: key.into(),
+        secret: secret.into(),
+    };
+    client_credentials_token(mgmt, "/oauth2/token", &keys)
         .await
-        .expect(200)
-        .str("access_token")
+        .unwrap()
 }
 
 /// Subscribes `application` to `api` on Unlimited; the subscription id.
 pub async fn subscribe(stack: &Stack, application: &str, api: &str) -> String {
-    let body = json!({"tier": "Unlimited", "apiIdentifier": api, "applicationId": application});
     stack
-        .mgmt
-        .post_json(&format!("{STORE}/subscriptions"), &stack.admin, &body)
+        .steps()
+        .subscribe(application, api, "Unlimited")
         .await
-        .expect(201)
-        .str("subscriptionId")
+        .unwrap()
 }
 
 /// A fresh client_credentials token of the benchmark application.

@@ -27,7 +27,7 @@ pub struct Profile {
 /// Profiles the gateway under case 4.
 pub async fn gateway(options: &Options, platform: &Platform) -> Option<Profile> {
     eprintln!("bench: profiling edge-gateway under case 4");
-    super::machine::wait_for_quiet_cpu().await;
+    harness::machine::wait_for_quiet_cpu().await;
     let url = format!("{}{BASE}{SECURED}", platform.stack.gw.base);
     let headers = [platform.bearer()];
     let load = Wrk {

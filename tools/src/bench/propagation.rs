@@ -14,7 +14,7 @@ use serde_json::json;
 
 use super::platform::{self, BASE, Platform, SECURED};
 use super::stats::Latencies;
-use crate::{Client, Reply, STORE};
+use harness::{Client, Reply, STORE};
 
 /// Longest a change may take to show before it counts as failed.
 const GIVE_UP: Duration = Duration::from_secs(30);

@@ -1,4 +1,4 @@
-//! The proxies edge-gateway is compared with, set up from `tests/fixtures/bench`: nginx
+//! The proxies edge-gateway is compared with, set up from `tools/fixtures/bench`: nginx
 //! (plain reverse proxy) and Envoy (our policy), each pinned to CPU 1 with one worker.
 
 use std::path::{Path, PathBuf};
@@ -60,8 +60,8 @@ impl Proxy {
 pub async fn nginx(dir: &Path, backend: &str) -> Proxy {
     let prefix = dir.join("nginx");
     std::fs::create_dir_all(&prefix).expect("nginx prefix");
-    let listen = format!("127.0.0.1:{}", crate::free_port());
-    let user = super::machine::output("id", &["-un"]);
+    let listen = format!("127.0.0.1:{}", harness::free_port());
+    let user = harness::machine::output("id", &["-un"]);
     let prefix_text = prefix.display().to_string();
     let config = fill(
         include_str!("../../fixtures/bench/nginx.conf"),
@@ -91,7 +91,7 @@ pub async fn nginx(dir: &Path, backend: &str) -> Proxy {
 /// Envoy with one worker on CPU 1 in front of `backend`, enforcing our policy: tokens of
 /// `issuer` signed by a key of `jwks` on the authenticated resources, a local rate limit.
 pub async fn envoy(dir: &Path, backend: &str, issuer: &str, jwks: &str) -> Proxy {
-    let listen = format!("127.0.0.1:{}", crate::free_port());
+    let listen = format!("127.0.0.1:{}", harness::free_port());
     let port = |addr: &str| addr.rsplit(':').next().expect("port").to_string();
     let config = fill(
         include_str!("../../fixtures/bench/envoy.yaml"),
@@ -157,29 +157,27 @@ fn fill(template: &str, values: &[(&str, &str)]) -> String {
         })
 }
 
-/// One route per resource of the API: its method and path, rewritten as the gateway
-/// forwards it (`/<context>/<version>` dropped).
+/// One route for the API, `/<context>/<version>` dropped as the gateway forwards it:
+/// Envoy's usual layout for an API behind a prefix.
 fn envoy_routes() -> Value {
     let rewrite =
         json!({"pattern": {"regex": format!("^{}", regex_escape(BASE))}, "substitution": ""});
-    RESOURCES
-        .iter()
-        .map(|resource| {
-            json!({
-                "match": route_match(resource),
-                "route": {"cluster": "backend", "regex_rewrite": rewrite},
-            })
-        })
-        .collect()
+    json!([{
+        "match": {"prefix": format!("{BASE}/")},
+        "route": {"cluster": "backend", "regex_rewrite": rewrite},
+    }])
 }
 
-/// A token is required on every resource that is not `x-auth-type: None`.
+/// The open resources first, without a requirement; then a token everywhere else in the
+/// API (jwt_authn takes the first rule that matches).
 fn envoy_rules() -> Value {
-    RESOURCES
+    let open = RESOURCES
         .iter()
-        .filter(|r| r.authenticated)
-        .map(|resource| json!({"match": route_match(resource), "requires": {"provider_name": "apim"}}))
-        .collect()
+        .filter(|r| !r.authenticated)
+        .map(|resource| json!({"match": route_match(resource)}));
+    let everything_else =
+        json!({"match": {"prefix": format!("{BASE}/")}, "requires": {"provider_name": "apim"}});
+    open.chain([everything_else]).collect()
 }
 
 fn route_match(resource: &Resource) -> Value {

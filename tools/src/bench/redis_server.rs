@@ -16,8 +16,8 @@ pub struct RedisServer {
 impl RedisServer {
     /// Starts one and waits until it answers PING.
     pub async fn start() -> Self {
-        let port = crate::free_port();
-        let dir = crate::temp_dir();
+        let port = harness::free_port();
+        let dir = harness::temp_dir();
         let child = Command::new("redis-server")
             .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
             .args(["--save", "", "--appendonly", "no"])

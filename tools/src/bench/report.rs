@@ -14,7 +14,7 @@ use super::stats::{Latencies, median};
 use super::throttling::{ThrottlingResults, Windows};
 use super::{Options, Part};
 
-const BEGIN: &str = "<!-- bench:begin: written by `cargo run --release -p e2e --bin bench`; \
+const BEGIN: &str = "<!-- bench:begin: written by `cargo run --release -p tools --bin bench`; \
                      everything up to bench:end is replaced on each run -->";
 const END: &str = "<!-- bench:end -->";
 
@@ -46,14 +46,14 @@ impl Report<'_> {
         let mut md = String::new();
         let _ = writeln!(
             md,
-            "## Latest run\n\n`cargo run --release -p e2e --bin bench -- --rounds {} --seconds {} \
+            "## Latest run\n\n`cargo run --release -p tools --bin bench -- --rounds {} --seconds {} \
              --connections {} --apis {}{}`, {}.\n",
             o.rounds,
             o.seconds,
             o.connections,
             o.apis,
             if o.skip_scale { " --skip-scale" } else { "" },
-            super::machine::output("date", &["-u", "+%Y-%m-%d %H:%M UTC"]),
+            harness::machine::output("date", &["-u", "+%Y-%m-%d %H:%M UTC"]),
         );
         md.push_str(&self.machine_table());
         md.push_str(&self.targets());
@@ -153,7 +153,11 @@ impl Report<'_> {
              every round runs every case. Cases 3 to 5 count every request against the API's \
              rate cap (10⁹/s, never reached); the tiers are Unlimited. Added latency: over case \
              1 at concurrency 1. CPU µs/req: the server's user + system time (nginx's \
-             worker included) over the requests it answered at {c}.\n\n\
+             worker included) over the requests it answered at {c}. What each side keeps \
+             between requests: Envoy caches verified tokens (`jwt_cache_config`, 100) and \
+             routes the API by one prefix; edge-gateway keeps verified tokens and the \
+             manifest entries it has read in each reused instance, and the component \
+             compiled.\n\n\
              | case | req/s at {c} | CPU µs/req at {c} | p50 µs at {c} | p99 µs at {c} | p50 µs at 1 | p99 µs at 1 \
              | added p50 µs at 1 | added p99 µs at 1 |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|\n",
             o.rounds, o.seconds, o.warmup
@@ -274,7 +278,7 @@ impl Report<'_> {
             },
         );
         table.row(
-            "whole manifest: a fresh gateway's first request, snapshot pulled and applied (ms)",
+            "whole manifest: a fresh gateway started, snapshot pulled and applied, first request answered (ms)",
             |p| {
                 p.full
                     .fresh_gateway_ms
@@ -409,9 +413,9 @@ fn section_head(title: &str, command: &str) -> String {
             .unwrap_or_default()
     };
     format!(
-        "## {title}\n\n`cargo run --release -p e2e --bin bench -- {command}`, {}; {}, {} cores, \
+        "## {title}\n\n`cargo run --release -p tools --bin bench -- {command}`, {}; {}, {} cores, \
          {}; load average before: {}; commit {}.\n\n",
-        super::machine::output("date", &["-u", "+%Y-%m-%d %H:%M UTC"]),
+        harness::machine::output("date", &["-u", "+%Y-%m-%d %H:%M UTC"]),
         item("CPU"),
         item("cores"),
         item("memory"),
@@ -688,7 +692,7 @@ fn section_markers(part: Part) -> (String, String) {
     };
     (
         format!(
-            "<!-- bench:{name}:begin: written by `cargo run --release -p e2e --bin bench` (or \
+            "<!-- bench:{name}:begin: written by `cargo run --release -p tools --bin bench` (or \
              with `-- --only {name}`); everything up to bench:{name}:end is replaced on each run -->"
         ),
         format!("<!-- bench:{name}:end -->"),
@@ -732,7 +736,7 @@ mod tests {
 
     #[test]
     fn replaces_only_the_generated_part() {
-        let path = crate::temp_dir().join("BENCHMARKS.md");
+        let path = harness::temp_dir().join("BENCHMARKS.md");
         std::fs::write(
             &path,
             format!("# B\n\nintro\n\n{BEGIN}\nold\n{END}\n\n## Notes\n"),
@@ -748,7 +752,7 @@ mod tests {
 
     #[test]
     fn a_section_of_its_own_leaves_the_rest() {
-        let path = crate::temp_dir().join("BENCHMARKS.md");
+        let path = harness::temp_dir().join("BENCHMARKS.md");
         let main = format!("# B\n\n{BEGIN}\nold\n{END}\n\n## Notes\n");
         std::fs::write(&path, &main).unwrap();
         let (begin, end) = section_markers(Part::Fleet);

@@ -21,11 +21,12 @@ use tokio::task::JoinSet;
 use super::Options;
 use super::backend::FastBackend;
 use super::load::{Load, Wrk};
-use super::machine;
 use super::redis_server::RedisServer;
 use super::stats::{Latencies, median};
-use crate::stack::{ALL_SCOPES, Stack};
-use crate::{Backend, Client, EchoBackend, STORE, ServerProcess};
+use harness::machine;
+use harness::stack::{Core, Stack};
+use harness::steps::keys_request;
+use harness::{Backend, Client, ServerProcess};
 
 /// Nodes sharing Redis.
 pub const NODES: usize = 3;
@@ -253,8 +254,9 @@ impl Setup {
     async fn start(options: &Options, backend: &str, recorder: &str) -> Self {
         let redis = RedisServer::start().await;
         let namespace = format!("apim-bench-throttling-{}", uuid::Uuid::new_v4().simple());
-        let data_dir = crate::temp_dir();
-        let control_plane = crate::start_control_plane(&Backend::Sqlite, &data_dir, &[]).await;
+        let data_dir = harness::temp_dir();
+        let core = Core::start(&Backend::Sqlite, data_dir, &[]).await;
+        let (control_plane, data_dir) = (&core.control_plane, &core.data_dir);
         let shared = [
             ("APIM_KV_URL", redis.url()),
             ("APIM_KV_NAMESPACE", namespace.clone()),
@@ -263,9 +265,9 @@ impl Setup {
         let mut nodes = Vec::new();
         for k in 1..=NODES {
             let id = format!("gateway_id=throttle-{k}");
-            let node = crate::start_edge_gateway_with(
-                &control_plane,
-                &data_dir,
+            let node = harness::start_edge_gateway_with(
+                control_plane,
+                data_dir,
                 "127.0.0.1:0",
                 &[&id],
                 &shared,
@@ -273,26 +275,16 @@ impl Setup {
             .await;
             nodes.push(node);
         }
-        let memory = crate::start_edge_gateway_with(
-            &control_plane,
-            &data_dir,
+        let memory = harness::start_edge_gateway_with(
+            control_plane,
+            data_dir,
             "127.0.0.1:0",
             &["gateway_id=throttle-memory"],
             &[("APIM_WORKER_THREADS", "1".to_string())],
         )
         .await;
         let urls: Vec<String> = nodes.iter().map(|n| n.url.clone()).collect();
-        let mgmt = Client::new(&control_plane.url);
-        let admin = mgmt.login("admin", crate::ADMIN_PASSWORD, ALL_SCOPES).await;
-        let stack = Stack {
-            data_dir,
-            control_plane: Some(control_plane),
-            gw: Client::new(&urls[0]),
-            gateway: nodes.remove(0),
-            backend: EchoBackend::start().await,
-            mgmt,
-            admin,
-        };
+        let stack = core.with_gateway(nodes.remove(0));
         let endpoint = |url: String| {
             json!({
                 "production_endpoints": {"url": url, "config": null},
@@ -359,7 +351,7 @@ impl Setup {
         for url in &urls {
             let node = Client::new(url);
             for path in [TPS_PATH, APP_PATH, SUB_PATH, COUNTED_PATH] {
-                crate::eventually(
+                harness::eventually(
                     &node,
                     reqwest::Method::GET,
                     path,
@@ -471,32 +463,13 @@ async fn application(
     tier: &str,
     subscriptions: &[(&str, &str)],
 ) -> (String, String) {
-    let body = json!({"name": name, "throttlingTier": tier});
-    let app = stack
-        .mgmt
-        .post_json(&format!("{STORE}/applications"), &stack.admin, &body)
-        .await
-        .expect(201)
-        .str("applicationId");
+    let steps = stack.steps();
+    let app = steps.create_application(name, tier).await.unwrap();
     for (api, tier) in subscriptions {
-        let body = json!({"tier": tier, "apiIdentifier": api, "applicationId": app});
-        stack
-            .mgmt
-            .post_json(&format!("{STORE}/subscriptions"), &stack.admin, &body)
-            .await
-            .expect(201);
+        steps.subscribe(&app, api, tier).await.unwrap();
     }
-    let keys = stack
-        .mgmt
-        .post_json(
-            &format!("{STORE}/applications/generate-keys?applicationId={app}"),
-            &stack.admin,
-            &json!({"validityTime": "3600", "keyType": "PRODUCTION",
-                    "accessAllowDomains": ["ALL"], "scopes": ["default"]}),
-        )
-        .await
-        .expect(200);
-    (keys.str("consumerKey"), keys.str("consumerSecret"))
+    let keys = steps.generate_keys(&app, &keys_request()).await.unwrap();
+    (keys.key, keys.secret)
 }
 
 async fn client_token(mgmt: &Client, (key, secret): &(String, String)) -> String {

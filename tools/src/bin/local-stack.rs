@@ -1,4 +1,4 @@
-//! `cargo run -p e2e --bin local-stack`: the whole local stack on its embedded defaults.
+//! `cargo run -p tools --bin local-stack`: the whole local stack on its embedded defaults.
 //!
 //! Builds the components, then starts
 //! - the control plane (development mode, SQLite in `./apim-data`, admin/admin) on
@@ -15,9 +15,9 @@
 
 use std::time::Duration;
 
-use e2e::dev_api::{self, Published, Target};
-use e2e::legacy::{SOAP_PASSWORD, SOAP_USER, start_legacy_soap_at};
-use e2e::{FacadeSetup, ServerProcess, binary, gateway_component};
+use harness::{FacadeSetup, ServerProcess, binary, gateway_component};
+use tools::dev_api::{self, Published, Target};
+use tools::legacy::{SOAP_PASSWORD, SOAP_USER, start_legacy_soap_at};
 
 const CONTROL_PLANE: &str = "127.0.0.1:9763";
 const GATEWAY: &str = "127.0.0.1:8280";
@@ -47,7 +47,7 @@ async fn main() {
             ("APIM_DATA_DIR", data_dir.display().to_string()),
             ("APIM_GATEWAYS", format!("http://{GATEWAY}")),
             // Its backends (the facade, the walk-through's) listen on loopback.
-            ("APIM_EGRESS_ALLOW", e2e::TEST_EGRESS_ALLOW.into()),
+            ("APIM_EGRESS_ALLOW", harness::TEST_EGRESS_ALLOW.into()),
         ],
         Some("control-plane"),
     )
@@ -69,7 +69,7 @@ async fn main() {
         soap_user: setting("APIM_DEV_SOAP_USER", SOAP_USER),
         soap_password: setting("APIM_DEV_SOAP_PASSWORD", SOAP_PASSWORD),
     };
-    let gateway = e2e::start_edge_gateway_with_facade(
+    let gateway = harness::start_edge_gateway_with_facade(
         &control_plane,
         &data_dir,
         GATEWAY,

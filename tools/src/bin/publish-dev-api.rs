@@ -1,10 +1,10 @@
-//! `cargo run -p e2e --bin publish-dev-api`: publishes a running developer-management
+//! `cargo run -p tools --bin publish-dev-api`: publishes a running developer-management
 //! facade through a running platform with the public REST interface only (see
-//! `e2e::dev_api`), then prints a bearer token and example calls. Repeatable: what exists
+//! `tools::dev_api`), then prints a bearer token and example calls. Repeatable: what exists
 //! already is reused, and the API's endpoints are updated to `--facade-url`.
 
 use clap::Parser;
-use e2e::dev_api::{self, Target};
+use tools::dev_api::{self, Target};
 
 /// Where the platform and the facade are, and who publishes.
 #[derive(Debug, Parser)]

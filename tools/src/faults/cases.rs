@@ -9,9 +9,9 @@ use super::load::{Load, MakeRequest, Samples, ms};
 use super::rig::{HandOver, Rig};
 use super::writes::{gateway_converges, verify, write_through_a_kill};
 use super::{CaseReport, Options};
-use crate::redis::Redis;
-use crate::stack::api_record;
-use crate::{Backend, PUBLISHER};
+use harness::redis::Redis;
+use harness::stack::api_record;
+use harness::{Backend, PUBLISHER};
 
 /// Case 1: `kill -9` of the control plane during concurrent writes, on SQLite or
 /// PostgreSQL, a gateway attached; restarted on the same data.

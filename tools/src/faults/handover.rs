@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use tokio::process::Command;
 
-use crate::ServerProcess;
+use harness::ServerProcess;
 
 /// Moves the socket on stdin to fd 3, says so in the environment, and becomes `$0`.
 const SOCKET_ACTIVATION: &str = r#"export LISTEN_FDS=1 LISTEN_PID=$$; exec "$0" 3<&0 0</dev/null"#;
@@ -59,7 +59,7 @@ impl GatewayProcess {
         command
             .arg("-c")
             .arg(SOCKET_ACTIVATION)
-            .arg(crate::binary("edge-gateway"))
+            .arg(harness::binary("edge-gateway"))
             .stdin(socket.for_child());
         let server =
             ServerProcess::spawn(command, "edge-gateway on the shared socket", env, None).await;

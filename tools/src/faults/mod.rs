@@ -1,4 +1,4 @@
-//! The fault command behind `cargo run --release -p e2e --bin faults` (issue 14, item 3):
+//! The fault command behind `cargo run --release -p tools --bin faults` (issue 14, item 3):
 //! the platform started on loopback and broken on purpose, one case after another, each
 //! printing what was sent, what was acknowledged, what was lost and how long convergence
 //! took. Every loop is bounded and every process is its own (stopped at the end).
@@ -156,7 +156,7 @@ impl CaseReport {
 pub fn run(options: Options) -> std::process::ExitCode {
     let selected = options.selected();
     // Builds the release binaries and the component before anything is broken.
-    crate::gateway_component();
+    harness::gateway_component();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -11,9 +11,10 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::handover::{GatewayProcess, SharedSocket};
-use crate::gateway_env;
-use crate::stack::{ALL_SCOPES, api_record};
-use crate::{Backend, Client, ControlPlane, EchoBackend, PUBLISHER};
+use harness::gateway_env;
+use harness::stack::{Core, api_record};
+use harness::steps::Steps;
+use harness::{Backend, Client, ControlPlane, EchoBackend};
 
 /// When a gateway replaced another (see [`Rig::hand_over_gateway`]).
 #[derive(Debug, Clone, Copy)]
@@ -63,10 +64,8 @@ impl Rig {
     /// Starts a control plane on `database` and a gateway with `gateway_settings`
     /// (edge-gateway's `APIM_*`), and logs in as the administrator.
     pub async fn start(database: Backend, gateway_settings: &[(&'static str, String)]) -> Self {
-        crate::gateway_component();
-        let backend = EchoBackend::start().await;
-        let data_dir = crate::temp_dir();
-        let mgmt_addr = format!("127.0.0.1:{}", crate::free_port());
+        let data_dir = harness::temp_dir();
+        let mgmt_addr = format!("127.0.0.1:{}", harness::free_port());
         let gateway_socket = SharedSocket::bind();
         let gateway_addr = gateway_socket.addr.clone();
         let mut gateway_settings = gateway_settings.to_vec();
@@ -76,24 +75,21 @@ impl Rig {
             ("APIM_MGMT_ADDR", mgmt_addr),
             ("APIM_GATEWAYS", format!("http://{gateway_addr}")),
         ];
-        let control_plane =
-            crate::start_control_plane(&database, &data_dir, &control_plane_env).await;
-        let mgmt = Client::new(&control_plane.url);
-        let admin = mgmt.login("admin", crate::ADMIN_PASSWORD, ALL_SCOPES).await;
+        let core = Core::start(&database, data_dir, &control_plane_env).await;
         let mut rig = Rig {
             database,
-            data_dir,
+            data_dir: core.data_dir,
             control_plane_env,
-            control_plane: Some(control_plane),
+            control_plane: Some(core.control_plane),
             gw: Client::new(&format!("http://{gateway_addr}")),
             gateway_addr,
             gateway_socket,
             gateway_settings,
             gateway: None,
             first_gateway_start: Duration::ZERO,
-            backend,
-            mgmt,
-            admin,
+            backend: core.backend,
+            mgmt: core.mgmt,
+            admin: core.admin,
         };
         rig.first_gateway_start = rig.start_gateway().await;
         rig
@@ -105,7 +101,7 @@ impl Rig {
         assert!(self.control_plane.is_none(), "the control plane runs");
         let started = Instant::now();
         let control_plane =
-            crate::start_control_plane(&self.database, &self.data_dir, &self.control_plane_env)
+            harness::start_control_plane(&self.database, &self.data_dir, &self.control_plane_env)
                 .await;
         self.control_plane = Some(control_plane);
         started.elapsed()
@@ -183,15 +179,10 @@ impl Rig {
         for (key, value) in changes.as_object().expect("changes") {
             record[key] = value.clone();
         }
-        let id = self
-            .mgmt
-            .post_json(&format!("{PUBLISHER}/apis"), &self.admin, &record)
-            .await
-            .expect(201)
-            .str("id");
+        let steps = Steps::new(&self.mgmt, &self.admin);
+        let id = steps.create_api(&record).await.unwrap();
         if publish {
-            let path = format!("{PUBLISHER}/apis/change-lifecycle?apiId={id}&action=Publish");
-            self.mgmt.post_empty(&path, &self.admin).await.expect(200);
+            steps.lifecycle(&id, "Publish").await.unwrap();
         }
         id
     }
@@ -199,10 +190,10 @@ impl Rig {
     /// An Unlimited application subscribed to `apis` with PRODUCTION keys; its consumer
     /// key and secret.
     pub async fn application(&self, name: &str, apis: &[&str]) -> (String, String) {
-        let (_, key, secret, _) =
-            crate::stack::subscribed_application(&self.mgmt, &self.admin, name, "Unlimited", apis)
-                .await;
-        (key, secret)
+        let steps = Steps::new(&self.mgmt, &self.admin);
+        let app = steps.subscribed_application(name, "Unlimited", apis).await;
+        let keys = app.unwrap().keys;
+        (keys.key, keys.secret)
     }
 
     /// The restart case's API (`Steady`, published, an application subscribed to it),

@@ -17,8 +17,8 @@ use sqlx::Connection as _;
 use tokio::sync::{Mutex, watch};
 
 use super::rig::Rig;
-use crate::stack::api_record;
-use crate::{Backend, PUBLISHER};
+use harness::stack::api_record;
+use harness::{Backend, PUBLISHER};
 
 /// What the writers sent and what came back.
 #[derive(Debug, Default)]

@@ -1,7 +1,7 @@
 //! A stand-in for the customer's legacy SOAP service, "RepoDeWS" (a Spring-WS app): the
 //! `legacy-soap` binary, and helpers for tests that run it and check what clients send it.
 //!
-//! Its contract lives in `tests/fixtures/legacy-soap/`: `developers.xsd` (the customer's
+//! Its contract lives in `tools/fixtures/legacy-soap/`: `developers.xsd` (the customer's
 //! schema), `data.sql` (seed rows), `soapui-project.xml` (their SoapUI requests), and
 //! `soap-envelope.xsd` (ours: a SOAP 1.1 envelope whose payload developers.xsd checks).
 //!
@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Once;
 
-use crate::ServerProcess;
+use harness::ServerProcess;
 
 pub mod config;
 pub mod service;
@@ -45,7 +45,7 @@ pub async fn start_legacy_soap(data_dir: &Path, record_dir: Option<&Path>) -> Se
     start_legacy_soap_at("127.0.0.1:0", data_dir, record_dir).await
 }
 
-/// Like [`start_legacy_soap`], on a given address (e.g. one from [`crate::free_port`]).
+/// Like [`start_legacy_soap`], on a given address (e.g. one from [`harness::free_port`]).
 pub async fn start_legacy_soap_at(
     addr: &str,
     data_dir: &Path,
@@ -73,7 +73,7 @@ pub async fn start_legacy_soap_framed(
     if let Some(dir) = record_dir {
         env.push(("LEGACY_SOAP_RECORD_DIR", dir.display().to_string()));
     }
-    ServerProcess::start(&crate::binary("legacy-soap"), &env).await
+    ServerProcess::start(&harness::binary("legacy-soap"), &env).await
 }
 
 /// Takes the database of a running `legacy-soap` (started on `data_dir`) away from it, as
@@ -144,7 +144,7 @@ pub fn recorded_requests(record_dir: &Path) -> Vec<Vec<u8>> {
 }
 
 /// Checks a whole SOAP 1.1 envelope with `xmllint --schema` against
-/// `tests/fixtures/legacy-soap/soap-envelope.xsd`, so that the Body payload is checked by
+/// `tools/fixtures/legacy-soap/soap-envelope.xsd`, so that the Body payload is checked by
 /// the customer's developers.xsd. Requests, responses and faults all pass it when valid.
 /// Returns xmllint's messages when it is not.
 pub fn validate_soap_request(xml: &[u8]) -> Result<(), String> {
@@ -165,10 +165,10 @@ pub fn check_well_formed(xml: &[u8]) -> Result<(), String> {
     xmllint(&["--noout", "--nonet"], xml)
 }
 
-/// A file of `tests/fixtures/legacy-soap/`.
+/// A file of `tools/fixtures/legacy-soap/`.
 pub fn fixture(name: &str) -> PathBuf {
-    crate::workspace_root()
-        .join("tests/fixtures/legacy-soap")
+    harness::workspace_root()
+        .join("tools/fixtures/legacy-soap")
         .join(name)
 }
 
