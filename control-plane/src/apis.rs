@@ -38,7 +38,8 @@ pub struct ApiRecord {
     /// A boolean in the spec, a string ("Disabled") in WSO2's swagger: either is kept.
     pub destination_stats_enabled: Option<Value>,
     pub is_default_version: Option<bool>,
-    #[serde(rename = "type")]
+    /// WSO2's model fills in `HTTP` when the field is absent (an explicit null stays null).
+    #[serde(rename = "type", default = "http_api_type")]
     pub api_type: Option<String>,
     pub transport: Option<Vec<String>>,
     pub tags: Option<Vec<String>>,
@@ -61,6 +62,10 @@ pub struct ApiRecord {
     pub access_control_roles: Option<Vec<String>>,
     pub business_information: Option<Value>,
     pub cors_configuration: Option<Value>,
+}
+
+fn http_api_type() -> Option<String> {
+    Some("HTTP".into())
 }
 
 /// Per-environment transactions per second.

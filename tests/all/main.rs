@@ -139,6 +139,7 @@ on_both!(
     publisher::api_validation_and_conflicts,
     publisher::lifecycle_state_machine,
     publisher::update_list_search_and_delete,
+    publisher::wso2_clients_leniency,
     store::applications_and_default_application,
     store::subscription_rules,
     store::key_generation,

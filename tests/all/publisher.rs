@@ -514,3 +514,56 @@ pub async fn update_list_search_and_delete(env: Env) {
     assert!(deleted.body.is_null());
     api.get(&format!("{apis}/{id}"), &token).await.expect(404);
 }
+
+/// What WSO2 2.6 lets a client get away with: paths joined with `//` (its own Java clients
+/// do) reach the same resources, and a record without `type` is an HTTP API; an explicit
+/// `"type": null` is still refused, as WSO2 refuses it.
+pub async fn wso2_clients_leniency(env: Env) {
+    let api = &env.api;
+    let token = admin_token(&env).await;
+    let mut untyped = spec_api_record();
+    untyped.as_object_mut().unwrap().remove("type");
+    let created = api
+        .post_json(&format!("{PUBLISHER}//apis"), &token, &untyped)
+        .await
+        .expect(201);
+    assert_eq!(created.body["type"], "HTTP");
+    let id = created.str("id");
+    let read = api
+        .get(&format!("/api/am//publisher/v0.14///apis/{id}"), &token)
+        .await
+        .expect(200);
+    assert_eq!(
+        (read.str("id"), read.str("type")),
+        (id.clone(), "HTTP".into())
+    );
+    // The query survives the collapse.
+    let publish = format!("{PUBLISHER}//apis/change-lifecycle?apiId={id}&action=Publish");
+    api.post_empty(&publish, &token).await.expect(200);
+    let found = api
+        .get(
+            &format!("{STORE}//apis?query=name:{}", read.str("name")),
+            &token,
+        )
+        .await
+        .expect(200);
+    assert_eq!(found.body["count"], 1, "{}", found.body);
+
+    // Refused beside them: an explicit null, and a slash doubled inside a query value is
+    // the client's own value, not a path.
+    let mut null_type = spec_api_record();
+    null_type["type"] = Value::Null;
+    null_type["context"] = json!("/other");
+    api.post_json(&format!("{PUBLISHER}//apis"), &token, &null_type)
+        .await
+        .expect_error(400, "type: may not be null");
+    let wrong = api
+        .get(
+            &format!("{PUBLISHER}/apis?query=name://{}", read.str("name")),
+            &token,
+        )
+        .await
+        .expect(200);
+    assert_eq!(wrong.body["count"], 0, "{}", wrong.body);
+    assert_eq!(api_count(&env, &token).await, 1);
+}

@@ -62,8 +62,42 @@ pub struct AppState {
     pub data_keys: Arc<crate::secrets::DataKeys>,
 }
 
-/// The whole management API.
+/// The whole management API, its paths' repeated slashes collapsed before routing.
 pub fn app(state: AppState) -> Router {
+    let routed = tower_layer::Layer::layer(
+        &axum::middleware::map_request(collapse_repeated_slashes),
+        routes(state),
+    );
+    Router::new().fallback_service(routed)
+}
+
+/// WSO2 collapses repeated slashes in a path (its own Java clients join base URL and path
+/// into `/api/am/publisher/v0.14//apis`); so do we, keeping the query as it is.
+async fn collapse_repeated_slashes(mut request: axum::extract::Request) -> axum::extract::Request {
+    let uri = request.uri();
+    if !uri.path().contains("//") {
+        return request;
+    }
+    let mut target = String::with_capacity(uri.path().len());
+    for c in uri.path().chars() {
+        if !(c == '/' && target.ends_with('/')) {
+            target.push(c);
+        }
+    }
+    if let Some(query) = uri.query() {
+        target.push('?');
+        target.push_str(query);
+    }
+    let mut parts = uri.clone().into_parts();
+    parts.path_and_query = target.parse().ok();
+    if let Ok(collapsed) = axum::http::Uri::from_parts(parts) {
+        *request.uri_mut() = collapsed;
+    }
+    request
+}
+
+/// Every resource's routes and the layers they share.
+fn routes(state: AppState) -> Router {
     let body_limit = state.config.max_body_bytes;
     Router::new()
         .merge(registration::router())
