@@ -25,6 +25,37 @@ pub const PAGE_SIZE: usize = 1000;
 pub const DEFAULT_EPHEMERAL_BYTES: usize = 64 << 20;
 /// Expired keys removed at most per write (the sweep stays short).
 const SWEEP_PER_WRITE: usize = 8;
+/// What a key with a lifetime holds besides its names and value: its [`Entry`] and its
+/// places in its bucket's B-tree and in the use and expiry orders, nodes a third empty.
+const ENTRY_OVERHEAD: usize = 320;
+
+/// Bytes a key with a lifetime holds: its value's allocation, two of its name (in its
+/// bucket and in the expiry order, beside the bucket's name) and [`ENTRY_OVERHEAD`].
+fn footprint(bucket: &str, key: &str, value: &Vec<u8>) -> usize {
+    allocated(value.capacity())
+        + 2 * allocated(key.len())
+        + allocated(bucket.len())
+        + ENTRY_OVERHEAD
+}
+
+/// What an allocation of `bytes` takes: allocators round a block up to a size class, four
+/// per doubling (mimalloc, the gateway's, and jemalloc), so an 86 KiB cached answer
+/// takes 96 KiB.
+fn allocated(bytes: usize) -> usize {
+    let below = 1usize << bytes.saturating_sub(1).checked_ilog2().unwrap_or(0);
+    bytes.next_multiple_of((below / 4).max(16))
+}
+
+/// `value` in an allocation of its length: a serializer's growing buffer (a cached
+/// answer's JSON) holds up to twice what it wrote, which the store would keep.
+fn compact(value: Vec<u8>) -> Vec<u8> {
+    if value.capacity() == value.len() {
+        return value;
+    }
+    // A fresh allocation: shrinking in place may keep the whole block (mimalloc does
+    // while the value fills at least half of it).
+    value.as_slice().to_vec()
+}
 
 #[derive(Debug)]
 struct Entry {
@@ -37,8 +68,9 @@ struct Entry {
 /// Where keys with a lifetime are, by last use and by expiry.
 #[derive(Debug, Default)]
 struct Ephemeral {
-    /// Bytes of the keys and values that may be dropped for room (cached answers; the
-    /// counters, bounded by the manifest's limits and short-lived, do not take their room).
+    /// Bytes held by the keys that may be dropped for room (cached answers; the counters,
+    /// bounded by the manifest's limits and short-lived, do not take their room): each
+    /// one's [`footprint`].
     bytes: usize,
     /// Byte budget.
     limit: usize,
@@ -65,6 +97,7 @@ impl Inner {
         if self.overwrite_live(bucket, key, &value, now) {
             return;
         }
+        let value = compact(value);
         let expires = apim_http::expiry::ttl_secs(key).map(|ttl| {
             self.entry(bucket, key, now)
                 .and_then(|e| e.lifetime)
@@ -72,7 +105,8 @@ impl Inner {
         });
         self.remove(bucket, key);
         let lifetime = expires.map(|expires| {
-            let stamp = self.ephemeral.track(bucket, key, value.len(), expires);
+            let size = footprint(bucket, key, &value);
+            let stamp = self.ephemeral.track(bucket, key, size, expires);
             (expires, stamp)
         });
         let entry = Entry {
@@ -97,12 +131,14 @@ impl Inner {
         let Some((_, stamp)) = entry.lifetime.filter(|(expires, _)| *expires > now) else {
             return false;
         };
-        if self.ephemeral.by_use.contains_key(&stamp) {
-            self.ephemeral.bytes = self.ephemeral.bytes + value.len() - entry.value.len();
-        }
+        let held = allocated(entry.value.capacity());
         entry.value.clear();
         entry.value.extend_from_slice(value);
         entry.version = version;
+        if self.ephemeral.by_use.contains_key(&stamp) {
+            // The allocation only grows.
+            self.ephemeral.bytes = self.ephemeral.bytes + allocated(entry.value.capacity()) - held;
+        }
         true
     }
 
@@ -133,8 +169,8 @@ impl Inner {
             ..
         }) = removed
         {
-            self.ephemeral
-                .forget(key.len() + value.len(), expires, stamp);
+            let size = footprint(bucket, key, &value);
+            self.ephemeral.forget(size, expires, stamp);
         }
     }
 
@@ -168,12 +204,12 @@ impl Inner {
 }
 
 impl Ephemeral {
-    /// Starts tracking a key; its use stamp.
-    fn track(&mut self, bucket: &str, key: &str, value_len: usize, expires: Instant) -> u64 {
+    /// Starts tracking a key that holds `size` bytes; its use stamp.
+    fn track(&mut self, bucket: &str, key: &str, size: usize, expires: Instant) -> u64 {
         self.last_use += 1;
         let stamp = self.last_use;
         if !apim_http::expiry::is_window_counter(key) {
-            self.bytes += key.len() + value_len;
+            self.bytes += size;
             self.by_use.insert(stamp, expires);
         }
         self.by_expiry
@@ -421,7 +457,7 @@ mod tests {
             store.set("b", &format!("apim:ttl:300:cache:{i}"), vec![0; 100]);
             if i == 500 {
                 // Used recently: kept while older ones go.
-                assert!(store.get("b", "apim:ttl:300:cache:450").is_some());
+                assert!(store.get("b", "apim:ttl:300:cache:495").is_some());
             }
         }
         let inner = store.lock();
@@ -482,6 +518,65 @@ mod tests {
         store.set("b", "apim:ttl:300:cache:new", vec![0; 100]);
         assert!(store.get("b", "apim:ttl:300:cache:new").is_some());
         assert!(store.get("b", "apim:ttl:300:cache:999").is_some());
+    }
+
+    #[test]
+    fn allocations_are_counted_at_their_size_class() {
+        assert_eq!(allocated(0), 0);
+        assert_eq!(allocated(1), 16);
+        assert_eq!(allocated(100), 112);
+        assert_eq!(allocated(86_000), 96 << 10);
+        assert_eq!(allocated(128 << 10), 128 << 10);
+        assert_eq!(allocated((128 << 10) + 1), 160 << 10);
+    }
+
+    /// A cached answer's JSON comes in a buffer up to twice its length: the store keeps the
+    /// bytes in an allocation of their own, and counts that allocation.
+    #[test]
+    fn values_are_kept_and_counted_at_their_allocation() {
+        let store = MemoryStore::default();
+        let key = "apim:ttl:300:cache:a";
+        let mut value = Vec::with_capacity(172_000);
+        value.resize(86_000, b'x');
+        store.set("b", key, value);
+        let inner = store.lock();
+        let held = &inner.entry("b", key, Instant::now()).unwrap().value;
+        assert_eq!(held.capacity(), 86_000);
+        assert_eq!(inner.ephemeral.bytes, footprint("b", key, held));
+        assert!(inner.ephemeral.bytes > (96 << 10) + 2 * key.len() + ENTRY_OVERHEAD);
+    }
+
+    /// Answers with long keys and short values stay within the budget too.
+    #[test]
+    fn keys_take_room() {
+        let store = MemoryStore::with_ephemeral_limit(10_000);
+        let long = "k".repeat(1_000);
+        for i in 0..100 {
+            store.set(
+                "b",
+                &format!("apim:ttl:300:cache:{i}:{long}"),
+                b"v".to_vec(),
+            );
+        }
+        let inner = store.lock();
+        assert!(inner.ephemeral.bytes <= 10_000, "{}", inner.ephemeral.bytes);
+        assert!(inner.ephemeral.by_use.len() <= 10_000 / 2_000);
+    }
+
+    /// What is counted follows a value written in place and goes with the key.
+    #[test]
+    fn the_count_follows_overwrites_and_removals() {
+        let store = MemoryStore::default();
+        let key = "apim:ttl:300:cache:a";
+        store.set("b", key, vec![0; 100]);
+        let snapshot = store.snapshot("b", key);
+        assert!(store.compare_and_swap("b", key, &snapshot, vec![0; 5_000]));
+        let inner = store.lock();
+        let held = &inner.entry("b", key, Instant::now()).unwrap().value;
+        assert_eq!(inner.ephemeral.bytes, footprint("b", key, held));
+        drop(inner);
+        store.delete("b", key);
+        assert_eq!(store.lock().ephemeral.bytes, 0);
     }
 
     #[test]
