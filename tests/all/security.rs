@@ -468,3 +468,124 @@ async fn distinct_urls(base: String, bearer: String, range: std::ops::Range<usiz
         done.expect("worker");
     }
 }
+
+/// The in-memory store's budget of cached answers (edge-gateway's default), MiB.
+const CACHE_BUDGET_MIB: f64 = 64.0;
+/// Body of each large answer: 2,000 of them are about three times the budget's worth.
+const LARGE_ANSWER_BYTES: usize = 64 << 10;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cached_answers_stay_within_their_budget_on_the_host_path() {
+    cache_budget(&[]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cached_answers_stay_within_their_budget_on_the_component_path() {
+    cache_budget(&[("APIM_HOST_FORWARDING", "false".into())]).await;
+}
+
+/// Past its budget, the cache costs the gateway its budget and at most a tenth more: the
+/// budget counts what the cache holds (the gateway grew 148 MiB, host path, when it
+/// counted the lengths of values held in buffers twice as long).
+async fn cache_budget(settings: &[(&'static str, String)]) {
+    let mut settings = settings.to_vec();
+    settings.push(("APIM_MAX_INSTANCES", "4".into()));
+    let stack = Stack::start_with(&[], &settings).await;
+    let backend = large_answers().await;
+    let mut apis = Vec::new();
+    // Answers kept 300 s, and some kept 1 s to warm the path that keeps them.
+    for (name, timeout) in [("Large", 300), ("Brief", 1)] {
+        apis.push(large_api(&stack, &backend, name, timeout).await);
+    }
+    let apis: Vec<&str> = apis.iter().map(String::as_str).collect();
+    let (_, key, secret, _) = stack.application("Big", "Unlimited", &apis).await;
+    let bearer = format!("Bearer {}", stack.app_token(&key, &secret, &[]).await);
+    let gw = stack.gw.base.as_str();
+    wait_for(gw, "/large/v1.0.0/devs/admin?private", &bearer, 200).await;
+    wait_for(gw, "/brief/v1.0.0/devs/admin?private", &bearer, 200).await;
+    let fetch =
+        |target: &'static str, range| large_urls(gw.to_string(), bearer.clone(), target, range);
+    // The instances, pools and the path that keeps answers warm first, on answers of
+    // this size; private ones are not kept, the few brief ones are gone by the time
+    // the private ones' throttling counters have swept them.
+    fetch("/brief/v1.0.0/devs/admin?u", 0..20).await;
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    fetch("/large/v1.0.0/devs/admin?private", 0..2_000).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let warm = e2e::bench::machine::rss_mib(stack.gateway.pid());
+    fetch("/large/v1.0.0/devs/admin?u", 0..2_000).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let after = e2e::bench::machine::rss_mib(stack.gateway.pid());
+    let grown = after - warm;
+    eprintln!("gateway resident memory: {warm:.1} MiB warm, {after:.1} MiB after");
+    assert!(
+        grown < CACHE_BUDGET_MIB * 1.1,
+        "the gateway grew by {grown:.1} MiB for a {CACHE_BUDGET_MIB} MiB cache"
+    );
+    stack.gateway.stop().await;
+}
+
+/// Publishes the guarded API as `name`, on `backend`, its answers cached `timeout` s; its id.
+async fn large_api(stack: &Stack, backend: &str, name: &str, timeout: u64) -> String {
+    let endpoint = json!({"url": format!("{backend}/"), "config": null});
+    let endpoints = json!({"production_endpoints": endpoint, "sandbox_endpoints": endpoint,
+                           "endpoint_type": "http"});
+    stack
+        .api(
+            name,
+            json!({"apiDefinition": guarded_swagger(), "responseCaching": "Enabled",
+                   "cacheTimeout": timeout, "endpointConfig": endpoints.to_string(),
+                   "maxTps": {"production": 1_000_000, "sandbox": 1_000_000}}),
+            &["Publish"],
+        )
+        .await
+}
+
+/// A backend answering every request with [`LARGE_ANSWER_BYTES`], private when the query
+/// starts with `private`; its URL.
+async fn large_answers() -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind backend");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    let app = axum::Router::new().fallback(async |uri: axum::http::Uri| {
+        let private = uri.query().is_some_and(|q| q.starts_with("private"));
+        let control = if private { "private" } else { "public" };
+        (
+            [(axum::http::header::CACHE_CONTROL, control)],
+            vec![b'a'; LARGE_ANSWER_BYTES],
+        )
+    });
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    url
+}
+
+/// GETs `target` once per `range` item, each with its own number appended, 4 at a time
+/// (as many as the gateway's instances).
+async fn large_urls(base: String, bearer: String, target: &str, range: std::ops::Range<usize>) {
+    const WORKERS: usize = 4;
+    let client = reqwest::Client::new();
+    let mut workers = tokio::task::JoinSet::new();
+    for worker in 0..WORKERS {
+        let (client, bearer, range) = (client.clone(), bearer.clone(), range.clone());
+        let target = format!("{base}{target}");
+        workers.spawn(async move {
+            for i in range.skip(worker).step_by(WORKERS) {
+                let reply = client
+                    .get(format!("{target}={i}"))
+                    .header("authorization", &bearer)
+                    .send()
+                    .await
+                    .expect("gateway answers");
+                assert_eq!(reply.status(), 200);
+                let body = reply.bytes().await.expect("body");
+                assert_eq!(body.len(), LARGE_ANSWER_BYTES);
+            }
+        });
+    }
+    while let Some(done) = workers.join_next().await {
+        done.expect("worker");
+    }
+}
