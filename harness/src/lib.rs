@@ -495,9 +495,18 @@ fn built_components() -> PathBuf {
                 // The same feature set `cargo test --workspace` resolved: nothing rebuilds.
                 run_cargo(&["build", "--workspace", "--all-targets"]);
             }
-            workspace_root().join("target/wasm32-wasip2/release")
+            target_dir().join("wasm32-wasip2/release")
         })
         .clone()
+}
+
+/// Cargo's target directory: `CARGO_TARGET_DIR` where set (a worktree sharing a build),
+/// else the workspace's `target`.
+fn target_dir() -> PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) => workspace_root().join(dir),
+        None => workspace_root().join("target"),
+    }
 }
 
 fn run_cargo(args: &[&str]) {

@@ -64,7 +64,23 @@ pub fn encode(
             })
             .collect(),
     };
-    serde_json::to_vec(&entry).ok()
+    // Sized up front: grown by doubling, a large answer's buffer would be up to twice its
+    // length, and the key-value store then copies it into one of its own length.
+    let mut encoded = Vec::with_capacity(encoded_size_hint(&entry));
+    serde_json::to_writer(&mut encoded, &entry).ok()?;
+    Some(encoded)
+}
+
+/// A little more than the JSON of `entry` takes: its strings, plus room for names,
+/// quotes, separators and escapes.
+fn encoded_size_hint(entry: &Entry) -> usize {
+    let headers: usize = entry.headers.iter().map(|(n, v)| n.len() + v.len() + 16).sum();
+    let vary: usize = entry
+        .vary
+        .iter()
+        .map(|(n, v)| 2 * (n.len() + v.as_ref().map_or(4, String::len)) + 16)
+        .sum();
+    entry.body.len() + headers + vary + 128
 }
 
 /// What a stored answer holds for a request with `request` headers at `now_ms`.
@@ -147,6 +163,24 @@ fn vary_names(headers: &Headers) -> Option<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_encoded_answer_holds_little_more_than_its_length() {
+        let answer = Response {
+            status: 200,
+            headers: headers(&[("content-type", "application/json"), ("vary", "Accept")]),
+            body: vec![b'x'; 64 * 1024],
+        };
+        let request = headers(&[("accept", "application/json")]);
+        let encoded = encode(&answer, &request, 60, 0).unwrap();
+        assert!(
+            encoded.capacity() <= encoded.len() + 1024,
+            "{} bytes in {}",
+            encoded.len(),
+            encoded.capacity()
+        );
+        assert!(matches!(decode(&encoded, &request, 1), Lookup::Fresh(_)));
+    }
 
     fn headers(list: &[(&str, &str)]) -> Headers {
         list.iter()
