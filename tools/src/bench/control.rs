@@ -136,9 +136,21 @@ async fn phase(options: &Options, platform: &Platform, tag: &str, profile: bool)
         password: password.load,
         list,
         full,
-        gateway_rss_mib: machine::rss_mib(platform.gateway_pid()),
-        control_plane_rss_mib: machine::rss_mib(platform.control_plane_pid()),
+        gateway_rss_mib: settled_rss_mib(platform.gateway_pid()).await,
+        control_plane_rss_mib: settled_rss_mib(platform.control_plane_pid()).await,
     }
+}
+
+/// The median of three readings of a process's resident memory a second apart: both
+/// binaries' allocator (mimalloc) gives freed memory back lazily, so one reading moves
+/// by about 15 MiB.
+async fn settled_rss_mib(pid: u32) -> f64 {
+    let mut readings = Vec::with_capacity(3);
+    for _ in 0..3 {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        readings.push(machine::rss_mib(pid));
+    }
+    super::stats::median(readings)
 }
 
 /// A token-issuance run.
