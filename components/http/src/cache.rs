@@ -74,7 +74,11 @@ pub fn encode(
 /// A little more than the JSON of `entry` takes: its strings, plus room for names,
 /// quotes, separators and escapes.
 fn encoded_size_hint(entry: &Entry) -> usize {
-    let headers: usize = entry.headers.iter().map(|(n, v)| n.len() + v.len() + 16).sum();
+    let headers: usize = entry
+        .headers
+        .iter()
+        .map(|(n, v)| n.len() + v.len() + 16)
+        .sum();
     let vary: usize = entry
         .vary
         .iter()
