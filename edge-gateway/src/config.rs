@@ -179,6 +179,12 @@ pub struct Config {
     #[arg(long, env = "APIM_EGRESS_ALLOW", default_value = "")]
     pub egress_allow: String,
 
+    /// A PEM file of certificate authorities that backends' certificates may chain to,
+    /// besides the Mozilla roots and this machine's (e.g. a private CA). A certificate
+    /// that verifies against none is a 502, never a plain-text retry.
+    #[arg(long, env = "APIM_BACKEND_CA_FILE")]
+    pub backend_ca_file: Option<std::path::PathBuf>,
+
     /// Number of requests one component instance serves, one after the other,
     /// before it is discarded and a fresh one is instantiated.
     #[arg(long, env = "APIM_INSTANCE_REUSE", default_value_t = 4096)]

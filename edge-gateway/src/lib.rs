@@ -7,6 +7,7 @@
 //! [`config::Config`] for the settings and [`run`] for the start-up sequence.
 #![deny(missing_docs)]
 
+pub mod backend_tls;
 pub mod bindings;
 pub mod config;
 pub mod config_store;
@@ -181,7 +182,11 @@ async fn shared(config: &Config, guard: Arc<EgressGuard>) -> anyhow::Result<Shar
     Ok(Shared {
         kv,
         vars: Arc::new(vars),
-        outbound: OutboundClient::new(config.backend_timeout(), guard),
+        outbound: OutboundClient::new(
+            config.backend_timeout(),
+            guard,
+            backend_tls::client_config(config.backend_ca_file.as_deref())?,
+        ),
     })
 }
 

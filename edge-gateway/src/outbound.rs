@@ -11,8 +11,10 @@
 //! - first byte: the response head must arrive within connect + first-byte;
 //! - between bytes: the longest pause between two frames of the response body.
 //!
-//! Only `http` is supported (no TLS); the guest gets `HTTP-protocol-error`
-//! for `https` URLs.
+//! `http` and `https` (rustls, with [`crate::backend_tls`]'s trust): a certificate that
+//! does not verify fails the request (the guest gets `TLS-certificate-error`), and TLS
+//! connections are pooled and reused like plain ones. Other schemes get
+//! `HTTP-protocol-error`.
 //!
 //! Every new connection goes only where the egress policy allows ([`EgressGuard`]): the
 //! destination's name is resolved here and each address checked, so a name cannot
@@ -35,6 +37,7 @@ use http::uri::Scheme;
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::BodyExt as _;
 use hyper::body::Incoming;
+use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
@@ -118,7 +121,12 @@ impl EgressGuard {
     /// allows, as a URI; `PermissionDenied` when none is.
     async fn destination(&self, uri: &Uri) -> io::Result<Uri> {
         let host = uri.host().unwrap_or_default().trim_matches(['[', ']']);
-        let port = uri.port_u16().unwrap_or(80);
+        let default_port = if uri.scheme() == Some(&Scheme::HTTPS) {
+            443
+        } else {
+            80
+        };
+        let port = uri.port_u16().unwrap_or(default_port);
         let named_control_plane = self
             .control_plane
             .as_ref()
@@ -183,7 +191,8 @@ impl EgressGuard {
 }
 
 /// [`HttpConnector`] with the per-request connect timeout from [`CONNECT_TIMEOUT`], that
-/// connects only where the [`EgressGuard`] allows.
+/// connects only where the [`EgressGuard`] allows. Under TLS it is handed the `https`
+/// URI, whose name the TLS layer sends and verifies; it connects to a checked address.
 #[derive(Clone)]
 struct TimedConnector {
     inner: HttpConnector,
@@ -225,22 +234,31 @@ impl tower_service::Service<Uri> for TimedConnector {
 /// Pooled HTTP/1.1 client used as the `wasi:http` hooks of every store.
 #[derive(Clone)]
 pub struct OutboundClient {
-    client: Client<TimedConnector, WasiBody>,
+    client: Client<HttpsConnector<TimedConnector>, WasiBody>,
     defaults: Timeouts,
 }
 
 impl OutboundClient {
     /// A client whose timeouts default to `default_timeout`, connecting where `guard`
-    /// allows.
-    pub fn new(default_timeout: Duration, guard: Arc<EgressGuard>) -> Self {
+    /// allows, with `tls` for `https` backends.
+    pub fn new(
+        default_timeout: Duration,
+        guard: Arc<EgressGuard>,
+        tls: Arc<rustls::ClientConfig>,
+    ) -> Self {
         let mut http = HttpConnector::new();
         http.set_nodelay(true);
         http.set_keepalive(Some(TCP_KEEPALIVE));
-        let connector = TimedConnector {
+        let timed = TimedConnector {
             inner: http,
             default: default_timeout,
             guard,
         };
+        let connector = HttpsConnectorBuilder::new()
+            .with_tls_config(Arc::unwrap_or_clone(tls))
+            .https_or_http()
+            .enable_http1()
+            .wrap_connector(timed);
         let client = Client::builder(TokioExecutor::new())
             .pool_timer(TokioTimer::new())
             .pool_idle_timeout(POOL_IDLE_TIMEOUT)
@@ -252,14 +270,14 @@ impl OutboundClient {
         }
     }
 
-    /// Sends `request` (absolute `http://` URI) and returns the response with
-    /// a body that enforces the between-bytes timeout.
+    /// Sends `request` (absolute `http://` or `https://` URI) and returns the response
+    /// with a body that enforces the between-bytes timeout.
     pub async fn send(
         &self,
         request: http::Request<WasiBody>,
         options: Option<RequestOptions>,
     ) -> Result<http::Response<WasiBody>, Error> {
-        if request.uri().scheme() != Some(&Scheme::HTTP) {
+        if !request.uri().scheme().is_some_and(supported) {
             return Err(Error::HttpProtocolError);
         }
         let timeouts = self.defaults.resolve(options);
@@ -274,10 +292,27 @@ impl OutboundClient {
     }
 }
 
+/// The schemes backends are reached by.
+fn supported(scheme: &Scheme) -> bool {
+    *scheme == Scheme::HTTP || *scheme == Scheme::HTTPS
+}
+
 /// Maps a pooled-client failure onto the closest `wasi:http` error code.
 fn classify(err: &hyper_util::client::legacy::Error) -> Error {
     let mut source = err.source();
     while let Some(cause) = source {
+        if let Some(tls) = tls_error(cause) {
+            return match tls {
+                rustls::Error::InvalidCertificate(_) | rustls::Error::NoCertificatesPresented => {
+                    Error::TlsCertificateError
+                }
+                rustls::Error::AlertReceived(alert) => Error::TlsAlertReceived {
+                    alert_id: Some(u8::from(*alert)),
+                    alert_message: Some(format!("{alert:?}")),
+                },
+                _ => Error::TlsProtocolError,
+            };
+        }
         if let Some(io) = cause.downcast_ref::<io::Error>() {
             return match io.kind() {
                 io::ErrorKind::TimedOut => Error::ConnectionTimeout,
@@ -316,9 +351,19 @@ fn classify(err: &hyper_util::client::legacy::Error) -> Error {
     }
 }
 
+/// The TLS failure behind `cause`, if it is one (rustls reports through `io::Error`).
+fn tls_error<'a>(cause: &'a (dyn StdError + 'static)) -> Option<&'a rustls::Error> {
+    cause.downcast_ref::<rustls::Error>().or_else(|| {
+        cause
+            .downcast_ref::<io::Error>()?
+            .get_ref()?
+            .downcast_ref::<rustls::Error>()
+    })
+}
+
 impl WasiHttpHooks for OutboundClient {
     fn is_supported_scheme(&mut self, scheme: &Scheme) -> bool {
-        *scheme == Scheme::HTTP
+        supported(scheme)
     }
 
     fn default_scheme(&mut self) -> Option<Scheme> {
@@ -439,7 +484,8 @@ mod tests {
             .unwrap()
             .port();
         let guard = EgressGuard::new(EgressPolicy::parse("127.0.0.1").unwrap(), None);
-        let client = OutboundClient::new(Duration::from_secs(2), Arc::new(guard));
+        let tls = crate::backend_tls::client_config(None).unwrap();
+        let client = OutboundClient::new(Duration::from_secs(2), Arc::new(guard), tls);
         let body = http_body_util::Empty::new()
             .map_err(|never| match never {})
             .boxed_unsync();

@@ -20,6 +20,7 @@ pub mod redis;
 pub mod services;
 pub mod stack;
 pub mod steps;
+pub mod tls;
 
 /// PostgreSQL server the tests create their databases on.
 pub fn postgres_admin_url() -> String {
@@ -919,16 +920,33 @@ impl EchoBackend {
             .expect("bind backend");
         let url = format!("http://{}", listener.local_addr().expect("addr"));
         let hits = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let counter = hits.clone();
-        let app = axum::Router::new().fallback(move |request: axum::extract::Request| {
-            let counter = counter.clone();
-            async move { echo(request, &counter).await }
-        });
+        let app = echo_app(hits.clone());
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
         });
         EchoBackend { url, hits, task }
     }
+
+    /// Starts it behind TLS, `https://127.0.0.1:<port>`, with a certificate for
+    /// 127.0.0.1 from `authority`.
+    pub async fn start_tls(authority: &tls::Authority) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind backend");
+        let url = format!("https://{}", listener.local_addr().expect("addr"));
+        let hits = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let app = echo_app(hits.clone());
+        let task = tokio::spawn(tls::serve(listener, authority.server_config(), app));
+        EchoBackend { url, hits, task }
+    }
+}
+
+/// The echo backend's routes, counting into `hits`.
+fn echo_app(hits: Arc<std::sync::atomic::AtomicUsize>) -> axum::Router {
+    axum::Router::new().fallback(move |request: axum::extract::Request| {
+        let counter = hits.clone();
+        async move { echo(request, &counter).await }
+    })
 }
 
 impl Drop for EchoBackend {

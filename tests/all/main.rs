@@ -11,6 +11,7 @@ use harness::services::{Service, available};
 use harness::{Backend, Client, ControlPlane};
 
 mod authz;
+mod backends;
 mod bounds;
 mod component;
 mod credentials;

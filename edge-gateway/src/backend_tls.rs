@@ -1,0 +1,51 @@
+//! What HTTPS to backends trusts: the Mozilla roots, this machine's, and the certificate
+//! authorities of `APIM_BACKEND_CA_FILE`; TLS 1.2 and 1.3 (all rustls speaks), server
+//! names sent (SNI) and verified against the certificate.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use rustls::pki_types::CertificateDer;
+use rustls::pki_types::pem::PemObject as _;
+
+/// The client configuration every backend connection uses.
+pub fn client_config(ca_file: Option<&Path>) -> anyhow::Result<Arc<rustls::ClientConfig>> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    let native = rustls_native_certs::load_native_certs();
+    let (added, _ignored) = roots.add_parsable_certificates(native.certs);
+    tracing::debug!(
+        added,
+        "this machine's certificate authorities trusted for backends"
+    );
+    if let Some(path) = ca_file {
+        for certificate in authorities_in(path)? {
+            roots
+                .add(certificate)
+                .with_context(|| format!("{}: a certificate is not usable", path.display()))?;
+        }
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .context("TLS versions")?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(Arc::new(config))
+}
+
+/// The certificates of a PEM file; none at all is an error, so that a wrong file is
+/// noticed at start rather than as failing backends.
+fn authorities_in(path: &Path) -> anyhow::Result<Vec<CertificateDer<'static>>> {
+    let certificates = CertificateDer::pem_file_iter(path)
+        .with_context(|| format!("cannot read {}", path.display()))?
+        .collect::<Result<Vec<_>, _>>()
+        .with_context(|| format!("{} is not PEM", path.display()))?;
+    anyhow::ensure!(
+        !certificates.is_empty(),
+        "{} holds no certificate",
+        path.display()
+    );
+    Ok(certificates)
+}
