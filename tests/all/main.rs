@@ -65,36 +65,37 @@ enum Kind {
     Postgres,
 }
 
-type Scenario = fn(Env) -> Pin<Box<dyn Future<Output = ()> + Send>>;
+type Scenario = fn(Env) -> BoxedRun;
+type StackScenario = fn(Backend) -> BoxedRun;
+type BoxedRun = Pin<Box<dyn Future<Output = ()> + Send>>;
 
+/// Runs a scenario with a control plane of its own on the `kind` of database.
 async fn run(kind: Kind, name: &str, scenario: Scenario) {
-    let backend = match kind {
-        Kind::Sqlite => Backend::Sqlite,
-        Kind::Postgres if !available(Service::Postgres, name) => return,
-        Kind::Postgres => Backend::fresh_postgres().await,
+    let with_control_plane = move |backend: Backend| -> BoxedRun {
+        Box::pin(async move {
+            let data_dir = harness::temp_dir();
+            let control_plane = harness::start_control_plane(&backend, &data_dir, &[]).await;
+            let api = Client::new(&control_plane.url);
+            let env = Env {
+                backend,
+                data_dir: data_dir.clone(),
+                control_plane,
+                api,
+            };
+            scenario(env).await;
+            let _ = std::fs::remove_dir_all(&data_dir);
+        })
     };
-    let data_dir = harness::temp_dir();
-    let control_plane = harness::start_control_plane(&backend, &data_dir, &[]).await;
-    let api = Client::new(&control_plane.url);
-    let env = Env {
-        backend: backend.clone(),
-        data_dir: data_dir.clone(),
-        control_plane,
-        api,
-    };
-    let outcome = tokio::spawn(scenario(env)).await;
-    backend.cleanup().await;
-    let _ = std::fs::remove_dir_all(&data_dir);
-    if let Err(err) = outcome {
-        std::panic::resume_unwind(err.into_panic());
-    }
+    on_database(kind, name, with_control_plane).await;
 }
 
-type StackScenario = fn(Backend) -> Pin<Box<dyn Future<Output = ()> + Send>>;
-
-/// Runs a scenario that starts a whole stack (gateway too) on the control plane's
-/// `kind` of database, then drops the database.
+/// Runs a scenario that starts a whole stack (gateway too) on the `kind` of database.
 async fn run_stack(kind: Kind, name: &str, scenario: StackScenario) {
+    on_database(kind, name, scenario).await;
+}
+
+/// Runs `scenario` on a database of `kind` (a fresh one on PostgreSQL, dropped after).
+async fn on_database(kind: Kind, name: &str, scenario: impl FnOnce(Backend) -> BoxedRun) {
     let database = match kind {
         Kind::Sqlite => Backend::Sqlite,
         Kind::Postgres if !available(Service::Postgres, name) => return,
