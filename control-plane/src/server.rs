@@ -12,13 +12,14 @@ use tokio::net::TcpListener;
 use crate::clients::ClientCache;
 use crate::config::{Command, Config};
 use crate::gateways::{self, ManifestHub};
-use crate::http::{AppState, app};
+use crate::http::app;
 use crate::keys::KeyRing;
 use crate::listener;
 use crate::lockout::LockoutPolicy;
 use crate::manifest::{Compiler, Credentials};
 use crate::scopes::ScopeNames;
 use crate::secrets::{self, DataKeys};
+use crate::state::AppState;
 use crate::users;
 
 /// Runs the command the configuration names (serving by default).

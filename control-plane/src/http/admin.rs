@@ -13,11 +13,11 @@ use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 
 use super::auth::BasicUser;
-use super::error::{ApiError, ApiResult};
 use super::extract::JsonBody;
-use super::{AppState, Touches};
+use crate::error::{Error, Result};
 use crate::lockout;
 use crate::manifest::Touched;
+use crate::state::{AppState, Touches};
 use crate::users::{self, AccountChange, SUPER_TENANT, User};
 
 const ADMIN: &str = "/api/am/admin/v0.14";
@@ -45,23 +45,23 @@ pub fn router() -> Router<AppState> {
 }
 
 /// Refuses callers without the admin role (403).
-fn require_admin(user: &User) -> ApiResult<()> {
+fn require_admin(user: &User) -> Result<()> {
     if user.has_role("admin") {
         Ok(())
     } else {
-        Err(ApiError::Forbidden(
+        Err(Error::Forbidden(
             "Only administrators may manage users and keys".into(),
         ))
     }
 }
 
 /// Refuses (403) callers who are not administrators of the super tenant.
-fn require_platform_admin(user: &User) -> ApiResult<()> {
+fn require_platform_admin(user: &User) -> Result<()> {
     require_admin(user)?;
     if user.is_platform_admin() {
         Ok(())
     } else {
-        Err(ApiError::Forbidden(
+        Err(Error::Forbidden(
             "Only administrators of the super tenant may manage the platform".into(),
         ))
     }
@@ -69,14 +69,14 @@ fn require_platform_admin(user: &User) -> ApiResult<()> {
 
 /// The account `username` if the administrator manages it; 404 otherwise, missing or
 /// in another tenant alike.
-async fn managed_account(state: &AppState, admin: &User, username: &str) -> ApiResult<User> {
+async fn managed_account(state: &AppState, admin: &User, username: &str) -> Result<User> {
     require_admin(admin)?;
     let found = if admin.manages(username) {
         users::find(&state.db, username).await?
     } else {
         None
     };
-    found.ok_or_else(|| ApiError::NotFound("user", username.to_string()))
+    found.ok_or_else(|| Error::NotFound("user", username.to_string()))
 }
 
 #[derive(Debug, Deserialize)]
@@ -113,26 +113,25 @@ async fn add_user(
     State(state): State<AppState>,
     BasicUser(admin): BasicUser,
     JsonBody(body): JsonBody<NewUser>,
-) -> ApiResult<(StatusCode, Touches, Json<UserDto>)> {
+) -> Result<(StatusCode, Touches, Json<UserDto>)> {
     require_admin(&admin)?;
     let (Some(username), Some(password)) = (body.username, body.password) else {
-        return Err(ApiError::Validation(vec![
+        return Err(Error::InvalidFields(vec![
             ("username".into(), "may not be null".into()),
             ("password".into(), "may not be null".into()),
         ]));
     };
-    users::validate_username(&username).map_err(ApiError::BadRequest)?;
+    users::validate_username(&username).map_err(Error::Invalid)?;
     if !admin.manages(&username) {
-        return Err(ApiError::Forbidden(format!(
+        return Err(Error::Forbidden(format!(
             "Administrators of {} may add users to that tenant only",
             admin.tenant
         )));
     }
     check_password(&password)?;
-    let roles =
-        users::parse_roles(&body.roles.unwrap_or_default()).map_err(ApiError::BadRequest)?;
+    let roles = users::parse_roles(&body.roles.unwrap_or_default()).map_err(Error::Invalid)?;
     if !users::insert_new(&state.db, &username, &password, &roles).await? {
-        return Err(ApiError::AlreadyExists(format!(
+        return Err(Error::AlreadyExists(format!(
             "A user named {username} already exists"
         )));
     }
@@ -143,9 +142,9 @@ async fn add_user(
     Ok((StatusCode::CREATED, Touches::nothing(), Json(user.into())))
 }
 
-fn check_password(password: &str) -> ApiResult<()> {
+fn check_password(password: &str) -> Result<()> {
     if password.is_empty() {
-        return Err(ApiError::BadRequest("password must not be empty".into()));
+        return Err(Error::Invalid("password must not be empty".into()));
     }
     Ok(())
 }
@@ -155,7 +154,7 @@ fn check_password(password: &str) -> ApiResult<()> {
 async fn list_users(
     State(state): State<AppState>,
     BasicUser(admin): BasicUser,
-) -> ApiResult<Json<Vec<UserDto>>> {
+) -> Result<Json<Vec<UserDto>>> {
     require_admin(&admin)?;
     let tenant = (admin.tenant != SUPER_TENANT).then_some(admin.tenant.as_str());
     Ok(Json(
@@ -172,7 +171,7 @@ async fn get_user(
     State(state): State<AppState>,
     BasicUser(admin): BasicUser,
     Path(username): Path<String>,
-) -> ApiResult<Json<UserDto>> {
+) -> Result<Json<UserDto>> {
     Ok(Json(
         managed_account(&state, &admin, &username).await?.into(),
     ))
@@ -180,11 +179,11 @@ async fn get_user(
 
 /// An account change's outcome as an answer: 404 when the account vanished meanwhile,
 /// 409 when the change would leave the platform without an administrator.
-fn applied(outcome: Result<bool, String>, username: &str) -> ApiResult<()> {
+fn applied(outcome: Result<bool, String>, username: &str) -> Result<()> {
     match outcome {
         Ok(true) => Ok(()),
-        Ok(false) => Err(ApiError::NotFound("user", username.to_string())),
-        Err(refusal) => Err(ApiError::Conflict(refusal)),
+        Ok(false) => Err(Error::NotFound("user", username.to_string())),
+        Err(refusal) => Err(Error::Conflict(refusal)),
     }
 }
 
@@ -204,14 +203,14 @@ async fn update_user(
     BasicUser(admin): BasicUser,
     Path(username): Path<String>,
     JsonBody(body): JsonBody<UserChange>,
-) -> ApiResult<(Touches, Json<UserDto>)> {
+) -> Result<(Touches, Json<UserDto>)> {
     managed_account(&state, &admin, &username).await?;
     let change = AccountChange {
         roles: body
             .roles
             .map(|roles| users::parse_roles(&roles))
             .transpose()
-            .map_err(ApiError::BadRequest)?,
+            .map_err(Error::Invalid)?,
         disabled: body.disabled,
     };
     applied(
@@ -236,12 +235,12 @@ async fn reset_password(
     BasicUser(admin): BasicUser,
     Path(username): Path<String>,
     JsonBody(body): JsonBody<NewPassword>,
-) -> ApiResult<(Touches, StatusCode)> {
+) -> Result<(Touches, StatusCode)> {
     managed_account(&state, &admin, &username).await?;
     let password = body.password.unwrap_or_default();
     check_password(&password)?;
     if !users::reset_password(&state.db, &username, &password).await? {
-        return Err(ApiError::NotFound("user", username));
+        return Err(Error::NotFound("user", username));
     }
     tracing::info!(%username, by = %admin.username, "password reset");
     Ok((Touches::nothing(), StatusCode::OK))
@@ -254,7 +253,7 @@ async fn delete_user(
     State(state): State<AppState>,
     BasicUser(admin): BasicUser,
     Path(username): Path<String>,
-) -> ApiResult<(Touches, StatusCode)> {
+) -> Result<(Touches, StatusCode)> {
     managed_account(&state, &admin, &username).await?;
     applied(users::delete(&state.db, &username).await?, &username)?;
     tracing::info!(%username, by = %admin.username, "user deleted");
@@ -267,7 +266,7 @@ async fn unlock_user(
     State(state): State<AppState>,
     BasicUser(admin): BasicUser,
     Path(username): Path<String>,
-) -> ApiResult<(Touches, Json<UserDto>)> {
+) -> Result<(Touches, Json<UserDto>)> {
     let user = managed_account(&state, &admin, &username).await?;
     let was_locked = lockout::unlock(&state.db, &username).await?;
     tracing::info!(%username, was_locked, by = %admin.username, "user unlocked");
@@ -284,7 +283,7 @@ struct RotatedKey {
 async fn rotate_signing_key(
     State(state): State<AppState>,
     BasicUser(admin): BasicUser,
-) -> ApiResult<(StatusCode, Touches, Json<RotatedKey>)> {
+) -> Result<(StatusCode, Touches, Json<RotatedKey>)> {
     require_platform_admin(&admin)?;
     let kid = state.keys.rotate()?;
     tracing::info!(%kid, "signing key rotated");
@@ -316,7 +315,7 @@ struct GatewayDto {
 async fn list_gateways(
     State(state): State<AppState>,
     BasicUser(admin): BasicUser,
-) -> ApiResult<Json<serde_json::Value>> {
+) -> Result<Json<serde_json::Value>> {
     require_platform_admin(&admin)?;
     let latest =
         i64::try_from(crate::manifest::latest_version(&state.db).await?).unwrap_or(i64::MAX);

@@ -9,19 +9,19 @@ use serde::{Deserialize, Serialize};
 use sqlx::AnyPool;
 
 use super::auth::Caller;
-use super::error::{ApiError, ApiResult, OnDuplicate};
 use super::extract::{JsonBody, QueryParams, parse_json, read_body};
 use super::pagination::{ListEnvelope, Page};
-use super::{AppState, Touches};
 use crate::apis::{
     ApiRecord, Invalid, check_context_length, check_tenant_context, normalise_context,
     validate_swagger,
 };
 use crate::db::now;
+use crate::error::{Error, OnDuplicate, Result};
 use crate::lifecycle;
 use crate::manifest::{self, Touched};
 use crate::routes;
 use crate::scopes::Scope;
+use crate::state::{AppState, Touches};
 use crate::users::{self, provider_key, tenant_of};
 
 const BASE: &str = "/api/am/publisher/v0.14";
@@ -95,7 +95,7 @@ type ApiRow = (
 
 const API_COLUMNS: &str = "id, tenant, provider, name, version, context, status, record";
 
-fn from_row(row: ApiRow) -> ApiResult<StoredApi> {
+fn from_row(row: ApiRow) -> Result<StoredApi> {
     let (id, tenant, provider, name, version, context, status, record) = row;
     let record = serde_json::from_str(&record)
         .map_err(|e| anyhow::anyhow!("stored record of API {id} is unreadable: {e}"))?;
@@ -113,7 +113,7 @@ fn from_row(row: ApiRow) -> ApiResult<StoredApi> {
 
 /// The API with this id or unique name (`provider-name-version`, `-AT-` or `@` for
 /// tenants, `%2D` for dashes inside parts). `None` when missing.
-pub async fn find_api(db: &AnyPool, id_or_name: &str) -> ApiResult<Option<StoredApi>> {
+pub async fn find_api(db: &AnyPool, id_or_name: &str) -> Result<Option<StoredApi>> {
     // language=SQL
     let by_id: Option<ApiRow> =
         sqlx::query_as(&format!("SELECT {API_COLUMNS} FROM apis WHERE id = $1"))
@@ -140,7 +140,7 @@ pub async fn find_api(db: &AnyPool, id_or_name: &str) -> ApiResult<Option<Stored
 }
 
 /// A tenant's APIs in these lifecycle states, by name and version.
-pub async fn tenant_apis(db: &AnyPool, tenant: &str, states: &[&str]) -> ApiResult<Vec<StoredApi>> {
+pub async fn tenant_apis(db: &AnyPool, tenant: &str, states: &[&str]) -> Result<Vec<StoredApi>> {
     let placeholders: Vec<String> = (0..states.len()).map(|i| format!("${}", i + 2)).collect();
     // language=SQL
     let select = format!(
@@ -160,27 +160,26 @@ pub async fn tenant_apis(db: &AnyPool, tenant: &str, states: &[&str]) -> ApiResu
 }
 
 /// The API if it exists in the caller's tenant; 404 otherwise (other tenants' APIs too).
-async fn tenant_api(state: &AppState, caller: &Caller, api_id: &str) -> ApiResult<StoredApi> {
+async fn tenant_api(state: &AppState, caller: &Caller, api_id: &str) -> Result<StoredApi> {
     match find_api(&state.db, api_id).await? {
         Some(api) if api.tenant == caller.tenant() => Ok(api),
-        _ => Err(ApiError::NotFound("API", api_id.to_string())),
+        _ => Err(Error::NotFound("API", api_id.to_string())),
     }
 }
 
-fn invalid(err: Invalid) -> ApiError {
+fn invalid(err: Invalid) -> Error {
     match err {
-        Invalid::Fields(fields) => ApiError::Validation(fields),
-        Invalid::Message(message) => ApiError::BadRequest(message),
+        Invalid::Fields(fields) => Error::InvalidFields(fields),
+        Invalid::Message(message) => Error::Invalid(message),
     }
 }
 
 /// Refuses (400) a record, as it is about to be stored, that gateways could not take: its
 /// stored context too long, or an entry it compiles into past the bound. Checked on every
 /// write of a record, whatever its state, so that deploying it later cannot fail.
-fn check_deployable(record: &ApiRecord) -> ApiResult<()> {
-    check_context_length(record.context.as_deref().unwrap_or_default())
-        .map_err(ApiError::BadRequest)?;
-    manifest::check_api_entries(record).map_err(ApiError::BadRequest)
+fn check_deployable(record: &ApiRecord) -> Result<()> {
+    check_context_length(record.context.as_deref().unwrap_or_default()).map_err(Error::Invalid)?;
+    manifest::check_api_entries(record).map_err(Error::Invalid)
 }
 
 /// WSO2's `APIInfo`, the list item.
@@ -227,11 +226,11 @@ async fn list_apis(
     State(state): State<AppState>,
     caller: Caller,
     QueryParams(q): QueryParams<ListQuery>,
-) -> ApiResult<Json<ListEnvelope<ApiInfo>>> {
+) -> Result<Json<ListEnvelope<ApiInfo>>> {
     caller.require(&state, Scope::ApiView)?;
     let page = Page::new(q.limit, q.offset)?;
     let query = q.query.unwrap_or_default();
-    let criteria = search::parse(&query).map_err(ApiError::BadRequest)?;
+    let criteria = search::parse(&query).map_err(Error::Invalid)?;
     let (total, apis) = search_apis(&state.db, caller.tenant(), &criteria, page).await?;
     let list = apis.iter().map(ApiInfo::from).collect();
     let link = |limit, offset| format!("/apis?limit={limit}&offset={offset}&query={query}");
@@ -248,7 +247,7 @@ async fn search_apis(
     tenant: &str,
     criteria: &[search::Criterion],
     page: Page,
-) -> ApiResult<(i64, Vec<StoredApi>)> {
+) -> Result<(i64, Vec<StoredApi>)> {
     let mut conditions = vec!["tenant = $1".to_string()];
     let mut values = vec![tenant.to_string()];
     let mut in_records = Vec::new();
@@ -290,7 +289,7 @@ async fn search_apis(
         .await?;
     Ok((
         total,
-        rows.into_iter().map(from_row).collect::<ApiResult<_>>()?,
+        rows.into_iter().map(from_row).collect::<Result<_>>()?,
     ))
 }
 
@@ -306,9 +305,9 @@ fn bind_all<'q, O>(
 }
 
 /// Refuses a record whose endpoints the gateways' egress policy would never reach.
-fn check_endpoints(state: &AppState, record: &ApiRecord) -> ApiResult<()> {
+fn check_endpoints(state: &AppState, record: &ApiRecord) -> Result<()> {
     let config = record.endpoint_config.as_deref().unwrap_or_default();
-    state.endpoints.check(config).map_err(ApiError::BadRequest)
+    state.endpoints.check(config).map_err(Error::Invalid)
 }
 
 /// `POST /apis`: 201 with `Location` and the full record. A new API is always CREATED,
@@ -317,7 +316,7 @@ async fn create_api(
     State(state): State<AppState>,
     caller: Caller,
     JsonBody(mut record): JsonBody<ApiRecord>,
-) -> ApiResult<Response> {
+) -> Result<Response> {
     caller.require(&state, Scope::ApiCreate)?;
     record.validate().map_err(invalid)?;
     check_endpoints(&state, &record)?;
@@ -326,7 +325,7 @@ async fn create_api(
     let name = record.name.clone().unwrap_or_default();
     let version = record.version.clone().unwrap_or_default();
     let raw_context = record.context.as_deref().unwrap_or_default();
-    check_tenant_context(raw_context, &tenant).map_err(ApiError::BadRequest)?;
+    check_tenant_context(raw_context, &tenant).map_err(Error::Invalid)?;
     let context = normalise_context(raw_context, &tenant);
     let status = "CREATED";
     let id = uuid::Uuid::new_v4().to_string();
@@ -387,7 +386,7 @@ async fn checked_provider(
     state: &AppState,
     caller: &Caller,
     named: Option<&str>,
-) -> ApiResult<String> {
+) -> Result<String> {
     let Some(provider) = named.filter(|p| !p.is_empty() && *p != caller.username()) else {
         return Ok(caller.username().to_string());
     };
@@ -404,12 +403,12 @@ async fn checked_provider(
         return Ok(caller.username().to_string());
     }
     if tenant_of(provider) != caller.tenant() {
-        return Err(ApiError::BadRequest(format!(
+        return Err(Error::Invalid(format!(
             "Provider '{provider}' is not in the tenant of the logged in user"
         )));
     }
     if users::find(&state.db, provider).await?.is_none() {
-        return Err(ApiError::BadRequest(format!(
+        return Err(Error::Invalid(format!(
             "Specified provider {provider} not exist."
         )));
     }
@@ -439,7 +438,7 @@ impl RouteClaim<'_> {
         &self,
         tx: &mut sqlx::Transaction<'_, sqlx::Any>,
         default_version: bool,
-    ) -> ApiResult<Option<String>> {
+    ) -> Result<Option<String>> {
         let versioned = routes::prefixes(self.context, self.version, false);
         if let Err(taken) = routes::claim(tx, self.api_id, &versioned).await? {
             return Err(route_taken(&taken.prefix));
@@ -453,7 +452,7 @@ impl RouteClaim<'_> {
     async fn claim_default(
         &self,
         tx: &mut sqlx::Transaction<'_, sqlx::Any>,
-    ) -> ApiResult<Option<String>> {
+    ) -> Result<Option<String>> {
         let bare = [self.context.to_string()];
         let Err(taken) = routes::claim(tx, self.api_id, &bare).await? else {
             return Ok(None);
@@ -478,14 +477,14 @@ impl RouteClaim<'_> {
     }
 
     /// Gives up the bare context (no longer the default version).
-    async fn release_default(&self, tx: &mut sqlx::Transaction<'_, sqlx::Any>) -> ApiResult<()> {
+    async fn release_default(&self, tx: &mut sqlx::Transaction<'_, sqlx::Any>) -> Result<()> {
         routes::release(tx, self.api_id, self.context).await?;
         Ok(())
     }
 }
 
-fn route_taken(prefix: &str) -> ApiError {
-    ApiError::AlreadyExists(format!(
+fn route_taken(prefix: &str) -> Error {
+    Error::AlreadyExists(format!(
         "The gateway route {prefix} is already used by another API"
     ))
 }
@@ -497,7 +496,7 @@ async fn check_unique(
     name: &str,
     version: &str,
     context: &str,
-) -> ApiResult<()> {
+) -> Result<()> {
     // Two indexed lookups rather than one OR, which would read every API of the tenant.
     // language=SQL
     let others: Vec<(String, String, String)> = sqlx::query_as(
@@ -512,22 +511,22 @@ async fn check_unique(
     .await?;
     for (other_name, other_version, other_context) in &others {
         if other_name == name && other_version == version {
-            return Err(ApiError::AlreadyExists(format!(
+            return Err(Error::AlreadyExists(format!(
                 "A duplicate API already exists for {name}-{version}"
             )));
         }
         if other_name != name && other_name.eq_ignore_ascii_case(name) {
-            return Err(ApiError::BadRequest(format!(
+            return Err(Error::Invalid(format!(
                 "API with name {other_name} already exists."
             )));
         }
         if other_name == name && other_context != context {
-            return Err(ApiError::BadRequest(format!(
+            return Err(Error::Invalid(format!(
                 "API name {name} already exists with different context {other_context}"
             )));
         }
         if other_name != name {
-            return Err(ApiError::BadRequest(format!(
+            return Err(Error::Invalid(format!(
                 "A duplicate API context already exists for {context}"
             )));
         }
@@ -540,7 +539,7 @@ async fn get_api(
     State(state): State<AppState>,
     caller: Caller,
     Path(api_id): Path<String>,
-) -> ApiResult<Json<ApiRecord>> {
+) -> Result<Json<ApiRecord>> {
     caller.require(&state, Scope::ApiView)?;
     Ok(Json(
         tenant_api(&state, &caller, &api_id)
@@ -556,7 +555,7 @@ async fn update_api(
     caller: Caller,
     Path(api_id): Path<String>,
     JsonBody(mut record): JsonBody<ApiRecord>,
-) -> ApiResult<(Touches, Json<ApiRecord>)> {
+) -> Result<(Touches, Json<ApiRecord>)> {
     caller.require(&state, Scope::ApiCreate)?;
     let api = tenant_api(&state, &caller, &api_id).await?;
     record.validate().map_err(invalid)?;
@@ -572,7 +571,7 @@ async fn update_api(
         || provider != api.provider
         || context != api.context
     {
-        return Err(ApiError::BadRequest(
+        return Err(Error::Invalid(
             "The name, version, provider and context of an API cannot be changed".into(),
         ));
     }
@@ -615,7 +614,7 @@ async fn save_record<'e>(
     db: impl sqlx::Executor<'e, Database = sqlx::Any>,
     id: &str,
     record: &ApiRecord,
-) -> ApiResult<()> {
+) -> Result<()> {
     // language=SQL
     sqlx::query(
         "UPDATE apis SET record = $1, updated_at = $2, revision = revision + 1 WHERE id = $3",
@@ -633,7 +632,7 @@ async fn delete_api(
     State(state): State<AppState>,
     caller: Caller,
     Path(api_id): Path<String>,
-) -> ApiResult<(Touches, StatusCode)> {
+) -> Result<(Touches, StatusCode)> {
     caller.require(&state, Scope::ApiCreate)?;
     let api = tenant_api(&state, &caller, &api_id).await?;
     let mut tx = state.db.begin().await?;
@@ -644,7 +643,7 @@ async fn delete_api(
             .fetch_one(&mut *tx)
             .await?;
     if subscriptions > 0 {
-        return Err(ApiError::Conflict(format!(
+        return Err(Error::Conflict(format!(
             "Cannot remove the API {} as active subscriptions exist",
             api.id
         )));
@@ -665,7 +664,7 @@ async fn get_swagger(
     State(state): State<AppState>,
     caller: Caller,
     Path(api_id): Path<String>,
-) -> ApiResult<Response> {
+) -> Result<Response> {
     caller.require(&state, Scope::ApiView)?;
     let api = tenant_api(&state, &caller, &api_id).await?;
     let definition = api.record.api_definition.unwrap_or_default();
@@ -680,11 +679,11 @@ async fn put_swagger(
     Path(api_id): Path<String>,
     headers: HeaderMap,
     request: Request,
-) -> ApiResult<Response> {
+) -> Result<Response> {
     caller.require(&state, Scope::ApiCreate)?;
     let api = tenant_api(&state, &caller, &api_id).await?;
     let definition = swagger_from_request(&state, &headers, request).await?;
-    validate_swagger(&definition).map_err(ApiError::BadRequest)?;
+    validate_swagger(&definition).map_err(Error::Invalid)?;
     let mut record = api.full_record();
     record.api_definition = Some(definition.clone());
     check_deployable(&record)?;
@@ -701,7 +700,7 @@ async fn swagger_from_request(
     state: &AppState,
     headers: &HeaderMap,
     request: Request,
-) -> ApiResult<String> {
+) -> Result<String> {
     let content_type = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -711,20 +710,20 @@ async fn swagger_from_request(
         use axum::extract::FromRequest;
         let mut form = axum::extract::Multipart::from_request(request, state)
             .await
-            .map_err(|e| ApiError::BadRequest(e.body_text()))?;
+            .map_err(|e| Error::Invalid(e.body_text()))?;
         while let Some(field) = form
             .next_field()
             .await
-            .map_err(|e| ApiError::BadRequest(e.body_text()))?
+            .map_err(|e| Error::Invalid(e.body_text()))?
         {
             if field.name() == Some("apiDefinition") {
                 return field
                     .text()
                     .await
-                    .map_err(|e| ApiError::BadRequest(e.body_text()));
+                    .map_err(|e| Error::Invalid(e.body_text()));
             }
         }
-        return Err(ApiError::Validation(vec![(
+        return Err(Error::InvalidFields(vec![(
             "apiDefinition".into(),
             "may not be null".into(),
         )]));
@@ -749,16 +748,16 @@ async fn change_lifecycle(
     State(state): State<AppState>,
     caller: Caller,
     QueryParams(q): QueryParams<LifecycleQuery>,
-) -> ApiResult<(Touches, StatusCode)> {
+) -> Result<(Touches, StatusCode)> {
     caller.require(&state, Scope::ApiPublish)?;
     let (Some(api_id), Some(action)) = (q.api_id, q.action) else {
-        return Err(ApiError::BadRequest(
+        return Err(Error::Invalid(
             "Query parameters apiId and action are required".into(),
         ));
     };
     let api = tenant_api(&state, &caller, &api_id).await?;
     let next = lifecycle::next_state(&api.status, &action).map_err(|allowed| {
-        ApiError::BadRequest(format!(
+        Error::Invalid(format!(
             "Action '{action}' is not allowed. Allowed actions are [{}]",
             allowed.join(", ")
         ))
@@ -776,7 +775,7 @@ async fn change_lifecycle(
             .execute(&state.db)
             .await?;
     if changed.rows_affected() == 0 {
-        return Err(ApiError::Conflict(format!(
+        return Err(Error::Conflict(format!(
             "The lifecycle state of API {} changed concurrently; try again",
             api.id
         )));

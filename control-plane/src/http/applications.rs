@@ -10,14 +10,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::auth::Caller;
-use super::error::{ApiError, ApiResult, OnDuplicate};
 use super::extract::{JsonBody, QueryParams};
 use super::keys::{ApplicationKey, application_keys};
 use super::pagination::{ListEnvelope, Page};
-use super::{AppState, Touches};
 use crate::db::now;
+use crate::error::{Error, OnDuplicate, Result};
 use crate::manifest::Touched;
 use crate::scopes::Scope;
+use crate::state::{AppState, Touches};
 use crate::tiers::{self, TierLevel};
 
 pub const STORE: &str = "/api/am/store/v0.14";
@@ -44,9 +44,9 @@ pub fn router() -> Router<AppState> {
 pub struct StoreUser(pub Caller);
 
 impl FromRequestParts<AppState> for StoreUser {
-    type Rejection = ApiError;
+    type Rejection = Error;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> ApiResult<Self> {
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self> {
         let caller = Caller::from_request_parts(parts, state).await?;
         caller.require(state, Scope::Subscribe)?;
         ensure_default_application(state, caller.username()).await?;
@@ -54,7 +54,7 @@ impl FromRequestParts<AppState> for StoreUser {
     }
 }
 
-async fn ensure_default_application(state: &AppState, username: &str) -> ApiResult<()> {
+async fn ensure_default_application(state: &AppState, username: &str) -> Result<()> {
     if state
         .store_users
         .lock()
@@ -111,7 +111,7 @@ pub async fn owned_application(
     state: &AppState,
     caller: &Caller,
     application_id: &str,
-) -> ApiResult<StoredApplication> {
+) -> Result<StoredApplication> {
     // language=SQL
     let app: Option<StoredApplication> = sqlx::query_as(&format!(
         "SELECT {APP_COLUMNS} FROM applications WHERE id = $1"
@@ -120,15 +120,12 @@ pub async fn owned_application(
     .fetch_optional(&state.db)
     .await?;
     match app {
-        None => Err(ApiError::NotFound(
-            "application",
-            application_id.to_string(),
-        )),
+        None => Err(Error::NotFound("application", application_id.to_string())),
         // Another tenant's application answers as a missing one: its id discloses nothing.
-        Some(app) if crate::users::tenant_of(&app.owner) != caller.tenant() => Err(
-            ApiError::NotFound("application", application_id.to_string()),
-        ),
-        Some(app) if app.owner != caller.username() => Err(ApiError::Forbidden(format!(
+        Some(app) if crate::users::tenant_of(&app.owner) != caller.tenant() => {
+            Err(Error::NotFound("application", application_id.to_string()))
+        }
+        Some(app) if app.owner != caller.username() => Err(Error::Forbidden(format!(
             "You don't have permission to access the application with Id '{application_id}'"
         ))),
         Some(app) => Ok(app),
@@ -170,7 +167,7 @@ fn attributes(app: &StoredApplication) -> Value {
     serde_json::from_str(&app.attributes).unwrap_or_else(|_| Value::Object(Map::new()))
 }
 
-async fn dto(state: &AppState, app: StoredApplication) -> ApiResult<ApplicationDto> {
+async fn dto(state: &AppState, app: StoredApplication) -> Result<ApplicationDto> {
     let keys = application_keys(&state.db, &state.data_keys, &app.id).await?;
     Ok(ApplicationDto {
         attributes: attributes(&app),
@@ -211,7 +208,7 @@ struct ApplicationBody {
 
 impl ApplicationBody {
     /// Checks the body, returning the name and tier.
-    fn validate(&self) -> ApiResult<(String, String)> {
+    fn validate(&self) -> Result<(String, String)> {
         let mut missing = Vec::new();
         if self.name.as_deref().is_none_or(|n| n.is_empty()) {
             missing.push(("name".to_string(), "may not be null".to_string()));
@@ -220,29 +217,27 @@ impl ApplicationBody {
             missing.push(("throttlingTier".to_string(), "may not be null".to_string()));
         }
         if !missing.is_empty() {
-            return Err(ApiError::Validation(missing));
+            return Err(Error::InvalidFields(missing));
         }
         let name = self.name.clone().unwrap_or_default();
         let tier = self.throttling_tier.clone().unwrap_or_default();
         if name.trim() != name {
-            return Err(ApiError::BadRequest(
+            return Err(Error::Invalid(
                 "Application name cannot contain leading or trailing white spaces".into(),
             ));
         }
         if name.chars().count() > 70 || name.chars().any(char::is_control) {
-            return Err(ApiError::BadRequest(
+            return Err(Error::Invalid(
                 "Application name must have at most 70 printable characters".into(),
             ));
         }
         if tiers::find(TierLevel::Application, &tier).is_none() {
-            return Err(ApiError::BadRequest(format!(
-                "Specified tier {tier} is invalid"
-            )));
+            return Err(Error::Invalid(format!("Specified tier {tier} is invalid")));
         }
         if let Some(token_type) = &self.token_type
             && !matches!(token_type.as_str(), "OAUTH" | "JWT" | "DEFAULT")
         {
-            return Err(ApiError::BadRequest(format!(
+            return Err(Error::Invalid(format!(
                 "Invalid tokenType '{token_type}'; allowed values are OAUTH, JWT"
             )));
         }
@@ -263,7 +258,7 @@ async fn create_application(
     State(state): State<AppState>,
     StoreUser(caller): StoreUser,
     JsonBody(body): JsonBody<ApplicationBody>,
-) -> ApiResult<Response> {
+) -> Result<Response> {
     let (name, tier) = body.validate()?;
     let id = uuid::Uuid::new_v4().to_string();
     // language=SQL
@@ -314,7 +309,7 @@ async fn list_applications(
     State(state): State<AppState>,
     StoreUser(caller): StoreUser,
     QueryParams(q): QueryParams<ListQuery>,
-) -> ApiResult<Json<ListEnvelope<ApplicationInfo>>> {
+) -> Result<Json<ListEnvelope<ApplicationInfo>>> {
     let page = Page::new(q.limit, q.offset)?;
     // language=SQL
     let apps: Vec<StoredApplication> = sqlx::query_as(&format!(
@@ -354,7 +349,7 @@ async fn get_application(
     State(state): State<AppState>,
     StoreUser(caller): StoreUser,
     Path(application_id): Path<String>,
-) -> ApiResult<Json<ApplicationDto>> {
+) -> Result<Json<ApplicationDto>> {
     let app = owned_application(&state, &caller, &application_id).await?;
     Ok(Json(dto(&state, app).await?))
 }
@@ -365,7 +360,7 @@ async fn update_application(
     StoreUser(caller): StoreUser,
     Path(application_id): Path<String>,
     JsonBody(body): JsonBody<ApplicationBody>,
-) -> ApiResult<(Touches, Json<ApplicationDto>)> {
+) -> Result<(Touches, Json<ApplicationDto>)> {
     let app = owned_application(&state, &caller, &application_id).await?;
     let (name, tier) = body.validate()?;
     // language=SQL
@@ -394,7 +389,7 @@ async fn delete_application(
     State(state): State<AppState>,
     StoreUser(caller): StoreUser,
     Path(application_id): Path<String>,
-) -> ApiResult<(Touches, StatusCode)> {
+) -> Result<(Touches, StatusCode)> {
     let app = owned_application(&state, &caller, &application_id).await?;
     let mut tx = state.db.begin().await?;
     for statement in [

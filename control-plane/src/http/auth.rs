@@ -9,9 +9,9 @@ use axum::http::request::Parts;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 
-use super::AppState;
-use super::error::{ApiError, ApiResult};
+use crate::error::{Error, Result};
 use crate::scopes::Scope;
+use crate::state::AppState;
 use crate::token::{self, Claims};
 use crate::users::{self, User};
 
@@ -31,18 +31,18 @@ pub fn basic_credentials(headers: &HeaderMap) -> Option<(String, String)> {
 pub struct BasicUser(pub User);
 
 impl FromRequestParts<AppState> for BasicUser {
-    type Rejection = ApiError;
+    type Rejection = Error;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> ApiResult<Self> {
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self> {
         let (username, password) =
-            basic_credentials(&parts.headers).ok_or(ApiError::Unauthenticated)?;
+            basic_credentials(&parts.headers).ok_or(Error::Unauthenticated)?;
         let from = client_address(parts, state);
         state
             .logins
             .authenticate(&state.db, &username, &password, from)
             .await?
             .map(BasicUser)
-            .ok_or(ApiError::Unauthenticated)
+            .ok_or(Error::Unauthenticated)
     }
 }
 
@@ -113,20 +113,20 @@ impl Caller {
     }
 
     /// Refuses the call, as WSO2 does with 401, unless the token carries the scope.
-    pub fn require(&self, state: &AppState, scope: Scope) -> ApiResult<()> {
+    pub fn require(&self, state: &AppState, scope: Scope) -> Result<()> {
         if self.claims.has_scope(&state.scopes.name(scope)) {
             Ok(())
         } else {
-            Err(ApiError::Unauthenticated)
+            Err(Error::Unauthenticated)
         }
     }
 }
 
 impl FromRequestParts<AppState> for Caller {
-    type Rejection = ApiError;
+    type Rejection = Error;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> ApiResult<Self> {
-        let token = bearer_token(&parts.headers).ok_or(ApiError::Unauthenticated)?;
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self> {
+        let token = bearer_token(&parts.headers).ok_or(Error::Unauthenticated)?;
         Caller::with_token(state, token).await
     }
 }
@@ -136,9 +136,9 @@ impl FromRequestParts<AppState> for Caller {
 pub struct MaybeCaller(pub Option<Caller>);
 
 impl FromRequestParts<AppState> for MaybeCaller {
-    type Rejection = ApiError;
+    type Rejection = Error;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> ApiResult<Self> {
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self> {
         Ok(MaybeCaller(match bearer_token(&parts.headers) {
             Some(token) => Some(Caller::with_token(state, token).await?),
             None => None,
@@ -148,15 +148,15 @@ impl FromRequestParts<AppState> for MaybeCaller {
 
 impl Caller {
     /// The caller a bearer token names: valid, unrevoked, its user still active.
-    async fn with_token(state: &AppState, token: &str) -> ApiResult<Self> {
+    async fn with_token(state: &AppState, token: &str) -> Result<Self> {
         let claims = token::verify(&state.keys, &state.issuer, token, false)
-            .map_err(|_| ApiError::Unauthenticated)?;
+            .map_err(|_| Error::Unauthenticated)?;
         // An application's token is for its APIs on the gateways, never for managing.
         if claims.application_id.is_some()
             || is_revoked(state, &claims.jti).await?
             || !users::is_active(&state.db, &claims.sub, claims.issued_ms()).await?
         {
-            return Err(ApiError::Unauthenticated);
+            return Err(Error::Unauthenticated);
         }
         Ok(Caller { claims })
     }

@@ -1,4 +1,4 @@
-//! Errors of the management REST APIs, in WSO2's error body
+//! The one place the domain [`Error`] becomes WSO2's error body
 //! `{code, message, description, moreInfo, error: [{code, message}]}`.
 
 use axum::Json;
@@ -6,95 +6,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
+use crate::error::{Error, database_unavailable};
 use crate::users::LoginError;
-
-/// Why a management request failed; each variant has one status and body.
-#[derive(Debug, thiserror::Error)]
-pub enum ApiError {
-    /// 400 with a description.
-    #[error("bad request: {0}")]
-    BadRequest(String),
-    /// 400 "Validation Error" listing each `(property, problem)`.
-    #[error("validation failed")]
-    Validation(Vec<(String, String)>),
-    /// 401: no credentials, bad credentials, or a token without the scope (WSO2 says 401 for all).
-    #[error("unauthenticated")]
-    Unauthenticated,
-    /// 403 with a description.
-    #[error("forbidden: {0}")]
-    Forbidden(String),
-    /// 404 "Requested <resource> with Id '<id>' not found".
-    #[error("{0} {1} not found")]
-    NotFound(&'static str, String),
-    /// 404 with a description of its own.
-    #[error("not found: {0}")]
-    NotFoundWhy(String),
-    /// 405.
-    #[error("method not allowed")]
-    MethodNotAllowed,
-    /// 409 "Resource Already Exists".
-    #[error("already exists: {0}")]
-    AlreadyExists(String),
-    /// 409 "Conflict".
-    #[error("conflict: {0}")]
-    Conflict(String),
-    /// 413.
-    #[error("payload too large")]
-    PayloadTooLarge,
-    /// 415.
-    #[error("unsupported media type")]
-    UnsupportedMediaType,
-    /// 408: the body did not arrive in time.
-    #[error("request timeout")]
-    RequestTimeout,
-    /// 429 with Retry-After: too many failed logins from the client's address.
-    #[error("too many failed logins")]
-    TooManyRequests(u64),
-    /// 503 with Retry-After: too many password checks waiting.
-    #[error("busy")]
-    Busy,
-    /// 503 with Retry-After: the database cannot serve right now (restarting, failing
-    /// over, no connection free in time; [`crate::db::is_unavailable`]); logged, answered
-    /// with a generic body.
-    #[error("database unavailable: {0}")]
-    Unavailable(anyhow::Error),
-    /// 500: logged in full, answered with a generic body.
-    #[error(transparent)]
-    Internal(anyhow::Error),
-}
-
-/// Whether an error, or any error it wraps, says the database is unavailable.
-fn database_unavailable(err: &anyhow::Error) -> bool {
-    err.chain()
-        .filter_map(|cause| cause.downcast_ref::<sqlx::Error>())
-        .any(crate::db::is_unavailable)
-}
-
-impl From<anyhow::Error> for ApiError {
-    fn from(err: anyhow::Error) -> Self {
-        if database_unavailable(&err) {
-            ApiError::Unavailable(err)
-        } else {
-            ApiError::Internal(err)
-        }
-    }
-}
-
-impl From<sqlx::Error> for ApiError {
-    fn from(err: sqlx::Error) -> Self {
-        anyhow::Error::from(err).into()
-    }
-}
-
-impl From<LoginError> for ApiError {
-    fn from(err: LoginError) -> Self {
-        match err {
-            LoginError::Throttled { retry_after } => ApiError::TooManyRequests(retry_after),
-            LoginError::Busy => ApiError::Busy,
-            LoginError::Internal(err) => err.into(),
-        }
-    }
-}
 
 /// Seconds a client is told to wait when password checks are saturated.
 const BUSY_RETRY_AFTER_SECS: u64 = 1;
@@ -121,11 +34,11 @@ pub struct ErrorItem {
     message: String,
 }
 
-impl ApiError {
+impl Error {
     /// The HTTP status of this error.
     pub fn status_code(&self) -> StatusCode {
         match self {
-            Self::BadRequest(_) | Self::Validation(_) => StatusCode::BAD_REQUEST,
+            Self::Invalid(_) | Self::InvalidFields(_) => StatusCode::BAD_REQUEST,
             Self::Unauthenticated => StatusCode::UNAUTHORIZED,
             Self::Forbidden(_) => StatusCode::FORBIDDEN,
             Self::NotFound(..) | Self::NotFoundWhy(_) => StatusCode::NOT_FOUND,
@@ -134,7 +47,7 @@ impl ApiError {
             Self::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
-            Self::TooManyRequests(_) => StatusCode::TOO_MANY_REQUESTS,
+            Self::Throttled(_) => StatusCode::TOO_MANY_REQUESTS,
             Self::Busy | Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -143,8 +56,8 @@ impl ApiError {
     fn body(&self) -> ErrorBody {
         let status = self.status_code();
         let (message, description, items): (&'static str, String, Vec<ErrorItem>) = match self {
-            Self::BadRequest(d) => ("Bad Request", d.clone(), vec![]),
-            Self::Validation(problems) => (
+            Self::Invalid(d) => ("Bad Request", d.clone(), vec![]),
+            Self::InvalidFields(problems) => (
                 "Bad Request",
                 "Validation Error".to_string(),
                 problems
@@ -185,7 +98,7 @@ impl ApiError {
                 "The request body did not arrive in time".to_string(),
                 vec![],
             ),
-            Self::TooManyRequests(secs) => (
+            Self::Throttled(secs) => (
                 "Too Many Requests",
                 format!("Too many failed logins from this address; retry after {secs} s"),
                 vec![],
@@ -216,7 +129,7 @@ impl ApiError {
     }
 }
 
-impl IntoResponse for ApiError {
+impl IntoResponse for Error {
     fn into_response(self) -> Response {
         match &self {
             Self::Internal(err) => tracing::error!(error = ?err, "request failed"),
@@ -226,7 +139,7 @@ impl IntoResponse for ApiError {
             _ => {}
         }
         let retry_after = match &self {
-            Self::TooManyRequests(secs) => Some(*secs),
+            Self::Throttled(secs) => Some(*secs),
             Self::Busy => Some(BUSY_RETRY_AFTER_SECS),
             Self::Unavailable(_) => Some(UNAVAILABLE_RETRY_AFTER_SECS),
             _ => None,
@@ -242,27 +155,6 @@ fn set_retry_after(response: &mut Response, secs: Option<u64>) {
         response
             .headers_mut()
             .insert(axum::http::header::RETRY_AFTER, secs.into());
-    }
-}
-
-/// Result of a management handler.
-pub type ApiResult<T> = Result<T, ApiError>;
-
-/// Maps a unique-constraint violation (a duplicate that raced past the checks) to a 409.
-pub trait OnDuplicate<T> {
-    /// `Err(ApiError::AlreadyExists(message))` for a duplicate, other errors unchanged.
-    fn on_duplicate(self, message: impl FnOnce() -> String) -> ApiResult<T>;
-}
-
-impl<T> OnDuplicate<T> for Result<T, sqlx::Error> {
-    fn on_duplicate(self, message: impl FnOnce() -> String) -> ApiResult<T> {
-        self.map_err(|err| {
-            if crate::db::is_unique_violation(&err) {
-                ApiError::AlreadyExists(message())
-            } else {
-                err.into()
-            }
-        })
     }
 }
 
@@ -415,10 +307,10 @@ mod tests {
         let reset = || sqlx::Error::Io(std::io::Error::from(std::io::ErrorKind::ConnectionReset));
         let wrapped = anyhow::Error::from(reset()).context("could not read the API");
         for err in [
-            ApiError::from(reset()),
-            ApiError::from(sqlx::Error::PoolTimedOut),
-            ApiError::from(wrapped),
-            ApiError::from(LoginError::Internal(reset().into())),
+            Error::from(reset()),
+            Error::from(sqlx::Error::PoolTimedOut),
+            Error::from(wrapped),
+            Error::from(LoginError::Internal(reset().into())),
         ] {
             let (status, retry_after, body) = answer(err.into_response()).await;
             assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
@@ -429,8 +321,8 @@ mod tests {
             assert!(body["error"].is_array() && body["moreInfo"].is_string());
         }
         for err in [
-            ApiError::from(sqlx::Error::RowNotFound),
-            ApiError::from(anyhow::anyhow!("a bug")),
+            Error::from(sqlx::Error::RowNotFound),
+            Error::from(anyhow::anyhow!("a bug")),
         ] {
             let (status, retry_after, body) = answer(err.into_response()).await;
             assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);

@@ -7,18 +7,18 @@ use axum::http::header::CONTENT_TYPE;
 use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
 
-use super::error::ApiError;
+use crate::error::Error;
 
 /// A JSON body. Malformed JSON, unknown properties, wrong types, an empty body, a body
 /// over the limit and a non-JSON content type each get their own 4xx.
 pub struct JsonBody<T>(pub T);
 
 impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
-    type Rejection = ApiError;
+    type Rejection = Error;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
         if !is_json(req.headers().get(CONTENT_TYPE)) {
-            return Err(ApiError::UnsupportedMediaType);
+            return Err(Error::UnsupportedMediaType);
         }
         let bytes = read_body(req, state).await?;
         parse_json(&bytes).map(JsonBody)
@@ -26,43 +26,41 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
 }
 
 /// Reads the whole body, mapping the size limit to 413.
-pub async fn read_body<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, ApiError> {
+pub async fn read_body<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, Error> {
     Bytes::from_request(req, state)
         .await
         .map_err(|err| match err {
             BytesRejection::FailedToBufferBody(_)
                 if err.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE =>
             {
-                ApiError::PayloadTooLarge
+                Error::PayloadTooLarge
             }
-            other => ApiError::BadRequest(format!("Could not read the request body: {other}")),
+            other => Error::Invalid(format!("Could not read the request body: {other}")),
         })
 }
 
 /// Parses a JSON document into `T` with WSO2's messages for each failure.
-pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Error> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Err(ApiError::BadRequest(
-            "Request payload cannot be empty.".into(),
-        ));
+        return Err(Error::Invalid("Request payload cannot be empty.".into()));
     }
     serde_json::from_slice(bytes).map_err(|err| json_error(&err))
 }
 
-fn json_error(err: &serde_json::Error) -> ApiError {
+fn json_error(err: &serde_json::Error) -> Error {
     use serde_json::error::Category;
     let message = err.to_string();
     if let Some(field) = quoted_after(&message, "unknown field `") {
-        return ApiError::BadRequest(format!("Unrecognized property '{field}'"));
+        return Error::Invalid(format!("Unrecognized property '{field}'"));
     }
     if let Some(field) = quoted_after(&message, "missing field `") {
-        return ApiError::Validation(vec![(field, "may not be null".into())]);
+        return Error::InvalidFields(vec![(field, "may not be null".into())]);
     }
     match err.classify() {
         Category::Syntax | Category::Eof | Category::Io => {
-            ApiError::BadRequest("Malformed request body.".into())
+            Error::Invalid("Malformed request body.".into())
         }
-        Category::Data => ApiError::BadRequest(format!("Malformed request body: {message}")),
+        Category::Data => Error::Invalid(format!("Malformed request body: {message}")),
     }
 }
 
@@ -86,7 +84,7 @@ fn is_json(content_type: Option<&axum::http::HeaderValue>) -> bool {
 pub struct QueryParams<T>(pub T);
 
 impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for QueryParams<T> {
-    type Rejection = ApiError;
+    type Rejection = Error;
 
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
         let query = parts.uri.query().unwrap_or_default();
@@ -94,7 +92,7 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for QueryParams<T>
     }
 }
 
-fn parse_query<T: DeserializeOwned>(query: &str) -> Result<T, ApiError> {
+fn parse_query<T: DeserializeOwned>(query: &str) -> Result<T, Error> {
     axum::extract::Query::<T>::try_from_uri(
         &format!("/?{query}")
             .parse()
@@ -104,11 +102,11 @@ fn parse_query<T: DeserializeOwned>(query: &str) -> Result<T, ApiError> {
     .map_err(|err| bad_query(&err.body_text()))
 }
 
-fn bad_query(detail: &str) -> ApiError {
+fn bad_query(detail: &str) -> Error {
     let detail = detail
         .strip_prefix("Failed to deserialize query string: ")
         .unwrap_or(detail);
-    ApiError::BadRequest(format!("Invalid query parameters: {detail}"))
+    Error::Invalid(format!("Invalid query parameters: {detail}"))
 }
 
 #[cfg(test)]
@@ -124,7 +122,7 @@ mod tests {
         count: Option<i64>,
     }
 
-    fn description(err: ApiError) -> String {
+    fn description(err: Error) -> String {
         format!("{err:?}")
     }
 
@@ -140,7 +138,7 @@ mod tests {
         );
         assert!(matches!(
             parse_json::<Body>(br#"{"count":1}"#).unwrap_err(),
-            ApiError::Validation(v) if v[0].0 == "name"
+            Error::InvalidFields(v) if v[0].0 == "name"
         ));
         assert!(
             description(parse_json::<Body>(br#"{"name":5}"#).unwrap_err()).contains("Malformed")

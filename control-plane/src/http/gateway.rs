@@ -13,9 +13,9 @@ use serde::Deserialize;
 use subtle::ConstantTimeEq;
 
 use super::auth::bearer_token;
-use super::error::{ApiError, ApiResult};
 use super::extract::{QueryParams, parse_json};
-use super::{AppState, Touches};
+use crate::error::{Error, Result};
+use crate::state::{AppState, Touches};
 use crate::{fleet, manifest};
 
 pub fn router() -> Router<AppState> {
@@ -49,7 +49,7 @@ pub async fn require_gateway_secret(
 ) -> Response {
     let gateway_only = GATEWAY_ONLY.contains(&request.uri().path());
     if gateway_only && !proves_secret(request.headers(), &state.gateway_secret) {
-        return super::closing(ApiError::Unauthenticated.into_response());
+        return super::closing(Error::Unauthenticated.into_response());
     }
     next.run(request).await
 }
@@ -79,7 +79,7 @@ struct PageQuery {
 async fn manifest_page(
     State(state): State<AppState>,
     QueryParams(query): QueryParams<PageQuery>,
-) -> ApiResult<Response> {
+) -> Result<Response> {
     let (after, snapshot) = (query.after.unwrap_or(0), query.snapshot.unwrap_or(false));
     // Midway through a snapshot a gateway holds nothing it serves yet.
     let held = if snapshot { 0 } else { after };
@@ -122,7 +122,7 @@ struct ChangesQuery {
 async fn changes(
     State(state): State<AppState>,
     QueryParams(query): QueryParams<ChangesQuery>,
-) -> ApiResult<Json<serde_json::Value>> {
+) -> Result<Json<serde_json::Value>> {
     let after = query.after.unwrap_or(0);
     check_in(&state, query.gateway, query.environment, after).await?;
     let wait = std::time::Duration::from_secs(query.wait.unwrap_or(0));
@@ -137,7 +137,7 @@ async fn check_in(
     gateway: Option<String>,
     environment: Option<String>,
     version: u64,
-) -> ApiResult<()> {
+) -> Result<()> {
     let Some(id) = gateway.filter(|id| !id.is_empty()) else {
         return Ok(());
     };
@@ -158,10 +158,7 @@ async fn manifest_key(State(state): State<AppState>) -> impl IntoResponse {
 /// signed by the key it knows): kept with the refused pages, 204. The secret was checked
 /// from the head ([`require_gateway_secret`]). Nothing for gateways changes, so nothing
 /// is compiled.
-async fn page_report(
-    State(state): State<AppState>,
-    body: Bytes,
-) -> ApiResult<(Touches, StatusCode)> {
+async fn page_report(State(state): State<AppState>, body: Bytes) -> Result<(Touches, StatusCode)> {
     let report: PageReport = parse_json(&body)?;
     state.manifests.page_refused("pull", report);
     Ok((Touches::nothing(), StatusCode::NO_CONTENT))

@@ -8,13 +8,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sqlx::AnyPool;
 
-use super::{AppState, Touches};
+use crate::state::{AppState, Touches};
 
 use super::applications::{STORE, StoreUser, owned_application};
-use super::error::{ApiError, ApiResult, OnDuplicate};
 use super::extract::{JsonBody, QueryParams};
 use super::token::issue;
 use crate::clients::{self, OAuthClient};
+use crate::error::{Error, OnDuplicate, Result};
 use crate::secrets::DataKeys;
 use crate::users;
 
@@ -81,7 +81,7 @@ pub async fn application_keys(
     db: &AnyPool,
     data_keys: &DataKeys,
     application_id: &str,
-) -> ApiResult<Vec<ApplicationKey>> {
+) -> Result<Vec<ApplicationKey>> {
     let mut keys = Vec::new();
     for key_type in ["PRODUCTION", "SANDBOX"] {
         if let Some(client) =
@@ -118,7 +118,7 @@ struct GenerateRequest {
 
 impl GenerateRequest {
     /// Checks the request, returning key type and validity in seconds (1 to `max`).
-    fn validate(&self, max: i64) -> ApiResult<(String, i64)> {
+    fn validate(&self, max: i64) -> Result<(String, i64)> {
         let mut missing = Vec::new();
         for (property, present) in [
             ("keyType", self.key_type.is_some()),
@@ -130,11 +130,11 @@ impl GenerateRequest {
             }
         }
         if !missing.is_empty() {
-            return Err(ApiError::Validation(missing));
+            return Err(Error::InvalidFields(missing));
         }
         let key_type = self.key_type.clone().unwrap_or_default();
         if !matches!(key_type.as_str(), "PRODUCTION" | "SANDBOX") {
-            return Err(ApiError::BadRequest(format!(
+            return Err(Error::Invalid(format!(
                 "Invalid keyType '{key_type}'; allowed values are PRODUCTION, SANDBOX"
             )));
         }
@@ -145,7 +145,7 @@ impl GenerateRequest {
         }
         .filter(|v| (1..=max).contains(v))
         .ok_or_else(|| {
-            ApiError::BadRequest(format!(
+            Error::Invalid(format!(
                 "validityTime must be a whole number of seconds from 1 to {max}"
             ))
         })?;
@@ -160,10 +160,10 @@ async fn generate_keys(
     StoreUser(caller): StoreUser,
     QueryParams(q): QueryParams<GenerateQuery>,
     JsonBody(request): JsonBody<GenerateRequest>,
-) -> ApiResult<(Touches, Json<ApplicationKey>)> {
+) -> Result<(Touches, Json<ApplicationKey>)> {
     let application_id = q
         .application_id
-        .ok_or_else(|| ApiError::BadRequest("Query parameter applicationId is required".into()))?;
+        .ok_or_else(|| Error::Invalid("Query parameter applicationId is required".into()))?;
     let app = owned_application(&state, &caller, &application_id).await?;
     let (key_type, validity) = request.validate(state.config.max_token_validity_secs)?;
     let grants = match &request.supported_grant_types {
@@ -193,13 +193,13 @@ async fn generate_keys(
         .await?
         .is_some()
     {
-        return Err(ApiError::Conflict(conflict()));
+        return Err(Error::Conflict(conflict()));
     }
     clients::insert(&state.db, &state.data_keys, &client)
         .await
         .on_duplicate(conflict)
         .map_err(|err| match err {
-            ApiError::AlreadyExists(message) => ApiError::Conflict(message),
+            Error::AlreadyExists(message) => Error::Conflict(message),
             other => other,
         })?;
     tracing::info!(application = %app.id, %key_type, "application keys generated");
@@ -213,7 +213,7 @@ async fn application_token(
     state: &AppState,
     client: &OAuthClient,
     validity: i64,
-) -> ApiResult<Option<TokenInfo>> {
+) -> Result<Option<TokenInfo>> {
     if !client.allows_grant("client_credentials") {
         return Ok(None);
     }
@@ -244,17 +244,15 @@ async fn get_key(
     State(state): State<AppState>,
     StoreUser(caller): StoreUser,
     Path((application_id, key_type)): Path<(String, String)>,
-) -> ApiResult<Json<ApplicationKey>> {
+) -> Result<Json<ApplicationKey>> {
     let app = owned_application(&state, &caller, &application_id).await?;
     if !matches!(key_type.as_str(), "PRODUCTION" | "SANDBOX") {
-        return Err(ApiError::BadRequest(format!(
+        return Err(Error::Invalid(format!(
             "Invalid keyType '{key_type}'; allowed values are PRODUCTION, SANDBOX"
         )));
     }
     clients::find_application_key(&state.db, &state.data_keys, &app.id, &key_type)
         .await?
         .map(|client| Json(ApplicationKey::new(client, None)))
-        .ok_or_else(|| {
-            ApiError::NotFound("application key", format!("{application_id}/{key_type}"))
-        })
+        .ok_or_else(|| Error::NotFound("application key", format!("{application_id}/{key_type}")))
 }

@@ -1,66 +1,25 @@
 //! The management listener: every REST resource, merged into one router.
 
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
-
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
-use sqlx::AnyPool;
 use tower_http::trace::TraceLayer;
 
-use crate::clients::ClientCache;
-use crate::config::Config;
-use crate::gateways::ManifestHub;
-use crate::keys::KeyRing;
-use crate::manifest::Touched;
-use crate::scopes::ScopeNames;
-use crate::users::VerifiedLogins;
+use crate::state::{AppState, Touches};
 
 mod admin;
 mod apis;
 mod applications;
-mod auth;
-pub mod error;
-mod extract;
+pub(crate) mod auth;
+pub(crate) mod error;
+pub(crate) mod extract;
 mod gateway;
 mod keys;
-mod pagination;
+pub(crate) mod pagination;
 mod registration;
 mod store_apis;
 mod subscriptions;
 mod tiers;
 mod token;
-
-/// What every handler shares.
-#[derive(Clone)]
-pub struct AppState {
-    /// The database pool.
-    pub db: AnyPool,
-    /// Token signing keys.
-    pub keys: Arc<KeyRing>,
-    /// Start-up configuration.
-    pub config: Arc<Config>,
-    /// Scope names under the configured prefix.
-    pub scopes: ScopeNames,
-    /// `iss` of issued tokens.
-    pub issuer: String,
-    /// The current route manifest, and where changes are reported.
-    pub manifests: Arc<ManifestHub>,
-    /// The key route manifests are signed with.
-    pub manifest_keys: Arc<KeyRing>,
-    /// What gateways present to pull the manifest.
-    pub gateway_secret: String,
-    /// Users whose DefaultApplication is known to exist (saves a write per store call).
-    pub store_users: Arc<Mutex<HashSet<String>>>,
-    /// Clients as the token endpoint last read them.
-    pub clients: Arc<ClientCache>,
-    /// Passwords verified lately.
-    pub logins: Arc<VerifiedLogins>,
-    /// Where published APIs' endpoints may point.
-    pub endpoints: Arc<crate::apis::EndpointPolicy>,
-    /// What secrets at rest are encrypted with.
-    pub data_keys: Arc<crate::secrets::DataKeys>,
-}
 
 /// The whole management API, its paths' repeated slashes collapsed before routing.
 pub fn app(state: AppState) -> Router {
@@ -167,35 +126,6 @@ async fn after_changes(
     response
 }
 
-/// What a change touched, as a part of its response: only that is compiled for gateways
-/// (nothing, when empty). A successful change that does not say gets a full compile.
-#[derive(Debug, Clone, Default)]
-pub struct Touches(pub Vec<Touched>);
-
-impl Touches {
-    /// Nothing gateways see.
-    pub fn nothing() -> Self {
-        Touches(Vec::new())
-    }
-
-    /// One row.
-    pub fn one(touched: Touched) -> Self {
-        Touches(vec![touched])
-    }
-}
-
-impl axum::response::IntoResponseParts for Touches {
-    type Error = std::convert::Infallible;
-
-    fn into_response_parts(
-        self,
-        mut parts: axum::response::ResponseParts,
-    ) -> Result<axum::response::ResponseParts, Self::Error> {
-        parts.extensions_mut().insert(self);
-        Ok(parts)
-    }
-}
-
 /// Answers 413 from the announced Content-Length, before reading a byte of the body.
 /// (The body limit above still stops chunked bodies once they grow past it.)
 async fn refuse_oversized_bodies(
@@ -210,7 +140,7 @@ async fn refuse_oversized_bodies(
         .and_then(|v| v.parse::<u64>().ok());
     match announced {
         Some(length) if length > limit as u64 => {
-            axum::response::IntoResponse::into_response(error::ApiError::PayloadTooLarge)
+            axum::response::IntoResponse::into_response(crate::error::Error::PayloadTooLarge)
         }
         _ => next.run(request).await,
     }
@@ -236,11 +166,11 @@ async fn read_body_in_time(
     let (parts, body) = request.into_parts();
     let limited = http_body_util::Limited::new(body, limits.max_bytes);
     let read = match tokio::time::timeout(limits.timeout, limited.collect()).await {
-        Err(_) => Err(error::ApiError::RequestTimeout),
+        Err(_) => Err(crate::error::Error::RequestTimeout),
         Ok(Err(err)) if err.is::<http_body_util::LengthLimitError>() => {
-            Err(error::ApiError::PayloadTooLarge)
+            Err(crate::error::Error::PayloadTooLarge)
         }
-        Ok(Err(_)) => Err(error::ApiError::BadRequest(
+        Ok(Err(_)) => Err(crate::error::Error::Invalid(
             "The request body could not be read".into(),
         )),
         Ok(Ok(collected)) => Ok(collected.to_bytes()),
@@ -265,10 +195,10 @@ fn closing(mut response: axum::response::Response) -> axum::response::Response {
     response
 }
 
-async fn not_found(uri: axum::http::Uri) -> error::ApiError {
-    error::ApiError::NotFoundWhy(format!("No resource at {}", uri.path()))
+async fn not_found(uri: axum::http::Uri) -> crate::error::Error {
+    crate::error::Error::NotFoundWhy(format!("No resource at {}", uri.path()))
 }
 
-async fn method_not_allowed() -> error::ApiError {
-    error::ApiError::MethodNotAllowed
+async fn method_not_allowed() -> crate::error::Error {
+    crate::error::Error::MethodNotAllowed
 }

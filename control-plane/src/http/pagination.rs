@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::error::{ApiError, ApiResult};
+use crate::error::{Error, Result};
 
 /// Page size when none is asked for.
 const DEFAULT_LIMIT: i64 = 25;
@@ -18,11 +18,11 @@ pub struct Page {
 
 impl Page {
     /// Checks the query's `limit` and `offset`.
-    pub fn new(limit: Option<i64>, offset: Option<i64>) -> ApiResult<Self> {
+    pub fn new(limit: Option<i64>, offset: Option<i64>) -> Result<Self> {
         let limit = limit.unwrap_or(DEFAULT_LIMIT);
         let offset = offset.unwrap_or(0);
         if limit < 1 || offset < 0 {
-            return Err(ApiError::BadRequest(
+            return Err(Error::Invalid(
                 "limit must be at least 1 and offset must not be negative".into(),
             ));
         }

@@ -5,11 +5,11 @@ use axum::routing::post;
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 
-use super::AppState;
 use super::auth::BasicUser;
-use super::error::{ApiError, ApiResult, OnDuplicate};
 use super::extract::JsonBody;
 use crate::clients::{self, OAuthClient};
+use crate::error::{Error, OnDuplicate, Result};
+use crate::state::AppState;
 
 pub fn router() -> Router<AppState> {
     Router::new().route("/client-registration/v0.14/register", post(register))
@@ -63,17 +63,17 @@ async fn register(
     state: axum::extract::State<AppState>,
     BasicUser(user): BasicUser,
     JsonBody(profile): JsonBody<RegistrationProfile>,
-) -> ApiResult<Json<OAuthApplicationInfo>> {
+) -> Result<Json<OAuthApplicationInfo>> {
     let client_name = required(profile.client_name.as_deref(), "clientName")?;
     let owner = profile.owner.clone().unwrap_or_default();
     if owner != user.username {
-        return Err(ApiError::BadRequest(format!(
+        return Err(Error::Invalid(format!(
             "Logged in user '{}' and application owner '{owner}' should be same.",
             user.username
         )));
     }
     if user.roles.is_empty() {
-        return Err(ApiError::Forbidden(
+        return Err(Error::Forbidden(
             "You do not have enough privileges to create an OAuth app".into(),
         ));
     }
@@ -104,7 +104,7 @@ async fn register(
     {
         Ok(()) => Ok(Json(info(client, Some(owner), profile.token_type))),
         // Registered concurrently by the same owner: answer with that client, as a repeat would.
-        Err(ApiError::AlreadyExists(_)) => {
+        Err(Error::AlreadyExists(_)) => {
             let existing =
                 clients::find_registered(&state.db, &state.data_keys, &owner, &full_name)
                     .await?
@@ -115,10 +115,10 @@ async fn register(
     }
 }
 
-fn required<'a>(value: Option<&'a str>, property: &str) -> ApiResult<&'a str> {
+fn required<'a>(value: Option<&'a str>, property: &str) -> Result<&'a str> {
     match value {
         Some(v) if !v.trim().is_empty() => Ok(v),
-        _ => Err(ApiError::Validation(vec![(
+        _ => Err(Error::InvalidFields(vec![(
             property.to_string(),
             "may not be null".into(),
         )])),

@@ -18,13 +18,13 @@ use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::AppState;
 use super::apis::{ApiInfo, StoredApi, find_api, search, tenant_apis};
 use super::applications::STORE;
 use super::auth::{Caller, MaybeCaller};
-use super::error::{ApiError, ApiResult};
 use super::extract::QueryParams;
 use super::pagination::{ListEnvelope, Page};
+use crate::error::{Error, Result};
+use crate::state::AppState;
 use crate::users::{self, SUPER_TENANT};
 
 /// Lifecycle states the store shows.
@@ -44,7 +44,7 @@ pub struct Viewer {
 
 impl Viewer {
     /// The viewer a caller is: its roles as they are now.
-    pub async fn of(state: &AppState, caller: Option<&Caller>) -> ApiResult<Self> {
+    pub async fn of(state: &AppState, caller: Option<&Caller>) -> Result<Self> {
         let Some(caller) = caller else {
             return Ok(Viewer::default());
         };
@@ -145,10 +145,10 @@ async fn list_apis(
     MaybeCaller(caller): MaybeCaller,
     headers: HeaderMap,
     QueryParams(q): QueryParams<ListQuery>,
-) -> ApiResult<Json<ListEnvelope<ApiInfo>>> {
+) -> Result<Json<ListEnvelope<ApiInfo>>> {
     let page = Page::new(q.limit, q.offset)?;
     let query = q.query.unwrap_or_default();
-    let criteria = search::parse(&query).map_err(ApiError::BadRequest)?;
+    let criteria = search::parse(&query).map_err(Error::Invalid)?;
     let viewer = Viewer::of(&state, caller.as_ref()).await?;
     let tenant = store_tenant(&headers, caller.as_ref());
     let seen: Vec<StoredApi> = tenant_apis(&state.db, &tenant, STORE_STATES)
@@ -215,12 +215,12 @@ async fn get_api(
     State(state): State<AppState>,
     MaybeCaller(caller): MaybeCaller,
     Path(api_id): Path<String>,
-) -> ApiResult<Json<StoreApi>> {
+) -> Result<Json<StoreApi>> {
     let viewer = Viewer::of(&state, caller.as_ref()).await?;
     match find_api(&state.db, &api_id).await? {
         Some(api) if STORE_STATES.contains(&api.status.as_str()) && viewer.sees(&api) => {
             Ok(Json(api.into()))
         }
-        _ => Err(ApiError::NotFound("API", api_id)),
+        _ => Err(Error::NotFound("API", api_id)),
     }
 }

@@ -10,13 +10,13 @@ use serde::{Deserialize, Serialize};
 use super::apis::find_api;
 use super::applications::{STORE, StoreUser, owned_application};
 use super::auth::Caller;
-use super::error::{ApiError, ApiResult, OnDuplicate};
 use super::extract::{JsonBody, QueryParams};
 use super::pagination::{ListEnvelope, Page};
 use super::store_apis::Viewer;
-use super::{AppState, Touches};
 use crate::db::now;
+use crate::error::{Error, OnDuplicate, Result};
 use crate::manifest::Touched;
+use crate::state::{AppState, Touches};
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -58,7 +58,7 @@ async fn subscribe(
     State(state): State<AppState>,
     StoreUser(caller): StoreUser,
     JsonBody(body): JsonBody<SubscriptionBody>,
-) -> ApiResult<Response> {
+) -> Result<Response> {
     let missing: Vec<(String, String)> = [
         ("tier", &body.tier),
         ("apiIdentifier", &body.api_identifier),
@@ -69,7 +69,7 @@ async fn subscribe(
     .map(|(name, _)| (name.to_string(), "may not be null".to_string()))
     .collect();
     if !missing.is_empty() {
-        return Err(ApiError::Validation(missing));
+        return Err(Error::InvalidFields(missing));
     }
     let (tier, api_identifier, application_id) = (
         body.tier.unwrap_or_default(),
@@ -83,16 +83,16 @@ async fn subscribe(
     let api = find_api(&state.db, &api_identifier)
         .await?
         .filter(|api| viewer.may_subscribe(api))
-        .ok_or_else(|| ApiError::NotFound("API", api_identifier.clone()))?;
+        .ok_or_else(|| Error::NotFound("API", api_identifier.clone()))?;
     if !matches!(api.status.as_str(), "PUBLISHED" | "PROTOTYPED") {
-        return Err(ApiError::NotFoundWhy(format!(
+        return Err(Error::NotFoundWhy(format!(
             "Subscriptions not allowed on APIs in the state: {}",
             api.status
         )));
     }
     let allowed = api.record.tiers.clone().unwrap_or_default();
     if !allowed.contains(&tier) {
-        return Err(ApiError::Forbidden(format!(
+        return Err(Error::Forbidden(format!(
             "Tier {tier} is not allowed for API {}. Only [{}] tiers are allowed",
             api.identifier(),
             allowed.join(", ")
@@ -147,7 +147,7 @@ const SUBSCRIPTION_COLUMNS: &str = "s.id, s.application_id, s.api_id, s.tier, s.
 async fn to_dto(
     state: &AppState,
     (id, application_id, api_id, tier, status): SubscriptionRow,
-) -> ApiResult<SubscriptionDto> {
+) -> Result<SubscriptionDto> {
     let api_identifier = match find_api(&state.db, &api_id).await? {
         Some(api) => api.identifier(),
         None => api_id,
@@ -177,7 +177,7 @@ async fn list_subscriptions(
     State(state): State<AppState>,
     StoreUser(caller): StoreUser,
     QueryParams(q): QueryParams<ListQuery>,
-) -> ApiResult<Json<ListEnvelope<SubscriptionDto>>> {
+) -> Result<Json<ListEnvelope<SubscriptionDto>>> {
     let page = Page::new(q.limit, q.offset)?;
     let (rows, link_param): (Vec<SubscriptionRow>, String) = match (&q.application_id, &q.api_id) {
         (Some(application_id), _) => {
@@ -196,7 +196,7 @@ async fn list_subscriptions(
             let api = find_api(&state.db, api_id)
                 .await?
                 .filter(|api| viewer.sees(api))
-                .ok_or_else(|| ApiError::NotFound("API", api_id.clone()))?;
+                .ok_or_else(|| Error::NotFound("API", api_id.clone()))?;
             // language=SQL
             let rows = sqlx::query_as(&format!(
                 "SELECT {SUBSCRIPTION_COLUMNS} FROM subscriptions s JOIN applications a ON a.id = s.application_id
@@ -209,7 +209,7 @@ async fn list_subscriptions(
             (rows, format!("apiId={api_id}"))
         }
         (None, None) => {
-            return Err(ApiError::BadRequest(
+            return Err(Error::Invalid(
                 "Either applicationId or apiId should be available".into(),
             ));
         }
@@ -230,7 +230,7 @@ async fn owned_subscription(
     state: &AppState,
     caller: &Caller,
     id: &str,
-) -> ApiResult<SubscriptionRow> {
+) -> Result<SubscriptionRow> {
     // language=SQL
     let row: Option<SubscriptionRow> = sqlx::query_as(&format!(
         "SELECT {SUBSCRIPTION_COLUMNS} FROM subscriptions s WHERE s.id = $1"
@@ -238,11 +238,11 @@ async fn owned_subscription(
     .bind(id)
     .fetch_optional(&state.db)
     .await?;
-    let missing = || ApiError::NotFound("subscription", id.to_string());
+    let missing = || Error::NotFound("subscription", id.to_string());
     let row = row.ok_or_else(missing)?;
     match owned_application(state, caller, &row.1).await {
         Ok(_) => Ok(row),
-        Err(ApiError::NotFound(..)) => Err(missing()),
+        Err(Error::NotFound(..)) => Err(missing()),
         Err(err) => Err(err),
     }
 }
@@ -252,7 +252,7 @@ async fn get_subscription(
     State(state): State<AppState>,
     StoreUser(caller): StoreUser,
     Path(subscription_id): Path<String>,
-) -> ApiResult<Json<SubscriptionDto>> {
+) -> Result<Json<SubscriptionDto>> {
     let row = owned_subscription(&state, &caller, &subscription_id).await?;
     Ok(Json(to_dto(&state, row).await?))
 }
@@ -262,7 +262,7 @@ async fn unsubscribe(
     State(state): State<AppState>,
     StoreUser(caller): StoreUser,
     Path(subscription_id): Path<String>,
-) -> ApiResult<(Touches, StatusCode)> {
+) -> Result<(Touches, StatusCode)> {
     let row = owned_subscription(&state, &caller, &subscription_id).await?;
     // language=SQL
     sqlx::query("DELETE FROM subscriptions WHERE id = $1")

@@ -5,12 +5,12 @@ use axum::routing::get;
 use axum::{Json, Router};
 use serde::Deserialize;
 
-use super::AppState;
 use super::auth::Caller;
-use super::error::{ApiError, ApiResult};
 use super::extract::QueryParams;
 use super::pagination::{ListEnvelope, Page};
+use crate::error::{Error, Result};
 use crate::scopes::Scope;
+use crate::state::AppState;
 use crate::tiers::{self, TierDto, TierLevel};
 
 pub fn router() -> Router<AppState> {
@@ -36,7 +36,7 @@ async fn publisher_list(
     caller: Caller,
     Path(level): Path<String>,
     QueryParams(q): QueryParams<ListQuery>,
-) -> ApiResult<Json<ListEnvelope<TierDto>>> {
+) -> Result<Json<ListEnvelope<TierDto>>> {
     caller.require(&state, Scope::TierView)?;
     list(parse_level(&level, true)?, q)
 }
@@ -45,7 +45,7 @@ async fn publisher_get(
     State(state): State<AppState>,
     caller: Caller,
     Path((level, name)): Path<(String, String)>,
-) -> ApiResult<Json<TierDto>> {
+) -> Result<Json<TierDto>> {
     caller.require(&state, Scope::TierView)?;
     one(parse_level(&level, true)?, &name)
 }
@@ -53,16 +53,16 @@ async fn publisher_get(
 async fn store_list(
     Path(level): Path<String>,
     QueryParams(q): QueryParams<ListQuery>,
-) -> ApiResult<Json<ListEnvelope<TierDto>>> {
+) -> Result<Json<ListEnvelope<TierDto>>> {
     list(parse_level(&level, false)?, q)
 }
 
-async fn store_get(Path((level, name)): Path<(String, String)>) -> ApiResult<Json<TierDto>> {
+async fn store_get(Path((level, name)): Path<(String, String)>) -> Result<Json<TierDto>> {
     one(parse_level(&level, false)?, &name)
 }
 
 /// The store knows `api` and `application`; the publisher also `resource`.
-fn parse_level(level: &str, publisher: bool) -> ApiResult<TierLevel> {
+fn parse_level(level: &str, publisher: bool) -> Result<TierLevel> {
     match TierLevel::from_path(level) {
         Some(TierLevel::Resource) if !publisher => Err(unknown_level(level)),
         Some(parsed) => Ok(parsed),
@@ -70,13 +70,13 @@ fn parse_level(level: &str, publisher: bool) -> ApiResult<TierLevel> {
     }
 }
 
-fn unknown_level(level: &str) -> ApiError {
-    ApiError::BadRequest(format!(
+fn unknown_level(level: &str) -> Error {
+    Error::Invalid(format!(
         "tierLevel '{level}' is not one of api, application, resource"
     ))
 }
 
-fn list(level: TierLevel, q: ListQuery) -> ApiResult<Json<ListEnvelope<TierDto>>> {
+fn list(level: TierLevel, q: ListQuery) -> Result<Json<ListEnvelope<TierDto>>> {
     let page = Page::new(q.limit, q.offset)?;
     let all = tiers::tiers(level);
     let list = page.slice(all.iter().map(|t| TierDto::new(level, t)).collect());
@@ -85,8 +85,8 @@ fn list(level: TierLevel, q: ListQuery) -> ApiResult<Json<ListEnvelope<TierDto>>
     Ok(Json(ListEnvelope::new(list, all.len() as i64, page, link)))
 }
 
-fn one(level: TierLevel, name: &str) -> ApiResult<Json<TierDto>> {
+fn one(level: TierLevel, name: &str) -> Result<Json<TierDto>> {
     tiers::find(level, name)
         .map(|t| Json(TierDto::new(level, t)))
-        .ok_or_else(|| ApiError::NotFound("Tier", name.to_string()))
+        .ok_or_else(|| Error::NotFound("Tier", name.to_string()))
 }

@@ -16,11 +16,11 @@ use sha2::{Digest, Sha256};
 
 use super::auth::{ClientAddress, basic_credentials};
 use super::error::OAuthError;
-use super::{AppState, Touches};
 use crate::clients::{OAuthClient, Principal};
 use crate::db::{now, now_ms};
 use crate::manifest::Touched;
 use crate::scopes::{self, APPLICATION_SCOPE};
+use crate::state::{AppState, Touches};
 use crate::token::{self, Claims};
 use crate::users::{self, User};
 
