@@ -12,7 +12,6 @@ pub mod http;
 pub mod keys;
 pub mod lifecycle;
 pub mod listener;
-pub mod lockout;
 pub mod manifest;
 pub mod routes;
 pub mod scopes;

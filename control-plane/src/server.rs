@@ -15,12 +15,12 @@ use crate::gateways::{self, ManifestHub};
 use crate::http::app;
 use crate::keys::KeyRing;
 use crate::listener;
-use crate::lockout::LockoutPolicy;
 use crate::manifest::{Compiler, Credentials};
 use crate::scopes::ScopeNames;
 use crate::secrets::{self, DataKeys};
 use crate::state::AppState;
 use crate::users;
+use crate::users::lockout::LockoutPolicy;
 
 /// Runs the command the configuration names (serving by default).
 pub async fn run(config: Config) -> anyhow::Result<()> {
@@ -44,7 +44,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
             Ok(())
         }
         Command::UnlockUser { username } => {
-            let was_locked = crate::lockout::unlock(&db, &username).await?;
+            let was_locked = crate::users::lockout::unlock(&db, &username).await?;
             let outcome = if was_locked {
                 "unlocked"
             } else {

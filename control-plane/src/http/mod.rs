@@ -6,7 +6,6 @@ use tower_http::trace::TraceLayer;
 
 use crate::state::{AppState, Touches};
 
-mod admin;
 mod apis;
 mod applications;
 pub(crate) mod auth;
@@ -18,7 +17,6 @@ pub(crate) mod pagination;
 mod registration;
 mod store_apis;
 mod subscriptions;
-mod tiers;
 mod token;
 
 /// The whole management API, its paths' repeated slashes collapsed before routing.
@@ -62,12 +60,12 @@ fn routes(state: AppState) -> Router {
         .merge(registration::router())
         .merge(token::router())
         .merge(apis::router())
-        .merge(tiers::router())
+        .merge(crate::tiers::router())
         .merge(applications::router())
         .merge(keys::router())
         .merge(subscriptions::router())
         .merge(store_apis::router())
-        .merge(admin::router())
+        .merge(crate::users::router())
         .merge(gateway::router())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)

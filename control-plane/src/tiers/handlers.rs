@@ -5,13 +5,13 @@ use axum::routing::get;
 use axum::{Json, Router};
 use serde::Deserialize;
 
-use super::auth::Caller;
-use super::extract::QueryParams;
-use super::pagination::{ListEnvelope, Page};
+use super::levels::{self as tiers, TierDto, TierLevel};
 use crate::error::{Error, Result};
+use crate::http::auth::Caller;
+use crate::http::extract::QueryParams;
+use crate::http::pagination::{ListEnvelope, Page};
 use crate::scopes::Scope;
 use crate::state::AppState;
-use crate::tiers::{self, TierDto, TierLevel};
 
 pub fn router() -> Router<AppState> {
     Router::new()

@@ -12,13 +12,15 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 
-use super::auth::BasicUser;
-use super::extract::JsonBody;
+use super::lockout;
+use super::records::User;
+use super::rules::{self, SUPER_TENANT};
+use super::store::{self as users, AccountChange};
 use crate::error::{Error, Result};
-use crate::lockout;
+use crate::http::auth::BasicUser;
+use crate::http::extract::JsonBody;
 use crate::manifest::Touched;
 use crate::state::{AppState, Touches};
-use crate::users::{self, AccountChange, SUPER_TENANT, User};
 
 const ADMIN: &str = "/api/am/admin/v0.14";
 
@@ -121,7 +123,7 @@ async fn add_user(
             ("password".into(), "may not be null".into()),
         ]));
     };
-    users::validate_username(&username).map_err(Error::Invalid)?;
+    rules::validate_username(&username).map_err(Error::Invalid)?;
     if !admin.manages(&username) {
         return Err(Error::Forbidden(format!(
             "Administrators of {} may add users to that tenant only",
@@ -129,7 +131,7 @@ async fn add_user(
         )));
     }
     check_password(&password)?;
-    let roles = users::parse_roles(&body.roles.unwrap_or_default()).map_err(Error::Invalid)?;
+    let roles = rules::parse_roles(&body.roles.unwrap_or_default()).map_err(Error::Invalid)?;
     if !users::insert_new(&state.db, &username, &password, &roles).await? {
         return Err(Error::AlreadyExists(format!(
             "A user named {username} already exists"
@@ -208,7 +210,7 @@ async fn update_user(
     let change = AccountChange {
         roles: body
             .roles
-            .map(|roles| users::parse_roles(&roles))
+            .map(|roles| rules::parse_roles(&roles))
             .transpose()
             .map_err(Error::Invalid)?,
         disabled: body.disabled,

@@ -12,9 +12,9 @@ use std::time::{Duration, Instant};
 
 use sqlx::AnyPool;
 
+use super::rules::validate_username;
 use crate::config::Config;
 use crate::db::now;
-use crate::users::validate_username;
 
 /// Failures this old are forgotten: a user who mistypes now and then is never locked.
 const FORGOTTEN_AFTER_SECS: i64 = 24 * 3600;
