@@ -97,7 +97,7 @@ fn restrict_sqlite_files(url: &str) -> anyhow::Result<()> {
         file.push(suffix);
         let file = PathBuf::from(file);
         if file.exists() {
-            crate::keys::restrict_file(&file)?;
+            crate::signing::restrict_file(&file)?;
         }
     }
     Ok(())

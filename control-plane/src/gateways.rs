@@ -13,8 +13,8 @@ use serde::Serialize;
 use sqlx::AnyPool;
 use tokio::sync::{Notify, watch};
 
-use crate::keys::KeyRing;
 use crate::manifest::{self, Compiler, Touched};
+use crate::signing::KeyRing;
 
 /// A full compile runs at least this often, changes or not.
 const COMPILE_EVERY: Duration = Duration::from_secs(60);

@@ -2,6 +2,7 @@
 //! publisher and the store, speaking WSO2 API Manager's REST API v0.14.
 
 pub mod apis;
+pub mod applications;
 pub mod clients;
 pub mod config;
 pub mod db;
@@ -17,6 +18,7 @@ pub mod routes;
 pub mod scopes;
 pub mod secrets;
 pub mod server;
+pub mod signing;
 pub mod state;
 pub mod tiers;
 pub mod token;

@@ -34,7 +34,7 @@ enum Opened {
     /// It is there but does not decrypt: why.
     Altered(anyhow::Error),
 }
-use crate::keys::{private_dir, restrict_file, write_private};
+use crate::signing::{private_dir, restrict_file, write_private};
 
 /// What every sealed value starts with.
 const PREFIX: &str = "enc:v1:";

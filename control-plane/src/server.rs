@@ -13,11 +13,11 @@ use crate::clients::ClientCache;
 use crate::config::{Command, Config};
 use crate::gateways::{self, ManifestHub};
 use crate::http::app;
-use crate::keys::KeyRing;
 use crate::listener;
 use crate::manifest::{Compiler, Credentials};
 use crate::scopes::ScopeNames;
 use crate::secrets::{self, DataKeys};
+use crate::signing::KeyRing;
 use crate::state::AppState;
 use crate::users;
 use crate::users::lockout::LockoutPolicy;
@@ -26,7 +26,7 @@ use crate::users::lockout::LockoutPolicy;
 pub async fn run(config: Config) -> anyhow::Result<()> {
     config.validate()?;
     // Owner only: the database, keys and secrets live here.
-    crate::keys::private_dir(&config.data_dir)?;
+    crate::signing::private_dir(&config.data_dir)?;
     let db = crate::db::connect(&config.effective_database_url()).await?;
     match config.command.clone().unwrap_or(Command::Serve) {
         Command::Serve => serve(config, db).await,
@@ -177,11 +177,11 @@ fn gateway_secret(config: &Config) -> anyhow::Result<String> {
     }
     let path = config.data_dir.join("gateway-secret");
     if let Ok(secret) = std::fs::read_to_string(&path) {
-        crate::keys::restrict_file(&path)?;
+        crate::signing::restrict_file(&path)?;
         return strong_gateway_secret(secret.trim().to_string(), &path.display().to_string());
     }
     let secret = crate::clients::new_client_secret() + &crate::clients::new_client_secret();
-    crate::keys::write_private(&path, secret.as_bytes())?;
+    crate::signing::write_private(&path, secret.as_bytes())?;
     Ok(secret)
 }
 

@@ -9,9 +9,9 @@ use sqlx::AnyPool;
 use crate::clients::ClientCache;
 use crate::config::Config;
 use crate::gateways::ManifestHub;
-use crate::keys::KeyRing;
 use crate::manifest::Touched;
 use crate::scopes::ScopeNames;
+use crate::signing::KeyRing;
 use crate::users::VerifiedLogins;
 
 /// What every handler shares.

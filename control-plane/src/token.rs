@@ -3,7 +3,7 @@
 use jsonwebtoken::{Algorithm, Header, Validation};
 use serde::{Deserialize, Serialize};
 
-use crate::keys::KeyRing;
+use crate::signing::KeyRing;
 
 /// Claims of an access token.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -174,7 +174,7 @@ mod tests {
     use super::*;
     use crate::config::Config;
     use crate::gateways::ManifestHub;
-    use crate::keys::KeyRing;
+    use crate::signing::KeyRing;
 
     /// The management listener on a free port, with `secret` as the gateway secret.
     async fn serve(manifests: Arc<ManifestHub>, secret: &str) -> String {

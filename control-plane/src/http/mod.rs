@@ -7,17 +7,14 @@ use tower_http::trace::TraceLayer;
 use crate::state::{AppState, Touches};
 
 mod apis;
-mod applications;
 pub(crate) mod auth;
 pub(crate) mod error;
 pub(crate) mod extract;
 mod gateway;
-mod keys;
 pub(crate) mod pagination;
-mod registration;
 mod store_apis;
 mod subscriptions;
-mod token;
+pub(crate) mod token;
 
 /// The whole management API, its paths' repeated slashes collapsed before routing.
 pub fn app(state: AppState) -> Router {
@@ -57,12 +54,12 @@ async fn collapse_repeated_slashes(mut request: axum::extract::Request) -> axum:
 fn routes(state: AppState) -> Router {
     let body_limit = state.config.max_body_bytes;
     Router::new()
-        .merge(registration::router())
+        .merge(crate::clients::router())
         .merge(token::router())
         .merge(apis::router())
         .merge(crate::tiers::router())
-        .merge(applications::router())
-        .merge(keys::router())
+        .merge(crate::applications::router())
+        .merge(crate::keys::router())
         .merge(subscriptions::router())
         .merge(store_apis::router())
         .merge(crate::users::router())

@@ -19,10 +19,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::apis::{ApiInfo, StoredApi, find_api, search, tenant_apis};
-use super::applications::STORE;
 use super::auth::{Caller, MaybeCaller};
 use super::extract::QueryParams;
 use super::pagination::{ListEnvelope, Page};
+use crate::applications::STORE;
 use crate::error::{Error, Result};
 use crate::state::AppState;
 use crate::users::{self, SUPER_TENANT};

@@ -8,11 +8,11 @@ use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 
 use super::apis::find_api;
-use super::applications::{STORE, StoreUser, owned_application};
 use super::auth::Caller;
 use super::extract::{JsonBody, QueryParams};
 use super::pagination::{ListEnvelope, Page};
 use super::store_apis::Viewer;
+use crate::applications::{STORE, StoreUser, owned_application};
 use crate::db::now;
 use crate::error::{Error, OnDuplicate, Result};
 use crate::manifest::Touched;

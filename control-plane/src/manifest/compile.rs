@@ -24,8 +24,8 @@ use sqlx::any::AnyRow;
 use apim_manifest::sealed::GatewayKey;
 
 use crate::apis::{self, ApiRecord, CorsConfiguration, METHODS};
-use crate::keys::KeyRing;
 use crate::secrets::{DataKeys, Field};
+use crate::signing::KeyRing;
 use crate::tiers::{self, TierLevel, UNLIMITED};
 
 /// Changed APIs past which one scan of every record beats a query per API.

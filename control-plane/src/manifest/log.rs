@@ -728,7 +728,7 @@ mod tests {
             .collect();
         assert_eq!(log.record(&db, largest).await.unwrap(), Some(7));
 
-        let keys = crate::keys::KeyRing::load_or_create(
+        let keys = crate::signing::KeyRing::load_or_create(
             &std::env::temp_dir().join(format!("apim-log-{}", uuid::Uuid::new_v4())),
         )
         .unwrap();

@@ -23,7 +23,7 @@ use sqlx::AnyPool;
 
 use apim_manifest::key;
 
-use crate::keys::KeyRing;
+use crate::signing::KeyRing;
 pub use compile::{Credentials, check_api_entries};
 use log::Scope;
 pub use log::{latest_version, read_page};

@@ -4,18 +4,16 @@
 use axum::extract::{Path, State};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::Value;
-use sqlx::AnyPool;
 
-use crate::state::{AppState, Touches};
-
-use super::applications::{STORE, StoreUser, owned_application};
-use super::extract::{JsonBody, QueryParams};
-use super::token::issue;
+use super::records::{ApplicationKey, TokenInfo};
+use crate::applications::{STORE, StoreUser, owned_application};
 use crate::clients::{self, OAuthClient};
 use crate::error::{Error, OnDuplicate, Result};
-use crate::secrets::DataKeys;
+use crate::http::extract::{JsonBody, QueryParams};
+use crate::http::token::issue;
+use crate::state::{AppState, Touches};
 use crate::users;
 
 /// Grants a key gets when the request names none.
@@ -31,66 +29,6 @@ pub fn router() -> Router<AppState> {
             &format!("{STORE}/applications/{{application_id}}/keys/{{key_type}}"),
             get(get_key),
         )
-}
-
-/// WSO2's `ApplicationKey`.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ApplicationKey {
-    consumer_key: String,
-    consumer_secret: String,
-    supported_grant_types: Vec<String>,
-    callback_url: String,
-    key_state: &'static str,
-    key_type: String,
-    group_id: Option<String>,
-    token: Option<TokenInfo>,
-}
-
-/// WSO2's `Token`: the application access token issued with the keys.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-struct TokenInfo {
-    access_token: String,
-    token_scopes: Vec<String>,
-    validity_time: i64,
-}
-
-impl ApplicationKey {
-    fn new(client: OAuthClient, token: Option<TokenInfo>) -> Self {
-        ApplicationKey {
-            supported_grant_types: client
-                .grant_types
-                .split_whitespace()
-                .map(str::to_string)
-                .collect(),
-            consumer_key: client.client_id,
-            consumer_secret: client.client_secret,
-            callback_url: client.callback_url,
-            key_state: "COMPLETED",
-            key_type: client.key_type.unwrap_or_default(),
-            group_id: None,
-            token,
-        }
-    }
-}
-
-/// The keys an application has, production first (their secrets decrypted, as WSO2
-/// v0.14 answers them).
-pub async fn application_keys(
-    db: &AnyPool,
-    data_keys: &DataKeys,
-    application_id: &str,
-) -> Result<Vec<ApplicationKey>> {
-    let mut keys = Vec::new();
-    for key_type in ["PRODUCTION", "SANDBOX"] {
-        if let Some(client) =
-            clients::find_application_key(db, data_keys, application_id, key_type).await?
-        {
-            keys.push(ApplicationKey::new(client, None));
-        }
-    }
-    Ok(keys)
 }
 
 #[derive(Debug, Deserialize)]

@@ -1,7 +1,6 @@
 //! Store applications, `/api/am/store/v0.14/applications` (spec 2.4, 4.4).
 
-use axum::extract::{FromRequestParts, Path, State};
-use axum::http::request::Parts;
+use axum::extract::{Path, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -9,21 +8,16 @@ use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::auth::Caller;
-use super::extract::{JsonBody, QueryParams};
-use super::keys::{ApplicationKey, application_keys};
-use super::pagination::{ListEnvelope, Page};
-use crate::db::now;
+use super::access::{STORE, StoreUser, owned_application};
+use super::records::StoredApplication;
+use super::store::{self, NewApplication};
 use crate::error::{Error, OnDuplicate, Result};
+use crate::http::extract::{JsonBody, QueryParams};
+use crate::http::pagination::{ListEnvelope, Page};
+use crate::keys::{ApplicationKey, application_keys};
 use crate::manifest::Touched;
-use crate::scopes::Scope;
 use crate::state::{AppState, Touches};
 use crate::tiers::{self, TierLevel};
-
-pub const STORE: &str = "/api/am/store/v0.14";
-
-/// Name of the application every store user has.
-const DEFAULT_APPLICATION: &str = "DefaultApplication";
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -37,99 +31,6 @@ pub fn router() -> Router<AppState> {
                 .put(update_application)
                 .delete(delete_application),
         )
-}
-
-/// A store caller: a token with the subscribe scope. The first such call creates the
-/// user's DefaultApplication, as WSO2's PostAuthenticationInterceptor does.
-pub struct StoreUser(pub Caller);
-
-impl FromRequestParts<AppState> for StoreUser {
-    type Rejection = Error;
-
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self> {
-        let caller = Caller::from_request_parts(parts, state).await?;
-        caller.require(state, Scope::Subscribe)?;
-        ensure_default_application(state, caller.username()).await?;
-        Ok(StoreUser(caller))
-    }
-}
-
-async fn ensure_default_application(state: &AppState, username: &str) -> Result<()> {
-    if state
-        .store_users
-        .lock()
-        .expect("store users lock")
-        .contains(username)
-    {
-        return Ok(());
-    }
-    let id = uuid::Uuid::new_v4().to_string();
-    // language=SQL
-    let created = sqlx::query(
-        "INSERT INTO applications (id, owner, name, throttling_tier, description, callback_url, group_id, token_type, status, attributes, created_at)
-         VALUES ($1, $2, $3, 'Unlimited', 'This is the default application', '', '', 'DEFAULT', 'APPROVED', '{}', $4)
-         ON CONFLICT (owner, name) DO NOTHING",
-    )
-    .bind(&id)
-    .bind(username)
-    .bind(DEFAULT_APPLICATION)
-    .bind(now())
-    .execute(&state.db)
-    .await?;
-    if created.rows_affected() == 1 {
-        // Made by any store call, GETs included, which the change middleware ignores.
-        state.manifests.touch([Touched::Application(id)]);
-    }
-    state
-        .store_users
-        .lock()
-        .expect("store users lock")
-        .insert(username.to_string());
-    Ok(())
-}
-
-/// An application as stored.
-#[derive(Debug, Clone, sqlx::FromRow)]
-pub struct StoredApplication {
-    pub id: String,
-    pub owner: String,
-    pub name: String,
-    pub throttling_tier: String,
-    pub description: String,
-    pub callback_url: String,
-    pub group_id: String,
-    pub token_type: String,
-    pub status: String,
-    pub attributes: String,
-}
-
-const APP_COLUMNS: &str = "id, owner, name, throttling_tier, description, callback_url, group_id, token_type, status, attributes";
-
-/// The caller's application: 404 when missing or in another tenant, 403 when another
-/// user's of the same tenant.
-pub async fn owned_application(
-    state: &AppState,
-    caller: &Caller,
-    application_id: &str,
-) -> Result<StoredApplication> {
-    // language=SQL
-    let app: Option<StoredApplication> = sqlx::query_as(&format!(
-        "SELECT {APP_COLUMNS} FROM applications WHERE id = $1"
-    ))
-    .bind(application_id)
-    .fetch_optional(&state.db)
-    .await?;
-    match app {
-        None => Err(Error::NotFound("application", application_id.to_string())),
-        // Another tenant's application answers as a missing one: its id discloses nothing.
-        Some(app) if crate::users::tenant_of(&app.owner) != caller.tenant() => {
-            Err(Error::NotFound("application", application_id.to_string()))
-        }
-        Some(app) if app.owner != caller.username() => Err(Error::Forbidden(format!(
-            "You don't have permission to access the application with Id '{application_id}'"
-        ))),
-        Some(app) => Ok(app),
-    }
 }
 
 /// WSO2's `Application`.
@@ -261,22 +162,20 @@ async fn create_application(
 ) -> Result<Response> {
     let (name, tier) = body.validate()?;
     let id = uuid::Uuid::new_v4().to_string();
-    // language=SQL
-    sqlx::query(
-        "INSERT INTO applications (id, owner, name, throttling_tier, description, callback_url, group_id, token_type, status, attributes, created_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'APPROVED', $9, $10)",
+    store::insert(
+        &state.db,
+        NewApplication {
+            id: &id,
+            owner: caller.username(),
+            name: &name,
+            tier: &tier,
+            description: body.description.clone().unwrap_or_default(),
+            callback_url: body.callback_url.clone().unwrap_or_default(),
+            group_id: body.group_id.clone().unwrap_or_default(),
+            token_type: body.token_type.clone().unwrap_or_else(|| "OAUTH".into()),
+            attributes: body.attributes_json(),
+        },
     )
-    .bind(&id)
-    .bind(caller.username())
-    .bind(&name)
-    .bind(&tier)
-    .bind(body.description.clone().unwrap_or_default())
-    .bind(body.callback_url.clone().unwrap_or_default())
-    .bind(body.group_id.clone().unwrap_or_default())
-    .bind(body.token_type.clone().unwrap_or_else(|| "OAUTH".into()))
-    .bind(body.attributes_json())
-    .bind(now())
-    .execute(&state.db)
     .await
     .on_duplicate(|| already_exists(&name))?;
     tracing::info!(application = %id, %name, owner = caller.username(), "application created");
@@ -311,13 +210,7 @@ async fn list_applications(
     QueryParams(q): QueryParams<ListQuery>,
 ) -> Result<Json<ListEnvelope<ApplicationInfo>>> {
     let page = Page::new(q.limit, q.offset)?;
-    // language=SQL
-    let apps: Vec<StoredApplication> = sqlx::query_as(&format!(
-        "SELECT {APP_COLUMNS} FROM applications WHERE owner = $1 ORDER BY name"
-    ))
-    .bind(caller.username())
-    .fetch_all(&state.db)
-    .await?;
+    let apps = store::owned_by(&state.db, caller.username()).await?;
     let needle = q.query.unwrap_or_default().to_ascii_lowercase();
     let matching: Vec<StoredApplication> = apps
         .into_iter()
@@ -363,22 +256,26 @@ async fn update_application(
 ) -> Result<(Touches, Json<ApplicationDto>)> {
     let app = owned_application(&state, &caller, &application_id).await?;
     let (name, tier) = body.validate()?;
-    // language=SQL
-    sqlx::query(
-        "UPDATE applications SET name = $1, throttling_tier = $2, description = $3, callback_url = $4,
-         group_id = $5, token_type = $6, attributes = $7 WHERE id = $8",
-    )
-    .bind(&name)
-    .bind(&tier)
-    .bind(body.description.clone().unwrap_or(app.description))
-    .bind(body.callback_url.clone().unwrap_or(app.callback_url))
-    .bind(body.group_id.clone().unwrap_or(app.group_id))
-    .bind(body.token_type.clone().unwrap_or(app.token_type))
-    .bind(if body.attributes.is_some() { body.attributes_json() } else { app.attributes })
-    .bind(&application_id)
-    .execute(&state.db)
-    .await
-    .on_duplicate(|| already_exists(&name))?;
+    let attributes = if body.attributes.is_some() {
+        body.attributes_json()
+    } else {
+        app.attributes
+    };
+    let changed = StoredApplication {
+        id: application_id.clone(),
+        owner: app.owner,
+        name: name.clone(),
+        throttling_tier: tier,
+        description: body.description.clone().unwrap_or(app.description),
+        callback_url: body.callback_url.clone().unwrap_or(app.callback_url),
+        group_id: body.group_id.clone().unwrap_or(app.group_id),
+        token_type: body.token_type.clone().unwrap_or(app.token_type),
+        status: app.status,
+        attributes,
+    };
+    store::update(&state.db, &changed)
+        .await
+        .on_duplicate(|| already_exists(&name))?;
     let app = owned_application(&state, &caller, &application_id).await?;
     let touched = Touches::one(Touched::Application(application_id));
     Ok((touched, Json(dto(&state, app).await?)))
@@ -391,18 +288,7 @@ async fn delete_application(
     Path(application_id): Path<String>,
 ) -> Result<(Touches, StatusCode)> {
     let app = owned_application(&state, &caller, &application_id).await?;
-    let mut tx = state.db.begin().await?;
-    for statement in [
-        "DELETE FROM subscriptions WHERE application_id = $1",
-        "DELETE FROM oauth_clients WHERE application_id = $1",
-        "DELETE FROM applications WHERE id = $1",
-    ] {
-        sqlx::query(statement)
-            .bind(&app.id)
-            .execute(&mut *tx)
-            .await?;
-    }
-    tx.commit().await?;
+    store::delete(&state.db, &app.id).await?;
     tracing::info!(application = %app.id, "application deleted");
     Ok((Touches::one(Touched::Application(app.id)), StatusCode::OK))
 }

@@ -5,10 +5,10 @@ use axum::routing::post;
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 
-use super::auth::BasicUser;
-use super::extract::JsonBody;
-use crate::clients::{self, OAuthClient};
+use super::store::{self as clients, OAuthClient};
 use crate::error::{Error, OnDuplicate, Result};
+use crate::http::auth::BasicUser;
+use crate::http::extract::JsonBody;
 use crate::state::AppState;
 
 pub fn router() -> Router<AppState> {

@@ -1,5 +1,5 @@
-//! OAuth clients: those registered dynamically and the consumer keys of store applications.
-//! Their secrets are stored encrypted with the data key ([`crate::secrets`]) and held in
+//! The `clients` table: OAuth clients registered dynamically (RFC 7591) and the consumer
+//! keys of store applications; the cache the token endpoint reads them through. Their secrets are stored encrypted with the data key ([`crate::secrets`]) and held in
 //! clear only in memory, as read by this module.
 
 use std::collections::HashMap;

@@ -1,0 +1,119 @@
+//! The `applications` table (WSO2 store operations on applications).
+
+use sqlx::AnyPool;
+
+use super::records::{APP_COLUMNS, StoredApplication};
+use crate::db::now;
+
+/// Creates the user's DefaultApplication unless it exists; whether it was created.
+pub(super) async fn insert_default(
+    db: &AnyPool,
+    id: &str,
+    owner: &str,
+    name: &str,
+) -> sqlx::Result<bool> {
+    // language=SQL
+    let created = sqlx::query(
+        "INSERT INTO applications (id, owner, name, throttling_tier, description, callback_url, group_id, token_type, status, attributes, created_at)
+         VALUES ($1, $2, $3, 'Unlimited', 'This is the default application', '', '', 'DEFAULT', 'APPROVED', '{}', $4)
+         ON CONFLICT (owner, name) DO NOTHING",
+    )
+    .bind(id)
+    .bind(owner)
+    .bind(name)
+    .bind(now())
+    .execute(db)
+    .await?;
+    Ok(created.rows_affected() == 1)
+}
+
+/// The application with this id, if any.
+pub async fn find(db: &AnyPool, id: &str) -> sqlx::Result<Option<StoredApplication>> {
+    // language=SQL
+    sqlx::query_as(&format!(
+        "SELECT {APP_COLUMNS} FROM applications WHERE id = $1"
+    ))
+    .bind(id)
+    .fetch_optional(db)
+    .await
+}
+
+/// A user's applications, by name.
+pub(super) async fn owned_by(db: &AnyPool, owner: &str) -> sqlx::Result<Vec<StoredApplication>> {
+    // language=SQL
+    sqlx::query_as(&format!(
+        "SELECT {APP_COLUMNS} FROM applications WHERE owner = $1 ORDER BY name"
+    ))
+    .bind(owner)
+    .fetch_all(db)
+    .await
+}
+
+/// A new application's columns (the status is always APPROVED).
+pub(super) struct NewApplication<'a> {
+    pub id: &'a str,
+    pub owner: &'a str,
+    pub name: &'a str,
+    pub tier: &'a str,
+    pub description: String,
+    pub callback_url: String,
+    pub group_id: String,
+    pub token_type: String,
+    pub attributes: String,
+}
+
+/// Inserts an application; a unique violation when the owner has one of that name.
+pub(super) async fn insert(db: &AnyPool, app: NewApplication<'_>) -> sqlx::Result<()> {
+    // language=SQL
+    sqlx::query(
+        "INSERT INTO applications (id, owner, name, throttling_tier, description, callback_url, group_id, token_type, status, attributes, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'APPROVED', $9, $10)",
+    )
+    .bind(app.id)
+    .bind(app.owner)
+    .bind(app.name)
+    .bind(app.tier)
+    .bind(app.description)
+    .bind(app.callback_url)
+    .bind(app.group_id)
+    .bind(app.token_type)
+    .bind(app.attributes)
+    .bind(now())
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+/// Replaces an application's changeable columns (all but id, owner and status); a unique
+/// violation when the owner has another of that name.
+pub(super) async fn update(db: &AnyPool, app: &StoredApplication) -> sqlx::Result<()> {
+    // language=SQL
+    sqlx::query(
+        "UPDATE applications SET name = $1, throttling_tier = $2, description = $3, callback_url = $4,
+         group_id = $5, token_type = $6, attributes = $7 WHERE id = $8",
+    )
+    .bind(&app.name)
+    .bind(&app.throttling_tier)
+    .bind(&app.description)
+    .bind(&app.callback_url)
+    .bind(&app.group_id)
+    .bind(&app.token_type)
+    .bind(&app.attributes)
+    .bind(&app.id)
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+/// Deletes an application with its subscriptions and keys, in one transaction.
+pub(super) async fn delete(db: &AnyPool, id: &str) -> sqlx::Result<()> {
+    let mut tx = db.begin().await?;
+    for statement in [
+        "DELETE FROM subscriptions WHERE application_id = $1",
+        "DELETE FROM oauth_clients WHERE application_id = $1",
+        "DELETE FROM applications WHERE id = $1",
+    ] {
+        sqlx::query(statement).bind(id).execute(&mut *tx).await?;
+    }
+    tx.commit().await
+}

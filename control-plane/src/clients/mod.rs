@@ -1,0 +1,11 @@
+//! OAuth clients: their records, queries and cache (`store`) and dynamic client
+//! registration (`registration`).
+
+mod registration;
+mod store;
+
+pub use registration::router;
+pub use store::{
+    ClientCache, OAuthClient, Principal, find, find_application_key, find_registered, insert,
+    new_client_id, new_client_secret,
+};

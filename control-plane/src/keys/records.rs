@@ -1,0 +1,69 @@
+//! An application's keys as WSO2 shows them: consumer key and secret per key type, held
+//! as OAuth clients of the application (the `clients` room stores them).
+
+use serde::Serialize;
+use sqlx::AnyPool;
+
+use crate::clients::{self, OAuthClient};
+use crate::error::Result;
+use crate::secrets::DataKeys;
+
+/// WSO2's `ApplicationKey`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ApplicationKey {
+    consumer_key: String,
+    consumer_secret: String,
+    supported_grant_types: Vec<String>,
+    callback_url: String,
+    key_state: &'static str,
+    key_type: String,
+    group_id: Option<String>,
+    token: Option<TokenInfo>,
+}
+
+/// WSO2's `Token`: the application access token issued with the keys.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TokenInfo {
+    pub access_token: String,
+    pub token_scopes: Vec<String>,
+    pub validity_time: i64,
+}
+
+impl ApplicationKey {
+    pub fn new(client: OAuthClient, token: Option<TokenInfo>) -> Self {
+        ApplicationKey {
+            supported_grant_types: client
+                .grant_types
+                .split_whitespace()
+                .map(str::to_string)
+                .collect(),
+            consumer_key: client.client_id,
+            consumer_secret: client.client_secret,
+            callback_url: client.callback_url,
+            key_state: "COMPLETED",
+            key_type: client.key_type.unwrap_or_default(),
+            group_id: None,
+            token,
+        }
+    }
+}
+
+/// The keys an application has, production first (their secrets decrypted, as WSO2
+/// v0.14 answers them).
+pub async fn application_keys(
+    db: &AnyPool,
+    data_keys: &DataKeys,
+    application_id: &str,
+) -> Result<Vec<ApplicationKey>> {
+    let mut keys = Vec::new();
+    for key_type in ["PRODUCTION", "SANDBOX"] {
+        if let Some(client) =
+            clients::find_application_key(db, data_keys, application_id, key_type).await?
+        {
+            keys.push(ApplicationKey::new(client, None));
+        }
+    }
+    Ok(keys)
+}
