@@ -20,6 +20,7 @@ pub mod secrets;
 pub mod server;
 pub mod signing;
 pub mod state;
+pub mod subscriptions;
 pub mod tiers;
 pub mod token;
 pub mod users;

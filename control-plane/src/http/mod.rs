@@ -6,14 +6,13 @@ use tower_http::trace::TraceLayer;
 
 use crate::state::{AppState, Touches};
 
-mod apis;
+pub(crate) mod apis;
 pub(crate) mod auth;
 pub(crate) mod error;
 pub(crate) mod extract;
 mod gateway;
 pub(crate) mod pagination;
-mod store_apis;
-mod subscriptions;
+pub(crate) mod store_apis;
 pub(crate) mod token;
 
 /// The whole management API, its paths' repeated slashes collapsed before routing.
@@ -60,7 +59,7 @@ fn routes(state: AppState) -> Router {
         .merge(crate::tiers::router())
         .merge(crate::applications::router())
         .merge(crate::keys::router())
-        .merge(subscriptions::router())
+        .merge(crate::subscriptions::router())
         .merge(store_apis::router())
         .merge(crate::users::router())
         .merge(gateway::router())

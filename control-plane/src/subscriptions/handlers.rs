@@ -7,14 +7,15 @@ use axum::routing::get;
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 
-use super::apis::find_api;
-use super::auth::Caller;
-use super::extract::{JsonBody, QueryParams};
-use super::pagination::{ListEnvelope, Page};
-use super::store_apis::Viewer;
+use super::records::Subscription;
+use super::store;
 use crate::applications::{STORE, StoreUser, owned_application};
-use crate::db::now;
 use crate::error::{Error, OnDuplicate, Result};
+use crate::http::apis::find_api;
+use crate::http::auth::Caller;
+use crate::http::extract::{JsonBody, QueryParams};
+use crate::http::pagination::{ListEnvelope, Page};
+use crate::http::store_apis::Viewer;
 use crate::manifest::Touched;
 use crate::state::{AppState, Touches};
 
@@ -99,25 +100,15 @@ async fn subscribe(
         )));
     }
     let id = uuid::Uuid::new_v4().to_string();
-    // language=SQL
-    sqlx::query(
-        "INSERT INTO subscriptions (id, application_id, api_id, tier, status, created_at)
-         VALUES ($1, $2, $3, $4, 'UNBLOCKED', $5)",
-    )
-    .bind(&id)
-    .bind(&app.id)
-    .bind(&api.id)
-    .bind(&tier)
-    .bind(now())
-    .execute(&state.db)
-    .await
-    .on_duplicate(|| {
-        format!(
-            "Specified subscription already exists for API {} for application {}",
-            api.identifier(),
-            app.name
-        )
-    })?;
+    store::insert(&state.db, &id, &app.id, &api.id, &tier)
+        .await
+        .on_duplicate(|| {
+            format!(
+                "Specified subscription already exists for API {} for application {}",
+                api.identifier(),
+                app.name
+            )
+        })?;
     tracing::info!(subscription = %id, api = %api.id, application = %app.id, %tier, "subscribed");
     let dto = SubscriptionDto {
         subscription_id: id.clone(),
@@ -140,13 +131,15 @@ async fn subscribe(
         .into_response())
 }
 
-type SubscriptionRow = (String, String, String, String, String);
-
-const SUBSCRIPTION_COLUMNS: &str = "s.id, s.application_id, s.api_id, s.tier, s.status";
-
 async fn to_dto(
     state: &AppState,
-    (id, application_id, api_id, tier, status): SubscriptionRow,
+    Subscription {
+        id,
+        application_id,
+        api_id,
+        tier,
+        status,
+    }: Subscription,
 ) -> Result<SubscriptionDto> {
     let api_identifier = match find_api(&state.db, &api_id).await? {
         Some(api) => api.identifier(),
@@ -179,16 +172,10 @@ async fn list_subscriptions(
     QueryParams(q): QueryParams<ListQuery>,
 ) -> Result<Json<ListEnvelope<SubscriptionDto>>> {
     let page = Page::new(q.limit, q.offset)?;
-    let (rows, link_param): (Vec<SubscriptionRow>, String) = match (&q.application_id, &q.api_id) {
+    let (rows, link_param): (Vec<Subscription>, String) = match (&q.application_id, &q.api_id) {
         (Some(application_id), _) => {
             let app = owned_application(&state, &caller, application_id).await?;
-            // language=SQL
-            let rows = sqlx::query_as(&format!(
-                "SELECT {SUBSCRIPTION_COLUMNS} FROM subscriptions s WHERE s.application_id = $1 ORDER BY s.created_at, s.id"
-            ))
-            .bind(&app.id)
-            .fetch_all(&state.db)
-            .await?;
+            let rows = store::of_application(&state.db, &app.id).await?;
             (rows, format!("applicationId={application_id}"))
         }
         (None, Some(api_id)) => {
@@ -197,15 +184,7 @@ async fn list_subscriptions(
                 .await?
                 .filter(|api| viewer.sees(api))
                 .ok_or_else(|| Error::NotFound("API", api_id.clone()))?;
-            // language=SQL
-            let rows = sqlx::query_as(&format!(
-                "SELECT {SUBSCRIPTION_COLUMNS} FROM subscriptions s JOIN applications a ON a.id = s.application_id
-                 WHERE s.api_id = $1 AND a.owner = $2 ORDER BY s.created_at, s.id"
-            ))
-            .bind(&api.id)
-            .bind(caller.username())
-            .fetch_all(&state.db)
-            .await?;
+            let rows = store::of_api_owned_by(&state.db, &api.id, caller.username()).await?;
             (rows, format!("apiId={api_id}"))
         }
         (None, None) => {
@@ -226,21 +205,11 @@ async fn list_subscriptions(
 /// The caller's subscription: 404 when missing or another tenant's (answered exactly as
 /// a missing one, naming neither its application nor anything else), 403 when another
 /// user's of the caller's tenant.
-async fn owned_subscription(
-    state: &AppState,
-    caller: &Caller,
-    id: &str,
-) -> Result<SubscriptionRow> {
-    // language=SQL
-    let row: Option<SubscriptionRow> = sqlx::query_as(&format!(
-        "SELECT {SUBSCRIPTION_COLUMNS} FROM subscriptions s WHERE s.id = $1"
-    ))
-    .bind(id)
-    .fetch_optional(&state.db)
-    .await?;
+async fn owned_subscription(state: &AppState, caller: &Caller, id: &str) -> Result<Subscription> {
+    let row = store::find(&state.db, id).await?;
     let missing = || Error::NotFound("subscription", id.to_string());
     let row = row.ok_or_else(missing)?;
-    match owned_application(state, caller, &row.1).await {
+    match owned_application(state, caller, &row.application_id).await {
         Ok(_) => Ok(row),
         Err(Error::NotFound(..)) => Err(missing()),
         Err(err) => Err(err),
@@ -264,15 +233,13 @@ async fn unsubscribe(
     Path(subscription_id): Path<String>,
 ) -> Result<(Touches, StatusCode)> {
     let row = owned_subscription(&state, &caller, &subscription_id).await?;
-    // language=SQL
-    sqlx::query("DELETE FROM subscriptions WHERE id = $1")
-        .bind(&row.0)
-        .execute(&state.db)
-        .await?;
-    tracing::info!(subscription = %row.0, "unsubscribed");
-    let (_, application, api, _, _) = row;
+    store::delete(&state.db, &row.id).await?;
+    tracing::info!(subscription = %row.id, "unsubscribed");
     Ok((
-        Touches::one(Touched::Subscription { application, api }),
+        Touches::one(Touched::Subscription {
+            application: row.application_id,
+            api: row.api_id,
+        }),
         StatusCode::OK,
     ))
 }

@@ -1,0 +1,9 @@
+//! Store subscriptions: the `subscriptions` row (`records`), its queries (`store`) and
+//! the store resources (`handlers`).
+
+mod handlers;
+mod records;
+mod store;
+
+pub use handlers::router;
+pub use records::Subscription;

@@ -1,0 +1,15 @@
+//! The `subscriptions` row.
+
+/// A subscription as stored: an application's to an API under a tier.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Subscription {
+    pub id: String,
+    pub application_id: String,
+    pub api_id: String,
+    pub tier: String,
+    pub status: String,
+}
+
+/// The columns of [`Subscription`] from `subscriptions s`, named as its fields.
+pub(super) const SUBSCRIPTION_COLUMNS: &str = "s.id AS id, s.application_id AS application_id, \
+     s.api_id AS api_id, s.tier AS tier, s.status AS status";

@@ -1,0 +1,81 @@
+//! The `subscriptions` table (WSO2 store operations on subscriptions).
+
+use sqlx::AnyPool;
+
+use super::records::{SUBSCRIPTION_COLUMNS, Subscription};
+use crate::db::now;
+
+/// Subscribes an application to an API; a unique violation when it already is.
+pub(super) async fn insert(
+    db: &AnyPool,
+    id: &str,
+    application_id: &str,
+    api_id: &str,
+    tier: &str,
+) -> sqlx::Result<()> {
+    // language=SQL
+    sqlx::query(
+        "INSERT INTO subscriptions (id, application_id, api_id, tier, status, created_at)
+         VALUES ($1, $2, $3, $4, 'UNBLOCKED', $5)",
+    )
+    .bind(id)
+    .bind(application_id)
+    .bind(api_id)
+    .bind(tier)
+    .bind(now())
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+/// An application's subscriptions, oldest first.
+pub(super) async fn of_application(
+    db: &AnyPool,
+    application_id: &str,
+) -> sqlx::Result<Vec<Subscription>> {
+    // language=SQL
+    sqlx::query_as(&format!(
+        "SELECT {SUBSCRIPTION_COLUMNS} FROM subscriptions s WHERE s.application_id = $1 ORDER BY s.created_at, s.id"
+    ))
+    .bind(application_id)
+    .fetch_all(db)
+    .await
+}
+
+/// The subscriptions to an API of one owner's applications, oldest first.
+pub(super) async fn of_api_owned_by(
+    db: &AnyPool,
+    api_id: &str,
+    owner: &str,
+) -> sqlx::Result<Vec<Subscription>> {
+    // language=SQL
+    sqlx::query_as(&format!(
+        "SELECT {SUBSCRIPTION_COLUMNS} FROM subscriptions s JOIN applications a ON a.id = s.application_id
+         WHERE s.api_id = $1 AND a.owner = $2 ORDER BY s.created_at, s.id"
+    ))
+    .bind(api_id)
+    .bind(owner)
+    .fetch_all(db)
+    .await
+}
+
+/// The subscription with this id, if any.
+pub(super) async fn find(db: &AnyPool, id: &str) -> sqlx::Result<Option<Subscription>> {
+    // language=SQL
+    sqlx::query_as(&format!(
+        "SELECT {SUBSCRIPTION_COLUMNS} FROM subscriptions s WHERE s.id = $1"
+    ))
+    .bind(id)
+    .fetch_optional(db)
+    .await
+}
+
+/// Deletes a subscription.
+pub(super) async fn delete(db: &AnyPool, id: &str) -> sqlx::Result<()> {
+    // language=SQL
+    sqlx::query("DELETE FROM subscriptions WHERE id = $1")
+        .bind(id)
+        .execute(db)
+        .await?;
+    Ok(())
+}
