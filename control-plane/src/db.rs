@@ -5,7 +5,7 @@ use std::str::FromStr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context;
-use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
+use sqlx::any::{AnyConnectOptions, AnyPoolOptions, AnyRow};
 use sqlx::{AnyPool, Executor};
 
 /// Migrations embedded at build time; applied at every start.
@@ -58,7 +58,7 @@ pub async fn connect(url: &str) -> anyhow::Result<AnyPool> {
         .run(&pool)
         .await
         .context("could not apply database migrations")?;
-    crate::routes::backfill(&pool)
+    crate::apis::routes::backfill(&pool)
         .await
         .context("could not record the routes of existing APIs")?;
     Ok(pool)
@@ -186,6 +186,28 @@ fn unavailable_sqlstate(code: &str) -> bool {
 /// low byte).
 fn sqlite_busy(code: u32) -> bool {
     matches!(code & 0xff, 5 | 6)
+}
+
+/// Rows read per query when many are asked for by key.
+pub const KEYS_PER_QUERY: usize = 400;
+
+/// The rows of `select`, which ends with the column to match, whose column is one of
+/// `keys`: `select IN ($1, $2, ...)`, a chunk of keys at a time.
+pub async fn rows_in<R>(db: &AnyPool, select: &str, keys: &[&str]) -> sqlx::Result<Vec<R>>
+where
+    R: for<'r> sqlx::FromRow<'r, AnyRow> + Send + Unpin,
+{
+    let mut rows = Vec::new();
+    for chunk in keys.chunks(KEYS_PER_QUERY) {
+        let placeholders: Vec<String> = (1..=chunk.len()).map(|n| format!("${n}")).collect();
+        let sql = format!("{select} IN ({})", placeholders.join(", "));
+        let mut query = sqlx::query_as::<_, R>(&sql);
+        for key in chunk {
+            query = query.bind(*key);
+        }
+        rows.extend(query.fetch_all(db).await?);
+    }
+    Ok(rows)
 }
 
 #[cfg(test)]

@@ -25,7 +25,7 @@ use chacha20poly1305::{XChaCha20Poly1305, XNonce};
 use sha2::{Digest, Sha256};
 use sqlx::AnyPool;
 
-use crate::apis::ApiRecord;
+use crate::apis::{self, ApiRecord};
 
 /// A stored value, opened.
 enum Opened {
@@ -413,12 +413,7 @@ async fn reseal_client_secrets(db: &AnyPool, keys: &DataKeys) -> anyhow::Result<
 }
 
 async fn reseal_backend_passwords(db: &AnyPool, keys: &DataKeys) -> anyhow::Result<usize> {
-    // Only records that may hold a password are read and parsed.
-    // language=SQL
-    let rows: Vec<(String, String)> =
-        sqlx::query_as("SELECT id, record FROM apis WHERE record LIKE '%\"password\"%'")
-            .fetch_all(db)
-            .await?;
+    let rows = apis::records_with_password(db).await?;
     let mut resealed = 0;
     for (id, text) in rows {
         let mut record: ApiRecord = serde_json::from_str(&text)
@@ -431,14 +426,8 @@ async fn reseal_backend_passwords(db: &AnyPool, keys: &DataKeys) -> anyhow::Resu
         }
         let clear = keys.open(Field::BackendPassword, &id, &stored)?;
         record.set_backend_password(keys.seal(Field::BackendPassword, &id, &clear));
-        // language=SQL
-        let done = sqlx::query("UPDATE apis SET record = $1 WHERE id = $2 AND record = $3")
-            .bind(serde_json::to_string(&record)?)
-            .bind(&id)
-            .bind(&text)
-            .execute(db)
-            .await?;
-        resealed += done.rows_affected() as usize;
+        let record = serde_json::to_string(&record)?;
+        resealed += apis::replace_record(db, &id, &record, &text).await? as usize;
     }
     Ok(resealed)
 }

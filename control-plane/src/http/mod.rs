@@ -6,13 +6,11 @@ use tower_http::trace::TraceLayer;
 
 use crate::state::{AppState, Touches};
 
-pub(crate) mod apis;
 pub(crate) mod auth;
 pub(crate) mod error;
 pub(crate) mod extract;
 mod gateway;
 pub(crate) mod pagination;
-pub(crate) mod store_apis;
 pub(crate) mod token;
 
 /// The whole management API, its paths' repeated slashes collapsed before routing.
@@ -55,12 +53,12 @@ fn routes(state: AppState) -> Router {
     Router::new()
         .merge(crate::clients::router())
         .merge(token::router())
-        .merge(apis::router())
+        .merge(crate::apis::publisher_router())
         .merge(crate::tiers::router())
         .merge(crate::applications::router())
         .merge(crate::keys::router())
         .merge(crate::subscriptions::router())
-        .merge(store_apis::router())
+        .merge(crate::apis::store_router())
         .merge(crate::users::router())
         .merge(gateway::router())
         .fallback(not_found)

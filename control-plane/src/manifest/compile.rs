@@ -19,11 +19,11 @@ use base64::engine::general_purpose::STANDARD;
 use jsonwebtoken::jwk::AlgorithmParameters;
 use serde_json::Value;
 use sqlx::AnyPool;
-use sqlx::any::AnyRow;
 
 use apim_manifest::sealed::GatewayKey;
 
-use crate::apis::{self, ApiRecord, CorsConfiguration, METHODS};
+use crate::apis::{self, ApiRecord, ApiRow, CorsConfiguration, METHODS};
+use crate::db::{KEYS_PER_QUERY, rows_in};
 use crate::secrets::{DataKeys, Field};
 use crate::signing::KeyRing;
 use crate::tiers::{self, TierLevel, UNLIMITED};
@@ -143,28 +143,6 @@ pub fn meta_entry(apis: &ApiCache, token_keys: &KeyRing, issuer: &str) -> Arc<st
     json(&meta)
 }
 
-/// Rows read per query when many are asked for by key.
-const KEYS_PER_QUERY: usize = 400;
-
-/// The rows of `select`, which ends with the column to match, whose column is one of
-/// `keys`: `select IN ($1, $2, ...)`, a chunk of keys at a time.
-async fn rows_in<R>(db: &AnyPool, select: &str, keys: &[&str]) -> sqlx::Result<Vec<R>>
-where
-    R: for<'r> sqlx::FromRow<'r, AnyRow> + Send + Unpin,
-{
-    let mut rows = Vec::new();
-    for chunk in keys.chunks(KEYS_PER_QUERY) {
-        let placeholders: Vec<String> = (1..=chunk.len()).map(|n| format!("${n}")).collect();
-        let sql = format!("{select} IN ({})", placeholders.join(", "));
-        let mut query = sqlx::query_as::<_, R>(&sql);
-        for key in chunk {
-            query = query.bind(*key);
-        }
-        rows.extend(query.fetch_all(db).await?);
-    }
-    Ok(rows)
-}
-
 /// The entries of these applications (those that exist).
 pub async fn application_entries(db: &AnyPool, ids: &[&str]) -> sqlx::Result<Entries> {
     // language=SQL
@@ -241,11 +219,6 @@ pub async fn revocation_entries(db: &AnyPool, jtis: &[&str]) -> sqlx::Result<Ent
         .collect())
 }
 
-type ApiRow = (String, String, String, String, String, i64, String);
-
-/// The columns of [`ApiRow`].
-const API_COLUMNS: &str = "id, name, version, context, status, revision, record";
-
 impl ApiCache {
     /// Nothing compiled yet; backend credentials go out as `credentials` seal them.
     pub fn new(credentials: Credentials) -> Self {
@@ -319,9 +292,7 @@ impl ApiCache {
     /// Re-reads these APIs' rows: each compiled again, or forgotten once no longer
     /// deployed.
     pub async fn refresh_some(&mut self, db: &AnyPool, ids: &[&str]) -> anyhow::Result<()> {
-        // language=SQL
-        let select = format!("SELECT {API_COLUMNS} FROM apis WHERE id");
-        let rows: Vec<ApiRow> = rows_in(db, &select, ids).await?;
+        let rows = apis::rows_of(db, ids).await?;
         for id in ids {
             self.remove(id);
             self.refused.remove(*id);
@@ -334,11 +305,7 @@ impl ApiCache {
 
     /// Drops APIs no longer deployed and compiles those whose row changed.
     async fn refresh(&mut self, db: &AnyPool) -> anyhow::Result<()> {
-        // language=SQL
-        let rows: Vec<(String, i64, String)> =
-            sqlx::query_as("SELECT id, revision, status FROM apis")
-                .fetch_all(db)
-                .await?;
+        let rows = apis::revisions(db).await?;
         let deployed: HashMap<String, (i64, String)> = rows
             .into_iter()
             .filter(|(_, _, status)| ApiState::deployed(status).is_some())
@@ -365,11 +332,8 @@ impl ApiCache {
             .cloned()
             .collect();
         if stale.len() > BULK_FETCH {
-            // language=SQL
-            let rows: Vec<ApiRow> = sqlx::query_as(&format!("SELECT {API_COLUMNS} FROM apis"))
-                .fetch_all(db)
-                .await?;
-            for row in rows.into_iter().filter(|row| stale.contains(&row.0)) {
+            let rows = apis::all_rows(db).await?;
+            for row in rows.into_iter().filter(|row| stale.contains(&row.id)) {
                 self.compile(row)?;
             }
         } else {
@@ -381,7 +345,16 @@ impl ApiCache {
 
     /// Compiles a row (as read now, which may be newer than a scan before), if deployed.
     fn compile(&mut self, row: ApiRow) -> anyhow::Result<()> {
-        let (id, name, version, context, status, revision, record) = row;
+        let ApiRow {
+            id,
+            name,
+            version,
+            context,
+            status,
+            revision,
+            record,
+            ..
+        } = row;
         let Some(state) = ApiState::deployed(&status) else {
             return Ok(());
         };

@@ -9,13 +9,12 @@ use serde::{Deserialize, Serialize};
 
 use super::records::Subscription;
 use super::store;
+use crate::apis::{Viewer, find as find_api};
 use crate::applications::{STORE, StoreUser, owned_application};
 use crate::error::{Error, OnDuplicate, Result};
-use crate::http::apis::find_api;
 use crate::http::auth::Caller;
 use crate::http::extract::{JsonBody, QueryParams};
 use crate::http::pagination::{ListEnvelope, Page};
-use crate::http::store_apis::Viewer;
 use crate::manifest::Touched;
 use crate::state::{AppState, Touches};
 

@@ -7,3 +7,4 @@ mod store;
 
 pub use handlers::router;
 pub use records::Subscription;
+pub use store::count_for_api;

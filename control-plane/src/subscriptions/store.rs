@@ -1,6 +1,6 @@
 //! The `subscriptions` table (WSO2 store operations on subscriptions).
 
-use sqlx::AnyPool;
+use sqlx::{Any, AnyPool, Transaction};
 
 use super::records::{SUBSCRIPTION_COLUMNS, Subscription};
 use crate::db::now;
@@ -78,4 +78,15 @@ pub(super) async fn delete(db: &AnyPool, id: &str) -> sqlx::Result<()> {
         .execute(db)
         .await?;
     Ok(())
+}
+
+/// How many applications are subscribed to an API.
+pub async fn count_for_api(tx: &mut Transaction<'_, Any>, api_id: &str) -> sqlx::Result<i64> {
+    // language=SQL
+    let (subscriptions,): (i64,) =
+        sqlx::query_as("SELECT COUNT(*) FROM subscriptions WHERE api_id = $1")
+            .bind(api_id)
+            .fetch_one(&mut **tx)
+            .await?;
+    Ok(subscriptions)
 }

@@ -1,5 +1,5 @@
-//! The API record of the publisher (spec 2.3, WSO2's `APIDetailed`): its fields, their
-//! validation, and the checks on the swagger definition and endpoint configuration.
+//! The rules of an API record: its fields' validation, the backend password's sealing,
+//! and the checks on the swagger definition, context and endpoint configuration.
 
 use std::net::{IpAddr, SocketAddr};
 
@@ -7,117 +7,15 @@ use apim_http::egress::EgressPolicy;
 use apim_manifest::bounds::{
     MAX_CONTEXT_BYTES, MAX_OPERATIONS_PER_API, MAX_PATH_TEMPLATE_BYTES, MAX_PATHS_PER_API,
 };
-use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
+use super::records::{
+    ApiRecord, BusinessInformation, CorsConfiguration, EndpointSecurity, MASKED_PASSWORD, MaxTps,
+    Sequence, typed,
+};
+use crate::error::Error;
 use crate::secrets::{DataKeys, Field};
 use crate::tiers::{self, TierLevel};
-
-/// What `GET /apis/{id}` shows of a backend password (credentials are write-only, as in
-/// later WSO2 versions); sent back in an update, it keeps the stored password.
-pub const MASKED_PASSWORD: &str = "********";
-
-/// An API record; every field is stored and returned as given. Nested objects are kept
-/// as the JSON they came in (absent members stay absent) and checked against their
-/// typed shapes below by [`ApiRecord::validate`].
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ApiRecord {
-    pub id: Option<String>,
-    pub name: Option<String>,
-    pub description: Option<String>,
-    pub context: Option<String>,
-    pub version: Option<String>,
-    pub provider: Option<String>,
-    pub api_definition: Option<String>,
-    pub wsdl_uri: Option<String>,
-    pub status: Option<String>,
-    pub thumbnail_uri: Option<String>,
-    pub response_caching: Option<String>,
-    pub cache_timeout: Option<i64>,
-    /// A boolean in the spec, a string ("Disabled") in WSO2's swagger: either is kept.
-    pub destination_stats_enabled: Option<Value>,
-    pub is_default_version: Option<bool>,
-    /// WSO2's model fills in `HTTP` when the field is absent (an explicit null stays null).
-    #[serde(rename = "type", default = "http_api_type")]
-    pub api_type: Option<String>,
-    pub transport: Option<Vec<String>>,
-    pub tags: Option<Vec<String>>,
-    pub tiers: Option<Vec<String>>,
-    pub api_level_policy: Option<String>,
-    pub authorization_header: Option<String>,
-    pub max_tps: Option<Value>,
-    pub visibility: Option<String>,
-    pub visible_roles: Option<Vec<String>>,
-    pub visible_tenants: Option<Vec<String>>,
-    pub endpoint_config: Option<String>,
-    pub endpoint_security: Option<Value>,
-    pub gateway_environments: Option<String>,
-    pub labels: Option<Vec<Value>>,
-    pub sequences: Option<Value>,
-    pub subscription_availability: Option<String>,
-    pub subscription_available_tenants: Option<Vec<String>>,
-    pub additional_properties: Option<Map<String, Value>>,
-    pub access_control: Option<String>,
-    pub access_control_roles: Option<Vec<String>>,
-    pub business_information: Option<Value>,
-    pub cors_configuration: Option<Value>,
-}
-
-fn http_api_type() -> Option<String> {
-    Some("HTTP".into())
-}
-
-/// Per-environment transactions per second.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct MaxTps {
-    pub production: Option<i64>,
-    pub sandbox: Option<i64>,
-}
-
-/// Credentials the gateway sends to the backend.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct EndpointSecurity {
-    #[serde(rename = "type")]
-    pub security_type: Option<String>,
-    pub username: Option<String>,
-    pub password: Option<String>,
-}
-
-/// A mediation sequence reference.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Sequence {
-    pub name: Option<String>,
-    #[serde(rename = "type")]
-    pub sequence_type: Option<String>,
-    pub id: Option<String>,
-    pub shared: Option<bool>,
-    pub config: Option<Value>,
-}
-
-/// Owners of the API.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct BusinessInformation {
-    pub business_owner: Option<String>,
-    pub business_owner_email: Option<String>,
-    pub technical_owner: Option<String>,
-    pub technical_owner_email: Option<String>,
-}
-
-/// CORS settings the gateway applies.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct CorsConfiguration {
-    pub cors_configuration_enabled: Option<bool>,
-    pub access_control_allow_origins: Option<Vec<String>>,
-    pub access_control_allow_credentials: Option<bool>,
-    pub access_control_allow_headers: Option<Vec<String>>,
-    pub access_control_allow_methods: Option<Vec<String>>,
-}
 
 /// Characters WSO2 refuses in API names and versions.
 const FORBIDDEN_NAME_CHARS: &str = "~!@#;:%^*()+={}|\\<>\"',&$/[]?";
@@ -136,7 +34,7 @@ pub const AUTH_TYPES: &[&str] = &[
 
 impl ApiRecord {
     /// Checks a record for create or update; the first problem found, in WSO2's words.
-    pub fn validate(&self) -> Result<(), Invalid> {
+    pub fn validate(&self) -> Result<(), Error> {
         self.check_required()?;
         let text = |v: &Option<String>| v.clone().unwrap_or_default();
         check_name("name", &text(&self.name))?;
@@ -180,26 +78,24 @@ impl ApiRecord {
             check_enum("transport", Some(transport), &["http", "https"])?;
         }
         if self.transport.as_ref().is_some_and(Vec::is_empty) {
-            return Err(Invalid::Message(
+            return Err(Error::Invalid(
                 "At least one transport (http or https) is required".into(),
             ));
         }
         if self.cache_timeout.is_some_and(|t| t < 0) {
-            return Err(Invalid::Message("cacheTimeout must not be negative".into()));
+            return Err(Error::Invalid("cacheTimeout must not be negative".into()));
         }
         if let Some(tps) = typed::<MaxTps>("maxTps", &self.max_tps)?
             && (tps.production.is_some_and(|t| t < 0) || tps.sandbox.is_some_and(|t| t < 0))
         {
-            return Err(Invalid::Message(
-                "maxTps values must not be negative".into(),
-            ));
+            return Err(Error::Invalid("maxTps values must not be negative".into()));
         }
-        validate_swagger(&text(&self.api_definition)).map_err(Invalid::Message)?;
-        validate_endpoint_config(&text(&self.endpoint_config)).map_err(Invalid::Message)?;
+        validate_swagger(&text(&self.api_definition)).map_err(Error::Invalid)?;
+        validate_endpoint_config(&text(&self.endpoint_config)).map_err(Error::Invalid)?;
         Ok(())
     }
 
-    fn check_required(&self) -> Result<(), Invalid> {
+    fn check_required(&self) -> Result<(), Error> {
         let present = [
             (
                 "name",
@@ -229,14 +125,14 @@ impl ApiRecord {
         if missing.is_empty() {
             Ok(())
         } else {
-            Err(Invalid::Fields(missing))
+            Err(Error::InvalidFields(missing))
         }
     }
 
-    fn check_tiers(&self) -> Result<(), Invalid> {
+    fn check_tiers(&self) -> Result<(), Error> {
         let tiers = self.tiers.as_deref().unwrap_or_default();
         if tiers.is_empty() {
-            return Err(Invalid::Message("No tier defined for the API".into()));
+            return Err(Error::Invalid("No tier defined for the API".into()));
         }
         let unknown: Vec<&str> = tiers
             .iter()
@@ -246,7 +142,7 @@ impl ApiRecord {
         if unknown.is_empty() {
             Ok(())
         } else {
-            Err(Invalid::Message(format!(
+            Err(Error::Invalid(format!(
                 "Specified tier(s) [{}] are invalid",
                 unknown.join(", ")
             )))
@@ -255,53 +151,6 @@ impl ApiRecord {
 }
 
 impl ApiRecord {
-    /// `maxTps` in its typed shape (none when absent; validated records always parse).
-    pub fn max_tps_limits(&self) -> Option<MaxTps> {
-        typed("maxTps", &self.max_tps).ok().flatten()
-    }
-
-    /// `endpointSecurity` in its typed shape.
-    pub fn backend_security(&self) -> Option<EndpointSecurity> {
-        typed("endpointSecurity", &self.endpoint_security)
-            .ok()
-            .flatten()
-    }
-
-    /// `corsConfiguration` in its typed shape.
-    pub fn cors(&self) -> Option<CorsConfiguration> {
-        typed("corsConfiguration", &self.cors_configuration)
-            .ok()
-            .flatten()
-    }
-}
-
-impl ApiRecord {
-    /// `endpointSecurity.password` as stored (encrypted, or in clear from an earlier
-    /// version); none when absent or empty.
-    pub fn stored_backend_password(&self) -> Option<String> {
-        self.endpoint_security
-            .as_ref()?
-            .get("password")?
-            .as_str()
-            .filter(|p| !p.is_empty())
-            .map(str::to_string)
-    }
-
-    /// Replaces `endpointSecurity.password` (which [`Self::stored_backend_password`] found).
-    pub fn set_backend_password(&mut self, password: String) {
-        if let Some(Value::Object(security)) = &mut self.endpoint_security {
-            security.insert("password".into(), Value::String(password));
-        }
-    }
-
-    /// The record as answered: the backend password masked.
-    pub fn masked(mut self) -> Self {
-        if self.stored_backend_password().is_some() {
-            self.set_backend_password(MASKED_PASSWORD.into());
-        }
-        self
-    }
-
     /// Encrypts the backend password of a record about to be stored for API `api_id`;
     /// [`MASKED_PASSWORD`] keeps the one `stored` has (refused when it has none).
     pub fn seal_backend_password(
@@ -309,7 +158,7 @@ impl ApiRecord {
         keys: &DataKeys,
         api_id: &str,
         stored: Option<&ApiRecord>,
-    ) -> Result<(), Invalid> {
+    ) -> Result<(), Error> {
         let Some(given) = self.stored_backend_password() else {
             return Ok(());
         };
@@ -317,7 +166,7 @@ impl ApiRecord {
             stored
                 .and_then(ApiRecord::stored_backend_password)
                 .ok_or_else(|| {
-                    Invalid::Message(format!(
+                    Error::Invalid(format!(
                         "endpointSecurity.password '{MASKED_PASSWORD}' keeps the stored password, and there is none: send the password"
                     ))
                 })?
@@ -329,36 +178,14 @@ impl ApiRecord {
     }
 }
 
-/// A nested member in its typed shape; a member of the wrong shape is refused.
-fn typed<T: serde::de::DeserializeOwned>(
-    property: &str,
-    value: &Option<Value>,
-) -> Result<Option<T>, Invalid> {
-    match value {
-        None | Some(Value::Null) => Ok(None),
-        Some(value) => serde_json::from_value(value.clone())
-            .map(Some)
-            .map_err(|e| Invalid::Message(format!("Invalid {property}: {e}"))),
-    }
-}
-
-/// Why a record was refused.
-#[derive(Debug, PartialEq)]
-pub enum Invalid {
-    /// Required properties missing: `(property, problem)`.
-    Fields(Vec<(String, String)>),
-    /// Any other problem, described.
-    Message(String),
-}
-
-fn check_name(property: &str, value: &str) -> Result<(), Invalid> {
+fn check_name(property: &str, value: &str) -> Result<(), Error> {
     if value != value.trim() {
-        return Err(Invalid::Message(format!(
+        return Err(Error::Invalid(format!(
             "The API {property} must not start or end with spaces"
         )));
     }
     if value.len() > 60 {
-        return Err(Invalid::Message(format!(
+        return Err(Error::Invalid(format!(
             "The API {property} must not be longer than 60 characters"
         )));
     }
@@ -366,24 +193,24 @@ fn check_name(property: &str, value: &str) -> Result<(), Invalid> {
         .chars()
         .find(|c| FORBIDDEN_NAME_CHARS.contains(*c) || c.is_control())
     {
-        return Err(Invalid::Message(format!(
+        return Err(Error::Invalid(format!(
             "The API {property} contains the illegal character '{c}'"
         )));
     }
     Ok(())
 }
 
-fn check_context(context: &str) -> Result<(), Invalid> {
-    check_context_length(context).map_err(Invalid::Message)?;
+fn check_context(context: &str) -> Result<(), Error> {
+    check_context_length(context).map_err(Error::Invalid)?;
     if context.ends_with('/') {
-        return Err(Invalid::Message(
+        return Err(Error::Invalid(
             "Context cannot end with '/' character".into(),
         ));
     }
     if context.contains(|c: char| c.is_whitespace() || "?#%\\".contains(c))
         || context.contains("//")
     {
-        return Err(Invalid::Message(format!(
+        return Err(Error::Invalid(format!(
             "Context {context} is not a valid URL path"
         )));
     }
@@ -402,9 +229,9 @@ pub fn check_context_length(context: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn check_enum(property: &str, value: Option<&str>, allowed: &[&str]) -> Result<(), Invalid> {
+fn check_enum(property: &str, value: Option<&str>, allowed: &[&str]) -> Result<(), Error> {
     match value {
-        Some(v) if !allowed.contains(&v) => Err(Invalid::Message(format!(
+        Some(v) if !allowed.contains(&v) => Err(Error::Invalid(format!(
             "Invalid value '{v}' for {property}; allowed values are {}",
             allowed.join(", ")
         ))),
@@ -648,6 +475,8 @@ fn check_endpoint(key: &str, endpoint: &Value) -> Result<(), String> {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::Map;
+
     use super::*;
 
     #[test]
@@ -785,9 +614,7 @@ mod tests {
     #[test]
     fn contexts_within_the_bound_only() {
         let context = format!("/{}", "c".repeat(MAX_CONTEXT_BYTES));
-        assert!(
-            matches!(check_context(&context), Err(Invalid::Message(m)) if m.contains("at most"))
-        );
+        assert!(matches!(check_context(&context), Err(Error::Invalid(m)) if m.contains("at most")));
         assert!(check_context(&context[..MAX_CONTEXT_BYTES]).is_ok());
     }
 }

@@ -18,12 +18,15 @@ use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::apis::{ApiInfo, StoredApi, find_api, search, tenant_apis};
-use super::auth::{Caller, MaybeCaller};
-use super::extract::QueryParams;
-use super::pagination::{ListEnvelope, Page};
+use super::handlers::ApiInfo;
+use super::queries::{find as find_api, tenant_apis};
+use super::records::StoredApi;
+use super::search;
 use crate::applications::STORE;
 use crate::error::{Error, Result};
+use crate::http::auth::{Caller, MaybeCaller};
+use crate::http::extract::QueryParams;
+use crate::http::pagination::{ListEnvelope, Page};
 use crate::state::AppState;
 use crate::users::{self, SUPER_TENANT};
 

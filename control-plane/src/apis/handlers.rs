@@ -1,0 +1,443 @@
+//! Publisher APIs, `/api/am/publisher/v0.14/apis` (spec 2.3, 3, 4.3).
+
+use axum::extract::{Path, Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+
+use super::claim::{self, RouteClaim};
+use super::lifecycle;
+use super::queries::{self, NewApi};
+use super::records::{ApiRecord, StoredApi};
+use super::routes;
+use super::rules::{
+    check_context_length, check_tenant_context, normalise_context, validate_swagger,
+};
+use super::search;
+use crate::error::{Error, OnDuplicate, Result};
+use crate::http::auth::Caller;
+use crate::http::extract::{JsonBody, QueryParams, parse_json, read_body};
+use crate::http::pagination::{ListEnvelope, Page};
+use crate::manifest::{self, Touched};
+use crate::scopes::Scope;
+use crate::state::{AppState, Touches};
+use crate::users::{self, provider_key, tenant_of};
+
+const BASE: &str = "/api/am/publisher/v0.14";
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route(&format!("{BASE}/apis"), get(list_apis).post(create_api))
+        .route(
+            &format!("{BASE}/apis/change-lifecycle"),
+            post(change_lifecycle),
+        )
+        .route(
+            &format!("{BASE}/apis/{{api_id}}"),
+            get(get_api).put(update_api).delete(delete_api),
+        )
+        .route(
+            &format!("{BASE}/apis/{{api_id}}/swagger"),
+            get(get_swagger).put(put_swagger),
+        )
+}
+
+/// `<provider with -AT->-<name>-<version>`, the unique name subscriptions may use.
+fn unique_name(provider: &str, name: &str, version: &str) -> String {
+    format!("{}-{name}-{version}", provider_key(provider))
+}
+
+/// The API if it exists in the caller's tenant; 404 otherwise (other tenants' APIs too).
+async fn tenant_api(state: &AppState, caller: &Caller, api_id: &str) -> Result<StoredApi> {
+    match queries::find(&state.db, api_id).await? {
+        Some(api) if api.tenant == caller.tenant() => Ok(api),
+        _ => Err(Error::NotFound("API", api_id.to_string())),
+    }
+}
+
+/// Refuses (400) a record, as it is about to be stored, that gateways could not take: its
+/// stored context too long, or an entry it compiles into past the bound. Checked on every
+/// write of a record, whatever its state, so that deploying it later cannot fail.
+fn check_deployable(record: &ApiRecord) -> Result<()> {
+    check_context_length(record.context.as_deref().unwrap_or_default()).map_err(Error::Invalid)?;
+    manifest::check_api_entries(record).map_err(Error::Invalid)
+}
+
+/// WSO2's `APIInfo`, the list item.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ApiInfo {
+    id: String,
+    name: String,
+    description: Option<String>,
+    context: String,
+    version: String,
+    provider: String,
+    status: String,
+    thumbnail_uri: Option<String>,
+}
+
+impl From<&StoredApi> for ApiInfo {
+    fn from(api: &StoredApi) -> Self {
+        ApiInfo {
+            id: api.id.clone(),
+            name: api.name.clone(),
+            description: api.record.description.clone(),
+            context: api.context.clone(),
+            version: api.version.clone(),
+            provider: api.provider.clone(),
+            status: api.status.clone(),
+            thumbnail_uri: api.record.thumbnail_uri.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ListQuery {
+    limit: Option<i64>,
+    offset: Option<i64>,
+    query: Option<String>,
+    #[allow(dead_code)]
+    expand: Option<bool>,
+}
+
+/// `GET /apis`: the tenant's APIs matching `query`, a page at a time.
+async fn list_apis(
+    State(state): State<AppState>,
+    caller: Caller,
+    QueryParams(q): QueryParams<ListQuery>,
+) -> Result<Json<ListEnvelope<ApiInfo>>> {
+    caller.require(&state, Scope::ApiView)?;
+    let page = Page::new(q.limit, q.offset)?;
+    let query = q.query.unwrap_or_default();
+    let criteria = search::parse(&query).map_err(Error::Invalid)?;
+    let (total, apis) = queries::search(&state.db, caller.tenant(), &criteria, page).await?;
+    let list = apis.iter().map(ApiInfo::from).collect();
+    let link = |limit, offset| format!("/apis?limit={limit}&offset={offset}&query={query}");
+    Ok(Json(
+        ListEnvelope::new(list, total, page, link).with_pagination(total, page),
+    ))
+}
+
+/// Refuses a record whose endpoints the gateways' egress policy would never reach.
+fn check_endpoints(state: &AppState, record: &ApiRecord) -> Result<()> {
+    let config = record.endpoint_config.as_deref().unwrap_or_default();
+    state.endpoints.check(config).map_err(Error::Invalid)
+}
+
+/// `POST /apis`: 201 with `Location` and the full record. A new API is always CREATED,
+/// whatever the body says: only `change-lifecycle`, with `api_publish`, deploys it.
+async fn create_api(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(mut record): JsonBody<ApiRecord>,
+) -> Result<Response> {
+    caller.require(&state, Scope::ApiCreate)?;
+    record.validate()?;
+    check_endpoints(&state, &record)?;
+    let provider = checked_provider(&state, &caller, record.provider.as_deref()).await?;
+    let tenant = caller.tenant().to_string();
+    let name = record.name.clone().unwrap_or_default();
+    let version = record.version.clone().unwrap_or_default();
+    let raw_context = record.context.as_deref().unwrap_or_default();
+    check_tenant_context(raw_context, &tenant).map_err(Error::Invalid)?;
+    let context = normalise_context(raw_context, &tenant);
+    let status = "CREATED";
+    let id = uuid::Uuid::new_v4().to_string();
+    record.id = Some(id.clone());
+    record.provider = Some(provider.clone());
+    record.context = Some(context.clone());
+    record.status = Some(status.to_string());
+    record.seal_backend_password(&state.data_keys, &id, None)?;
+    check_deployable(&record)?;
+
+    let mut tx = state.db.begin().await?;
+    claim::check_unique(&mut tx, &tenant, &name, &version, &context).await?;
+    let routes = RouteClaim {
+        api_id: &id,
+        tenant: &tenant,
+        name: &name,
+        context: &context,
+        version: &version,
+    };
+    let demoted = routes
+        .claim(&mut tx, record.is_default_version.unwrap_or(false))
+        .await?;
+    let new = NewApi {
+        id: &id,
+        tenant: &tenant,
+        provider: &provider,
+        name: &name,
+        version: &version,
+        context: &context,
+        status,
+        unique_name: unique_name(&provider, &name, &version),
+        record: serde_json::to_string(&record).map_err(anyhow::Error::from)?,
+    };
+    queries::insert(&mut tx, new)
+        .await
+        .on_duplicate(|| format!("A duplicate API already exists for {name}-{version}"))?;
+    tx.commit().await?;
+    tracing::info!(api = %id, %name, %version, %provider, "API created");
+    let location = format!("{BASE}/apis/{id}");
+    Ok((
+        StatusCode::CREATED,
+        touches_apis(std::iter::once(id).chain(demoted)),
+        [(header::LOCATION, location)],
+        Json(record.masked()),
+    )
+        .into_response())
+}
+
+/// The provider of a new API: the caller unless the body names another user of the
+/// caller's tenant, which only an administrator may do (as in WSO2).
+async fn checked_provider(
+    state: &AppState,
+    caller: &Caller,
+    named: Option<&str>,
+) -> Result<String> {
+    let Some(provider) = named.filter(|p| !p.is_empty() && *p != caller.username()) else {
+        return Ok(caller.username().to_string());
+    };
+    let is_admin = users::find(&state.db, caller.username())
+        .await?
+        .is_some_and(|user| user.has_role("admin"));
+    if !is_admin {
+        // WSO2 2.6: without the admin role the provider is the caller, whatever is named.
+        tracing::debug!(
+            caller = caller.username(),
+            named = provider,
+            "provider overridden with the caller"
+        );
+        return Ok(caller.username().to_string());
+    }
+    if tenant_of(provider) != caller.tenant() {
+        return Err(Error::Invalid(format!(
+            "Provider '{provider}' is not in the tenant of the logged in user"
+        )));
+    }
+    if users::find(&state.db, provider).await?.is_none() {
+        return Err(Error::Invalid(format!(
+            "Specified provider {provider} not exist."
+        )));
+    }
+    Ok(provider.to_string())
+}
+
+/// Touches for these APIs.
+fn touches_apis(ids: impl IntoIterator<Item = String>) -> Touches {
+    Touches(ids.into_iter().map(Touched::Api).collect())
+}
+
+/// `GET /apis/{apiId}`: the backend password masked.
+async fn get_api(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(api_id): Path<String>,
+) -> Result<Json<ApiRecord>> {
+    caller.require(&state, Scope::ApiView)?;
+    Ok(Json(
+        tenant_api(&state, &caller, &api_id)
+            .await?
+            .full_record()
+            .masked(),
+    ))
+}
+
+/// `PUT /apis/{apiId}`: replaces the record; name, version, provider and context stay.
+async fn update_api(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(api_id): Path<String>,
+    JsonBody(mut record): JsonBody<ApiRecord>,
+) -> Result<(Touches, Json<ApiRecord>)> {
+    caller.require(&state, Scope::ApiCreate)?;
+    let api = tenant_api(&state, &caller, &api_id).await?;
+    record.validate()?;
+    check_endpoints(&state, &record)?;
+    let context = normalise_context(record.context.as_deref().unwrap_or_default(), &api.tenant);
+    let provider = record
+        .provider
+        .clone()
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| api.provider.clone());
+    if record.name.as_deref() != Some(api.name.as_str())
+        || record.version.as_deref() != Some(api.version.as_str())
+        || provider != api.provider
+        || context != api.context
+    {
+        return Err(Error::Invalid(
+            "The name, version, provider and context of an API cannot be changed".into(),
+        ));
+    }
+    record.id = Some(api.id.clone());
+    record.provider = Some(provider);
+    record.context = Some(context);
+    record.status = Some(api.status.clone());
+    record.seal_backend_password(&state.data_keys, &api.id, Some(&api.record))?;
+    check_deployable(&record)?;
+    let routes = RouteClaim {
+        api_id: &api.id,
+        tenant: &api.tenant,
+        name: &api.name,
+        context: &api.context,
+        version: &api.version,
+    };
+    let was_default = api.record.is_default_version.unwrap_or(false);
+    let is_default = record.is_default_version.unwrap_or(false);
+    let mut tx = state.db.begin().await?;
+    let demoted = match (was_default, is_default) {
+        (false, true) => routes.claim_default(&mut tx).await?,
+        (true, false) => {
+            routes.release_default(&mut tx).await?;
+            None
+        }
+        _ => None,
+    };
+    queries::save_record(&mut *tx, &api.id, &record).await?;
+    tx.commit().await?;
+    tracing::info!(api = %api.id, "API updated");
+    Ok((
+        touches_apis(std::iter::once(api.id).chain(demoted)),
+        Json(record.masked()),
+    ))
+}
+
+/// `DELETE /apis/{apiId}`: 200 with no body; 409 while any application is subscribed.
+async fn delete_api(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(api_id): Path<String>,
+) -> Result<(Touches, StatusCode)> {
+    caller.require(&state, Scope::ApiCreate)?;
+    let api = tenant_api(&state, &caller, &api_id).await?;
+    let mut tx = state.db.begin().await?;
+    let subscriptions = crate::subscriptions::count_for_api(&mut tx, &api.id).await?;
+    if subscriptions > 0 {
+        return Err(Error::Conflict(format!(
+            "Cannot remove the API {} as active subscriptions exist",
+            api.id
+        )));
+    }
+    queries::delete(&mut tx, &api.id).await?;
+    routes::release_all(&mut tx, &api.id).await?;
+    tx.commit().await?;
+    tracing::info!(api = %api.id, "API deleted");
+    Ok((Touches::one(Touched::Api(api.id)), StatusCode::OK))
+}
+
+/// `GET /apis/{apiId}/swagger`: the definition as a JSON document.
+async fn get_swagger(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(api_id): Path<String>,
+) -> Result<Response> {
+    caller.require(&state, Scope::ApiView)?;
+    let api = tenant_api(&state, &caller, &api_id).await?;
+    let definition = api.record.api_definition.unwrap_or_default();
+    Ok(([(header::CONTENT_TYPE, "application/json")], definition).into_response())
+}
+
+/// `PUT /apis/{apiId}/swagger`: the form field `apiDefinition` (multipart, as WSO2 takes
+/// it) or the definition itself as a JSON body.
+async fn put_swagger(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(api_id): Path<String>,
+    headers: HeaderMap,
+    request: Request,
+) -> Result<Response> {
+    caller.require(&state, Scope::ApiCreate)?;
+    let api = tenant_api(&state, &caller, &api_id).await?;
+    let definition = swagger_from_request(&state, &headers, request).await?;
+    validate_swagger(&definition).map_err(Error::Invalid)?;
+    let mut record = api.full_record();
+    record.api_definition = Some(definition.clone());
+    check_deployable(&record)?;
+    queries::save_record(&state.db, &api.id, &record).await?;
+    Ok((
+        Touches::one(Touched::Api(api.id)),
+        [(header::CONTENT_TYPE, "application/json")],
+        definition,
+    )
+        .into_response())
+}
+
+async fn swagger_from_request(
+    state: &AppState,
+    headers: &HeaderMap,
+    request: Request,
+) -> Result<String> {
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    if content_type.starts_with("multipart/form-data") {
+        use axum::extract::FromRequest;
+        let mut form = axum::extract::Multipart::from_request(request, state)
+            .await
+            .map_err(|e| Error::Invalid(e.body_text()))?;
+        while let Some(field) = form
+            .next_field()
+            .await
+            .map_err(|e| Error::Invalid(e.body_text()))?
+        {
+            if field.name() == Some("apiDefinition") {
+                return field
+                    .text()
+                    .await
+                    .map_err(|e| Error::Invalid(e.body_text()));
+            }
+        }
+        return Err(Error::InvalidFields(vec![(
+            "apiDefinition".into(),
+            "may not be null".into(),
+        )]));
+    }
+    let body = read_body(request, state).await?;
+    let doc: serde_json::Value = parse_json(&body)?;
+    Ok(doc.to_string())
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct LifecycleQuery {
+    api_id: Option<String>,
+    action: Option<String>,
+    #[allow(dead_code)]
+    lifecycle_checklist: Option<String>,
+}
+
+/// `POST /apis/change-lifecycle?apiId&action`: 200 with no body, or 400 naming the
+/// actions the current state allows.
+async fn change_lifecycle(
+    State(state): State<AppState>,
+    caller: Caller,
+    QueryParams(q): QueryParams<LifecycleQuery>,
+) -> Result<(Touches, StatusCode)> {
+    caller.require(&state, Scope::ApiPublish)?;
+    let (Some(api_id), Some(action)) = (q.api_id, q.action) else {
+        return Err(Error::Invalid(
+            "Query parameters apiId and action are required".into(),
+        ));
+    };
+    let api = tenant_api(&state, &caller, &api_id).await?;
+    let next = lifecycle::next_state(&api.status, &action).map_err(|allowed| {
+        Error::Invalid(format!(
+            "Action '{action}' is not allowed. Allowed actions are [{}]",
+            allowed.join(", ")
+        ))
+    })?;
+    if !queries::change_status(&state.db, &api.id, &api.status, next).await? {
+        return Err(Error::Conflict(format!(
+            "The lifecycle state of API {} changed concurrently; try again",
+            api.id
+        )));
+    }
+    tracing::info!(api = %api.id, from = %api.status, to = next, %action, "API lifecycle changed");
+    Ok((Touches::one(Touched::Api(api.id)), StatusCode::OK))
+}

@@ -1,0 +1,247 @@
+//! The API record of the publisher (spec 2.3, WSO2's `APIDetailed`) and the `apis` row
+//! that holds it.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::error::Error;
+
+/// What `GET /apis/{id}` shows of a backend password (credentials are write-only, as in
+/// later WSO2 versions); sent back in an update, it keeps the stored password.
+pub const MASKED_PASSWORD: &str = "********";
+
+/// An API record; every field is stored and returned as given. Nested objects are kept
+/// as the JSON they came in (absent members stay absent) and checked against their
+/// typed shapes below by [`ApiRecord::validate`].
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ApiRecord {
+    pub id: Option<String>,
+    pub name: Option<String>,
+    pub description: Option<String>,
+    pub context: Option<String>,
+    pub version: Option<String>,
+    pub provider: Option<String>,
+    pub api_definition: Option<String>,
+    pub wsdl_uri: Option<String>,
+    pub status: Option<String>,
+    pub thumbnail_uri: Option<String>,
+    pub response_caching: Option<String>,
+    pub cache_timeout: Option<i64>,
+    /// A boolean in the spec, a string ("Disabled") in WSO2's swagger: either is kept.
+    pub destination_stats_enabled: Option<Value>,
+    pub is_default_version: Option<bool>,
+    /// WSO2's model fills in `HTTP` when the field is absent (an explicit null stays null).
+    #[serde(rename = "type", default = "http_api_type")]
+    pub api_type: Option<String>,
+    pub transport: Option<Vec<String>>,
+    pub tags: Option<Vec<String>>,
+    pub tiers: Option<Vec<String>>,
+    pub api_level_policy: Option<String>,
+    pub authorization_header: Option<String>,
+    pub max_tps: Option<Value>,
+    pub visibility: Option<String>,
+    pub visible_roles: Option<Vec<String>>,
+    pub visible_tenants: Option<Vec<String>>,
+    pub endpoint_config: Option<String>,
+    pub endpoint_security: Option<Value>,
+    pub gateway_environments: Option<String>,
+    pub labels: Option<Vec<Value>>,
+    pub sequences: Option<Value>,
+    pub subscription_availability: Option<String>,
+    pub subscription_available_tenants: Option<Vec<String>>,
+    pub additional_properties: Option<Map<String, Value>>,
+    pub access_control: Option<String>,
+    pub access_control_roles: Option<Vec<String>>,
+    pub business_information: Option<Value>,
+    pub cors_configuration: Option<Value>,
+}
+
+fn http_api_type() -> Option<String> {
+    Some("HTTP".into())
+}
+
+/// Per-environment transactions per second.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MaxTps {
+    pub production: Option<i64>,
+    pub sandbox: Option<i64>,
+}
+
+/// Credentials the gateway sends to the backend.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EndpointSecurity {
+    #[serde(rename = "type")]
+    pub security_type: Option<String>,
+    pub username: Option<String>,
+    pub password: Option<String>,
+}
+
+/// A mediation sequence reference.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sequence {
+    pub name: Option<String>,
+    #[serde(rename = "type")]
+    pub sequence_type: Option<String>,
+    pub id: Option<String>,
+    pub shared: Option<bool>,
+    pub config: Option<Value>,
+}
+
+/// Owners of the API.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BusinessInformation {
+    pub business_owner: Option<String>,
+    pub business_owner_email: Option<String>,
+    pub technical_owner: Option<String>,
+    pub technical_owner_email: Option<String>,
+}
+
+/// CORS settings the gateway applies.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CorsConfiguration {
+    pub cors_configuration_enabled: Option<bool>,
+    pub access_control_allow_origins: Option<Vec<String>>,
+    pub access_control_allow_credentials: Option<bool>,
+    pub access_control_allow_headers: Option<Vec<String>>,
+    pub access_control_allow_methods: Option<Vec<String>>,
+}
+
+impl ApiRecord {
+    /// `maxTps` in its typed shape (none when absent; validated records always parse).
+    pub fn max_tps_limits(&self) -> Option<MaxTps> {
+        typed("maxTps", &self.max_tps).ok().flatten()
+    }
+
+    /// `endpointSecurity` in its typed shape.
+    pub fn backend_security(&self) -> Option<EndpointSecurity> {
+        typed("endpointSecurity", &self.endpoint_security)
+            .ok()
+            .flatten()
+    }
+
+    /// `corsConfiguration` in its typed shape.
+    pub fn cors(&self) -> Option<CorsConfiguration> {
+        typed("corsConfiguration", &self.cors_configuration)
+            .ok()
+            .flatten()
+    }
+}
+
+impl ApiRecord {
+    /// `endpointSecurity.password` as stored (encrypted, or in clear from an earlier
+    /// version); none when absent or empty.
+    pub fn stored_backend_password(&self) -> Option<String> {
+        self.endpoint_security
+            .as_ref()?
+            .get("password")?
+            .as_str()
+            .filter(|p| !p.is_empty())
+            .map(str::to_string)
+    }
+
+    /// Replaces `endpointSecurity.password` (which [`Self::stored_backend_password`] found).
+    pub fn set_backend_password(&mut self, password: String) {
+        if let Some(Value::Object(security)) = &mut self.endpoint_security {
+            security.insert("password".into(), Value::String(password));
+        }
+    }
+
+    /// The record as answered: the backend password masked.
+    pub fn masked(mut self) -> Self {
+        if self.stored_backend_password().is_some() {
+            self.set_backend_password(MASKED_PASSWORD.into());
+        }
+        self
+    }
+}
+
+/// A nested member in its typed shape; a member of the wrong shape is refused.
+pub(super) fn typed<T: serde::de::DeserializeOwned>(
+    property: &str,
+    value: &Option<Value>,
+) -> Result<Option<T>, Error> {
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(value) => serde_json::from_value(value.clone())
+            .map(Some)
+            .map_err(|e| Error::Invalid(format!("Invalid {property}: {e}"))),
+    }
+}
+
+/// A row of `apis`: the indexed columns, the revision and the record as stored (JSON).
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct ApiRow {
+    pub id: String,
+    pub tenant: String,
+    pub provider: String,
+    pub name: String,
+    pub version: String,
+    pub context: String,
+    pub status: String,
+    /// Bumped by every write of the row, so the compiler sees which changed.
+    pub revision: i64,
+    pub record: String,
+}
+
+/// The columns of [`ApiRow`], in its order.
+pub const API_COLUMNS: &str =
+    "id, tenant, provider, name, version, context, status, revision, record";
+
+/// An API as stored: indexed columns plus the record.
+#[derive(Debug, Clone)]
+pub struct StoredApi {
+    pub id: String,
+    pub tenant: String,
+    pub provider: String,
+    pub name: String,
+    pub version: String,
+    pub context: String,
+    pub status: String,
+    pub record: ApiRecord,
+}
+
+impl TryFrom<ApiRow> for StoredApi {
+    type Error = Error;
+
+    fn try_from(row: ApiRow) -> Result<Self, Error> {
+        let record = serde_json::from_str(&row.record)
+            .map_err(|e| anyhow::anyhow!("stored record of API {} is unreadable: {e}", row.id))?;
+        Ok(StoredApi {
+            id: row.id,
+            tenant: row.tenant,
+            provider: row.provider,
+            name: row.name,
+            version: row.version,
+            context: row.context,
+            status: row.status,
+            record,
+        })
+    }
+}
+
+impl StoredApi {
+    /// `provider-name-version`, as subscriptions show the API (`@` kept, `-` in parts as %2D).
+    pub fn identifier(&self) -> String {
+        let part = |s: &str| s.replace('-', "%2D");
+        format!(
+            "{}-{}-{}",
+            part(&self.provider),
+            part(&self.name),
+            part(&self.version)
+        )
+    }
+
+    /// The record with the authoritative id and status.
+    pub fn full_record(&self) -> ApiRecord {
+        let mut record = self.record.clone();
+        record.id = Some(self.id.clone());
+        record.status = Some(self.status.clone());
+        record
+    }
+}
