@@ -20,5 +20,5 @@ pub mod signing;
 pub mod state;
 pub mod subscriptions;
 pub mod tiers;
-pub mod token;
+pub mod tokens;
 pub mod users;

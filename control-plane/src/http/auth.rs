@@ -12,7 +12,7 @@ use base64::engine::general_purpose::STANDARD;
 use crate::error::{Error, Result};
 use crate::scopes::Scope;
 use crate::state::AppState;
-use crate::token::{self, Claims};
+use crate::tokens::{self as token, Claims};
 use crate::users::{self, User};
 
 /// `user:password` from an `Authorization: Basic` header.

@@ -11,7 +11,6 @@ pub(crate) mod error;
 pub(crate) mod extract;
 mod gateway;
 pub(crate) mod pagination;
-pub(crate) mod token;
 
 /// The whole management API, its paths' repeated slashes collapsed before routing.
 pub fn app(state: AppState) -> Router {
@@ -52,7 +51,7 @@ fn routes(state: AppState) -> Router {
     let body_limit = state.config.max_body_bytes;
     Router::new()
         .merge(crate::clients::router())
-        .merge(token::router())
+        .merge(crate::tokens::router())
         .merge(crate::apis::publisher_router())
         .merge(crate::tiers::router())
         .merge(crate::applications::router())

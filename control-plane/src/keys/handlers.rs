@@ -12,8 +12,8 @@ use crate::applications::{STORE, StoreUser, owned_application};
 use crate::clients::{self, OAuthClient};
 use crate::error::{Error, OnDuplicate, Result};
 use crate::http::extract::{JsonBody, QueryParams};
-use crate::http::token::issue;
 use crate::state::{AppState, Touches};
+use crate::tokens::issue;
 use crate::users;
 
 /// Grants a key gets when the request names none.

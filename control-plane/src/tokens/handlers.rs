@@ -14,14 +14,15 @@ use axum::{Form, Json, Router};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use super::auth::{ClientAddress, basic_credentials};
-use super::error::OAuthError;
+use super::jwt::{self as token, Claims};
+use super::store::{self, Redemption};
 use crate::clients::{OAuthClient, Principal};
 use crate::db::{now, now_ms};
+use crate::http::auth::{ClientAddress, basic_credentials};
+use crate::http::error::OAuthError;
 use crate::manifest::Touched;
 use crate::scopes::{self, APPLICATION_SCOPE};
 use crate::state::{AppState, Touches};
-use crate::token::{self, Claims};
 use crate::users::{self, User};
 
 pub fn router() -> Router<AppState> {
@@ -115,26 +116,22 @@ async fn refresh_grant(
     let lifetime = lifetime(validity);
     let (iat, exp) = (lifetime.iat, lifetime.exp);
     let jti = family_jti(&family);
-    // language=SQL
-    let redeemed: Option<Redeemed> = sqlx::query_as(
-        "UPDATE refresh_families
-         SET token_hash = $1, access_jti = $2, access_exp = $3, expires_at = $4,
-             spent_jti = access_jti, spent_exp = access_exp
-         WHERE token_hash = $5 AND family_id = $6 AND client_id = $7 AND expires_at > $8
-         RETURNING username, scope, spent_jti, spent_exp",
+    let redeemed = store::redeem(
+        &state.db,
+        Redemption {
+            presented_hash: hash(presented),
+            family: &family,
+            client_id: &client.client_id,
+            now: iat,
+            token_hash: hash(&refresh_token),
+            access_jti: &jti,
+            access_exp: exp,
+            expires_at: iat.saturating_add(state.config.refresh_token_validity_secs),
+        },
     )
-    .bind(hash(&refresh_token))
-    .bind(&jti)
-    .bind(exp)
-    .bind(iat.saturating_add(state.config.refresh_token_validity_secs))
-    .bind(hash(presented))
-    .bind(&family)
-    .bind(&client.client_id)
-    .bind(iat)
-    .fetch_optional(&state.db)
     .await?;
     let redeemed = redeemed.ok_or_else(invalid)?;
-    insert_revocation(&state.db, &redeemed.spent_jti, redeemed.spent_exp).await?;
+    store::insert_revocation(&state.db, &redeemed.spent_jti, redeemed.spent_exp).await?;
     // The replaced access token is revoked now, which gateways must learn.
     state
         .manifests
@@ -155,24 +152,9 @@ async fn refresh_grant(
     let scopes = granted_scopes(state, client, &user, &asked).await?;
     let claims = claims(state, client, &user, &scopes, lifetime, jti);
     if claims.scope != redeemed.scope {
-        // language=SQL
-        sqlx::query("UPDATE refresh_families SET scope = $1 WHERE family_id = $2")
-            .bind(&claims.scope)
-            .bind(&family)
-            .execute(&state.db)
-            .await?;
+        store::set_family_scope(&state.db, &family, &claims.scope).await?;
     }
     respond(state, &claims, Some(refresh_token))
-}
-
-/// What redeeming a refresh token returns.
-#[derive(sqlx::FromRow)]
-struct Redeemed {
-    username: String,
-    scope: String,
-    /// The access token the refresh replaced.
-    spent_jti: String,
-    spent_exp: i64,
 }
 
 /// Issues an access token (and a refresh token starting a family, when asked) to
@@ -198,25 +180,16 @@ pub async fn issue(
     let family = new_id();
     let claims = claims(state, client, user, &scopes, lifetime, family_jti(&family));
     let refresh_token = new_refresh_token(&family);
-    // language=SQL
-    sqlx::query(
-        "INSERT INTO refresh_families
-             (family_id, token_hash, client_id, username, scope, expires_at, access_jti, access_exp)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+    let expires_at = claims
+        .iat
+        .saturating_add(state.config.refresh_token_validity_secs);
+    store::insert_family(
+        &state.db,
+        &family,
+        &hash(&refresh_token),
+        &claims,
+        expires_at,
     )
-    .bind(&family)
-    .bind(hash(&refresh_token))
-    .bind(&claims.client_id)
-    .bind(&claims.sub)
-    .bind(&claims.scope)
-    .bind(
-        claims
-            .iat
-            .saturating_add(state.config.refresh_token_validity_secs),
-    )
-    .bind(&claims.jti)
-    .bind(claims.exp)
-    .execute(&state.db)
     .await?;
     respond(state, &claims, Some(refresh_token))
 }
@@ -341,7 +314,7 @@ async fn revoke_endpoint(
     let presented = param(&params, "token")?;
     let revoked = match token::verify(&state.keys, &state.issuer, presented, true) {
         Ok(claims) if claims.client_id == *client_id => {
-            insert_revocation(&state.db, &claims.jti, claims.exp).await?;
+            store::insert_revocation(&state.db, &claims.jti, claims.exp).await?;
             let family = claims.jti.split_once('.').map_or("", |(family, _)| family);
             let mut revoked = revoke_family(&state, client_id, family, &claims.jti).await?;
             revoked.push(claims.jti);
@@ -353,7 +326,7 @@ async fn revoke_endpoint(
             revoke_family(&state, client_id, &family, "").await?
         }
     };
-    prune_revocations(&state).await?;
+    store::prune_revocations(&state.db).await?;
     let touched = Touches(revoked.into_iter().map(Touched::Revocation).collect());
     Ok((touched, no_store(())).into_response())
 }
@@ -366,24 +339,7 @@ async fn revoke_family(
     family: &str,
     access_jti: &str,
 ) -> sqlx::Result<Vec<String>> {
-    #[derive(sqlx::FromRow)]
-    struct Revoked {
-        access_jti: String,
-        access_exp: i64,
-        spent_jti: String,
-        spent_exp: i64,
-    }
-    // language=SQL
-    let rows: Vec<Revoked> = sqlx::query_as(
-        "DELETE FROM refresh_families
-         WHERE client_id = $1 AND (family_id = $2 OR access_jti = $3)
-         RETURNING access_jti, access_exp, spent_jti, spent_exp",
-    )
-    .bind(client_id)
-    .bind(family)
-    .bind(access_jti)
-    .fetch_all(&state.db)
-    .await?;
+    let rows = store::delete_families(&state.db, client_id, family, access_jti).await?;
     let mut revoked = Vec::new();
     for row in rows {
         for (jti, exp) in [
@@ -391,39 +347,12 @@ async fn revoke_family(
             (row.spent_jti, row.spent_exp),
         ] {
             if !jti.is_empty() && exp > now() {
-                insert_revocation(&state.db, &jti, exp).await?;
+                store::insert_revocation(&state.db, &jti, exp).await?;
                 revoked.push(jti);
             }
         }
     }
     Ok(revoked)
-}
-
-/// Expired revocations protect nothing; drops them.
-async fn prune_revocations(state: &AppState) -> sqlx::Result<()> {
-    // language=SQL
-    sqlx::query("DELETE FROM revoked_tokens WHERE expires_at < $1")
-        .bind(now())
-        .execute(&state.db)
-        .await?;
-    Ok(())
-}
-
-/// Records a revoked access token until it would have expired anyway.
-async fn insert_revocation<'e>(
-    db: impl sqlx::Executor<'e, Database = sqlx::Any>,
-    jti: &str,
-    exp: i64,
-) -> sqlx::Result<()> {
-    // language=SQL
-    sqlx::query(
-        "INSERT INTO revoked_tokens (jti, expires_at) VALUES ($1, $2) ON CONFLICT (jti) DO NOTHING",
-    )
-    .bind(jti)
-    .bind(exp)
-    .execute(db)
-    .await
-    .map(|_| ())
 }
 
 /// The public signing keys, for gateways to verify tokens offline.

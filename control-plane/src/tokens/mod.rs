@@ -1,0 +1,10 @@
+//! The OAuth 2.0 token service: access tokens as signed JWTs (`jwt`), refresh token
+//! families and revocations (`store`), and the token, revocation and JWKS endpoints
+//! (`handlers`).
+
+mod handlers;
+mod jwt;
+mod store;
+
+pub use handlers::{TokenResponse, issue, router};
+pub use jwt::{Claims, TokenError, sign, verify};
