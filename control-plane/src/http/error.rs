@@ -158,6 +158,16 @@ fn set_retry_after(response: &mut Response, secs: Option<u64>) {
     }
 }
 
+/// `response` with `Connection: close`: sent before the request's body was read whole,
+/// so the connection cannot carry another request.
+pub(crate) fn closing(mut response: axum::response::Response) -> axum::response::Response {
+    response.headers_mut().insert(
+        axum::http::header::CONNECTION,
+        axum::http::HeaderValue::from_static("close"),
+    );
+    response
+}
+
 /// An OAuth 2.0 error (RFC 6749 §5.2): `{error, error_description}`.
 #[derive(Debug)]
 pub struct OAuthError {

@@ -49,7 +49,7 @@ pub async fn require_gateway_secret(
 ) -> Response {
     let gateway_only = GATEWAY_ONLY.contains(&request.uri().path());
     if gateway_only && !proves_secret(request.headers(), &state.gateway_secret) {
-        return super::closing(Error::Unauthenticated.into_response());
+        return super::error::closing(Error::Unauthenticated.into_response());
     }
     next.run(request).await
 }

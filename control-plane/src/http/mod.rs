@@ -172,18 +172,8 @@ async fn read_body_in_time(
             next.run(axum::extract::Request::from_parts(parts, body))
                 .await
         }
-        Err(refusal) => closing(refusal.into_response()),
+        Err(refusal) => error::closing(refusal.into_response()),
     }
-}
-
-/// `response` with `Connection: close`: sent before the request's body was read whole,
-/// so the connection cannot carry another request.
-fn closing(mut response: axum::response::Response) -> axum::response::Response {
-    response.headers_mut().insert(
-        axum::http::header::CONNECTION,
-        axum::http::HeaderValue::from_static("close"),
-    );
-    response
 }
 
 async fn not_found(uri: axum::http::Uri) -> crate::error::Error {
