@@ -9,4 +9,4 @@ mod store;
 pub use access::{STORE, StoreUser, owned_application};
 pub use handlers::router;
 pub use records::StoredApplication;
-pub use store::find;
+pub use store::{find, tiers_of};

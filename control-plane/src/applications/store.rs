@@ -3,7 +3,7 @@
 use sqlx::AnyPool;
 
 use super::records::{APP_COLUMNS, StoredApplication};
-use crate::db::now;
+use crate::db::{now, rows_in};
 
 /// Creates the user's DefaultApplication unless it exists; whether it was created.
 pub(super) async fn insert_default(
@@ -116,4 +116,11 @@ pub(super) async fn delete(db: &AnyPool, id: &str) -> sqlx::Result<()> {
         sqlx::query(statement).bind(id).execute(&mut *tx).await?;
     }
     tx.commit().await
+}
+
+/// `(id, throttling tier)` of these applications (those that exist), for the manifest.
+pub async fn tiers_of(db: &AnyPool, ids: &[&str]) -> sqlx::Result<Vec<(String, String)>> {
+    // language=SQL
+    let select = "SELECT id, throttling_tier FROM applications WHERE id";
+    rows_in(db, select, ids).await
 }

@@ -14,19 +14,19 @@ use apim_manifest::{
     Revocation, RouteSource, Subscription, Tiers, TokenKey, compile_template, key, route_table,
     specificity,
 };
-use base64::Engine;
-use base64::engine::general_purpose::STANDARD;
 use jsonwebtoken::jwk::AlgorithmParameters;
 use serde_json::Value;
 use sqlx::AnyPool;
 
 use apim_manifest::sealed::GatewayKey;
 
+use super::credentials::{Credentials, basic};
 use crate::apis::{self, ApiRecord, ApiRow, CorsConfiguration, METHODS};
-use crate::db::{KEYS_PER_QUERY, rows_in};
-use crate::secrets::{DataKeys, Field};
+use crate::applications;
 use crate::signing::KeyRing;
+use crate::subscriptions::{self, Grant};
 use crate::tiers::{self, TierLevel, UNLIMITED};
+use crate::tokens;
 
 /// Changed APIs past which one scan of every record beats a query per API.
 const BULK_FETCH: usize = 64;
@@ -37,39 +37,6 @@ struct CompiledApi {
     status: String,
     source: RouteSource,
     json: Arc<str>,
-}
-
-/// Backend credentials on their way from the database to the gateways: decrypted with
-/// the data key, sealed for the gateways with the gateway secret's key.
-pub struct Credentials {
-    data_keys: Arc<DataKeys>,
-    gateways: GatewayKey,
-}
-
-impl Credentials {
-    /// Credentials read with `data_keys` and sealed for gateways holding `gateway_secret`.
-    pub fn new(data_keys: Arc<DataKeys>, gateway_secret: &str) -> Self {
-        Credentials {
-            data_keys,
-            gateways: GatewayKey::derive(gateway_secret),
-        }
-    }
-
-    /// The sealed `Authorization` value for API `id`'s backend, if it has credentials.
-    fn backend_authorization(
-        &self,
-        id: &str,
-        record: &ApiRecord,
-    ) -> anyhow::Result<Option<String>> {
-        let Some(user) = record.backend_security().and_then(|s| s.username) else {
-            return Ok(None);
-        };
-        let password = match record.stored_backend_password() {
-            Some(stored) => self.data_keys.open(Field::BackendPassword, id, &stored)?,
-            None => String::new(),
-        };
-        Ok(Some(self.gateways.seal(id, &basic(&user, &password))))
-    }
 }
 
 /// Deployed APIs compiled so far, by id, with the APIs claiming each route prefix (so
@@ -145,74 +112,34 @@ pub fn meta_entry(apis: &ApiCache, token_keys: &KeyRing, issuer: &str) -> Arc<st
 
 /// The entries of these applications (those that exist).
 pub async fn application_entries(db: &AnyPool, ids: &[&str]) -> sqlx::Result<Entries> {
-    // language=SQL
-    let select = "SELECT id, throttling_tier FROM applications WHERE id";
-    let rows: Vec<(String, String)> = rows_in(db, select, ids).await?;
+    let rows = applications::tiers_of(db, ids).await?;
     Ok(rows
         .into_iter()
         .map(|(id, tier)| (key::application(&id), json(&Application { tier })))
         .collect())
 }
 
-/// A subscription row: application id, API id, tier, status.
-type SubscriptionRow = (String, String, String, String);
-
 /// The entry of a subscription row.
-fn subscription_entry((application, api, tier, status): SubscriptionRow) -> (String, Arc<str>) {
+fn subscription_entry((application, api, tier, status): Grant) -> (String, Arc<str>) {
     let subscription = Subscription { tier, status };
     (key::subscription(&application, &api), json(&subscription))
 }
 
 /// The entries of every subscription of these applications.
 pub async fn subscriptions_of(db: &AnyPool, applications: &[&str]) -> sqlx::Result<Entries> {
-    // language=SQL
-    let select =
-        "SELECT application_id, api_id, tier, status FROM subscriptions WHERE application_id";
-    let rows: Vec<SubscriptionRow> = rows_in(db, select, applications).await?;
+    let rows = subscriptions::grants_of(db, applications).await?;
     Ok(rows.into_iter().map(subscription_entry).collect())
 }
 
 /// The entries of these subscriptions, by (application, API) (those that exist).
 pub async fn subscription_entries(db: &AnyPool, pairs: &[(&str, &str)]) -> sqlx::Result<Entries> {
-    let mut entries = Entries::new();
-    for chunk in pairs.chunks(KEYS_PER_QUERY / 2) {
-        let conditions: Vec<String> = (0..chunk.len())
-            .map(|i| {
-                format!(
-                    "(application_id = ${} AND api_id = ${})",
-                    2 * i + 1,
-                    2 * i + 2
-                )
-            })
-            .collect();
-        // language=SQL
-        let sql = format!(
-            "SELECT application_id, api_id, tier, status FROM subscriptions WHERE {}",
-            conditions.join(" OR ")
-        );
-        let mut query = sqlx::query_as::<_, SubscriptionRow>(&sql);
-        for (application, api) in chunk {
-            query = query.bind(*application).bind(*api);
-        }
-        entries.extend(
-            query
-                .fetch_all(db)
-                .await?
-                .into_iter()
-                .map(subscription_entry),
-        );
-    }
-    Ok(entries)
+    let rows = subscriptions::grants(db, pairs).await?;
+    Ok(rows.into_iter().map(subscription_entry).collect())
 }
 
 /// The entries of these revoked tokens, while they have not expired.
 pub async fn revocation_entries(db: &AnyPool, jtis: &[&str]) -> sqlx::Result<Entries> {
-    // language=SQL
-    let select = format!(
-        "SELECT jti, expires_at FROM revoked_tokens WHERE expires_at > {} AND jti",
-        crate::db::now()
-    );
-    let rows: Vec<(String, i64)> = rows_in(db, &select, jtis).await?;
+    let rows = tokens::live_revocations(db, jtis).await?;
     Ok(rows
         .into_iter()
         .map(|(jti, exp)| (key::revocation(&jti), json(&Revocation { exp })))
@@ -546,11 +473,6 @@ fn endpoint_url(endpoint: &Value) -> Option<String> {
     endpoint["url"].as_str().map(str::to_string)
 }
 
-/// HTTP Basic credentials.
-fn basic(user: &str, password: &str) -> String {
-    format!("Basic {}", STANDARD.encode(format!("{user}:{password}")))
-}
-
 fn max_tps(limits: Option<apis::MaxTps>) -> MaxTps {
     let positive = |t: Option<i64>| t.filter(|t| *t > 0).map(|t| t as u64);
     MaxTps {
@@ -597,6 +519,7 @@ fn tier_limits() -> Tiers {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::secrets::DataKeys;
 
     #[test]
     fn operations_are_compiled_most_specific_first() {

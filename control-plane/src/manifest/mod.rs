@@ -9,6 +9,7 @@
 //! APIs or ten thousand, and so does delivering it.
 
 mod compile;
+mod credentials;
 mod log;
 
 use std::collections::HashSet;
@@ -24,7 +25,8 @@ use sqlx::AnyPool;
 use apim_manifest::key;
 
 use crate::signing::KeyRing;
-pub use compile::{Credentials, check_api_entries};
+pub use compile::check_api_entries;
+pub use credentials::Credentials;
 use log::Scope;
 pub use log::{latest_version, read_page};
 

@@ -7,4 +7,4 @@ mod store;
 
 pub use handlers::router;
 pub use records::Subscription;
-pub use store::count_for_api;
+pub use store::{Grant, count_for_api, grants, grants_of};

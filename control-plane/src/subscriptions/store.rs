@@ -3,7 +3,7 @@
 use sqlx::{Any, AnyPool, Transaction};
 
 use super::records::{SUBSCRIPTION_COLUMNS, Subscription};
-use crate::db::now;
+use crate::db::{KEYS_PER_QUERY, now, rows_in};
 
 /// Subscribes an application to an API; a unique violation when it already is.
 pub(super) async fn insert(
@@ -89,4 +89,42 @@ pub async fn count_for_api(tx: &mut Transaction<'_, Any>, api_id: &str) -> sqlx:
             .fetch_one(&mut **tx)
             .await?;
     Ok(subscriptions)
+}
+
+/// What gateways enforce of a subscription: application id, API id, tier, status.
+pub type Grant = (String, String, String, String);
+
+/// The grants of every subscription of these applications.
+pub async fn grants_of(db: &AnyPool, applications: &[&str]) -> sqlx::Result<Vec<Grant>> {
+    // language=SQL
+    let select =
+        "SELECT application_id, api_id, tier, status FROM subscriptions WHERE application_id";
+    rows_in(db, select, applications).await
+}
+
+/// The grants of these subscriptions, by (application, API) (those that exist).
+pub async fn grants(db: &AnyPool, pairs: &[(&str, &str)]) -> sqlx::Result<Vec<Grant>> {
+    let mut grants = Vec::new();
+    for chunk in pairs.chunks(KEYS_PER_QUERY / 2) {
+        let conditions: Vec<String> = (0..chunk.len())
+            .map(|i| {
+                format!(
+                    "(application_id = ${} AND api_id = ${})",
+                    2 * i + 1,
+                    2 * i + 2
+                )
+            })
+            .collect();
+        // language=SQL
+        let sql = format!(
+            "SELECT application_id, api_id, tier, status FROM subscriptions WHERE {}",
+            conditions.join(" OR ")
+        );
+        let mut query = sqlx::query_as::<_, Grant>(&sql);
+        for (application, api) in chunk {
+            query = query.bind(*application).bind(*api);
+        }
+        grants.extend(query.fetch_all(db).await?);
+    }
+    Ok(grants)
 }

@@ -8,3 +8,4 @@ mod store;
 
 pub use handlers::{TokenResponse, issue, router};
 pub use jwt::{Claims, TokenError, sign, verify};
+pub use store::live_revocations;

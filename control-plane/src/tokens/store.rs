@@ -4,7 +4,7 @@
 use sqlx::AnyPool;
 
 use super::jwt::Claims;
-use crate::db::now;
+use crate::db::{now, rows_in};
 
 /// What redeeming a refresh token returns.
 #[derive(sqlx::FromRow)]
@@ -148,4 +148,14 @@ pub(super) async fn insert_revocation<'e>(
     .execute(db)
     .await
     .map(|_| ())
+}
+
+/// `(jti, expiry)` of these revoked tokens, while they have not expired, for the manifest.
+pub async fn live_revocations(db: &AnyPool, jtis: &[&str]) -> sqlx::Result<Vec<(String, i64)>> {
+    // language=SQL
+    let select = format!(
+        "SELECT jti, expires_at FROM revoked_tokens WHERE expires_at > {} AND jti",
+        now()
+    );
+    rows_in(db, &select, jtis).await
 }
