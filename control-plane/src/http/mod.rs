@@ -9,7 +9,6 @@ use crate::state::{AppState, Touches};
 pub(crate) mod auth;
 pub(crate) mod error;
 pub(crate) mod extract;
-mod gateway;
 pub(crate) mod pagination;
 
 /// The whole management API, its paths' repeated slashes collapsed before routing.
@@ -59,7 +58,7 @@ fn routes(state: AppState) -> Router {
         .merge(crate::subscriptions::router())
         .merge(crate::apis::store_router())
         .merge(crate::users::router())
-        .merge(gateway::router())
+        .merge(crate::fleet::router())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(axum::middleware::from_fn_with_state(
@@ -76,7 +75,7 @@ fn routes(state: AppState) -> Router {
         ))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
-            gateway::require_gateway_secret,
+            crate::fleet::require_gateway_secret,
         ))
         .layer(axum::middleware::from_fn_with_state(
             body_limit,

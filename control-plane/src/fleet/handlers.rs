@@ -12,11 +12,13 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use subtle::ConstantTimeEq;
 
-use super::auth::bearer_token;
-use super::extract::{QueryParams, parse_json};
+use super::sync as fleet;
 use crate::error::{Error, Result};
+use crate::http::auth::bearer_token;
+use crate::http::error::closing;
+use crate::http::extract::{QueryParams, parse_json};
+use crate::manifest;
 use crate::state::{AppState, Touches};
-use crate::{fleet, manifest};
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -49,7 +51,7 @@ pub async fn require_gateway_secret(
 ) -> Response {
     let gateway_only = GATEWAY_ONLY.contains(&request.uri().path());
     if gateway_only && !proves_secret(request.headers(), &state.gateway_secret) {
-        return super::error::closing(Error::Unauthenticated.into_response());
+        return closing(Error::Unauthenticated.into_response());
     }
     next.run(request).await
 }
@@ -201,7 +203,7 @@ mod tests {
         };
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
-        tokio::spawn(async move { axum::serve(listener, super::super::app(state)).await });
+        tokio::spawn(async move { axum::serve(listener, crate::http::app(state)).await });
         url
     }
 
