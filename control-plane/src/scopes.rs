@@ -210,21 +210,10 @@ pub async fn subscribed_api_scopes(
     db: &sqlx::AnyPool,
     application_id: &str,
 ) -> sqlx::Result<Vec<ApiScope>> {
-    #[derive(sqlx::FromRow)]
-    struct Record {
-        record: String,
-    }
-    // language=SQL
-    let records: Vec<Record> = sqlx::query_as(
-        "SELECT a.record FROM subscriptions s JOIN apis a ON a.id = s.api_id
-         WHERE s.application_id = $1",
-    )
-    .bind(application_id)
-    .fetch_all(db)
-    .await?;
+    let records = crate::subscriptions::subscribed_records(db, application_id).await?;
     Ok(records
         .iter()
-        .flat_map(|r| declared_by(&r.record))
+        .flat_map(|record| declared_by(record))
         .collect())
 }
 

@@ -7,4 +7,4 @@ mod store;
 
 pub use handlers::router;
 pub use records::Subscription;
-pub use store::{Grant, count_for_api, grants, grants_of};
+pub use store::{Grant, count_for_api, grants, grants_of, subscribed_records};

@@ -128,3 +128,20 @@ pub async fn grants(db: &AnyPool, pairs: &[(&str, &str)]) -> sqlx::Result<Vec<Gr
     }
     Ok(grants)
 }
+
+/// The stored records of the APIs an application subscribes to.
+pub async fn subscribed_records(db: &AnyPool, application_id: &str) -> sqlx::Result<Vec<String>> {
+    #[derive(sqlx::FromRow)]
+    struct Record {
+        record: String,
+    }
+    // language=SQL
+    let records: Vec<Record> = sqlx::query_as(
+        "SELECT a.record FROM subscriptions s JOIN apis a ON a.id = s.api_id
+         WHERE s.application_id = $1",
+    )
+    .bind(application_id)
+    .fetch_all(db)
+    .await?;
+    Ok(records.into_iter().map(|r| r.record).collect())
+}

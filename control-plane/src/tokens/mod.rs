@@ -8,4 +8,4 @@ mod store;
 
 pub use handlers::{TokenResponse, issue, router};
 pub use jwt::{Claims, TokenError, sign, verify};
-pub use store::live_revocations;
+pub use store::{drop_families_of, live_revocations};

@@ -159,3 +159,16 @@ pub async fn live_revocations(db: &AnyPool, jtis: &[&str]) -> sqlx::Result<Vec<(
     );
     rows_in(db, &select, jtis).await
 }
+
+/// Drops every refresh token family of a user (a new password, a deleted account).
+pub async fn drop_families_of(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    username: &str,
+) -> sqlx::Result<()> {
+    // language=SQL
+    sqlx::query("DELETE FROM refresh_families WHERE username = $1")
+        .bind(username)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}

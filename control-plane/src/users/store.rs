@@ -7,6 +7,7 @@ use sqlx::AnyPool;
 use super::password::hash_password;
 use super::records::{USER_COLUMNS, User, UserRow};
 use super::rules::{SUPER_TENANT, tenant_of};
+use crate::tokens;
 
 /// Creates a user or replaces the password and roles of an existing one.
 pub async fn upsert(
@@ -152,7 +153,7 @@ pub async fn change_account(
         return Ok(Err(refusal));
     }
     if user.disabled || sessions_end {
-        drop_refresh_tokens(&mut tx, username).await?;
+        tokens::drop_families_of(&mut tx, username).await?;
     }
     tx.commit().await?;
     Ok(Ok(true))
@@ -171,7 +172,7 @@ pub async fn reset_password(db: &AnyPool, username: &str, password: &str) -> any
             .bind(username)
             .execute(&mut *tx)
             .await?;
-    drop_refresh_tokens(&mut tx, username).await?;
+    tokens::drop_families_of(&mut tx, username).await?;
     forget_failed_logins(&mut tx, username).await?;
     tx.commit().await?;
     Ok(changed.rows_affected() == 1)
@@ -192,7 +193,7 @@ pub async fn delete(db: &AnyPool, username: &str) -> anyhow::Result<Result<bool,
     if let Err(refusal) = keeps_a_platform_admin(&mut tx).await? {
         return Ok(Err(refusal));
     }
-    drop_refresh_tokens(&mut tx, username).await?;
+    tokens::drop_families_of(&mut tx, username).await?;
     forget_failed_logins(&mut tx, username).await?;
     tx.commit().await?;
     Ok(Ok(true))
@@ -243,18 +244,6 @@ async fn forget_failed_logins(
 ) -> sqlx::Result<()> {
     // language=SQL
     sqlx::query("DELETE FROM login_failures WHERE username = $1")
-        .bind(username)
-        .execute(&mut **tx)
-        .await?;
-    Ok(())
-}
-
-async fn drop_refresh_tokens(
-    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
-    username: &str,
-) -> sqlx::Result<()> {
-    // language=SQL
-    sqlx::query("DELETE FROM refresh_families WHERE username = $1")
         .bind(username)
         .execute(&mut **tx)
         .await?;
