@@ -11,6 +11,7 @@
 mod compile;
 mod credentials;
 mod log;
+mod pages;
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -28,7 +29,8 @@ use crate::signing::KeyRing;
 pub use compile::check_api_entries;
 pub use credentials::Credentials;
 use log::Scope;
-pub use log::{latest_version, read_page};
+pub use log::latest_version;
+pub use pages::read_page;
 
 /// What a change touched: the rows whose entries a compile must look at again.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
