@@ -7,5 +7,5 @@ mod store;
 pub use registration::router;
 pub use store::{
     ClientCache, OAuthClient, Principal, find, find_application_key, find_registered, insert,
-    new_client_id, new_client_secret,
+    new_client_id, new_client_secret, replace_secret, stored_secrets,
 };

@@ -265,3 +265,30 @@ impl ClientCache {
         self.entries.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
+
+/// `(client_id, client_secret as stored)` of every client, for resealing.
+pub async fn stored_secrets(db: &AnyPool) -> sqlx::Result<Vec<(String, String)>> {
+    // language=SQL
+    sqlx::query_as("SELECT client_id, client_secret FROM oauth_clients")
+        .fetch_all(db)
+        .await
+}
+
+/// Replaces a client's stored secret if it is still `stored`; the rows changed (0 or 1).
+pub async fn replace_secret(
+    db: &AnyPool,
+    client_id: &str,
+    sealed: &str,
+    stored: &str,
+) -> sqlx::Result<u64> {
+    // language=SQL
+    let done = sqlx::query(
+        "UPDATE oauth_clients SET client_secret = $1 WHERE client_id = $2 AND client_secret = $3",
+    )
+    .bind(sealed)
+    .bind(client_id)
+    .bind(stored)
+    .execute(db)
+    .await?;
+    Ok(done.rows_affected())
+}

@@ -1,18 +1,4 @@
-//! Secrets at rest: client secrets, consumer secrets and backend passwords are stored
-//! encrypted with a **data key** (XChaCha20-Poly1305, a random nonce per value, the table,
-//! column and row bound in as associated data), so that a copy of the database alone
-//! reveals none of them.
-//!
-//! A stored value reads `enc:v1:<key id>:<base64url(nonce | ciphertext)>`; the key id
-//! names the data key, so keys can be rotated: [`reseal_all`] re-encrypts every value not
-//! under the active key (at every start, and by `control-plane rotate-data-key`). Values
-//! written in clear by earlier versions are read as they are until then.
-//!
-//! Data keys are 32 random bytes, base64, one per file: the operator's
-//! (`APIM_DATA_KEY_FILE`, a comma-separated list whose first key encrypts and the others
-//! only decrypt), or else `<data dir>/data-keys/<id>.key`, created on first start, the
-//! newest encrypting. Keys in the data directory always decrypt, so a move to an
-//! operator's key is one rotation.
+//! Data keys: sealing and opening secrets at rest, bound to their table, column and row.
 
 use std::path::{Path, PathBuf};
 use std::sync::RwLock;
@@ -23,9 +9,6 @@ use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use chacha20poly1305::aead::{Aead, KeyInit, Payload};
 use chacha20poly1305::{XChaCha20Poly1305, XNonce};
 use sha2::{Digest, Sha256};
-use sqlx::AnyPool;
-
-use crate::apis::{self, ApiRecord};
 
 /// A stored value, opened.
 enum Opened {
@@ -359,77 +342,6 @@ fn read_operator_key(path: &Path) -> anyhow::Result<DataKey> {
         .finalize();
     let id: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
     Ok(DataKey::new(format!("op-{id}"), &key))
-}
-
-/// What [`reseal_all`] re-encrypted.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct Resealed {
-    /// Client and consumer secrets.
-    pub client_secrets: usize,
-    /// Backend passwords of API records.
-    pub backend_passwords: usize,
-}
-
-/// Re-encrypts under the active key every secret that is not under it (values in clear
-/// from earlier versions included). Each row is replaced only if it is still as read, so a
-/// change made meanwhile by a running control plane is never lost (a value it wrote is
-/// already encrypted, with the key it had). On SQLite, freed space is zeroed
-/// (`secure_delete`) and the write-ahead log emptied afterwards, so no old copy stays in
-/// the files; PostgreSQL keeps dead row versions until its next vacuum.
-pub async fn reseal_all(db: &AnyPool, keys: &DataKeys) -> anyhow::Result<Resealed> {
-    let resealed = Resealed {
-        client_secrets: reseal_client_secrets(db, keys).await?,
-        backend_passwords: reseal_backend_passwords(db, keys).await?,
-    };
-    if resealed != Resealed::default() {
-        // The values replaced, in clear or under an old key, leave no copy behind.
-        crate::db::truncate_sqlite_log(db).await?;
-    }
-    Ok(resealed)
-}
-
-async fn reseal_client_secrets(db: &AnyPool, keys: &DataKeys) -> anyhow::Result<usize> {
-    // language=SQL
-    let rows: Vec<(String, String)> =
-        sqlx::query_as("SELECT client_id, client_secret FROM oauth_clients")
-            .fetch_all(db)
-            .await?;
-    let mut resealed = 0;
-    for (client_id, stored) in rows.iter().filter(|(_, s)| keys.needs_resealing(s)) {
-        let clear = keys.open(Field::ClientSecret, client_id, stored)?;
-        let sealed = keys.seal(Field::ClientSecret, client_id, &clear);
-        // language=SQL
-        let done = sqlx::query(
-            "UPDATE oauth_clients SET client_secret = $1 WHERE client_id = $2 AND client_secret = $3",
-        )
-        .bind(&sealed)
-        .bind(client_id)
-        .bind(stored)
-        .execute(db)
-        .await?;
-        resealed += done.rows_affected() as usize;
-    }
-    Ok(resealed)
-}
-
-async fn reseal_backend_passwords(db: &AnyPool, keys: &DataKeys) -> anyhow::Result<usize> {
-    let rows = apis::records_with_password(db).await?;
-    let mut resealed = 0;
-    for (id, text) in rows {
-        let mut record: ApiRecord = serde_json::from_str(&text)
-            .with_context(|| format!("stored record of API {id} is unreadable"))?;
-        let Some(stored) = record.stored_backend_password() else {
-            continue;
-        };
-        if !keys.needs_resealing(&stored) {
-            continue;
-        }
-        let clear = keys.open(Field::BackendPassword, &id, &stored)?;
-        record.set_backend_password(keys.seal(Field::BackendPassword, &id, &clear));
-        let record = serde_json::to_string(&record)?;
-        resealed += apis::replace_record(db, &id, &record, &text).await? as usize;
-    }
-    Ok(resealed)
 }
 
 #[cfg(test)]

@@ -1,0 +1,21 @@
+//! Secrets at rest: client secrets, consumer secrets and backend passwords are stored
+//! encrypted with a **data key** (XChaCha20-Poly1305, a random nonce per value, the table,
+//! column and row bound in as associated data), so that a copy of the database alone
+//! reveals none of them.
+//!
+//! A stored value reads `enc:v1:<key id>:<base64url(nonce | ciphertext)>`; the key id
+//! names the data key, so keys can be rotated: [`reseal_all`] re-encrypts every value not
+//! under the active key (at every start, and by `control-plane rotate-data-key`). Values
+//! written in clear by earlier versions are read as they are until then.
+//!
+//! Data keys are 32 random bytes, base64, one per file: the operator's
+//! (`APIM_DATA_KEY_FILE`, a comma-separated list whose first key encrypts and the others
+//! only decrypt), or else `<data dir>/data-keys/<id>.key`, created on first start, the
+//! newest encrypting. Keys in the data directory always decrypt, so a move to an
+//! operator's key is one rotation.
+
+mod keys;
+mod reseal;
+
+pub use keys::{DataKeys, Field};
+pub use reseal::{Resealed, reseal_all};
