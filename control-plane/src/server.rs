@@ -253,7 +253,7 @@ async fn ensure_admin(config: &Config, db: &AnyPool) -> anyhow::Result<()> {
                 "APIM_ADMIN_PASSWORD must not be empty"
             );
             users::validate_username(&config.admin_user).map_err(anyhow::Error::msg)?;
-            users::upsert(db, &config.admin_user, password, &admin_roles).await
+            users::upsert_unless_held(db, &config.admin_user, password, &admin_roles).await
         }
         (None, true) => {
             if users::find(db, &config.admin_user).await?.is_none() {

@@ -17,5 +17,5 @@ pub use records::User;
 pub use rules::{SUPER_TENANT, parse_roles, provider_key, tenant_of, validate_username};
 pub use store::{
     AccountChange, admin_exists, change_account, delete, find, insert_new, is_active, list,
-    reset_password, upsert,
+    reset_password, upsert, upsert_unless_held,
 };

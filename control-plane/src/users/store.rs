@@ -4,7 +4,7 @@
 use anyhow::Context;
 use sqlx::AnyPool;
 
-use super::password::hash_password;
+use super::password::{hash_password, verify_password};
 use super::records::{USER_COLUMNS, User, UserRow};
 use super::rules::{SUPER_TENANT, tenant_of};
 use crate::tokens;
@@ -27,6 +27,24 @@ pub async fn upsert(
     )
     .await
     .map(|_| ())
+}
+
+/// Stores the user unless it already holds this password and these roles, as the
+/// administrator does at every start: a new hash would end every control plane's
+/// remembered logins of it, which then all pay for argon2 at once.
+pub async fn upsert_unless_held(
+    db: &AnyPool,
+    username: &str,
+    password: &str,
+    roles: &[String],
+) -> anyhow::Result<()> {
+    if let Some((user, hash)) = find_with_hash(db, username).await?
+        && user.roles == roles
+        && verify_password(password, Some(hash)).await.unwrap_or(false)
+    {
+        return Ok(());
+    }
+    upsert(db, username, password, roles).await
 }
 
 /// Creates a user; `false` when the name is taken.
@@ -265,4 +283,42 @@ pub(super) async fn find_with_hash(
         let hash = row.password_hash.clone();
         (User::from(row), hash)
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn stored_hash(db: &AnyPool) -> String {
+        find_with_hash(db, "admin").await.unwrap().unwrap().1
+    }
+
+    #[tokio::test]
+    async fn the_administrator_is_stored_again_only_when_something_changed() {
+        let db = crate::db::connect("sqlite::memory:").await.unwrap();
+        let admin = vec!["admin".to_string()];
+        upsert_unless_held(&db, "admin", "first-secret", &admin)
+            .await
+            .unwrap();
+        let first = stored_hash(&db).await;
+        upsert_unless_held(&db, "admin", "first-secret", &admin)
+            .await
+            .unwrap();
+        assert_eq!(
+            stored_hash(&db).await,
+            first,
+            "the same password is kept as it was"
+        );
+        upsert_unless_held(&db, "admin", "second-secret", &admin)
+            .await
+            .unwrap();
+        let second = stored_hash(&db).await;
+        assert_ne!(second, first, "a new password is stored");
+        let both = vec!["admin".to_string(), "subscriber".to_string()];
+        upsert_unless_held(&db, "admin", "second-secret", &both)
+            .await
+            .unwrap();
+        assert_ne!(stored_hash(&db).await, second, "new roles are stored");
+        assert_eq!(find(&db, "admin").await.unwrap().unwrap().roles, both);
+    }
 }
