@@ -10,7 +10,7 @@ use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject as _;
 
 /// The client configuration every backend connection uses.
-pub fn client_config(ca_file: Option<&Path>) -> anyhow::Result<Arc<rustls::ClientConfig>> {
+pub fn client_config(ca_file: Option<&Path>) -> anyhow::Result<rustls::ClientConfig> {
     let mut roots = rustls::RootCertStore::empty();
     roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
     let native = rustls_native_certs::load_native_certs();
@@ -32,7 +32,7 @@ pub fn client_config(ca_file: Option<&Path>) -> anyhow::Result<Arc<rustls::Clien
         .context("TLS versions")?
         .with_root_certificates(roots)
         .with_no_client_auth();
-    Ok(Arc::new(config))
+    Ok(config)
 }
 
 /// The certificates of a PEM file; none at all is an error, so that a wrong file is

@@ -244,7 +244,7 @@ impl OutboundClient {
     pub fn new(
         default_timeout: Duration,
         guard: Arc<EgressGuard>,
-        tls: Arc<rustls::ClientConfig>,
+        tls: rustls::ClientConfig,
     ) -> Self {
         let mut http = HttpConnector::new();
         http.set_nodelay(true);
@@ -255,7 +255,7 @@ impl OutboundClient {
             guard,
         };
         let connector = HttpsConnectorBuilder::new()
-            .with_tls_config(Arc::unwrap_or_clone(tls))
+            .with_tls_config(tls)
             .https_or_http()
             .enable_http1()
             .wrap_connector(timed);
