@@ -36,6 +36,10 @@ pub async fn connect(url: &str) -> anyhow::Result<AnyPool> {
                     // Freed space is zeroed, so that a value replaced (a secret once in
                     // clear, before it was encrypted) does not linger in the file.
                     connection.execute("PRAGMA secure_delete = ON").await?;
+                    // An API's documents, thumbnail, WSDL and mediation policies go with
+                    // it by ON DELETE CASCADE; sqlx turns this on by default, said here so
+                    // that it stays on whatever the URL asks.
+                    connection.execute("PRAGMA foreign_keys = ON").await?;
                 }
                 Ok(())
             })

@@ -14,6 +14,7 @@ mod authz;
 mod backends;
 mod bounds;
 mod component;
+mod content;
 mod credentials;
 mod dev_facade;
 mod faults;
@@ -166,6 +167,7 @@ on_both!(
     secrets::secrets_stay_sealed_end_to_end,
     secrets::data_key_rotation,
     secrets::add_user_keeps_passwords_out_of_ps,
+    content::documents_in_publisher_and_store,
 );
 
 on_both!(

@@ -25,7 +25,8 @@ use crate::scopes::Scope;
 use crate::state::{AppState, Touches};
 use crate::users::{self, provider_key, tenant_of};
 
-const BASE: &str = "/api/am/publisher/v0.14";
+/// The publisher's REST base path.
+pub const BASE: &str = "/api/am/publisher/v0.14";
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -50,7 +51,8 @@ fn unique_name(provider: &str, name: &str, version: &str) -> String {
 }
 
 /// The API if it exists in the caller's tenant; 404 otherwise (other tenants' APIs too).
-async fn tenant_api(state: &AppState, caller: &Caller, api_id: &str) -> Result<StoredApi> {
+/// Every publisher resource under `/apis/{apiId}` finds its API so.
+pub async fn tenant_api(state: &AppState, caller: &Caller, api_id: &str) -> Result<StoredApi> {
     match queries::find(&state.db, api_id).await? {
         Some(api) if api.tenant == caller.tenant() => Ok(api),
         _ => Err(Error::NotFound("API", api_id.to_string())),

@@ -1,7 +1,7 @@
 //! Published APIs: the record and its row (`records`), its rules (`rules`, `claim`,
 //! `lifecycle`), its queries (`queries`, `routes` for the route owners), the search
 //! language (`search`), and the publisher's and the store's resources (`handlers`,
-//! `store_handlers`).
+//! `store_handlers`, `tags`).
 
 mod claim;
 mod handlers;
@@ -12,8 +12,9 @@ pub mod routes;
 mod rules;
 mod search;
 mod store_handlers;
+mod tags;
 
-pub use handlers::router as publisher_router;
+pub use handlers::{BASE as PUBLISHER, router as publisher_router, tenant_api};
 pub use queries::{
     all_rows, find, records_with_password, replace_record, revisions, rows_of, tenant_apis,
 };
@@ -25,4 +26,5 @@ pub use rules::{
     AUTH_TYPES, EndpointPolicy, METHODS, check_context_length, check_tenant_context,
     normalise_context, validate_endpoint_config, validate_swagger,
 };
-pub use store_handlers::{Viewer, router as store_router};
+pub use store_handlers::{Viewer, router as store_router, visible_api, visible_apis};
+pub use tags::router as tags_router;

@@ -152,12 +152,10 @@ async fn list_apis(
     let page = Page::new(q.limit, q.offset)?;
     let query = q.query.unwrap_or_default();
     let criteria = search::parse(&query).map_err(Error::Invalid)?;
-    let viewer = Viewer::of(&state, caller.as_ref()).await?;
-    let tenant = store_tenant(&headers, caller.as_ref());
-    let seen: Vec<StoredApi> = tenant_apis(&state.db, &tenant, STORE_STATES)
+    let seen: Vec<StoredApi> = visible_apis(&state, caller.as_ref(), &headers)
         .await?
         .into_iter()
-        .filter(|api| viewer.sees(api) && criteria.iter().all(|c| c.matches(api)))
+        .filter(|api| criteria.iter().all(|c| c.matches(api)))
         .collect();
     let total = seen.len() as i64;
     let list = page.slice(seen).iter().map(ApiInfo::from).collect();
@@ -219,11 +217,37 @@ async fn get_api(
     MaybeCaller(caller): MaybeCaller,
     Path(api_id): Path<String>,
 ) -> Result<Json<StoreApi>> {
-    let viewer = Viewer::of(&state, caller.as_ref()).await?;
-    match find_api(&state.db, &api_id).await? {
-        Some(api) if STORE_STATES.contains(&api.status.as_str()) && viewer.sees(&api) => {
-            Ok(Json(api.into()))
-        }
-        _ => Err(Error::NotFound("API", api_id)),
+    Ok(Json(
+        visible_api(&state, caller.as_ref(), &api_id).await?.into(),
+    ))
+}
+
+/// The API if the caller sees it in the store (its state and visibility); 404 as for a
+/// missing one otherwise. Every store resource under `/apis/{apiId}` finds its API so.
+pub async fn visible_api(
+    state: &AppState,
+    caller: Option<&Caller>,
+    api_id: &str,
+) -> Result<StoredApi> {
+    let viewer = Viewer::of(state, caller).await?;
+    match find_api(&state.db, api_id).await? {
+        Some(api) if STORE_STATES.contains(&api.status.as_str()) && viewer.sees(&api) => Ok(api),
+        _ => Err(Error::NotFound("API", api_id.to_string())),
     }
+}
+
+/// The APIs of the store's tenant (see [`store_tenant`]) the caller sees, by name and
+/// version.
+pub async fn visible_apis(
+    state: &AppState,
+    caller: Option<&Caller>,
+    headers: &HeaderMap,
+) -> Result<Vec<StoredApi>> {
+    let viewer = Viewer::of(state, caller).await?;
+    let tenant = store_tenant(headers, caller);
+    Ok(tenant_apis(&state.db, &tenant, STORE_STATES)
+        .await?
+        .into_iter()
+        .filter(|api| viewer.sees(api))
+        .collect())
 }

@@ -9,6 +9,7 @@ use crate::state::{AppState, Touches};
 pub(crate) mod auth;
 pub(crate) mod error;
 pub(crate) mod extract;
+pub(crate) mod multipart;
 pub(crate) mod pagination;
 
 /// The whole management API, its paths' repeated slashes collapsed before routing.
@@ -57,6 +58,9 @@ fn routes(state: AppState) -> Router {
         .merge(crate::keys::router())
         .merge(crate::subscriptions::router())
         .merge(crate::apis::store_router())
+        .merge(crate::apis::tags_router())
+        .merge(crate::documents::publisher_router())
+        .merge(crate::documents::store_router())
         .merge(crate::users::router())
         .merge(crate::fleet::router())
         .fallback(not_found)

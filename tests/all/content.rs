@@ -1,0 +1,601 @@
+//! What the publisher stores per API beside its record (issue 20): documents and their
+//! content, thumbnails, the store's tags, WSDLs and mediation policies; each refusal
+//! next to the legitimate request that must still work, the store's visibility rules,
+//! and all of it gone with its API.
+
+use harness::stack::ALL_SCOPES;
+use harness::steps::Steps;
+use harness::{ADMIN_PASSWORD, PUBLISHER, Reply, STORE, spec_api_record};
+use reqwest::Method;
+use reqwest::multipart::{Form, Part};
+use serde_json::{Value, json};
+
+use crate::Env;
+
+/// The users of these scenarios and their tokens.
+struct Users {
+    /// The administrator, with the four management scopes.
+    admin: String,
+    /// A publisher: `api_view`, not `api_create`.
+    viewer: String,
+    /// A subscriber: no publisher scope at all.
+    subscriber: String,
+    /// A creator of another tenant.
+    tenant: String,
+}
+
+async fn users(env: &Env) -> Users {
+    let api = &env.api;
+    api.add_user("paula", "paula-pw", &["publisher"]).await;
+    api.add_user("sam", "sam-pw", &["subscriber"]).await;
+    api.add_user("tina@acme.com", "tina-pw", &["creator", "subscriber"])
+        .await;
+    Users {
+        admin: api.login("admin", ADMIN_PASSWORD, ALL_SCOPES).await,
+        viewer: api.login("paula", "paula-pw", ALL_SCOPES).await,
+        subscriber: api.login("sam", "sam-pw", ALL_SCOPES).await,
+        tenant: api.login("tina@acme.com", "tina-pw", ALL_SCOPES).await,
+    }
+}
+
+/// Creates an API named `name` (context `/<name lowercase>`) with `changes`; its id.
+async fn create_api(env: &Env, token: &str, name: &str, changes: Value) -> String {
+    let mut record = spec_api_record();
+    record["name"] = json!(name);
+    record["context"] = json!(format!("/{}", name.to_lowercase()));
+    for (key, value) in changes.as_object().unwrap() {
+        record[key] = value.clone();
+    }
+    Steps::new(&env.api, token)
+        .create_api(&record)
+        .await
+        .unwrap()
+}
+
+async fn publish(env: &Env, token: &str, id: &str) {
+    Steps::new(&env.api, token)
+        .lifecycle(id, "Publish")
+        .await
+        .unwrap();
+}
+
+/// A multipart request.
+async fn upload(env: &Env, method: Method, path: &str, token: &str, form: Form) -> Reply {
+    env.api
+        .send(env.api.request(method, path, token).multipart(form))
+        .await
+}
+
+/// A form with one file part.
+fn file_form(field: &str, bytes: Vec<u8>, file_name: &str, media_type: &str) -> Form {
+    let part = Part::bytes(bytes)
+        .file_name(file_name.to_string())
+        .mime_str(media_type)
+        .unwrap();
+    Form::new().part(field.to_string(), part)
+}
+
+/// A raw answer: what a download gives, redirects not followed.
+struct Raw {
+    status: u16,
+    headers: reqwest::header::HeaderMap,
+    bytes: Vec<u8>,
+}
+
+impl Raw {
+    fn header(&self, name: &str) -> &str {
+        self.headers
+            .get(name)
+            .map(|v| v.to_str().unwrap())
+            .unwrap_or_default()
+    }
+}
+
+async fn download(env: &Env, path: &str, token: &str) -> Raw {
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let mut request = client.get(format!("{}{path}", env.api.base));
+    if !token.is_empty() {
+        request = request.bearer_auth(token);
+    }
+    let response = request.send().await.unwrap();
+    Raw {
+        status: response.status().as_u16(),
+        headers: response.headers().clone(),
+        bytes: response.bytes().await.unwrap().to_vec(),
+    }
+}
+
+/// How many rows of `table` belong to API `api_id`, read from the database itself.
+async fn rows_of_api(env: &Env, table: &str, api_id: &str) -> i64 {
+    let sql = format!("SELECT COUNT(*) FROM {table} WHERE api_id = $1");
+    query_one(env, &sql, api_id).await
+}
+
+/// The route manifest's version, read from the database itself.
+async fn manifest_version(env: &Env) -> i64 {
+    query_one(env, "SELECT version FROM manifest_state WHERE id = $1", "1").await
+}
+
+async fn query_one(env: &Env, sql: &str, bind: &str) -> i64 {
+    use sqlx::Connection as _;
+    match env.backend.database_url() {
+        "" => {
+            let options = sqlx::sqlite::SqliteConnectOptions::new()
+                .filename(env.data_dir.join("apim.db"))
+                .read_only(true);
+            let mut db = sqlx::SqliteConnection::connect_with(&options)
+                .await
+                .unwrap();
+            let sql = sql.replace("$1", "?");
+            let query = sqlx::query_as::<_, (i64,)>(&sql);
+            let query = match bind.parse::<i64>() {
+                Ok(number) => query.bind(number),
+                Err(_) => query.bind(bind),
+            };
+            query.fetch_one(&mut db).await.unwrap().0
+        }
+        url => {
+            let mut db = sqlx::PgConnection::connect(url).await.unwrap();
+            let query = sqlx::query_as::<_, (i64,)>(sql);
+            let query = match bind.parse::<i64>() {
+                Ok(number) => query.bind(number),
+                Err(_) => query.bind(bind),
+            };
+            query.fetch_one(&mut db).await.unwrap().0
+        }
+    }
+}
+
+/// The manifest's version once no compile is pending.
+async fn settled_manifest_version(env: &Env) -> i64 {
+    let mut version = manifest_version(env).await;
+    loop {
+        tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+        let now = manifest_version(env).await;
+        if now == version {
+            return now;
+        }
+        version = now;
+    }
+}
+
+fn doc(name: &str, source_type: &str, visibility: &str) -> Value {
+    json!({"name": name, "type": "HOWTO", "summary": format!("About {name}"),
+           "sourceType": source_type, "visibility": visibility})
+}
+
+pub async fn documents_in_publisher_and_store(env: Env) {
+    let users = users(&env).await;
+    let (admin, api) = (users.admin.as_str(), &env.api);
+    let id = create_api(&env, admin, "Docs", json!({})).await;
+    let docs = format!("{PUBLISHER}/apis/{id}/documents");
+    let before = settled_manifest_version(&env).await;
+
+    // Create: 201 with Location and the document; the same name again is 409.
+    let created = api
+        .post_json(&docs, admin, &doc("Intro", "INLINE", "API_LEVEL"))
+        .await
+        .expect(201);
+    let intro = created.str("documentId");
+    assert_eq!(
+        created.headers["location"],
+        format!("{PUBLISHER}/apis/{id}/documents/{intro}").as_str()
+    );
+    assert_eq!(created.body["sourceType"], "INLINE");
+    assert_eq!(created.body["sourceUrl"], Value::Null);
+    api.post_json(&docs, admin, &doc("Intro", "FILE", "API_LEVEL"))
+        .await
+        .expect_error(409, "Requested document 'Intro' already exists");
+
+    // Bad bodies: 400 (or 415), and nothing stored.
+    for (body, problem) in [
+        (
+            json!({"name": "X", "sourceType": "INLINE", "visibility": "API_LEVEL"}),
+            "400_type",
+        ),
+        (
+            json!({"name": "X", "type": "HOWTO", "sourceType": "PDF", "visibility": "API_LEVEL"}),
+            "Invalid sourceType",
+        ),
+        (
+            json!({"name": "X", "type": "OTHER", "sourceType": "INLINE", "visibility": "API_LEVEL"}),
+            "otherTypeName cannot be empty",
+        ),
+        (
+            json!({"name": "X", "type": "HOWTO", "sourceType": "URL", "sourceUrl": "javascript:alert(1)", "visibility": "API_LEVEL"}),
+            "sourceUrl",
+        ),
+        (
+            json!({"name": "X", "type": "HOWTO", "sourceType": "URL", "visibility": "API_LEVEL"}),
+            "sourceUrl",
+        ),
+        (
+            json!({"name": "X\u{0}", "type": "HOWTO", "sourceType": "INLINE", "visibility": "API_LEVEL"}),
+            "control",
+        ),
+        (
+            json!({"name": "X", "type": "HOWTO", "sourceType": "INLINE", "visibility": "PUBLIC"}),
+            "Invalid visibility",
+        ),
+        (
+            json!({"name": "X", "type": "HOWTO", "sourceType": "INLINE", "visibility": "API_LEVEL", "owner": "me"}),
+            "Unrecognized property 'owner'",
+        ),
+    ] {
+        api.post_json(&docs, admin, &body)
+            .await
+            .expect_error(400, problem);
+    }
+    let form_body = api
+        .send(
+            api.request(Method::POST, &docs, admin)
+                .form(&[("name", "X")]),
+        )
+        .await;
+    form_body.expect(415);
+    let all = api.get(&docs, admin).await.expect(200);
+    assert_eq!(all.body["count"], 1);
+
+    // Who may: a publisher reads but does not write; a subscriber does neither; another
+    // tenant's creator finds no such API; an unknown API is 404.
+    api.get(&docs, &users.viewer).await.expect(200);
+    api.post_json(&docs, &users.viewer, &doc("V", "INLINE", "API_LEVEL"))
+        .await
+        .expect_error(401, "Unauthenticated");
+    api.get(&docs, &users.subscriber).await.expect(401);
+    api.get(&docs, "").await.expect(401);
+    api.get(&docs, &users.tenant)
+        .await
+        .expect_error(404, &format!("Requested API with Id '{id}' not found"));
+    api.post_json(&docs, &users.tenant, &doc("T", "INLINE", "API_LEVEL"))
+        .await
+        .expect(404);
+    api.get(&format!("{PUBLISHER}/apis/no-such-api/documents"), admin)
+        .await
+        .expect(404);
+
+    // Every source type.
+    let mut url_doc = doc("Online", "URL", "API_LEVEL");
+    url_doc["sourceUrl"] = json!("https://docs.example.com/online?page=1");
+    let online = api
+        .post_json(&docs, admin, &url_doc)
+        .await
+        .expect(201)
+        .str("documentId");
+    let file = api
+        .post_json(&docs, admin, &doc("Guide", "FILE", "API_LEVEL"))
+        .await
+        .expect(201)
+        .str("documentId");
+    let notes = api
+        .post_json(&docs, admin, &doc("Notes", "MARKDOWN", "PRIVATE"))
+        .await
+        .expect(201)
+        .str("documentId");
+
+    // Paging, by name.
+    let page = api
+        .get(&format!("{docs}?limit=2&offset=1"), admin)
+        .await
+        .expect(200);
+    assert_eq!(page.body["count"], 2);
+    assert_eq!(page.body["pagination"]["total"], 4);
+    assert_eq!(page.body["list"][0]["name"], "Intro");
+    assert_eq!(
+        page.body["next"],
+        format!("/apis/{id}/documents?limit=2&offset=3").as_str()
+    );
+    assert_eq!(
+        page.body["previous"],
+        format!("/apis/{id}/documents?limit=2&offset=0").as_str()
+    );
+    api.get(&format!("{docs}?limit=0"), admin).await.expect(400);
+
+    check_content_uploads(&env, admin, &docs, &intro, &file, &notes).await;
+
+    // A URL document's content is a redirect to it.
+    let redirect = download(&env, &format!("{docs}/{online}/content"), admin).await;
+    assert_eq!(redirect.status, 303);
+    assert_eq!(
+        redirect.header("location"),
+        "https://docs.example.com/online?page=1"
+    );
+
+    // Update: the metadata changes but for the name, which stays (as in WSO2 2.6); a bad
+    // body changes nothing; an unknown document is 404.
+    let mut changed = doc("Renamed", "INLINE", "API_LEVEL");
+    changed["summary"] = json!("Now longer");
+    let updated = api
+        .put_json(&format!("{docs}/{intro}"), admin, &changed)
+        .await
+        .expect(200);
+    assert_eq!(updated.body["name"], "Intro");
+    assert_eq!(updated.body["summary"], "Now longer");
+    changed["type"] = json!("NOTES");
+    api.put_json(&format!("{docs}/{intro}"), admin, &changed)
+        .await
+        .expect_error(400, "Invalid type");
+    api.put_json(&format!("{docs}/{intro}"), &users.viewer, &changed)
+        .await
+        .expect(401);
+    let read = api.get(&format!("{docs}/{intro}"), admin).await.expect(200);
+    assert_eq!(read.body["type"], "HOWTO");
+    assert_eq!(read.body["summary"], "Now longer");
+    api.get(&format!("{docs}/no-such-doc"), admin)
+        .await
+        .expect_error(404, "Requested Document with Id 'no-such-doc' not found");
+    // The inline content is still there.
+    let text = download(&env, &format!("{docs}/{intro}/content"), admin).await;
+    assert_eq!(text.bytes, b"Hello *docs*");
+
+    // None of it changed what gateways are sent.
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert_eq!(manifest_version(&env).await, before);
+
+    check_store_documents(&env, &users, &id, &intro, &online, &notes).await;
+
+    // A document of one API is not found under another.
+    let other = create_api(&env, admin, "Other", json!({})).await;
+    api.get(
+        &format!("{PUBLISHER}/apis/{other}/documents/{intro}"),
+        admin,
+    )
+    .await
+    .expect(404);
+    api.delete(
+        &format!("{PUBLISHER}/apis/{other}/documents/{intro}"),
+        admin,
+    )
+    .await
+    .expect(404);
+
+    // Delete: 200, then 404; the API's deletion takes its documents with it.
+    api.delete(&format!("{docs}/{notes}"), &users.viewer)
+        .await
+        .expect(401);
+    api.delete(&format!("{docs}/{notes}"), admin)
+        .await
+        .expect(200);
+    api.delete(&format!("{docs}/{notes}"), admin)
+        .await
+        .expect(404);
+    assert_eq!(rows_of_api(&env, "api_documents", &id).await, 3);
+    let apis = format!("{PUBLISHER}/apis/{id}");
+    api.delete(&apis, admin).await.expect(200);
+    assert_eq!(rows_of_api(&env, "api_documents", &id).await, 0);
+    api.get(&docs, admin).await.expect(404);
+}
+
+/// Content uploads: inline text, a file, each refusal beside them.
+async fn check_content_uploads(
+    env: &Env,
+    admin: &str,
+    docs: &str,
+    intro: &str,
+    file: &str,
+    notes: &str,
+) {
+    let inline_form = || Form::new().text("inlineContent", "Hello *docs*");
+    // No content yet: 404.
+    download(env, &format!("{docs}/{intro}/content"), admin)
+        .await
+        .status
+        .eq(&404)
+        .then_some(())
+        .expect("no content yet is 404");
+    let uploaded = upload(
+        env,
+        Method::POST,
+        &format!("{docs}/{intro}/content"),
+        admin,
+        inline_form(),
+    )
+    .await
+    .expect(200);
+    assert_eq!(uploaded.body["documentId"], intro);
+    assert!(
+        uploaded.headers["location"]
+            .to_str()
+            .unwrap()
+            .ends_with("/content")
+    );
+    let text = download(env, &format!("{docs}/{intro}/content"), admin).await;
+    assert_eq!(text.status, 200);
+    assert_eq!(text.header("content-type"), "text/plain; charset=utf-8");
+    assert_eq!(text.bytes, b"Hello *docs*");
+    upload(
+        env,
+        Method::POST,
+        &format!("{docs}/{notes}/content"),
+        admin,
+        Form::new().text("inlineContent", "# Notes"),
+    )
+    .await
+    .expect(200);
+    let markdown = download(env, &format!("{docs}/{notes}/content"), admin).await;
+    assert_eq!(
+        markdown.header("content-type"),
+        "text/markdown; charset=utf-8"
+    );
+
+    // The wrong field for the source type, both fields, neither, not a form: 400.
+    let pdf = b"%PDF-1.4\n%\xe4\xfc\xf6\xdf\n1 0 obj\n<<>>\nendobj\n%%EOF".to_vec();
+    let pdf_form = |name: &str| file_form("file", pdf.clone(), name, "application/pdf");
+    upload(
+        env,
+        Method::POST,
+        &format!("{docs}/{intro}/content"),
+        admin,
+        pdf_form("a.pdf"),
+    )
+    .await
+    .expect_error(400, "is not FILE");
+    upload(
+        env,
+        Method::POST,
+        &format!("{docs}/{file}/content"),
+        admin,
+        inline_form(),
+    )
+    .await
+    .expect_error(400, "is not INLINE");
+    let both = pdf_form("a.pdf").text("inlineContent", "x");
+    upload(
+        env,
+        Method::POST,
+        &format!("{docs}/{file}/content"),
+        admin,
+        both,
+    )
+    .await
+    .expect_error(400, "Only one of");
+    upload(
+        env,
+        Method::POST,
+        &format!("{docs}/{file}/content"),
+        admin,
+        Form::new().text("other", "x"),
+    )
+    .await
+    .expect_error(400, "Either 'file' or 'inlineContent'");
+    env.api
+        .post_json(
+            &format!("{docs}/{file}/content"),
+            admin,
+            &json!({"file": "x"}),
+        )
+        .await
+        .expect_error(400, "multipart/form-data");
+    // Path traversal and header injection in the file name.
+    for name in ["../../etc/passwd", "..\\..\\boot.ini", "a\"; x=\"y.pdf"] {
+        upload(
+            env,
+            Method::POST,
+            &format!("{docs}/{file}/content"),
+            admin,
+            pdf_form(name),
+        )
+        .await
+        .expect_error(400, "Invalid file name");
+    }
+    // The legitimate upload, and its download as an attachment that is not sniffed.
+    upload(
+        env,
+        Method::POST,
+        &format!("{docs}/{file}/content"),
+        admin,
+        pdf_form("guide v1.pdf"),
+    )
+    .await
+    .expect(200);
+    let got = download(env, &format!("{docs}/{file}/content"), admin).await;
+    assert_eq!(got.status, 200);
+    assert_eq!(got.bytes, pdf);
+    assert_eq!(got.header("content-type"), "application/pdf");
+    assert!(
+        got.header("content-disposition")
+            .starts_with("attachment; filename=\"guide v1.pdf\"")
+    );
+    assert_eq!(got.header("x-content-type-options"), "nosniff");
+    // Larger than a document file may be (4 MiB): 413, and the earlier file stays.
+    let oversized = file_form(
+        "file",
+        vec![b'x'; 4 * 1024 * 1024 + 1],
+        "big.pdf",
+        "application/pdf",
+    );
+    upload(
+        env,
+        Method::POST,
+        &format!("{docs}/{file}/content"),
+        admin,
+        oversized,
+    )
+    .await
+    .expect(413);
+    let kept = download(env, &format!("{docs}/{file}/content"), admin).await;
+    assert_eq!(kept.bytes, pdf);
+}
+
+/// The store: API_LEVEL documents of an API the caller sees, anonymously too.
+async fn check_store_documents(
+    env: &Env,
+    users: &Users,
+    id: &str,
+    intro: &str,
+    online: &str,
+    notes: &str,
+) {
+    let api = &env.api;
+    let store_docs = format!("{STORE}/apis/{id}/documents");
+    // Not published yet: the store has no such API.
+    api.get(&store_docs, "")
+        .await
+        .expect_error(404, &format!("Requested API with Id '{id}' not found"));
+    publish(env, &users.admin, id).await;
+    let listed = api.get(&store_docs, "").await.expect(200);
+    assert_eq!(listed.body["count"], 3, "the PRIVATE document is not shown");
+    let names: Vec<&str> = listed.body["list"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["Guide", "Intro", "Online"]);
+    api.get(&format!("{store_docs}/{intro}"), &users.subscriber)
+        .await
+        .expect(200);
+    api.get(&format!("{store_docs}/{notes}"), "")
+        .await
+        .expect_error(404, "Requested Document");
+    assert_eq!(
+        download(env, &format!("{store_docs}/{notes}/content"), "")
+            .await
+            .status,
+        404
+    );
+    let text = download(env, &format!("{store_docs}/{intro}/content"), "").await;
+    assert_eq!(
+        (text.status, text.bytes.as_slice()),
+        (200, &b"Hello *docs*"[..])
+    );
+    let redirect = download(env, &format!("{store_docs}/{online}/content"), "").await;
+    assert_eq!(redirect.status, 303);
+
+    // A PRIVATE API's documents: its tenant sees them, anonymous callers and other
+    // tenants get 404 as for a missing API.
+    let private = create_api(
+        env,
+        &users.admin,
+        "Hidden",
+        json!({"visibility": "PRIVATE"}),
+    )
+    .await;
+    let hidden_docs = format!("{PUBLISHER}/apis/{private}/documents");
+    let hidden = api
+        .post_json(
+            &hidden_docs,
+            &users.admin,
+            &doc("Secret", "INLINE", "API_LEVEL"),
+        )
+        .await
+        .expect(201)
+        .str("documentId");
+    publish(env, &users.admin, &private).await;
+    let store_hidden = format!("{STORE}/apis/{private}/documents");
+    api.get(&store_hidden, &users.subscriber).await.expect(200);
+    api.get(&store_hidden, "").await.expect(404);
+    api.get(&store_hidden, &users.tenant).await.expect(404);
+    api.get(&format!("{store_hidden}/{hidden}"), &users.tenant)
+        .await
+        .expect(404);
+    assert_eq!(
+        download(env, &format!("{store_hidden}/{hidden}/content"), "")
+            .await
+            .status,
+        404
+    );
+}
