@@ -152,6 +152,11 @@ pub fn is_unique_violation(err: &sqlx::Error) -> bool {
     matches!(err, sqlx::Error::Database(db) if db.is_unique_violation())
 }
 
+/// Whether an sqlx error is a foreign-key violation (the row it refers to went).
+pub fn is_foreign_key_violation(err: &sqlx::Error) -> bool {
+    matches!(err, sqlx::Error::Database(db) if db.is_foreign_key_violation())
+}
+
 /// Whether an sqlx error says the database cannot serve right now rather than that the
 /// request or the code is wrong: the connection broke or was refused (a restart, a
 /// failover), no connection came free within the pool's acquire timeout, or the server

@@ -112,3 +112,25 @@ impl<T> OnDuplicate<T> for Result<T, sqlx::Error> {
         })
     }
 }
+
+/// Maps the constraint violations of a write of a row that belongs to an API: the API
+/// deleted meanwhile (a foreign-key violation) to its 404, a duplicate to a 409.
+pub trait OnApiConstraint<T> {
+    /// `Err(Error::NotFound("API", api_id))` when the API went, `Err(AlreadyExists)` for a
+    /// duplicate (with `duplicate()` as its description), other errors unchanged.
+    fn on_api_constraint(self, api_id: &str, duplicate: impl FnOnce() -> String) -> Result<T>;
+}
+
+impl<T> OnApiConstraint<T> for Result<T, sqlx::Error> {
+    fn on_api_constraint(self, api_id: &str, duplicate: impl FnOnce() -> String) -> Result<T> {
+        self.map_err(|err| {
+            if crate::db::is_foreign_key_violation(&err) {
+                Error::NotFound("API", api_id.to_string())
+            } else if crate::db::is_unique_violation(&err) {
+                Error::AlreadyExists(duplicate())
+            } else {
+                err.into()
+            }
+        })
+    }
+}

@@ -599,3 +599,330 @@ async fn check_store_documents(
         404
     );
 }
+
+const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0";
+const JPEG: &[u8] = b"\xff\xd8\xff\xe0\0\x10JFIF\0\x01\x01\0\0\x01\0\x01\0\0\xff\xd9";
+
+pub async fn thumbnails_and_tags(env: Env) {
+    let users = users(&env).await;
+    let (admin, api) = (users.admin.as_str(), &env.api);
+    let id = create_api(
+        &env,
+        admin,
+        "Pics",
+        json!({"tags": ["mobile", "phone", "mobile"]}),
+    )
+    .await;
+    let thumb = format!("{PUBLISHER}/apis/{id}/thumbnail");
+    let store_thumb = format!("{STORE}/apis/{id}/thumbnail");
+    let before = settled_manifest_version(&env).await;
+    api.get(&thumb, admin)
+        .await
+        .expect_error(404, "has no thumbnail");
+
+    // A PNG: 200 with WSO2's FileInfo; read back from the publisher.
+    let png = || file_form("file", PNG.to_vec(), "logo.png", "image/png");
+    let uploaded = upload(&env, Method::POST, &thumb, admin, png())
+        .await
+        .expect(200);
+    assert_eq!(
+        uploaded.body["relativePath"],
+        format!("/apis/{id}/thumbnail").as_str()
+    );
+    assert_eq!(uploaded.body["mediaType"], "image/png");
+    assert_eq!(uploaded.headers["location"], thumb.as_str());
+    let got = download(&env, &thumb, admin).await;
+    assert_eq!((got.status, got.header("content-type")), (200, "image/png"));
+    assert_eq!(got.bytes, PNG);
+    assert_eq!(got.header("x-content-type-options"), "nosniff");
+
+    // What is not a PNG, JPEG or GIF, or not what it says it is, or too large: refused,
+    // and the thumbnail stays.
+    for (bytes, media_type, problem) in [
+        (
+            b"<html><script>alert(1)</script></html>".to_vec(),
+            "image/png",
+            "PNG, JPEG or GIF",
+        ),
+        (
+            b"<svg xmlns=\"http://www.w3.org/2000/svg\"><script>alert(1)</script></svg>".to_vec(),
+            "image/svg+xml",
+            "PNG, JPEG or GIF",
+        ),
+        (JPEG.to_vec(), "image/png", "does not match"),
+        (PNG.to_vec(), "text/html", "does not match"),
+    ] {
+        upload(
+            &env,
+            Method::POST,
+            &thumb,
+            admin,
+            file_form("file", bytes, "x.png", media_type),
+        )
+        .await
+        .expect_error(400, problem);
+    }
+    let oversized = [PNG, &vec![0; 1024 * 1024]].concat();
+    upload(
+        &env,
+        Method::POST,
+        &thumb,
+        admin,
+        file_form("file", oversized, "big.png", "image/png"),
+    )
+    .await
+    .expect(413);
+    upload(
+        &env,
+        Method::POST,
+        &thumb,
+        admin,
+        Form::new().text("image", "x"),
+    )
+    .await
+    .expect_error(400, "400_file");
+    api.post_json(&thumb, admin, &json!({"file": "x"}))
+        .await
+        .expect_error(400, "multipart/form-data");
+    upload(&env, Method::POST, &thumb, &users.viewer, png())
+        .await
+        .expect(401);
+    upload(&env, Method::POST, &thumb, &users.tenant, png())
+        .await
+        .expect(404);
+    api.get(&thumb, &users.tenant).await.expect(404);
+    api.get(&thumb, &users.subscriber).await.expect(401);
+    upload(
+        &env,
+        Method::POST,
+        &format!("{PUBLISHER}/apis/nope/thumbnail"),
+        admin,
+        png(),
+    )
+    .await
+    .expect(404);
+    assert_eq!(download(&env, &thumb, admin).await.bytes, PNG);
+
+    // A JPEG sent as WSO2's own clients send files (application/octet-stream) replaces it.
+    let jpeg = file_form(
+        "file",
+        JPEG.to_vec(),
+        "logo.jpg",
+        "application/octet-stream",
+    );
+    let replaced = upload(&env, Method::POST, &thumb, admin, jpeg)
+        .await
+        .expect(200);
+    assert_eq!(replaced.body["mediaType"], "image/jpeg");
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert_eq!(
+        manifest_version(&env).await,
+        before,
+        "thumbnails change no gateway"
+    );
+
+    // The store: once published, to anyone who sees the API.
+    assert_eq!(download(&env, &store_thumb, "").await.status, 404);
+    publish(&env, admin, &id).await;
+    let stored = download(&env, &store_thumb, "").await;
+    assert_eq!(
+        (stored.status, stored.header("content-type")),
+        (200, "image/jpeg")
+    );
+    assert_eq!(stored.bytes, JPEG);
+    let private = create_api(
+        &env,
+        admin,
+        "Secret",
+        json!({"visibility": "PRIVATE", "tags": ["secret", "phone"]}),
+    )
+    .await;
+    upload(
+        &env,
+        Method::POST,
+        &format!("{PUBLISHER}/apis/{private}/thumbnail"),
+        admin,
+        png(),
+    )
+    .await
+    .expect(200);
+    publish(&env, admin, &private).await;
+    let private_thumb = format!("{STORE}/apis/{private}/thumbnail");
+    assert_eq!(download(&env, &private_thumb, "").await.status, 404);
+    assert_eq!(
+        download(&env, &private_thumb, &users.tenant).await.status,
+        404
+    );
+    assert_eq!(
+        download(&env, &private_thumb, &users.subscriber)
+            .await
+            .status,
+        200
+    );
+
+    // Tags of the APIs the caller sees in the store, with counts: published ones only.
+    create_api(&env, admin, "Draft", json!({"tags": ["draft"]})).await;
+    let other = create_api(&env, admin, "Other", json!({"tags": ["mobile"]})).await;
+    publish(&env, admin, &other).await;
+    let tags = |reply: Reply| -> Vec<(String, i64)> {
+        reply.body["list"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                (
+                    t["name"].as_str().unwrap().to_string(),
+                    t["weight"].as_i64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let pair = |name: &str, weight| (name.to_string(), weight);
+    let anonymous = api.get(&format!("{STORE}/tags"), "").await.expect(200);
+    assert_eq!(anonymous.body["count"], 2);
+    assert_eq!(tags(anonymous), [pair("mobile", 2), pair("phone", 1)]);
+    let home = api
+        .get(&format!("{STORE}/tags"), &users.subscriber)
+        .await
+        .expect(200);
+    assert_eq!(
+        tags(home),
+        [pair("mobile", 2), pair("phone", 2), pair("secret", 1)]
+    );
+    // Another tenant's user: its own store is empty; the super tenant's shows the public.
+    let own = api
+        .get(&format!("{STORE}/tags"), &users.tenant)
+        .await
+        .expect(200);
+    assert_eq!(own.body["count"], 0);
+    let visiting = api
+        .send(
+            api.request(Method::GET, &format!("{STORE}/tags"), &users.tenant)
+                .header("X-WSO2-Tenant", "carbon.super"),
+        )
+        .await
+        .expect(200);
+    assert_eq!(tags(visiting), [pair("mobile", 2), pair("phone", 1)]);
+    let paged = api
+        .get(&format!("{STORE}/tags?limit=1&offset=1"), "")
+        .await
+        .expect(200);
+    assert_eq!(tags(paged.clone()), [pair("phone", 1)]);
+    assert_eq!(paged.body["previous"], "/tags?limit=1&offset=0");
+    assert_eq!(paged.body["next"], "");
+    api.get(&format!("{STORE}/tags?limit=-1"), "")
+        .await
+        .expect(400);
+    api.get(&format!("{STORE}/tags?tag=x"), "")
+        .await
+        .expect(400);
+
+    // The API's deletion takes its thumbnail with it.
+    assert_eq!(rows_of_api(&env, "api_thumbnails", &id).await, 1);
+    api.delete(&format!("{PUBLISHER}/apis/{id}"), admin)
+        .await
+        .expect(200);
+    assert_eq!(rows_of_api(&env, "api_thumbnails", &id).await, 0);
+}
+
+const WSDL: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
+<wsdl:definitions xmlns:wsdl="http://schemas.xmlsoap.org/wsdl/" name="Calculator"
+    targetNamespace="urn:calculator">
+  <wsdl:message name="AddRequest"><wsdl:part name="a" type="xsd:int"/></wsdl:message>
+</wsdl:definitions>"#;
+
+pub async fn wsdl_is_xml_without_doctype(env: Env) {
+    let users = users(&env).await;
+    let (admin, api) = (users.admin.as_str(), &env.api);
+    let id = create_api(&env, admin, "Soap", json!({})).await;
+    let wsdl = format!("{PUBLISHER}/apis/{id}/wsdl");
+    let before = settled_manifest_version(&env).await;
+    api.get(&wsdl, admin).await.expect_error(404, "has no WSDL");
+
+    // POST as the contract says; 200 with no body; read back.
+    let body = |name: &str, definition: &str| json!({"name": name, "wsdlDefinition": definition});
+    let stored = api
+        .post_json(&wsdl, admin, &body("calc.wsdl", WSDL))
+        .await
+        .expect(200);
+    assert_eq!(stored.body, Value::Null);
+    let read = api.get(&wsdl, &users.viewer).await.expect(200);
+    assert_eq!(read.body, body("calc.wsdl", WSDL));
+    // PUT replaces it too.
+    let second = WSDL.replace("Calculator", "Calculator2");
+    api.put_json(&wsdl, admin, &body("calc2.wsdl", &second))
+        .await
+        .expect(200);
+
+    // Hostile or broken definitions: 400, and the WSDL stays.
+    let laughs = r#"<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol"><!ENTITY lol2 "&lol;&lol;&lol;">]><definitions>&lol2;</definitions>"#;
+    let external = r#"<?xml version="1.0"?><!DOCTYPE d [<!ENTITY x SYSTEM "file:///etc/passwd">]><definitions>&x;</definitions>"#;
+    for (name, definition, problem) in [
+        ("a.wsdl", laughs, "DOCTYPE"),
+        ("a.wsdl", external, "DOCTYPE"),
+        (
+            "a.wsdl",
+            "<definitions>&x;</definitions>",
+            "undefined entity",
+        ),
+        (
+            "a.wsdl",
+            "<wsdl:description xmlns:wsdl='http://www.w3.org/ns/wsdl'/>",
+            "must be 'definitions'",
+        ),
+        ("a.wsdl", "{\"not\": \"xml\"}", "Invalid WSDL"),
+        ("a.wsdl", "<definitions>", "not closed"),
+        ("../../etc/a.wsdl", WSDL, "Invalid file name"),
+    ] {
+        api.post_json(&wsdl, admin, &body(name, definition))
+            .await
+            .expect_error(400, problem);
+    }
+    api.post_json(&wsdl, admin, &json!({"wsdlDefinition": WSDL}))
+        .await
+        .expect_error(400, "400_name");
+    api.post_json(
+        &wsdl,
+        admin,
+        &json!({"name": "a.wsdl", "wsdlDefinition": WSDL, "url": "x"}),
+    )
+    .await
+    .expect_error(400, "Unrecognized property 'url'");
+    let xml_body = api
+        .send(
+            api.request(Method::POST, &wsdl, admin)
+                .header("content-type", "text/xml")
+                .body(WSDL),
+        )
+        .await;
+    xml_body.expect(415);
+    let huge = format!("<definitions>{}</definitions>", " ".repeat(1024 * 1024));
+    api.post_json(&wsdl, admin, &body("big.wsdl", &huge))
+        .await
+        .expect(413);
+    api.post_json(&wsdl, &users.viewer, &body("calc.wsdl", WSDL))
+        .await
+        .expect(401);
+    api.post_json(&wsdl, &users.tenant, &body("calc.wsdl", WSDL))
+        .await
+        .expect(404);
+    api.get(&wsdl, &users.tenant).await.expect(404);
+    api.get(&wsdl, &users.subscriber).await.expect(401);
+    api.get(&format!("{PUBLISHER}/apis/nope/wsdl"), admin)
+        .await
+        .expect(404);
+    let kept = api.get(&wsdl, admin).await.expect(200);
+    assert_eq!(kept.body, body("calc2.wsdl", &second));
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert_eq!(
+        manifest_version(&env).await,
+        before,
+        "a WSDL changes no gateway"
+    );
+
+    // The API's deletion takes its WSDL with it.
+    api.delete(&format!("{PUBLISHER}/apis/{id}"), admin)
+        .await
+        .expect(200);
+    assert_eq!(rows_of_api(&env, "api_wsdls", &id).await, 0);
+}

@@ -168,6 +168,8 @@ on_both!(
     secrets::data_key_rotation,
     secrets::add_user_keeps_passwords_out_of_ps,
     content::documents_in_publisher_and_store,
+    content::thumbnails_and_tags,
+    content::wsdl_is_xml_without_doctype,
 );
 
 on_both!(

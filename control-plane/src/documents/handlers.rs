@@ -14,7 +14,7 @@ use super::records::{Document, DocumentRow};
 use super::rules;
 use super::store::{self, Shown};
 use crate::apis::{PUBLISHER, tenant_api};
-use crate::error::{Error, OnDuplicate, Result};
+use crate::error::{Error, OnApiConstraint, Result};
 use crate::http::auth::Caller;
 use crate::http::extract::{JsonBody, QueryParams};
 use crate::http::pagination::{ListEnvelope, Page};
@@ -92,7 +92,7 @@ async fn create_document(
     let row = checked.into_row(uuid::Uuid::new_v4().to_string(), api.id.clone());
     store::insert(&state.db, &row)
         .await
-        .on_duplicate(|| message)?;
+        .on_api_constraint(&api.id, || message)?;
     tracing::info!(api = %api.id, document = %row.id, "document created");
     let location = format!("{PUBLISHER}/apis/{}/documents/{}", api.id, row.id);
     Ok((

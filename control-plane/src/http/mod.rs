@@ -61,6 +61,8 @@ fn routes(state: AppState) -> Router {
         .merge(crate::apis::tags_router())
         .merge(crate::documents::publisher_router())
         .merge(crate::documents::store_router())
+        .merge(crate::thumbnails::router())
+        .merge(crate::wsdl::router())
         .merge(crate::users::router())
         .merge(crate::fleet::router())
         .fallback(not_found)

@@ -1,0 +1,120 @@
+//! An API's thumbnail (WSO2 v0.14): publisher `GET`/`POST /apis/{apiId}/thumbnail`
+//! (`apim:api_view`/`apim:api_create`, the caller's tenant) and store
+//! `GET /apis/{apiId}/thumbnail` (an API the caller sees, anonymously too). Uploading one
+//! changes nothing gateways see, so it asks for no compile.
+
+use axum::extract::{Path, Request, State};
+use axum::http::{HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use serde::Serialize;
+
+use super::image::{MAX_IMAGE_BYTES, image_type};
+use super::store::{self, ThumbnailRow};
+use crate::apis::{PUBLISHER, tenant_api, visible_api};
+use crate::applications::STORE;
+use crate::documents::untrusted;
+use crate::error::{Error, Result};
+use crate::http::auth::{Caller, MaybeCaller};
+use crate::http::multipart::{declared_media_type, read_form};
+use crate::scopes::Scope;
+use crate::state::{AppState, Touches};
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route(
+            &format!("{PUBLISHER}/apis/{{api_id}}/thumbnail"),
+            get(publisher_thumbnail).post(upload_thumbnail),
+        )
+        .route(
+            &format!("{STORE}/apis/{{api_id}}/thumbnail"),
+            get(store_thumbnail),
+        )
+}
+
+/// WSO2's `FileInfo`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct FileInfo {
+    relative_path: String,
+    media_type: String,
+}
+
+/// `POST /apis/{apiId}/thumbnail`: the form field `file`, a PNG, JPEG or GIF image of at
+/// most 1 MiB (see `image`); 200 with `Location` and its `FileInfo`.
+async fn upload_thumbnail(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(api_id): Path<String>,
+    request: Request,
+) -> Result<Response> {
+    caller.require(&state, Scope::ApiCreate)?;
+    let api = tenant_api(&state, &caller, &api_id).await?;
+    let form = read_form(request, &state, &["file"], MAX_IMAGE_BYTES).await?;
+    let Some(file) = form.into_iter().next() else {
+        return Err(Error::InvalidFields(vec![(
+            "file".into(),
+            "may not be null".into(),
+        )]));
+    };
+    let declared = match file.content_type.as_deref() {
+        None => String::new(),
+        given => declared_media_type(given),
+    };
+    let media_type = image_type(&file.bytes, &declared)?;
+    let row = ThumbnailRow {
+        media_type: media_type.to_string(),
+        image: STANDARD.encode(&file.bytes),
+    };
+    store::put(&state.db, &api.id, &row).await?;
+    tracing::info!(api = %api.id, media_type, "thumbnail uploaded");
+    let relative_path = format!("/apis/{}/thumbnail", api.id);
+    Ok((
+        Touches::nothing(),
+        [(header::LOCATION, format!("{PUBLISHER}{relative_path}"))],
+        Json(FileInfo {
+            relative_path,
+            media_type: media_type.to_string(),
+        }),
+    )
+        .into_response())
+}
+
+/// `GET /apis/{apiId}/thumbnail` (publisher).
+async fn publisher_thumbnail(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(api_id): Path<String>,
+) -> Result<Response> {
+    caller.require(&state, Scope::ApiView)?;
+    let api = tenant_api(&state, &caller, &api_id).await?;
+    thumbnail(&state, &api.id).await
+}
+
+/// `GET /apis/{apiId}/thumbnail` (store).
+async fn store_thumbnail(
+    State(state): State<AppState>,
+    MaybeCaller(caller): MaybeCaller,
+    Path(api_id): Path<String>,
+) -> Result<Response> {
+    let api = visible_api(&state, caller.as_ref(), &api_id).await?;
+    thumbnail(&state, &api.id).await
+}
+
+/// The image with its type; 404 when the API has none.
+async fn thumbnail(state: &AppState, api_id: &str) -> Result<Response> {
+    let Some(row) = store::find(&state.db, api_id).await? else {
+        return Err(Error::NotFoundWhy(format!(
+            "The API {api_id} has no thumbnail"
+        )));
+    };
+    let bytes = STANDARD
+        .decode(&row.image)
+        .map_err(|e| anyhow::anyhow!("stored thumbnail of API {api_id}: {e}"))?;
+    let media_type = HeaderValue::from_str(&row.media_type)
+        .map_err(|e| anyhow::anyhow!("stored thumbnail type of API {api_id}: {e}"))?;
+    Ok(untrusted(([(header::CONTENT_TYPE, media_type)], bytes)))
+}

@@ -1,0 +1,102 @@
+//! An API's WSDL, publisher `/api/am/publisher/v0.14/apis/{apiId}/wsdl` (WSO2 v0.14):
+//! `GET` answers WSO2's `Wsdl` `{name, wsdlDefinition}`; `POST` (the contract's method;
+//! `PUT` is taken as the same) stores one from a `Wsdl` body, 200 with no body. The
+//! definition must be a WSDL 1.1 document: well-formed XML whose root is `definitions`,
+//! without a DOCTYPE (see `crate::xml`). Storing one changes nothing gateways see.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::routing::get;
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+
+use super::store::{self, WsdlRow};
+use crate::apis::{PUBLISHER, tenant_api};
+use crate::error::{Error, Result};
+use crate::http::auth::Caller;
+use crate::http::extract::JsonBody;
+use crate::http::multipart::check_file_name;
+use crate::scopes::Scope;
+use crate::state::{AppState, Touches};
+
+/// Largest WSDL, bytes.
+const MAX_WSDL_BYTES: usize = 1024 * 1024;
+
+pub fn router() -> Router<AppState> {
+    Router::new().route(
+        &format!("{PUBLISHER}/apis/{{api_id}}/wsdl"),
+        get(get_wsdl).post(put_wsdl).put(put_wsdl),
+    )
+}
+
+/// WSO2's `Wsdl`.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct Wsdl {
+    name: Option<String>,
+    wsdl_definition: Option<String>,
+}
+
+/// `GET /apis/{apiId}/wsdl`: 404 when the API has none.
+async fn get_wsdl(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(api_id): Path<String>,
+) -> Result<Json<Wsdl>> {
+    caller.require(&state, Scope::ApiView)?;
+    let api = tenant_api(&state, &caller, &api_id).await?;
+    let Some(row) = store::find(&state.db, &api.id).await? else {
+        return Err(Error::NotFoundWhy(format!(
+            "The API {} has no WSDL",
+            api.id
+        )));
+    };
+    Ok(Json(Wsdl {
+        name: Some(row.name),
+        wsdl_definition: Some(row.definition),
+    }))
+}
+
+/// `POST` (or `PUT`) `/apis/{apiId}/wsdl`: replaces the API's WSDL.
+async fn put_wsdl(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(api_id): Path<String>,
+    JsonBody(body): JsonBody<Wsdl>,
+) -> Result<(Touches, StatusCode)> {
+    caller.require(&state, Scope::ApiCreate)?;
+    let api = tenant_api(&state, &caller, &api_id).await?;
+    let row = check(body)?;
+    store::put(&state.db, &api.id, &row).await?;
+    tracing::info!(api = %api.id, name = %row.name, "WSDL stored");
+    Ok((Touches::nothing(), StatusCode::OK))
+}
+
+/// A `Wsdl` body as stored: a plain file name and a WSDL 1.1 definition.
+fn check(body: Wsdl) -> Result<WsdlRow> {
+    let missing: Vec<(String, String)> = [
+        ("name", body.name.is_none()),
+        ("wsdlDefinition", body.wsdl_definition.is_none()),
+    ]
+    .into_iter()
+    .filter(|(_, absent)| *absent)
+    .map(|(property, _)| (property.to_string(), "may not be null".to_string()))
+    .collect();
+    if !missing.is_empty() {
+        return Err(Error::InvalidFields(missing));
+    }
+    let name = body.name.unwrap_or_default();
+    check_file_name(&name)?;
+    let definition = body.wsdl_definition.unwrap_or_default();
+    if definition.len() > MAX_WSDL_BYTES {
+        return Err(Error::PayloadTooLarge);
+    }
+    if definition.contains('\0') {
+        return Err(Error::Invalid(
+            "The WSDL must not contain NUL characters".into(),
+        ));
+    }
+    crate::xml::check_document(&definition, "definitions")
+        .map_err(|problem| Error::Invalid(format!("Invalid WSDL: {problem}")))?;
+    Ok(WsdlRow { name, definition })
+}
