@@ -14,6 +14,7 @@ pub mod http;
 pub mod keys;
 pub mod listener;
 pub mod manifest;
+pub mod mediation;
 pub mod scopes;
 pub mod secrets;
 pub mod server;

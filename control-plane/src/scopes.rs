@@ -19,6 +19,8 @@ pub enum Scope {
     SubscriptionView,
     /// Block and unblock subscriptions.
     SubscriptionBlock,
+    /// List the global mediation policies.
+    MediationPolicyView,
 }
 
 /// Every scope with the roles that may have it (tenant-conf.json `RESTAPIScopes`).
@@ -46,6 +48,11 @@ const SCOPE_ROLES: &[(Scope, &str, &[&str])] = &[
         Scope::SubscriptionBlock,
         "subscription_block",
         &["admin", "publisher"],
+    ),
+    (
+        Scope::MediationPolicyView,
+        "mediation_policy_view",
+        &["admin"],
     ),
 ];
 

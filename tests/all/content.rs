@@ -926,3 +926,245 @@ pub async fn wsdl_is_xml_without_doctype(env: Env) {
         .expect(200);
     assert_eq!(rows_of_api(&env, "api_wsdls", &id).await, 0);
 }
+
+const SEQUENCE: &str = r#"<sequence xmlns="http://ws.apache.org/ns/synapse" name="add_custom_header">
+    <property name="CustomHeader" scope="transport" value="example"/>
+</sequence>"#;
+
+pub async fn mediation_policies(env: Env) {
+    let users = users(&env).await;
+    let (admin, api) = (users.admin.as_str(), &env.api);
+    let id = create_api(&env, admin, "Mediated", json!({})).await;
+    let policies = format!("{PUBLISHER}/apis/{id}/policies/mediation");
+    let before = settled_manifest_version(&env).await;
+    let policy = |name: &str, flow: &str, config: &str| json!({"name": name, "type": flow, "config": config});
+
+    // Create: 200 (the contract's status) with Location and the policy, content kept.
+    let created = api
+        .post_json(
+            &policies,
+            admin,
+            &policy("add_custom_header", "in", SEQUENCE),
+        )
+        .await
+        .expect(200);
+    let first = created.str("id");
+    assert_eq!(
+        created.headers["location"],
+        format!("{policies}/{first}").as_str()
+    );
+    assert_eq!(created.body["config"], SEQUENCE);
+    api.post_json(
+        &policies,
+        admin,
+        &policy("add_custom_header", "in", SEQUENCE),
+    )
+    .await
+    .expect_error(409, "already exists");
+    // The same name in another flow is another policy.
+    let fault = api
+        .post_json(
+            &policies,
+            admin,
+            &policy("add_custom_header", "fault", SEQUENCE),
+        )
+        .await
+        .expect(200)
+        .str("id");
+
+    // Bad bodies: 400 (or 413, 415), nothing stored.
+    let laughs =
+        r#"<!DOCTYPE s [<!ENTITY a "aaaa"><!ENTITY b "&a;&a;&a;">]><sequence>&b;</sequence>"#;
+    for (body, status, problem) in [
+        (policy("x", "in", laughs), 400, "DOCTYPE"),
+        (
+            policy("x", "in", "<sequence><log></sequence>"),
+            400,
+            "not well formed",
+        ),
+        (
+            policy("x", "in", "<definitions/>"),
+            400,
+            "must be 'sequence'",
+        ),
+        (
+            policy("x", "in", "plain text"),
+            400,
+            "Invalid mediation policy",
+        ),
+        (policy("x", "request", SEQUENCE), 400, "Invalid type"),
+        (
+            policy("../../out/x", "in", SEQUENCE),
+            400,
+            "Invalid mediation policy name",
+        ),
+        (json!({"name": "x", "type": "in"}), 400, "400_config"),
+        (
+            json!({"name": "x", "type": "in", "config": SEQUENCE, "shared": true}),
+            400,
+            "Unrecognized property 'shared'",
+        ),
+    ] {
+        api.post_json(&policies, admin, &body)
+            .await
+            .expect_error(status, problem);
+    }
+    let huge = format!("<sequence>{}</sequence>", " ".repeat(256 * 1024));
+    api.post_json(&policies, admin, &policy("big", "in", &huge))
+        .await
+        .expect(413);
+    api.send(
+        api.request(Method::POST, &policies, admin)
+            .header("content-type", "application/xml")
+            .body(SEQUENCE),
+    )
+    .await
+    .expect(415);
+
+    // Who may: a publisher reads, does not write; a subscriber neither; another tenant
+    // finds no such API.
+    api.get(&policies, &users.viewer).await.expect(200);
+    api.post_json(&policies, &users.viewer, &policy("v", "in", SEQUENCE))
+        .await
+        .expect(401);
+    api.delete(&format!("{policies}/{first}"), &users.viewer)
+        .await
+        .expect(401);
+    api.get(&policies, &users.subscriber).await.expect(401);
+    api.get(&policies, &users.tenant).await.expect(404);
+    api.get(&format!("{policies}/{first}"), &users.tenant)
+        .await
+        .expect(404);
+    api.post_json(&policies, &users.tenant, &policy("t", "in", SEQUENCE))
+        .await
+        .expect(404);
+    api.get(&format!("{PUBLISHER}/apis/nope/policies/mediation"), admin)
+        .await
+        .expect(404);
+
+    // List, paged, by type and name; query is accepted and ignored, as in WSO2.
+    let listed = api
+        .get(&format!("{policies}?limit=1&query=x"), admin)
+        .await
+        .expect(200);
+    assert_eq!(listed.body["count"], 1);
+    assert_eq!(
+        listed.body["list"][0],
+        json!({"name": "add_custom_header", "id": fault, "type": "fault"})
+    );
+    assert!(listed.body["next"].as_str().unwrap().contains("offset=1"));
+    api.get(&format!("{policies}?sort=name"), admin)
+        .await
+        .expect(400);
+
+    // Read, update (rename; onto a taken name and type is 409), delete.
+    let read = api
+        .get(&format!("{policies}/{first}"), &users.viewer)
+        .await
+        .expect(200);
+    assert_eq!(read.body["config"], SEQUENCE);
+    api.get(&format!("{policies}/no-such"), admin)
+        .await
+        .expect_error(
+            404,
+            "Requested Mediation Policy with Id 'no-such' not found",
+        );
+    let changed = SEQUENCE.replace("example", "changed");
+    let updated = api
+        .put_json(
+            &format!("{policies}/{first}"),
+            admin,
+            &policy("renamed", "out", &changed),
+        )
+        .await
+        .expect(200);
+    assert_eq!(
+        updated.body,
+        json!({"id": first, "name": "renamed", "type": "out", "config": changed})
+    );
+    api.put_json(
+        &format!("{policies}/{first}"),
+        admin,
+        &policy("add_custom_header", "fault", SEQUENCE),
+    )
+    .await
+    .expect_error(409, "already exists");
+    api.put_json(
+        &format!("{policies}/{first}"),
+        admin,
+        &policy("renamed", "out", laughs),
+    )
+    .await
+    .expect_error(400, "DOCTYPE");
+    api.put_json(
+        &format!("{policies}/no-such"),
+        admin,
+        &policy("n", "in", SEQUENCE),
+    )
+    .await
+    .expect(404);
+    let kept = api
+        .get(&format!("{policies}/{first}"), admin)
+        .await
+        .expect(200);
+    assert_eq!(kept.body["config"], changed.as_str());
+    api.delete(&format!("{policies}/{fault}"), admin)
+        .await
+        .expect(200);
+    api.delete(&format!("{policies}/{fault}"), admin)
+        .await
+        .expect(404);
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert_eq!(
+        manifest_version(&env).await,
+        before,
+        "mediation policies change no gateway"
+    );
+
+    // The global policies: for mediation_policy_view, which only administrators get.
+    let global = format!("{PUBLISHER}/policies/mediation");
+    api.get(&global, admin)
+        .await
+        .expect_error(401, "Unauthenticated");
+    let viewer = api
+        .login(
+            "paula",
+            "paula-pw",
+            "mgr:api_view mgr:mediation_policy_view",
+        )
+        .await;
+    api.get(&global, &viewer).await.expect(401);
+    let mediation_admin = api
+        .login("admin", ADMIN_PASSWORD, "mgr:mediation_policy_view")
+        .await;
+    let all = api.get(&global, &mediation_admin).await.expect(200);
+    let names: Vec<&str> = all.body["list"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    for name in [
+        "json_to_xml_in_message",
+        "xml_to_json_out_message",
+        "preserve_accept_header",
+    ] {
+        assert!(names.contains(&name), "{name} in {names:?}");
+    }
+    let paged = api
+        .get(&format!("{global}?limit=2&offset=2"), &mediation_admin)
+        .await
+        .expect(200);
+    assert_eq!(paged.body["count"], 2);
+    assert_eq!(
+        paged.body["previous"],
+        "/policies/mediation?limit=2&offset=0"
+    );
+
+    // The API's deletion takes its policies with it.
+    assert_eq!(rows_of_api(&env, "api_mediation_policies", &id).await, 1);
+    api.delete(&format!("{PUBLISHER}/apis/{id}"), admin)
+        .await
+        .expect(200);
+    assert_eq!(rows_of_api(&env, "api_mediation_policies", &id).await, 0);
+}

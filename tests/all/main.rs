@@ -170,6 +170,7 @@ on_both!(
     content::documents_in_publisher_and_store,
     content::thumbnails_and_tags,
     content::wsdl_is_xml_without_doctype,
+    content::mediation_policies,
 );
 
 on_both!(

@@ -63,6 +63,7 @@ fn routes(state: AppState) -> Router {
         .merge(crate::documents::store_router())
         .merge(crate::thumbnails::router())
         .merge(crate::wsdl::router())
+        .merge(crate::mediation::router())
         .merge(crate::users::router())
         .merge(crate::fleet::router())
         .fallback(not_found)

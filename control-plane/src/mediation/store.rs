@@ -1,0 +1,97 @@
+//! The `api_mediation_policies` table: every query on it (WSO2's API-specific mediation
+//! policy operations). Rows go with their API by ON DELETE CASCADE.
+
+use sqlx::AnyPool;
+
+use super::records::{MEDIATION_COLUMNS, MediationRow};
+use crate::db::now;
+use crate::error::{OnApiConstraint, Result};
+use crate::http::pagination::Page;
+
+fn duplicate(row: &MediationRow) -> String {
+    format!(
+        "Mediation policy '{}' of type '{}' already exists",
+        row.name, row.flow
+    )
+}
+
+/// One page of an API's policies by flow and name, and how many there are in all.
+pub async fn page(db: &AnyPool, api_id: &str, page: Page) -> Result<(i64, Vec<MediationRow>)> {
+    // language=SQL
+    let (total,): (i64,) =
+        sqlx::query_as("SELECT COUNT(*) FROM api_mediation_policies WHERE api_id = $1")
+            .bind(api_id)
+            .fetch_one(db)
+            .await?;
+    // language=SQL
+    let select = format!(
+        "SELECT {MEDIATION_COLUMNS} FROM api_mediation_policies WHERE api_id = $1 \
+         ORDER BY flow, name LIMIT {} OFFSET {}",
+        page.limit, page.offset
+    );
+    let rows = sqlx::query_as(&select).bind(api_id).fetch_all(db).await?;
+    Ok((total, rows))
+}
+
+/// Policy `id` of API `api_id`, if any.
+pub async fn find(db: &AnyPool, api_id: &str, id: &str) -> Result<Option<MediationRow>> {
+    // language=SQL
+    let select = format!(
+        "SELECT {MEDIATION_COLUMNS} FROM api_mediation_policies WHERE api_id = $1 AND id = $2"
+    );
+    Ok(sqlx::query_as(&select)
+        .bind(api_id)
+        .bind(id)
+        .fetch_optional(db)
+        .await?)
+}
+
+/// Inserts a policy; 409 when the API has one of that name and flow.
+pub async fn insert(db: &AnyPool, row: &MediationRow) -> Result<()> {
+    // language=SQL
+    sqlx::query(
+        "INSERT INTO api_mediation_policies (id, api_id, name, flow, config, created_at, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $6)",
+    )
+    .bind(&row.id)
+    .bind(&row.api_id)
+    .bind(&row.name)
+    .bind(&row.flow)
+    .bind(&row.config)
+    .bind(now())
+    .execute(db)
+    .await
+    .on_api_constraint(&row.api_id, || duplicate(row))?;
+    Ok(())
+}
+
+/// Replaces a policy's name, flow and config; whether there was one. 409 when that
+/// name and flow are another policy's.
+pub async fn update(db: &AnyPool, row: &MediationRow) -> Result<bool> {
+    // language=SQL
+    let updated = sqlx::query(
+        "UPDATE api_mediation_policies SET name = $1, flow = $2, config = $3, updated_at = $4 \
+         WHERE api_id = $5 AND id = $6",
+    )
+    .bind(&row.name)
+    .bind(&row.flow)
+    .bind(&row.config)
+    .bind(now())
+    .bind(&row.api_id)
+    .bind(&row.id)
+    .execute(db)
+    .await
+    .on_api_constraint(&row.api_id, || duplicate(row))?;
+    Ok(updated.rows_affected() > 0)
+}
+
+/// Deletes a policy; whether there was one.
+pub async fn delete(db: &AnyPool, api_id: &str, id: &str) -> Result<bool> {
+    // language=SQL
+    let deleted = sqlx::query("DELETE FROM api_mediation_policies WHERE api_id = $1 AND id = $2")
+        .bind(api_id)
+        .bind(id)
+        .execute(db)
+        .await?;
+    Ok(deleted.rows_affected() > 0)
+}
