@@ -415,7 +415,19 @@ async fn check_content_uploads(
     )
     .await
     .expect(200);
+    // Inline text is capped at 1 MiB: 413, and the earlier text stays.
+    let long = Form::new().text("inlineContent", "x".repeat(1024 * 1024 + 1));
+    upload(
+        env,
+        Method::POST,
+        &format!("{docs}/{notes}/content"),
+        admin,
+        long,
+    )
+    .await
+    .expect(413);
     let markdown = download(env, &format!("{docs}/{notes}/content"), admin).await;
+    assert_eq!(markdown.bytes, b"# Notes");
     assert_eq!(
         markdown.header("content-type"),
         "text/markdown; charset=utf-8"

@@ -77,19 +77,22 @@ async fn store_inline(state: &AppState, doc: &DocumentRow, field: &FormField) ->
     stored_or_conflict(state, doc, content).await
 }
 
-/// Stores the content unless the document's source type changed meanwhile (409).
+/// Stores the content unless the document went meanwhile (404) or its source type
+/// changed (409).
 async fn stored_or_conflict(
     state: &AppState,
     doc: &DocumentRow,
     content: Content<'_>,
 ) -> Result<()> {
     if store::set_content(&state.db, &doc.api_id, &doc.id, &doc.source_type, content).await? {
-        Ok(())
-    } else {
-        Err(Error::Conflict(format!(
-            "Document {} changed or went while its content was uploaded; try again",
+        return Ok(());
+    }
+    match store::find(&state.db, &doc.api_id, &doc.id).await? {
+        None => Err(Error::NotFound("Document", doc.id.clone())),
+        Some(_) => Err(Error::Conflict(format!(
+            "The source type of document {} changed while its content was uploaded",
             doc.id
-        )))
+        ))),
     }
 }
 
