@@ -172,12 +172,17 @@ impl ScopeNames {
 pub struct ApiScope {
     /// The scope's name in tokens.
     pub key: String,
+    /// Its display name (the key when none is declared).
+    pub name: String,
+    /// Its description, possibly empty.
+    pub description: String,
     /// Roles that may have it; empty: any user.
     pub roles: Vec<String>,
 }
 
 impl ApiScope {
-    fn allows(&self, roles: &[String]) -> bool {
+    /// Whether a user of these roles may have the scope.
+    pub fn allows(&self, roles: &[String]) -> bool {
         self.roles.is_empty() || self.roles.iter().any(|r| roles.contains(r))
     }
 }
@@ -204,8 +209,14 @@ pub fn declared_by(record: &str) -> Vec<ApiScope> {
                 .filter(|r| !r.is_empty())
                 .map(|r| r.strip_prefix("Internal/").unwrap_or(r).to_string())
                 .collect();
+            let text = |member: &str| scope[member].as_str().unwrap_or_default().trim();
             Some(ApiScope {
                 key: key.trim().to_string(),
+                name: Some(text("name"))
+                    .filter(|name| !name.is_empty())
+                    .unwrap_or(key.trim())
+                    .to_string(),
+                description: text("description").to_string(),
                 roles,
             })
         })

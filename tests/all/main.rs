@@ -10,6 +10,7 @@ use std::pin::Pin;
 use harness::services::{Service, available};
 use harness::{Backend, Client, ControlPlane};
 
+mod access;
 mod authz;
 mod backends;
 mod bounds;
@@ -171,6 +172,10 @@ on_both!(
     content::thumbnails_and_tags,
     content::wsdl_is_xml_without_doctype,
     content::mediation_policies,
+    access::publisher_lists_blocks_and_unblocks_subscriptions,
+    access::publisher_reads_applications_of_its_tenant,
+    access::key_grants_and_secrets_change,
+    access::application_scopes_and_batch_subscriptions,
 );
 
 on_both!(
@@ -183,4 +188,6 @@ on_both!(
     security::a_request_that_has_passed_the_gateway_is_a_loop,
     security::backends_are_reached_only_where_the_egress_policy_allows,
     bounds::oversized_apis_are_refused_and_changes_keep_reaching_gateways,
+    access::blocks_and_new_secrets_reach_the_host_path,
+    access::blocks_and_new_secrets_reach_the_component_path,
 );

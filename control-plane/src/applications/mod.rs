@@ -1,12 +1,17 @@
-//! Store applications: the `applications` row (`records`), its queries (`store`), who may
-//! use one (`access`) and the store resources (`handlers`).
+//! Applications: the `applications` row (`records`), its queries (`store`), who may use
+//! one (`access`), the store resources (`handlers`, and `scopes` for the scopes of the
+//! APIs it subscribes to) and the publisher's read of one (`publisher`).
 
 mod access;
 mod handlers;
+mod publisher;
 mod records;
+mod scopes;
 mod store;
 
 pub use access::{STORE, StoreUser, owned_application};
 pub use handlers::router;
+pub use publisher::router as publisher_router;
 pub use records::StoredApplication;
+pub use scopes::router as scopes_router;
 pub use store::{find, tiers_of};

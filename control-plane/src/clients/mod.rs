@@ -7,5 +7,6 @@ mod store;
 pub use registration::router;
 pub use store::{
     ClientCache, OAuthClient, Principal, find, find_application_key, find_registered, insert,
-    new_client_id, new_client_secret, replace_secret, stored_secrets,
+    new_client_id, new_client_secret, replace_application_secret, replace_secret, stored_secrets,
+    update_grants,
 };

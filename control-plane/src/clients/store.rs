@@ -183,6 +183,47 @@ pub async fn insert<'e>(
     .map(|_| ())
 }
 
+/// Changes an application key's grants and callback URL (WSO2's `updateAuthClient`).
+pub async fn update_grants(
+    db: &AnyPool,
+    client_id: &str,
+    grant_types: &str,
+    callback_url: &str,
+) -> sqlx::Result<()> {
+    // language=SQL
+    sqlx::query(
+        "UPDATE oauth_clients SET grant_types = $1, callback_url = $2
+         WHERE client_id = $3 AND application_id IS NOT NULL",
+    )
+    .bind(grant_types)
+    .bind(callback_url)
+    .bind(client_id)
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+/// Gives an application key a new secret, stored encrypted; the old one authenticates no
+/// one from then on (this control plane's cache is cleared after every change; others
+/// sharing the database drop it within [`CACHED_FOR`]).
+pub async fn replace_application_secret(
+    db: &AnyPool,
+    keys: &DataKeys,
+    client_id: &str,
+    secret: &str,
+) -> sqlx::Result<()> {
+    // language=SQL
+    sqlx::query(
+        "UPDATE oauth_clients SET client_secret = $1
+         WHERE client_id = $2 AND application_id IS NOT NULL",
+    )
+    .bind(keys.seal(Field::ClientSecret, client_id, secret))
+    .bind(client_id)
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
 /// A fresh client id, in WSO2's style (28 alphanumerics).
 pub fn new_client_id() -> String {
     Alphanumeric.sample_string(&mut rand::rng(), 28)

@@ -27,8 +27,20 @@ pub fn router() -> Router<AppState> {
         )
         .route(
             &format!("{STORE}/applications/{{application_id}}/keys/{{key_type}}"),
-            get(get_key),
+            get(get_key).put(super::updates::update_key),
         )
+        .merge(super::updates::router())
+}
+
+/// Refuses (400) a key type other than WSO2's two.
+pub(super) fn check_key_type(key_type: &str) -> Result<()> {
+    if matches!(key_type, "PRODUCTION" | "SANDBOX") {
+        Ok(())
+    } else {
+        Err(Error::Invalid(format!(
+            "Invalid keyType '{key_type}'; allowed values are PRODUCTION, SANDBOX"
+        )))
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -184,11 +196,7 @@ async fn get_key(
     Path((application_id, key_type)): Path<(String, String)>,
 ) -> Result<Json<ApplicationKey>> {
     let app = owned_application(&state, &caller, &application_id).await?;
-    if !matches!(key_type.as_str(), "PRODUCTION" | "SANDBOX") {
-        return Err(Error::Invalid(format!(
-            "Invalid keyType '{key_type}'; allowed values are PRODUCTION, SANDBOX"
-        )));
-    }
+    check_key_type(&key_type)?;
     clients::find_application_key(&state.db, &state.data_keys, &app.id, &key_type)
         .await?
         .map(|client| Json(ApplicationKey::new(client, None)))

@@ -1,8 +1,10 @@
 //! Application keys: what WSO2 shows of them (`records`) and the store resources that
-//! generate and read them (`handlers`).
+//! generate and read them (`handlers`) and change them (`updates`: grants, callback URL,
+//! secret).
 
 mod handlers;
 mod records;
+mod updates;
 
 pub use handlers::router;
 pub use records::{ApplicationKey, application_keys};

@@ -3,14 +3,14 @@
 use axum::extract::{Path, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 
-use super::records::Subscription;
+use super::records::{Subscription, UNBLOCKED};
 use super::store;
-use crate::apis::{Viewer, find as find_api};
-use crate::applications::{STORE, StoreUser, owned_application};
+use crate::apis::{StoredApi, Viewer, find as find_api};
+use crate::applications::{STORE, StoreUser, StoredApplication, owned_application};
 use crate::error::{Error, OnDuplicate, Result};
 use crate::http::auth::Caller;
 use crate::http::extract::{JsonBody, QueryParams};
@@ -25,6 +25,10 @@ pub fn router() -> Router<AppState> {
             get(list_subscriptions).post(subscribe),
         )
         .route(
+            &format!("{STORE}/subscriptions/multiple"),
+            post(subscribe_many),
+        )
+        .route(
             &format!("{STORE}/subscriptions/{{subscription_id}}"),
             get(get_subscription).delete(unsubscribe),
         )
@@ -33,7 +37,7 @@ pub fn router() -> Router<AppState> {
 /// WSO2's `Subscription`.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-struct SubscriptionDto {
+pub(super) struct SubscriptionDto {
     subscription_id: String,
     application_id: String,
     api_identifier: String,
@@ -53,12 +57,46 @@ struct SubscriptionBody {
     status: Option<String>,
 }
 
-/// `POST /subscriptions`: 201 with `Location`; the API by id or unique name.
-async fn subscribe(
-    State(state): State<AppState>,
-    StoreUser(caller): StoreUser,
-    JsonBody(body): JsonBody<SubscriptionBody>,
-) -> Result<Response> {
+/// A subscription request, checked: the caller's application, an API it may subscribe
+/// to, and a tier the API allows.
+struct Checked {
+    application: StoredApplication,
+    api: StoredApi,
+    tier: String,
+}
+
+impl Checked {
+    /// The subscription as WSO2 shows it once stored under `id` (always UNBLOCKED).
+    fn dto(&self, id: String) -> SubscriptionDto {
+        SubscriptionDto {
+            subscription_id: id,
+            application_id: self.application.id.clone(),
+            api_identifier: self.api.identifier(),
+            tier: self.tier.clone(),
+            status: UNBLOCKED.into(),
+        }
+    }
+
+    fn touched(&self) -> Touched {
+        Touched::Subscription {
+            application: self.application.id.clone(),
+            api: self.api.id.clone(),
+        }
+    }
+
+    fn already_exists(&self) -> String {
+        format!(
+            "Specified subscription already exists for API {} for application {}",
+            self.api.identifier(),
+            self.application.name
+        )
+    }
+}
+
+/// Checks a subscription request as WSO2 does: 400 for missing fields, 404 for an
+/// application or API the caller may not use (answered as missing ones), 403 for another
+/// user's application or a tier the API does not allow.
+async fn check(state: &AppState, caller: &Caller, body: SubscriptionBody) -> Result<Checked> {
     let missing: Vec<(String, String)> = [
         ("tier", &body.tier),
         ("apiIdentifier", &body.api_identifier),
@@ -76,10 +114,10 @@ async fn subscribe(
         body.api_identifier.unwrap_or_default(),
         body.application_id.unwrap_or_default(),
     );
-    let app = owned_application(&state, &caller, &application_id).await?;
+    let application = owned_application(state, caller, &application_id).await?;
     // An API the caller may not subscribe to (another tenant's, or not visible to it)
     // answers as a missing one.
-    let viewer = Viewer::of(&state, Some(&caller)).await?;
+    let viewer = Viewer::of(state, Some(caller)).await?;
     let api = find_api(&state.db, &api_identifier)
         .await?
         .filter(|api| viewer.may_subscribe(api))
@@ -98,59 +136,113 @@ async fn subscribe(
             allowed.join(", ")
         )));
     }
-    let id = uuid::Uuid::new_v4().to_string();
-    store::insert(&state.db, &id, &app.id, &api.id, &tier)
-        .await
-        .on_duplicate(|| {
-            format!(
-                "Specified subscription already exists for API {} for application {}",
-                api.identifier(),
-                app.name
-            )
-        })?;
-    tracing::info!(subscription = %id, api = %api.id, application = %app.id, %tier, "subscribed");
-    let dto = SubscriptionDto {
-        subscription_id: id.clone(),
-        application_id: app.id,
-        api_identifier: api.identifier(),
+    Ok(Checked {
+        application,
+        api,
         tier,
-        status: "UNBLOCKED".into(),
-    };
+    })
+}
+
+/// `POST /subscriptions`: 201 with `Location`; the API by id or unique name.
+async fn subscribe(
+    State(state): State<AppState>,
+    StoreUser(caller): StoreUser,
+    JsonBody(body): JsonBody<SubscriptionBody>,
+) -> Result<Response> {
+    let checked = check(&state, &caller, body).await?;
+    let id = uuid::Uuid::new_v4().to_string();
+    let (application, api) = (&checked.application.id, &checked.api.id);
+    store::insert(&state.db, &id, application, api, &checked.tier)
+        .await
+        .on_duplicate(|| checked.already_exists())?;
+    tracing::info!(subscription = %id, %api, %application, tier = %checked.tier, "subscribed");
     let location = format!("{STORE}/subscriptions/{id}");
-    let touched = Touched::Subscription {
-        application: dto.application_id.clone(),
-        api: api.id.clone(),
-    };
     Ok((
         StatusCode::CREATED,
-        Touches::one(touched),
+        Touches::one(checked.touched()),
         [(header::LOCATION, location)],
-        Json(dto),
+        Json(checked.dto(id)),
     )
         .into_response())
 }
 
-async fn to_dto(
-    state: &AppState,
-    Subscription {
-        id,
-        application_id,
-        api_id,
-        tier,
-        status,
-    }: Subscription,
-) -> Result<SubscriptionDto> {
-    let api_identifier = match find_api(&state.db, &api_id).await? {
+/// Most subscriptions one `POST /subscriptions/multiple` takes: each costs a few
+/// queries, and the body limit alone would let one request ask for thousands.
+const MAX_BATCH: usize = 100;
+
+/// `POST /subscriptions/multiple`: 200 with the new subscriptions. All or nothing: every
+/// item is checked first, then all are stored in one transaction, so one refused item (or
+/// one that races with another subscription) stores none of them.
+async fn subscribe_many(
+    State(state): State<AppState>,
+    StoreUser(caller): StoreUser,
+    JsonBody(items): JsonBody<Vec<SubscriptionBody>>,
+) -> Result<(Touches, Json<Vec<SubscriptionDto>>)> {
+    if items.len() > MAX_BATCH {
+        return Err(Error::Invalid(format!(
+            "At most {MAX_BATCH} subscriptions can be added at once"
+        )));
+    }
+    let mut batch: Vec<Checked> = Vec::with_capacity(items.len());
+    for item in items {
+        let checked = check(&state, &caller, item).await?;
+        // Twice the same pair in one batch is the duplicate WSO2 answers 409 for.
+        if batch
+            .iter()
+            .any(|b| b.application.id == checked.application.id && b.api.id == checked.api.id)
+        {
+            return Err(Error::AlreadyExists(checked.already_exists()));
+        }
+        batch.push(checked);
+    }
+    let ids: Vec<String> = batch
+        .iter()
+        .map(|_| uuid::Uuid::new_v4().to_string())
+        .collect();
+    let mut tx = state.db.begin().await?;
+    for (checked, id) in batch.iter().zip(&ids) {
+        store::insert(
+            &mut *tx,
+            id,
+            &checked.application.id,
+            &checked.api.id,
+            &checked.tier,
+        )
+        .await
+        .on_duplicate(|| checked.already_exists())?;
+    }
+    tx.commit().await?;
+    tracing::info!(count = ids.len(), "subscribed in a batch");
+    let touched = Touches(batch.iter().map(Checked::touched).collect());
+    let dtos = batch.iter().zip(ids).map(|(c, id)| c.dto(id)).collect();
+    Ok((touched, Json(dtos)))
+}
+
+impl SubscriptionDto {
+    /// A stored subscription as WSO2 shows it, its API by `api_identifier`.
+    pub(super) fn of(row: Subscription, api_identifier: String) -> Self {
+        SubscriptionDto {
+            subscription_id: row.id,
+            application_id: row.application_id,
+            api_identifier,
+            tier: row.tier,
+            status: row.status,
+        }
+    }
+}
+
+/// How subscriptions name an API: its unique name (its id if it is gone).
+pub(super) async fn api_identifier(state: &AppState, api_id: &str) -> Result<String> {
+    Ok(match find_api(&state.db, api_id).await? {
         Some(api) => api.identifier(),
-        None => api_id,
-    };
-    Ok(SubscriptionDto {
-        subscription_id: id,
-        application_id,
-        api_identifier,
-        tier,
-        status,
+        None => api_id.to_string(),
     })
+}
+
+/// A stored subscription as WSO2 shows it, the API by its unique name.
+pub(super) async fn to_dto(state: &AppState, row: Subscription) -> Result<SubscriptionDto> {
+    let api_identifier = api_identifier(state, &row.api_id).await?;
+    Ok(SubscriptionDto::of(row, api_identifier))
 }
 
 #[derive(Debug, Deserialize)]

@@ -13,3 +13,10 @@ pub struct Subscription {
 /// The columns of [`Subscription`] from `subscriptions s`, named as its fields.
 pub(super) const SUBSCRIPTION_COLUMNS: &str = "s.id AS id, s.application_id AS application_id, \
      s.api_id AS api_id, s.tier AS tier, s.status AS status";
+
+/// Status of a subscription gateways admit (WSO2's `SubscriptionStatus`).
+pub const UNBLOCKED: &str = "UNBLOCKED";
+/// Blocked for both key types.
+pub const BLOCKED: &str = "BLOCKED";
+/// Blocked for production keys; sandbox keys are still admitted.
+pub const PROD_ONLY_BLOCKED: &str = "PROD_ONLY_BLOCKED";

@@ -1,13 +1,13 @@
 //! The `subscriptions` table (WSO2 store operations on subscriptions).
 
-use sqlx::{Any, AnyPool, Transaction};
+use sqlx::{Any, AnyPool, Executor, Transaction};
 
 use super::records::{SUBSCRIPTION_COLUMNS, Subscription};
 use crate::db::{KEYS_PER_QUERY, now, rows_in};
 
 /// Subscribes an application to an API; a unique violation when it already is.
-pub(super) async fn insert(
-    db: &AnyPool,
+pub(super) async fn insert<'e>(
+    db: impl Executor<'e, Database = Any>,
     id: &str,
     application_id: &str,
     api_id: &str,
@@ -68,6 +68,41 @@ pub(super) async fn find(db: &AnyPool, id: &str) -> sqlx::Result<Option<Subscrip
     .bind(id)
     .fetch_optional(db)
     .await
+}
+
+/// The subscriptions to the APIs of a tenant, or to one of them (`api_id`), oldest
+/// first: the publisher's view of them.
+pub(super) async fn of_tenant_apis(
+    db: &AnyPool,
+    tenant: &str,
+    api_id: Option<&str>,
+) -> sqlx::Result<Vec<Subscription>> {
+    let one_api = if api_id.is_some() {
+        "AND a.id = $2"
+    } else {
+        ""
+    };
+    // language=SQL
+    let select = format!(
+        "SELECT {SUBSCRIPTION_COLUMNS} FROM subscriptions s JOIN apis a ON a.id = s.api_id
+         WHERE a.tenant = $1 {one_api} ORDER BY s.created_at, s.id"
+    );
+    let mut query = sqlx::query_as(&select).bind(tenant);
+    if let Some(api_id) = api_id {
+        query = query.bind(api_id);
+    }
+    query.fetch_all(db).await
+}
+
+/// Sets a subscription's status (a publisher's block or unblock).
+pub(super) async fn set_status(db: &AnyPool, id: &str, status: &str) -> sqlx::Result<()> {
+    // language=SQL
+    sqlx::query("UPDATE subscriptions SET status = $1 WHERE id = $2")
+        .bind(status)
+        .bind(id)
+        .execute(db)
+        .await?;
+    Ok(())
 }
 
 /// Deletes a subscription.
@@ -138,7 +173,7 @@ pub async fn subscribed_records(db: &AnyPool, application_id: &str) -> sqlx::Res
     // language=SQL
     let records: Vec<Record> = sqlx::query_as(
         "SELECT a.record FROM subscriptions s JOIN apis a ON a.id = s.api_id
-         WHERE s.application_id = $1",
+         WHERE s.application_id = $1 ORDER BY s.created_at, s.id",
     )
     .bind(application_id)
     .fetch_all(db)
