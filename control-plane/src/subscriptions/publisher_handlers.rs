@@ -104,9 +104,9 @@ async fn list_subscriptions(
         None => None,
     };
     let api_id = api.as_ref().map(|api| api.id.as_str());
-    let rows = store::of_tenant_apis(&state.db, caller.tenant(), api_id).await?;
-    let total = rows.len() as i64;
-    let list = dtos(&state, page.slice(rows)).await?;
+    let (total, rows) =
+        store::page_of_tenant_apis(&state.db, caller.tenant(), api_id, page).await?;
+    let list = dtos(&state, rows).await?;
     let api_param = q.api_id.unwrap_or_default();
     let link = |limit, offset| {
         format!("/subscriptions?limit={limit}&offset={offset}&apiId={api_param}&groupId=")

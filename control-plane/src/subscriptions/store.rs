@@ -4,6 +4,7 @@ use sqlx::{Any, AnyPool, Executor, Transaction};
 
 use super::records::{SUBSCRIPTION_COLUMNS, Subscription};
 use crate::db::{KEYS_PER_QUERY, now, rows_in};
+use crate::http::pagination::Page;
 
 /// Subscribes an application to an API; a unique violation when it already is.
 pub(super) async fn insert<'e>(
@@ -70,28 +71,37 @@ pub(super) async fn find(db: &AnyPool, id: &str) -> sqlx::Result<Option<Subscrip
     .await
 }
 
-/// The subscriptions to the APIs of a tenant, or to one of them (`api_id`), oldest
-/// first: the publisher's view of them.
-pub(super) async fn of_tenant_apis(
+/// One page of the subscriptions to the APIs of a tenant, or to one of them (`api_id`),
+/// oldest first, and how many there are in all: the publisher's view of them.
+pub(super) async fn page_of_tenant_apis(
     db: &AnyPool,
     tenant: &str,
     api_id: Option<&str>,
-) -> sqlx::Result<Vec<Subscription>> {
+    page: Page,
+) -> sqlx::Result<(i64, Vec<Subscription>)> {
     let one_api = if api_id.is_some() {
         "AND a.id = $2"
     } else {
         ""
     };
+    let from = format!(
+        "FROM subscriptions s JOIN apis a ON a.id = s.api_id WHERE a.tenant = $1 {one_api}"
+    );
+    // language=SQL
+    let count = format!("SELECT COUNT(*) {from}");
+    let mut counting = sqlx::query_as::<_, (i64,)>(&count).bind(tenant);
     // language=SQL
     let select = format!(
-        "SELECT {SUBSCRIPTION_COLUMNS} FROM subscriptions s JOIN apis a ON a.id = s.api_id
-         WHERE a.tenant = $1 {one_api} ORDER BY s.created_at, s.id"
+        "SELECT {SUBSCRIPTION_COLUMNS} {from} ORDER BY s.created_at, s.id LIMIT {} OFFSET {}",
+        page.limit, page.offset
     );
-    let mut query = sqlx::query_as(&select).bind(tenant);
+    let mut selecting = sqlx::query_as::<_, Subscription>(&select).bind(tenant);
     if let Some(api_id) = api_id {
-        query = query.bind(api_id);
+        counting = counting.bind(api_id);
+        selecting = selecting.bind(api_id);
     }
-    query.fetch_all(db).await
+    let (total,) = counting.fetch_one(db).await?;
+    Ok((total, selecting.fetch_all(db).await?))
 }
 
 /// Sets a subscription's status (a publisher's block or unblock).
