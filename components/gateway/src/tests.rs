@@ -682,6 +682,38 @@ fn pages_apply_in_order_and_only_when_signed() {
 }
 
 #[test]
+fn blocked_subscriptions_refuse_the_key_types_they_block() {
+    let mut world = World::new();
+    world.manifest.apis[0].route.sandbox_url = Some("http://sandbox:8080/".into());
+    assert_eq!(world.publish().status, 200);
+    let production = world.bearer("app-1");
+    let sandbox = format!(
+        "Bearer {}",
+        world.token("app-1", "SANDBOX", "t2", NOW_SECS + 3600)
+    );
+    let call = |world: &mut World, bearer: &str| {
+        let response = world.call("GET", "/dev/v1/devs/a", &[("authorization", bearer)]);
+        (response.status, code(&response))
+    };
+    let set_status = |world: &mut World, status: &str| {
+        let key = ("app-1".to_string(), "api-1".to_string());
+        world.manifest.subscriptions.get_mut(&key).unwrap().status = status.into();
+        assert_eq!(world.publish().status, 200);
+    };
+    let blocked = (401, "900907".to_string());
+    set_status(&mut world, "BLOCKED");
+    assert_eq!(call(&mut world, &production), blocked);
+    assert_eq!(call(&mut world, &sandbox), blocked);
+    // Production keys only: the sandbox key still calls the API.
+    set_status(&mut world, "PROD_ONLY_BLOCKED");
+    assert_eq!(call(&mut world, &production), blocked);
+    assert_eq!(call(&mut world, &sandbox).0, 200);
+    set_status(&mut world, "UNBLOCKED");
+    assert_eq!(call(&mut world, &production).0, 200);
+    assert_eq!(call(&mut world, &sandbox).0, 200);
+}
+
+#[test]
 fn snapshots_are_kept_apart_until_their_last_page() {
     let mut world = World::new();
     let token = world.bearer("app-1");
