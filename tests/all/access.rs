@@ -113,7 +113,19 @@ pub async fn publisher_lists_blocks_and_unblocks_subscriptions(env: Env) {
         )
         .await
         .expect(200);
-    assert_eq!(second.body["list"][0]["subscriptionId"], on_news.as_str());
+    assert_eq!(second.body["next"], "");
+    assert!(
+        second.body["previous"]
+            .as_str()
+            .unwrap()
+            .contains("offset=0")
+    );
+    // The two pages hold both subscriptions (made in the same second: in either order).
+    let mut paged = [&page, &second].map(|p| p.body["list"][0]["subscriptionId"].to_string());
+    paged.sort();
+    let mut made = [on_weather.clone(), on_news.clone()].map(|id| json!(id).to_string());
+    made.sort();
+    assert_eq!(paged, made);
     // A creator may view (subscription_view), as WSO2's roles say.
     let one = api
         .get(&format!("{PUBLISHER}/subscriptions/{on_weather}"), &u.cora)
