@@ -129,6 +129,14 @@ pub struct Config {
     #[arg(long, env = "APIM_GATEWAYS", value_delimiter = ',')]
     pub gateways: Vec<String>,
 
+    /// Where API consumers reach the gateways: comma-separated base URLs, at most one
+    /// `http://` and one `https://` (e.g. `http://gw.example.com:8280,https://gw.example.com:8243`).
+    /// Shown as the endpoints of the gateway environments (publisher `GET /environments`)
+    /// and filled into the store's Swagger (`host`, `schemes`). Empty: the first of
+    /// APIM_GATEWAYS, else `http://127.0.0.1:8280`.
+    #[arg(long, env = "APIM_GATEWAY_URLS", value_delimiter = ',')]
+    pub gateway_urls: Vec<String>,
+
     /// Secret gateways present (as a bearer token) to pull the current manifest. Empty: one is
     /// generated on first start into `<data dir>/gateway-secret`.
     #[arg(
@@ -245,6 +253,13 @@ impl Config {
             anyhow::ensure!(
                 (1..=LIFETIME_CEILING_SECS).contains(&secs),
                 "{name} must be from 1 to {LIFETIME_CEILING_SECS} seconds"
+            );
+        }
+        for url in &self.gateway_urls {
+            anyhow::ensure!(
+                (url.starts_with("http://") || url.starts_with("https://"))
+                    && url.len() > "https://".len(),
+                "APIM_GATEWAY_URLS must be http:// or https:// base URLs, not '{url}'"
             );
         }
         anyhow::ensure!(

@@ -34,6 +34,9 @@ pub enum Error {
     /// 409 "Conflict".
     #[error("conflict: {0}")]
     Conflict(String),
+    /// 501 with a description: an operation of WSO2's contract this platform does not do.
+    #[error("not implemented: {0}")]
+    NotImplemented(String),
     /// 413.
     #[error("payload too large")]
     PayloadTooLarge,

@@ -3,10 +3,12 @@
 
 pub mod apis;
 pub mod applications;
+pub mod certificates;
 pub mod clients;
 pub mod config;
 pub mod db;
 pub mod documents;
+pub mod environments;
 pub mod error;
 pub mod fleet;
 pub mod gateways;

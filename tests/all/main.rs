@@ -14,6 +14,7 @@ mod access;
 mod authz;
 mod backends;
 mod bounds;
+mod catalogue;
 mod component;
 mod content;
 mod credentials;
@@ -176,6 +177,9 @@ on_both!(
     access::publisher_reads_applications_of_its_tenant,
     access::key_grants_and_secrets_change,
     access::application_scopes_and_batch_subscriptions,
+    catalogue::environments_store_swagger_and_sdks,
+    catalogue::copy_api_and_default_version,
+    catalogue::certificates_per_tenant,
 );
 
 on_both!(
@@ -190,4 +194,5 @@ on_both!(
     bounds::oversized_apis_are_refused_and_changes_keep_reaching_gateways,
     access::blocks_and_new_secrets_reach_the_host_path,
     access::blocks_and_new_secrets_reach_the_component_path,
+    catalogue::copied_version_becomes_the_default_route,
 );

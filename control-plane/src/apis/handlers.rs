@@ -7,23 +7,22 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 
+use super::checks::{check_deployable, check_endpoints, tenant_api, touches_apis, unique_name};
 use super::claim::{self, RouteClaim};
 use super::lifecycle;
 use super::queries::{self, NewApi};
 use super::records::{ApiRecord, StoredApi};
 use super::routes;
-use super::rules::{
-    check_context_length, check_tenant_context, normalise_context, validate_swagger,
-};
+use super::rules::{check_tenant_context, normalise_context, validate_swagger};
 use super::search;
 use crate::error::{Error, OnDuplicate, Result};
 use crate::http::auth::Caller;
 use crate::http::extract::{JsonBody, QueryParams, parse_json, read_body};
 use crate::http::pagination::{ListEnvelope, Page};
-use crate::manifest::{self, Touched};
+use crate::manifest::Touched;
 use crate::scopes::Scope;
 use crate::state::{AppState, Touches};
-use crate::users::{self, provider_key, tenant_of};
+use crate::users::{self, tenant_of};
 
 /// The publisher's REST base path.
 pub const BASE: &str = "/api/am/publisher/v0.14";
@@ -43,28 +42,7 @@ pub fn router() -> Router<AppState> {
             &format!("{BASE}/apis/{{api_id}}/swagger"),
             get(get_swagger).put(put_swagger),
         )
-}
-
-/// `<provider with -AT->-<name>-<version>`, the unique name subscriptions may use.
-fn unique_name(provider: &str, name: &str, version: &str) -> String {
-    format!("{}-{name}-{version}", provider_key(provider))
-}
-
-/// The API if it exists in the caller's tenant; 404 otherwise (other tenants' APIs too).
-/// Every publisher resource under `/apis/{apiId}` finds its API so.
-pub async fn tenant_api(state: &AppState, caller: &Caller, api_id: &str) -> Result<StoredApi> {
-    match queries::find(&state.db, api_id).await? {
-        Some(api) if api.tenant == caller.tenant() => Ok(api),
-        _ => Err(Error::NotFound("API", api_id.to_string())),
-    }
-}
-
-/// Refuses (400) a record, as it is about to be stored, that gateways could not take: its
-/// stored context too long, or an entry it compiles into past the bound. Checked on every
-/// write of a record, whatever its state, so that deploying it later cannot fail.
-fn check_deployable(record: &ApiRecord) -> Result<()> {
-    check_context_length(record.context.as_deref().unwrap_or_default()).map_err(Error::Invalid)?;
-    manifest::check_api_entries(record).map_err(Error::Invalid)
+        .merge(super::copy::router())
 }
 
 /// WSO2's `APIInfo`, the list item.
@@ -122,12 +100,6 @@ async fn list_apis(
     Ok(Json(
         ListEnvelope::new(list, total, page, link).with_pagination(total, page),
     ))
-}
-
-/// Refuses a record whose endpoints the gateways' egress policy would never reach.
-fn check_endpoints(state: &AppState, record: &ApiRecord) -> Result<()> {
-    let config = record.endpoint_config.as_deref().unwrap_or_default();
-    state.endpoints.check(config).map_err(Error::Invalid)
 }
 
 /// `POST /apis`: 201 with `Location` and the full record. A new API is always CREATED,
@@ -227,11 +199,6 @@ async fn checked_provider(
         )));
     }
     Ok(provider.to_string())
-}
-
-/// Touches for these APIs.
-fn touches_apis(ids: impl IntoIterator<Item = String>) -> Touches {
-    Touches(ids.into_iter().map(Touched::Api).collect())
 }
 
 /// `GET /apis/{apiId}`: the backend password masked.

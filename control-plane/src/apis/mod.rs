@@ -3,7 +3,9 @@
 //! language (`search`), and the publisher's and the store's resources (`handlers`,
 //! `store_handlers`, `tags`).
 
+mod checks;
 mod claim;
+mod copy;
 mod handlers;
 pub mod lifecycle;
 mod queries;
@@ -12,9 +14,11 @@ pub mod routes;
 mod rules;
 mod search;
 mod store_handlers;
+mod store_swagger;
 mod tags;
 
-pub use handlers::{BASE as PUBLISHER, router as publisher_router, tenant_api};
+pub use checks::tenant_api;
+pub use handlers::{BASE as PUBLISHER, router as publisher_router};
 pub use queries::{
     all_rows, find, records_with_password, replace_record, revisions, rows_of, tenant_apis,
 };

@@ -31,12 +31,13 @@ use crate::state::AppState;
 use crate::users::{self, SUPER_TENANT};
 
 /// Lifecycle states the store shows.
-const STORE_STATES: &[&str] = &["PUBLISHED", "PROTOTYPED"];
+pub(super) const STORE_STATES: &[&str] = &["PUBLISHED", "PROTOTYPED"];
 
 pub fn router() -> Router<AppState> {
     Router::new()
         .route(&format!("{STORE}/apis"), get(list_apis))
         .route(&format!("{STORE}/apis/{{api_id}}"), get(get_api))
+        .merge(super::store_swagger::router())
 }
 
 /// Who is looking: a user's tenant, name and roles, or no one (anonymous).

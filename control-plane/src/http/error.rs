@@ -49,6 +49,7 @@ impl Error {
             Self::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             Self::Throttled(_) => StatusCode::TOO_MANY_REQUESTS,
             Self::Busy | Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Self::NotImplemented(_) => StatusCode::NOT_IMPLEMENTED,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -83,6 +84,7 @@ impl Error {
             ),
             Self::AlreadyExists(d) => ("Resource Already Exists", d.clone(), vec![]),
             Self::Conflict(d) => ("Conflict", d.clone(), vec![]),
+            Self::NotImplemented(d) => ("Not Implemented", d.clone(), vec![]),
             Self::PayloadTooLarge => (
                 "Payload Too Large",
                 "The request body is larger than this server accepts".to_string(),

@@ -54,6 +54,8 @@ fn routes(state: AppState) -> Router {
         .merge(crate::tokens::router())
         .merge(crate::apis::publisher_router())
         .merge(crate::tiers::router())
+        .merge(crate::environments::router())
+        .merge(crate::certificates::router())
         .merge(crate::applications::router())
         .merge(crate::applications::scopes_router())
         .merge(crate::applications::publisher_router())

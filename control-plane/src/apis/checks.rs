@@ -1,0 +1,48 @@
+//! What every publisher write of an API checks and says: the caller's tenant holds it, the
+//! gateways can take it, its unique name, and what it touches.
+
+use super::queries;
+use super::records::{ApiRecord, StoredApi};
+use super::rules::check_context_length;
+use crate::error::{Error, Result};
+use crate::http::auth::Caller;
+use crate::manifest::{self, Touched};
+use crate::state::{AppState, Touches};
+use crate::users::provider_key;
+
+/// `<provider with -AT->-<name>-<version>`, the unique name subscriptions may use.
+pub(super) fn unique_name(provider: &str, name: &str, version: &str) -> String {
+    format!("{}-{name}-{version}", provider_key(provider))
+}
+
+/// The API if it exists in the caller's tenant; 404 otherwise (other tenants' APIs too).
+/// Every publisher resource under `/apis/{apiId}` finds its API so.
+pub async fn tenant_api(
+    state: &AppState,
+    caller: &Caller,
+    api_id: &str,
+) -> Result<StoredApi> {
+    match queries::find(&state.db, api_id).await? {
+        Some(api) if api.tenant == caller.tenant() => Ok(api),
+        _ => Err(Error::NotFound("API", api_id.to_string())),
+    }
+}
+
+/// Refuses (400) a record, as it is about to be stored, that gateways could not take: its
+/// stored context too long, or an entry it compiles into past the bound. Checked on every
+/// write of a record, whatever its state, so that deploying it later cannot fail.
+pub(super) fn check_deployable(record: &ApiRecord) -> Result<()> {
+    check_context_length(record.context.as_deref().unwrap_or_default()).map_err(Error::Invalid)?;
+    manifest::check_api_entries(record).map_err(Error::Invalid)
+}
+
+/// Refuses a record whose endpoints the gateways' egress policy would never reach.
+pub(super) fn check_endpoints(state: &AppState, record: &ApiRecord) -> Result<()> {
+    let config = record.endpoint_config.as_deref().unwrap_or_default();
+    state.endpoints.check(config).map_err(Error::Invalid)
+}
+
+/// Touches for these APIs.
+pub(super) fn touches_apis(ids: impl IntoIterator<Item = String>) -> Touches {
+    Touches(ids.into_iter().map(Touched::Api).collect())
+}
