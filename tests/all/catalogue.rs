@@ -508,3 +508,394 @@ pub async fn copied_version_becomes_the_default_route(database: Backend) {
         .expect(200);
     assert_eq!(backend_path(&v1_reply), "/devs/alice");
 }
+
+/// Every management scope, the tier ones included.
+const TIER_SCOPES: &str =
+    "mgr:api_view mgr:api_create mgr:api_publish mgr:subscribe mgr:tier_view mgr:tier_manage";
+
+fn tier(name: &str, requests: i64, unit_ms: i64) -> Value {
+    json!({"name": name, "description": format!("Allows {requests} requests"),
+           "tierPlan": "FREE", "requestCount": requests, "unitTime": unit_ms,
+           "stopOnQuotaReach": true, "attributes": {"plan": 1}})
+}
+
+pub async fn tiers_per_tenant(env: Env) {
+    let api = &env.api;
+    let admin = api
+        .login("admin", harness::ADMIN_PASSWORD, TIER_SCOPES)
+        .await;
+    let tiers = |level: &str| format!("{PUBLISHER}/tiers/{level}");
+
+    // A subscription tier of the tenant's own: 201 with Location, listed after WSO2's.
+    let created = api
+        .post_json(&tiers("api"), &admin, &tier("Tiny", 3, 60_000))
+        .await
+        .expect(201);
+    assert_eq!(created.body["tierLevel"], "api");
+    assert_eq!(created.body["requestCount"], 3);
+    assert_eq!(created.body["attributes"]["plan"], "1");
+    assert!(
+        created.headers["location"]
+            .to_str()
+            .unwrap()
+            .ends_with("/tiers/api/Tiny")
+    );
+    let listed = api.get(&tiers("api"), &admin).await.expect(200);
+    assert_eq!(listed.body["count"], 6, "{}", listed.body);
+    assert_eq!(listed.body["list"][0]["name"], "Gold");
+    assert_eq!(listed.body["list"][5]["name"], "Tiny");
+    api.get(&format!("{}/Tiny", tiers("api")), &admin)
+        .await
+        .expect(200);
+
+    // Refusals, each changing nothing: a name taken (its own or a default's, 409), a bad
+    // body (400), an unknown level (400), an unknown tier (404), no tier_manage (401).
+    api.post_json(&tiers("api"), &admin, &tier("Tiny", 9, 60_000))
+        .await
+        .expect_error(409, "Tiny");
+    api.post_json(&tiers("api"), &admin, &tier("Gold", 9, 60_000))
+        .await
+        .expect(409);
+    for (body, why) in [
+        (tier("Zero", 0, 60_000), "requestCount"),
+        (tier("Blink", 5, 10), "unitTime"),
+        (tier("a/b", 5, 60_000), "tier name"),
+        (json!({"name": "Half"}), "400_tierPlan"),
+        (
+            json!({"name": "Odd", "tierPlan": "FREE", "requestCount": 1, "unitTime": 60000,
+                "stopOnQuotaReach": true, "bandwidth": 5}),
+            "bandwidth",
+        ),
+    ] {
+        api.post_json(&tiers("api"), &admin, &body)
+            .await
+            .expect_error(400, why);
+    }
+    api.post_json(&tiers("bogus"), &admin, &tier("Bogus", 5, 60_000))
+        .await
+        .expect(400);
+    for method in [reqwest::Method::GET, reqwest::Method::DELETE] {
+        api.send(api.request(method, &format!("{}/Nope", tiers("api")), &admin))
+            .await
+            .expect_error(404, "Nope");
+    }
+    api.put_json(
+        &format!("{}/Nope", tiers("api")),
+        &admin,
+        &tier("Nope", 5, 60_000),
+    )
+    .await
+    .expect(404);
+    api.add_user("cora", "cora-pw-1", &["creator"]).await;
+    let cora = api.login("cora", "cora-pw-1", TIER_SCOPES).await;
+    api.get(&tiers("api"), &cora).await.expect(200);
+    api.post_json(&tiers("api"), &cora, &tier("Cora", 5, 60_000))
+        .await
+        .expect_error(401, "Unauthenticated");
+    api.delete(&format!("{}/Tiny", tiers("api")), &cora)
+        .await
+        .expect(401);
+    assert_eq!(api.get(&tiers("api"), &admin).await.body["count"], 6);
+
+    // Changing: the tenant's own and a default (for this tenant); never Unlimited, nor a
+    // tier's name.
+    let changed = api
+        .put_json(
+            &format!("{}/Tiny", tiers("api")),
+            &admin,
+            &tier("Tiny", 5, 1000),
+        )
+        .await
+        .expect(200);
+    assert_eq!(
+        (
+            changed.body["requestCount"].clone(),
+            changed.body["timeUnit"].clone()
+        ),
+        (json!(5), json!("sec"))
+    );
+    api.put_json(
+        &format!("{}/Tiny", tiers("api")),
+        &admin,
+        &tier("Other", 5, 1000),
+    )
+    .await
+    .expect(400);
+    api.put_json(
+        &format!("{}/Gold", tiers("api")),
+        &admin,
+        &tier("Gold", 10, 60_000),
+    )
+    .await
+    .expect(200);
+    let gold = api
+        .get(&format!("{}/Gold", tiers("api")), &admin)
+        .await
+        .expect(200);
+    assert_eq!(gold.body["requestCount"], 10);
+    api.put_json(
+        &format!("{}/Unlimited", tiers("api")),
+        &admin,
+        &tier("Unlimited", 10, 60_000),
+    )
+    .await
+    .expect(409);
+
+    // APIs and applications may use the tenant's tiers, not unknown ones; a tier in use
+    // cannot be deleted, nor can a default.
+    let steps = Steps::new(api, &admin);
+    let mut record = spec_api_record();
+    record["tiers"] = json!(["Nope"]);
+    api.post_json(&format!("{PUBLISHER}/apis"), &admin, &record)
+        .await
+        .expect_error(400, "Specified tier(s) [Nope] are invalid");
+    record["tiers"] = json!(["Tiny", "Unlimited"]);
+    let metered = steps.publish_api(&record).await.unwrap();
+    api.delete(&format!("{}/Tiny", tiers("api")), &admin)
+        .await
+        .expect_error(409, "offers it");
+    api.delete(&format!("{}/Gold", tiers("api")), &admin)
+        .await
+        .expect_error(409, "default");
+    api.post_json(&tiers("application"), &admin, &tier("Trickle", 2, 60_000))
+        .await
+        .expect(201);
+    let app = steps
+        .create_application("Trickled", "Trickle")
+        .await
+        .unwrap();
+    steps
+        .create_application("Nowhere", "Nope")
+        .await
+        .unwrap_err();
+    api.delete(&format!("{}/Trickle", tiers("application")), &admin)
+        .await
+        .expect_error(409, "applications use it");
+    api.post_json(&tiers("resource"), &admin, &tier("Drip", 1, 60_000))
+        .await
+        .expect(201);
+    let mut dripping = spec_api_record();
+    dripping["name"] = json!("Dripping");
+    dripping["context"] = json!("/dripping");
+    dripping["apiDefinition"] = json!(
+        json!({"swagger": "2.0", "paths": {"/d": {"get": {"x-throttling-tier": "Drip"}}}})
+            .to_string()
+    );
+    let drip_api = steps.create_api(&dripping).await.unwrap();
+    api.delete(&format!("{}/Drip", tiers("resource")), &admin)
+        .await
+        .expect_error(409, "resources of API");
+    api.delete(&format!("{PUBLISHER}/apis/{drip_api}"), &admin)
+        .await
+        .expect(200);
+    api.delete(&format!("{}/Drip", tiers("resource")), &admin)
+        .await
+        .expect(200);
+    api.get(&format!("{}/Drip", tiers("resource")), &admin)
+        .await
+        .expect(404);
+
+    // The store shows the tiers the caller's roles may use: once Tiny is allowed to
+    // creators only, a subscriber and anonymous callers no longer see it, and a
+    // subscriber cannot subscribe on it (403).
+    let store_tiers = format!("{STORE}/tiers/api");
+    let sam = subscriber_token(&env, "sam").await;
+    let names = |reply: harness::Reply| -> Vec<String> {
+        reply.body["list"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert!(names(api.get(&store_tiers, "").await.expect(200)).contains(&"Tiny".to_string()));
+    let permission = format!("{PUBLISHER}/tiers/update-permission?tierName=Tiny&tierLevel=api");
+    api.post_json(
+        &permission,
+        &admin,
+        &json!({"permissionType": "maybe", "roles": ["creator"]}),
+    )
+    .await
+    .expect(400);
+    api.post_json(
+        &format!("{PUBLISHER}/tiers/update-permission?tierName=Nope&tierLevel=api"),
+        &admin,
+        &json!({"permissionType": "allow", "roles": ["creator"]}),
+    )
+    .await
+    .expect(404);
+    api.post_json(
+        &format!("{PUBLISHER}/tiers/update-permission?tierName=Tiny"),
+        &admin,
+        &json!({"permissionType": "allow", "roles": ["creator"]}),
+    )
+    .await
+    .expect(400);
+    api.post_json(
+        &permission,
+        &cora,
+        &json!({"permissionType": "allow", "roles": ["creator"]}),
+    )
+    .await
+    .expect(401);
+    let updated = api
+        .post_json(
+            &permission,
+            &admin,
+            &json!({"permissionType": "allow", "roles": ["Internal/creator"]}),
+        )
+        .await
+        .expect(200);
+    assert_eq!(updated.body.as_array().unwrap().len(), 6);
+    for token in ["", sam.as_str()] {
+        let seen = names(api.get(&store_tiers, token).await.expect(200));
+        assert!(!seen.contains(&"Tiny".to_string()), "{seen:?}");
+        api.get(&format!("{store_tiers}/Tiny"), token)
+            .await
+            .expect(404);
+    }
+    let sams_app = Steps::new(api, &sam)
+        .create_application("SamApp", "Unlimited")
+        .await
+        .unwrap();
+    api.post_json(
+        &format!("{STORE}/subscriptions"),
+        &sam,
+        &json!({"tier": "Tiny", "apiIdentifier": metered, "applicationId": sams_app}),
+    )
+    .await
+    .expect(403);
+    api.post_json(
+        &format!("{STORE}/subscriptions"),
+        &sam,
+        &json!({"tier": "Unlimited", "apiIdentifier": metered, "applicationId": sams_app}),
+    )
+    .await
+    .expect(201);
+    // Nor may anyone else without the role, the administrator included.
+    api.post_json(
+        &format!("{STORE}/subscriptions"),
+        &admin,
+        &json!({"tier": "Tiny", "apiIdentifier": metered, "applicationId": app}),
+    )
+    .await
+    .expect(403);
+
+    // Another tenant has WSO2's tiers and none of this one's; its names are its own.
+    api.add_user("ada@acme.com", "ada-pw-1", &["admin"]).await;
+    let ada = api.login("ada@acme.com", "ada-pw-1", TIER_SCOPES).await;
+    let theirs = api.get(&tiers("api"), &ada).await.expect(200);
+    assert_eq!(theirs.body["count"], 5);
+    assert_eq!(
+        api.get(&format!("{}/Gold", tiers("api")), &ada).await.body["requestCount"],
+        5000
+    );
+    api.get(&format!("{}/Tiny", tiers("api")), &ada)
+        .await
+        .expect(404);
+    api.delete(&format!("{}/Tiny", tiers("api")), &ada)
+        .await
+        .expect(404);
+    api.post_json(&tiers("api"), &ada, &tier("Tiny", 100, 60_000))
+        .await
+        .expect(201);
+    api.delete(&format!("{}/Tiny", tiers("api")), &ada)
+        .await
+        .expect(200);
+    api.get(&format!("{}/Tiny", tiers("api")), &admin)
+        .await
+        .expect(200);
+}
+
+/// A subscription tier created while everything runs, 3 requests a minute, lets 3 calls
+/// through and refuses the 4th with WSO2's throttling fault; raised to 5, 2 more pass,
+/// without restarting anything.
+pub async fn a_new_tier_is_enforced_without_a_restart(database: Backend) {
+    let stack = Launch {
+        database,
+        ..Launch::default()
+    }
+    .start()
+    .await;
+    let admin = stack
+        .mgmt
+        .login("admin", harness::ADMIN_PASSWORD, TIER_SCOPES)
+        .await;
+    let tiers = format!("{PUBLISHER}/tiers/api");
+    stack
+        .mgmt
+        .post_json(&tiers, &admin, &tier("Tiny", 3, 60_000))
+        .await
+        .expect(201);
+    let api = stack
+        .api(
+            "Metered",
+            json!({"tiers": ["Tiny", "Unlimited"]}),
+            &["Publish"],
+        )
+        .await;
+    let steps = stack.steps();
+    let metered_app = steps
+        .create_application("Metered", "Unlimited")
+        .await
+        .unwrap();
+    steps.subscribe(&metered_app, &api, "Tiny").await.unwrap();
+    let keys = steps
+        .generate_keys(&metered_app, &harness::steps::keys_request())
+        .await
+        .unwrap();
+    let metered = stack.app_token(&keys.key, &keys.secret, &[]).await;
+    // An unmetered application made after it: once the gateway knows it, it knows the
+    // metered subscription too (versions land in order).
+    let (_, key, secret, _) = stack.application("Free", "Unlimited", &[&api]).await;
+    let free = stack.app_token(&key, &secret, &[]).await;
+    let path = "/metered/v1.0.0/devs/alice";
+    harness::eventually(&stack.gw, reqwest::Method::GET, path, &free, |r| {
+        r.status == 200
+    })
+    .await;
+
+    // Well inside one minute: the window the counts are kept in.
+    let into = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+        % 60_000;
+    if into > 25_000 {
+        tokio::time::sleep(std::time::Duration::from_millis(60_000 - into + 50)).await;
+    }
+    for call in 1..=3 {
+        let reply = stack.gw.get(path, &metered).await;
+        assert_eq!(reply.status, 200, "call {call}: {}", reply.body);
+    }
+    let refused = stack.gw.get(path, &metered).await;
+    assert_eq!(
+        (refused.status, refused.fault_code()),
+        (429, "900804"),
+        "{}",
+        refused.body
+    );
+    let body = refused.body.as_str().unwrap_or_default();
+    assert!(body.contains("Message throttled out"), "{body}");
+    // The unmetered application is not held back.
+    stack.gw.get(path, &free).await.expect(200);
+
+    // Raised to 5: the gateway takes it from the next manifest, without a restart.
+    stack
+        .mgmt
+        .put_json(&format!("{tiers}/Tiny"), &admin, &tier("Tiny", 5, 60_000))
+        .await
+        .expect(200);
+    harness::eventually(&stack.gw, reqwest::Method::GET, path, &metered, |r| {
+        r.status == 200
+    })
+    .await;
+    stack.gw.get(path, &metered).await.expect(200);
+    let again = stack.gw.get(path, &metered).await;
+    assert_eq!(
+        (again.status, again.fault_code()),
+        (429, "900804"),
+        "{}",
+        again.body
+    );
+}

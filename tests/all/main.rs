@@ -180,6 +180,7 @@ on_both!(
     catalogue::environments_store_swagger_and_sdks,
     catalogue::copy_api_and_default_version,
     catalogue::certificates_per_tenant,
+    catalogue::tiers_per_tenant,
 );
 
 on_both!(
@@ -195,4 +196,5 @@ on_both!(
     access::blocks_and_new_secrets_reach_the_host_path,
     access::blocks_and_new_secrets_reach_the_component_path,
     catalogue::copied_version_becomes_the_default_route,
+    catalogue::a_new_tier_is_enforced_without_a_restart,
 );

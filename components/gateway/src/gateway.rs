@@ -241,7 +241,7 @@ impl Gateway {
         };
         let environment = environment_of(caller.as_ref(), api.production_url.is_some());
         let limits = throttle::limits(
-            &view.meta().meta.tiers,
+            &view.meta().meta,
             api,
             operation,
             caller.as_ref(),

@@ -218,6 +218,7 @@ fn manifest(token_x: &str) -> Manifest {
                 x: token_x.into(),
             }],
             tiers,
+            tenant_tiers: BTreeMap::new(),
             route_depth: 0,
         },
         apis: vec![DeployedApi {

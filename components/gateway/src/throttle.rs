@@ -9,9 +9,7 @@
 //! and count them natively ([`crate::gateway::Verdict`]); the `wasi:http` handler (Spin)
 //! counts them here, an increment and a read of the store per limit.
 
-use std::collections::BTreeMap;
-
-use apim_manifest::{ApiRoute, Operation};
+use apim_manifest::{ApiRoute, Operation, TierLevel, tenant_of_context};
 
 use crate::auth::{Admitted, Environment};
 use crate::faults::{Fault, access_time};
@@ -44,9 +42,10 @@ pub struct Limit {
     pub window_ms: u64,
 }
 
-/// The limits a call counts against, in the order they are checked.
+/// The limits a call counts against, in the order they are checked. Tiers are looked up
+/// in the API's tenant's own first ([`apim_manifest::Meta::tier_rate`]).
 pub fn limits(
-    tiers: &apim_manifest::Tiers,
+    meta: &apim_manifest::Meta,
     api: &ApiRoute,
     operation: &Operation,
     caller: Option<&Admitted>,
@@ -62,26 +61,36 @@ pub fn limits(
         Environment::Production => api.max_tps.production,
         Environment::Sandbox => api.max_tps.sandbox,
     };
+    let tenant = tenant_of_context(&api.context);
+    let rate = |level, name: Option<&str>| {
+        let rate = meta.tier_rate(tenant, level, name?)?;
+        Some((rate.requests?, rate.window_ms))
+    };
     let mut limits = Vec::new();
     if let Some(allowed) = tps {
         let key = format!("tps:{}:{}", api.id, environment.name());
         limits.push(limit(LimitKind::ApiTps, key, allowed, 1000));
     }
-    if let Some(allowed) = limit_of(&tiers.resource, operation.throttling_tier.as_deref()) {
+    if let Some((allowed, window_ms)) =
+        rate(TierLevel::Resource, operation.throttling_tier.as_deref())
+    {
         let key = format!(
             "thr:res:{}:{}:{}",
             api.id, operation.method, operation.template
         );
-        limits.push(limit(LimitKind::ResourceTier, key, allowed, 60_000));
+        limits.push(limit(LimitKind::ResourceTier, key, allowed, window_ms));
     }
     if let Some(caller) = caller {
-        if let Some(allowed) = limit_of(&tiers.subscription, Some(caller.subscription_tier())) {
+        if let Some((allowed, window_ms)) =
+            rate(TierLevel::Subscription, Some(caller.subscription_tier()))
+        {
             let key = format!("thr:sub:{}:{}", caller.application_id(), api.id);
-            limits.push(limit(LimitKind::SubscriptionTier, key, allowed, 60_000));
+            limits.push(limit(LimitKind::SubscriptionTier, key, allowed, window_ms));
         }
-        if let Some(allowed) = limit_of(&tiers.application, caller.application_tier()) {
+        if let Some((allowed, window_ms)) = rate(TierLevel::Application, caller.application_tier())
+        {
             let key = format!("thr:app:{}", caller.application_id());
-            limits.push(limit(LimitKind::ApplicationTier, key, allowed, 60_000));
+            limits.push(limit(LimitKind::ApplicationTier, key, allowed, window_ms));
         }
     }
     limits
@@ -116,11 +125,6 @@ pub fn count(host: &dyn Host, limits: &[Limit], now_ms: i64) -> Result<(), Fault
         }
     }
     Ok(())
-}
-
-/// The limit of a named tier; `None` when unlimited or unknown.
-fn limit_of(tiers: &BTreeMap<String, Option<u64>>, name: Option<&str>) -> Option<u64> {
-    tiers.get(name?).copied().flatten()
 }
 
 /// Counts the request in its window and weighs in the previous window's count by the

@@ -35,6 +35,10 @@ pub struct Meta {
     pub token_keys: Vec<TokenKey>,
     /// Request limits per minute of every tier, by level and name; `None` is unlimited.
     pub tiers: Tiers,
+    /// Tiers tenants created or changed, by tenant domain: looked up before [`Meta::tiers`]
+    /// for an API of that tenant (omitted while there are none, as manifests had it).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tenant_tiers: BTreeMap<String, TenantTiers>,
     /// Most segments a route prefix has (`/t/acme.com/pets/v1` has 4): how many of a
     /// request path's leading segments can name an API.
     pub route_depth: usize,
@@ -272,6 +276,79 @@ pub struct Tiers {
     pub resource: BTreeMap<String, Option<u64>>,
 }
 
+/// A tenant's own tiers, by level and name.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TenantTiers {
+    /// Subscription tiers.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub subscription: BTreeMap<String, TierRate>,
+    /// Application tiers.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub application: BTreeMap<String, TierRate>,
+    /// Resource tiers.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub resource: BTreeMap<String, TierRate>,
+}
+
+/// A tier's limit: requests per window; `None` is unlimited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TierRate {
+    /// Requests allowed in a window; `None`: unlimited.
+    pub requests: Option<u64>,
+    /// The window's length, milliseconds.
+    pub window_ms: u64,
+}
+
+impl Meta {
+    /// The limit of a tier of `level` (`subscription`, `application` or `resource`) named
+    /// `name`, for an API of `tenant`: the tenant's own tier of that name, else the shared
+    /// one's per minute; `None` when unlimited or unknown.
+    pub fn tier_rate(&self, tenant: &str, level: TierLevel, name: &str) -> Option<TierRate> {
+        let own = self.tenant_tiers.get(tenant).and_then(|tiers| match level {
+            TierLevel::Subscription => tiers.subscription.get(name),
+            TierLevel::Application => tiers.application.get(name),
+            TierLevel::Resource => tiers.resource.get(name),
+        });
+        if let Some(rate) = own {
+            return rate.requests.is_some().then_some(*rate);
+        }
+        let shared = match level {
+            TierLevel::Subscription => &self.tiers.subscription,
+            TierLevel::Application => &self.tiers.application,
+            TierLevel::Resource => &self.tiers.resource,
+        };
+        shared
+            .get(name)
+            .copied()
+            .flatten()
+            .map(|requests| TierRate {
+                requests: Some(requests),
+                window_ms: 60_000,
+            })
+    }
+}
+
+/// The level a tier applies at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TierLevel {
+    /// A subscription's tier.
+    Subscription,
+    /// An application's tier.
+    Application,
+    /// An operation's tier (`x-throttling-tier`).
+    Resource,
+}
+
+/// The tenant an API of this context belongs to: `acme.com` of `/t/acme.com/...`, else
+/// the super tenant, `carbon.super`.
+pub fn tenant_of_context(context: &str) -> &str {
+    context
+        .strip_prefix("/t/")
+        .and_then(|rest| rest.split('/').next())
+        .filter(|domain| !domain.is_empty())
+        .unwrap_or("carbon.super")
+}
+
 /// Where gateways take pages and say what they hold, and where the control plane serves
 /// pages (each a compact JWS of a [`Page`]).
 pub mod paths {
@@ -295,6 +372,42 @@ pub mod paths {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tenants_own_tiers_come_before_the_shared_ones() {
+        let mut meta = Meta::default();
+        meta.tiers.subscription.insert("Gold".into(), Some(5000));
+        meta.tiers.subscription.insert("Unlimited".into(), None);
+        let own = |requests, window_ms| TierRate {
+            requests,
+            window_ms,
+        };
+        let mut acme = TenantTiers::default();
+        acme.subscription.insert("Gold".into(), own(Some(10), 1000));
+        acme.subscription.insert("Free".into(), own(None, 60_000));
+        acme.subscription
+            .insert("Tiny".into(), own(Some(3), 60_000));
+        meta.tenant_tiers.insert("acme.com".into(), acme);
+        let rate = |tenant, name| meta.tier_rate(tenant, TierLevel::Subscription, name);
+        assert_eq!(rate("carbon.super", "Gold"), Some(own(Some(5000), 60_000)));
+        assert_eq!(rate("acme.com", "Gold"), Some(own(Some(10), 1000)));
+        assert_eq!(rate("acme.com", "Tiny"), Some(own(Some(3), 60_000)));
+        assert_eq!(rate("carbon.super", "Tiny"), None);
+        assert_eq!(rate("acme.com", "Free"), None);
+        assert_eq!(rate("acme.com", "Unlimited"), None);
+        assert_eq!(
+            meta.tier_rate("acme.com", TierLevel::Application, "Tiny"),
+            None
+        );
+        assert_eq!(tenant_of_context("/t/acme.com/pets"), "acme.com");
+        assert_eq!(tenant_of_context("/pets"), "carbon.super");
+        assert_eq!(tenant_of_context("/t/"), "carbon.super");
+        // Manifests without tenants' tiers read as before, and are written as before.
+        let text = serde_json::to_string(&Meta::default()).unwrap();
+        assert!(!text.contains("tenant_tiers"), "{text}");
+        let read: Meta = serde_json::from_str(&text).unwrap();
+        assert_eq!(read, Meta::default());
+    }
 
     #[test]
     fn templates_match_paths() {

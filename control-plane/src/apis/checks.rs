@@ -3,11 +3,12 @@
 
 use super::queries;
 use super::records::{ApiRecord, StoredApi};
-use super::rules::check_context_length;
+use super::rules::{check_context_length, resource_tiers};
 use crate::error::{Error, Result};
 use crate::http::auth::Caller;
 use crate::manifest::{self, Touched};
 use crate::state::{AppState, Touches};
+use crate::tiers::{self, TierLevel};
 use crate::users::provider_key;
 
 /// `<provider with -AT->-<name>-<version>`, the unique name subscriptions may use.
@@ -45,4 +46,33 @@ pub(super) fn check_endpoints(state: &AppState, record: &ApiRecord) -> Result<()
 /// Touches for these APIs.
 pub(super) fn touches_apis(ids: impl IntoIterator<Item = String>) -> Touches {
     Touches(ids.into_iter().map(Touched::Api).collect())
+}
+
+/// Refuses (400) tiers the tenant does not have: the API's subscription tiers
+/// (`Specified tier(s) [..] are invalid`, as WSO2 says) and its operations' resource tiers.
+pub(super) async fn check_tiers_exist(
+    state: &AppState,
+    tenant: &str,
+    record: &ApiRecord,
+) -> Result<()> {
+    let offered = record.tiers.iter().flatten().map(String::as_str);
+    let unknown = tiers::unknown(&state.db, tenant, TierLevel::Subscription, offered).await?;
+    if !unknown.is_empty() {
+        return Err(Error::Invalid(format!(
+            "Specified tier(s) [{}] are invalid",
+            unknown.join(", ")
+        )));
+    }
+    let named = resource_tiers(record.api_definition.as_deref().unwrap_or("{}"));
+    let names = named.iter().map(|(_, _, tier)| tier.as_str());
+    let unknown = tiers::unknown(&state.db, tenant, TierLevel::Resource, names).await?;
+    match named
+        .iter()
+        .find(|(_, _, tier)| unknown.contains(&tier.as_str()))
+    {
+        Some((method, path, _)) => Err(Error::Invalid(format!(
+            "x-throttling-tier of {method} {path} is not a known resource tier"
+        ))),
+        None => Ok(()),
+    }
 }

@@ -9,7 +9,7 @@ use axum::routing::post;
 use axum::{Json, Router};
 use serde::Deserialize;
 
-use super::checks::{check_deployable, tenant_api, touches_apis, unique_name};
+use super::checks::{check_deployable, check_tiers_exist, tenant_api, touches_apis, unique_name};
 use super::claim::{self, RouteClaim};
 use super::queries::{self, NewApi};
 use super::records::{ApiRecord, StoredApi};
@@ -52,6 +52,7 @@ async fn copy_api(
     let id = uuid::Uuid::new_v4().to_string();
     let record = new_version_record(&state.data_keys, &source, &id, &new_version)?;
     check_deployable(&record)?;
+    check_tiers_exist(&state, &source.tenant, &record).await?;
 
     let mut tx = state.db.begin().await?;
     claim::check_unique(

@@ -7,7 +7,9 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 
-use super::checks::{check_deployable, check_endpoints, tenant_api, touches_apis, unique_name};
+use super::checks::{
+    check_deployable, check_endpoints, check_tiers_exist, tenant_api, touches_apis, unique_name,
+};
 use super::claim::{self, RouteClaim};
 use super::lifecycle;
 use super::queries::{self, NewApi};
@@ -127,6 +129,7 @@ async fn create_api(
     record.status = Some(status.to_string());
     record.seal_backend_password(&state.data_keys, &id, None)?;
     check_deployable(&record)?;
+    check_tiers_exist(&state, &tenant, &record).await?;
 
     let mut tx = state.db.begin().await?;
     claim::check_unique(&mut tx, &tenant, &name, &version, &context).await?;
@@ -248,6 +251,7 @@ async fn update_api(
     record.status = Some(api.status.clone());
     record.seal_backend_password(&state.data_keys, &api.id, Some(&api.record))?;
     check_deployable(&record)?;
+    check_tiers_exist(&state, &api.tenant, &record).await?;
     let routes = RouteClaim {
         api_id: &api.id,
         tenant: &api.tenant,
@@ -326,6 +330,7 @@ async fn put_swagger(
     let mut record = api.full_record();
     record.api_definition = Some(definition.clone());
     check_deployable(&record)?;
+    check_tiers_exist(&state, &api.tenant, &record).await?;
     queries::save_record(&state.db, &api.id, &record).await?;
     Ok((
         Touches::one(Touched::Api(api.id)),

@@ -15,7 +15,6 @@ use super::records::{
 };
 use crate::error::Error;
 use crate::secrets::{DataKeys, Field};
-use crate::tiers::{self, TierLevel};
 
 /// Characters WSO2 refuses in API names and versions.
 const FORBIDDEN_NAME_CHARS: &str = "~!@#;:%^*()+={}|\\<>\"',&$/[]?";
@@ -129,24 +128,13 @@ impl ApiRecord {
         }
     }
 
+    /// An API offers at least one tier; which tiers exist is the tenant's (see
+    /// `checks::check_tiers_exist`).
     fn check_tiers(&self) -> Result<(), Error> {
-        let tiers = self.tiers.as_deref().unwrap_or_default();
-        if tiers.is_empty() {
+        if self.tiers.as_deref().unwrap_or_default().is_empty() {
             return Err(Error::Invalid("No tier defined for the API".into()));
         }
-        let unknown: Vec<&str> = tiers
-            .iter()
-            .filter(|t| tiers::find(TierLevel::Subscription, t).is_none())
-            .map(String::as_str)
-            .collect();
-        if unknown.is_empty() {
-            Ok(())
-        } else {
-            Err(Error::Invalid(format!(
-                "Specified tier(s) [{}] are invalid",
-                unknown.join(", ")
-            )))
-        }
+        Ok(())
     }
 }
 
@@ -356,10 +344,9 @@ fn validate_operation(path: &str, method: &str, operation: &Value) -> Result<(),
             AUTH_TYPES.join(", ")
         ));
     }
+    // Whether the tier exists is the tenant's to say (checks::check_tiers_exist).
     if let Some(tier) = operation.get("x-throttling-tier")
-        && tier
-            .as_str()
-            .is_none_or(|t| tiers::find(TierLevel::Resource, t).is_none())
+        && !tier.is_string()
     {
         return Err(format!(
             "x-throttling-tier of {method} {path} is not a known resource tier"
@@ -473,6 +460,20 @@ fn check_endpoint(key: &str, endpoint: &Value) -> Result<(), String> {
     Ok(())
 }
 
+/// The resource tiers a Swagger definition's operations name: `(method, path, tier)`.
+pub fn resource_tiers(definition: &str) -> Vec<(String, String, String)> {
+    let doc: Value = serde_json::from_str(definition).unwrap_or(Value::Null);
+    let mut named = Vec::new();
+    for (path, item) in doc["paths"].as_object().into_iter().flatten() {
+        for method in METHODS {
+            if let Some(tier) = item[*method]["x-throttling-tier"].as_str() {
+                named.push((method.to_string(), path.clone(), tier.to_string()));
+            }
+        }
+    }
+    named
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::Map;
@@ -544,11 +545,16 @@ mod tests {
             )
             .is_err()
         );
+        // Which resource tiers exist is the tenant's (checks::check_tiers_exist); here
+        // only that the tier is a name.
         assert!(
-            validate_swagger(
-                r#"{"swagger":"2.0","paths":{"/a":{"get":{"x-throttling-tier":"Gold"}}}}"#
-            )
-            .is_err()
+            validate_swagger(r#"{"swagger":"2.0","paths":{"/a":{"get":{"x-throttling-tier":7}}}}"#)
+                .is_err()
+        );
+        let named = r#"{"swagger":"2.0","paths":{"/a":{"get":{"x-throttling-tier":"Gold"}}}}"#;
+        assert_eq!(
+            resource_tiers(named),
+            [("get".to_string(), "/a".to_string(), "Gold".to_string())]
         );
         assert!(validate_swagger(r#"{"swagger":"2.0","paths":{"/a":{"get":{"x-throttling-tier":"10KPerMin","x-auth-type":"None"}}}}"#).is_ok());
     }

@@ -12,6 +12,7 @@ use super::access::{STORE, StoreUser, owned_application};
 use super::records::StoredApplication;
 use super::store::{self, NewApplication};
 use crate::error::{Error, OnDuplicate, Result};
+use crate::http::auth::Caller;
 use crate::http::extract::{JsonBody, QueryParams};
 use crate::http::pagination::{ListEnvelope, Page};
 use crate::keys::{ApplicationKey, application_keys};
@@ -107,6 +108,25 @@ struct ApplicationBody {
     keys: Option<Vec<Value>>,
 }
 
+/// Refuses (400, as WSO2 words it) an application tier the caller's tenant does not have
+/// or the caller's roles may not use.
+async fn check_tier(state: &AppState, caller: &Caller, tier: &str) -> Result<()> {
+    let level = TierLevel::Application;
+    let exists = tiers::find_tier(&state.db, caller.tenant(), level, tier)
+        .await?
+        .is_some();
+    let roles = crate::users::find(&state.db, caller.username())
+        .await?
+        .map(|user| user.roles)
+        .unwrap_or_default();
+    let permissions = tiers::Permissions::of(&state.db, caller.tenant(), level).await?;
+    if exists && permissions.allows(tier, Some(&roles)) {
+        Ok(())
+    } else {
+        Err(Error::Invalid(format!("Specified tier {tier} is invalid")))
+    }
+}
+
 impl ApplicationBody {
     /// Checks the body, returning the name and tier.
     fn validate(&self) -> Result<(String, String)> {
@@ -131,9 +151,6 @@ impl ApplicationBody {
             return Err(Error::Invalid(
                 "Application name must have at most 70 printable characters".into(),
             ));
-        }
-        if tiers::find(TierLevel::Application, &tier).is_none() {
-            return Err(Error::Invalid(format!("Specified tier {tier} is invalid")));
         }
         if let Some(token_type) = &self.token_type
             && !matches!(token_type.as_str(), "OAUTH" | "JWT" | "DEFAULT")
@@ -161,6 +178,7 @@ async fn create_application(
     JsonBody(body): JsonBody<ApplicationBody>,
 ) -> Result<Response> {
     let (name, tier) = body.validate()?;
+    check_tier(&state, &caller, &tier).await?;
     let id = uuid::Uuid::new_v4().to_string();
     store::insert(
         &state.db,
@@ -256,6 +274,7 @@ async fn update_application(
 ) -> Result<(Touches, Json<ApplicationDto>)> {
     let app = owned_application(&state, &caller, &application_id).await?;
     let (name, tier) = body.validate()?;
+    check_tier(&state, &caller, &tier).await?;
     let attributes = if body.attributes.is_some() {
         body.attributes_json()
     } else {

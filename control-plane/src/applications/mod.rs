@@ -14,4 +14,4 @@ pub use handlers::router;
 pub use publisher::router as publisher_router;
 pub use records::StoredApplication;
 pub use scopes::router as scopes_router;
-pub use store::{find, tiers_of};
+pub use store::{find, owners_on_tier, tiers_of};

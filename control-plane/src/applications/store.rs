@@ -124,3 +124,15 @@ pub async fn tiers_of(db: &AnyPool, ids: &[&str]) -> sqlx::Result<Vec<(String, S
     let select = "SELECT id, throttling_tier FROM applications WHERE id";
     rows_in(db, select, ids).await
 }
+
+/// The owners of applications on a tier of this name (any tenant's: the caller keeps its
+/// own).
+pub async fn owners_on_tier(db: &AnyPool, tier: &str) -> sqlx::Result<Vec<String>> {
+    // language=SQL
+    let rows: Vec<(String,)> =
+        sqlx::query_as("SELECT DISTINCT owner FROM applications WHERE throttling_tier = $1")
+            .bind(tier)
+            .fetch_all(db)
+            .await?;
+    Ok(rows.into_iter().map(|(owner,)| owner).collect())
+}

@@ -11,8 +11,8 @@ use apim_manifest::bounds::MAX_ENTRY_BYTES;
 use apim_manifest::entries::json;
 use apim_manifest::{
     ApiRoute, ApiState, Application, AuthType, Cors, EntriesBuilder, MaxTps, Meta, Operation,
-    Revocation, RouteSource, Subscription, Tiers, TokenKey, compile_template, key, route_table,
-    specificity,
+    Revocation, RouteSource, Subscription, TenantTiers, Tiers, TokenKey, compile_template, key,
+    route_table, specificity,
 };
 use jsonwebtoken::jwk::AlgorithmParameters;
 use serde_json::Value;
@@ -53,12 +53,16 @@ pub struct ApiCache {
 /// Entries computed by a compile, by key.
 pub type Entries = BTreeMap<String, Arc<str>>;
 
+/// Tenants' own tiers as gateways enforce them, by tenant domain.
+pub type TenantRates = BTreeMap<String, TenantTiers>;
+
 /// Every entry the database's current state calls for.
 pub async fn entries(
     db: &AnyPool,
     apis: &mut ApiCache,
     token_keys: &KeyRing,
     issuer: &str,
+    tenant_tiers: &TenantRates,
 ) -> anyhow::Result<Entries> {
     apis.refresh(db).await?;
     let mut builder = EntriesBuilder::default();
@@ -90,22 +94,28 @@ pub async fn entries(
     for (jti, exp) in revoked {
         builder.revocation(&jti, &Revocation { exp });
     }
-    Ok(builder.finish(meta(token_keys, issuer)))
+    Ok(builder.finish(meta(token_keys, issuer, tenant_tiers)))
 }
 
 /// The meta entry before its route depth is known.
-fn meta(token_keys: &KeyRing, issuer: &str) -> Meta {
+fn meta(token_keys: &KeyRing, issuer: &str, tenant_tiers: &TenantRates) -> Meta {
     Meta {
         token_issuer: issuer.to_string(),
         token_keys: public_keys(token_keys),
         tiers: tier_limits(),
+        tenant_tiers: tenant_tiers.clone(),
         route_depth: 0,
     }
 }
 
 /// The meta entry, with the route depth of the APIs in `apis`.
-pub fn meta_entry(apis: &ApiCache, token_keys: &KeyRing, issuer: &str) -> Arc<str> {
-    let mut meta = meta(token_keys, issuer);
+pub fn meta_entry(
+    apis: &ApiCache,
+    token_keys: &KeyRing,
+    issuer: &str,
+    tenant_tiers: &TenantRates,
+) -> Arc<str> {
+    let mut meta = meta(token_keys, issuer, tenant_tiers);
     meta.route_depth = apis.route_depth();
     json(&meta)
 }

@@ -50,6 +50,8 @@ pub enum Touched {
     Revocation(String),
     /// The token signing keys (the meta entry is always recompiled).
     SigningKeys,
+    /// A tenant's tiers (read again into the meta entry).
+    Tiers,
 }
 
 /// Compiles the database's state into entries, keeping what it compiled between calls.
@@ -59,6 +61,8 @@ pub struct Compiler {
     issuer: String,
     apis: compile::ApiCache,
     log: log::EntryLog,
+    /// Tenants' own tiers, as last read (at every full compile, and when touched).
+    tenant_tiers: compile::TenantRates,
 }
 
 /// What a compile recorded.
@@ -89,6 +93,7 @@ impl Compiler {
             issuer,
             apis: compile::ApiCache::new(credentials),
             log: log::EntryLog::default(),
+            tenant_tiers: compile::TenantRates::new(),
         }
     }
 
@@ -142,9 +147,15 @@ impl Compiler {
             let touched = touched.filter(|_| !others);
             let changes = match touched {
                 None => {
-                    let desired =
-                        compile::entries(&self.db, &mut self.apis, &self.token_keys, &self.issuer)
-                            .await?;
+                    self.tenant_tiers = crate::tiers::tenant_rates(&self.db).await?;
+                    let desired = compile::entries(
+                        &self.db,
+                        &mut self.apis,
+                        &self.token_keys,
+                        &self.issuer,
+                        &self.tenant_tiers,
+                    )
+                    .await?;
                     self.log.changes(&desired)
                 }
                 Some(touched) => {
@@ -192,6 +203,9 @@ impl Compiler {
                 }
                 Touched::Revocation(jti) => revocations.push(jti.as_str()),
                 Touched::SigningKeys => {}
+                Touched::Tiers => {
+                    self.tenant_tiers = crate::tiers::tenant_rates(&self.db).await?;
+                }
             }
         }
         let mut scope = Scope::default();
@@ -237,7 +251,12 @@ impl Compiler {
         scope.keys.insert(key::META.to_string());
         desired.insert(
             key::META.to_string(),
-            compile::meta_entry(&self.apis, &self.token_keys, &self.issuer),
+            compile::meta_entry(
+                &self.apis,
+                &self.token_keys,
+                &self.issuer,
+                &self.tenant_tiers,
+            ),
         );
         Ok((scope, desired))
     }

@@ -136,6 +136,7 @@ async fn check(state: &AppState, caller: &Caller, body: SubscriptionBody) -> Res
             allowed.join(", ")
         )));
     }
+    check_tier_permission(state, caller, &api.tenant, &tier).await?;
     Ok(Checked {
         application,
         api,
@@ -333,4 +334,29 @@ async fn unsubscribe(
         }),
         StatusCode::OK,
     ))
+}
+
+/// Refuses (403) a subscription tier the API's tenant does not let the caller's roles
+/// use (`POST /tiers/update-permission`).
+async fn check_tier_permission(
+    state: &AppState,
+    caller: &Caller,
+    tenant: &str,
+    tier: &str,
+) -> Result<()> {
+    let permissions =
+        crate::tiers::Permissions::of(&state.db, tenant, crate::tiers::TierLevel::Subscription)
+            .await?;
+    let roles = crate::users::find(&state.db, caller.username())
+        .await?
+        .map(|user| user.roles)
+        .unwrap_or_default();
+    if permissions.allows(tier, Some(&roles)) {
+        Ok(())
+    } else {
+        Err(Error::Forbidden(format!(
+            "Tier {tier} is not allowed for the roles of user {}",
+            caller.username()
+        )))
+    }
 }

@@ -9,4 +9,4 @@ mod store;
 pub use handlers::router;
 pub use publisher_handlers::router as publisher_router;
 pub use records::Subscription;
-pub use store::{Grant, count_for_api, grants, grants_of, subscribed_records};
+pub use store::{Grant, apis_on_tier, count_for_api, grants, grants_of, subscribed_records};

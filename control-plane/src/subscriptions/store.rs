@@ -190,3 +190,14 @@ pub async fn subscribed_records(db: &AnyPool, application_id: &str) -> sqlx::Res
     .await?;
     Ok(records.into_iter().map(|r| r.record).collect())
 }
+
+/// The APIs subscribed to on a tier of this name (any tenant's: the caller keeps its own).
+pub async fn apis_on_tier(db: &AnyPool, tier: &str) -> sqlx::Result<Vec<String>> {
+    // language=SQL
+    let rows: Vec<(String,)> =
+        sqlx::query_as("SELECT DISTINCT api_id FROM subscriptions WHERE tier = $1")
+            .bind(tier)
+            .fetch_all(db)
+            .await?;
+    Ok(rows.into_iter().map(|(id,)| id).collect())
+}

@@ -1,7 +1,6 @@
 //! Throttling tiers, as WSO2 API Manager 2.6 creates them (advanced throttling defaults).
-//! Enforcement belongs to the gateway; here they are data to validate against and list.
-
-use serde::Serialize;
+//! Every tenant has them; a tenant may change them (except `Unlimited`) and add its own
+//! (`catalogue`). Enforcement belongs to the gateway.
 
 /// Request count that stands for "unlimited" (Java's Integer.MAX_VALUE, as WSO2 stores it).
 pub const UNLIMITED: i64 = 2_147_483_647;
@@ -91,36 +90,4 @@ pub fn tiers(level: TierLevel) -> &'static [Tier] {
 /// The tier of this name at this level.
 pub fn find(level: TierLevel, name: &str) -> Option<&'static Tier> {
     tiers(level).iter().find(|t| t.name == name)
-}
-
-/// A tier as the REST APIs show it (`Tier` in the v0.14 swagger).
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct TierDto {
-    name: &'static str,
-    description: &'static str,
-    tier_level: &'static str,
-    attributes: serde_json::Map<String, serde_json::Value>,
-    request_count: i64,
-    unit_time: i64,
-    time_unit: &'static str,
-    tier_plan: &'static str,
-    stop_on_quota_reach: bool,
-}
-
-impl TierDto {
-    /// The REST form of a tier.
-    pub fn new(level: TierLevel, tier: &Tier) -> Self {
-        TierDto {
-            name: tier.name,
-            description: tier.description,
-            tier_level: level.path_name(),
-            attributes: Default::default(),
-            request_count: tier.request_count,
-            unit_time: 60_000,
-            time_unit: "min",
-            tier_plan: "FREE",
-            stop_on_quota_reach: true,
-        }
-    }
 }

@@ -1,8 +1,17 @@
-//! Throttling tiers: WSO2's catalogue of subscription, application and resource tiers
-//! (`levels`) and its publisher and store resources (`handlers`).
+//! Throttling tiers: WSO2's defaults (`levels`), a tenant's own and changed ones
+//! (`records`, `store`), the tiers in effect for a tenant and who may use them
+//! (`catalogue`), what a written tier must be (`rules`), what keeps one from being deleted
+//! (`usage`), and the publisher and store resources (`handlers`).
 
+mod catalogue;
 mod handlers;
 mod levels;
+mod records;
+mod rules;
+mod store;
+mod usage;
 
+pub use catalogue::{Permissions, find as find_tier, tenant_rates, unknown};
 pub use handlers::router;
-pub use levels::{Tier, TierDto, TierLevel, UNLIMITED, find, tiers};
+pub use levels::{Tier, TierLevel, UNLIMITED, find, tiers};
+pub use records::{TierDto, TierSpec};
