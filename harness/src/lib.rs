@@ -15,6 +15,7 @@ use sqlx::Connection;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
+pub mod contract;
 pub mod machine;
 pub mod redis;
 pub mod services;
@@ -636,8 +637,19 @@ impl Client {
     }
 
     /// Sends a request and reads the reply.
+    /// Panics when the answer is not what WSO2's contract documents ([`contract::check`]).
     pub async fn send(&self, request: reqwest::RequestBuilder) -> Reply {
-        let response = request.send().await.expect("request failed");
+        let request = request.build().expect("request builds");
+        let (method, path) = (request.method().clone(), request.url().path().to_string());
+        let reply = self.exchange(request).await;
+        if let Err(mismatch) = contract::check(method.as_str(), &path, reply.status, &reply.body) {
+            panic!("{mismatch}");
+        }
+        reply
+    }
+
+    async fn exchange(&self, request: reqwest::Request) -> Reply {
+        let response = self.http.execute(request).await.expect("request failed");
         let status = response.status().as_u16();
         let headers = response.headers().clone();
         let text = response.text().await.expect("response body");

@@ -171,7 +171,8 @@ fn check_endpoint(endpoint: &str) -> Result<()> {
     Ok(())
 }
 
-/// `POST /certificates`: 201 with `Location` and `CertMetadata`; 400 for anything but one
+/// `POST /certificates`: 200 with `Location` and `CertMetadata`, as WSO2's contract has
+/// it; 400 for anything but one
 /// valid certificate with an alias and an endpoint, 409 when the alias is taken.
 async fn upload(
     State(state): State<AppState>,
@@ -192,7 +193,7 @@ async fn upload(
         .on_duplicate(|| format!("The alias '{alias}' already exists"))?;
     tracing::info!(tenant = caller.tenant(), %alias, "certificate uploaded");
     Ok((
-        StatusCode::CREATED,
+        StatusCode::OK,
         Touches::nothing(),
         [(header::LOCATION, format!("{BASE}/{alias}"))],
         Json(CertMetadata::from(&row)),
