@@ -18,11 +18,7 @@ pub(super) fn unique_name(provider: &str, name: &str, version: &str) -> String {
 
 /// The API if it exists in the caller's tenant; 404 otherwise (other tenants' APIs too).
 /// Every publisher resource under `/apis/{apiId}` finds its API so.
-pub async fn tenant_api(
-    state: &AppState,
-    caller: &Caller,
-    api_id: &str,
-) -> Result<StoredApi> {
+pub async fn tenant_api(state: &AppState, caller: &Caller, api_id: &str) -> Result<StoredApi> {
     match queries::find(&state.db, api_id).await? {
         Some(api) if api.tenant == caller.tenant() => Ok(api),
         _ => Err(Error::NotFound("API", api_id.to_string())),
