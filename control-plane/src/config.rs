@@ -13,6 +13,11 @@ pub const LIFETIME_CEILING_SECS: i64 = 10 * 365 * 24 * 3600;
 #[derive(Debug, Clone, Parser)]
 #[command(version, about)]
 pub struct Config {
+    /// Address of the operations listener (`/healthz`, `/readyz`, `/metrics`); none by
+    /// default. Keep it off the public network: it is not authenticated.
+    #[arg(long, env = "APIM_OPS_ADDR")]
+    pub ops_addr: Option<SocketAddr>,
+
     /// Address of the management listener (registration, token service, publisher, store).
     /// Port 0 picks a free port; the bound address is printed as "Serving HTTP on ...".
     #[arg(long, env = "APIM_MGMT_ADDR", default_value = "127.0.0.1:9763")]

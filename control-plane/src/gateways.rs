@@ -206,13 +206,16 @@ async fn compile_loop(hub: Arc<ManifestHub>, mut compiler: Compiler) {
             compiler.compile_touched(&pending.touched).await
         };
         match compiled {
-            Ok(Some(compiled)) => tracing::info!(
-                version = compiled.version,
-                changes = compiled.changes,
-                entries = compiled.entries,
-                elapsed_ms = compiled.elapsed.as_secs_f64() * 1e3,
-                "route manifest compiled"
-            ),
+            Ok(Some(compiled)) => {
+                crate::ops::metrics().compile_took(compiled.elapsed.as_secs_f64());
+                tracing::info!(
+                    version = compiled.version,
+                    changes = compiled.changes,
+                    entries = compiled.entries,
+                    elapsed_ms = compiled.elapsed.as_secs_f64() * 1e3,
+                    "route manifest compiled"
+                )
+            }
             Ok(None) => {}
             Err(err) => {
                 tracing::error!(error = ?err, "could not compile the route manifest; retrying");
@@ -235,6 +238,7 @@ async fn compile_loop(hub: Arc<ManifestHub>, mut compiler: Compiler) {
             );
         }
         hub.observe(compiler.version());
+        crate::ops::metrics().manifest_state(compiler.entries(), compiler.version());
         let next_full = tokio::time::Instant::from_std(last_full + COMPILE_EVERY);
         tokio::select! {
             () = hub.changed.notified() => {}

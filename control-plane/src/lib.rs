@@ -17,6 +17,7 @@ pub mod keys;
 pub mod listener;
 pub mod manifest;
 pub mod mediation;
+pub mod ops;
 pub mod scopes;
 pub mod secrets;
 pub mod server;

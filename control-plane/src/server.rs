@@ -150,6 +150,10 @@ async fn serve(config: Config, db: AnyPool) -> anyhow::Result<()> {
         idle_timeout: Duration::from_millis(config.idle_timeout_ms),
         max_connections: config.max_connections,
     };
+    let ops = match config.ops_addr {
+        Some(ops_addr) => Some(serve_operations(ops_addr, db.clone()).await?),
+        None => None,
+    };
     // The harness and scripts read this line to find the bound port.
     let signal = shutdown_signal();
     println!("Serving HTTP on http://{addr}/");
@@ -160,9 +164,27 @@ async fn serve(config: Config, db: AnyPool) -> anyhow::Result<()> {
         hub.close();
     };
     listener::serve(listener, app(state), limits, shutdown).await?;
+    if let Some(ops) = ops {
+        ops.abort();
+    }
     db.close().await;
     tracing::info!("control plane stopped");
     Ok(())
+}
+
+/// Starts the operations listener at `addr` and announces it (`Serving operations on
+/// http://ADDR/`, before the management listener's line, which the harness waits for).
+async fn serve_operations(
+    addr: std::net::SocketAddr,
+    db: AnyPool,
+) -> anyhow::Result<tokio::task::JoinHandle<()>> {
+    let listener = TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("could not listen on {addr} (APIM_OPS_ADDR)"))?;
+    let bound = listener.local_addr()?;
+    println!("Serving operations on http://{bound}/");
+    tracing::info!(addr = %bound, "operations listener (health, metrics)");
+    Ok(crate::ops::spawn(listener, db))
 }
 
 /// Fewest bytes a gateway secret may have: it alone guards manifest pages, which carry

@@ -110,6 +110,9 @@ pub fn binary(name: &str) -> PathBuf {
 /// Password of the administrator every test control plane starts with.
 pub const ADMIN_PASSWORD: &str = "admin-secret";
 
+/// Most bytes of a process's output kept (its standard output past its announcement).
+const MAX_KEPT_STDOUT: usize = 16 << 20;
+
 /// A running server binary of ours, stopped (killed) when dropped.
 pub struct ServerProcess {
     child: Child,
@@ -181,7 +184,18 @@ impl ServerProcess {
                 output.lock().unwrap()
             );
         };
-        tokio::spawn(async move { while let Ok(Some(_)) = stdout.next_line().await {} });
+        // Kept with the rest (the gateway's access log comes this way), up to a bound: a
+        // benchmark's millions of lines are read and dropped.
+        let later = output.clone();
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = stdout.next_line().await {
+                let mut output = later.lock().unwrap();
+                if output.len() < MAX_KEPT_STDOUT {
+                    output.push_str(&line);
+                    output.push('\n');
+                }
+            }
+        });
         ServerProcess { child, url, output }
     }
 
@@ -219,6 +233,15 @@ impl ServerProcess {
             Ok(Ok(status)) => Some(status),
             _ => None,
         }
+    }
+
+    /// The URL a `<what> on http://ADDR/` line announced (e.g. `Serving operations`).
+    pub fn announced(&self, what: &str) -> Option<String> {
+        let prefix = format!("{what} on ");
+        self.output().lines().find_map(|line| {
+            let url = line.strip_prefix(&prefix)?;
+            Some(url.trim_end_matches('/').to_string())
+        })
     }
 
     /// Everything it printed so far.

@@ -24,6 +24,7 @@ mod fleet;
 mod flow;
 mod gateway;
 mod legacy_soap;
+mod observability;
 mod ordering;
 mod publisher;
 mod registration;
@@ -181,6 +182,7 @@ on_both!(
     catalogue::copy_api_and_default_version,
     catalogue::certificates_per_tenant,
     catalogue::tiers_per_tenant,
+    observability::control_plane_health_and_metrics,
 );
 
 on_both!(

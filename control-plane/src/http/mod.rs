@@ -93,6 +93,11 @@ fn routes(state: AppState) -> Router {
             body_limit,
             refuse_oversized_bodies,
         ))
+        // Outside every refusal above, so that they are counted too; `Router::layer` runs it
+        // after routing, where the route template is known.
+        .layer(axum::middleware::from_fn(
+            crate::ops::metrics::count_request,
+        ))
         .layer(TraceLayer::new_for_http())
         .with_state(state)
 }

@@ -77,6 +77,7 @@ async fn token_endpoint(
         }
         _ => refresh_grant(&state, client, &params, validity).await?,
     };
+    crate::ops::metrics().token_issued(grant);
     Ok(no_store(Json(response)))
 }
 

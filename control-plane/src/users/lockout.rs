@@ -162,6 +162,7 @@ impl Lockout {
             .execute(db)
             .await?;
             tracing::warn!(%username, failures, "user name locked after failed logins");
+            crate::ops::metrics().user_locked_out();
         }
         Ok(())
     }
@@ -201,6 +202,9 @@ impl Lockout {
             *count = fresh;
         }
         count.failures = count.failures.saturating_add(1);
+        if count.failures == self.policy.address_max_failures {
+            crate::ops::metrics().address_locked_out();
+        }
     }
 
     /// Deletes forgotten, unlocked rows, at most every [`PRUNE_EVERY_SECS`].

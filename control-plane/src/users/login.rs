@@ -83,6 +83,7 @@ impl VerifiedLogins {
                 Ok(Some(user))
             }
             _ => {
+                crate::ops::metrics().login_failed();
                 self.lockout.failed(db, username, from, &state).await?;
                 Ok(None)
             }

@@ -1,0 +1,311 @@
+//! The control plane's Prometheus metrics, served at the operations listener's `/metrics`
+//! in the OpenMetrics text format.
+//!
+//! Label sets are bounded: `route` is the matched route template (never the raw path;
+//! `unmatched` for the rest), `method` one of the methods the API serves (else `other`),
+//! `status` the status code, `grant` one of the three grants, `scope` `user` or `address`.
+//! No user, client or token is ever a label.
+
+use std::sync::LazyLock;
+use std::time::Instant;
+
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::{Registry, Unit};
+use sqlx::AnyPool;
+
+/// Upper bounds of the management latency buckets, seconds: from a cached read (about a
+/// millisecond) to an argon2 check under a queue (seconds).
+const REQUEST_BUCKETS: [f64; 13] = [
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
+/// Upper bounds of the compile-time buckets, seconds: one touched API (milliseconds) to a
+/// full compile of 10,000 APIs (seconds).
+const COMPILE_BUCKETS: [f64; 12] = [
+    0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
+
+/// A management request's labels.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    method: &'static str,
+    route: String,
+    status: u16,
+}
+
+/// A management request's latency labels.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RouteLabels {
+    method: &'static str,
+    route: String,
+}
+
+/// A token grant.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct GrantLabels {
+    grant: &'static str,
+}
+
+/// What a lock-out locks.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct LockoutLabels {
+    scope: &'static str,
+}
+
+/// Every metric of the control plane, and the registry that encodes them.
+pub struct Metrics {
+    registry: Registry,
+    requests: Family<RequestLabels, Counter>,
+    request_seconds: Family<RouteLabels, Histogram>,
+    tokens: Family<GrantLabels, Counter>,
+    login_failures: Counter,
+    lockouts: Family<LockoutLabels, Counter>,
+    compile_seconds: Histogram,
+    manifest_entries: Gauge,
+    manifest_version: Gauge,
+    pool_connections: Gauge,
+    pool_idle: Gauge,
+}
+
+/// The process's metrics (one control plane per process).
+pub fn metrics() -> &'static Metrics {
+    static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
+    &METRICS
+}
+
+impl Metrics {
+    fn new() -> Self {
+        let mut registry = Registry::with_prefix("apim");
+        let requests = Family::<RequestLabels, Counter>::default();
+        registry.register(
+            "mgmt_requests",
+            "Management requests answered, by method, route template and status",
+            requests.clone(),
+        );
+        let request_seconds =
+            Family::<RouteLabels, Histogram>::new_with_constructor(request_histogram as fn() -> _);
+        registry.register_with_unit(
+            "mgmt_request_duration",
+            "Time to answer a management request, by method and route template",
+            Unit::Seconds,
+            request_seconds.clone(),
+        );
+        let tokens = Family::<GrantLabels, Counter>::default();
+        registry.register("tokens_issued", "Tokens issued, by grant", tokens.clone());
+        let login_failures = Counter::default();
+        registry.register(
+            "login_failures",
+            "Password logins refused for a wrong password, an unknown, disabled or locked user",
+            login_failures.clone(),
+        );
+        let lockouts = Family::<LockoutLabels, Counter>::default();
+        registry.register(
+            "login_lockouts",
+            "Lock-outs begun after repeated failed logins, of a user name or a client address",
+            lockouts.clone(),
+        );
+        let compile_seconds = Histogram::new(COMPILE_BUCKETS);
+        registry.register_with_unit(
+            "manifest_compile_duration",
+            "Time to compile the route manifest (whole or the touched rows)",
+            Unit::Seconds,
+            compile_seconds.clone(),
+        );
+        let manifest_entries = Gauge::default();
+        registry.register(
+            "manifest_entries",
+            "Entries of the compiled route manifest",
+            manifest_entries.clone(),
+        );
+        let manifest_version = Gauge::default();
+        registry.register(
+            "manifest_version",
+            "Version of the newest compiled route manifest",
+            manifest_version.clone(),
+        );
+        let pool_connections = Gauge::default();
+        registry.register(
+            "db_pool_connections",
+            "Database connections open in the pool",
+            pool_connections.clone(),
+        );
+        let pool_idle = Gauge::default();
+        registry.register(
+            "db_pool_idle_connections",
+            "Database connections idle in the pool",
+            pool_idle.clone(),
+        );
+        Self {
+            registry,
+            requests,
+            request_seconds,
+            tokens,
+            login_failures,
+            lockouts,
+            compile_seconds,
+            manifest_entries,
+            manifest_version,
+            pool_connections,
+            pool_idle,
+        }
+    }
+
+    /// A token issued by `grant` (`password`, `client_credentials`, `refresh_token`).
+    pub fn token_issued(&self, grant: &str) {
+        let grant = match grant {
+            "password" => "password",
+            "client_credentials" => "client_credentials",
+            "refresh_token" => "refresh_token",
+            _ => "other",
+        };
+        self.tokens.get_or_create(&GrantLabels { grant }).inc();
+    }
+
+    /// A password login refused.
+    pub fn login_failed(&self) {
+        self.login_failures.inc();
+    }
+
+    /// A user name locked out.
+    pub fn user_locked_out(&self) {
+        self.lockouts
+            .get_or_create(&LockoutLabels { scope: "user" })
+            .inc();
+    }
+
+    /// A client address locked out.
+    pub fn address_locked_out(&self) {
+        self.lockouts
+            .get_or_create(&LockoutLabels { scope: "address" })
+            .inc();
+    }
+
+    /// A compile of the route manifest (whole or of touched rows) that took `seconds`.
+    pub fn compile_took(&self, seconds: f64) {
+        self.compile_seconds.observe(seconds);
+    }
+
+    /// The compiled manifest as it stands: its entries and version.
+    pub fn manifest_state(&self, entries: usize, version: u64) {
+        self.manifest_entries
+            .set(i64::try_from(entries).unwrap_or(i64::MAX));
+        self.manifest_version
+            .set(i64::try_from(version).unwrap_or(i64::MAX));
+    }
+
+    /// The text exposition, with the pool's figures as they are now.
+    pub fn encode(&self, db: &AnyPool) -> String {
+        self.pool_connections.set(i64::from(db.size()));
+        self.pool_idle
+            .set(i64::try_from(db.num_idle()).unwrap_or(i64::MAX));
+        let mut text = String::new();
+        if let Err(err) = prometheus_client::encoding::text::encode(&mut text, &self.registry) {
+            tracing::error!("could not encode the metrics: {err}");
+        }
+        text
+    }
+
+    fn request_answered(
+        &self,
+        method: &Method,
+        route: Option<&str>,
+        status: StatusCode,
+        seconds: f64,
+    ) {
+        let method = method_label(method);
+        let route = route.unwrap_or("unmatched").to_string();
+        self.request_seconds
+            .get_or_create(&RouteLabels {
+                method,
+                route: route.clone(),
+            })
+            .observe(seconds);
+        self.requests
+            .get_or_create(&RequestLabels {
+                method,
+                route,
+                status: status.as_u16(),
+            })
+            .inc();
+    }
+}
+
+fn request_histogram() -> Histogram {
+    Histogram::new(REQUEST_BUCKETS)
+}
+
+/// A method as a bounded label.
+fn method_label(method: &Method) -> &'static str {
+    match *method {
+        Method::GET => "GET",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::DELETE => "DELETE",
+        Method::HEAD => "HEAD",
+        Method::OPTIONS => "OPTIONS",
+        Method::PATCH => "PATCH",
+        _ => "other",
+    }
+}
+
+/// Middleware counting every management request by its route template and status, and
+/// timing it.
+pub async fn count_request(request: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let method = request.method().clone();
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|matched| matched.as_str().to_string());
+    let response = next.run(request).await;
+    metrics().request_answered(
+        &method,
+        route.as_deref(),
+        response.status(),
+        started.elapsed().as_secs_f64(),
+    );
+    response
+}
+
+/// `GET /metrics`.
+pub async fn scrape(State(db): State<AnyPool>) -> Response {
+    let mut response = metrics().encode(&db).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
+    );
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_are_bounded() {
+        assert_eq!(method_label(&Method::GET), "GET");
+        assert_eq!(method_label(&Method::from_bytes(b"BREW").unwrap()), "other");
+        let metrics = Metrics::new();
+        metrics.token_issued("urn:made-up");
+        metrics.request_answered(&Method::GET, None, StatusCode::NOT_FOUND, 0.001);
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &metrics.registry).unwrap();
+        assert!(
+            text.contains(r#"apim_tokens_issued_total{grant="other"} 1"#),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                r#"apim_mgmt_requests_total{method="GET",route="unmatched",status="404"} 1"#
+            ),
+            "{text}"
+        );
+    }
+}
