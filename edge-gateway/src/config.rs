@@ -33,6 +33,15 @@ pub const GATEWAY_ENVIRONMENT_VAR: &str = "gateway_environment";
 /// see `sync.rs`; Spin, with no loop, leaves the component's default).
 pub const CATCH_UP_VAR: &str = "catch_up_interval_ms";
 
+/// Parses `on` / `off` (also `true` / `false`).
+fn parse_switch(text: &str) -> Result<bool, String> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "on" | "true" | "1" => Ok(true),
+        "off" | "false" | "0" => Ok(false),
+        _ => Err(format!("expected on or off, got {text:?}")),
+    }
+}
+
 /// Parses `ADDR=PATH` of `--extra-component`.
 fn parse_listener(text: &str) -> Result<(SocketAddr, PathBuf), String> {
     let (addr, path) = text
@@ -88,6 +97,12 @@ pub struct Config {
     /// address is printed as `Serving HTTP on http://ADDR/`.
     #[arg(long, env = "APIM_GATEWAY_ADDR", default_value = "127.0.0.1:8280")]
     pub addr: SocketAddr,
+
+    /// Address of the operations listener (`/healthz`, `/readyz`, `/metrics`); none by
+    /// default. Keep it off the public network: it is not authenticated. Announced as
+    /// `Serving operations on http://ADDR/`, before the components are compiled.
+    #[arg(long, env = "APIM_OPS_ADDR")]
+    pub ops_addr: Option<SocketAddr>,
 
     /// Path of the gateway component (.wasm). It is compiled once at start-up,
     /// so deploying a new component needs no rebuild of the host.
@@ -229,6 +244,12 @@ pub struct Config {
     /// decisions are the same; the host's forwarding costs a fraction.
     #[arg(long, env = "APIM_HOST_FORWARDING", default_value_t = true, action = clap::ArgAction::Set)]
     pub host_forwarding: bool,
+
+    /// One JSON line per request on standard output (`on` or `off`): time, client, API,
+    /// version, resource, application, key type, user, status, fault code, latencies
+    /// and bytes (see `telemetry::access`).
+    #[arg(long, env = "APIM_ACCESS_LOG", default_value = "on", value_parser = parse_switch)]
+    pub access_log: bool,
 
     /// Lists compiled guest code in `/tmp/perf-<pid>.map`, so that `perf report` names
     /// the component's functions (for profiling; off in production).

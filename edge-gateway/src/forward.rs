@@ -31,6 +31,16 @@ pub fn head_of<B>(request: &Request<B>) -> RequestHead {
     }
 }
 
+/// The length a message's `Content-Length` announces, if it announces one.
+pub fn content_length(headers: &http::HeaderMap) -> Option<u64> {
+    headers
+        .get(http::header::CONTENT_LENGTH)?
+        .to_str()
+        .ok()?
+        .parse()
+        .ok()
+}
+
 /// Why a forwarded request got no answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Failure {

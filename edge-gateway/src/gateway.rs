@@ -19,7 +19,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
 use http::header::HOST;
@@ -31,11 +31,14 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use wasmtime_wasi_http::WasiBody;
 
 use crate::bindings::exports::apim::gateway::policy::{
-    Decision, Forward, RequestHead, Response as PolicyResponse, Verdict,
+    Call, Decision, Forward, RequestHead, Response as PolicyResponse, Verdict,
 };
 use crate::counters::{Counters, Refused};
 use crate::forward::{self, Failure};
 use crate::instances::{DeadlineExceeded, NoInstance, RequestMeta, Runtime};
+use crate::telemetry::access::Entry;
+use crate::telemetry::metrics::unrouted;
+use crate::telemetry::{Outcome, Telemetry};
 
 /// Header carrying the client's socket address, as Spin sets it.
 pub const CLIENT_ADDR_HEADER: HeaderName = HeaderName::from_static("spin-client-addr");
@@ -61,6 +64,8 @@ pub struct Gateway {
     /// `Bearer <gateway_secret>` for the host's own sync requests (`/_apim/*` answer
     /// only to callers that prove the secret).
     sync_authorization: Option<HeaderValue>,
+    /// Where requests are counted.
+    telemetry: Arc<Telemetry>,
 }
 
 impl Gateway {
@@ -77,7 +82,18 @@ impl Gateway {
             request_timeout: limits.request_timeout,
             next_id: AtomicU64::new(0),
             sync_authorization: None,
+            telemetry: Arc::default(),
         }
+    }
+
+    /// Counts requests, instances in use and the manifest held in `telemetry`.
+    pub fn with_telemetry(mut self, telemetry: Arc<Telemetry>) -> Self {
+        let size = usize::try_from(self.runtime.limits().max_instances).unwrap_or(usize::MAX);
+        telemetry
+            .metrics
+            .watch_instances(self.permits.clone(), size);
+        self.telemetry = telemetry;
+        self
     }
 
     /// The gateway secret the host's sync requests prove.
@@ -104,27 +120,98 @@ impl Gateway {
     where
         B: Body<Data = Bytes, Error = hyper::Error> + Send + 'static,
     {
+        let started = Instant::now();
         let mut request = request.map(|body| {
             body.map_err(wasmtime_wasi_http::Error::Hyper)
                 .boxed_unsync()
         });
         prepare_headers(request.headers_mut(), addresses);
-        if self.host_forwarding {
-            let head = forward::head_of(&request);
-            let verdict = match self.decide(&head).await {
-                Ok(verdict) => verdict,
-                Err(failed) => return failed,
+        let request_bytes = forward::content_length(request.headers());
+        if !self.host_forwarding {
+            let method = request.method().clone();
+            let response = self.dispatch(request).await;
+            let served = Served {
+                method: method.as_str(),
+                call: &unrouted(),
+                client: &addresses.client,
+                request_bytes,
+                started,
+                outcome: Outcome::default(),
             };
-            if let Err(refused) = self.counters.admit(&verdict.limits).await {
-                return self.throttled(&head, refused).await;
-            }
-            match verdict.decision {
-                Decision::Forward(plan) => return self.forward(request, &head, plan).await,
-                Decision::Respond(answer) => return forward::response(answer),
-                Decision::Handle => {}
-            }
+            self.record(served, &response);
+            return response;
         }
-        self.dispatch(request).await
+        let head = forward::head_of(&request);
+        let (response, call, outcome) = self.carry_out(request, &head).await;
+        let served = Served {
+            method: &head.method,
+            call: &call,
+            client: &addresses.client,
+            request_bytes,
+            started,
+            outcome,
+        };
+        self.record(served, &response);
+        response
+    }
+
+    /// Has the component decide about a request, and does what it decided: the answer,
+    /// what the component said the request is, and how it ended.
+    async fn carry_out(
+        &self,
+        request: Request<WasiBody>,
+        head: &RequestHead,
+    ) -> (Response<ResponseBody>, Call, Outcome) {
+        let mut outcome = Outcome::default();
+        let Verdict {
+            limits,
+            decision,
+            call,
+        } = match self.decide(head).await {
+            Ok(verdict) => verdict,
+            Err(failed) => return (failed, unrouted(), outcome),
+        };
+        if let Err(refused) = self.counters.admit(&limits).await {
+            outcome.throttled = Some(refused.kind);
+            let response = self.throttled(head, refused, &mut outcome).await;
+            return (response, call, outcome);
+        }
+        let response = match decision {
+            Decision::Forward(plan) => self.forward(request, head, plan, &mut outcome).await,
+            Decision::Respond(answer) => {
+                outcome.fault_code = answer.fault_code;
+                forward::response(answer)
+            }
+            Decision::Handle => self.dispatch(request).await,
+        };
+        (response, call, outcome)
+    }
+
+    /// Counts an answered request, and writes its access-log line.
+    fn record(&self, served: Served<'_>, response: &Response<ResponseBody>) {
+        let status = response.status().as_u16();
+        let elapsed = served.started.elapsed();
+        let outcome = &served.outcome;
+        self.telemetry
+            .metrics
+            .record(served.method, served.call, status, elapsed, outcome);
+        let Some(log) = &self.telemetry.access_log else {
+            return;
+        };
+        let millis = |duration: Duration| duration.as_secs_f64() * 1e3;
+        let entry = Entry {
+            client: served.client.to_str().unwrap_or_default(),
+            method: served.method,
+            status,
+            fault_code: (outcome.fault_code != 0).then_some(outcome.fault_code),
+            duration_ms: millis(elapsed),
+            backend_ms: outcome.backend.map(millis),
+            request_bytes: served.request_bytes,
+            response_bytes: forward::content_length(response.headers())
+                .or_else(|| response.body().size_hint().exact()),
+            ..Entry::of_call(served.call)
+        };
+        log.write(entry, SystemTime::now());
     }
 
     /// The component's decision about a request; a failed decision is answered.
@@ -148,40 +235,60 @@ impl Gateway {
         request: Request<WasiBody>,
         head: &RequestHead,
         plan: Forward,
+        outcome: &mut Outcome,
     ) -> Response<ResponseBody> {
         let outbound = self.runtime.outbound();
-        let failure = match forward::send(outbound, self.runtime.kv(), request, head, plan).await {
+        let sent = Instant::now();
+        let sending = forward::send(outbound, self.runtime.kv(), request, head, plan).await;
+        outcome.backend = Some(sent.elapsed());
+        let failure = match sending {
             Ok(response) => return response,
             Err(failure) => failure,
         };
         let timed_out = failure == Failure::TimedOut;
+        outcome.backend_failed = Some(timed_out);
         let answer = self.runtime.backend_failed(head, timed_out);
-        self.answer(answer, "a backend failure", StatusCode::BAD_GATEWAY)
-            .await
+        self.answer(
+            answer,
+            "a backend failure",
+            StatusCode::BAD_GATEWAY,
+            outcome,
+        )
+        .await
     }
 
     /// The component's answer for a request one of its limits refused.
-    async fn throttled(&self, head: &RequestHead, refused: Refused) -> Response<ResponseBody> {
+    async fn throttled(
+        &self,
+        head: &RequestHead,
+        refused: Refused,
+        outcome: &mut Outcome,
+    ) -> Response<ResponseBody> {
         let answer = self
             .runtime
             .throttled(head, refused.kind, refused.window_end_ms);
-        self.answer(answer, "a throttled request", StatusCode::TOO_MANY_REQUESTS)
+        let fallback = StatusCode::TOO_MANY_REQUESTS;
+        self.answer(answer, "a throttled request", fallback, outcome)
             .await
     }
 
-    /// An answer of the component's own, made under an instance permit; `fallback` (empty)
-    /// when it cannot give one.
+    /// An answer of the component's own, made under an instance permit (its fault code
+    /// noted in `outcome`); `fallback` (empty) when it cannot give one.
     async fn answer(
         &self,
         answer: impl Future<Output = wasmtime::Result<PolicyResponse>>,
         what: &str,
         fallback: StatusCode,
+        outcome: &mut Outcome,
     ) -> Response<ResponseBody> {
         let Some(_permit) = self.permit().await else {
             return empty(StatusCode::SERVICE_UNAVAILABLE);
         };
         match answer.await {
-            Ok(answer) => forward::response(answer),
+            Ok(answer) => {
+                outcome.fault_code = answer.fault_code;
+                forward::response(answer)
+            }
             Err(err) => {
                 tracing::error!("component failed to answer {what}: {err:?}");
                 empty(fallback)
@@ -226,10 +333,14 @@ impl Gateway {
         };
         tracing::debug!(%status, "sync request answered");
         // `{"version": n}` once the component holds everything the control plane had.
-        status
+        let held = status
             .is_success()
             .then(|| crate::sync::version_field(&body, "version"))
-            .flatten()
+            .flatten();
+        if let Some(version) = held {
+            self.telemetry.manifest_held(version);
+        }
+        held
     }
 
     async fn dispatch(&self, request: Request<WasiBody>) -> Response<ResponseBody> {
@@ -257,6 +368,16 @@ impl Gateway {
             }
         }
     }
+}
+
+/// A request as it was served, for its metrics and access-log line.
+struct Served<'a> {
+    method: &'a str,
+    call: &'a Call,
+    client: &'a HeaderValue,
+    request_bytes: Option<u64>,
+    started: Instant,
+    outcome: Outcome,
 }
 
 /// A connection's client and listener addresses as header values, made once per

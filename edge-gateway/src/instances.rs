@@ -551,6 +551,7 @@ impl Runtime {
         let mut store = self.new_store();
         store.data_mut().deadline = Some(Instant::now() + self.limits.request_timeout);
         let instance = self.pre.pre.instantiate_async(&mut store).await?;
+        crate::telemetry::metrics::instantiated();
         let proxy = self.pre.proxy.load(&mut store, &instance)?;
         let policy = match &self.pre.policy {
             Some(indices) => Some(indices.load(&mut store, &instance)?),

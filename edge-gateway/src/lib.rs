@@ -19,6 +19,7 @@ pub mod keyvalue;
 pub mod outbound;
 pub mod server;
 pub mod sync;
+pub mod telemetry;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -30,6 +31,7 @@ use crate::gateway::Gateway;
 use crate::instances::{EpochTicker, Limits, Runtime, Shared};
 use crate::keyvalue::KvStore;
 use crate::outbound::{EgressGuard, OutboundClient};
+use crate::telemetry::Telemetry;
 
 /// Validates `config`, listens (on the sockets in `inherited`, passed by a supervisor,
 /// or on sockets of its own), compiles the components (or reads them from the compilation
@@ -54,6 +56,17 @@ pub async fn run(config: Config, mut inherited: server::Inherited) -> anyhow::Re
     for (index, listener) in listeners.iter().enumerate() {
         sockets.push(server::listen(listener.addr, inherited.take(index)).await?);
     }
+    // Up before the components are compiled, so that an orchestrator sees the gateway
+    // alive and not ready meanwhile.
+    let telemetry = Arc::new(if config.access_log {
+        Telemetry::with_access_log()?
+    } else {
+        Telemetry::default()
+    });
+    if let Some(ops_addr) = config.ops_addr {
+        let ops = server::listen(ops_addr, None).await?;
+        telemetry::ops::spawn(ops, telemetry.clone())?;
+    }
     let components = u32::try_from(listeners.len()).unwrap_or(u32::MAX);
     let engine = instances::engine(
         &limits(&config),
@@ -66,8 +79,10 @@ pub async fn run(config: Config, mut inherited: server::Inherited) -> anyhow::Re
     let shared = shared(&config, guard.clone()).await?;
     let mut hosted = Vec::new();
     for (listener, socket) in listeners.iter().zip(sockets) {
-        hosted.push((socket, Arc::new(host(&config, &engine, listener, &shared)?)));
+        let gateway = host(&config, &engine, listener, &shared)?.with_telemetry(telemetry.clone());
+        hosted.push((socket, Arc::new(gateway)));
     }
+    telemetry.compiled();
     let gateways: Vec<Arc<Gateway>> = hosted.iter().map(|(_, g)| g.clone()).collect();
     let (main_listener, main) = &hosted[0];
     let main_addr = main_listener.local_addr()?;
@@ -76,6 +91,7 @@ pub async fn run(config: Config, mut inherited: server::Inherited) -> anyhow::Re
     let watch = watch_of(&shared.vars);
     let sync_interval = config.sync_interval();
     let first_sync_timeout = Duration::from_millis(config.first_sync_timeout_ms);
+    telemetry.needs_manifest(sync_interval.is_some() && watch.is_some());
     if sync_interval.is_some() && watch.is_some() && !first_sync_timeout.is_zero() {
         first_sync(main, main_addr, first_sync_timeout).await;
     }
@@ -97,6 +113,7 @@ pub async fn run(config: Config, mut inherited: server::Inherited) -> anyhow::Re
     for gateway in gateways {
         gateway.begin_shutdown();
     }
+    telemetry.flush();
     served
 }
 

@@ -1,12 +1,15 @@
-//! Operating the platform (issue 23): the operations listener's health and metrics,
-//! checked against known sequences of requests.
+//! Operating the platform (issue 23): the operations listeners' health and metrics on both
+//! planes, and the gateway's access log, checked against known sequences of requests.
 //! Metrics are compared before and after a sequence, so the counts are exactly what the
 //! sequence must add, whatever came before it (waiting for pushes, logging in).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use harness::{Backend, ServerProcess};
+use harness::stack::{Core, Launch, Stack};
+use harness::{Backend, ServerProcess, eventually, wait_until};
+use reqwest::Method;
+use serde_json::{Value, json};
 
 use crate::Env;
 
@@ -202,4 +205,250 @@ async fn answers_in_time(base: &str, path: &str, status: u16) -> String {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// The access-log lines of API calls and refusals `gateway` printed after its output had
+/// `from` bytes (the control plane's calls of the gateway's own endpoints, which carry
+/// neither an API nor a fault, come meanwhile).
+fn access_lines(gateway: &ServerProcess, from: usize) -> Vec<Value> {
+    gateway.output()[from..]
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|line| line.get("resource").is_some())
+        .filter(|line| line["api"] != "" || !line["fault_code"].is_null())
+        .collect()
+}
+
+/// A known sequence through the gateway — calls until the application tier throttles,
+/// one without a token, one with a forged token, one to no API — counted exactly in its
+/// metrics and logged a line each; the health and metrics paths are not the gateway's
+/// public paths, and an API published at `/metrics` takes only its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gateway_metrics_and_access_log_follow_a_known_sequence() {
+    let stack = Launch {
+        gateway: &[ops_setting()],
+        ..Launch::default()
+    }
+    .start()
+    .await;
+    let ops = ops_url(&stack.gateway);
+    assert_eq!(get(&ops, "/healthz").await.0, 200);
+    assert_eq!(get(&ops, "/readyz").await.0, 200);
+    let api = stack.api("Observed", json!({}), &["Publish"]).await;
+    let (app, key, secret, _) = stack.application("Observing", "10PerMin", &[&api]).await;
+    let token = stack.app_token(&key, &secret, &[]).await;
+    let path = "/observed/v1.0.0/devs/alice";
+    eventually(&stack.gw, Method::GET, path, &token, |r| r.status == 200).await;
+
+    // The lines of the calls so far are written within the access log's flush interval.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let before = scrape(&ops).await;
+    let logged_from = stack.gateway.output().len();
+    let mut admitted = 0.0;
+    loop {
+        let reply = stack.gw.get(path, &token).await;
+        if reply.status == 429 {
+            assert_eq!(reply.fault_code(), "900803");
+            break;
+        }
+        assert_eq!(reply.status, 200, "{}", reply.body);
+        admitted += 1.0;
+        assert!(admitted <= 10.0, "10PerMin admitted more than 10");
+    }
+    assert_eq!(stack.gw.get(path, "").await.fault_code(), "900902");
+    let forged = stack.gw.get(path, "not-a-token").await;
+    assert_eq!((forged.status, forged.fault_code()), (401, "900901"));
+    assert_eq!(stack.gw.get("/nowhere/v1/x", &token).await.status, 404);
+    let after = scrape(&ops).await;
+
+    let labels = |class: &str, application: &str| {
+        format!(
+            r#"apim_gateway_requests_total{{api="Observed",version="v1.0.0",resource="/devs/{{username}}",application="{application}",method="GET",class="{class}"}}"#
+        )
+    };
+    assert_grew(
+        &before,
+        &after,
+        &[
+            (&labels("2xx", &app), admitted),
+            (&labels("4xx", &app), 1.0),
+            (&labels("4xx", ""), 2.0),
+            (
+                r#"apim_gateway_requests_total{api="",version="",resource="",application="",method="GET",class="4xx"}"#,
+                1.0,
+            ),
+            (
+                r#"apim_gateway_refusals_total{status="429",code="900803"}"#,
+                1.0,
+            ),
+            (
+                r#"apim_gateway_refusals_total{status="401",code="900901"}"#,
+                1.0,
+            ),
+            (
+                r#"apim_gateway_refusals_total{status="401",code="900902"}"#,
+                1.0,
+            ),
+            (
+                r#"apim_gateway_throttled_total{limit="application_tier"}"#,
+                1.0,
+            ),
+            (
+                r#"apim_gateway_backend_duration_seconds_count{api="Observed",version="v1.0.0"}"#,
+                admitted,
+            ),
+            (
+                r#"apim_gateway_request_duration_seconds_count{api="Observed",version="v1.0.0"}"#,
+                admitted + 3.0,
+            ),
+            (r#"apim_gateway_backend_errors_total{kind="timeout"}"#, 0.0),
+        ],
+    );
+    assert!(after["apim_gateway_manifest_version"] >= 1.0);
+    assert!(after["apim_gateway_instantiations_total"] >= 1.0);
+    let text = get(&ops, "/metrics").await.1;
+    assert!(
+        !text.contains(&token) && !text.contains("alice"),
+        "no token or user as a label"
+    );
+
+    // One line per request of the sequence, in order.
+    let expected = admitted as usize + 4;
+    wait_until(
+        "the access log is written",
+        Duration::from_secs(5),
+        async || access_lines(&stack.gateway, logged_from).len() >= expected,
+    )
+    .await;
+    let lines = access_lines(&stack.gateway, logged_from);
+    assert_eq!(lines.len(), expected, "{lines:#?}");
+    let first = &lines[0];
+    assert_eq!(first["api"], "Observed");
+    assert_eq!(first["version"], "v1.0.0");
+    assert_eq!(first["resource"], "/devs/{username}");
+    assert_eq!(first["application"], app.as_str());
+    assert_eq!(first["key_type"], "PRODUCTION");
+    assert_eq!(first["method"], "GET");
+    assert_eq!(first["status"], 200);
+    assert_eq!(first["fault_code"], Value::Null);
+    assert!(
+        first["user"]
+            .as_str()
+            .is_some_and(|user| user.starts_with("admin")),
+        "{first}"
+    );
+    assert!(
+        first["client"].as_str().unwrap().starts_with("127.0.0.1:"),
+        "{first}"
+    );
+    assert!(first["duration_ms"].as_f64().unwrap() >= first["backend_ms"].as_f64().unwrap());
+    assert!(first["time"].as_str().unwrap().ends_with('Z'), "{first}");
+    let refusals: Vec<_> = lines[admitted as usize..]
+        .iter()
+        .map(|line| {
+            (
+                line["status"].as_u64().unwrap(),
+                line["fault_code"].clone(),
+                line["api"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        refusals,
+        [
+            (429, json!(900803), json!("Observed")),
+            (401, json!(900902), json!("Observed")),
+            (401, json!(900901), json!("Observed")),
+            (404, json!(404), json!("")),
+        ]
+    );
+    assert!(
+        !stack.gateway.output().contains("not-a-token"),
+        "tokens are never logged"
+    );
+
+    operations_paths_are_not_public(&stack, &ops, &token).await;
+}
+
+/// The gateway's public listener does not serve the operations paths; an API whose
+/// context is `/metrics` is reached there, and the operations listener still serves the
+/// metrics.
+async fn operations_paths_are_not_public(stack: &Stack, ops: &str, token: &str) {
+    for path in ["/metrics", "/healthz", "/readyz", "/_apim/metrics"] {
+        let reply = stack.gw.get(path, token).await;
+        assert!(
+            matches!(reply.status, 401 | 404),
+            "{path}: {}",
+            reply.status
+        );
+        assert!(
+            !reply.body.to_string().contains("apim_gateway"),
+            "{path}: {}",
+            reply.body
+        );
+    }
+    let shadow = stack
+        .api("Shadow", json!({"context": "/metrics"}), &["Publish"])
+        .await;
+    let (_, key, secret, _) = stack
+        .application("Shadowing", "Unlimited", &[&shadow])
+        .await;
+    let shadow_token = stack.app_token(&key, &secret, &[]).await;
+    let reached = eventually(
+        &stack.gw,
+        Method::GET,
+        "/metrics/v1.0.0/devs/x",
+        &shadow_token,
+        |r| r.status == 200,
+    )
+    .await;
+    assert!(!reached.body.to_string().contains("apim_gateway"));
+    let (status, text) = get(ops, "/metrics").await;
+    assert_eq!(status, 200);
+    assert!(
+        text.contains(r#"apim_gateway_requests_total{api="Shadow""#),
+        "{text}"
+    );
+}
+
+/// A gateway that cannot reach its control plane is alive but not ready; once the control
+/// plane is back and the gateway holds its manifest, it is ready.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gateway_readiness_waits_for_a_manifest() {
+    let port = harness::free_port();
+    let mgmt = ("APIM_MGMT_ADDR", format!("127.0.0.1:{port}"));
+    let core = Core::start(
+        &Backend::Sqlite,
+        harness::temp_dir(),
+        std::slice::from_ref(&mgmt),
+    )
+    .await;
+    let settings = [
+        ("APIM_GATEWAY_ADDR", "127.0.0.1:0".to_string()),
+        ops_setting(),
+        // Serve at once, without waiting for a manifest.
+        ("APIM_FIRST_SYNC_TIMEOUT_MS", "0".to_string()),
+    ];
+    let env = harness::gateway_env(&core.control_plane, &core.data_dir, &settings).await;
+    let data_dir = core.data_dir.clone();
+    core.control_plane.stop().await;
+
+    let gateway = ServerProcess::start(&harness::binary("edge-gateway"), &env).await;
+    let ops = ops_url(&gateway);
+    assert_eq!(get(&ops, "/healthz").await.0, 200);
+    assert_eq!(
+        get(&ops, "/readyz").await,
+        (503, r#"{"status":"unavailable"}"#.into())
+    );
+    assert_eq!(scrape(&ops).await["apim_gateway_manifest_version"], -1.0);
+
+    let _control_plane = harness::start_control_plane(&Backend::Sqlite, &data_dir, &[mgmt]).await;
+    wait_until(
+        "the gateway is ready",
+        Duration::from_secs(20),
+        async || get(&ops, "/readyz").await.0 == 200,
+    )
+    .await;
+    assert!(scrape(&ops).await["apim_gateway_manifest_version"] >= 0.0);
+    let _ = std::fs::remove_dir_all(&data_dir);
 }

@@ -29,6 +29,9 @@ pub struct Claims {
     /// PRODUCTION or SANDBOX.
     #[serde(default)]
     pub key_type: Option<String>,
+    /// The end user (the application's owner for client credentials).
+    #[serde(default)]
+    pub sub: Option<String>,
 }
 
 /// Tokens whose signature has been checked, so a reused instance verifies each once
@@ -73,6 +76,17 @@ impl Admitted {
     /// Application id.
     pub fn application_id(&self) -> &str {
         self.claims.application_id.as_deref().unwrap_or_default()
+    }
+
+    /// Notes the caller in `call` (application, key type, end user).
+    pub fn describe(&self, call: &mut crate::call::Call) {
+        call.application = self.application_id().to_string();
+        call.key_type = match self.environment {
+            Environment::Production => "PRODUCTION",
+            Environment::Sandbox => "SANDBOX",
+        }
+        .to_string();
+        call.user = self.claims.sub.clone().unwrap_or_default();
     }
 
     /// Subscription tier.

@@ -12,6 +12,7 @@ use apim_manifest::canon::Target;
 use apim_manifest::{ApiRoute, ApiState, AuthType, Operation, paths};
 
 use crate::auth::{self, Admitted, Environment};
+pub use crate::call::Call;
 use crate::faults::Fault;
 use crate::forward::{BackendRequest, ForwardSettings};
 use crate::host::{Headers, Host, MAX_BODY_BYTES, Request, Response, content_length, header};
@@ -68,6 +69,19 @@ pub struct Verdict {
     pub limits: Vec<Limit>,
     /// What to do once they have admitted the request.
     pub decision: Decision,
+    /// What the request came to, for the host's metrics and access log.
+    pub call: Call,
+}
+
+impl Verdict {
+    /// Answer `response`, counting against no limit.
+    fn respond(response: Response, call: Call) -> Self {
+        Self {
+            limits: Vec::new(),
+            decision: Decision::Respond(response),
+            call,
+        }
+    }
 }
 
 impl From<Decision> for Verdict {
@@ -75,6 +89,7 @@ impl From<Decision> for Verdict {
         Self {
             limits: Vec::new(),
             decision,
+            call: Call::default(),
         }
     }
 }
@@ -94,7 +109,7 @@ impl Gateway {
     pub fn handle(&mut self, host: &dyn Host, request: Request) -> Response {
         let target = match admit_target(host, &request) {
             Ok(target) => target,
-            Err(refusal) => return refusal,
+            Err((refusal, _)) => return refusal,
         };
         match (request.method.as_str(), target.path.as_str()) {
             ("POST", paths::GATEWAY_PUSH) => sync::receive_push(host, &request),
@@ -103,7 +118,7 @@ impl Gateway {
             (_, path) if internal::is_internal(path) => Fault::not_found().render(&request.headers),
             (_, "/token" | "/revoke") => token_service(host, &request, &target),
             _ => self
-                .plan(host, &request, &target)
+                .plan(host, &request, &target, &mut Call::default())
                 .and_then(|plan| match plan {
                     Plan::Respond(response) => Ok(response),
                     Plan::Forward(forwarding) => forward_and_cache(host, &request, forwarding),
@@ -122,7 +137,13 @@ impl Gateway {
     pub fn decide(&mut self, host: &dyn Host, request: &Request) -> Verdict {
         let target = match admit_target(host, request) {
             Ok(target) => target,
-            Err(refusal) => return Decision::Respond(refusal).into(),
+            Err((refusal, fault_code)) => {
+                let call = Call {
+                    fault_code,
+                    ..Call::default()
+                };
+                return Verdict::respond(refusal, call);
+            }
         };
         let path = target.path.as_str();
         if internal::is_internal(path) {
@@ -137,13 +158,14 @@ impl Gateway {
                     limits: Vec::new(),
                     now_ms: host.now_millis(),
                 }),
-                Err(fault) => Decision::Respond(fault.render(&request.headers)),
+                Err(fault) => return refused(Call::default(), &fault, request),
             }
             .into();
         }
-        let mut forwarding = match self.plan(host, request, &target) {
-            Err(fault) => return Decision::Respond(fault.render(&request.headers)).into(),
-            Ok(Plan::Respond(response)) => return Decision::Respond(response).into(),
+        let mut call = Call::default();
+        let mut forwarding = match self.plan(host, request, &target, &mut call) {
+            Err(fault) => return refused(call, &fault, request),
+            Ok(Plan::Respond(response)) => return Verdict::respond(response, call),
             Ok(Plan::Forward(forwarding)) => forwarding,
         };
         let limits = std::mem::take(&mut forwarding.limits);
@@ -154,11 +176,16 @@ impl Gateway {
         let decision = match cached {
             Some(mut hit) => {
                 set_headers(&mut hit, forwarding.response_headers);
+                call.cached = true;
                 Decision::Respond(hit)
             }
             None => Decision::Forward(forwarding),
         };
-        Verdict { limits, decision }
+        Verdict {
+            limits,
+            decision,
+            call,
+        }
     }
 
     /// The view of the manifest the store holds now; when the store holds none yet, the
@@ -190,10 +217,18 @@ impl Gateway {
         view.route(host, path).ok_or_else(Fault::not_found)
     }
 
-    /// Routes and admits an API call to `target`.
-    fn plan(&mut self, host: &dyn Host, request: &Request, target: &Target) -> Result<Plan, Fault> {
+    /// Routes and admits an API call to `target`, noting in `call` how far it got.
+    fn plan(
+        &mut self,
+        host: &dyn Host,
+        request: &Request,
+        target: &Target,
+        call: &mut Call,
+    ) -> Result<Plan, Fault> {
         let routed = self.route(host, &target.path)?;
-        self.admit(host, request, target, routed)
+        call.api.clone_from(&routed.0.name);
+        call.version.clone_from(&routed.0.version);
+        self.admit(host, request, target, routed, call)
     }
 
     /// Admits a call [`Gateway::route`] has just routed (with the view it brought up to
@@ -205,6 +240,7 @@ impl Gateway {
         request: &Request,
         target: &Target,
         (api, resource): Routed<'_>,
+        call: &mut Call,
     ) -> Result<Plan, Fault> {
         let now_ms = host.now_millis();
         let settings = self
@@ -231,12 +267,15 @@ impl Gateway {
             &api.context,
             &api.version,
         )?;
+        call.resource.clone_from(&operation.template);
         let caller = match operation.auth {
             AuthType::None => None,
             AuthType::Required => {
                 let token = auth::bearer(header(&request.headers, "authorization"))
                     .ok_or_else(Fault::missing_credentials)?;
-                Some(auth::admit(view, host, api, token, now_ms / 1000)?)
+                let admitted = auth::admit(view, host, api, token, now_ms / 1000)?;
+                admitted.describe(call);
+                Some(admitted)
             }
         };
         let environment = environment_of(caller.as_ref(), api.production_url.is_some());
@@ -274,18 +313,27 @@ impl Gateway {
     }
 }
 
+/// The verdict refusing a request with `fault` (rendered for `request`), with what
+/// `call` says it came to.
+fn refused(mut call: Call, fault: &Fault, request: &Request) -> Verdict {
+    call.fault_code = fault.code;
+    Verdict::respond(fault.render(&request.headers), call)
+}
+
 /// The canonical target of a request the gateway may look into: refused with a 400 when
 /// its path or query has no canonical form, with a 401 when it is for the gateway's own
 /// endpoints without the gateway secret, with a 413 when its announced body is too large.
 /// Checked from the head alone, before any body is read.
-pub fn admit_target(host: &dyn Host, request: &Request) -> Result<Target, Response> {
+/// A refusal answers with its fault code.
+pub fn admit_target(host: &dyn Host, request: &Request) -> Result<Target, (Response, u32)> {
+    let refuse = |fault: Fault| (fault.render(&request.headers), fault.code);
     let target = Target::parse(&request.path_with_query)
-        .map_err(|why| Fault::bad_request(why.describe()).render(&request.headers))?;
+        .map_err(|why| refuse(Fault::bad_request(why.describe())))?;
     if internal::is_internal(&target.path) {
-        internal::authorize(host, &request.headers)?;
+        internal::authorize(host, &request.headers).map_err(refuse)?;
     }
     if content_length(&request.headers).is_some_and(|length| length > MAX_BODY_BYTES) {
-        return Err(Fault::payload_too_large().render(&request.headers));
+        return Err(refuse(Fault::payload_too_large()));
     }
     Ok(target)
 }
@@ -443,18 +491,17 @@ fn token_service(host: &dyn Host, request: &Request, target: &Target) -> Respons
     relayed.unwrap_or_else(|fault| fault.render(&request.headers))
 }
 
-/// The answer for a forwarded request (head `request`) that got none in time
+/// The refusal for a forwarded request (head `request`) that got no answer in time
 /// (`timed_out`) or none at all: the token service's unavailability for `/token` and
 /// `/revoke`, the backend's failure otherwise.
-pub fn forwarding_failed(request: &Request, timed_out: bool) -> Response {
+pub fn forwarding_failed(request: &Request, timed_out: bool) -> Fault {
     let relayed = Target::parse(&request.path_with_query)
         .is_ok_and(|target| token_service_path(&target.path).is_some());
-    let fault = if relayed {
+    if relayed {
         Fault::token_service_unavailable()
     } else if timed_out {
         Fault::backend_timeout()
     } else {
         Fault::backend_unreachable()
-    };
-    fault.render(&request.headers)
+    }
 }

@@ -7,7 +7,7 @@ use subtle::ConstantTimeEq;
 
 use crate::auth;
 use crate::faults::Fault;
-use crate::host::{Headers, Host, Response, header};
+use crate::host::{Headers, Host, header};
 use crate::sync::settings;
 
 /// Whether a canonical path names one of the gateway's own endpoints.
@@ -16,14 +16,14 @@ pub fn is_internal(path: &str) -> bool {
 }
 
 /// `Ok` when the request proves the gateway secret; the refusal otherwise.
-pub fn authorize(host: &dyn Host, headers: &Headers) -> Result<(), Response> {
+pub fn authorize(host: &dyn Host, headers: &Headers) -> Result<(), Fault> {
     let secret = host.setting(settings::GATEWAY_SECRET);
     let presented = auth::bearer(header(headers, "authorization"));
     match (secret, presented) {
         (Some(secret), Some(token)) if bool::from(secret.as_bytes().ct_eq(token.as_bytes())) => {
             Ok(())
         }
-        (_, None) => Err(Fault::missing_credentials().render(headers)),
-        _ => Err(Fault::internal_unauthorized().render(headers)),
+        (_, None) => Err(Fault::missing_credentials()),
+        _ => Err(Fault::internal_unauthorized()),
     }
 }

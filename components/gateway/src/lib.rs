@@ -11,6 +11,7 @@
 
 pub mod auth;
 pub mod cache;
+pub mod call;
 pub mod cors;
 pub mod faults;
 pub mod forward;

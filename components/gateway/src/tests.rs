@@ -1524,3 +1524,61 @@ fn backend_credentials_stay_sealed_until_they_are_forwarded() {
     assert_eq!(call(&mut world).status, 502);
     assert_eq!(world.host.sent.borrow().len(), before, "nothing sent");
 }
+
+#[test]
+fn decisions_say_what_the_request_came_to() {
+    use crate::gateway::{Call, Decision};
+    let mut world = World::new();
+    let bearer = world.bearer("app-1");
+    let get = |path: &str, headers: &[(&str, &str)]| request("GET", path, headers, b"");
+    let admitted = world.gateway.decide(
+        &world.host,
+        &get("/dev/v1/devs/alice", &[("authorization", &bearer)]),
+    );
+    assert!(matches!(admitted.decision, Decision::Forward(_)));
+    let expected = Call {
+        api: "Dev".into(),
+        version: "v1".into(),
+        resource: "/devs/{username}".into(),
+        application: "app-1".into(),
+        key_type: "PRODUCTION".into(),
+        user: "admin".into(),
+        cached: false,
+        fault_code: 0,
+    };
+    assert_eq!(admitted.call, expected);
+    // A refusal says how far the request got, and its fault code.
+    let refused = world
+        .gateway
+        .decide(&world.host, &get("/dev/v1/devs/alice", &[]));
+    assert!(matches!(refused.decision, Decision::Respond(r) if r.status == 401));
+    let missing = Call {
+        fault_code: 900902,
+        ..Call {
+            application: String::new(),
+            key_type: String::new(),
+            user: String::new(),
+            ..expected.clone()
+        }
+    };
+    assert_eq!(refused.call, missing);
+    let forged = world.gateway.decide(
+        &world.host,
+        &get("/dev/v1/devs/alice", &[("authorization", "Bearer forged")]),
+    );
+    assert_eq!(forged.call.fault_code, 900901);
+    let nowhere = world
+        .gateway
+        .decide(&world.host, &get("/nowhere/v1/x", &[]));
+    assert_eq!(
+        nowhere.call,
+        Call {
+            fault_code: 404,
+            ..Call::default()
+        }
+    );
+    let unproven = world
+        .gateway
+        .decide(&world.host, &get("/_apim/manifest", &[]));
+    assert_eq!(unproven.call.fault_code, 900902);
+}

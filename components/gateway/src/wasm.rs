@@ -48,7 +48,7 @@ impl wasip2::exports::http::incoming_handler::Guest for Component {
     fn handle(request: IncomingRequest, response_out: ResponseOutparam) {
         let mut head = http::request_head(&request);
         // Refusals that need only the head come before any body is read.
-        let response = if let Err(refusal) = gateway::admit_target(&WasiHost, &head) {
+        let response = if let Err((refusal, _)) = gateway::admit_target(&WasiHost, &head) {
             refusal
         } else {
             match http::read_request_body(&request, &mut head) {
@@ -86,7 +86,9 @@ impl policy::Guest for Component {
                         .map(|(key, ttl_secs)| policy::CacheStore { key, ttl_secs }),
                 })
             }
-            Decision::Respond(response) => policy::Decision::Respond(policy_response(response)),
+            Decision::Respond(response) => {
+                policy::Decision::Respond(policy_response(response, verdict.call.fault_code))
+            }
             Decision::Handle => policy::Decision::Handle,
         };
         let limits = verdict
@@ -104,7 +106,20 @@ impl policy::Guest for Component {
                 window_ms: limit.window_ms,
             })
             .collect();
-        policy::Verdict { limits, decision }
+        let call = verdict.call;
+        policy::Verdict {
+            limits,
+            decision,
+            call: policy::Call {
+                api: call.api,
+                version: call.version,
+                resource: call.resource,
+                application: call.application,
+                key_type: call.key_type,
+                user: call.user,
+                cached: call.cached,
+            },
+        }
     }
 
     fn throttled(
@@ -119,11 +134,14 @@ impl policy::Guest for Component {
             policy::LimitKind::ApplicationTier => LimitKind::ApplicationTier,
         };
         let window_end_ms = i64::try_from(window_end_ms).unwrap_or(i64::MAX);
-        policy_response(throttle::refusal(kind, window_end_ms).render(&request.headers))
+        let fault = throttle::refusal(kind, window_end_ms);
+        policy_response(fault.render(&request.headers), fault.code)
     }
 
     fn backend_failed(request: policy::RequestHead, timed_out: bool) -> policy::Response {
-        policy_response(gateway::forwarding_failed(&request_of(request), timed_out))
+        let request = request_of(request);
+        let fault = gateway::forwarding_failed(&request, timed_out);
+        policy_response(fault.render(&request.headers), fault.code)
     }
 }
 
@@ -137,11 +155,13 @@ fn request_of(head: policy::RequestHead) -> Request {
     }
 }
 
-fn policy_response(response: Response) -> policy::Response {
+/// An answer of the component's own, with the code of the fault it renders (0: none).
+fn policy_response(response: Response, fault_code: u32) -> policy::Response {
     policy::Response {
         status: response.status,
         headers: response.headers,
         body: response.body,
+        fault_code,
     }
 }
 

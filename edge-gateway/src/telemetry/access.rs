@@ -1,0 +1,305 @@
+//! The access log: one JSON line per request on standard output (`APIM_ACCESS_LOG`, on by
+//! default), for a log collector:
+//!
+//! ```json
+//! {"time":"2026-11-26T05:21:25.123Z","client":"10.1.2.3:4567","method":"GET",
+//!  "api":"Pets","version":"1.0.0","resource":"/pets/{id}","application":"<id>",
+//!  "key_type":"PRODUCTION","user":"alice","status":200,"fault_code":null,
+//!  "cached":false,"duration_ms":0.84,"backend_ms":0.61,"request_bytes":0,
+//!  "response_bytes":512}
+//! ```
+//!
+//! Fields the request did not get to are empty (or `null`); the raw path and query are
+//! left out (queries carry API keys and personal data), the resource template says what
+//! was called. The line is written once the response head is ready, so `duration_ms`
+//! stops there and `response_bytes` is the announced length (`null` when the body is
+//! streamed without one).
+//!
+//! Lines are appended to a buffer under a short lock and written by a thread of their own
+//! every [`FLUSH_EVERY`], so a request never waits for standard output; while it cannot
+//! write (a blocked pipe), lines beyond [`MAX_PENDING_BYTES`] are dropped and counted.
+
+use std::io::Write as _;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+
+use crate::bindings::exports::apim::gateway::policy::Call;
+
+/// How often buffered lines are written out.
+pub const FLUSH_EVERY: Duration = Duration::from_millis(100);
+/// Most bytes of lines waiting to be written.
+pub const MAX_PENDING_BYTES: usize = 8 << 20;
+
+/// One request's line.
+#[derive(Serialize)]
+pub struct Entry<'a> {
+    /// When it was answered (RFC 3339, UTC, milliseconds).
+    pub time: &'a str,
+    /// The client's socket address.
+    pub client: &'a str,
+    /// The request method.
+    pub method: &'a str,
+    /// API name.
+    pub api: &'a str,
+    /// API version.
+    pub version: &'a str,
+    /// Matched resource template.
+    pub resource: &'a str,
+    /// Calling application's id.
+    pub application: &'a str,
+    /// Key type.
+    pub key_type: &'a str,
+    /// End user.
+    pub user: &'a str,
+    /// Response status.
+    pub status: u16,
+    /// WSO2 fault code of a refusal.
+    pub fault_code: Option<u32>,
+    /// From the response cache.
+    pub cached: bool,
+    /// Until the response head, milliseconds.
+    pub duration_ms: f64,
+    /// The backend's share, milliseconds.
+    pub backend_ms: Option<f64>,
+    /// The request body's announced length.
+    pub request_bytes: Option<u64>,
+    /// The response body's length, when known.
+    pub response_bytes: Option<u64>,
+}
+
+impl<'a> Entry<'a> {
+    /// The fields the component reported, the rest empty.
+    pub fn of_call(call: &'a Call) -> Self {
+        Self {
+            time: "",
+            client: "",
+            method: "",
+            api: &call.api,
+            version: &call.version,
+            resource: &call.resource,
+            application: &call.application,
+            key_type: &call.key_type,
+            user: &call.user,
+            status: 0,
+            fault_code: None,
+            cached: call.cached,
+            duration_ms: 0.0,
+            backend_ms: None,
+            request_bytes: None,
+            response_bytes: None,
+        }
+    }
+}
+
+/// Lines waiting to be written, and how many were dropped.
+pub struct AccessLog {
+    pending: Mutex<Vec<u8>>,
+    dropped: AtomicU64,
+}
+
+impl AccessLog {
+    /// A log whose lines [`AccessLog::flush`] writes; start [`AccessLog::spawn_writer`].
+    pub fn new() -> Self {
+        Self {
+            pending: Mutex::new(Vec::with_capacity(64 << 10)),
+            dropped: AtomicU64::new(0),
+        }
+    }
+
+    /// Writes buffered lines every [`FLUSH_EVERY`] on a thread of its own, for as long as
+    /// the process runs.
+    pub fn spawn_writer(log: std::sync::Arc<AccessLog>) -> std::io::Result<()> {
+        std::thread::Builder::new()
+            .name("access-log".into())
+            .spawn(move || {
+                loop {
+                    std::thread::sleep(FLUSH_EVERY);
+                    log.flush();
+                }
+            })
+            .map(drop)
+    }
+
+    /// Appends `entry` as a line (at `now`).
+    pub fn write(&self, entry: Entry<'_>, now: SystemTime) {
+        let mut time = [0u8; 24];
+        let entry = Entry {
+            time: rfc3339_millis(now, &mut time),
+            ..entry
+        };
+        let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+        if pending.len() >= MAX_PENDING_BYTES {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        if serde_json::to_writer(&mut *pending, &entry).is_ok() {
+            pending.push(b'\n');
+        }
+    }
+
+    /// Writes what is buffered to standard output (outside the lock: requests keep
+    /// appending meanwhile).
+    pub fn flush(&self) {
+        let lines = {
+            let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+            if pending.is_empty() {
+                return;
+            }
+            std::mem::replace(&mut *pending, Vec::with_capacity(64 << 10))
+        };
+        let mut stdout = std::io::stdout().lock();
+        if stdout
+            .write_all(&lines)
+            .and_then(|()| stdout.flush())
+            .is_err()
+        {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Lines dropped so far.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+
+    /// What is buffered (for tests).
+    #[cfg(test)]
+    fn take(&self) -> String {
+        let mut pending = self.pending.lock().unwrap();
+        String::from_utf8(std::mem::take(&mut *pending)).unwrap()
+    }
+}
+
+impl Default for AccessLog {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// `now` as `YYYY-MM-DDTHH:MM:SS.mmmZ`, written into `out`.
+fn rfc3339_millis(now: SystemTime, out: &mut [u8; 24]) -> &str {
+    let since = now.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = since.as_secs();
+    let (year, month, day) = civil_from_days(i64::try_from(secs / 86_400).unwrap_or(0));
+    let of_day = secs % 86_400;
+    let digits = |out: &mut [u8], mut value: u64| {
+        for slot in out.iter_mut().rev() {
+            *slot = b'0' + (value % 10) as u8;
+            value /= 10;
+        }
+    };
+    digits(&mut out[0..4], u64::try_from(year).unwrap_or(0));
+    out[4] = b'-';
+    digits(&mut out[5..7], u64::from(month));
+    out[7] = b'-';
+    digits(&mut out[8..10], u64::from(day));
+    out[10] = b'T';
+    digits(&mut out[11..13], of_day / 3600);
+    out[13] = b':';
+    digits(&mut out[14..16], of_day / 60 % 60);
+    out[16] = b':';
+    digits(&mut out[17..19], of_day % 60);
+    out[19] = b'.';
+    digits(&mut out[20..23], u64::from(since.subsec_millis()));
+    out[23] = b'Z';
+    std::str::from_utf8(out).unwrap_or_default()
+}
+
+/// The Gregorian date of a day counted from 1970-01-01 (Howard Hinnant's algorithm).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_are_rfc3339_utc() {
+        let mut out = [0u8; 24];
+        let at = UNIX_EPOCH + Duration::from_millis(1_764_134_485_123);
+        assert_eq!(rfc3339_millis(at, &mut out), "2025-11-26T05:21:25.123Z");
+        assert_eq!(
+            rfc3339_millis(UNIX_EPOCH, &mut out),
+            "1970-01-01T00:00:00.000Z"
+        );
+        let leap = UNIX_EPOCH + Duration::from_secs(951_782_400); // 2000-02-29
+        assert_eq!(&rfc3339_millis(leap, &mut out)[..10], "2000-02-29");
+    }
+
+    #[test]
+    fn a_line_is_one_json_object_with_hostile_text_escaped() {
+        let log = AccessLog::new();
+        let call = Call {
+            api: "Pets\"\n{".into(),
+            version: "1.0.0".into(),
+            resource: "/pets/{id}".into(),
+            application: "app".into(),
+            key_type: "PRODUCTION".into(),
+            user: "eve\n{\"forged\":1}".into(),
+            cached: false,
+        };
+        let entry = Entry {
+            client: "10.1.2.3:4567",
+            method: "GET",
+            status: 401,
+            fault_code: Some(900901),
+            duration_ms: 0.5,
+            ..Entry::of_call(&call)
+        };
+        log.write(entry, UNIX_EPOCH);
+        let text = log.take();
+        assert_eq!(text.lines().count(), 1, "{text}");
+        let line: serde_json::Value = serde_json::from_str(text.trim_end()).unwrap();
+        assert_eq!(line["user"], "eve\n{\"forged\":1}");
+        assert_eq!(line["fault_code"], 900901);
+        assert_eq!(line["time"], "1970-01-01T00:00:00.000Z");
+    }
+
+    /// The cost of a line, for the benchmark's budget (`cargo test --release -p
+    /// edge-gateway -- --ignored --nocapture access_line_cost`).
+    #[test]
+    #[ignore]
+    fn access_line_cost() {
+        let log = AccessLog::new();
+        let call = Call {
+            api: "PizzaShackAPI".into(),
+            version: "1.0.0".into(),
+            resource: "/menu".into(),
+            application: "6f1b7a2e-4c1d-4a57-9d0e-3f6f2b9c8a11".into(),
+            key_type: "PRODUCTION".into(),
+            user: "admin".into(),
+            cached: false,
+        };
+        let rounds: u64 = 1_000_000;
+        let started = std::time::Instant::now();
+        for n in 0..rounds {
+            let entry = Entry {
+                client: "127.0.0.1:50000",
+                method: "GET",
+                status: 200,
+                duration_ms: 0.028,
+                backend_ms: Some(0.011),
+                response_bytes: Some(n % 1000),
+                ..Entry::of_call(&call)
+            };
+            log.write(entry, SystemTime::now());
+            if n % 10_000 == 0 {
+                log.take();
+            }
+        }
+        println!("access line: {:?}", started.elapsed() / rounds as u32);
+    }
+}
