@@ -248,7 +248,13 @@ pub struct Config {
     /// One JSON line per request on standard output (`on` or `off`): time, client, API,
     /// version, resource, application, key type, user, status, fault code, latencies
     /// and bytes (see `telemetry::access`).
-    #[arg(long, env = "APIM_ACCESS_LOG", default_value = "on", value_parser = parse_switch)]
+    #[arg(
+        long,
+        env = "APIM_ACCESS_LOG",
+        default_value = "on",
+        value_parser = parse_switch,
+        action = clap::ArgAction::Set
+    )]
     pub access_log: bool,
 
     /// Lists compiled guest code in `/tmp/perf-<pid>.map`, so that `perf report` names
@@ -630,6 +636,20 @@ mod tests {
     fn parse(args: &[&str]) -> Config {
         let argv = std::iter::once("edge-gateway").chain(args.iter().copied());
         Config::try_parse_from(argv).expect("arguments parse")
+    }
+
+    #[test]
+    fn access_log_and_operations_listener_are_switched() {
+        let config = parse(&[]);
+        assert!(config.access_log, "on by default");
+        assert_eq!(config.ops_addr, None, "no operations listener by default");
+        for (given, on) in [("off", false), ("OFF", false), ("on", true), ("true", true)] {
+            assert_eq!(parse(&["--access-log", given]).access_log, on, "{given}");
+        }
+        let argv = ["edge-gateway", "--access-log", "maybe"];
+        assert!(Config::try_parse_from(argv).is_err());
+        let config = parse(&["--ops-addr", "127.0.0.1:9090"]);
+        assert_eq!(config.ops_addr.unwrap().to_string(), "127.0.0.1:9090");
     }
 
     #[test]

@@ -412,7 +412,7 @@ async fn operations_paths_are_not_public(stack: &Stack, ops: &str, token: &str) 
 }
 
 /// A gateway that cannot reach its control plane is alive but not ready; once the control
-/// plane is back and the gateway holds its manifest, it is ready.
+/// plane is back and the gateway holds its manifest, it is ready. (Its access log is off.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gateway_readiness_waits_for_a_manifest() {
     let port = harness::free_port();
@@ -428,6 +428,7 @@ async fn gateway_readiness_waits_for_a_manifest() {
         ops_setting(),
         // Serve at once, without waiting for a manifest.
         ("APIM_FIRST_SYNC_TIMEOUT_MS", "0".to_string()),
+        ("APIM_ACCESS_LOG", "off".to_string()),
     ];
     let env = harness::gateway_env(&core.control_plane, &core.data_dir, &settings).await;
     let data_dir = core.data_dir.clone();
@@ -450,5 +451,12 @@ async fn gateway_readiness_waits_for_a_manifest() {
     )
     .await;
     assert!(scrape(&ops).await["apim_gateway_manifest_version"] >= 0.0);
+    // Its access log is off: requests are counted, and no line is written.
+    let (refused, _) = get(&gateway.url, "/nowhere/v1/x").await;
+    assert_eq!(refused, 404);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(access_lines(&gateway, 0).is_empty(), "{}", gateway.output());
+    let counted = r#"apim_gateway_requests_total{api="",version="",resource="",application="",method="GET",class="4xx"}"#;
+    assert_eq!(scrape(&ops).await[counted], 1.0);
     let _ = std::fs::remove_dir_all(&data_dir);
 }
