@@ -507,6 +507,24 @@ mod tests {
     }
 
     #[test]
+    fn hostile_names_cannot_forge_series() {
+        let metrics = Metrics::new();
+        let forged = "Pets\"} 1\napim_gateway_manifest_version 999\n#";
+        let outcome = Outcome::default();
+        metrics.record("GET", &call(forged, "app"), 200, Duration::ZERO, &outcome);
+        let text = metrics.encode();
+        assert!(
+            text.lines()
+                .all(|line| !line.starts_with("apim_gateway_manifest_version 999")),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"api="Pets\"} 1\napim_gateway_manifest_version 999\n#""#),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn label_sets_past_the_bound_count_together() {
         let metrics = Metrics::new();
         for n in 0..MAX_SERIES + 5 {
