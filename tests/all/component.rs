@@ -184,6 +184,7 @@ fn spin_manifest_deploys_the_built_components_with_every_setting() {
             settings::GATEWAY_ENVIRONMENT,
             settings::GATEWAY_ID,
             settings::CATCH_UP_MS,
+            settings::ACCESS_LOG,
         ],
         &[(
             settings::EGRESS_ALLOW,

@@ -460,3 +460,44 @@ async fn gateway_readiness_waits_for_a_manifest() {
     assert_eq!(scrape(&ops).await[counted], 1.0);
     let _ = std::fs::remove_dir_all(&data_dir);
 }
+
+/// On Spin the component writes the access log itself (`access_log=on`, as spin.toml
+/// sets it): run on edge-gateway's component path, which passes the component's output
+/// on, with the host's own log off, each request gets one line of the same shape.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_component_writes_the_access_log_where_it_forwards_itself() {
+    let settings = [
+        ("APIM_HOST_FORWARDING", "false".to_string()),
+        ("APIM_ACCESS_LOG", "off".to_string()),
+    ];
+    let stack = Stack::start_with(&["access_log=on"], &settings).await;
+    let api = stack.api("Spun", json!({}), &["Publish"]).await;
+    let (app, key, secret, _) = stack.application("Spinning", "Unlimited", &[&api]).await;
+    let token = stack.app_token(&key, &secret, &[]).await;
+    let path = "/spun/v1.0.0/devs/alice";
+    eventually(&stack.gw, Method::GET, path, &token, |r| r.status == 200).await;
+    let logged_from = stack.gateway.output().len();
+    stack.gw.get(path, &token).await.expect(200);
+    assert_eq!(stack.gw.get(path, "").await.fault_code(), "900902");
+    wait_until(
+        "the component's lines",
+        Duration::from_secs(5),
+        async || access_lines(&stack.gateway, logged_from).len() >= 2,
+    )
+    .await;
+    let lines = access_lines(&stack.gateway, logged_from);
+    assert_eq!(lines.len(), 2, "{lines:#?}");
+    assert_eq!(
+        (
+            &lines[0]["api"],
+            &lines[0]["application"],
+            &lines[0]["status"]
+        ),
+        (&json!("Spun"), &json!(app), &json!(200))
+    );
+    assert_eq!(lines[0]["resource"], "/devs/{username}");
+    assert_eq!(
+        (&lines[1]["status"], &lines[1]["fault_code"]),
+        (&json!(401), &json!(900902))
+    );
+}

@@ -16,6 +16,7 @@ pub use crate::call::Call;
 use crate::faults::Fault;
 use crate::forward::{BackendRequest, ForwardSettings};
 use crate::host::{Headers, Host, MAX_BODY_BYTES, Request, Response, content_length, header};
+use crate::relay::{token_relay, token_service, token_service_path};
 use crate::state;
 use crate::sync::{self, settings};
 use crate::throttle::Limit;
@@ -107,6 +108,16 @@ pub enum Decision {
 impl Gateway {
     /// Handles one request.
     pub fn handle(&mut self, host: &dyn Host, request: Request) -> Response {
+        self.handle_described(host, request, &mut Call::default())
+    }
+
+    /// Handles one request, noting in `call` what it came to (for the access log).
+    pub fn handle_described(
+        &mut self,
+        host: &dyn Host,
+        request: Request,
+        call: &mut Call,
+    ) -> Response {
         let target = match admit_target(host, &request) {
             Ok(target) => target,
             Err((refusal, _)) => return refusal,
@@ -118,12 +129,15 @@ impl Gateway {
             (_, path) if internal::is_internal(path) => Fault::not_found().render(&request.headers),
             (_, "/token" | "/revoke") => token_service(host, &request, &target),
             _ => self
-                .plan(host, &request, &target, &mut Call::default())
+                .plan(host, &request, &target, call)
                 .and_then(|plan| match plan {
                     Plan::Respond(response) => Ok(response),
                     Plan::Forward(forwarding) => forward_and_cache(host, &request, forwarding),
                 })
-                .unwrap_or_else(|fault| fault.render(&request.headers)),
+                .unwrap_or_else(|fault| {
+                    call.fault_code = fault.code;
+                    fault.render(&request.headers)
+                }),
         }
     }
 
@@ -433,75 +447,4 @@ fn find_operation<'a>(
     } else {
         Fault::resource_mismatch()
     })
-}
-
-/// The token service's path for the gateway's `/token` and `/revoke`.
-fn token_service_path(path: &str) -> Option<&'static str> {
-    match path {
-        "/token" => Some("/oauth2/token"),
-        "/revoke" => Some("/oauth2/revoke"),
-        _ => None,
-    }
-}
-
-/// The request relaying `/token` or `/revoke` to the control plane's token service at
-/// `service`: the client's headers (its credentials included) and body pass on as they
-/// are, with the client's address appended to `X-Forwarded-For`, so that a control plane
-/// listing the gateways in `APIM_TRUSTED_PROXIES` throttles failed logins per client
-/// rather than per gateway.
-fn token_relay(
-    host: &dyn Host,
-    service: &str,
-    target: &Target,
-    headers: &Headers,
-) -> Result<BackendRequest, Fault> {
-    let relayed = sync::to_control_plane(
-        host,
-        "",
-        &target.with_query(service),
-        Headers::new(),
-        Vec::new(),
-    )
-    .map_err(|err| {
-        eprintln!("the token service cannot be reached: {err}");
-        Fault::token_service_unavailable()
-    })?;
-    Ok(BackendRequest {
-        scheme: relayed.scheme,
-        authority: relayed.authority,
-        path_with_query: relayed.path_with_query,
-        removed_headers: &["x-forwarded-for"],
-        added_headers: vec![(
-            "x-forwarded-for".into(),
-            forward::forwarded_for(headers).into_bytes(),
-        )],
-        timeout_ms: relayed.timeout_ms,
-    })
-}
-
-/// `/token` and `/revoke`, relayed by the component itself.
-fn token_service(host: &dyn Host, request: &Request, target: &Target) -> Response {
-    let relayed = token_service_path(&target.path)
-        .ok_or_else(Fault::not_found)
-        .and_then(|service| token_relay(host, service, target, &request.headers))
-        .and_then(|backend| {
-            forward::backend_response(host.send(backend.outbound(request)))
-                .map_err(|_| Fault::token_service_unavailable())
-        });
-    relayed.unwrap_or_else(|fault| fault.render(&request.headers))
-}
-
-/// The refusal for a forwarded request (head `request`) that got no answer in time
-/// (`timed_out`) or none at all: the token service's unavailability for `/token` and
-/// `/revoke`, the backend's failure otherwise.
-pub fn forwarding_failed(request: &Request, timed_out: bool) -> Fault {
-    let relayed = Target::parse(&request.path_with_query)
-        .is_ok_and(|target| token_service_path(&target.path).is_some());
-    if relayed {
-        Fault::token_service_unavailable()
-    } else if timed_out {
-        Fault::backend_timeout()
-    } else {
-        Fault::backend_unreachable()
-    }
 }

@@ -9,6 +9,7 @@
 //! Everything but the WASI glue ([`wasm`], built only for wasm32) is plain Rust behind the
 //! [`host::Host`] trait, so it is tested natively.
 
+pub mod access;
 pub mod auth;
 pub mod cache;
 pub mod call;
@@ -18,6 +19,7 @@ pub mod forward;
 pub mod gateway;
 pub mod host;
 pub mod internal;
+pub mod relay;
 pub mod state;
 pub mod sync;
 pub mod throttle;

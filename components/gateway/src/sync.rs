@@ -40,6 +40,9 @@ pub mod settings {
     /// request's arrival checks the control plane for changes, after its answer is sent
     /// (default [`super::DEFAULT_CATCH_UP_MS`]; 0: never).
     pub const CATCH_UP_MS: &str = "catch_up_interval_ms";
+    /// `on`: the `wasi:http` handler prints an access-log line per request on standard
+    /// output (Spin, which collects it; edge-gateway writes its own and leaves this off).
+    pub const ACCESS_LOG: &str = "access_log";
 }
 
 /// Default of [`settings::CATCH_UP_MS`].

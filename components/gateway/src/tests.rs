@@ -1582,3 +1582,36 @@ fn decisions_say_what_the_request_came_to() {
         .decide(&world.host, &get("/_apim/manifest", &[]));
     assert_eq!(unproven.call.fault_code, 900902);
 }
+
+#[test]
+fn the_handler_describes_what_it_answered_for_the_access_log() {
+    use crate::gateway::Call;
+    let mut world = World::new();
+    let bearer = world.bearer("app-1");
+    let mut call = Call::default();
+    let get = |headers: &[(&str, &str)]| request("GET", "/dev/v1/devs/alice", headers, b"");
+    let refused = world
+        .gateway
+        .handle_described(&world.host, get(&[]), &mut call);
+    assert_eq!((refused.status, call.fault_code), (401, 900902));
+    assert_eq!(
+        (call.api.as_str(), call.resource.as_str()),
+        ("Dev", "/devs/{username}")
+    );
+    let line = crate::access::line(&call, "GET", "10.0.0.9:4444", 401, 1_764_134_485_123, 3);
+    let line: serde_json::Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(line["time"], "2025-11-26T05:21:25.123Z");
+    assert_eq!(line["fault_code"], 900902);
+    assert_eq!(line["client"], "10.0.0.9:4444");
+    assert_eq!(line["application"], "");
+    let mut admitted = Call::default();
+    world.gateway.handle_described(
+        &world.host,
+        get(&[("authorization", &bearer)]),
+        &mut admitted,
+    );
+    assert_eq!(
+        (admitted.application.as_str(), admitted.fault_code),
+        ("app-1", 0)
+    );
+}

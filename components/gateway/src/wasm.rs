@@ -8,6 +8,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use apim_http::wasi::{self as http, BodyError};
 use wasip2::http::types::{IncomingRequest, ResponseOutparam};
 
+use crate::access;
+use crate::call::Call;
 use crate::faults::Fault;
 use crate::gateway::{self, Decision, Gateway};
 use crate::host::{Host, Outbound, Request, Response, SendError};
@@ -46,17 +48,42 @@ mod policy_export {
 
 impl wasip2::exports::http::incoming_handler::Guest for Component {
     fn handle(request: IncomingRequest, response_out: ResponseOutparam) {
+        let started = WasiHost.now_millis();
         let mut head = http::request_head(&request);
+        let logged = access_log_on().then(|| Logged::of(&head));
+        let mut call = Call::default();
         // Refusals that need only the head come before any body is read.
-        let response = if let Err((refusal, _)) = gateway::admit_target(&WasiHost, &head) {
+        let response = if let Err((refusal, code)) = gateway::admit_target(&WasiHost, &head) {
+            call.fault_code = code;
             refusal
         } else {
             match http::read_request_body(&request, &mut head) {
-                Ok(()) => GATEWAY.with(|gateway| gateway.borrow_mut().handle(&WasiHost, head)),
-                Err(err) => body_fault(err).render(&head.headers),
+                Ok(()) => GATEWAY.with(|gateway| {
+                    gateway
+                        .borrow_mut()
+                        .handle_described(&WasiHost, head, &mut call)
+                }),
+                Err(err) => {
+                    let fault = body_fault(err);
+                    call.fault_code = fault.code;
+                    fault.render(&head.headers)
+                }
             }
         };
+        let status = response.status;
         http::write_response(response_out, response);
+        if let Some(logged) = logged {
+            let now = WasiHost.now_millis();
+            let line = access::line(
+                &call,
+                &logged.method,
+                &logged.client,
+                status,
+                now,
+                now - started,
+            );
+            println!("{line}");
+        }
         // Answered: now, where the host runs no loop of its own, catch up if it is time.
         crate::sync::catch_up_if_due(&WasiHost);
     }
@@ -140,8 +167,32 @@ impl policy::Guest for Component {
 
     fn backend_failed(request: policy::RequestHead, timed_out: bool) -> policy::Response {
         let request = request_of(request);
-        let fault = gateway::forwarding_failed(&request, timed_out);
+        let fault = crate::relay::forwarding_failed(&request, timed_out);
         policy_response(fault.render(&request.headers), fault.code)
+    }
+}
+
+/// Whether the access log is on (`access_log` = `on`; Spin's manifest turns it on).
+fn access_log_on() -> bool {
+    WasiHost
+        .setting(crate::sync::settings::ACCESS_LOG)
+        .is_some_and(|value| value.trim().eq_ignore_ascii_case("on"))
+}
+
+/// What an access-log line needs of the request head, taken before the head is handed on.
+struct Logged {
+    method: String,
+    client: String,
+}
+
+impl Logged {
+    fn of(head: &Request) -> Self {
+        Self {
+            method: head.method.clone(),
+            client: crate::host::header(&head.headers, "spin-client-addr")
+                .unwrap_or_default()
+                .to_string(),
+        }
     }
 }
 
