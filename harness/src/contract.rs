@@ -89,6 +89,29 @@ pub fn check(method: &str, path: &str, status: u16, body: &Value) -> Result<(), 
     }
 }
 
+/// Every operation of both contracts: its method (upper case) and its full path, each
+/// path parameter replaced by `filler`.
+pub fn operations(filler: &str) -> Vec<(String, String)> {
+    const METHODS: [&str; 5] = ["get", "post", "put", "delete", "patch"];
+    let mut all = Vec::new();
+    for contract in CONTRACTS.iter() {
+        for (template, segments) in &contract.templates {
+            let path: String = segments
+                .iter()
+                .map(|s| format!("/{}", s.as_deref().unwrap_or(filler)))
+                .collect();
+            let item = &contract.document["paths"][template];
+            for method in METHODS.iter().filter(|m| !item[**m].is_null()) {
+                all.push((
+                    method.to_ascii_uppercase(),
+                    format!("{}{path}", contract.base),
+                ));
+            }
+        }
+    }
+    all
+}
+
 impl Contract {
     fn parse(text: &str) -> Contract {
         let yaml: serde_norway::Value = serde_norway::from_str(text).expect("contract parses");
@@ -284,6 +307,13 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn both_contracts_hold_seventy_two_operations() {
+        let operations = operations("x");
+        assert_eq!(operations.len(), 72, "{operations:?}");
+        assert!(operations.contains(&("POST".into(), format!("{STORE}/subscriptions/multiple"))));
     }
 
     #[test]
