@@ -28,5 +28,6 @@ pub mod thumbnails;
 pub mod tiers;
 pub mod tokens;
 pub mod users;
+pub mod workflows;
 pub mod wsdl;
 pub mod xml;

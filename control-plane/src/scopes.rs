@@ -21,6 +21,8 @@ pub enum Scope {
     SubscriptionBlock,
     /// List the global mediation policies.
     MediationPolicyView,
+    /// Approve or reject what waits for approval (`/workflows/update-workflow-status`).
+    ApiWorkflow,
 }
 
 /// Every scope with the roles that may have it (tenant-conf.json `RESTAPIScopes`).
@@ -54,6 +56,7 @@ const SCOPE_ROLES: &[(Scope, &str, &[&str])] = &[
         "mediation_policy_view",
         &["admin"],
     ),
+    (Scope::ApiWorkflow, "api_workflow", &["admin"]),
 ];
 
 /// The roles a user can hold.

@@ -35,6 +35,7 @@ mod store;
 mod tenants;
 mod throttling;
 mod tokens;
+mod workflows;
 
 /// What a scenario gets: a running control plane and a client for it.
 pub struct Env {
@@ -183,6 +184,7 @@ on_both!(
     catalogue::certificates_per_tenant,
     catalogue::tiers_per_tenant,
     observability::control_plane_health_and_metrics,
+    workflows::approvals_per_tenant,
 );
 
 on_both!(
@@ -199,4 +201,5 @@ on_both!(
     access::blocks_and_new_secrets_reach_the_component_path,
     catalogue::copied_version_becomes_the_default_route,
     catalogue::a_new_tier_is_enforced_without_a_restart,
+    workflows::a_subscription_on_hold_is_refused_until_approved,
 );

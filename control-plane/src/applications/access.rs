@@ -4,7 +4,7 @@
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 
-use super::records::StoredApplication;
+use super::records::{APPROVED, StoredApplication};
 use super::store;
 use crate::error::{Error, Result};
 use crate::http::auth::Caller;
@@ -74,5 +74,18 @@ pub async fn owned_application(
             "You don't have permission to access the application with Id '{application_id}'"
         ))),
         Some(app) => Ok(app),
+    }
+}
+
+/// Refuses (400) to subscribe or generate keys with an application whose creation is not
+/// approved (waiting, or rejected), as WSO2 does.
+pub fn require_approved(app: &StoredApplication) -> Result<()> {
+    if app.status == APPROVED {
+        Ok(())
+    } else {
+        Err(Error::Invalid(format!(
+            "Application {} is not approved (its status is {})",
+            app.name, app.status
+        )))
     }
 }

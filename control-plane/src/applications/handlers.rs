@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::access::{STORE, StoreUser, owned_application};
-use super::records::StoredApplication;
+use super::records::{APPROVED, CREATED, StoredApplication};
 use super::store::{self, NewApplication};
 use crate::error::{Error, OnDuplicate, Result};
 use crate::http::auth::Caller;
@@ -19,6 +19,7 @@ use crate::keys::{ApplicationKey, application_keys};
 use crate::manifest::Touched;
 use crate::state::{AppState, Touches};
 use crate::tiers::{self, TierLevel};
+use crate::workflows;
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -180,8 +181,13 @@ async fn create_application(
     let (name, tier) = body.validate()?;
     check_tier(&state, &caller, &tier).await?;
     let id = uuid::Uuid::new_v4().to_string();
+    let kind = workflows::Kind::ApplicationCreation;
+    let waits = workflows::required(&state.db, caller.tenant(), kind).await?;
+    let status = if waits { CREATED } else { APPROVED };
+    // The application and the workflow that approves it are made together, or neither.
+    let mut tx = state.db.begin().await?;
     store::insert(
-        &state.db,
+        &mut *tx,
         NewApplication {
             id: &id,
             owner: caller.username(),
@@ -192,11 +198,16 @@ async fn create_application(
             group_id: body.group_id.clone().unwrap_or_default(),
             token_type: body.token_type.clone().unwrap_or_else(|| "OAUTH".into()),
             attributes: body.attributes_json(),
+            status,
         },
     )
     .await
     .on_duplicate(|| already_exists(&name))?;
-    tracing::info!(application = %id, %name, owner = caller.username(), "application created");
+    if waits {
+        workflows::open(&mut *tx, caller.tenant(), kind, &id, "{}").await?;
+    }
+    tx.commit().await?;
+    tracing::info!(application = %id, %name, owner = caller.username(), %status, "application created");
     let app = owned_application(&state, &caller, &id).await?;
     let location = format!("{STORE}/applications/{id}");
     Ok((

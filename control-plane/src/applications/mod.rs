@@ -9,9 +9,9 @@ mod records;
 mod scopes;
 mod store;
 
-pub use access::{STORE, StoreUser, owned_application};
+pub use access::{STORE, StoreUser, owned_application, require_approved};
 pub use handlers::router;
 pub use publisher::router as publisher_router;
-pub use records::StoredApplication;
+pub use records::{APPROVED, CREATED, REJECTED, StoredApplication};
 pub use scopes::router as scopes_router;
-pub use store::{find, owners_on_tier, tiers_of};
+pub use store::{find, owners_on_tier, set_status, tiers_of};

@@ -1,6 +1,6 @@
 //! The `applications` table (WSO2 store operations on applications).
 
-use sqlx::AnyPool;
+use sqlx::{Any, AnyPool, Executor};
 
 use super::records::{APP_COLUMNS, StoredApplication};
 use crate::db::{now, rows_in};
@@ -49,7 +49,7 @@ pub(super) async fn owned_by(db: &AnyPool, owner: &str) -> sqlx::Result<Vec<Stor
     .await
 }
 
-/// A new application's columns (the status is always APPROVED).
+/// A new application's columns.
 pub(super) struct NewApplication<'a> {
     pub id: &'a str,
     pub owner: &'a str,
@@ -60,14 +60,19 @@ pub(super) struct NewApplication<'a> {
     pub group_id: String,
     pub token_type: String,
     pub attributes: String,
+    /// APPROVED, or CREATED while its creation waits for an approval.
+    pub status: &'a str,
 }
 
 /// Inserts an application; a unique violation when the owner has one of that name.
-pub(super) async fn insert(db: &AnyPool, app: NewApplication<'_>) -> sqlx::Result<()> {
+pub(super) async fn insert<'e>(
+    db: impl Executor<'e, Database = Any>,
+    app: NewApplication<'_>,
+) -> sqlx::Result<()> {
     // language=SQL
     sqlx::query(
         "INSERT INTO applications (id, owner, name, throttling_tier, description, callback_url, group_id, token_type, status, attributes, created_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'APPROVED', $9, $10)",
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
     )
     .bind(app.id)
     .bind(app.owner)
@@ -77,10 +82,26 @@ pub(super) async fn insert(db: &AnyPool, app: NewApplication<'_>) -> sqlx::Resul
     .bind(app.callback_url)
     .bind(app.group_id)
     .bind(app.token_type)
+    .bind(app.status)
     .bind(app.attributes)
     .bind(now())
     .execute(db)
     .await?;
+    Ok(())
+}
+
+/// Sets an application's status (its creation approved or rejected).
+pub async fn set_status<'e>(
+    db: impl Executor<'e, Database = Any>,
+    id: &str,
+    status: &str,
+) -> sqlx::Result<()> {
+    // language=SQL
+    sqlx::query("UPDATE applications SET status = $1 WHERE id = $2")
+        .bind(status)
+        .bind(id)
+        .execute(db)
+        .await?;
     Ok(())
 }
 
@@ -105,9 +126,11 @@ pub(super) async fn update(db: &AnyPool, app: &StoredApplication) -> sqlx::Resul
     Ok(())
 }
 
-/// Deletes an application with its subscriptions and keys, in one transaction.
+/// Deletes an application with its subscriptions, keys and the workflows about them, in
+/// one transaction.
 pub(super) async fn delete(db: &AnyPool, id: &str) -> sqlx::Result<()> {
     let mut tx = db.begin().await?;
+    crate::workflows::forget_application(&mut *tx, id).await?;
     for statement in [
         "DELETE FROM subscriptions WHERE application_id = $1",
         "DELETE FROM oauth_clients WHERE application_id = $1",

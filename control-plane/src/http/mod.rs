@@ -70,6 +70,7 @@ fn routes(state: AppState) -> Router {
         .merge(crate::wsdl::router())
         .merge(crate::mediation::router())
         .merge(crate::users::router())
+        .merge(crate::workflows::router())
         .merge(crate::fleet::router())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)

@@ -7,14 +7,18 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::pending::{KeyRequest, hold, waiting_request};
 use super::records::{ApplicationKey, TokenInfo};
-use crate::applications::{STORE, StoreUser, owned_application};
+use crate::applications::{
+    STORE, StoreUser, StoredApplication, owned_application, require_approved,
+};
 use crate::clients::{self, OAuthClient};
 use crate::error::{Error, OnDuplicate, Result};
 use crate::http::extract::{JsonBody, QueryParams};
 use crate::state::{AppState, Touches};
 use crate::tokens::issue;
 use crate::users;
+use crate::workflows::{self, Kind};
 
 /// Grants a key gets when the request names none.
 const DEFAULT_GRANTS: &str = "password client_credentials refresh_token";
@@ -101,6 +105,29 @@ impl GenerateRequest {
         })?;
         Ok((key_type, validity))
     }
+
+    /// What the request asks for, the application's callback URL and WSO2's grants by
+    /// default.
+    fn key_request(&self, app: &StoredApplication, validity_secs: i64) -> KeyRequest {
+        let grant_types = match &self.supported_grant_types {
+            Some(list) if !list.is_empty() => list.join(" "),
+            _ => DEFAULT_GRANTS.to_string(),
+        };
+        KeyRequest {
+            callback_url: self
+                .callback_url
+                .clone()
+                .unwrap_or_else(|| app.callback_url.clone()),
+            grant_types,
+            validity_secs,
+            scopes: self.scopes.clone().unwrap_or_default().join(" "),
+            allow_domains: self
+                .access_allow_domains
+                .clone()
+                .unwrap_or_default()
+                .join(" "),
+        }
+    }
 }
 
 /// `POST /applications/generate-keys?applicationId=`: 200 with the new key and an
@@ -115,29 +142,9 @@ async fn generate_keys(
         .application_id
         .ok_or_else(|| Error::Invalid("Query parameter applicationId is required".into()))?;
     let app = owned_application(&state, &caller, &application_id).await?;
+    require_approved(&app)?;
     let (key_type, validity) = request.validate(state.config.max_token_validity_secs)?;
-    let grants = match &request.supported_grant_types {
-        Some(list) if !list.is_empty() => list.join(" "),
-        _ => DEFAULT_GRANTS.to_string(),
-    };
-    let client = OAuthClient {
-        client_id: clients::new_client_id(),
-        client_secret: clients::new_client_secret(),
-        client_name: format!("{}_{}_{key_type}", caller.username(), app.name),
-        owner: caller.username().to_string(),
-        callback_url: request.callback_url.clone().unwrap_or(app.callback_url),
-        grant_types: grants,
-        saas_app: 0,
-        application_id: Some(app.id.clone()),
-        key_type: Some(key_type.clone()),
-        validity_secs: Some(validity),
-        scopes: request.scopes.clone().unwrap_or_default().join(" "),
-        allow_domains: request
-            .access_allow_domains
-            .clone()
-            .unwrap_or_default()
-            .join(" "),
-    };
+    let asked = request.key_request(&app, validity);
     let conflict = || format!("Keys already generated for the application {}", app.id);
     if clients::find_application_key(&state.db, &state.data_keys, &app.id, &key_type)
         .await?
@@ -145,6 +152,12 @@ async fn generate_keys(
     {
         return Err(Error::Conflict(conflict()));
     }
+    if workflows::required(&state.db, caller.tenant(), Kind::keys(&key_type)).await? {
+        hold(&state.db, &app, &key_type, &asked).await?;
+        let waiting = ApplicationKey::waiting(&key_type, &asked);
+        return Ok((Touches::nothing(), Json(waiting)));
+    }
+    let client = asked.client(&app, &key_type);
     clients::insert(&state.db, &state.data_keys, &client)
         .await
         .on_duplicate(conflict)
@@ -197,8 +210,16 @@ async fn get_key(
 ) -> Result<Json<ApplicationKey>> {
     let app = owned_application(&state, &caller, &application_id).await?;
     check_key_type(&key_type)?;
-    clients::find_application_key(&state.db, &state.data_keys, &app.id, &key_type)
-        .await?
-        .map(|client| Json(ApplicationKey::new(client, None)))
-        .ok_or_else(|| Error::NotFound("application key", format!("{application_id}/{key_type}")))
+    if let Some(client) =
+        clients::find_application_key(&state.db, &state.data_keys, &app.id, &key_type).await?
+    {
+        return Ok(Json(ApplicationKey::new(client, None)));
+    }
+    match waiting_request(&state.db, &app.id, &key_type).await? {
+        Some(request) => Ok(Json(ApplicationKey::waiting(&key_type, &request))),
+        None => Err(Error::NotFound(
+            "application key",
+            format!("{application_id}/{key_type}"),
+        )),
+    }
 }

@@ -3,8 +3,10 @@
 //! secret).
 
 mod handlers;
+mod pending;
 mod records;
 mod updates;
 
 pub use handlers::router;
+pub use pending::approve_key_request;
 pub use records::{ApplicationKey, application_keys};

@@ -4,6 +4,7 @@
 use serde::Serialize;
 use sqlx::AnyPool;
 
+use super::pending::{KeyRequest, waiting_request};
 use crate::clients::{self, OAuthClient};
 use crate::error::Result;
 use crate::secrets::DataKeys;
@@ -12,8 +13,11 @@ use crate::secrets::DataKeys;
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ApplicationKey {
-    consumer_key: String,
-    consumer_secret: String,
+    /// None while the key's generation waits for an approval.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    consumer_key: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    consumer_secret: Option<String>,
     supported_grant_types: Vec<String>,
     callback_url: String,
     key_state: &'static str,
@@ -39,8 +43,8 @@ impl ApplicationKey {
                 .split_whitespace()
                 .map(str::to_string)
                 .collect(),
-            consumer_key: client.client_id,
-            consumer_secret: client.client_secret,
+            consumer_key: Some(client.client_id),
+            consumer_secret: Some(client.client_secret),
             callback_url: client.callback_url,
             key_state: "COMPLETED",
             key_type: client.key_type.unwrap_or_default(),
@@ -48,10 +52,29 @@ impl ApplicationKey {
             token,
         }
     }
+
+    /// A key whose generation waits for an approval: WSO2's keyState `CREATED`, without
+    /// a consumer key, secret or token until it is approved.
+    pub fn waiting(key_type: &str, request: &KeyRequest) -> Self {
+        ApplicationKey {
+            consumer_key: None,
+            consumer_secret: None,
+            supported_grant_types: request
+                .grant_types
+                .split_whitespace()
+                .map(str::to_string)
+                .collect(),
+            callback_url: request.callback_url.clone(),
+            key_state: "CREATED",
+            key_type: key_type.to_string(),
+            group_id: None,
+            token: None,
+        }
+    }
 }
 
 /// The keys an application has, production first (their secrets decrypted, as WSO2
-/// v0.14 answers them).
+/// v0.14 answers them); a key whose generation waits for an approval is shown waiting.
 pub async fn application_keys(
     db: &AnyPool,
     data_keys: &DataKeys,
@@ -63,6 +86,8 @@ pub async fn application_keys(
             clients::find_application_key(db, data_keys, application_id, key_type).await?
         {
             keys.push(ApplicationKey::new(client, None));
+        } else if let Some(request) = waiting_request(db, application_id, key_type).await? {
+            keys.push(ApplicationKey::waiting(key_type, &request));
         }
     }
     Ok(keys)

@@ -7,16 +7,19 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 
-use super::records::{Subscription, UNBLOCKED};
+use super::records::{ON_HOLD, Subscription, UNBLOCKED};
 use super::store;
 use crate::apis::{StoredApi, Viewer, find as find_api};
-use crate::applications::{STORE, StoreUser, StoredApplication, owned_application};
+use crate::applications::{
+    STORE, StoreUser, StoredApplication, owned_application, require_approved,
+};
 use crate::error::{Error, OnDuplicate, Result};
 use crate::http::auth::Caller;
 use crate::http::extract::{JsonBody, QueryParams};
 use crate::http::pagination::{ListEnvelope, Page};
 use crate::manifest::Touched;
 use crate::state::{AppState, Touches};
+use crate::workflows::{self, Kind};
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -66,14 +69,14 @@ struct Checked {
 }
 
 impl Checked {
-    /// The subscription as WSO2 shows it once stored under `id` (always UNBLOCKED).
-    fn dto(&self, id: String) -> SubscriptionDto {
+    /// The subscription as WSO2 shows it once stored under `id` with `status`.
+    fn dto(&self, id: String, status: &str) -> SubscriptionDto {
         SubscriptionDto {
             subscription_id: id,
             application_id: self.application.id.clone(),
             api_identifier: self.api.identifier(),
             tier: self.tier.clone(),
-            status: UNBLOCKED.into(),
+            status: status.into(),
         }
     }
 
@@ -115,6 +118,7 @@ async fn check(state: &AppState, caller: &Caller, body: SubscriptionBody) -> Res
         body.application_id.unwrap_or_default(),
     );
     let application = owned_application(state, caller, &application_id).await?;
+    require_approved(&application)?;
     // An API the caller may not subscribe to (another tenant's, or not visible to it)
     // answers as a missing one.
     let viewer = Viewer::of(state, Some(caller)).await?;
@@ -153,18 +157,39 @@ async fn subscribe(
     let checked = check(&state, &caller, body).await?;
     let id = uuid::Uuid::new_v4().to_string();
     let (application, api) = (&checked.application.id, &checked.api.id);
-    store::insert(&state.db, &id, application, api, &checked.tier)
+    let waits = workflows::required(&state.db, caller.tenant(), Kind::SubscriptionCreation).await?;
+    let status = initial_status(waits);
+    // The subscription and the workflow that approves it are made together, or neither.
+    let mut tx = state.db.begin().await?;
+    store::insert(&mut *tx, &id, application, api, &checked.tier, status)
         .await
         .on_duplicate(|| checked.already_exists())?;
-    tracing::info!(subscription = %id, %api, %application, tier = %checked.tier, "subscribed");
+    if waits {
+        workflows::open(
+            &mut *tx,
+            caller.tenant(),
+            Kind::SubscriptionCreation,
+            &id,
+            "{}",
+        )
+        .await?;
+    }
+    tx.commit().await?;
+    tracing::info!(subscription = %id, %api, %application, tier = %checked.tier, %status, "subscribed");
     let location = format!("{STORE}/subscriptions/{id}");
     Ok((
         StatusCode::CREATED,
         Touches::one(checked.touched()),
         [(header::LOCATION, location)],
-        Json(checked.dto(id)),
+        Json(checked.dto(id, status)),
     )
         .into_response())
+}
+
+/// A new subscription's status: ON_HOLD while its creation waits for an approval (the
+/// gateways refuse it), UNBLOCKED otherwise.
+fn initial_status(waits: bool) -> &'static str {
+    if waits { ON_HOLD } else { UNBLOCKED }
 }
 
 /// Most subscriptions one `POST /subscriptions/multiple` takes: each costs a few
@@ -200,6 +225,8 @@ async fn subscribe_many(
         .iter()
         .map(|_| uuid::Uuid::new_v4().to_string())
         .collect();
+    let waits = workflows::required(&state.db, caller.tenant(), Kind::SubscriptionCreation).await?;
+    let status = initial_status(waits);
     let mut tx = state.db.begin().await?;
     for (checked, id) in batch.iter().zip(&ids) {
         store::insert(
@@ -208,14 +235,29 @@ async fn subscribe_many(
             &checked.application.id,
             &checked.api.id,
             &checked.tier,
+            status,
         )
         .await
         .on_duplicate(|| checked.already_exists())?;
+        if waits {
+            workflows::open(
+                &mut *tx,
+                caller.tenant(),
+                Kind::SubscriptionCreation,
+                id,
+                "{}",
+            )
+            .await?;
+        }
     }
     tx.commit().await?;
     tracing::info!(count = ids.len(), "subscribed in a batch");
     let touched = Touches(batch.iter().map(Checked::touched).collect());
-    let dtos = batch.iter().zip(ids).map(|(c, id)| c.dto(id)).collect();
+    let dtos = batch
+        .iter()
+        .zip(ids)
+        .map(|(c, id)| c.dto(id, status))
+        .collect();
     Ok((touched, Json(dtos)))
 }
 
@@ -326,6 +368,7 @@ async fn unsubscribe(
 ) -> Result<(Touches, StatusCode)> {
     let row = owned_subscription(&state, &caller, &subscription_id).await?;
     store::delete(&state.db, &row.id).await?;
+    workflows::forget(&state.db, &row.id).await?;
     tracing::info!(subscription = %row.id, "unsubscribed");
     Ok((
         Touches::one(Touched::Subscription {

@@ -8,5 +8,7 @@ mod store;
 
 pub use handlers::router;
 pub use publisher_handlers::router as publisher_router;
-pub use records::Subscription;
-pub use store::{Grant, apis_on_tier, count_for_api, grants, grants_of, subscribed_records};
+pub use records::{ON_HOLD, REJECTED, Subscription, UNBLOCKED};
+pub use store::{
+    Grant, apis_on_tier, count_for_api, find, grants, grants_of, set_status, subscribed_records,
+};

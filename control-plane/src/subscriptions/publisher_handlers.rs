@@ -11,7 +11,7 @@ use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 
 use super::handlers::{SubscriptionDto, api_identifier, to_dto};
-use super::records::{BLOCKED, PROD_ONLY_BLOCKED, Subscription, UNBLOCKED};
+use super::records::{BLOCKED, ON_HOLD, PROD_ONLY_BLOCKED, REJECTED, Subscription, UNBLOCKED};
 use super::store;
 use crate::apis::{StoredApi, find as find_api};
 use crate::error::{Error, Result};
@@ -45,8 +45,8 @@ pub fn router() -> Router<AppState> {
         )
 }
 
-/// WSO2's `ExtendedSubscription`: a subscription with the workflow that made it (none
-/// here: subscriptions are approved at once, so the reference is empty).
+/// WSO2's `ExtendedSubscription`: a subscription with the workflow that approves it
+/// (empty when its creation did not wait for an approval).
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct ExtendedSubscription {
@@ -137,9 +137,11 @@ async fn get_subscription(
 ) -> Result<Json<ExtendedSubscription>> {
     caller.require(&state, Scope::SubscriptionView)?;
     let row = tenant_subscription(&state, &caller, &subscription_id).await?;
+    let kind = crate::workflows::Kind::SubscriptionCreation;
+    let workflow_id = crate::workflows::latest_reference(&state.db, &row.id, kind).await?;
     Ok(Json(ExtendedSubscription {
         subscription: to_dto(&state, row).await?,
-        workflow_id: String::new(),
+        workflow_id: workflow_id.unwrap_or_default(),
     }))
 }
 
@@ -205,6 +207,13 @@ async fn change_status(
     status: &str,
 ) -> Result<(Touches, StatusCode)> {
     let row = tenant_subscription(state, caller, id).await?;
+    // Blocking or unblocking would decide what only the subscription's workflow decides.
+    if matches!(row.status.as_str(), ON_HOLD | REJECTED) {
+        return Err(Error::Invalid(format!(
+            "Subscription {} is {}: its creation is not approved",
+            row.id, row.status
+        )));
+    }
     store::set_status(&state.db, &row.id, status).await?;
     tracing::info!(subscription = %row.id, %status, by = caller.username(), "subscription status changed");
     let touched = Touched::Subscription {

@@ -20,3 +20,7 @@ pub const UNBLOCKED: &str = "UNBLOCKED";
 pub const BLOCKED: &str = "BLOCKED";
 /// Blocked for production keys; sandbox keys are still admitted.
 pub const PROD_ONLY_BLOCKED: &str = "PROD_ONLY_BLOCKED";
+/// Waiting for its creation to be approved; gateways refuse it (WSO2's 900909).
+pub const ON_HOLD: &str = "ON_HOLD";
+/// Its creation was rejected; gateways refuse it (900909).
+pub const REJECTED: &str = "REJECTED";

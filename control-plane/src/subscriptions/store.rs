@@ -13,16 +13,18 @@ pub(super) async fn insert<'e>(
     application_id: &str,
     api_id: &str,
     tier: &str,
+    status: &str,
 ) -> sqlx::Result<()> {
     // language=SQL
     sqlx::query(
         "INSERT INTO subscriptions (id, application_id, api_id, tier, status, created_at)
-         VALUES ($1, $2, $3, $4, 'UNBLOCKED', $5)",
+         VALUES ($1, $2, $3, $4, $5, $6)",
     )
     .bind(id)
     .bind(application_id)
     .bind(api_id)
     .bind(tier)
+    .bind(status)
     .bind(now())
     .execute(db)
     .await?;
@@ -61,7 +63,7 @@ pub(super) async fn of_api_owned_by(
 }
 
 /// The subscription with this id, if any.
-pub(super) async fn find(db: &AnyPool, id: &str) -> sqlx::Result<Option<Subscription>> {
+pub async fn find(db: &AnyPool, id: &str) -> sqlx::Result<Option<Subscription>> {
     // language=SQL
     sqlx::query_as(&format!(
         "SELECT {SUBSCRIPTION_COLUMNS} FROM subscriptions s WHERE s.id = $1"
@@ -104,8 +106,12 @@ pub(super) async fn page_of_tenant_apis(
     Ok((total, selecting.fetch_all(db).await?))
 }
 
-/// Sets a subscription's status (a publisher's block or unblock).
-pub(super) async fn set_status(db: &AnyPool, id: &str, status: &str) -> sqlx::Result<()> {
+/// Sets a subscription's status (a publisher's block or unblock, an approval or rejection).
+pub async fn set_status<'e>(
+    db: impl Executor<'e, Database = Any>,
+    id: &str,
+    status: &str,
+) -> sqlx::Result<()> {
     // language=SQL
     sqlx::query("UPDATE subscriptions SET status = $1 WHERE id = $2")
         .bind(status)

@@ -1,0 +1,14 @@
+//! Approval workflows (WSO2's workflow extensions): a tenant's switches saying which
+//! requests wait for an approval (`records`, `store`), the requests waiting, and their
+//! approval or rejection (`handlers`: the tenant administrator's switches and the
+//! publisher's `update-workflow-status`; `decide`: what a decision does to the
+//! application, subscription or key it is about).
+
+mod decide;
+mod handlers;
+mod records;
+mod store;
+
+pub use handlers::router;
+pub use records::{Kind, Workflow};
+pub use store::{forget, forget_application, latest_reference, open, pending, required};
