@@ -247,6 +247,26 @@ pub async fn approvals_per_tenant(env: Env) {
     // Once approved, it is blocked and unblocked as any other.
     api.post_empty(&unblock, &admin).await.expect(200);
 
+    // A batch waits as single subscriptions do, each with its workflow; a batch with an
+    // application that waits itself is refused whole.
+    let before_app = before.str("applicationId");
+    let waiting_app = create_app(api, &sam, "StillWaiting")
+        .await
+        .str("applicationId");
+    let item = |app: &str, api_id: &str| json!({"tier": "Unlimited", "apiIdentifier": api_id, "applicationId": app});
+    let multiple = format!("{STORE}/subscriptions/multiple");
+    let mixed = json!([item(&before_app, &weather), item(&waiting_app, &news)]);
+    api.post_json(&multiple, &sam, &mixed)
+        .await
+        .expect_error(400, "not approved");
+    let batch = json!([item(&before_app, &weather), item(&before_app, &news)]);
+    let made = api.post_json(&multiple, &sam, &batch).await.expect(200);
+    for subscription in made.body.as_array().unwrap() {
+        assert_eq!(subscription["status"], "ON_HOLD");
+        let id = subscription["subscriptionId"].as_str().unwrap();
+        reference(api, "AM_SUBSCRIPTION_CREATION", id).await;
+    }
+
     // A rejected subscription stays REJECTED.
     let rejected = subscribe(api, &sam, &app, &news).await.expect(201);
     let rejected_id = rejected.str("subscriptionId");

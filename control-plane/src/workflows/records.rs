@@ -115,3 +115,36 @@ pub const WAITING: &str = "CREATED";
 pub const APPROVED: &str = "APPROVED";
 /// Rejected.
 pub const REJECTED: &str = "REJECTED";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_are_stored_by_wso2_names() {
+        for kind in [
+            Kind::ApplicationCreation,
+            Kind::SubscriptionCreation,
+            Kind::ProductionKeys,
+            Kind::SandboxKeys,
+        ] {
+            assert_eq!(Kind::of_name(kind.name()), Some(kind));
+        }
+        assert_eq!(Kind::of_name("AM_API_STATE"), None);
+        assert_eq!(Kind::keys("SANDBOX"), Kind::SandboxKeys);
+        assert_eq!(Kind::keys("PRODUCTION"), Kind::ProductionKeys);
+    }
+
+    #[test]
+    fn nothing_waits_by_default() {
+        let settings = WorkflowSettings::default();
+        assert!(!settings.requires(Kind::ApplicationCreation));
+        assert!(!settings.requires(Kind::SubscriptionCreation));
+        let keys = WorkflowSettings {
+            sandbox_key_generation: Flag(true),
+            ..WorkflowSettings::default()
+        };
+        assert!(keys.requires(Kind::SandboxKeys));
+        assert!(!keys.requires(Kind::ProductionKeys));
+    }
+}
