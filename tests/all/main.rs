@@ -25,6 +25,7 @@ mod flow;
 mod gateway;
 mod legacy_soap;
 mod observability;
+mod leniency;
 mod ordering;
 mod publisher;
 mod registration;
@@ -147,6 +148,9 @@ on_both!(
     publisher::lifecycle_state_machine,
     publisher::update_list_search_and_delete,
     publisher::wso2_clients_leniency,
+    leniency::omitted_fields_get_wso2_defaults,
+    leniency::padded_values_stay_refused,
+    leniency::put_keeps_identity_fields,
     store::applications_and_default_application,
     store::subscription_rules,
     store::key_generation,

@@ -219,7 +219,9 @@ async fn get_api(
     ))
 }
 
-/// `PUT /apis/{apiId}`: replaces the record; name, version, provider and context stay.
+/// `PUT /apis/{apiId}`: replaces the record but for its identity. As the contract says,
+/// "name, version, context, provider, state will not be changed by this operation": what
+/// the body says of them (or leaves out) is replaced by what is stored, and the rest applies.
 async fn update_api(
     State(state): State<AppState>,
     caller: Caller,
@@ -228,27 +230,9 @@ async fn update_api(
 ) -> Result<(Touches, Json<ApiRecord>)> {
     caller.require(&state, Scope::ApiCreate)?;
     let api = tenant_api(&state, &caller, &api_id).await?;
+    keep_identity(&mut record, &api);
     record.validate()?;
     check_endpoints(&state, &record)?;
-    let context = normalise_context(record.context.as_deref().unwrap_or_default(), &api.tenant);
-    let provider = record
-        .provider
-        .clone()
-        .filter(|p| !p.is_empty())
-        .unwrap_or_else(|| api.provider.clone());
-    if record.name.as_deref() != Some(api.name.as_str())
-        || record.version.as_deref() != Some(api.version.as_str())
-        || provider != api.provider
-        || context != api.context
-    {
-        return Err(Error::Invalid(
-            "The name, version, provider and context of an API cannot be changed".into(),
-        ));
-    }
-    record.id = Some(api.id.clone());
-    record.provider = Some(provider);
-    record.context = Some(context);
-    record.status = Some(api.status.clone());
     record.seal_backend_password(&state.data_keys, &api.id, Some(&api.record))?;
     check_deployable(&record)?;
     check_tiers_exist(&state, &api.tenant, &record).await?;
@@ -277,6 +261,32 @@ async fn update_api(
         touches_apis(std::iter::once(api.id).chain(demoted)),
         Json(record.masked()),
     ))
+}
+
+/// Puts the stored API's id, name, version, context, provider and status into `record`,
+/// whatever it said of them.
+fn keep_identity(record: &mut ApiRecord, api: &StoredApi) {
+    let ignored = [
+        ("name", record.name.as_deref(), api.name.as_str()),
+        ("version", record.version.as_deref(), api.version.as_str()),
+        ("context", record.context.as_deref(), api.context.as_str()),
+        (
+            "provider",
+            record.provider.as_deref(),
+            api.provider.as_str(),
+        ),
+    ];
+    for (property, given, stored) in ignored {
+        if given.is_some_and(|given| given != stored) {
+            tracing::debug!(api = %api.id, property, "identity change in an update ignored");
+        }
+    }
+    record.id = Some(api.id.clone());
+    record.name = Some(api.name.clone());
+    record.version = Some(api.version.clone());
+    record.context = Some(api.context.clone());
+    record.provider = Some(api.provider.clone());
+    record.status = Some(api.status.clone());
 }
 
 /// `DELETE /apis/{apiId}`: 200 with no body; 409 while any application is subscribed.

@@ -23,8 +23,8 @@ pub use queries::{
     all_rows, find, records_with_password, replace_record, revisions, rows_of, tenant_apis,
 };
 pub use records::{
-    API_COLUMNS, ApiRecord, ApiRow, BusinessInformation, CorsConfiguration, EndpointSecurity,
-    MASKED_PASSWORD, MaxTps, Sequence, StoredApi,
+    API_COLUMNS, ApiRecord, ApiRow, BusinessInformation, CorsConfiguration, DEFAULT_CACHE_TIMEOUT,
+    EndpointSecurity, MASKED_PASSWORD, MaxTps, Sequence, StoredApi,
 };
 pub use rules::{
     AUTH_TYPES, EndpointPolicy, METHODS, check_context_length, check_tenant_context,

@@ -12,7 +12,10 @@ pub const MASKED_PASSWORD: &str = "********";
 
 /// An API record; every field is stored and returned as given. Nested objects are kept
 /// as the JSON they came in (absent members stay absent) and checked against their
-/// typed shapes below by [`ApiRecord::validate`].
+/// typed shapes below by [`ApiRecord::validate`]. Properties WSO2 2.6 fills in when a
+/// client leaves them out get its values when absent (an explicit null stays null: WSO2
+/// refuses it where it is required, and keeps it as given elsewhere); a stored record read
+/// back gets them the same way.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ApiRecord {
@@ -26,20 +29,32 @@ pub struct ApiRecord {
     pub wsdl_uri: Option<String>,
     pub status: Option<String>,
     pub thumbnail_uri: Option<String>,
+    /// Absent: `Disabled`.
+    #[serde(default = "caching_disabled")]
     pub response_caching: Option<String>,
+    /// Absent: WSO2's `APIConstants.API_RESPONSE_CACHE_TIMEOUT`, 300 seconds.
+    #[serde(default = "default_cache_timeout")]
     pub cache_timeout: Option<i64>,
     /// A boolean in the spec, a string ("Disabled") in WSO2's swagger: either is kept.
     pub destination_stats_enabled: Option<Value>,
+    /// Absent: `false`, as WSO2's API model has it (an explicit null stays null, refused).
+    #[serde(default = "not_default_version")]
     pub is_default_version: Option<bool>,
     /// WSO2's model fills in `HTTP` when the field is absent (an explicit null stays null).
     #[serde(rename = "type", default = "http_api_type")]
     pub api_type: Option<String>,
+    /// Absent: `http` and `https`, as WSO2's `APIProviderImpl.validateAndSetTransports`.
+    #[serde(default = "both_transports")]
     pub transport: Option<Vec<String>>,
+    /// Absent: none.
+    #[serde(default = "no_tags")]
     pub tags: Option<Vec<String>>,
     pub tiers: Option<Vec<String>>,
     pub api_level_policy: Option<String>,
     pub authorization_header: Option<String>,
     pub max_tps: Option<Value>,
+    /// Absent: `PUBLIC`, what the store already took an API without visibility for.
+    #[serde(default = "public_visibility")]
     pub visibility: Option<String>,
     pub visible_roles: Option<Vec<String>>,
     pub visible_tenants: Option<Vec<String>>,
@@ -48,9 +63,13 @@ pub struct ApiRecord {
     pub gateway_environments: Option<String>,
     pub labels: Option<Vec<Value>>,
     pub sequences: Option<Value>,
+    /// Absent: the API's own tenant, what the store already took no value for.
+    #[serde(default = "current_tenant")]
     pub subscription_availability: Option<String>,
     pub subscription_available_tenants: Option<Vec<String>>,
     pub additional_properties: Option<Map<String, Value>>,
+    /// Absent: `NONE`, no publisher access control.
+    #[serde(default = "no_access_control")]
     pub access_control: Option<String>,
     pub access_control_roles: Option<Vec<String>>,
     pub business_information: Option<Value>,
@@ -59,6 +78,41 @@ pub struct ApiRecord {
 
 fn http_api_type() -> Option<String> {
     Some("HTTP".into())
+}
+
+fn not_default_version() -> Option<bool> {
+    Some(false)
+}
+
+fn both_transports() -> Option<Vec<String>> {
+    Some(vec!["http".into(), "https".into()])
+}
+
+fn public_visibility() -> Option<String> {
+    Some("PUBLIC".into())
+}
+
+fn caching_disabled() -> Option<String> {
+    Some("Disabled".into())
+}
+
+/// `cacheTimeout` when none is given: WSO2's `APIConstants.API_RESPONSE_CACHE_TIMEOUT`.
+pub const DEFAULT_CACHE_TIMEOUT: i64 = 300;
+
+fn default_cache_timeout() -> Option<i64> {
+    Some(DEFAULT_CACHE_TIMEOUT)
+}
+
+fn no_tags() -> Option<Vec<String>> {
+    Some(Vec::new())
+}
+
+fn current_tenant() -> Option<String> {
+    Some("current_tenant".into())
+}
+
+fn no_access_control() -> Option<String> {
+    Some("NONE".into())
 }
 
 /// Per-environment transactions per second.

@@ -94,6 +94,10 @@ impl ApiRecord {
         Ok(())
     }
 
+    /// The required properties WSO2's bean validation refuses when null; `tiers` is not
+    /// among them (WSO2 says "No tier defined for the API", [`Self::check_tiers`]), and
+    /// absent `type`, `isDefaultVersion`, `transport` and `visibility` got their defaults
+    /// when the record was read.
     fn check_required(&self) -> Result<(), Error> {
         let present = [
             (
@@ -108,7 +112,6 @@ impl ApiRecord {
                 "version",
                 self.version.as_ref().is_some_and(|v| !v.trim().is_empty()),
             ),
-            ("tiers", self.tiers.is_some()),
             ("isDefaultVersion", self.is_default_version.is_some()),
             ("transport", self.transport.is_some()),
             ("endpointConfig", self.endpoint_config.is_some()),

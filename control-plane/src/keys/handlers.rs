@@ -60,6 +60,9 @@ struct GenerateRequest {
     key_type: Option<String>,
     /// A string of seconds in WSO2's swagger; a number is taken too.
     validity_time: Option<Value>,
+    /// Absent: none, as WSO2's DTO starts it as an empty list (so its `@NotNull` only
+    /// refuses an explicit null).
+    #[serde(default = "no_domains")]
     access_allow_domains: Option<Vec<String>>,
     supported_grant_types: Option<Vec<String>>,
     callback_url: Option<String>,
@@ -68,6 +71,10 @@ struct GenerateRequest {
     client_id: Option<String>,
     #[allow(dead_code)]
     client_secret: Option<String>,
+}
+
+fn no_domains() -> Option<Vec<String>> {
+    Some(Vec::new())
 }
 
 impl GenerateRequest {

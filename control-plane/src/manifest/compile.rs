@@ -444,8 +444,12 @@ fn api_route(
         sealed_backend_authorization,
         max_tps: max_tps(record.max_tps_limits()),
         cors: record.cors().and_then(cors),
-        cache_timeout_secs: (record.response_caching.as_deref() == Some("Enabled"))
-            .then(|| record.cache_timeout.unwrap_or(300).max(0) as u64),
+        cache_timeout_secs: (record.response_caching.as_deref() == Some("Enabled")).then(|| {
+            record
+                .cache_timeout
+                .unwrap_or(crate::apis::DEFAULT_CACHE_TIMEOUT)
+                .max(0) as u64
+        }),
     }
 }
 
