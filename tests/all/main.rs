@@ -17,6 +17,7 @@ mod bounds;
 mod catalogue;
 mod component;
 mod content;
+mod contract;
 mod credentials;
 mod dev_facade;
 mod faults;
@@ -24,8 +25,8 @@ mod fleet;
 mod flow;
 mod gateway;
 mod legacy_soap;
-mod observability;
 mod leniency;
+mod observability;
 mod ordering;
 mod publisher;
 mod registration;
@@ -175,6 +176,7 @@ on_both!(
     secrets::secrets_stay_sealed_end_to_end,
     secrets::data_key_rotation,
     secrets::add_user_keeps_passwords_out_of_ps,
+    contract::every_operation_of_wso2s_contracts_is_served,
     content::documents_in_publisher_and_store,
     content::thumbnails_and_tags,
     content::wsdl_is_xml_without_doctype,
