@@ -13,7 +13,11 @@ use http_body::Body as _;
 use http_body_util::BodyExt as _;
 use wasmtime_wasi_http::{Error, RequestOptions, WasiBody};
 
-use crate::bindings::exports::apim::gateway::policy::{self, CacheStore, Forward, RequestHead};
+use apim_http::endpoints::{self, EndpointConfig};
+
+use crate::bindings::exports::apim::gateway::policy::{
+    self, CacheStore, EndpointSettings, Forward, RequestHead, Target,
+};
 use crate::gateway::{BoxError, ResponseBody};
 use crate::keyvalue::KvStore;
 use crate::outbound::OutboundClient;
@@ -50,33 +54,37 @@ pub enum Failure {
     Unreachable,
 }
 
-/// Sends `request` (whose head is `head`) as `plan` says; the backend's answer as the
-/// client gets it, kept in `kv` first when the plan says so and the cache rules allow.
+/// Sends a request (`parts` as the client sent them, `body`, whose head is `head`) to
+/// `target`, one of `plan`'s endpoints; the backend's answer as the client gets it, kept
+/// in `kv` first when the plan says so and the cache rules allow.
 pub async fn send(
     outbound: &OutboundClient,
     kv: &KvStore,
-    request: Request<WasiBody>,
+    parts: &http::request::Parts,
+    body: WasiBody,
     head: &RequestHead,
-    plan: Forward,
+    plan: &Forward,
+    target: &Target,
 ) -> Result<Response<ResponseBody>, Failure> {
-    let (mut parts, body) = request.into_parts();
     let uri = format!(
         "{}://{}{}",
-        plan.scheme, plan.authority, plan.path_with_query
+        target.scheme, target.authority, target.path_with_query
     );
-    parts.uri = uri.parse().map_err(|err| {
+    let mut backend = Request::new(body);
+    *backend.uri_mut() = uri.parse().map_err(|err| {
         tracing::warn!("the component's backend URL is not valid: {err}");
         Failure::Unreachable
     })?;
-    parts.version = http::Version::HTTP_11;
-    parts.extensions = http::Extensions::new();
-    drop_hop_by_hop(&mut parts.headers);
+    *backend.method_mut() = parts.method.clone();
+    *backend.version_mut() = http::Version::HTTP_11;
+    let headers = backend.headers_mut();
+    *headers = parts.headers.clone();
+    drop_hop_by_hop(headers);
     for name in &plan.removed_headers {
-        parts.headers.remove(name.as_str());
+        headers.remove(name.as_str());
     }
-    set_headers(&mut parts.headers, plan.added_headers, false);
-    let backend = Request::from_parts(parts, body);
-    let timeout = Some(Duration::from_millis(plan.timeout_ms));
+    set_headers(headers, plan.added_headers.clone(), false);
+    let timeout = Some(Duration::from_millis(target.timeout_ms));
     let options = RequestOptions {
         connect_timeout: timeout,
         first_byte_timeout: timeout,
@@ -88,12 +96,37 @@ pub async fn send(
     })?;
     let (mut parts, body) = answer.into_parts();
     drop_hop_by_hop(&mut parts.headers);
-    let body = match plan.cache {
-        Some(store) => keep(kv, &store, &parts, body, &head.headers).await?,
+    let body = match &plan.cache {
+        Some(store) => keep(kv, store, &parts, body, &head.headers).await?,
         None => body.map_err(BoxError::from).boxed_unsync(),
     };
-    set_headers(&mut parts.headers, plan.response_headers, true);
+    set_headers(&mut parts.headers, plan.response_headers.clone(), true);
     Ok(Response::from_parts(parts, body))
+}
+
+impl Failure {
+    /// WSO2's error code for it, as endpoint settings list them.
+    pub fn code(self) -> u32 {
+        match self {
+            Failure::TimedOut => endpoints::codes::TIMED_OUT,
+            Failure::Unreachable => endpoints::codes::CONNECTION_FAILED,
+        }
+    }
+}
+
+/// An endpoint's settings as the shared decision reads them.
+pub fn endpoint_config(settings: &EndpointSettings) -> EndpointConfig {
+    EndpointConfig {
+        timeout_ms: None,
+        discard_on_timeout: settings.discard_on_timeout,
+        suspend_codes: settings.suspend_codes.clone(),
+        suspend_ms: settings.suspend_ms,
+        suspend_max_ms: settings.suspend_max_ms,
+        factor: settings.factor,
+        retry_codes: settings.retry_codes.clone(),
+        retries: settings.retries,
+        retry_delay_ms: 0,
+    }
 }
 
 /// The answer's body, kept in the store first when the cache rules allow (read whole: a

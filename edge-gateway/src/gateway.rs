@@ -30,8 +30,10 @@ use http_body_util::{BodyExt as _, Empty};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use wasmtime_wasi_http::WasiBody;
 
+use apim_http::endpoints::{self, Balance, HealthBook, MemoryBook};
+
 use crate::bindings::exports::apim::gateway::policy::{
-    Call, Decision, Forward, RequestHead, Response as PolicyResponse, Verdict,
+    self, Call, Decision, Forward, RequestHead, Response as PolicyResponse, Verdict,
 };
 use crate::counters::{Counters, Refused};
 use crate::forward::{self, Failure};
@@ -57,6 +59,9 @@ pub struct Gateway {
     host_forwarding: bool,
     /// The host's count of the limits the component's verdicts carry.
     counters: Counters,
+    /// Endpoints' round-robin turns and suspensions, shared by every instance of this
+    /// node.
+    endpoints: MemoryBook,
     permits: Arc<Semaphore>,
     /// Request deadline; also the longest wait for a free instance.
     request_timeout: Duration,
@@ -77,6 +82,7 @@ impl Gateway {
         Self {
             host_forwarding: host_forwarding && runtime.has_policy(),
             counters: Counters::new(runtime.kv().clone()),
+            endpoints: MemoryBook::default(),
             runtime: Arc::new(runtime),
             permits: Arc::new(Semaphore::new(permits)),
             request_timeout: limits.request_timeout,
@@ -228,8 +234,11 @@ impl Gateway {
         })
     }
 
-    /// Forwards a request the component admitted; when the backend fails, the
-    /// component's answer for that.
+    /// Forwards a request the component admitted to its endpoints as their list says
+    /// ([`HealthBook::plan`], with this node's book): each failure recorded against its
+    /// endpoint and, for `load_balance` and `failover`, the call sent on to the next
+    /// (only a call without a body: a streamed body cannot be sent twice). When every
+    /// endpoint is suspended, or the last one fails, the component's answer for that.
     async fn forward(
         &self,
         request: Request<WasiBody>,
@@ -238,16 +247,67 @@ impl Gateway {
         outcome: &mut Outcome,
     ) -> Response<ResponseBody> {
         let outbound = self.runtime.outbound();
-        let sent = Instant::now();
-        let sending = forward::send(outbound, self.runtime.kv(), request, head, plan).await;
-        outcome.backend = Some(sent.elapsed());
-        let failure = match sending {
-            Ok(response) => return response,
-            Err(failure) => failure,
+        let keys: Vec<&str> = plan.targets.iter().map(|t| t.key.as_str()).collect();
+        let lone = balance(plan.balance) == Balance::Single
+            && plan.targets.iter().all(|t| t.settings.suspend_ms == 0);
+        let order = if lone {
+            vec![0]
+        } else {
+            self.endpoints
+                .plan(balance(plan.balance), &plan.list, &keys, now_ms())
         };
-        let timed_out = failure == Failure::TimedOut;
+        let (parts, body) = request.into_parts();
+        let resendable = body.is_end_stream();
+        let mut body = Some(body);
+        let mut failed = None;
+        let sent = Instant::now();
+        for index in order {
+            let Some(target) = plan.targets.get(index) else {
+                break;
+            };
+            let Some(this_body) = body.take().or_else(|| resendable.then(no_body)) else {
+                break;
+            };
+            let sending = forward::send(
+                outbound,
+                self.runtime.kv(),
+                &parts,
+                this_body,
+                head,
+                &plan,
+                target,
+            )
+            .await;
+            outcome.backend = Some(sent.elapsed());
+            let failure = match sending {
+                Ok(response) => {
+                    if !lone {
+                        self.endpoints.succeeded(&target.key);
+                    }
+                    return response;
+                }
+                Err(failure) => failure,
+            };
+            let config = forward::endpoint_config(&target.settings);
+            if !lone {
+                self.endpoints
+                    .failed(&target.key, &config, failure.code(), now_ms());
+            }
+            if failure == Failure::TimedOut && config.discard_on_timeout {
+                // WSO2 drops a discarded call without a fault.
+                outcome.backend_failed = Some(true);
+                return empty(StatusCode::GATEWAY_TIMEOUT);
+            }
+            failed = Some(failure);
+            if !endpoints::goes_on(balance(plan.balance), &config, failure.code()) {
+                break;
+            }
+        }
+        let timed_out = failed == Some(Failure::TimedOut);
         outcome.backend_failed = Some(timed_out);
-        let answer = self.runtime.backend_failed(head, timed_out);
+        let answer = self
+            .runtime
+            .backend_failed(head, timed_out, failed.is_none());
         self.answer(
             answer,
             "a backend failure",
@@ -420,6 +480,27 @@ fn failure_status(err: &wasmtime::Error, overran: bool) -> StatusCode {
     } else {
         StatusCode::INTERNAL_SERVER_ERROR
     }
+}
+
+/// The balance of a list as the shared decision names it.
+fn balance(balance: policy::Balance) -> Balance {
+    match balance {
+        policy::Balance::Single => Balance::Single,
+        policy::Balance::LoadBalance => Balance::LoadBalance,
+        policy::Balance::Failover => Balance::Failover,
+    }
+}
+
+/// An empty request body, for a call sent on to another endpoint.
+fn no_body() -> WasiBody {
+    Empty::new().map_err(|never| match never {}).boxed_unsync()
+}
+
+/// Milliseconds since the Unix epoch.
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
 /// An empty response with `status`.

@@ -386,16 +386,18 @@ impl Runtime {
         .await
     }
 
-    /// The component's answer for a forwarded request whose backend did not answer.
+    /// The component's answer for a forwarded request whose backend did not answer (or
+    /// whose every endpoint is `suspended`).
     pub async fn backend_failed(
         &self,
         request: &RequestHead,
         timed_out: bool,
+        suspended: bool,
     ) -> wasmtime::Result<Response> {
         self.with_policy(async |policy, store| {
             policy
                 .apim_gateway_policy()
-                .call_backend_failed(store, request, timed_out)
+                .call_backend_failed(store, request, timed_out, suspended)
                 .await
         })
         .await

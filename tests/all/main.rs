@@ -20,6 +20,7 @@ mod content;
 mod contract;
 mod credentials;
 mod dev_facade;
+mod endpoints;
 mod faults;
 mod fleet;
 mod flow;
@@ -208,4 +209,8 @@ on_both!(
     catalogue::copied_version_becomes_the_default_route,
     catalogue::a_new_tier_is_enforced_without_a_restart,
     workflows::a_subscription_on_hold_is_refused_until_approved,
+    endpoints::load_balance_and_failover_on_the_host_path,
+    endpoints::load_balance_and_failover_on_the_component_path,
+    endpoints::timeouts_and_suspension_on_the_host_path,
+    endpoints::timeouts_and_suspension_on_the_component_path,
 );

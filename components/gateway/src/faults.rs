@@ -221,6 +221,18 @@ impl Fault {
         )
     }
 
+    /// 503 101503: every endpoint of the API's list is suspended after failures; no
+    /// connection is tried until one's suspension ends.
+    pub fn endpoints_suspended() -> Self {
+        Self::new(
+            503,
+            101503,
+            "Runtime Error",
+            "Every endpoint of the API is suspended after failing".into(),
+            Family::General,
+        )
+    }
+
     /// 504 101504: the backend did not answer in time.
     pub fn backend_timeout() -> Self {
         Self::new(

@@ -16,27 +16,78 @@ use crate::host::{
 };
 use crate::sync::{self, DEFAULT_GATEWAY_ID, settings};
 use apim_http::egress::{self, EgressPolicy};
+use apim_http::endpoints::{self, Balance, EndpointConfig, Health, HealthBook};
+use apim_http::expiry;
 
 /// Client headers the backend does not get, besides hop-by-hop ones (which never travel
 /// on): the client's credentials, and the `X-Forwarded-For` and `Via` the gateway extends.
 pub const REPLACED_HEADERS: [&str; 3] = ["authorization", "x-forwarded-for", "via"];
 
-/// The request for an API's backend, as it differs from the client's: where it goes, and
-/// the headers added to those of the client's that pass on.
+/// The request for an API's backend, as it differs from the client's: where it may go,
+/// and the headers added to those of the client's that pass on.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BackendRequest {
+    /// The endpoints of the list the call goes to, in the list's order (at least one).
+    pub targets: Vec<BackendTarget>,
+    /// How the list is used.
+    pub balance: Balance,
+    /// Names the list's round robin in a [`HealthBook`].
+    pub list: String,
+    /// Client headers that do not pass on (besides hop-by-hop ones).
+    pub removed_headers: &'static [&'static str],
+    /// The endpoint credentials, if any, `X-Forwarded-For` and `Via`.
+    pub added_headers: Headers,
+}
+
+/// One endpoint a call may go to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BackendTarget {
     /// `http` or `https`.
     pub scheme: String,
     /// `host:port`.
     pub authority: String,
     /// Endpoint path + resource path + query.
     pub path_with_query: String,
-    /// Client headers that do not pass on (besides hop-by-hop ones).
-    pub removed_headers: &'static [&'static str],
-    /// The endpoint credentials, if any, `X-Forwarded-For` and `Via`.
-    pub added_headers: Headers,
     /// Connect, first-byte and between-bytes timeout.
     pub timeout_ms: u64,
+    /// Names the endpoint's health in a [`HealthBook`].
+    pub key: String,
+    /// Its timeout and suspension settings.
+    pub config: EndpointConfig,
+}
+
+impl BackendRequest {
+    /// A request for one place that is never suspended (the token service).
+    pub fn single(
+        scheme: String,
+        authority: String,
+        path_with_query: String,
+        timeout_ms: u64,
+        removed_headers: &'static [&'static str],
+        added_headers: Headers,
+    ) -> Self {
+        let target = BackendTarget {
+            scheme,
+            authority,
+            path_with_query,
+            timeout_ms,
+            key: String::new(),
+            config: EndpointConfig::never_suspended(),
+        };
+        Self {
+            targets: vec![target],
+            balance: Balance::Single,
+            list: String::new(),
+            removed_headers,
+            added_headers,
+        }
+    }
+
+    /// Whether any endpoint's state matters: a lone endpoint that is never suspended
+    /// needs no book (most APIs, whose calls then cost what they did).
+    fn needs_book(&self) -> bool {
+        self.balance != Balance::Single || self.targets.iter().any(|t| t.config.suspend_ms > 0)
+    }
 }
 
 /// Backend URLs whose verdicts, and APIs whose opened credentials, an instance remembers
@@ -47,7 +98,7 @@ const MAX_CHECKED_URLS: usize = 256;
 /// under an instance).
 #[derive(Debug, Clone)]
 pub struct ForwardSettings {
-    /// Connect, first-byte and between-bytes timeout.
+    /// Connect, first-byte and between-bytes timeout (an endpoint's own is shorter).
     pub timeout_ms: u64,
     /// Where backends may be.
     pub egress: EgressPolicy,
@@ -184,13 +235,39 @@ pub fn backend_request(
     resource_with_query: &str,
     request: &Request,
 ) -> Result<BackendRequest, Fault> {
-    let url = match environment {
-        Environment::Production => api.production_url.as_deref(),
-        Environment::Sandbox => api.sandbox_url.as_deref(),
+    let sandbox = environment == Environment::Sandbox;
+    let (balance, endpoints) = api.endpoint_list(sandbox);
+    let list = format!(
+        "{}:{}",
+        api.id,
+        if sandbox { "sandbox" } else { "production" }
+    );
+    let mut refused = None;
+    let mut targets = Vec::with_capacity(endpoints.len());
+    for endpoint in endpoints {
+        // An endpoint this gateway's egress policy refuses is left out of the list.
+        if let Err(fault) = settings.check_backend(&endpoint.url) {
+            refused = Some(fault);
+            continue;
+        }
+        let (scheme, authority, base_path) =
+            split_url(&endpoint.url).ok_or_else(Fault::backend_unreachable)?;
+        targets.push(BackendTarget {
+            scheme: scheme.to_string(),
+            authority: authority.to_string(),
+            path_with_query: join_path(base_path, resource_with_query),
+            // The endpoint's own timeout, within the gateway's.
+            timeout_ms: endpoint
+                .config
+                .timeout_ms
+                .map_or(settings.timeout_ms, |ms| ms.min(settings.timeout_ms)),
+            key: format!("{list}:{}", endpoint.url),
+            config: endpoint.config,
+        });
     }
-    .ok_or_else(Fault::backend_unreachable)?;
-    settings.check_backend(url)?;
-    let (scheme, authority, base_path) = split_url(url).ok_or_else(Fault::backend_unreachable)?;
+    if targets.is_empty() {
+        return Err(refused.unwrap_or_else(Fault::backend_unreachable));
+    }
     let mut added_headers = Headers::new();
     if let Some(credentials) = settings.backend_authorization(api)? {
         added_headers.push(("authorization".into(), credentials.into_bytes()));
@@ -204,18 +281,18 @@ pub fn backend_request(
         via(&settings.own_via, &request.headers).into_bytes(),
     ));
     Ok(BackendRequest {
-        scheme: scheme.to_string(),
-        authority: authority.to_string(),
-        path_with_query: join_path(base_path, resource_with_query),
+        targets,
+        balance,
+        list,
         removed_headers: &REPLACED_HEADERS,
         added_headers,
-        timeout_ms: settings.timeout_ms,
     })
 }
 
 impl BackendRequest {
-    /// The whole request, with the client's headers that pass on and its body.
-    pub fn outbound(self, request: &Request) -> Outbound {
+    /// The whole request for the endpoint `target`, with the client's headers that pass
+    /// on and its body.
+    pub fn outbound(&self, target: &BackendTarget, request: &Request) -> Outbound {
         let connection = connection_tokens(header(&request.headers, "connection"));
         let mut headers: Headers = request
             .headers
@@ -223,15 +300,123 @@ impl BackendRequest {
             .filter(|(name, _)| passes_on(name, &connection, self.removed_headers))
             .cloned()
             .collect();
-        headers.extend(self.added_headers);
+        headers.extend(self.added_headers.iter().cloned());
         Outbound {
             method: request.method.clone(),
-            scheme: self.scheme,
-            authority: self.authority,
-            path_with_query: self.path_with_query,
+            scheme: target.scheme.clone(),
+            authority: target.authority.clone(),
+            path_with_query: target.path_with_query.clone(),
             headers,
             body: request.body.clone(),
-            timeout_ms: self.timeout_ms,
+            timeout_ms: target.timeout_ms,
+        }
+    }
+}
+
+/// Sends a call to its endpoints as the list says ([`HealthBook::plan`]): each failure
+/// recorded against its endpoint and, for `load_balance` and `failover`, the call sent
+/// on to the next; the backend's answer, or the fault for the last failure (503 at once
+/// when every endpoint is suspended). The book is the host's store, shared by every
+/// instance that shares it.
+pub fn send(
+    host: &dyn Host,
+    backend: &BackendRequest,
+    request: &Request,
+) -> Result<Response, Fault> {
+    if !backend.needs_book() {
+        return backend_response(host.send(backend.outbound(&backend.targets[0], request)));
+    }
+    let book = StoreBook { host };
+    let keys: Vec<&str> = backend.targets.iter().map(|t| t.key.as_str()).collect();
+    let now = || u64::try_from(host.now_millis()).unwrap_or(0);
+    let order = book.plan(backend.balance, &backend.list, &keys, now());
+    let mut last = Fault::endpoints_suspended();
+    for index in order {
+        let target = &backend.targets[index];
+        let failure = match host.send(backend.outbound(target, request)) {
+            Ok(response) => {
+                book.succeeded(&target.key);
+                return backend_response(Ok(response));
+            }
+            Err(failure) => failure,
+        };
+        let code = match failure {
+            SendError::Timeout(_) => endpoints::codes::TIMED_OUT,
+            SendError::Unreachable(_) => endpoints::codes::CONNECTION_FAILED,
+        };
+        book.failed(&target.key, &target.config, code, now());
+        let discarded = code == endpoints::codes::TIMED_OUT && target.config.discard_on_timeout;
+        match backend_response(Err(failure)) {
+            Err(_) if discarded => return Ok(discarded_answer()),
+            Err(fault) => last = fault,
+            Ok(_) => unreachable!("a failure is a fault"),
+        }
+        if !endpoints::goes_on(backend.balance, &target.config, code) {
+            break;
+        }
+    }
+    Err(last)
+}
+
+/// The answer to a call whose endpoint timed out with `actionSelect` `discard`: WSO2
+/// drops such a call without a fault; the client gets an empty 504.
+pub fn discarded_answer() -> Response {
+    Response {
+        status: 504,
+        headers: Headers::new(),
+        body: Vec::new(),
+    }
+}
+
+/// Endpoints' health in the host's key-value store: shared by every instance on the
+/// store (and every node, on a shared one). Keys expire: a list's turn an hour after its
+/// last call, an endpoint's health two days after its last failure (longer than the
+/// longest suspension).
+struct StoreBook<'h> {
+    host: &'h dyn Host,
+}
+
+impl StoreBook<'_> {
+    fn health_key(endpoint: &str) -> String {
+        expiry::key(2 * 86_400, &format!("endpoint:{endpoint}"))
+    }
+}
+
+impl HealthBook for StoreBook<'_> {
+    fn turn(&self, list: &str) -> u64 {
+        let key = expiry::key(3_600, &format!("turn:{list}"));
+        self.host
+            .kv_increment(&key, 1)
+            .map_or(0, |n| u64::try_from(n).unwrap_or(0))
+    }
+
+    fn health(&self, endpoint: &str) -> Health {
+        let Ok(Some(value)) = self.host.kv_get(&Self::health_key(endpoint)) else {
+            return Health::default();
+        };
+        let text = String::from_utf8_lossy(&value);
+        let mut fields = text.split(',').map(|f| f.parse::<u64>().unwrap_or(0));
+        let mut next = || fields.next().unwrap_or(0);
+        Health {
+            failures: u32::try_from(next()).unwrap_or(0),
+            suspended_until_ms: next(),
+            last_suspension_ms: next(),
+        }
+    }
+
+    fn set_health(&self, endpoint: &str, health: Health) {
+        let key = Self::health_key(endpoint);
+        let written = if health == Health::default() {
+            self.host.kv_delete(&key)
+        } else {
+            let value = format!(
+                "{},{},{}",
+                health.failures, health.suspended_until_ms, health.last_suspension_ms
+            );
+            self.host.kv_set(&key, value.as_bytes())
+        };
+        if let Err(err) = written {
+            eprintln!("an endpoint's health could not be kept: {err}");
         }
     }
 }

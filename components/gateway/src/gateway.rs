@@ -373,7 +373,7 @@ fn forward_and_cache(
     let mut response = match cached {
         Some(hit) => hit,
         None => {
-            let response = forward::backend_response(host.send(backend.outbound(request)))?;
+            let response = forward::send(host, &backend, request)?;
             if let Some((key, ttl)) = &cache {
                 cache::store(host, key, &response, *ttl, now_ms, &request.headers);
             }

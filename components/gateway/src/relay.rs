@@ -40,17 +40,17 @@ pub fn token_relay(
         eprintln!("the token service cannot be reached: {err}");
         Fault::token_service_unavailable()
     })?;
-    Ok(BackendRequest {
-        scheme: relayed.scheme,
-        authority: relayed.authority,
-        path_with_query: relayed.path_with_query,
-        removed_headers: &["x-forwarded-for"],
-        added_headers: vec![(
+    Ok(BackendRequest::single(
+        relayed.scheme,
+        relayed.authority,
+        relayed.path_with_query,
+        relayed.timeout_ms,
+        &["x-forwarded-for"],
+        vec![(
             "x-forwarded-for".into(),
             forward::forwarded_for(headers).into_bytes(),
         )],
-        timeout_ms: relayed.timeout_ms,
-    })
+    ))
 }
 
 /// `/token` and `/revoke`, relayed by the component itself.
@@ -59,20 +59,21 @@ pub fn token_service(host: &dyn Host, request: &Request, target: &Target) -> Res
         .ok_or_else(Fault::not_found)
         .and_then(|service| token_relay(host, service, target, &request.headers))
         .and_then(|backend| {
-            forward::backend_response(host.send(backend.outbound(request)))
-                .map_err(|_| Fault::token_service_unavailable())
+            forward::send(host, &backend, request).map_err(|_| Fault::token_service_unavailable())
         });
     relayed.unwrap_or_else(|fault| fault.render(&request.headers))
 }
 
 /// The refusal for a forwarded request (head `request`) that got no answer in time
-/// (`timed_out`) or none at all: the token service's unavailability for `/token` and
-/// `/revoke`, the backend's failure otherwise.
-pub fn forwarding_failed(request: &Request, timed_out: bool) -> Fault {
+/// (`timed_out`) or none at all, or whose every endpoint is `suspended`: the token
+/// service's unavailability for `/token` and `/revoke`, the backend's failure otherwise.
+pub fn forwarding_failed(request: &Request, timed_out: bool, suspended: bool) -> Fault {
     let relayed = Target::parse(&request.path_with_query)
         .is_ok_and(|target| token_service_path(&target.path).is_some());
     if relayed {
         Fault::token_service_unavailable()
+    } else if suspended {
+        Fault::endpoints_suspended()
     } else if timed_out {
         Fault::backend_timeout()
     } else {

@@ -195,6 +195,7 @@ fn dev_api_as(id: &str) -> ApiRoute {
             allow_credentials: false,
         }),
         cache_timeout_secs: None,
+        endpoints: None,
     }
 }
 
@@ -991,7 +992,7 @@ fn decisions_for_hosts_that_forward_match_what_the_handler_sends() {
     else {
         panic!("an admitted call is forwarded");
     };
-    let backend = &forwarding.backend;
+    let backend = &forwarding.backend.targets[0];
     assert_eq!(
         (
             backend.scheme.as_str(),
@@ -1000,22 +1001,18 @@ fn decisions_for_hosts_that_forward_match_what_the_handler_sends() {
         ),
         ("http", "backend:8080", "/base/devs/alice/repos?page=2")
     );
-    assert_eq!(
-        header(&backend.added_headers, "authorization"),
-        Some("Basic dTpw")
-    );
-    assert_eq!(
-        header(&backend.added_headers, "x-forwarded-for"),
-        Some("10.0.0.9")
-    );
+    let added = &forwarding.backend.added_headers;
+    assert_eq!(header(added, "authorization"), Some("Basic dTpw"));
+    assert_eq!(header(added, "x-forwarded-for"), Some("10.0.0.9"));
     assert_eq!(
         header(&forwarding.response_headers, "access-control-allow-origin"),
         Some("*")
     );
     // The handler sends the same: the client's headers that pass on, plus these.
-    let outbound = forwarding
-        .backend
-        .outbound(&head("/dev/v1/devs/alice/repos?page=2", &client));
+    let outbound = forwarding.backend.outbound(
+        &forwarding.backend.targets[0],
+        &head("/dev/v1/devs/alice/repos?page=2", &client),
+    );
     let names: Vec<&str> = outbound.headers.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(
         names,
@@ -1052,8 +1049,8 @@ fn decisions_for_hosts_that_forward_match_what_the_handler_sends() {
         };
         assert_eq!(
             (
-                relay.backend.authority.as_str(),
-                relay.backend.path_with_query.as_str()
+                relay.backend.targets[0].authority.as_str(),
+                relay.backend.targets[0].path_with_query.as_str()
             ),
             ("cp:9763", service)
         );

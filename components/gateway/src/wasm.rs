@@ -5,12 +5,14 @@
 use std::cell::RefCell;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use apim_http::endpoints::Balance;
 use apim_http::wasi::{self as http, BodyError};
 use wasip2::http::types::{IncomingRequest, ResponseOutparam};
 
 use crate::access;
 use crate::call::Call;
 use crate::faults::Fault;
+use crate::forward::BackendTarget;
 use crate::gateway::{self, Decision, Gateway};
 use crate::host::{Host, Outbound, Request, Response, SendError};
 use crate::throttle::{self, LimitKind};
@@ -97,16 +99,19 @@ impl policy::Guest for Component {
             Decision::Forward(forwarding) => {
                 let backend = forwarding.backend;
                 policy::Decision::Forward(policy::Forward {
-                    scheme: backend.scheme,
-                    authority: backend.authority,
-                    path_with_query: backend.path_with_query,
+                    targets: backend.targets.into_iter().map(policy_target).collect(),
+                    balance: match backend.balance {
+                        Balance::Single => policy::Balance::Single,
+                        Balance::LoadBalance => policy::Balance::LoadBalance,
+                        Balance::Failover => policy::Balance::Failover,
+                    },
+                    list: backend.list,
                     removed_headers: backend
                         .removed_headers
                         .iter()
                         .map(|name| name.to_string())
                         .collect(),
                     added_headers: backend.added_headers,
-                    timeout_ms: backend.timeout_ms,
                     response_headers: forwarding.response_headers,
                     cache: forwarding
                         .cache
@@ -165,9 +170,13 @@ impl policy::Guest for Component {
         policy_response(fault.render(&request.headers), fault.code)
     }
 
-    fn backend_failed(request: policy::RequestHead, timed_out: bool) -> policy::Response {
+    fn backend_failed(
+        request: policy::RequestHead,
+        timed_out: bool,
+        suspended: bool,
+    ) -> policy::Response {
         let request = request_of(request);
-        let fault = crate::relay::forwarding_failed(&request, timed_out);
+        let fault = crate::relay::forwarding_failed(&request, timed_out, suspended);
         policy_response(fault.render(&request.headers), fault.code)
     }
 }
@@ -193,6 +202,27 @@ impl Logged {
                 .unwrap_or_default()
                 .to_string(),
         }
+    }
+}
+
+/// An endpoint as the host takes it.
+fn policy_target(target: BackendTarget) -> policy::Target {
+    let config = target.config;
+    policy::Target {
+        scheme: target.scheme,
+        authority: target.authority,
+        path_with_query: target.path_with_query,
+        timeout_ms: target.timeout_ms,
+        key: target.key,
+        settings: policy::EndpointSettings {
+            discard_on_timeout: config.discard_on_timeout,
+            suspend_codes: config.suspend_codes,
+            suspend_ms: config.suspend_ms,
+            suspend_max_ms: config.suspend_max_ms,
+            factor: config.factor,
+            retry_codes: config.retry_codes,
+            retries: config.retries,
+        },
     }
 }
 

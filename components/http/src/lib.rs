@@ -6,6 +6,7 @@
 
 pub mod cache;
 pub mod egress;
+pub mod endpoints;
 pub mod time;
 #[cfg(target_arch = "wasm32")]
 pub mod wasi;

@@ -17,6 +17,7 @@ pub mod sealed;
 
 use std::collections::BTreeMap;
 
+use apim_http::endpoints::{Balance, Endpoint, EndpointConfig, Endpoints};
 use serde::{Deserialize, Serialize};
 
 pub use entries::{
@@ -111,6 +112,35 @@ pub struct ApiRoute {
     pub cors: Option<Cors>,
     /// Seconds GET responses are cached, when response caching is enabled.
     pub cache_timeout_secs: Option<u64>,
+    /// Every endpoint of every list with its settings (`endpointConfig`); absent from
+    /// entries compiled before endpoint types, whose `production_url` and `sandbox_url`
+    /// are then their lone endpoints.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoints: Option<Endpoints>,
+}
+
+impl ApiRoute {
+    /// How the endpoints of `sandbox` or production are used, and the endpoints.
+    pub fn endpoint_list(&self, sandbox: bool) -> (Balance, Vec<Endpoint>) {
+        if let Some(endpoints) = &self.endpoints {
+            let list = if sandbox {
+                &endpoints.sandbox
+            } else {
+                &endpoints.production
+            };
+            return (endpoints.balance, list.clone());
+        }
+        let url = if sandbox {
+            &self.sandbox_url
+        } else {
+            &self.production_url
+        };
+        let lone = url.iter().map(|url| Endpoint {
+            url: url.clone(),
+            config: EndpointConfig::never_suspended(),
+        });
+        (Balance::Single, lone.collect())
+    }
 }
 
 /// Transactions-per-second limits.

@@ -4,6 +4,7 @@
 use std::net::{IpAddr, SocketAddr};
 
 use apim_http::egress::EgressPolicy;
+use apim_http::endpoints::Endpoints;
 use apim_manifest::bounds::{
     MAX_CONTEXT_BYTES, MAX_OPERATIONS_PER_API, MAX_PATH_TEMPLATE_BYTES, MAX_PATHS_PER_API,
 };
@@ -374,15 +375,10 @@ impl EndpointPolicy {
         let Ok(config) = serde_json::from_str::<Value>(endpoint_config) else {
             return Ok(());
         };
-        for key in ["production_endpoints", "sandbox_endpoints"] {
-            let endpoints = match config.get(key) {
-                Some(Value::Array(list)) => list.iter().collect(),
-                Some(endpoint) => vec![endpoint],
-                None => vec![],
-            };
-            for url in endpoints.iter().filter_map(|e| e.get("url")?.as_str()) {
-                self.check_url(url)?;
-            }
+        // Every list, failovers included (a list that does not read is refused before).
+        let endpoints = Endpoints::from_wso2(&config).unwrap_or_default();
+        for url in endpoints.urls() {
+            self.check_url(url)?;
         }
         Ok(())
     }
@@ -441,6 +437,18 @@ pub fn validate_endpoint_config(config: &str) -> Result<Value, String> {
             }
         }
     }
+    for key in ["production_failovers", "sandbox_failovers"] {
+        let endpoints = match doc.get(key) {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(list)) => list.iter().collect(),
+            Some(endpoint) => vec![endpoint],
+        };
+        for endpoint in endpoints {
+            check_endpoint(key, endpoint)?;
+        }
+    }
+    // Endpoint types, bounds and each endpoint's settings.
+    Endpoints::from_wso2(&doc)?;
     if found {
         Ok(doc)
     } else {

@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use anyhow::Context;
+use apim_http::endpoints::{Balance, EndpointConfig, Endpoints};
 use apim_manifest::bounds::MAX_ENTRY_BYTES;
 use apim_manifest::entries::json;
 use apim_manifest::{
@@ -450,7 +451,22 @@ fn api_route(
                 .unwrap_or(crate::apis::DEFAULT_CACHE_TIMEOUT)
                 .max(0) as u64
         }),
+        endpoints: endpoint_lists(&endpoints),
     }
+}
+
+/// Every endpoint of every list with its settings; `None` for lone endpoints without
+/// settings, which `production_url` and `sandbox_url` describe whole (their entries stay
+/// as they were). Records are checked when stored, so a list that does not read is one
+/// stored before, left to the lone URLs.
+fn endpoint_lists(config: &Value) -> Option<Endpoints> {
+    let endpoints = Endpoints::from_wso2(config).ok()?;
+    let lone = EndpointConfig::never_suspended();
+    let plain = endpoints.balance == Balance::Single
+        && [&endpoints.production, &endpoints.sandbox]
+            .iter()
+            .all(|list| list.len() <= 1 && list.iter().all(|e| e.config == lone));
+    (!plain).then_some(endpoints)
 }
 
 /// The swagger's operations, most specific template first.
@@ -566,6 +582,15 @@ mod tests {
             Some("http://a")
         );
         assert_eq!(endpoint_url(&config["sandbox_endpoints"]), None);
+        // A lone endpoint without settings keeps its entry as it was; lists go whole.
+        assert_eq!(endpoint_lists(&config), None);
+        let listed = serde_json::json!({"endpoint_type": "load_balance",
+            "production_endpoints": [{"url": "http://a"}, {"url": "http://b"}]});
+        let lists = endpoint_lists(&listed).unwrap();
+        assert_eq!(
+            (lists.balance, lists.production.len()),
+            (Balance::LoadBalance, 2)
+        );
         assert_eq!(basic("u", "p"), "Basic dTpw");
         let cors_config = serde_json::json!({"corsConfigurationEnabled": true, "accessControlAllowOrigins": ["*"],
             "accessControlAllowMethods": ["GET", "POST"], "accessControlAllowHeaders": ["authorization"]});
