@@ -125,7 +125,7 @@ pub fn endpoint_config(settings: &EndpointSettings) -> EndpointConfig {
         factor: settings.factor,
         retry_codes: settings.retry_codes.clone(),
         retries: settings.retries,
-        retry_delay_ms: 0,
+        retry_delay_ms: settings.retry_delay_ms,
     }
 }
 

@@ -244,7 +244,8 @@ async fn load_balance_and_failover(database: Backend, settings: &[(&'static str,
 
 /// A backend that hangs gets 504 (101504) in its `actionDuration`; it is then suspended,
 /// and while every endpoint is suspended calls get 503 (101503) at once, without a
-/// connection to the backend. A list past the bound is refused at create (400) next to
+/// connection to the backend; with `actionSelect` `discard` the call is dropped without
+/// a fault and goes no further. A list past the bound is refused at create (400) next to
 /// one at the bound, which is taken; so is a `config` that does not read.
 async fn timeouts_and_suspension(database: Backend, settings: &[(&'static str, String)]) {
     let stack = Launch {
@@ -345,6 +346,34 @@ async fn timeouts_and_suspension(database: Backend, settings: &[(&'static str, S
         took >= Duration::from_millis(650) && took < Duration::from_millis(3_000),
         "{took:?}"
     );
+
+    // actionSelect discard: the timed-out call is dropped (an empty 504, no fault) and not
+    // sent on to the failover, which would have answered.
+    let dropping = TestBackend::start(true).await;
+    let standby = TestBackend::start(false).await;
+    let discard = json!({"actionDuration": 700, "actionSelect": "discard", "suspendDuration": 0});
+    let changes = endpoint_config(
+        "failover",
+        endpoint(&dropping, discard),
+        json!([endpoint(&standby, Value::Null)]),
+    );
+    let dropped_token = api_and_token(&stack, "Dropped", changes).await;
+    let dropped_path = "/dropped/v1.0.0/devs/alice";
+    let reply = harness::eventually(
+        &stack.gw,
+        reqwest::Method::GET,
+        dropped_path,
+        &dropped_token,
+        |r| r.status != 404,
+    )
+    .await;
+    assert_eq!(
+        (reply.status, reply.fault_code()),
+        (504, ""),
+        "{:?}",
+        reply.body
+    );
+    assert_eq!(standby.hits(), 0);
 
     lists_are_bounded(&stack).await;
     stack.gateway.stop().await;

@@ -222,6 +222,7 @@ fn policy_target(target: BackendTarget) -> policy::Target {
             factor: config.factor,
             retry_codes: config.retry_codes,
             retries: config.retries,
+            retry_delay_ms: config.retry_delay_ms,
         },
     }
 }

@@ -93,7 +93,8 @@ pub struct EndpointConfig {
     pub retry_codes: Vec<u32>,
     /// `retryTimeOut`: how many.
     pub retries: u32,
-    /// `retryDelay`: kept as configured (not applied: see the module's notes).
+    /// `retryDelay`: how long an endpoint that failed with a `retry_codes` code (and is
+    /// not suspended for it yet) is left out before it is tried again.
     pub retry_delay_ms: u64,
 }
 
@@ -306,8 +307,10 @@ impl Health {
     pub fn failed(self, config: &EndpointConfig, code: u32, now_ms: u64) -> Self {
         let retried = config.retry_codes.contains(&code);
         if retried && self.failures < config.retries {
+            // Synapse's "timeout" state: tolerated, but left out for `retryDelay`.
             return Self {
                 failures: self.failures + 1,
+                suspended_until_ms: now_ms.saturating_add(config.retry_delay_ms),
                 ..self
             };
         }
@@ -546,6 +549,16 @@ mod tests {
         assert_eq!(health, Health::default());
         let health = Health::default().failed(&listed, codes::CONNECTION_FAILED, 0);
         assert!(!health.suspended(0) && health.failures == 1);
+        let delayed = EndpointConfig {
+            retry_delay_ms: 200,
+            ..listed.clone()
+        };
+        let health = Health::default().failed(&delayed, codes::CONNECTION_FAILED, 0);
+        assert!(health.suspended(199) && !health.suspended(200));
+        assert_eq!(
+            health.last_suspension_ms, 0,
+            "a retry delay is no suspension"
+        );
         assert!(
             health
                 .failed(&listed, codes::CONNECTION_FAILED, 0)
