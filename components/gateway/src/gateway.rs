@@ -12,6 +12,7 @@ use apim_manifest::canon::Target;
 use apim_manifest::{ApiRoute, ApiState, AuthType, Operation, paths};
 
 use crate::auth::{self, Admitted, Environment};
+use crate::balance;
 pub use crate::call::Call;
 use crate::faults::Fault;
 use crate::forward::{BackendRequest, ForwardSettings};
@@ -373,7 +374,7 @@ fn forward_and_cache(
     let mut response = match cached {
         Some(hit) => hit,
         None => {
-            let response = forward::send(host, &backend, request)?;
+            let response = balance::send(host, &backend, request)?;
             if let Some((key, ttl)) = &cache {
                 cache::store(host, key, &response, *ttl, now_ms, &request.headers);
             }

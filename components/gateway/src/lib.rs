@@ -11,6 +11,7 @@
 
 pub mod access;
 pub mod auth;
+pub mod balance;
 pub mod cache;
 pub mod call;
 pub mod cors;

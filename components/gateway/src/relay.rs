@@ -4,6 +4,7 @@
 
 use apim_manifest::canon::Target;
 
+use crate::balance;
 use crate::faults::Fault;
 use crate::forward::{self, BackendRequest};
 use crate::host::{Headers, Host, Request, Response};
@@ -59,7 +60,7 @@ pub fn token_service(host: &dyn Host, request: &Request, target: &Target) -> Res
         .ok_or_else(Fault::not_found)
         .and_then(|service| token_relay(host, service, target, &request.headers))
         .and_then(|backend| {
-            forward::send(host, &backend, request).map_err(|_| Fault::token_service_unavailable())
+            balance::send(host, &backend, request).map_err(|_| Fault::token_service_unavailable())
         });
     relayed.unwrap_or_else(|fault| fault.render(&request.headers))
 }

@@ -1612,3 +1612,94 @@ fn the_handler_describes_what_it_answered_for_the_access_log() {
         ("app-1", 0)
     );
 }
+
+/// The component's own path sends a call as its list says, with the endpoints' health in
+/// the host's store: round robin, a failed endpoint skipped (the call goes on to the
+/// next) until its suspension ends, and 503 101503 without a send while every endpoint
+/// is suspended.
+#[test]
+fn calls_go_round_the_list_and_skip_suspended_endpoints_in_the_store() {
+    use std::rc::Rc;
+
+    use crate::balance;
+    use crate::forward::{BackendRequest, BackendTarget};
+    use apim_http::endpoints::{Balance, EndpointConfig};
+
+    let down = Rc::new(RefCell::new(vec!["b:1".to_string()]));
+    let failing = down.clone();
+    let host = FakeHost::new(
+        HashMap::new(),
+        Box::new(move |request: &Outbound| {
+            if failing.borrow().contains(&request.authority) {
+                return Err(SendError::Unreachable("refused".into()));
+            }
+            Ok(Response::json(200, &serde_json::json!({})))
+        }),
+    );
+    let config = EndpointConfig {
+        suspend_ms: 1_000,
+        ..EndpointConfig::default()
+    };
+    let target = |authority: &str| BackendTarget {
+        scheme: "http".into(),
+        authority: authority.into(),
+        path_with_query: "/".into(),
+        timeout_ms: 1_000,
+        key: format!("api:production:{authority}"),
+        config: config.clone(),
+    };
+    let backend = BackendRequest {
+        targets: vec![target("a:1"), target("b:1"), target("c:1")],
+        balance: Balance::LoadBalance,
+        list: "api:production".into(),
+        removed_headers: &[],
+        added_headers: Headers::new(),
+    };
+    let request = Request {
+        method: "GET".into(),
+        ..Request::default()
+    };
+    let sent = |host: &FakeHost| -> Vec<String> {
+        host.sent
+            .borrow_mut()
+            .drain(..)
+            .map(|r| r.authority)
+            .collect()
+    };
+    for _ in 0..3 {
+        assert_eq!(
+            balance::send(&host, &backend, &request).unwrap().status,
+            200
+        );
+    }
+    assert_eq!(
+        sent(&host),
+        ["a:1", "b:1", "c:1", "c:1"],
+        "b failed: on to c"
+    );
+    for _ in 0..4 {
+        balance::send(&host, &backend, &request).unwrap();
+    }
+    assert!(!sent(&host).contains(&"b:1".to_string()), "b is suspended");
+    host.sleep_ms(1_000);
+    down.borrow_mut().clear();
+    for _ in 0..3 {
+        balance::send(&host, &backend, &request).unwrap();
+    }
+    assert!(
+        sent(&host).contains(&"b:1".to_string()),
+        "b's suspension is over"
+    );
+
+    down.borrow_mut()
+        .extend(["a:1", "b:1", "c:1"].map(String::from));
+    let fault = balance::send(&host, &backend, &request).unwrap_err();
+    assert_eq!((fault.status, fault.code), (502, 101503));
+    assert_eq!(sent(&host).len(), 3);
+    let fault = balance::send(&host, &backend, &request).unwrap_err();
+    assert_eq!((fault.status, fault.code), (503, 101503));
+    assert!(
+        sent(&host).is_empty(),
+        "no send while every endpoint is suspended"
+    );
+}
