@@ -98,6 +98,21 @@ impl From<LoginError> for Error {
 /// A result whose error is [`Error`] unless said otherwise.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// 400 "Validation Error" naming each `(property, absent)` that is absent as "may not be
+/// null", as WSO2's bean validation answers for a body's required members.
+pub fn require_present(properties: &[(&str, bool)]) -> Result<()> {
+    let missing: Vec<(String, String)> = properties
+        .iter()
+        .filter(|(_, absent)| *absent)
+        .map(|(property, _)| (property.to_string(), "may not be null".to_string()))
+        .collect();
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::InvalidFields(missing))
+    }
+}
+
 /// Maps a unique-constraint violation (a duplicate that raced past the checks) to a 409.
 pub trait OnDuplicate<T> {
     /// `Err(Error::AlreadyExists(message))` for a duplicate, other errors unchanged.

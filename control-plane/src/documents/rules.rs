@@ -47,19 +47,12 @@ impl CheckedDocument {
 /// Checks a `Document` body: the four required members, the enumerations, an
 /// `otherTypeName` for `OTHER`, an http(s) `sourceUrl` for `URL` (kept only there).
 pub fn check(body: Document) -> Result<CheckedDocument> {
-    let missing: Vec<(String, String)> = [
+    crate::error::require_present(&[
         ("name", body.name.is_none()),
         ("type", body.doc_type.is_none()),
         ("sourceType", body.source_type.is_none()),
         ("visibility", body.visibility.is_none()),
-    ]
-    .into_iter()
-    .filter(|(_, absent)| *absent)
-    .map(|(property, _)| (property.to_string(), "may not be null".to_string()))
-    .collect();
-    if !missing.is_empty() {
-        return Err(Error::InvalidFields(missing));
-    }
+    ])?;
     let name = body.name.unwrap_or_default();
     check_line("name", &name, MAX_NAME_CHARS)?;
     if name.trim().is_empty() {

@@ -18,18 +18,11 @@ pub struct CheckedPolicy {
 
 /// Checks a `Mediation` body (its `id`, when given, is ignored: the path names it).
 pub fn check(body: Mediation) -> Result<CheckedPolicy> {
-    let missing: Vec<(String, String)> = [
+    crate::error::require_present(&[
         ("name", body.name.is_none()),
         ("type", body.flow.is_none()),
         ("config", body.config.is_none()),
-    ]
-    .into_iter()
-    .filter(|(_, absent)| *absent)
-    .map(|(property, _)| (property.to_string(), "may not be null".to_string()))
-    .collect();
-    if !missing.is_empty() {
-        return Err(Error::InvalidFields(missing));
-    }
+    ])?;
     let name = body.name.unwrap_or_default();
     let plain = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.');
     if name.is_empty()

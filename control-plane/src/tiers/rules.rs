@@ -36,20 +36,13 @@ impl TierBody {
     /// The row this body stores for the tenant at the level; 400 with WSO2's words for
     /// the first problem.
     pub fn row(self, tenant: &str, level: TierLevel) -> Result<TierRow> {
-        let missing: Vec<(String, String)> = [
+        crate::error::require_present(&[
             ("name", self.name.is_none()),
             ("tierPlan", self.tier_plan.is_none()),
             ("requestCount", self.request_count.is_none()),
             ("unitTime", self.unit_time.is_none()),
             ("stopOnQuotaReach", self.stop_on_quota_reach.is_none()),
-        ]
-        .into_iter()
-        .filter(|(_, absent)| *absent)
-        .map(|(property, _)| (property.to_string(), "may not be null".to_string()))
-        .collect();
-        if !missing.is_empty() {
-            return Err(Error::InvalidFields(missing));
-        }
+        ])?;
         let name = self.name.unwrap_or_default();
         check_name(&name)?;
         if let Some(given) = &self.tier_level

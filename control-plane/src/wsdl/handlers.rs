@@ -74,17 +74,10 @@ async fn put_wsdl(
 
 /// A `Wsdl` body as stored: a plain file name and a WSDL 1.1 definition.
 fn check(body: Wsdl) -> Result<WsdlRow> {
-    let missing: Vec<(String, String)> = [
+    crate::error::require_present(&[
         ("name", body.name.is_none()),
         ("wsdlDefinition", body.wsdl_definition.is_none()),
-    ]
-    .into_iter()
-    .filter(|(_, absent)| *absent)
-    .map(|(property, _)| (property.to_string(), "may not be null".to_string()))
-    .collect();
-    if !missing.is_empty() {
-        return Err(Error::InvalidFields(missing));
-    }
+    ])?;
     let name = body.name.unwrap_or_default();
     check_file_name(&name)?;
     let definition = body.wsdl_definition.unwrap_or_default();
