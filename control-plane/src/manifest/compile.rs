@@ -7,13 +7,12 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use anyhow::Context;
-use apim_http::endpoints::{Balance, EndpointConfig, Endpoints};
 use apim_manifest::bounds::MAX_ENTRY_BYTES;
 use apim_manifest::entries::json;
 use apim_manifest::{
-    ApiRoute, ApiState, Application, AuthType, Cors, EntriesBuilder, MaxTps, Meta, Operation,
-    Revocation, RouteSource, Subscription, TenantTiers, Tiers, TokenKey, compile_template, key,
-    route_table, specificity,
+    ApiRoute, ApiState, Application, AuthType, EntriesBuilder, Meta, Operation, Revocation,
+    RouteSource, Subscription, TenantTiers, Tiers, TokenKey, compile_template, key, route_table,
+    specificity,
 };
 use jsonwebtoken::jwk::AlgorithmParameters;
 use serde_json::Value;
@@ -22,7 +21,8 @@ use sqlx::AnyPool;
 use apim_manifest::sealed::GatewayKey;
 
 use super::credentials::{Credentials, basic};
-use crate::apis::{self, ApiRecord, ApiRow, CorsConfiguration, METHODS};
+use super::route_parts::{cors, endpoint_lists, endpoint_url, max_tps};
+use crate::apis::{self, ApiRecord, ApiRow, METHODS};
 use crate::applications;
 use crate::signing::KeyRing;
 use crate::subscriptions::{self, Grant};
@@ -455,20 +455,6 @@ fn api_route(
     }
 }
 
-/// Every endpoint of every list with its settings; `None` for lone endpoints without
-/// settings, which `production_url` and `sandbox_url` describe whole (their entries stay
-/// as they were). Records are checked when stored, so a list that does not read is one
-/// stored before, left to the lone URLs.
-fn endpoint_lists(config: &Value) -> Option<Endpoints> {
-    let endpoints = Endpoints::from_wso2(config).ok()?;
-    let lone = EndpointConfig::never_suspended();
-    let plain = endpoints.balance == Balance::Single
-        && [&endpoints.production, &endpoints.sandbox]
-            .iter()
-            .all(|list| list.len() <= 1 && list.iter().all(|e| e.config == lone));
-    (!plain).then_some(endpoints)
-}
-
 /// The swagger's operations, most specific template first.
 fn operations(definition: &str) -> Vec<Operation> {
     let doc: Value = serde_json::from_str(definition).unwrap_or(Value::Null);
@@ -494,41 +480,6 @@ fn operations(definition: &str) -> Vec<Operation> {
     operations
 }
 
-/// The URL of `{url, config}`, or of the first of a list of them.
-fn endpoint_url(endpoint: &Value) -> Option<String> {
-    let endpoint = match endpoint {
-        Value::Array(list) => list.first()?,
-        other => other,
-    };
-    endpoint["url"].as_str().map(str::to_string)
-}
-
-fn max_tps(limits: Option<apis::MaxTps>) -> MaxTps {
-    let positive = |t: Option<i64>| t.filter(|t| *t > 0).map(|t| t as u64);
-    MaxTps {
-        production: positive(limits.as_ref().and_then(|l| l.production)),
-        sandbox: positive(limits.as_ref().and_then(|l| l.sandbox)),
-    }
-}
-
-fn cors(config: CorsConfiguration) -> Option<Cors> {
-    if config.cors_configuration_enabled != Some(true) {
-        return None;
-    }
-    Some(Cors {
-        allow_origins: config.access_control_allow_origins.unwrap_or_default(),
-        allow_headers: config
-            .access_control_allow_headers
-            .unwrap_or_default()
-            .join(","),
-        allow_methods: config
-            .access_control_allow_methods
-            .unwrap_or_default()
-            .join(","),
-        allow_credentials: config.access_control_allow_credentials.unwrap_or(false),
-    })
-}
-
 fn tier_limits() -> Tiers {
     let level = |level: TierLevel| -> BTreeMap<String, Option<u64>> {
         tiers::tiers(level)
@@ -550,6 +501,7 @@ fn tier_limits() -> Tiers {
 mod tests {
     use super::*;
     use crate::secrets::DataKeys;
+    use apim_http::endpoints::Balance;
 
     #[test]
     fn operations_are_compiled_most_specific_first() {

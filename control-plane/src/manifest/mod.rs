@@ -12,6 +12,7 @@ mod compile;
 mod credentials;
 mod log;
 mod pages;
+mod route_parts;
 
 use std::collections::HashSet;
 use std::sync::Arc;
