@@ -29,34 +29,27 @@ pub async fn all(db: &AnyPool) -> sqlx::Result<Vec<TierRow>> {
 
 /// Stores a tier; a unique violation when the tenant has one of its name at its level.
 pub async fn insert(db: &AnyPool, row: &TierRow) -> sqlx::Result<()> {
-    // language=SQL
-    sqlx::query(&format!(
-        "INSERT INTO tiers ({TIER_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
-    ))
-    .bind(&row.tenant)
-    .bind(&row.level)
-    .bind(&row.name)
-    .bind(&row.description)
-    .bind(row.request_count)
-    .bind(row.unit_time)
-    .bind(&row.tier_plan)
-    .bind(row.stop_on_quota_reach)
-    .bind(&row.attributes)
-    .execute(db)
-    .await?;
-    Ok(())
+    write(db, row, "").await
 }
 
 /// Stores a tier in place of the one of its name (a default changed for the first time
 /// has no row yet).
 pub async fn upsert(db: &AnyPool, row: &TierRow) -> sqlx::Result<()> {
     // language=SQL
-    sqlx::query(&format!(
-        "INSERT INTO tiers ({TIER_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-         ON CONFLICT (tenant, level, name) DO UPDATE SET description = excluded.description,
+    let replace =
+        "ON CONFLICT (tenant, level, name) DO UPDATE SET description = excluded.description,
              request_count = excluded.request_count, unit_time = excluded.unit_time,
              tier_plan = excluded.tier_plan, stop_on_quota_reach = excluded.stop_on_quota_reach,
-             attributes = excluded.attributes"
+             attributes = excluded.attributes";
+    write(db, row, replace).await
+}
+
+/// Inserts `row`, with `on_conflict` (empty: none) deciding what a row of its name does.
+async fn write(db: &AnyPool, row: &TierRow, on_conflict: &str) -> sqlx::Result<()> {
+    // language=SQL
+    sqlx::query(&format!(
+        "INSERT INTO tiers ({TIER_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+         {on_conflict}"
     ))
     .bind(&row.tenant)
     .bind(&row.level)
