@@ -17,6 +17,7 @@ pub mod keys;
 pub mod listener;
 pub mod manifest;
 pub mod mediation;
+pub mod openapi;
 pub mod ops;
 pub mod scopes;
 pub mod secrets;

@@ -1,4 +1,4 @@
-//! WSO2's own contracts (`fixtures/wso2/`, the publisher and store Swagger 2.0 files of
+//! WSO2's own contracts (`control-plane/contracts/wso2/`, the publisher and store Swagger 2.0 files of
 //! REST API v0.14, as WSO2 publishes them): every answer the tests' [`crate::Client`]
 //! receives from an operation they define is checked against the response the contract
 //! documents for its status, so that a body drifting from what WSO2's clients parse fails
@@ -23,8 +23,8 @@ struct Contract {
 
 static CONTRACTS: LazyLock<Vec<Contract>> = LazyLock::new(|| {
     [
-        include_str!("../fixtures/wso2/publisher-api.yaml"),
-        include_str!("../fixtures/wso2/store-api.yaml"),
+        control_plane::openapi::wso2::PUBLISHER_CONTRACT,
+        control_plane::openapi::wso2::STORE_CONTRACT,
     ]
     .into_iter()
     .map(Contract::parse)
@@ -75,15 +75,27 @@ pub fn check(method: &str, path: &str, status: u16, body: &Value) -> Result<(), 
     let pointer = format!("{template} {method} {key}");
     let validator = contract.validator(&pointer, schema)?;
     let body = without_nulls(body);
+    let answer = format!("{method} {template} answered {status}");
+    conforms(&validator, &body, &answer, "the contract")
+}
+
+/// Whether `body` passes `validator`; else what `answer` (the operation and status) sent
+/// that `what` (the contract, our document) does not allow.
+pub(crate) fn conforms(
+    validator: &jsonschema::Validator,
+    body: &Value,
+    answer: &str,
+    what: &str,
+) -> Result<(), String> {
     let problems: Vec<String> = validator
-        .iter_errors(&body)
+        .iter_errors(body)
         .map(|e| format!("{} at {}", e, e.instance_path()))
         .collect();
     if problems.is_empty() {
         Ok(())
     } else {
         Err(format!(
-            "{method} {template} answered {status} with a body the contract does not allow: {}\nbody: {body}",
+            "{answer} with a body {what} does not allow: {}\nbody: {body}",
             problems.join("; ")
         ))
     }
@@ -114,8 +126,7 @@ pub fn operations(filler: &str) -> Vec<(String, String)> {
 
 impl Contract {
     fn parse(text: &str) -> Contract {
-        let yaml: serde_norway::Value = serde_norway::from_str(text).expect("contract parses");
-        let mut document = to_json(yaml);
+        let mut document = control_plane::openapi::wso2::parse(text);
         amend_definitions(&mut document);
         let base = document["basePath"].as_str().expect("basePath").to_string();
         let templates = document["paths"]
@@ -135,13 +146,7 @@ impl Contract {
     /// over parameters (`/apis/copy-api` over `/apis/{apiId}`).
     fn operation(&self, path: &str) -> Option<(&Contract, &str)> {
         let rest = path.strip_prefix(&self.base)?;
-        let rest = rest.strip_suffix('/').unwrap_or(rest);
-        let parts: Vec<&str> = rest.split('/').skip(1).collect();
-        self.templates
-            .iter()
-            .filter(|(_, segments)| matches(segments, &parts))
-            .max_by_key(|(_, segments)| segments.iter().filter(|s| s.is_some()).count())
-            .map(|(template, _)| (self, template.as_str()))
+        best_template(&self.templates, rest).map(|template| (self, template))
     }
 
     /// A validator of `schema`, resolving references against this contract's definitions.
@@ -196,8 +201,23 @@ fn amend_definitions(document: &mut Value) {
     }
 }
 
+/// The template of `templates` that `path` matches, preferring literal segments over
+/// parameters (`/apis/copy-api` over `/apis/{apiId}`); a trailing slash is left out.
+pub(crate) fn best_template<'t>(
+    templates: &'t [(String, Vec<Option<String>>)],
+    path: &str,
+) -> Option<&'t str> {
+    let path = path.strip_suffix('/').unwrap_or(path);
+    let parts: Vec<&str> = path.split('/').skip(1).collect();
+    templates
+        .iter()
+        .filter(|(_, segments)| matches(segments, &parts))
+        .max_by_key(|(_, segments)| segments.iter().filter(|s| s.is_some()).count())
+        .map(|(template, _)| template.as_str())
+}
+
 /// A template's segments: `Some(literal)` or `None` for `{parameter}`.
-fn segments(template: &str) -> Vec<Option<String>> {
+pub(crate) fn segments(template: &str) -> Vec<Option<String>> {
     let template = template.strip_suffix('/').unwrap_or(template);
     template
         .split('/')
@@ -227,7 +247,7 @@ fn resolve<'a>(document: &'a Value, schema: &'a Value) -> &'a Value {
     }
 }
 
-fn collapse_slashes(path: &str) -> String {
+pub(crate) fn collapse_slashes(path: &str) -> String {
     let mut collapsed = String::with_capacity(path.len());
     for c in path.chars() {
         if !(c == '/' && collapsed.ends_with('/')) {
@@ -249,35 +269,6 @@ fn without_nulls(value: &Value) -> Value {
         ),
         Value::Array(items) => Value::Array(items.iter().map(without_nulls).collect()),
         other => other.clone(),
-    }
-}
-
-/// YAML to JSON; keys that are not strings (the responses' status codes) become strings.
-fn to_json(yaml: serde_norway::Value) -> Value {
-    use serde_norway::Value as Yaml;
-    match yaml {
-        Yaml::Null => Value::Null,
-        Yaml::Bool(b) => Value::Bool(b),
-        Yaml::Number(n) => serde_json::to_value(&n).unwrap_or(Value::Null),
-        Yaml::String(s) => Value::String(s),
-        Yaml::Sequence(items) => Value::Array(items.into_iter().map(to_json).collect()),
-        Yaml::Mapping(members) => Value::Object(
-            members
-                .into_iter()
-                .map(|(k, v)| (key_string(k), to_json(v)))
-                .collect(),
-        ),
-        Yaml::Tagged(tagged) => to_json(tagged.value),
-    }
-}
-
-fn key_string(key: serde_norway::Value) -> String {
-    match key {
-        serde_norway::Value::String(s) => s,
-        other => serde_norway::to_string(&other)
-            .unwrap_or_default()
-            .trim()
-            .to_string(),
     }
 }
 

@@ -17,6 +17,7 @@ use tokio::process::{Child, Command};
 
 pub mod contract;
 pub mod machine;
+pub mod openapi;
 pub mod redis;
 pub mod services;
 pub mod stack;
@@ -660,12 +661,26 @@ impl Client {
     }
 
     /// Sends a request and reads the reply.
-    /// Panics when the answer is not what WSO2's contract documents ([`contract::check`]).
+    /// Panics when the answer is not what WSO2's contract documents ([`contract::check`]),
+    /// or not what the control plane's own OpenAPI document describes ([`openapi::check`]).
     pub async fn send(&self, request: reqwest::RequestBuilder) -> Reply {
         let request = request.build().expect("request builds");
         let (method, path) = (request.method().clone(), request.url().path().to_string());
         let reply = self.exchange(request).await;
         if let Err(mismatch) = contract::check(method.as_str(), &path, reply.status, &reply.body) {
+            panic!("{mismatch}");
+        }
+        let content_type = reply
+            .headers
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok());
+        if let Err(mismatch) = openapi::check(
+            method.as_str(),
+            &path,
+            reply.status,
+            content_type,
+            &reply.body,
+        ) {
             panic!("{mismatch}");
         }
         reply

@@ -28,6 +28,7 @@ mod gateway;
 mod legacy_soap;
 mod leniency;
 mod observability;
+mod openapi;
 mod ordering;
 mod publisher;
 mod registration;

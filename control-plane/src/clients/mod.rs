@@ -10,3 +10,8 @@ pub use store::{
     new_client_id, new_client_secret, replace_application_secret, replace_secret, stored_secrets,
     update_grants,
 };
+
+/// This room's operations in the control plane's OpenAPI document.
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(registration::register))]
+pub struct Api;

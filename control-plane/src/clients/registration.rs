@@ -16,7 +16,7 @@ pub fn router() -> Router<AppState> {
 }
 
 /// WSO2's `RegistrationProfile`, including the OIDC fields it accepts and ignores.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[allow(dead_code)]
 struct RegistrationProfile {
@@ -44,7 +44,7 @@ struct RegistrationProfile {
 }
 
 /// WSO2's `OAuthApplicationInfo`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 struct OAuthApplicationInfo {
     client_id: String,
@@ -59,6 +59,15 @@ struct OAuthApplicationInfo {
     token_type: Option<String>,
 }
 
+/// Registers an OAuth client for the calling user (HTTP Basic), as WSO2's DCR v0.14 does.
+#[utoipa::path(
+    post,
+    path = "/client-registration/v0.14/register",
+    tag = "Client registration",
+    request_body = RegistrationProfile,
+    responses((status = 200, description = "The client, the same again for the same owner and client name", body = OAuthApplicationInfo)),
+    security(("basic" = []))
+)]
 async fn register(
     state: axum::extract::State<AppState>,
     BasicUser(user): BasicUser,

@@ -78,6 +78,23 @@ struct PageQuery {
 
 /// The page after `?after=`, as a compact JWS; needs the gateway secret (entries carry
 /// backend credentials).
+#[utoipa::path(
+    get,
+    path = "/internal/gateway/manifest",
+    tag = "Gateways",
+    params(
+        ("after" = Option<u64>, Query, description = "The version the gateway holds (or its snapshot has reached)"),
+        ("snapshot" = Option<bool>, Query, description = "Whether `after` is the progress of a snapshot"),
+        ("gateway" = Option<String>, Query, description = "The gateway's id, to record it"),
+        ("environment" = Option<String>, Query, description = "Its environment")
+    ),
+    responses(
+        (status = 200, description = "The next page of the manifest, a compact JWS", content_type = "application/jwt", body = String,
+            headers(("x-manifest-version" = u64, description = "The version the page brings the gateway to"))),
+        (status = 503, description = "The manifest is not compiled yet", content_type = "text/plain", body = String)
+    ),
+    security(("gateway_secret" = []))
+)]
 async fn manifest_page(
     State(state): State<AppState>,
     QueryParams(query): QueryParams<PageQuery>,
@@ -121,6 +138,19 @@ struct ChangesQuery {
 /// (at once when it already is), or when the wait runs out. Gateways connect out this
 /// way, so one that starts, restarts or reconnects is current as soon as it reaches
 /// the control plane, whatever the pushes did meanwhile. Needs the gateway secret.
+#[utoipa::path(
+    get,
+    path = "/internal/gateway/changes",
+    tag = "Gateways",
+    params(
+        ("after" = Option<u64>, Query, description = "The version the gateway holds"),
+        ("wait" = Option<u64>, Query, description = "Seconds to hold the request while nothing is newer (at most 30)"),
+        ("gateway" = Option<String>, Query, description = "The gateway's id, to record it"),
+        ("environment" = Option<String>, Query, description = "Its environment")
+    ),
+    responses((status = 200, description = "The newest manifest version", body = crate::openapi::LatestVersion)),
+    security(("gateway_secret" = []))
+)]
 async fn changes(
     State(state): State<AppState>,
     QueryParams(query): QueryParams<ChangesQuery>,
@@ -152,6 +182,12 @@ async fn check_in(
 }
 
 /// The manifest signing key as a JWK set (public; gateways are configured with its `x`).
+#[utoipa::path(
+    get,
+    path = "/internal/gateway/manifest-key",
+    tag = "Gateways",
+    responses((status = 200, description = "The key manifest pages are signed with", body = crate::openapi::JwkSet))
+)]
 async fn manifest_key(State(state): State<AppState>) -> impl IntoResponse {
     Json(state.manifest_keys.jwks())
 }
@@ -160,6 +196,14 @@ async fn manifest_key(State(state): State<AppState>) -> impl IntoResponse {
 /// signed by the key it knows): kept with the refused pages, 204. The secret was checked
 /// from the head ([`require_gateway_secret`]). Nothing for gateways changes, so nothing
 /// is compiled.
+#[utoipa::path(
+    post,
+    path = "/internal/gateway/report",
+    tag = "Gateways",
+    request_body = crate::openapi::PageReport,
+    responses((status = 204, description = "The refusal is kept with the refused pages")),
+    security(("gateway_secret" = []))
+)]
 async fn page_report(State(state): State<AppState>, body: Bytes) -> Result<(Touches, StatusCode)> {
     let report: PageReport = parse_json(&body)?;
     state.manifests.page_refused("pull", report);

@@ -17,7 +17,8 @@ const UNAVAILABLE_RETRY_AFTER_SECS: u64 = 1;
 const UNAVAILABLE_DESCRIPTION: &str = "The database is unavailable; retry shortly";
 
 /// WSO2's `Error` definition.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[schema(as = Error)]
 #[serde(rename_all = "camelCase")]
 pub struct ErrorBody {
     code: u16,
@@ -28,7 +29,8 @@ pub struct ErrorBody {
 }
 
 /// WSO2's `ErrorListItem`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[schema(as = ErrorListItem)]
 pub struct ErrorItem {
     code: String,
     message: String,

@@ -49,29 +49,7 @@ async fn collapse_repeated_slashes(mut request: axum::extract::Request) -> axum:
 /// Every resource's routes and the layers they share.
 fn routes(state: AppState) -> Router {
     let body_limit = state.config.max_body_bytes;
-    Router::new()
-        .merge(crate::clients::router())
-        .merge(crate::tokens::router())
-        .merge(crate::apis::publisher_router())
-        .merge(crate::tiers::router())
-        .merge(crate::environments::router())
-        .merge(crate::certificates::router())
-        .merge(crate::applications::router())
-        .merge(crate::applications::scopes_router())
-        .merge(crate::applications::publisher_router())
-        .merge(crate::keys::router())
-        .merge(crate::subscriptions::router())
-        .merge(crate::subscriptions::publisher_router())
-        .merge(crate::apis::store_router())
-        .merge(crate::apis::tags_router())
-        .merge(crate::documents::publisher_router())
-        .merge(crate::documents::store_router())
-        .merge(crate::thumbnails::router())
-        .merge(crate::wsdl::router())
-        .merge(crate::mediation::router())
-        .merge(crate::users::router())
-        .merge(crate::workflows::router())
-        .merge(crate::fleet::router())
+    rooms()
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(axum::middleware::from_fn_with_state(
@@ -101,6 +79,35 @@ fn routes(state: AppState) -> Router {
         ))
         .layer(TraceLayer::new_for_http())
         .with_state(state)
+}
+
+/// Every resource's routes, as the rooms declare them: what the management listener serves
+/// and what the OpenAPI document must describe (`crate::openapi`).
+pub fn rooms() -> Router<AppState> {
+    Router::new()
+        .merge(crate::clients::router())
+        .merge(crate::tokens::router())
+        .merge(crate::apis::publisher_router())
+        .merge(crate::tiers::router())
+        .merge(crate::environments::router())
+        .merge(crate::certificates::router())
+        .merge(crate::applications::router())
+        .merge(crate::applications::scopes_router())
+        .merge(crate::applications::publisher_router())
+        .merge(crate::keys::router())
+        .merge(crate::subscriptions::router())
+        .merge(crate::subscriptions::publisher_router())
+        .merge(crate::apis::store_router())
+        .merge(crate::apis::tags_router())
+        .merge(crate::documents::publisher_router())
+        .merge(crate::documents::store_router())
+        .merge(crate::thumbnails::router())
+        .merge(crate::wsdl::router())
+        .merge(crate::mediation::router())
+        .merge(crate::users::router())
+        .merge(crate::workflows::router())
+        .merge(crate::fleet::router())
+        .merge(crate::openapi::router())
 }
 
 /// Every successful change (any method but GET/HEAD/OPTIONS) may change what gateways

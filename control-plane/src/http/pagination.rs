@@ -40,7 +40,7 @@ impl Page {
 }
 
 /// `pagination` of WSO2's APIList.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Pagination {
     offset: i64,
     limit: i64,
@@ -48,7 +48,7 @@ pub struct Pagination {
 }
 
 /// A list response.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct ListEnvelope<T> {
     count: usize,
     next: String,

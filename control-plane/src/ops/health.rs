@@ -14,12 +14,27 @@ use sqlx::AnyPool;
 pub const READY_QUERY_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// `GET /healthz`: the process serves.
+#[utoipa::path(
+    get,
+    path = "/healthz",
+    tag = "Operations",
+    responses((status = 200, description = "The process serves", body = crate::openapi::Status))
+)]
 pub async fn alive() -> Json<Value> {
     Json(json!({ "status": "alive" }))
 }
 
 /// `GET /readyz`: 200 when the database answers a cheap query within
 /// [`READY_QUERY_TIMEOUT`], 503 otherwise.
+#[utoipa::path(
+    get,
+    path = "/readyz",
+    tag = "Operations",
+    responses(
+        (status = 200, description = "The database answers", body = crate::openapi::Status),
+        (status = 503, description = "The database does not answer in time", body = crate::openapi::Status)
+    )
+)]
 pub async fn ready(State(db): State<AnyPool>) -> (StatusCode, Json<Value>) {
     if database_answers(&db, READY_QUERY_TIMEOUT).await {
         (StatusCode::OK, Json(json!({ "status": "ready" })))

@@ -275,6 +275,13 @@ pub async fn count_request(request: Request, next: Next) -> Response {
 }
 
 /// `GET /metrics`.
+#[utoipa::path(
+    get,
+    path = "/metrics",
+    tag = "Operations",
+    responses((status = 200, description = "The metrics, in the OpenMetrics text format", body = String,
+        content_type = "application/openmetrics-text; version=1.0.0; charset=utf-8"))
+)]
 pub async fn scrape(State(db): State<AnyPool>) -> Response {
     let mut response = metrics().encode(&db).into_response();
     response.headers_mut().insert(

@@ -32,3 +32,8 @@ pub fn spawn(listener: TcpListener, db: AnyPool) -> tokio::task::JoinHandle<()> 
         }
     })
 }
+
+/// The operations listener's routes in the control plane's OpenAPI document.
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(health::alive, health::ready, metrics::scrape))]
+pub struct Api;

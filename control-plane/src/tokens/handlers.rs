@@ -33,7 +33,7 @@ pub fn router() -> Router<AppState> {
 }
 
 /// A successful token response (RFC 6749 §5.1).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct TokenResponse {
     /// The JWT.
     pub access_token: String,
@@ -50,6 +50,18 @@ pub struct TokenResponse {
 
 type Params = HashMap<String, String>;
 
+#[utoipa::path(
+    post,
+    path = "/oauth2/token",
+    tag = "OAuth 2.0",
+    summary = "Issues an access token (RFC 6749): password, client_credentials and refresh_token grants",
+    request_body(content = crate::openapi::TokenForm, content_type = "application/x-www-form-urlencoded"),
+    responses(
+        (status = 200, description = "The token", body = TokenResponse),
+        (status = "default", description = "An OAuth 2.0 error (RFC 6749 §5.2)", body = crate::openapi::OAuthErrorBody)
+    ),
+    security(("basic" = []))
+)]
 async fn token_endpoint(
     State(state): State<AppState>,
     ClientAddress(from): ClientAddress,
@@ -305,6 +317,18 @@ fn family_of_refresh_token(token: &str) -> String {
 /// RFC 7009: revokes an access or refresh token of the authenticated client, and with
 /// it the whole family (the refresh token and the access token in use). Unknown tokens
 /// and other clients' tokens are answered 200 too, so revocation reveals nothing.
+#[utoipa::path(
+    post,
+    path = "/oauth2/revoke",
+    tag = "OAuth 2.0",
+    summary = "Revokes a token and its family (RFC 7009)",
+    request_body(content = crate::openapi::RevokeForm, content_type = "application/x-www-form-urlencoded"),
+    responses(
+        (status = 200, description = "The token is revoked, or was not one"),
+        (status = "default", description = "An OAuth 2.0 error (RFC 6749 §5.2)", body = crate::openapi::OAuthErrorBody)
+    ),
+    security(("basic" = []))
+)]
 async fn revoke_endpoint(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -357,6 +381,12 @@ async fn revoke_family(
 }
 
 /// The public signing keys, for gateways to verify tokens offline.
+#[utoipa::path(
+    get,
+    path = "/oauth2/jwks",
+    tag = "OAuth 2.0",
+    responses((status = 200, description = "The keys that verify access tokens", body = crate::openapi::JwkSet))
+)]
 async fn jwks(State(state): State<AppState>) -> impl IntoResponse {
     Json(state.keys.jwks())
 }

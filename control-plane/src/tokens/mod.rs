@@ -9,3 +9,8 @@ mod store;
 pub use handlers::{TokenResponse, issue, router};
 pub use jwt::{Claims, TokenError, sign, verify};
 pub use store::{drop_families_of, live_revocations};
+
+/// This room's operations in the control plane's OpenAPI document.
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(handlers::token_endpoint, handlers::revoke_endpoint, handlers::jwks))]
+pub struct Api;

@@ -81,7 +81,7 @@ async fn managed_account(state: &AppState, admin: &User, username: &str) -> Resu
     found.ok_or_else(|| Error::NotFound("user", username.to_string()))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct NewUser {
     username: Option<String>,
@@ -90,7 +90,7 @@ struct NewUser {
 }
 
 /// A user as listed (never its password).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 struct UserDto {
     username: String,
     roles: Vec<String>,
@@ -111,6 +111,14 @@ impl From<User> for UserDto {
 
 /// `POST /users`: 201 with the user; 409 if the name is taken. A tenant administrator
 /// adds users to its own tenant only (403 for another).
+#[utoipa::path(
+    post,
+    path = "/api/am/admin/v0.14/users",
+    tag = "Administration",
+    request_body = NewUser,
+    responses((status = 201, description = "The new account", body = UserDto)),
+    security(("basic" = []))
+)]
 async fn add_user(
     State(state): State<AppState>,
     BasicUser(admin): BasicUser,
@@ -153,6 +161,13 @@ fn check_password(password: &str) -> Result<()> {
 
 /// `GET /users`: the caller's tenant's accounts; every tenant's for the platform's
 /// administrators.
+#[utoipa::path(
+    get,
+    path = "/api/am/admin/v0.14/users",
+    tag = "Administration",
+    responses((status = 200, description = "The accounts the administrator manages", body = Vec<UserDto>)),
+    security(("basic" = []))
+)]
 async fn list_users(
     State(state): State<AppState>,
     BasicUser(admin): BasicUser,
@@ -169,6 +184,14 @@ async fn list_users(
 }
 
 /// `GET /users/{username}`.
+#[utoipa::path(
+    get,
+    path = "/api/am/admin/v0.14/users/{username}",
+    tag = "Administration",
+    params(("username" = String, Path, description = "The account's user name")),
+    responses((status = 200, description = "The account", body = UserDto)),
+    security(("basic" = []))
+)]
 async fn get_user(
     State(state): State<AppState>,
     BasicUser(admin): BasicUser,
@@ -189,7 +212,7 @@ fn applied(outcome: Result<bool, String>, username: &str) -> Result<()> {
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct UserChange {
     roles: Option<Vec<String>>,
@@ -200,6 +223,15 @@ struct UserChange {
 /// ends the account's sessions (refresh tokens dropped; its access tokens stop working
 /// on the management API at once). 409 when it would leave no enabled administrator in
 /// the super tenant.
+#[utoipa::path(
+    put,
+    path = "/api/am/admin/v0.14/users/{username}",
+    tag = "Administration",
+    params(("username" = String, Path, description = "The account's user name")),
+    request_body = UserChange,
+    responses((status = 200, description = "The account as changed", body = UserDto)),
+    security(("basic" = []))
+)]
 async fn update_user(
     State(state): State<AppState>,
     BasicUser(admin): BasicUser,
@@ -224,7 +256,7 @@ async fn update_user(
     Ok((Touches::nothing(), Json(user.into())))
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 struct NewPassword {
     password: Option<String>,
@@ -232,6 +264,15 @@ struct NewPassword {
 
 /// `POST /users/{username}/password`: sets a new password (`{"password": ...}`); the
 /// account's refresh tokens are dropped. 200 with no body.
+#[utoipa::path(
+    post,
+    path = "/api/am/admin/v0.14/users/{username}/password",
+    tag = "Administration",
+    params(("username" = String, Path, description = "The account's user name")),
+    request_body = NewPassword,
+    responses((status = 200, description = "The password is set")),
+    security(("basic" = []))
+)]
 async fn reset_password(
     State(state): State<AppState>,
     BasicUser(admin): BasicUser,
@@ -251,6 +292,14 @@ async fn reset_password(
 /// `DELETE /users/{username}`: 200 with no body; 409 for the last enabled administrator
 /// of the super tenant. Its applications and APIs stay (an administrator may still
 /// manage them); its sessions end.
+#[utoipa::path(
+    delete,
+    path = "/api/am/admin/v0.14/users/{username}",
+    tag = "Administration",
+    params(("username" = String, Path, description = "The account's user name")),
+    responses((status = 200, description = "The account is gone")),
+    security(("basic" = []))
+)]
 async fn delete_user(
     State(state): State<AppState>,
     BasicUser(admin): BasicUser,
@@ -264,6 +313,14 @@ async fn delete_user(
 
 /// `POST /users/{username}/unlock`: lifts the user's lock-out after failed logins and
 /// forgets the failures; 200 with the user, 404 for an unknown one.
+#[utoipa::path(
+    post,
+    path = "/api/am/admin/v0.14/users/{username}/unlock",
+    tag = "Administration",
+    params(("username" = String, Path, description = "The account's user name")),
+    responses((status = 200, description = "The account, unlocked", body = UserDto)),
+    security(("basic" = []))
+)]
 async fn unlock_user(
     State(state): State<AppState>,
     BasicUser(admin): BasicUser,
@@ -275,13 +332,20 @@ async fn unlock_user(
     Ok((Touches::nothing(), Json(user.into())))
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 struct RotatedKey {
     kid: String,
 }
 
 /// `POST /signing-keys/rotate`: a new key signs from now on; old keys still verify. A
 /// platform operation: the super tenant's administrators only.
+#[utoipa::path(
+    post,
+    path = "/api/am/admin/v0.14/signing-keys/rotate",
+    tag = "Administration",
+    responses((status = 201, description = "The new key's id", body = RotatedKey)),
+    security(("basic" = []))
+)]
 async fn rotate_signing_key(
     State(state): State<AppState>,
     BasicUser(admin): BasicUser,
@@ -297,7 +361,7 @@ async fn rotate_signing_key(
 }
 
 /// A gateway as an operator sees it.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 struct GatewayDto {
     id: String,
@@ -312,12 +376,28 @@ struct GatewayDto {
     silent_for: i64,
 }
 
+/// The gateways and the newest manifest version they are measured against.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+struct GatewayList {
+    count: usize,
+    /// The newest manifest version.
+    latest: i64,
+    list: Vec<GatewayDto>,
+}
+
 /// `GET /gateways`: every gateway that has synced, with the version it holds, when it
 /// was last seen and how far behind it is. The platform's administrators only.
+#[utoipa::path(
+    get,
+    path = "/api/am/admin/v0.14/gateways",
+    tag = "Administration",
+    responses((status = 200, description = "Every gateway that has synced", body = GatewayList)),
+    security(("basic" = []))
+)]
 async fn list_gateways(
     State(state): State<AppState>,
     BasicUser(admin): BasicUser,
-) -> Result<Json<serde_json::Value>> {
+) -> Result<Json<GatewayList>> {
     require_platform_admin(&admin)?;
     let latest =
         i64::try_from(crate::manifest::latest_version(&state.db).await?).unwrap_or(i64::MAX);
@@ -334,7 +414,9 @@ async fn list_gateways(
             last_seen: g.last_seen,
         })
         .collect();
-    Ok(Json(
-        serde_json::json!({"count": list.len(), "latest": latest, "list": list}),
-    ))
+    Ok(Json(GatewayList {
+        count: list.len(),
+        latest,
+        list,
+    }))
 }

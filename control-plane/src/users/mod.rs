@@ -19,3 +19,18 @@ pub use store::{
     AccountChange, admin_exists, change_account, delete, find, insert_new, is_active, list,
     reset_password, upsert, upsert_unless_held,
 };
+
+/// This room's operations in the control plane's OpenAPI document.
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(
+    handlers::add_user,
+    handlers::list_users,
+    handlers::get_user,
+    handlers::update_user,
+    handlers::reset_password,
+    handlers::delete_user,
+    handlers::unlock_user,
+    handlers::rotate_signing_key,
+    handlers::list_gateways
+))]
+pub struct Api;

@@ -49,6 +49,13 @@ fn administered_tenant(user: &crate::users::User) -> Result<&str> {
 }
 
 /// `GET /workflows/settings`: the caller's tenant's switches.
+#[utoipa::path(
+    get,
+    path = "/api/am/admin/v0.14/workflows/settings",
+    tag = "Administration",
+    responses((status = 200, description = "Which of the tenant's requests wait for an approval", body = WorkflowSettings)),
+    security(("basic" = []))
+)]
 async fn get_settings(
     State(state): State<AppState>,
     BasicUser(user): BasicUser,
@@ -58,7 +65,7 @@ async fn get_settings(
 }
 
 /// The switches a `PUT` changes; those left out keep their value.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct SettingsChange {
     application_creation: Option<bool>,
@@ -69,6 +76,14 @@ struct SettingsChange {
 
 /// `PUT /workflows/settings`: 200 with the tenant's switches. Requests made before keep
 /// the state they were made in.
+#[utoipa::path(
+    put,
+    path = "/api/am/admin/v0.14/workflows/settings",
+    tag = "Administration",
+    request_body = SettingsChange,
+    responses((status = 200, description = "The switches as changed", body = WorkflowSettings)),
+    security(("basic" = []))
+)]
 async fn put_settings(
     State(state): State<AppState>,
     BasicUser(user): BasicUser,
@@ -102,7 +117,7 @@ struct ListQuery {
 
 /// A workflow waiting for a decision, as listed (the shape of WSO2's admin
 /// `WorkflowInfo`; `properties` names what waits).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 struct WorkflowInfo {
     workflow_type: String,
@@ -131,6 +146,18 @@ impl From<Workflow> for WorkflowInfo {
 
 /// `GET /workflows[?workflowType=]`: the caller's tenant's workflows waiting for a
 /// decision, oldest first (how an approver learns their references).
+#[utoipa::path(
+    get,
+    path = "/api/am/admin/v0.14/workflows",
+    tag = "Administration",
+    params(
+        ("workflowType" = Option<String>, Query, description = "Only requests of this kind"),
+        ("limit" = Option<i64>, Query, description = "Maximum size of the page"),
+        ("offset" = Option<i64>, Query, description = "Starting point within the list")
+    ),
+    responses((status = 200, description = "The tenant's requests awaiting an approval", body = ListEnvelope<WorkflowInfo>)),
+    security(("basic" = []))
+)]
 async fn list_waiting(
     State(state): State<AppState>,
     BasicUser(user): BasicUser,

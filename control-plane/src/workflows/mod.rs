@@ -12,3 +12,9 @@ mod store;
 pub use handlers::router;
 pub use records::{Kind, Workflow};
 pub use store::{forget, forget_application, latest_reference, open, pending, required};
+
+/// This room's own operations in the control plane's OpenAPI document
+/// (`update-workflow-status` is WSO2's, described by its contract).
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(handlers::get_settings, handlers::put_settings, handlers::list_waiting))]
+pub struct Api;

@@ -4,7 +4,18 @@ use serde::{Deserialize, Serialize};
 
 /// Which requests of a tenant wait for an approval (a `workflow_settings` row; none: no
 /// request waits, as with WSO2's default executors).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, sqlx::FromRow)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    Serialize,
+    Deserialize,
+    sqlx::FromRow,
+    utoipa::ToSchema,
+)]
 #[serde(rename_all = "camelCase")]
 pub struct WorkflowSettings {
     #[sqlx(try_from = "i64")]
@@ -18,7 +29,7 @@ pub struct WorkflowSettings {
 }
 
 /// A switch stored as 0 or 1 (the integer both databases share), shown as a boolean.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(transparent)]
 pub struct Flag(pub bool);
 

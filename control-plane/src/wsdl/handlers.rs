@@ -30,7 +30,7 @@ pub fn router() -> Router<AppState> {
 }
 
 /// WSO2's `Wsdl`.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct Wsdl {
     name: Option<String>,
@@ -58,6 +58,15 @@ async fn get_wsdl(
 }
 
 /// `POST` (or `PUT`) `/apis/{apiId}/wsdl`: replaces the API's WSDL.
+#[utoipa::path(
+    put,
+    path = "/api/am/publisher/v0.14/apis/{apiId}/wsdl",
+    tag = "API (Individual)",
+    params(("apiId" = String, Path, description = "The API's id")),
+    request_body = Wsdl,
+    responses((status = 200, description = "The WSDL is stored")),
+    security(("bearer" = []))
+)]
 async fn put_wsdl(
     State(state): State<AppState>,
     caller: Caller,

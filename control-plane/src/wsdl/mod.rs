@@ -5,3 +5,9 @@ mod handlers;
 mod store;
 
 pub use handlers::router;
+
+/// This room's own operation in the control plane's OpenAPI document (`PUT`, beside
+/// WSO2's `GET` and `POST`, described by its contract).
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(handlers::put_wsdl))]
+pub struct Api;

@@ -1,0 +1,283 @@
+//! The document assembled: our own operations (from their handlers' `#[utoipa::path]`),
+//! WSO2's contracts in OpenAPI 3.1 terms, the operations listener's routes under a server
+//! of their own, and what every operation may answer besides its successes.
+
+use std::sync::LazyLock;
+
+use serde_json::{Map, Value, json};
+use utoipa::OpenApi as _;
+
+use super::wso2;
+
+/// Where the management listener serves the document.
+pub const PATH: &str = "/api/am/openapi.json";
+
+static DOCUMENT: LazyLock<Value> = LazyLock::new(assemble);
+static SERIALIZED: LazyLock<String> = LazyLock::new(|| DOCUMENT.to_string());
+
+/// The whole document.
+pub fn document() -> &'static Value {
+    &DOCUMENT
+}
+
+/// The document as served.
+pub(super) fn serialized() -> &'static str {
+    &SERIALIZED
+}
+
+/// The schemas of ours that no handler names: WSO2's error body, every refusal's.
+#[derive(utoipa::OpenApi)]
+#[openapi(components(schemas(crate::http::error::ErrorBody)))]
+struct Components;
+
+/// Our own operations: every one that is not WSO2's.
+fn ours() -> utoipa::openapi::OpenApi {
+    let mut api = Components::openapi();
+    for part in [
+        crate::clients::Api::openapi(),
+        crate::tokens::Api::openapi(),
+        crate::users::Api::openapi(),
+        crate::workflows::Api::openapi(),
+        crate::fleet::Api::openapi(),
+        crate::wsdl::Api::openapi(),
+        super::handlers::Api::openapi(),
+    ] {
+        api.merge(part);
+    }
+    api
+}
+
+fn assemble() -> Value {
+    let mut document = serde_json::to_value(ours()).expect("the document serializes");
+    document["info"] = info();
+    document["servers"] = json!([{"url": "/", "description": "The management listener"}]);
+    let mut paths = take_object(&mut document["paths"]);
+    let mut schemas = take_object(&mut document["components"]["schemas"]);
+    for mut contract in wso2::contracts() {
+        contract
+            .paths
+            .values_mut()
+            .for_each(require_bearer_where_scoped);
+        merge_operations(&mut paths, contract.paths);
+        merge_new(&mut schemas, contract.schemas);
+    }
+    for item in paths.values_mut() {
+        add_error_responses(item);
+    }
+    let mut operations = serde_json::to_value(crate::ops::Api::openapi()).expect("serializes");
+    let mut operations_paths = take_object(&mut operations["paths"]);
+    for item in operations_paths.values_mut() {
+        item["servers"] = json!([{
+            "url": "http://{ops_address}",
+            "description": "The operations listener (APIM_OPS_ADDR), apart from the management API",
+            "variables": {"ops_address": {"default": "127.0.0.1:9764"}},
+        }]);
+    }
+    merge_new(&mut paths, operations_paths);
+    merge_new(
+        &mut schemas,
+        take_object(&mut operations["components"]["schemas"]),
+    );
+    document["paths"] = Value::Object(paths);
+    document["components"]["schemas"] = Value::Object(schemas);
+    document["components"]["securitySchemes"] = security_schemes();
+    document
+}
+
+fn info() -> Value {
+    json!({
+        "title": "API management control plane",
+        "version": env!("CARGO_PKG_VERSION"),
+        "description": "Client registration, the OAuth 2.0 token service, WSO2 API Manager \
+            2.6's publisher and store (REST API v0.14), administration, and what gateways \
+            read. Errors are WSO2's error body, the token endpoints' OAuth 2.0's.",
+        "license": {"name": "Apache-2.0", "identifier": "Apache-2.0"},
+    })
+}
+
+fn security_schemes() -> Value {
+    json!({
+        "basic": {"type": "http", "scheme": "basic",
+                  "description": "A user's name and password, or a client's id and secret"},
+        "bearer": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT",
+                   "description": "An access token of the token endpoint; `x-scope` names the scope an operation needs"},
+        "gateway_secret": {"type": "http", "scheme": "bearer",
+                           "description": "The secret gateways share with the control plane (APIM_GATEWAY_SECRET)"},
+    })
+}
+
+/// WSO2's operations that name a scope (`x-scope`) need an access token.
+fn require_bearer_where_scoped(item: &mut Value) {
+    for operation in item
+        .as_object_mut()
+        .into_iter()
+        .flat_map(|m| m.values_mut())
+    {
+        if operation.get("x-scope").is_some() {
+            operation["security"] = json!([{"bearer": []}]);
+        }
+    }
+}
+
+/// Every refusal the management listener answers, whatever the operation (400, 401, 403,
+/// 404, 413, 429, 503…), as the operation's `default`: WSO2's error body, or OAuth 2.0's
+/// on the token endpoints (set by their handlers).
+fn add_error_responses(item: &mut Value) {
+    for operation in item
+        .as_object_mut()
+        .into_iter()
+        .flat_map(|m| m.values_mut())
+    {
+        let responses = &mut operation["responses"];
+        if responses.get("default").is_none() {
+            responses["default"] = json!({
+                "description": "A refusal, in WSO2's error format",
+                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+            });
+        }
+    }
+}
+
+/// Adds WSO2's path items to ours; where both describe a path (ours adds a method to
+/// WSO2's), their operations join, and a method both describe is a mistake of ours.
+fn merge_operations(into: &mut Map<String, Value>, more: Map<String, Value>) {
+    for (path, mut item) in more {
+        match into.get_mut(&path) {
+            Some(Value::Object(ours)) => merge_new(ours, take_object(&mut item)),
+            _ => {
+                into.insert(path, item);
+            }
+        }
+    }
+}
+
+fn take_object(value: &mut Value) -> Map<String, Value> {
+    match value.take() {
+        Value::Object(members) => members,
+        _ => Map::new(),
+    }
+}
+
+/// Adds `more` to `into`; a name both hold is a mistake of ours (two rooms describing one
+/// path, or one schema name for two shapes).
+fn merge_new(into: &mut Map<String, Value>, more: Map<String, Value>) {
+    for (name, value) in more {
+        assert!(
+            !into.contains_key(&name),
+            "{name} is described twice in the OpenAPI document"
+        );
+        into.insert(name, value);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+
+    /// Every operation the management listener's rooms route, as `METHOD /path` with each
+    /// parameter written `{}`. axum lists its routes nowhere but in its `Debug` output:
+    /// each path by route id (`RouteId(n): "/path"`) and each route's methods in its
+    /// `Allow` header (`allow_header: Bytes(b"GET,HEAD")`); a change of that output fails
+    /// the count below rather than passing.
+    fn served() -> BTreeSet<String> {
+        let whole = format!("{:?}", crate::http::rooms());
+        // The path router's part: the fallback router after it holds axum's own catch-all.
+        let debug = whole.split(", fallback_router:").next().unwrap();
+        let mut operations = BTreeSet::new();
+        let mut routes = 0;
+        for (id, path) in route_paths(&debug) {
+            let methods = methods_of_route(&debug, &id).unwrap_or_else(|| {
+                panic!("no methods found for route {id} ({path}) in {debug}");
+            });
+            routes += 1;
+            for method in methods {
+                operations.insert(format!("{method} {}", anonymous(&path)));
+            }
+        }
+        assert!(routes > 60, "only {routes} routes found in {debug}");
+        operations
+    }
+
+    /// `(route id, path)` for each `RouteId(id): "path"`.
+    fn route_paths(debug: &str) -> Vec<(String, String)> {
+        debug
+            .match_indices("RouteId(")
+            .filter_map(|(at, start)| {
+                let (id, tail) = debug[at + start.len()..].split_once(')')?;
+                let path = tail.strip_prefix(": \"")?.split('"').next()?;
+                Some((id.to_string(), path.to_string()))
+            })
+            .collect()
+    }
+
+    /// The methods of route `id`, from its `Allow` header (HEAD goes with GET).
+    fn methods_of_route(debug: &str, id: &str) -> Option<Vec<String>> {
+        let route = debug.find(&format!("RouteId({id}): MethodRouter("))?;
+        let allow = &debug[route..];
+        let allow = &allow[allow.find("allow_header: Bytes(b\"")? + 22..];
+        let methods = &allow[..allow.find('"')?];
+        Some(
+            methods
+                .split(',')
+                .filter(|m| *m != "HEAD")
+                .map(str::to_string)
+                .collect(),
+        )
+    }
+
+    /// The operations the document describes on the management listener.
+    fn described() -> BTreeSet<String> {
+        let mut operations = BTreeSet::new();
+        for (path, item) in document()["paths"].as_object().unwrap() {
+            if item.get("servers").is_some() {
+                continue;
+            }
+            for method in item.as_object().unwrap().keys() {
+                operations.insert(format!("{} {}", method.to_uppercase(), anonymous(path)));
+            }
+        }
+        operations
+    }
+
+    /// A path with each `{parameter}` written `{}` (the router and WSO2 name them apart).
+    fn anonymous(path: &str) -> String {
+        path.split('/')
+            .map(|s| if s.starts_with('{') { "{}" } else { s })
+            .collect::<Vec<_>>()
+            .join("/")
+    }
+
+    #[test]
+    fn every_route_served_is_described_and_every_operation_described_is_served() {
+        let (served, described) = (served(), described());
+        let undocumented: Vec<_> = served.difference(&described).collect();
+        let unserved: Vec<_> = described.difference(&served).collect();
+        assert!(
+            undocumented.is_empty() && unserved.is_empty(),
+            "served but not described: {undocumented:#?}\ndescribed but not served: {unserved:#?}"
+        );
+    }
+
+    #[test]
+    fn the_operations_listener_is_described_under_its_own_server() {
+        for path in ["/healthz", "/readyz", "/metrics"] {
+            assert!(document()["paths"][path]["servers"].is_array(), "{path}");
+        }
+    }
+
+    #[test]
+    fn the_document_is_openapi_3_1_and_every_reference_resolves() {
+        assert_eq!(document()["openapi"], "3.1.0");
+        let text = serialized();
+        for (at, key) in text.match_indices("\"$ref\":\"") {
+            let reference = text[at + key.len()..].split('"').next().unwrap();
+            let pointer = reference.strip_prefix('#').expect("a local reference");
+            assert!(
+                document().pointer(pointer).is_some(),
+                "{reference} resolves"
+            );
+        }
+    }
+}

@@ -1,0 +1,95 @@
+//! Shapes of bodies the handlers read as maps or write as JSON values (the OAuth 2.0
+//! forms, JWK sets, small status answers), described here for the document only: these
+//! types are never built, and what the handlers really read and write is checked against
+//! them by the harness, on every answer of the end-to-end tests.
+#![allow(dead_code)]
+
+use utoipa::ToSchema;
+
+/// A token request (RFC 6749 §4.3, §4.4, §6); the client authenticates by HTTP Basic or by
+/// `client_id` and `client_secret`.
+#[derive(ToSchema)]
+pub struct TokenForm {
+    /// `password`, `client_credentials` or `refresh_token`.
+    grant_type: String,
+    /// The resource owner (password grant).
+    username: Option<String>,
+    /// Its password (password grant).
+    password: Option<String>,
+    /// Scopes asked for, space separated.
+    scope: Option<String>,
+    /// The refresh token (refresh_token grant).
+    refresh_token: Option<String>,
+    /// Seconds the token should live, within the client's bounds.
+    validity_period: Option<i64>,
+    client_id: Option<String>,
+    client_secret: Option<String>,
+}
+
+/// A revocation request (RFC 7009 §2.1).
+#[derive(ToSchema)]
+pub struct RevokeForm {
+    /// The access or refresh token; its whole family is revoked.
+    token: String,
+    /// `access_token` or `refresh_token`.
+    token_type_hint: Option<String>,
+    client_id: Option<String>,
+    client_secret: Option<String>,
+}
+
+/// An OAuth 2.0 error (RFC 6749 §5.2).
+#[derive(ToSchema)]
+#[schema(as = OAuthError)]
+pub struct OAuthErrorBody {
+    error: String,
+    error_description: String,
+}
+
+/// A JSON Web Key Set (RFC 7517 §5) of Ed25519 public keys (RFC 8037).
+#[derive(ToSchema)]
+pub struct JwkSet {
+    keys: Vec<Jwk>,
+}
+
+/// An Ed25519 public key (RFC 8037 §2).
+#[derive(ToSchema)]
+pub struct Jwk {
+    /// `OKP`.
+    kty: String,
+    /// `Ed25519`.
+    crv: String,
+    /// The public key, base64url.
+    x: String,
+    kid: Option<String>,
+    /// `EdDSA`.
+    alg: Option<String>,
+    /// `sig`.
+    #[schema(rename = "use")]
+    use_: Option<String>,
+}
+
+/// The newest manifest version, the answer to a gateway's long poll.
+#[derive(ToSchema)]
+pub struct LatestVersion {
+    latest: u64,
+}
+
+/// A page of the manifest a gateway pulled and could not take.
+#[derive(ToSchema)]
+pub struct PageReport {
+    /// The version the page was to follow (the pull's `after`).
+    after: u64,
+    /// Whether the page was part of a snapshot.
+    snapshot: bool,
+    /// Why it was not taken.
+    reason: String,
+    /// The reporting gateway's environment.
+    environment: Option<String>,
+}
+
+/// The answer of the health endpoints.
+#[derive(ToSchema)]
+pub struct Status {
+    /// `alive`, `ready` or `unavailable`.
+    status: String,
+}
