@@ -402,13 +402,25 @@ fn amend(prefix: &str, contract: &mut Converted) {
         // The store documents an array of tier lists; its example and its servers send one.
         let tiers = "/api/am/store/v0.14/tiers/{tierLevel}";
         let media = "/get/responses/200/content/application~1json/schema";
-        if let Some(schema) = contract
-            .paths
-            .get_mut(tiers)
-            .and_then(|item| item.pointer_mut(media))
-        {
-            *schema = json!({"$ref": "#/components/schemas/store.TierList"});
-        }
+        let tier_list = json!({"$ref": "#/components/schemas/store.TierList"});
+        replace_schema(&mut contract.paths, tiers, media, tier_list);
+        // The batch answers its subscriptions, as its request and its example say; its
+        // schema (a `$ref` with `items` beside it) means one in Swagger and none in 3.1.
+        let multiple = "/api/am/store/v0.14/subscriptions/multiple";
+        let media = "/post/responses/200/content/application~1json/schema";
+        let subscriptions = json!({"type": "array",
+                                   "items": {"$ref": "#/components/schemas/store.Subscription"}});
+        replace_schema(&mut contract.paths, multiple, media, subscriptions);
+    }
+}
+
+/// Sets the schema at `pointer` in the item of `path`.
+fn replace_schema(paths: &mut Map<String, Value>, path: &str, pointer: &str, schema: Value) {
+    if let Some(found) = paths
+        .get_mut(path)
+        .and_then(|item| item.pointer_mut(pointer))
+    {
+        *found = schema;
     }
 }
 
@@ -458,6 +470,18 @@ mod tests {
         let body = &thumbnail["post"]["requestBody"]["content"]["multipart/form-data"]["schema"];
         assert_eq!(body["properties"]["file"]["type"], "string");
         assert_eq!(body["required"], json!(["file"]));
+    }
+
+    #[test]
+    fn the_batch_subscription_answers_an_array_of_subscriptions() {
+        let [_, store] = contracts();
+        let multiple = &store.paths["/api/am/store/v0.14/subscriptions/multiple"]["post"];
+        let schema = &multiple["responses"]["200"]["content"]["application/json"]["schema"];
+        assert_eq!(schema["type"], "array");
+        assert_eq!(
+            schema["items"]["$ref"],
+            "#/components/schemas/store.Subscription"
+        );
     }
 
     #[test]
