@@ -12,6 +12,7 @@
 pub mod bounds;
 pub mod canon;
 pub mod entries;
+pub mod introspection;
 pub mod page;
 pub mod sealed;
 
@@ -24,6 +25,7 @@ pub use entries::{
     DeployedApi, EntriesBuilder, Key, Manifest, RouteSource, RouteTarget, key, route_depth,
     route_table,
 };
+pub use introspection::Introspection;
 pub use page::{Change, Page, PageReport, Position};
 
 /// What every request needs whatever API it calls: who issues tokens, the keys that
@@ -397,6 +399,9 @@ pub mod paths {
     /// Control plane: POST a [`PageReport`](crate::page::PageReport) here, with the
     /// gateway secret as bearer token, when a pulled page could not be taken.
     pub const CONTROL_PLANE_REPORT: &str = "/internal/gateway/report";
+    /// Control plane: POST a form `token=...` here, with the gateway secret as bearer
+    /// token: an [`Introspection`](crate::Introspection) of it (RFC 7662).
+    pub const CONTROL_PLANE_INTROSPECT: &str = "/oauth2/introspect";
 }
 
 #[cfg(test)]

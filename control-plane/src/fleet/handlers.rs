@@ -34,11 +34,13 @@ pub fn router() -> Router<AppState> {
         )
 }
 
-/// The paths only gateways may call (the manifest key is public).
-const GATEWAY_ONLY: [&str; 3] = [
+/// The paths only gateways may call (the manifest key is public); introspection is the
+/// token service's, but only for gateways.
+const GATEWAY_ONLY: [&str; 4] = [
     apim_manifest::paths::CONTROL_PLANE_MANIFEST,
     apim_manifest::paths::CONTROL_PLANE_CHANGES,
     apim_manifest::paths::CONTROL_PLANE_REPORT,
+    apim_manifest::paths::CONTROL_PLANE_INTROSPECT,
 ];
 
 /// Refuses (401) a call of a gateway-only path without the gateway secret as its bearer

@@ -153,7 +153,7 @@ impl Caller {
             .map_err(|_| Error::Unauthenticated)?;
         // An application's token is for its APIs on the gateways, never for managing.
         if claims.application_id.is_some()
-            || is_revoked(state, &claims.jti).await?
+            || token::is_revoked(&state.db, &claims.jti).await?
             || !users::is_active(&state.db, &claims.sub, claims.issued_ms()).await?
         {
             return Err(Error::Unauthenticated);
@@ -167,15 +167,6 @@ pub fn bearer_token(headers: &HeaderMap) -> Option<&str> {
     let value = headers.get(AUTHORIZATION)?.to_str().ok()?;
     let (scheme, token) = value.trim().split_once(' ')?;
     scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
-}
-
-async fn is_revoked(state: &AppState, jti: &str) -> sqlx::Result<bool> {
-    // language=SQL
-    let row: Option<(String,)> = sqlx::query_as("SELECT jti FROM revoked_tokens WHERE jti = $1")
-        .bind(jti)
-        .fetch_optional(&state.db)
-        .await?;
-    Ok(row.is_some())
 }
 
 #[cfg(test)]

@@ -87,6 +87,7 @@ pub fn rooms() -> Router<AppState> {
     Router::new()
         .merge(crate::clients::router())
         .merge(crate::tokens::router())
+        .merge(crate::tokens::introspection_router())
         .merge(crate::apis::publisher_router())
         .merge(crate::tiers::router())
         .merge(crate::environments::router())

@@ -12,5 +12,6 @@ pub mod wso2;
 pub use document::{PATH, document};
 pub use handlers::router;
 pub use shapes::{
-    JwkSet, LatestVersion, OAuthErrorBody, PageReport, RevokeForm, Status, TokenForm,
+    IntrospectForm, IntrospectionAnswer, JwkSet, LatestVersion, OAuthErrorBody, PageReport,
+    RevokeForm, Status, TokenForm,
 };

@@ -37,6 +37,42 @@ pub struct RevokeForm {
     client_secret: Option<String>,
 }
 
+/// An introspection request (RFC 7662 §2.1).
+#[derive(ToSchema)]
+pub struct IntrospectForm {
+    /// The token asked about.
+    token: String,
+    /// `access_token` or `refresh_token`.
+    token_type_hint: Option<String>,
+}
+
+/// An introspection answer (RFC 7662 §2.2): `{"active":false}` alone for a token that may
+/// not be used now.
+#[derive(ToSchema)]
+pub struct IntrospectionAnswer {
+    active: bool,
+    /// Granted scopes, space separated.
+    scope: Option<String>,
+    /// The consumer key it was issued to.
+    client_id: Option<String>,
+    /// The end user.
+    username: Option<String>,
+    /// `Bearer`.
+    token_type: Option<String>,
+    /// Expiry, Unix seconds.
+    exp: Option<i64>,
+    /// Issued at, Unix seconds.
+    iat: Option<i64>,
+    /// The end user, as a JWT's `sub`.
+    sub: Option<String>,
+    /// The token's id, which revocations name.
+    jti: Option<String>,
+    /// The store application of the consumer key.
+    application_id: Option<String>,
+    /// `PRODUCTION` or `SANDBOX`.
+    key_type: Option<String>,
+}
+
 /// An OAuth 2.0 error (RFC 6749 §5.2).
 #[derive(ToSchema)]
 #[schema(as = OAuthError)]

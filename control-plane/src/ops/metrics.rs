@@ -3,7 +3,8 @@
 //!
 //! Label sets are bounded: `route` is the matched route template (never the raw path;
 //! `unmatched` for the rest), `method` one of the methods the API serves (else `other`),
-//! `status` the status code, `grant` one of the three grants, `scope` `user` or `address`.
+//! `status` the status code, `grant` one of the three grants, `active` `true` or `false`,
+//! `scope` `user` or `address`.
 //! No user, client or token is ever a label.
 
 use std::sync::LazyLock;
@@ -53,6 +54,12 @@ struct GrantLabels {
     grant: &'static str,
 }
 
+/// What an introspection answered.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct IntrospectionLabels {
+    active: &'static str,
+}
+
 /// What a lock-out locks.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct LockoutLabels {
@@ -65,6 +72,7 @@ pub struct Metrics {
     requests: Family<RequestLabels, Counter>,
     request_seconds: Family<RouteLabels, Histogram>,
     tokens: Family<GrantLabels, Counter>,
+    introspections: Family<IntrospectionLabels, Counter>,
     login_failures: Counter,
     lockouts: Family<LockoutLabels, Counter>,
     compile_seconds: Histogram,
@@ -99,6 +107,12 @@ impl Metrics {
         );
         let tokens = Family::<GrantLabels, Counter>::default();
         registry.register("tokens_issued", "Tokens issued, by grant", tokens.clone());
+        let introspections = Family::<IntrospectionLabels, Counter>::default();
+        registry.register(
+            "token_introspections",
+            "Tokens introspected for gateways, by whether they were active",
+            introspections.clone(),
+        );
         let login_failures = Counter::default();
         registry.register(
             "login_failures",
@@ -147,6 +161,7 @@ impl Metrics {
             requests,
             request_seconds,
             tokens,
+            introspections,
             login_failures,
             lockouts,
             compile_seconds,
@@ -166,6 +181,14 @@ impl Metrics {
             _ => "other",
         };
         self.tokens.get_or_create(&GrantLabels { grant }).inc();
+    }
+
+    /// A token introspected for a gateway.
+    pub fn token_introspected(&self, active: bool) {
+        let active = if active { "true" } else { "false" };
+        self.introspections
+            .get_or_create(&IntrospectionLabels { active })
+            .inc();
     }
 
     /// A password login refused.

@@ -12,10 +12,10 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Form, Json, Router};
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 
 use super::jwt::{self as token, Claims};
-use super::store::{self, Redemption};
+use super::opaque;
+use super::store::{self, Redemption, hash};
 use crate::clients::{OAuthClient, Principal};
 use crate::db::{now, now_ms};
 use crate::http::auth::{ClientAddress, basic_credentials};
@@ -35,7 +35,7 @@ pub fn router() -> Router<AppState> {
 /// A successful token response (RFC 6749 §5.1).
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct TokenResponse {
-    /// The JWT.
+    /// A JWT, or an opaque token for an application whose `tokenType` is not `JWT`.
     pub access_token: String,
     /// For grants that may be refreshed.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -167,7 +167,7 @@ async fn refresh_grant(
     if claims.scope != redeemed.scope {
         store::set_family_scope(&state.db, &family, &claims.scope).await?;
     }
-    respond(state, &claims, Some(refresh_token))
+    respond(state, &claims, Some(refresh_token)).await
 }
 
 /// Issues an access token (and a refresh token starting a family, when asked) to
@@ -188,7 +188,7 @@ pub async fn issue(
     let lifetime = lifetime(validity);
     if !with_refresh {
         let claims = claims(state, client, user, &scopes, lifetime, new_id());
-        return respond(state, &claims, None);
+        return respond(state, &claims, None).await;
     }
     let family = new_id();
     let claims = claims(state, client, user, &scopes, lifetime, family_jti(&family));
@@ -204,7 +204,7 @@ pub async fn issue(
         expires_at,
     )
     .await?;
-    respond(state, &claims, Some(refresh_token))
+    respond(state, &claims, Some(refresh_token)).await
 }
 
 /// The scopes a token for `client` acting for `user` gets of those requested: by the
@@ -276,14 +276,23 @@ fn claims(
     }
 }
 
-/// Signs the access token and answers with it.
-fn respond(
+/// Issues the access token `claims` describe and answers with it: an opaque token,
+/// stored, for an application whose `tokenType` is not `JWT` (WSO2's default is `OAUTH`),
+/// else a signed JWT (registered clients' management tokens always are).
+async fn respond(
     state: &AppState,
     claims: &Claims,
     refresh_token: Option<String>,
 ) -> Result<TokenResponse, OAuthError> {
+    let access_token = if issues_opaque_tokens(state, claims).await? {
+        let token = opaque::new_token();
+        opaque::insert(&state.db, &hash(&token), claims).await?;
+        token
+    } else {
+        token::sign(&state.keys, claims)?
+    };
     Ok(TokenResponse {
-        access_token: token::sign(&state.keys, claims)?,
+        access_token,
         refresh_token,
         scope: claims.scope.clone(),
         token_type: "Bearer",
@@ -291,11 +300,22 @@ fn respond(
     })
 }
 
+/// Whether the application the token is for (if any) has opaque tokens.
+async fn issues_opaque_tokens(state: &AppState, claims: &Claims) -> sqlx::Result<bool> {
+    let Some(application_id) = &claims.application_id else {
+        return Ok(false);
+    };
+    let application = crate::applications::find(&state.db, application_id).await?;
+    Ok(application.is_some_and(|app| app.token_type != "JWT"))
+}
+
 fn new_id() -> String {
     uuid::Uuid::new_v4().simple().to_string()
 }
 
-/// A refresh token: its family, a dot, and a secret.
+/// A refresh token: its family, a dot, and a secret (opaque, as WSO2's, and 65
+/// characters: naming its family lets any refresh token of a family, spent ones too,
+/// revoke it).
 fn new_refresh_token(family: &str) -> String {
     format!("{family}.{}", new_id())
 }
@@ -337,16 +357,16 @@ async fn revoke_endpoint(
     let (principal, params) = authenticated_form(&state, &headers, form).await?;
     let client_id = &principal.client.client_id;
     let presented = param(&params, "token")?;
-    let revoked = match token::verify(&state.keys, &state.issuer, presented, true) {
-        Ok(claims) if claims.client_id == *client_id => {
+    let revoked = match presented_access_token(&state, presented).await? {
+        Some(claims) if claims.client_id == *client_id => {
             store::insert_revocation(&state.db, &claims.jti, claims.exp).await?;
             let family = claims.jti.split_once('.').map_or("", |(family, _)| family);
             let mut revoked = revoke_family(&state, client_id, family, &claims.jti).await?;
             revoked.push(claims.jti);
             revoked
         }
-        Ok(_) => Vec::new(),
-        Err(_) => {
+        Some(_) => Vec::new(),
+        None => {
             let family = family_of_refresh_token(presented);
             revoke_family(&state, client_id, &family, "").await?
         }
@@ -354,6 +374,19 @@ async fn revoke_endpoint(
     store::prune_revocations(&state.db).await?;
     let touched = Touches(revoked.into_iter().map(Touched::Revocation).collect());
     Ok((touched, no_store(())).into_response())
+}
+
+/// The claims of an access token this service issued, expired or not: a JWT it signed or
+/// an opaque token it stored.
+async fn presented_access_token(state: &AppState, presented: &str) -> sqlx::Result<Option<Claims>> {
+    if let Ok(claims) = token::verify(&state.keys, &state.issuer, presented, true) {
+        return Ok(Some(claims));
+    }
+    if !opaque::looks_opaque(presented) {
+        return Ok(None);
+    }
+    let stored = opaque::find(&state.db, &hash(presented)).await?;
+    Ok(stored.map(|token| token.claims(&state.issuer)))
 }
 
 /// Revokes a family of `client_id`'s: the one named, or the one whose access token in use
@@ -440,14 +473,7 @@ fn param<'a>(params: &'a Params, name: &str) -> Result<&'a str, OAuthError> {
         .ok_or_else(|| OAuthError::invalid_request(format!("Missing parameter: {name}")))
 }
 
-fn hash(token: &str) -> String {
-    Sha256::digest(token.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
-fn no_store(body: impl IntoResponse) -> Response {
+pub(super) fn no_store(body: impl IntoResponse) -> Response {
     let mut response = body.into_response();
     response.headers_mut().insert(
         axum::http::header::CACHE_CONTROL,

@@ -1,6 +1,7 @@
 //! The token service's tables: refresh token families (`refresh_families`) and revoked
 //! access tokens (`revoked_tokens`).
 
+use sha2::{Digest, Sha256};
 use sqlx::AnyPool;
 
 use super::jwt::Claims;
@@ -150,6 +151,16 @@ pub(super) async fn insert_revocation<'e>(
     .map(|_| ())
 }
 
+/// Whether the access token with this id has been revoked.
+pub async fn is_revoked(db: &AnyPool, jti: &str) -> sqlx::Result<bool> {
+    // language=SQL
+    let row: Option<(String,)> = sqlx::query_as("SELECT jti FROM revoked_tokens WHERE jti = $1")
+        .bind(jti)
+        .fetch_optional(db)
+        .await?;
+    Ok(row.is_some())
+}
+
 /// `(jti, expiry)` of these revoked tokens, while they have not expired, for the manifest.
 pub async fn live_revocations(db: &AnyPool, jtis: &[&str]) -> sqlx::Result<Vec<(String, i64)>> {
     // language=SQL
@@ -171,4 +182,12 @@ pub async fn drop_families_of(
         .execute(&mut **tx)
         .await?;
     Ok(())
+}
+
+/// The hex SHA-256 of a token: what is stored of refresh and opaque access tokens.
+pub(super) fn hash(token: &str) -> String {
+    Sha256::digest(token.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
