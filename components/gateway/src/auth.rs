@@ -1,5 +1,7 @@
-//! Bearer tokens: EdDSA signatures against the manifest's keys, expiry, revocation, and
-//! the application's subscription. Verified tokens are remembered by the instance.
+//! Bearer tokens: JWTs by their EdDSA signatures against the manifest's keys, opaque
+//! tokens by the control plane's introspection ([`crate::introspect`]); then expiry,
+//! revocation and the application's subscription, the same for both. Verified tokens are
+//! remembered by the instance.
 
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -7,17 +9,18 @@ use std::rc::Rc;
 use apim_manifest::{ApiRoute, Application, Subscription};
 use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::{Algorithm, Validation};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::faults::Fault;
 use crate::host::Host;
+use crate::introspect::{self, OpaqueTokens, Refusal};
 use crate::view::{MetaIndex, View};
 
 /// At most this many verified tokens are remembered per instance.
 const TOKEN_CACHE_LIMIT: usize = 10_000;
 
-/// The claims the gateway reads.
-#[derive(Debug, Clone, Deserialize)]
+/// The claims the gateway reads (of a JWT, or of an opaque token's introspection).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Claims {
     /// Token id.
     pub jti: String,
@@ -37,9 +40,11 @@ pub struct Claims {
 /// Tokens whose signature has been checked, so a reused instance verifies each once
 /// (revocation is checked on every use, against the manifest). They are looked up by
 /// their signature, shorter to hash than the whole token, and must then match whole.
+/// Opaque tokens introspected, likewise.
 #[derive(Default)]
 pub struct TokenCache {
     verified: HashMap<String, (String, Rc<Claims>)>,
+    opaque: OpaqueTokens,
 }
 
 /// Which endpoint a caller goes to.
@@ -116,17 +121,27 @@ pub fn admit(
     now_secs: i64,
 ) -> Result<Admitted, Fault> {
     let (context, version) = (api.context.as_str(), api.version.as_str());
-    let meta = view.meta_index();
-    let claims = view
-        .tokens
-        .verify(&meta, token, now_secs)
-        .map_err(|expired| {
-            if expired {
-                Fault::expired(context, version)
-            } else {
-                Fault::invalid_credentials(context, version)
-            }
-        })?;
+    let claims = if introspect::is_opaque(token) {
+        view.tokens
+            .opaque
+            .claims(host, token, now_secs)
+            .map_err(|refusal| match refusal {
+                Refusal::Expired => Fault::expired(context, version),
+                Refusal::Invalid => Fault::invalid_credentials(context, version),
+                Refusal::Unavailable => Fault::key_manager_unavailable(context, version),
+            })?
+    } else {
+        let meta = view.meta_index();
+        view.tokens
+            .verify(&meta, token, now_secs)
+            .map_err(|expired| {
+                if expired {
+                    Fault::expired(context, version)
+                } else {
+                    Fault::invalid_credentials(context, version)
+                }
+            })?
+    };
     if view.is_revoked(host, &claims.jti) {
         return Err(Fault::invalid_credentials(context, version));
     }

@@ -51,6 +51,21 @@ impl Fault {
         }
     }
 
+    /// 500 900900: the key manager (the control plane's introspection) could not be
+    /// asked about an opaque token, so it is neither admitted nor called invalid
+    /// (WSO2's `API_AUTH_GENERAL_ERROR`, which its gateway answers with a 500).
+    pub fn key_manager_unavailable(context: &str, version: &str) -> Self {
+        Self::new(
+            500,
+            900900,
+            "Unclassified Authentication Failure",
+            format!(
+                "Access failure for API: {context}, version: {version} status: (900900) - Unclassified Authentication Failure. Error while accessing backend services for API key validation"
+            ),
+            Family::Security,
+        )
+    }
+
     /// 401 900902: no credentials.
     pub fn missing_credentials() -> Self {
         Self::new(

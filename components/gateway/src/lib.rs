@@ -3,7 +3,7 @@
 //! Per request it routes by context and version, matches the operation, checks the bearer
 //! token and subscription, throttles, and forwards to the backend, answering failures the
 //! way WSO2's gateway does. State shared between instances (the route manifest entry by
-//! entry, throttling counters, cached responses) lives in the host's key-value store; each
+//! entry, throttling counters, cached responses, opaque tokens' introspections) lives in the host's key-value store; each
 //! instance keeps the entries it has read and the tokens it has verified while it lives.
 //!
 //! Everything but the WASI glue ([`wasm`], built only for wasm32) is plain Rust behind the
@@ -20,6 +20,7 @@ pub mod forward;
 pub mod gateway;
 pub mod host;
 pub mod internal;
+pub mod introspect;
 pub mod relay;
 pub mod state;
 pub mod sync;

@@ -1703,3 +1703,92 @@ fn calls_go_round_the_list_and_skip_suspended_endpoints_in_the_store() {
         "no send while every endpoint is suspended"
     );
 }
+
+/// An opaque token of app-1, which the fake control plane's introspection knows.
+const OPAQUE: &str = "0b9ad3a4-2f6e-4c1e-9d7a-5a1f8c2e4b6d";
+
+/// Answers introspections as the control plane does (with the gateway secret only),
+/// counting them in `asked`; `OPAQUE` is active until `NOW_SECS + 60` unless
+/// `down`, when nothing answers; other requests are the backend's.
+fn introspecting_backend(
+    asked: std::rc::Rc<std::cell::Cell<usize>>,
+    down: std::rc::Rc<std::cell::Cell<bool>>,
+) -> Box<Backend> {
+    Box::new(move |request: &Outbound| {
+        if !request.path_with_query.ends_with("/oauth2/introspect") {
+            return Ok(Response::new(200, "application/json", "{\"ok\":true}"));
+        }
+        if down.get() {
+            return Err(SendError::Unreachable("connection refused".into()));
+        }
+        asked.set(asked.get() + 1);
+        assert_eq!(
+            header(&request.headers, "authorization"),
+            Some("Bearer s3cret")
+        );
+        let body = String::from_utf8_lossy(&request.body);
+        let answer = if body == format!("token={OPAQUE}") {
+            json!({"active": true, "jti": "opaque-1", "exp": NOW_SECS + 60, "sub": "admin",
+                   "application_id": "app-1", "key_type": "PRODUCTION", "scope": "default"})
+        } else {
+            json!({"active": false})
+        };
+        Ok(Response::json(200, &answer))
+    })
+}
+
+#[test]
+fn opaque_tokens_are_introspected_once_then_checked_as_jwts_are() {
+    let mut world = World::new();
+    let asked = std::rc::Rc::new(std::cell::Cell::new(0));
+    let down = std::rc::Rc::new(std::cell::Cell::new(false));
+    world.host.backend = introspecting_backend(asked.clone(), down.clone());
+    let bearer = format!("Bearer {OPAQUE}");
+    let call = |world: &mut World, bearer: &str| {
+        let response = world.call("GET", "/dev/v1/devs/a", &[("authorization", bearer)]);
+        (response.status, code(&response))
+    };
+    // First use: one introspection; later uses, on this instance or a fresh one (which
+    // finds it in the shared store, as on Spin), none.
+    assert_eq!(call(&mut world, &bearer).0, 200);
+    assert_eq!(call(&mut world, &bearer).0, 200);
+    world.gateway = Gateway::default();
+    assert_eq!(call(&mut world, &bearer).0, 200);
+    assert_eq!(asked.get(), 1);
+    // The store keeps its digest, never the token.
+    assert!(world.host.kv.borrow().keys().all(|k| !k.contains(OPAQUE)));
+
+    // Unknown tokens of the form are asked about and refused; others are not asked about.
+    let unknown = format!("Bearer {}", OPAQUE.replace('0', "1"));
+    assert_eq!(call(&mut world, &unknown), (401, "900901".into()));
+    assert_eq!(asked.get(), 2);
+    let not_uuid = format!("Bearer {}", "x".repeat(36));
+    assert_eq!(call(&mut world, &not_uuid), (401, "900901".into()));
+    assert_eq!(asked.get(), 2);
+
+    // The control plane down: a known token still calls, an unknown one is never admitted.
+    down.set(true);
+    assert_eq!(call(&mut world, &bearer).0, 200);
+    assert_eq!(call(&mut world, &unknown), (500, "900900".into()));
+    down.set(false);
+
+    // A revocation reaches the cached token with the manifest, as for a JWT.
+    world
+        .manifest
+        .revocations
+        .insert("opaque-1".into(), Revocation { exp: NOW_SECS + 60 });
+    assert_eq!(world.publish().status, 200);
+    assert_eq!(call(&mut world, &bearer), (401, "900901".into()));
+    world.manifest.revocations.remove("opaque-1");
+    assert_eq!(world.publish().status, 200);
+    assert_eq!(call(&mut world, &bearer).0, 200);
+
+    // Past its expiry the instance refuses it as expired; a fresh instance does not
+    // trust the stale store entry and asks again.
+    *world.host.now_ms.borrow_mut() = (NOW_SECS + 60) * 1000;
+    assert_eq!(call(&mut world, &bearer), (401, "900903".into()));
+    world.gateway = Gateway::default();
+    let asked_before = asked.get();
+    assert_eq!(call(&mut world, &bearer).0, 401);
+    assert_eq!(asked.get(), asked_before + 1);
+}

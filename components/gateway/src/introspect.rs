@@ -1,0 +1,226 @@
+//! Opaque tokens (36-character UUIDs, issued to applications whose `tokenType` is not
+//! `JWT`): the gateway cannot verify them offline, so it asks the control plane's
+//! introspection endpoint (RFC 7662, with the gateway secret) on a token's first use and
+//! remembers the answer twice: in the instance (at most [`INSTANCE_LIMIT`] tokens) and in
+//! the shared store under the token's SHA-256 (never the token), so that a token's later
+//! uses, on any instance or node sharing the store, cost no round trip. Neither outlives
+//! the token's expiry nor [`CACHE_SECS`]; revocation is checked on every use against the
+//! manifest, as for JWTs, so a cached token is refused as soon as its revocation arrives.
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use apim_http::expiry;
+use apim_manifest::Introspection;
+use apim_manifest::paths::CONTROL_PLANE_INTROSPECT;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::auth::Claims;
+use crate::host::Host;
+use crate::sync::{self, settings};
+
+/// At most this many opaque tokens are remembered per instance; past it the instance
+/// starts over (a flood of tokens then costs round trips, never memory).
+pub const INSTANCE_LIMIT: usize = 10_000;
+
+/// Longest an introspection is trusted, seconds: WSO2's gateway key cache keeps a key
+/// validation 15 minutes too. Within it a token stays admitted only while unexpired and
+/// unrevoked.
+pub const CACHE_SECS: u64 = 900;
+
+/// Why an opaque token was not admitted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// Known and past its expiry.
+    Expired,
+    /// Unknown, expired before this gateway knew it, revoked, or not ours.
+    Invalid,
+    /// The control plane could not be asked or did not answer sensibly.
+    Unavailable,
+}
+
+/// A token's introspection as this gateway keeps it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Known {
+    /// Trusted until then (Unix seconds): the token's expiry or [`CACHE_SECS`] after it
+    /// was asked, whichever is first.
+    until: i64,
+    claims: Claims,
+}
+
+/// The opaque tokens an instance knows, by token.
+#[derive(Default)]
+pub struct OpaqueTokens {
+    known: HashMap<String, (i64, Rc<Claims>)>,
+}
+
+/// Whether `token` has the form of an opaque token: a UUID in its 36-character text form.
+/// Only these are worth a question to the control plane.
+pub fn is_opaque(token: &str) -> bool {
+    let bytes = token.as_bytes();
+    bytes.len() == 36
+        && bytes.iter().enumerate().all(|(i, b)| match i {
+            8 | 13 | 18 | 23 => *b == b'-',
+            _ => b.is_ascii_hexdigit(),
+        })
+}
+
+impl OpaqueTokens {
+    /// The claims of the opaque `token` at `now_secs`: from the instance, the store, or
+    /// the control plane (then remembered in both).
+    pub fn claims(
+        &mut self,
+        host: &dyn Host,
+        token: &str,
+        now_secs: i64,
+    ) -> Result<Rc<Claims>, Refusal> {
+        if let Some((until, claims)) = self.known.get(token) {
+            if claims.exp <= now_secs {
+                return Err(Refusal::Expired);
+            }
+            if *until > now_secs {
+                return Ok(claims.clone());
+            }
+        }
+        let store_key = store_key(token);
+        let known = match remembered(host, &store_key, now_secs) {
+            Some(known) => known,
+            None => {
+                let known = ask_control_plane(host, token, now_secs)?;
+                if let Ok(bytes) = serde_json::to_vec(&known) {
+                    let _ = host.kv_set(&store_key, &bytes);
+                }
+                known
+            }
+        };
+        if self.known.len() >= INSTANCE_LIMIT {
+            self.known.clear();
+        }
+        let claims = Rc::new(known.claims);
+        self.known
+            .insert(token.to_string(), (known.until, claims.clone()));
+        Ok(claims)
+    }
+}
+
+/// The store key of a token's introspection: its SHA-256, under a key that expires.
+fn store_key(token: &str) -> String {
+    let digest: String = Sha256::digest(token.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    expiry::key(CACHE_SECS, &format!("introspected:{digest}"))
+}
+
+/// The introspection the store holds, while it may be trusted (a store that does not
+/// expire keys, as Spin's, keeps stale ones: they are deleted when met).
+fn remembered(host: &dyn Host, store_key: &str, now_secs: i64) -> Option<Known> {
+    let bytes = host.kv_get(store_key).ok()??;
+    match serde_json::from_slice::<Known>(&bytes) {
+        Ok(known) if known.until > now_secs => Some(known),
+        _ => {
+            let _ = host.kv_delete(store_key);
+            None
+        }
+    }
+}
+
+/// Asks the control plane about `token`: `Invalid` when it is not active, `Unavailable`
+/// when there was no sensible answer. The token is never logged.
+fn ask_control_plane(host: &dyn Host, token: &str, now_secs: i64) -> Result<Known, Refusal> {
+    let unavailable = |reason: String| {
+        eprintln!("token introspection failed: {reason}");
+        Refusal::Unavailable
+    };
+    let secret = host.setting(settings::GATEWAY_SECRET).unwrap_or_default();
+    let headers = vec![
+        (
+            "authorization".into(),
+            format!("Bearer {secret}").into_bytes(),
+        ),
+        (
+            "content-type".into(),
+            b"application/x-www-form-urlencoded".to_vec(),
+        ),
+        ("accept".into(), b"application/json".to_vec()),
+    ];
+    let body = form_urlencoded::Serializer::new(String::new())
+        .append_pair("token", token)
+        .finish()
+        .into_bytes();
+    let request = sync::to_control_plane(host, "POST", CONTROL_PLANE_INTROSPECT, headers, body)
+        .map_err(unavailable)?;
+    let response = host
+        .send(request)
+        .map_err(|err| unavailable(format!("control plane unreachable: {err:?}")))?;
+    if response.status != 200 {
+        return Err(unavailable(format!(
+            "the control plane answered {}",
+            response.status
+        )));
+    }
+    let answer: Introspection = serde_json::from_slice(&response.body)
+        .map_err(|err| unavailable(format!("unreadable answer: {err}")))?;
+    known_of(answer, now_secs)
+}
+
+/// What the gateway keeps of an answer: an active token's claims, trusted until its
+/// expiry or [`CACHE_SECS`] from now.
+fn known_of(answer: Introspection, now_secs: i64) -> Result<Known, Refusal> {
+    let (true, Some(jti), Some(exp)) = (answer.active, answer.jti, answer.exp) else {
+        return Err(Refusal::Invalid);
+    };
+    if exp <= now_secs {
+        return Err(Refusal::Invalid);
+    }
+    let until = exp.min(now_secs.saturating_add(CACHE_SECS as i64));
+    Ok(Known {
+        until,
+        claims: Claims {
+            jti,
+            exp,
+            application_id: answer.application_id,
+            key_type: answer.key_type,
+            sub: answer.sub.or(answer.username),
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_uuid_text_forms_are_opaque_tokens() {
+        assert!(is_opaque("0b9ad3a4-2f6e-4c1e-9d7a-5a1f8c2e4b6d"));
+        assert!(is_opaque("0B9AD3A4-2F6E-4C1E-9D7A-5A1F8C2E4B6D"));
+        assert!(!is_opaque("0b9ad3a42f6e4c1e9d7a5a1f8c2e4b6d"));
+        assert!(!is_opaque("0b9ad3a4-2f6e-4c1e-9d7a-5a1f8c2e4b6"));
+        assert!(!is_opaque("0b9ad3a4-2f6e-4c1e-9d7a-5a1f8c2e4b6g"));
+        assert!(!is_opaque("0b9ad3a4+2f6e-4c1e-9d7a-5a1f8c2e4b6d"));
+        assert!(!is_opaque("header.payload.signature"));
+    }
+
+    #[test]
+    fn an_answer_is_trusted_until_expiry_or_the_cache_bound() {
+        let answer = |exp| Introspection {
+            active: true,
+            jti: Some("j".into()),
+            exp: Some(exp),
+            ..Introspection::default()
+        };
+        assert_eq!(known_of(answer(1_060), 1_000).unwrap().until, 1_060);
+        let far = 1_000 + 10 * CACHE_SECS as i64;
+        assert_eq!(
+            known_of(answer(far), 1_000).unwrap().until,
+            1_000 + CACHE_SECS as i64
+        );
+        assert_eq!(
+            known_of(answer(1_000), 1_000).unwrap_err(),
+            Refusal::Invalid
+        );
+        let inactive = Introspection::default();
+        assert_eq!(known_of(inactive, 1_000).unwrap_err(), Refusal::Invalid);
+    }
+}
