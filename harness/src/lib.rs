@@ -399,7 +399,7 @@ pub async fn gateway_env(
         .as_str()
         .expect("manifest key")
         .to_string();
-    let secret = std::fs::read_to_string(data_dir.join("gateway-secret")).expect("gateway secret");
+    let secret = gateway_secret(data_dir);
     let mut env = vec![
         (
             "APIM_GATEWAY_COMPONENT",
@@ -407,7 +407,7 @@ pub async fn gateway_env(
         ),
         ("APIM_CONTROL_PLANE_URL", control_plane.url.clone()),
         ("APIM_MANIFEST_PUBLIC_KEY", x),
-        ("APIM_GATEWAY_SECRET", secret.trim().to_string()),
+        ("APIM_GATEWAY_SECRET", secret),
         // The tests' backends listen on loopback, which the default policy refuses.
         ("APIM_EGRESS_ALLOW", TEST_EGRESS_ALLOW.to_string()),
     ];
@@ -798,6 +798,18 @@ impl Client {
         .await
     }
 
+    /// Introspects `token` (RFC 7662) as a gateway does, with the gateway secret
+    /// `gateway_secret` (see [`gateway_secret`]).
+    pub async fn introspect(&self, gateway_secret: &str, token: &str) -> Reply {
+        self.send(
+            self.http
+                .post(self.url("/oauth2/introspect"))
+                .bearer_auth(gateway_secret)
+                .form(&[("token", token)]),
+        )
+        .await
+    }
+
     /// A password grant for `user` through a registered client (a registration reply).
     pub async fn password_token(
         &self,
@@ -862,6 +874,32 @@ impl Client {
         };
         self.send(request).await
     }
+}
+
+/// The gateway secret of the control plane whose data directory is `data_dir`.
+pub fn gateway_secret(data_dir: &Path) -> String {
+    std::fs::read_to_string(data_dir.join("gateway-secret"))
+        .expect("gateway secret")
+        .trim()
+        .to_string()
+}
+
+/// The claims of an access token the control plane issued, a JWT (read without verifying
+/// it) or an opaque token (introspected with the gateway secret of `data_dir`).
+pub async fn token_claims(api: &Client, data_dir: &Path, token: &str) -> Value {
+    if token.contains('.') {
+        return jwt_claims(token);
+    }
+    let answer = api
+        .introspect(&gateway_secret(data_dir), token)
+        .await
+        .expect(200);
+    assert_eq!(
+        answer.body["active"], true,
+        "inactive token: {}",
+        answer.body
+    );
+    answer.body
 }
 
 /// The claims of a JWT, read without verifying it.

@@ -49,6 +49,25 @@ pub struct SubscribedApplication {
     pub subscriptions: Vec<String>,
 }
 
+/// The access tokens an application's keys get (WSO2's application `tokenType`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenType {
+    /// `OAUTH`, WSO2's default: 36-character opaque tokens the gateway introspects.
+    Opaque,
+    /// `JWT`: self-contained tokens the gateway verifies offline.
+    Jwt,
+}
+
+impl TokenType {
+    /// Its name in WSO2's application model.
+    pub fn wso2_name(self) -> &'static str {
+        match self {
+            TokenType::Opaque => "OAUTH",
+            TokenType::Jwt => "JWT",
+        }
+    }
+}
+
 /// The body of a key generation (spec 2.6) for PRODUCTION keys.
 pub fn keys_request() -> Value {
     json!({
@@ -104,12 +123,29 @@ impl<'a> Steps<'a> {
         Ok(id)
     }
 
-    /// Creates an application of `tier`; its id.
+    /// Creates an application of `tier`, with WSO2's default token type (`OAUTH`); its id.
     pub async fn create_application(&self, name: &str, tier: &str) -> StepResult<String> {
-        let body = json!({"name": name, "throttlingTier": tier});
+        self.create_application_with(&json!({"name": name, "throttlingTier": tier}))
+            .await
+    }
+
+    /// Creates an application of `tier` whose keys get `token_type` tokens; its id.
+    pub async fn create_typed_application(
+        &self,
+        name: &str,
+        tier: &str,
+        token_type: TokenType,
+    ) -> StepResult<String> {
+        let body =
+            json!({"name": name, "throttlingTier": tier, "tokenType": token_type.wso2_name()});
+        self.create_application_with(&body).await
+    }
+
+    /// Creates an application from WSO2's `Application` body; its id.
+    async fn create_application_with(&self, body: &Value) -> StepResult<String> {
         let reply = self
             .mgmt
-            .post_json(&format!("{STORE}/applications"), self.token, &body)
+            .post_json(&format!("{STORE}/applications"), self.token, body)
             .await;
         Ok(accepted("create the application", reply, 201)?.str("applicationId"))
     }
@@ -136,14 +172,30 @@ impl<'a> Steps<'a> {
         })
     }
 
-    /// An application of `tier` subscribed to `apis` on Unlimited, with PRODUCTION keys.
+    /// An application of `tier` subscribed to `apis` on Unlimited, with PRODUCTION keys
+    /// whose tokens are WSO2's default (opaque).
     pub async fn subscribed_application(
         &self,
         name: &str,
         tier: &str,
         apis: &[&str],
     ) -> StepResult<SubscribedApplication> {
-        let id = self.create_application(name, tier).await?;
+        self.subscribed_typed_application(name, tier, TokenType::Opaque, apis)
+            .await
+    }
+
+    /// An application of `tier` whose keys get `token_type` tokens, subscribed to `apis`
+    /// on Unlimited, with PRODUCTION keys.
+    pub async fn subscribed_typed_application(
+        &self,
+        name: &str,
+        tier: &str,
+        token_type: TokenType,
+        apis: &[&str],
+    ) -> StepResult<SubscribedApplication> {
+        let id = self
+            .create_typed_application(name, tier, token_type)
+            .await?;
         let mut subscriptions = Vec::with_capacity(apis.len());
         for api in apis {
             subscriptions.push(self.subscribe(&id, api, "Unlimited").await?);

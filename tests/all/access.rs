@@ -402,7 +402,8 @@ pub async fn key_grants_and_secrets_change(env: Env) {
     assert_eq!(shown.body["consumerSecret"], new_secret.as_str());
     // The token issued before is still a valid one of the application (the gateway
     // scenario calls an API with it).
-    assert_eq!(harness::jwt_claims(&issued)["application_id"], app.as_str());
+    let claims = harness::token_claims(api, &env.data_dir, &issued).await;
+    assert_eq!(claims["application_id"], app.as_str());
 
     // Refusals: none of them changes the secret.
     for (body, status, text) in [

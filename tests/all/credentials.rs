@@ -45,7 +45,7 @@ fn refresh_form(refresh_token: &str) -> Vec<(&str, &str)> {
     ]
 }
 
-async fn revoke(api: &Client, (id, secret): &(String, String), token: &str) -> Reply {
+pub(crate) async fn revoke(api: &Client, (id, secret): &(String, String), token: &str) -> Reply {
     api.send(
         reqwest::Client::new()
             .post(format!("{}/oauth2/revoke", api.base))

@@ -38,6 +38,7 @@ mod security;
 mod store;
 mod tenants;
 mod throttling;
+mod token_types;
 mod tokens;
 mod workflows;
 
@@ -193,6 +194,7 @@ on_both!(
     catalogue::tiers_per_tenant,
     observability::control_plane_health_and_metrics,
     workflows::approvals_per_tenant,
+    token_types::opaque_tokens_and_introspection,
 );
 
 on_both!(
@@ -214,4 +216,6 @@ on_both!(
     endpoints::load_balance_and_failover_on_the_component_path,
     endpoints::timeouts_and_suspension_on_the_host_path,
     endpoints::timeouts_and_suspension_on_the_component_path,
+    token_types::token_types_at_the_gateway_on_the_host_path,
+    token_types::token_types_at_the_gateway_on_the_component_path,
 );

@@ -14,12 +14,12 @@ use serde_json::{Value, json};
 use crate::Env;
 
 /// The operations listener on a free port.
-fn ops_setting() -> (&'static str, String) {
+pub(crate) fn ops_setting() -> (&'static str, String) {
     ("APIM_OPS_ADDR", "127.0.0.1:0".to_string())
 }
 
 /// The base URL of `process`'s operations listener.
-fn ops_url(process: &ServerProcess) -> String {
+pub(crate) fn ops_url(process: &ServerProcess) -> String {
     process
         .announced("Serving operations")
         .expect("the operations listener is announced")
@@ -44,7 +44,7 @@ fn samples(text: &str) -> BTreeMap<String, f64> {
 }
 
 /// A scrape of `/metrics` at `ops`.
-async fn scrape(ops: &str) -> BTreeMap<String, f64> {
+pub(crate) async fn scrape(ops: &str) -> BTreeMap<String, f64> {
     let (status, text) = get(ops, "/metrics").await;
     assert_eq!(status, 200, "{text}");
     samples(&text)
@@ -56,7 +56,7 @@ fn grew(before: &BTreeMap<String, f64>, after: &BTreeMap<String, f64>, series: &
 }
 
 /// Asserts each series grew by exactly its count.
-fn assert_grew(
+pub(crate) fn assert_grew(
     before: &BTreeMap<String, f64>,
     after: &BTreeMap<String, f64>,
     expected: &[(&str, f64)],

@@ -328,7 +328,7 @@ pub async fn key_generation(env: Env) {
         .await
         .expect(200);
     assert_eq!(reply.body["expires_in"], 600);
-    let claims = harness::jwt_claims(&reply.str("access_token"));
+    let claims = harness::token_claims(api, &env.data_dir, &reply.str("access_token")).await;
     assert_eq!(claims["key_type"], "SANDBOX");
     assert_eq!(claims["application_id"], app.as_str());
 

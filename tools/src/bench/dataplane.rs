@@ -1,6 +1,7 @@
 //! Cases 1 to 5: the same keep-alive GET (1 KiB answer) straight at the backend, through
-//! nginx, Envoy and edge-gateway, interleaved round by round so that every case sees the
-//! same machine; medians of the rounds are reported.
+//! nginx, Envoy and edge-gateway (case 4 with a JWT, 4b with an opaque token), interleaved
+//! round by round so that every case sees the same machine; medians of the rounds are
+//! reported.
 
 use super::Options;
 use super::backend::{BODY_BYTES, FastBackend};
@@ -19,19 +20,22 @@ pub enum Case {
     Nginx,
     /// 3. Envoy with our policy.
     Envoy,
-    /// 4. edge-gateway, full policy.
+    /// 4. edge-gateway, full policy, with a JWT.
     Gateway,
+    /// 4b. edge-gateway, full policy, with an opaque token (introspected once).
+    GatewayOpaque,
     /// 5. edge-gateway, `x-auth-type: None`.
     GatewayOpen,
 }
 
 impl Case {
     /// Every case.
-    pub const ALL: [Case; 5] = [
+    pub const ALL: [Case; 6] = [
         Case::Backend,
         Case::Nginx,
         Case::Envoy,
         Case::Gateway,
+        Case::GatewayOpaque,
         Case::GatewayOpen,
     ];
 
@@ -41,7 +45,8 @@ impl Case {
             Case::Backend => "1. backend directly",
             Case::Nginx => "2. nginx, reverse proxy",
             Case::Envoy => "3. Envoy, jwt_authn (cached) + local rate limit",
-            Case::Gateway => "4. edge-gateway, full policy",
+            Case::Gateway => "4. edge-gateway, full policy, JWT",
+            Case::GatewayOpaque => "4b. edge-gateway, full policy, opaque token",
             Case::GatewayOpen => "5. edge-gateway, x-auth-type None",
         }
     }
@@ -104,6 +109,8 @@ impl DataPlane {
 struct Target {
     case: Case,
     url: String,
+    /// The bearer token sent, if any.
+    token: Option<String>,
     headers: Vec<String>,
     /// The server under test, whose CPU time is counted (none for the backend itself).
     pids: Vec<u32>,
@@ -113,7 +120,7 @@ struct Target {
 struct Cases {
     nginx: proxies::Proxy,
     envoy: proxies::Proxy,
-    targets: [Target; 5],
+    targets: [Target; 6],
 }
 
 impl Cases {
@@ -122,37 +129,47 @@ impl Cases {
         let dir = &platform.dir;
         let nginx = proxies::nginx(dir, &backend.url).await;
         let envoy = proxies::envoy(dir, &backend.url, &platform.issuer, &platform.jwks).await;
-        let bearer = vec![platform.bearer()];
+        let jwt = Some(platform.token.clone());
         let gateway = &platform.stack.gw.base;
         let gateway_pid = platform.gateway_pid();
         let targets = Case::ALL.map(|case| {
-            let (url, headers, pids) = match case {
-                Case::Backend => (format!("{}{SECURED}", backend.url), bearer.clone(), vec![]),
+            let (url, token, pids) = match case {
+                Case::Backend => (format!("{}{SECURED}", backend.url), jwt.clone(), vec![]),
                 Case::Nginx => (
                     format!("{}{BASE}{SECURED}", nginx.url),
-                    bearer.clone(),
+                    jwt.clone(),
                     vec![nginx.pid()],
                 ),
                 Case::Envoy => (
                     format!("{}{BASE}{SECURED}", envoy.url),
-                    bearer.clone(),
+                    jwt.clone(),
                     vec![envoy.pid()],
                 ),
                 Case::Gateway => (
                     format!("{gateway}{BASE}{SECURED}"),
-                    bearer.clone(),
+                    jwt.clone(),
                     vec![gateway_pid],
                 ),
-                Case::GatewayOpen => (format!("{gateway}{BASE}{OPEN}"), vec![], vec![gateway_pid]),
+                Case::GatewayOpaque => (
+                    format!("{gateway}{BASE}{SECURED}"),
+                    Some(platform.opaque_token.clone()),
+                    vec![gateway_pid],
+                ),
+                Case::GatewayOpen => (format!("{gateway}{BASE}{OPEN}"), None, vec![gateway_pid]),
             };
+            let headers = token
+                .iter()
+                .map(|token| format!("Authorization: Bearer {token}"))
+                .collect();
             Target {
                 case,
                 url,
+                token,
                 headers,
                 pids,
             }
         });
-        check(&targets, &platform.token).await;
+        check(&targets).await;
         Cases {
             nginx,
             envoy,
@@ -248,11 +265,11 @@ async fn wrk(target: &Target, connections: usize, seconds: u64) -> Load {
 
 /// Every case answers 200 with the backend's body, and the policy is in force where it
 /// should be: Envoy and the gateway refuse the secured resource without a token.
-async fn check(targets: &[Target], token: &str) {
+async fn check(targets: &[Target]) {
     let client = reqwest::Client::new();
     for target in targets {
         let mut request = client.get(&target.url);
-        if !target.headers.is_empty() {
+        if let Some(token) = &target.token {
             request = request.bearer_auth(token);
         }
         let response = request.send().await.expect("check request");
@@ -265,7 +282,10 @@ async fn check(targets: &[Target], token: &str) {
             body.len(),
             target.url
         );
-        if matches!(target.case, Case::Envoy | Case::Gateway) {
+        if matches!(
+            target.case,
+            Case::Envoy | Case::Gateway | Case::GatewayOpaque
+        ) {
             let anonymous = client.get(&target.url).send().await.expect("check request");
             assert_eq!(
                 anonymous.status(),

@@ -9,7 +9,7 @@ use super::propagation;
 use harness::Client;
 use harness::machine;
 use harness::stack::{Launch, Stack};
-use harness::steps::{Keys, client_credentials_token};
+use harness::steps::{Keys, TokenType, client_credentials_token};
 
 /// `/<context>/<version>` of the benchmark's API, on the gateway and on the proxies.
 pub const BASE: &str = "/bench/v1.0.0";
@@ -65,8 +65,12 @@ pub struct Platform {
     pub secret: String,
     /// Its id.
     pub application: String,
-    /// A client_credentials token of it, subscribed to the benchmark API (Unlimited).
+    /// A client_credentials token of it (a JWT: its tokenType is JWT, which Envoy's
+    /// jwt_authn needs too), subscribed to the benchmark API (Unlimited).
     pub token: String,
+    /// A client_credentials token of a second application, of WSO2's default tokenType
+    /// (OAUTH): an opaque token, subscribed likewise.
+    pub opaque_token: String,
     /// `iss` of the control plane's tokens.
     pub issuer: String,
     /// The control plane's token keys (`GET /oauth2/jwks`).
@@ -112,9 +116,17 @@ impl Platform {
             "endpointSecurity": null,
         });
         let api = stack.api("Bench", changes, &["Publish"]).await;
-        let (application, key, secret, _) =
-            stack.application("BenchApp", "Unlimited", &[&api]).await;
+        let bench_app = stack
+            .steps()
+            .subscribed_typed_application("BenchApp", "Unlimited", TokenType::Jwt, &[&api])
+            .await
+            .unwrap();
+        let (application, Keys { key, secret }) = (bench_app.id, bench_app.keys);
         let token = client_token(&stack.mgmt, &key, &secret).await;
+        let (_, opaque_key, opaque_secret, _) = stack
+            .application("BenchOpaqueApp", "Unlimited", &[&api])
+            .await;
+        let opaque_token = client_token(&stack.mgmt, &opaque_key, &opaque_secret).await;
         let jwks = stack.mgmt.get("/oauth2/jwks", "").await.expect(200).body;
         let platform = Platform {
             issuer: harness::jwt_claims(&token)["iss"]
@@ -129,12 +141,12 @@ impl Platform {
             secret,
             application,
             token,
+            opaque_token,
         };
         let path = format!("{BASE}{SECURED}");
-        propagation::poll(&platform.stack.gw, &path, &platform.token, |r| {
-            r.status == 200
-        })
-        .await;
+        for token in [&platform.token, &platform.opaque_token] {
+            propagation::poll(&platform.stack.gw, &path, token, |r| r.status == 200).await;
+        }
         platform
     }
 

@@ -160,7 +160,9 @@ impl Report<'_> {
             "### Data plane\n\nwrk (1 thread, keep-alive GET, same path and bearer token; the \
              backend answers 1 KiB), the proxy under test on CPU 1 with one worker, backend and \
              wrk on CPU 0. Medians of {} rounds of {} s per run, each case after a {} s warm-up; \
-             every round runs every case. Cases 3 to 5 count every request against the API's \
+             every round runs every case. Case 4 sends a JWT (an application of tokenType JWT), \
+             4b an opaque token (tokenType OAUTH: introspected at the control plane on first \
+             use, then remembered). Cases 3 to 5 count every request against the API's \
              rate cap (10⁹/s, never reached); the tiers are Unlimited. Added latency: over case \
              1 at concurrency 1. CPU µs/req: the server's user + system time (nginx's \
              worker included) over the requests it answered at {c}. What each side keeps \
@@ -199,9 +201,10 @@ impl Report<'_> {
         let _ = writeln!(
             md,
             "\nRatios of throughput: case 4 / case 2 (nginx) **{:.2}**, case 4 / case 3 (Envoy) \
-             **{:.2}**, case 5 / case 4 {:.2}.\n",
+             **{:.2}**, case 4b / case 4 (opaque / JWT) {:.2}, case 5 / case 4 {:.2}.\n",
             rate(Case::Gateway) / rate(Case::Nginx),
             rate(Case::Gateway) / rate(Case::Envoy),
+            rate(Case::GatewayOpaque) / rate(Case::Gateway),
             rate(Case::GatewayOpen) / rate(Case::Gateway),
         );
         md.push_str("Every round, req/s at the fixed concurrency:\n\n");

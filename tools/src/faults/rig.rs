@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use super::handover::{GatewayProcess, SharedSocket};
 use harness::gateway_env;
 use harness::stack::{Core, api_record};
-use harness::steps::Steps;
+use harness::steps::{Steps, TokenType};
 use harness::{Backend, Client, ControlPlane, EchoBackend};
 
 /// When a gateway replaced another (see [`Rig::hand_over_gateway`]).
@@ -188,10 +188,14 @@ impl Rig {
     }
 
     /// An Unlimited application subscribed to `apis` with PRODUCTION keys; its consumer
-    /// key and secret.
+    /// key and secret. Its tokens are JWTs, which gateways verify alone: the cases measure
+    /// what the gateway does without the control plane (an opaque token unknown to a
+    /// gateway needs it, see docs/gateway.md).
     pub async fn application(&self, name: &str, apis: &[&str]) -> (String, String) {
         let steps = Steps::new(&self.mgmt, &self.admin);
-        let app = steps.subscribed_application(name, "Unlimited", apis).await;
+        let app = steps
+            .subscribed_typed_application(name, "Unlimited", TokenType::Jwt, apis)
+            .await;
         let keys = app.unwrap().keys;
         (keys.key, keys.secret)
     }
