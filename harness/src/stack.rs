@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::steps::Steps;
+use crate::steps::{Steps, TokenType};
 use crate::{Backend, Client, ControlPlane, EchoBackend, ServerProcess};
 
 /// Every management scope the flows need.
@@ -228,17 +228,30 @@ impl Stack {
         self.steps().lifecycle(id, action).await.unwrap();
     }
 
-    /// An application of `tier`, subscribed to `apis`, with PRODUCTION keys; returns
-    /// (application id, consumer key, consumer secret, subscription ids).
+    /// An application of `tier` (and WSO2's default tokenType), subscribed to `apis`, with
+    /// PRODUCTION keys; returns (application id, consumer key, consumer secret,
+    /// subscription ids).
     pub async fn application(
         &self,
         name: &str,
         tier: &str,
         apis: &[&str],
     ) -> (String, String, String, Vec<String>) {
+        self.typed_application(name, tier, TokenType::Opaque, apis)
+            .await
+    }
+
+    /// Like [`Stack::application`], with keys whose tokens are `token_type`.
+    pub async fn typed_application(
+        &self,
+        name: &str,
+        tier: &str,
+        token_type: TokenType,
+        apis: &[&str],
+    ) -> (String, String, String, Vec<String>) {
         let app = self
             .steps()
-            .subscribed_application(name, tier, apis)
+            .subscribed_typed_application(name, tier, token_type, apis)
             .await
             .unwrap();
         (app.id, app.keys.key, app.keys.secret, app.subscriptions)
