@@ -1,6 +1,7 @@
 //! What HTTPS to backends trusts: the Mozilla roots, this machine's, and the certificate
-//! authorities of `APIM_BACKEND_CA_FILE`; TLS 1.2 and 1.3 (all rustls speaks), server
-//! names sent (SNI) and verified against the certificate.
+//! authorities of `APIM_BACKEND_CA_FILE`, plus, for one endpoint's host and port only, the
+//! certificates the manifest binds to it ([`crate::endpoint_trust`]); TLS 1.2 and 1.3 (all
+//! rustls speaks), server names sent (SNI) and verified against the certificate.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -9,8 +10,8 @@ use anyhow::Context as _;
 use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject as _;
 
-/// The client configuration every backend connection uses.
-pub fn client_config(ca_file: Option<&Path>) -> anyhow::Result<rustls::ClientConfig> {
+/// The roots every backend connection trusts.
+pub fn roots(ca_file: Option<&Path>) -> anyhow::Result<rustls::RootCertStore> {
     let mut roots = rustls::RootCertStore::empty();
     roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
     let native = rustls_native_certs::load_native_certs();
@@ -26,6 +27,11 @@ pub fn client_config(ca_file: Option<&Path>) -> anyhow::Result<rustls::ClientCon
                 .with_context(|| format!("{}: a certificate is not usable", path.display()))?;
         }
     }
+    Ok(roots)
+}
+
+/// The client configuration of connections that trust `roots`.
+pub fn client_config(roots: rustls::RootCertStore) -> anyhow::Result<rustls::ClientConfig> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let config = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
@@ -33,6 +39,23 @@ pub fn client_config(ca_file: Option<&Path>) -> anyhow::Result<rustls::ClientCon
         .with_root_certificates(roots)
         .with_no_client_auth();
     Ok(config)
+}
+
+/// The client configuration of connections to an endpoint that trusts `certificates`
+/// (PEM, each a backend's own or an authority's) beside `roots`.
+pub fn trusting(
+    roots: &rustls::RootCertStore,
+    certificates: &[String],
+) -> anyhow::Result<rustls::ClientConfig> {
+    let mut roots = roots.clone();
+    for pem in certificates {
+        let certificate = CertificateDer::from_pem_slice(pem.as_bytes())
+            .context("an endpoint certificate is not PEM")?;
+        roots
+            .add(certificate)
+            .context("an endpoint certificate is not usable")?;
+    }
+    client_config(roots)
 }
 
 /// The certificates of a PEM file; none at all is an error, so that a wrong file is

@@ -12,6 +12,7 @@ pub mod bindings;
 pub mod config;
 pub mod config_store;
 pub mod counters;
+pub mod endpoint_trust;
 pub mod forward;
 pub mod gateway;
 pub mod instances;
@@ -196,14 +197,12 @@ async fn shared(config: &Config, guard: Arc<EgressGuard>) -> anyhow::Result<Shar
         memory_mb = config.instance_memory_mb,
         "gateway host configured"
     );
+    let roots = backend_tls::roots(config.backend_ca_file.as_deref())?;
+    let outbound = OutboundClient::new(config.backend_timeout(), guard, roots, kv.clone())?;
     Ok(Shared {
         kv,
         vars: Arc::new(vars),
-        outbound: OutboundClient::new(
-            config.backend_timeout(),
-            guard,
-            backend_tls::client_config(config.backend_ca_file.as_deref())?,
-        ),
+        outbound,
     })
 }
 

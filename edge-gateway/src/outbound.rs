@@ -11,9 +11,10 @@
 //! - first byte: the response head must arrive within connect + first-byte;
 //! - between bytes: the longest pause between two frames of the response body.
 //!
-//! `http` and `https` (rustls, with [`crate::backend_tls`]'s trust): a certificate that
-//! does not verify fails the request (the guest gets `TLS-certificate-error`), and TLS
-//! connections are pooled and reused like plain ones. Other schemes get
+//! `http` and `https` (rustls, with [`crate::backend_tls`]'s trust, and an endpoint's own
+//! certificates through a client of its own, [`crate::endpoint_trust`]): a certificate
+//! that does not verify fails the request (the guest gets `TLS-certificate-error`), and
+//! TLS connections are pooled and reused like plain ones. Other schemes get
 //! `HTTP-protocol-error`.
 //!
 //! Every new connection goes only where the egress policy allows ([`EgressGuard`]): the
@@ -46,6 +47,9 @@ use tokio::time::{Instant, Sleep};
 
 use apim_http::egress::EgressPolicy;
 use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
+
+use crate::endpoint_trust::TrustBook;
+use crate::keyvalue::KvStore;
 
 /// Idle pooled connections are closed after this long.
 const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
@@ -231,21 +235,29 @@ impl tower_service::Service<Uri> for TimedConnector {
     }
 }
 
+/// A pooled client with one trust.
+type PooledClient = Client<HttpsConnector<TimedConnector>, WasiBody>;
+
 /// Pooled HTTP/1.1 client used as the `wasi:http` hooks of every store.
 #[derive(Clone)]
 pub struct OutboundClient {
-    client: Client<HttpsConnector<TimedConnector>, WasiBody>,
+    /// For every backend but those with certificates of their own.
+    client: PooledClient,
+    /// Clients of the endpoints with certificates, from the manifest in `kv`.
+    endpoints: Arc<TrustBook<PooledClient>>,
     defaults: Timeouts,
 }
 
 impl OutboundClient {
     /// A client whose timeouts default to `default_timeout`, connecting where `guard`
-    /// allows, with `tls` for `https` backends.
+    /// allows, trusting `roots` for `https` backends, and beside them the certificates
+    /// the manifest in `kv` binds to an endpoint.
     pub fn new(
         default_timeout: Duration,
         guard: Arc<EgressGuard>,
-        tls: rustls::ClientConfig,
-    ) -> Self {
+        roots: rustls::RootCertStore,
+        kv: KvStore,
+    ) -> anyhow::Result<Self> {
         let mut http = HttpConnector::new();
         http.set_nodelay(true);
         http.set_keepalive(Some(TCP_KEEPALIVE));
@@ -254,19 +266,33 @@ impl OutboundClient {
             default: default_timeout,
             guard,
         };
-        let connector = HttpsConnectorBuilder::new()
-            .with_tls_config(tls)
-            .https_or_http()
-            .enable_http1()
-            .wrap_connector(timed);
-        let client = Client::builder(TokioExecutor::new())
-            .pool_timer(TokioTimer::new())
-            .pool_idle_timeout(POOL_IDLE_TIMEOUT)
-            .pool_max_idle_per_host(POOL_MAX_IDLE_PER_HOST)
-            .build(connector);
-        Self {
+        let client = pooled(
+            timed.clone(),
+            crate::backend_tls::client_config(roots.clone())?,
+        );
+        let endpoints = TrustBook::new(kv, roots, move |tls| pooled(timed.clone(), tls));
+        Ok(Self {
             client,
+            endpoints: Arc::new(endpoints),
             defaults: Timeouts::uniform(default_timeout),
+        })
+    }
+
+    /// The client for `uri`: its endpoint's own when the manifest binds certificates to
+    /// it, the shared one otherwise.
+    async fn client_for(&self, uri: &Uri) -> PooledClient {
+        if uri.scheme() != Some(&Scheme::HTTPS) {
+            return self.client.clone();
+        }
+        let host = uri
+            .host()
+            .unwrap_or_default()
+            .trim_matches(['[', ']'])
+            .to_ascii_lowercase();
+        let port = uri.port_u16().unwrap_or(443);
+        match self.endpoints.client(&host, port).await {
+            Some(client) => client,
+            None => self.client.clone(),
         }
     }
 
@@ -281,7 +307,8 @@ impl OutboundClient {
             return Err(Error::HttpProtocolError);
         }
         let timeouts = self.defaults.resolve(options);
-        let pending = CONNECT_TIMEOUT.scope(timeouts.connect, self.client.request(request));
+        let client = self.client_for(request.uri()).await;
+        let pending = CONNECT_TIMEOUT.scope(timeouts.connect, client.request(request));
         let head_deadline = timeouts.connect.saturating_add(timeouts.first_byte);
         let response = match tokio::time::timeout(head_deadline, pending).await {
             Err(_) => return Err(Error::ConnectionReadTimeout),
@@ -290,6 +317,20 @@ impl OutboundClient {
         };
         Ok(response.map(|body| TimedBody::new(body, timeouts.between_bytes).boxed_unsync()))
     }
+}
+
+/// A pooled client connecting through `timed`, with `tls` for `https` backends.
+fn pooled(timed: TimedConnector, tls: rustls::ClientConfig) -> PooledClient {
+    let connector = HttpsConnectorBuilder::new()
+        .with_tls_config(tls)
+        .https_or_http()
+        .enable_http1()
+        .wrap_connector(timed);
+    Client::builder(TokioExecutor::new())
+        .pool_timer(TokioTimer::new())
+        .pool_idle_timeout(POOL_IDLE_TIMEOUT)
+        .pool_max_idle_per_host(POOL_MAX_IDLE_PER_HOST)
+        .build(connector)
 }
 
 /// The schemes backends are reached by.
@@ -484,8 +525,14 @@ mod tests {
             .unwrap()
             .port();
         let guard = EgressGuard::new(EgressPolicy::parse("127.0.0.1").unwrap(), None);
-        let tls = crate::backend_tls::client_config(None).unwrap();
-        let client = OutboundClient::new(Duration::from_secs(2), Arc::new(guard), tls);
+        let roots = crate::backend_tls::roots(None).unwrap();
+        let client = OutboundClient::new(
+            Duration::from_secs(2),
+            Arc::new(guard),
+            roots,
+            KvStore::memory(),
+        )
+        .unwrap();
         let body = http_body_util::Empty::new()
             .map_err(|never| match never {})
             .boxed_unsync();

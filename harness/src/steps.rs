@@ -1,6 +1,6 @@
 //! The domain steps every flow takes, as a WSO2 client takes them (spec §4.3, §4.4, §5):
 //! create and publish an API, create an application, subscribe it, generate its keys and
-//! get its token. The tests, the benchmark, the fault command and the local stack all
+//! get its token; endpoint certificates. The tests, the benchmark, the fault command and the local stack all
 //! take them from here; a test of a step's refusals calls the endpoint itself.
 
 use serde_json::{Value, json};
@@ -206,6 +206,29 @@ impl<'a> Steps<'a> {
             keys,
             subscriptions,
         })
+    }
+
+    /// Uploads an endpoint certificate (PEM) under `alias`, bound to `endpoint` (a URL).
+    pub async fn add_certificate(&self, alias: &str, endpoint: &str, pem: &str) -> StepResult<()> {
+        let part = reqwest::multipart::Part::bytes(pem.as_bytes().to_vec()).file_name("cert.pem");
+        let form = reqwest::multipart::Form::new()
+            .part("certificate", part)
+            .text("alias", alias.to_string())
+            .text("endpoint", endpoint.to_string());
+        let path = format!("{PUBLISHER}/certificates");
+        let request = self
+            .mgmt
+            .request(reqwest::Method::POST, &path, self.token)
+            .multipart(form);
+        let reply = self.mgmt.send(request).await;
+        accepted("add the certificate", reply, 200).map(drop)
+    }
+
+    /// Deletes the endpoint certificate of `alias`.
+    pub async fn delete_certificate(&self, alias: &str) -> StepResult<()> {
+        let path = format!("{PUBLISHER}/certificates/{alias}");
+        let reply = self.mgmt.delete(&path, self.token).await;
+        accepted("delete the certificate", reply, 200).map(drop)
     }
 }
 

@@ -1,5 +1,6 @@
 //! HTTPS backends of the tests' own: a certificate authority made for the run, the
-//! certificates it signs, and a server speaking HTTP/1.1 over TLS with them.
+//! certificates it signs (or a certificate signed by its own key), and a server speaking
+//! HTTP/1.1 over TLS with them.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -35,6 +36,22 @@ impl Authority {
             ca_pem: ca_cert.pem(),
             leaf: leaf.der().clone(),
             leaf_key: leaf_key.serialize_der(),
+            handshakes: Arc::default(),
+        }
+    }
+
+    /// A backend certificate for 127.0.0.1 signed by its own key, no authority behind it:
+    /// what a gateway must be given to trust (its `ca_pem`).
+    pub fn self_signed(name: &str) -> Self {
+        let key = KeyPair::generate().expect("key");
+        let mut params =
+            CertificateParams::new(vec!["127.0.0.1".to_string()]).expect("certificate params");
+        params.distinguished_name.push(DnType::CommonName, name);
+        let certificate = params.self_signed(&key).expect("self-signed certificate");
+        Self {
+            ca_pem: certificate.pem(),
+            leaf: certificate.der().clone(),
+            leaf_key: key.serialize_der(),
             handshakes: Arc::default(),
         }
     }

@@ -15,47 +15,17 @@ use apim_manifest::{Change, Page, Position};
 
 use crate::host::Host;
 
-/// Key of the head.
-pub const HEAD_KEY: &str = "apim:m:head";
+use apim_manifest::stored::PREFIX;
+pub use apim_manifest::stored::{HEAD_KEY, Head, entry_key};
+
 /// Key of a snapshot in progress.
 const SNAPSHOT_KEY: &str = "apim:m:snapshot";
 /// Key of the lease on applying pages.
 const LOCK_KEY: &str = "apim:m:lock";
-/// Prefix of every key this module writes.
-const PREFIX: &str = "apim:m:";
 /// Keys of the single-document manifests of earlier releases, dropped with a snapshot.
 const LEGACY_KEYS: [&str; 2] = ["apim:manifest", "apim:manifest-version"];
 /// How long a lease lasts if its holder never gives it back (a trapped instance).
 const LEASE_MS: i64 = 10_000;
-
-/// A generation of entries and the version it holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Head {
-    /// Entries live under `apim:m:<generation>:`.
-    pub generation: u64,
-    /// The version they hold.
-    pub version: u64,
-}
-
-impl Head {
-    fn encode(&self) -> String {
-        format!("{} {}", self.generation, self.version)
-    }
-
-    fn decode(bytes: &[u8]) -> Option<Self> {
-        let text = std::str::from_utf8(bytes).ok()?;
-        let (generation, version) = text.trim().split_once(' ')?;
-        Some(Head {
-            generation: generation.parse().ok()?,
-            version: version.parse().ok()?,
-        })
-    }
-}
-
-/// The store key of an entry in a generation.
-pub fn entry_key(generation: u64, key: &str) -> String {
-    format!("{PREFIX}{generation}:{key}")
-}
 
 /// The head, if the store holds a manifest (an unreadable head is none).
 pub fn read_head(host: &dyn Host) -> Result<Option<Head>, String> {
@@ -245,22 +215,5 @@ impl Drop for Lease<'_> {
         let _ = self
             .host
             .kv_compare_and_swap(LOCK_KEY, Some(self.until.as_bytes()), b"0");
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn heads_round_trip_and_reject_garbage() {
-        let head = Head {
-            generation: 3,
-            version: 42,
-        };
-        assert_eq!(Head::decode(head.encode().as_bytes()), Some(head));
-        assert_eq!(Head::decode(b"42"), None);
-        assert_eq!(Head::decode(b"x 1"), None);
-        assert_eq!(entry_key(3, "api:a"), "apim:m:3:api:a");
     }
 }

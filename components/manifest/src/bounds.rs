@@ -23,6 +23,15 @@ pub const MAX_CONTEXT_BYTES: usize = 256;
 /// or any other entry. A version of entries (512 KiB) always has room for one.
 pub const MAX_ENTRY_BYTES: usize = 512 * 1024;
 
+/// Most certificates trusted for one endpoint host and port (a backend's certificate and
+/// its replacement during a rotation, a few private authorities).
+pub const MAX_CERTIFICATES_PER_ENDPOINT: usize = 8;
+
+/// Longest endpoint certificate, bytes of PEM (a certificate is one to a few KiB). With
+/// [`MAX_CERTIFICATES_PER_ENDPOINT`], an endpoint's trust entry stays far within
+/// [`MAX_ENTRY_BYTES`].
+pub const MAX_TRUSTED_CERTIFICATE_BYTES: usize = 16 * 1024;
+
 /// Largest signed page (compact JWS) a gateway takes: its body limit
 /// (`apim_http::MAX_BODY_BYTES`, which the gateway checks this against).
 pub const MAX_PAGE_BYTES: usize = 10 * 1024 * 1024;
@@ -50,5 +59,12 @@ mod tests {
         assert!(signed_page_bytes(MAX_PAGE_JSON_BYTES + 3) > MAX_PAGE_BYTES);
         assert_eq!(signed_page_bytes(3), JWS_OVERHEAD_BYTES + 4);
         assert_eq!(signed_page_bytes(4), JWS_OVERHEAD_BYTES + 6);
+    }
+
+    #[test]
+    fn an_endpoints_trust_fits_in_an_entry() {
+        // Each PEM is JSON-escaped (its newlines doubled at most) and quoted.
+        let entry = MAX_CERTIFICATES_PER_ENDPOINT * (2 * MAX_TRUSTED_CERTIFICATE_BYTES + 3) + 64;
+        assert!(entry < MAX_ENTRY_BYTES);
     }
 }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::trust::EndpointTrust;
 use crate::{ApiRoute, Application, Meta, Revocation, Subscription};
 
 /// Entry keys. Ids are UUIDs and token ids, so the `:` separators are unambiguous; a route
@@ -41,6 +42,15 @@ pub mod key {
     pub fn revocation(jti: &str) -> String {
         Key::Revocation(jti).to_string()
     }
+
+    /// The [`EndpointTrust`](crate::trust::EndpointTrust) of a backend host (lower-case,
+    /// without brackets) and port.
+    pub fn trust(host: &str, port: u16) -> String {
+        format!("{TRUST_PREFIX}{host}:{port}")
+    }
+
+    /// What every trust entry's key starts with.
+    pub const TRUST_PREFIX: &str = "trust:";
 }
 
 /// An entry's key, which a reader on a hot path writes into a buffer it keeps
@@ -219,6 +229,11 @@ impl EntriesBuilder {
     /// Adds a revoked token.
     pub fn revocation(&mut self, jti: &str, revocation: &Revocation) {
         self.entries.insert(key::revocation(jti), json(revocation));
+    }
+
+    /// Adds what is trusted for a backend host and port.
+    pub fn trust(&mut self, host: &str, port: u16, trust: &EndpointTrust) {
+        self.entries.insert(key::trust(host, port), json(trust));
     }
 
     /// Adds the route entries and `meta` (its route depth set from the routes): every

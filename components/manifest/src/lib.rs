@@ -3,7 +3,8 @@
 //! definition both sides use; it builds natively and for `wasm32-wasip2`.
 //!
 //! The manifest is a set of small keyed entries ([`entries`]): one per API, route prefix,
-//! application, subscription and revoked token, plus one [`Meta`]. Each entry carries the
+//! application, subscription, revoked token and endpoint with certificates ([`trust`]),
+//! plus one [`Meta`]. Each entry carries the
 //! version that last changed it, so a gateway at version `v` catches up by applying only
 //! the entries changed after `v`, in signed [`page::Page`]s; a change costs what it
 //! changes, whatever the number of APIs, and a gateway reads only the entries a request
@@ -15,6 +16,8 @@ pub mod entries;
 pub mod introspection;
 pub mod page;
 pub mod sealed;
+pub mod stored;
+pub mod trust;
 
 use std::collections::BTreeMap;
 

@@ -2,6 +2,7 @@
 //! `certificate`, `alias`, `endpoint`), list, read, replace, delete and download, within
 //! the caller's tenant; another tenant's alias answers as a missing one (404).
 
+use apim_manifest::trust;
 use axum::extract::{FromRequest, Multipart, Path, Request, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -16,6 +17,7 @@ use crate::error::{Error, OnDuplicate, Result};
 use crate::http::auth::Caller;
 use crate::http::extract::QueryParams;
 use crate::http::pagination::Page;
+use crate::manifest::Touched;
 use crate::scopes::Scope;
 use crate::state::{AppState, Touches};
 
@@ -159,6 +161,7 @@ fn check_endpoint(endpoint: &str) -> Result<()> {
         .strip_prefix("https://")
         .or_else(|| endpoint.strip_prefix("http://"));
     let fine = url.is_some_and(|rest| !rest.is_empty())
+        && trust::endpoint_of(endpoint).is_some()
         && endpoint.chars().count() <= MAX_ENDPOINT_CHARS
         && !endpoint
             .chars()
@@ -187,6 +190,7 @@ async fn upload(
     check_endpoint(&endpoint)?;
     let now = crate::db::now();
     let parsed = checked_certificate(&upload, now)?;
+    check_room(&state, &endpoint, &parsed).await?;
     let row = row_of(caller.tenant(), &alias, &endpoint, parsed, now);
     store::insert(&state.db, &row)
         .await
@@ -194,11 +198,34 @@ async fn upload(
     tracing::info!(tenant = caller.tenant(), %alias, "certificate uploaded");
     Ok((
         StatusCode::OK,
-        Touches::nothing(),
+        touched(&endpoint),
         [(header::LOCATION, format!("{BASE}/{alias}"))],
         Json(CertMetadata::from(&row)),
     )
         .into_response())
+}
+
+/// Refuses a certificate gateways could not trust beside those bound to the same host and
+/// port already (by any tenant: a gateway trusts them together), past the manifest's
+/// bounds.
+async fn check_room(state: &AppState, endpoint: &str, parsed: &ParsedCertificate) -> Result<()> {
+    let bound_here = trust::endpoint_of(endpoint);
+    let bindings = store::bindings(&state.db).await?;
+    let mut pems: Vec<&str> = bindings
+        .iter()
+        .filter(|(other, _)| trust::endpoint_of(other) == bound_here)
+        .map(|(_, pem)| pem.as_str())
+        .collect();
+    pems.push(&parsed.pem);
+    trust::check(&pems).map_err(Error::Invalid)
+}
+
+/// What a change to a certificate of `endpoint` makes gateways look at again.
+fn touched(endpoint: &str) -> Touches {
+    match trust::endpoint_of(endpoint) {
+        Some((host, port)) => Touches::one(Touched::Trust { host, port }),
+        None => Touches::nothing(),
+    }
 }
 
 fn row_of(
@@ -279,12 +306,13 @@ async fn replace(
     }
     let now = crate::db::now();
     let parsed = checked_certificate(&upload, now)?;
+    trust::check(&[&parsed.pem]).map_err(Error::Invalid)?;
     let row = row_of(&existing.tenant, &alias, &existing.endpoint, parsed, now);
     if !store::replace(&state.db, &row).await? {
         return Err(Error::NotFound("certificate", alias));
     }
     tracing::info!(tenant = caller.tenant(), %alias, "certificate replaced");
-    Ok((Touches::nothing(), Json(CertMetadata::from(&row))))
+    Ok((touched(&row.endpoint), Json(CertMetadata::from(&row))))
 }
 
 /// `DELETE /certificates/{alias}`: 200 with no body.
@@ -294,11 +322,12 @@ async fn remove(
     Path(alias): Path<String>,
 ) -> Result<(Touches, StatusCode)> {
     caller.require(&state, Scope::ApiCreate)?;
+    let existing = tenant_certificate(&state, &caller, &alias).await?;
     if !store::delete(&state.db, caller.tenant(), &alias).await? {
         return Err(Error::NotFound("certificate", alias));
     }
     tracing::info!(tenant = caller.tenant(), %alias, "certificate deleted");
-    Ok((Touches::nothing(), StatusCode::OK))
+    Ok((touched(&existing.endpoint), StatusCode::OK))
 }
 
 #[cfg(test)]

@@ -85,3 +85,12 @@ pub async fn delete(db: &AnyPool, tenant: &str, alias: &str) -> sqlx::Result<boo
         .await?;
     Ok(done.rows_affected() > 0)
 }
+
+/// Every tenant's certificates as gateways trust them: endpoint URL and PEM, by tenant and
+/// alias (the order a gateway's trust lists them in).
+pub async fn bindings(db: &AnyPool) -> sqlx::Result<Vec<(String, String)>> {
+    // language=SQL
+    sqlx::query_as("SELECT endpoint, pem FROM certificates ORDER BY tenant, alias")
+        .fetch_all(db)
+        .await
+}

@@ -13,6 +13,7 @@ mod credentials;
 mod log;
 mod pages;
 mod route_parts;
+mod trust;
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -53,6 +54,14 @@ pub enum Touched {
     SigningKeys,
     /// A tenant's tiers (read again into the meta entry).
     Tiers,
+    /// The certificates bound to an endpoint's host (lower-case, without brackets) and
+    /// port, whichever tenant's.
+    Trust {
+        /// Host.
+        host: String,
+        /// Port.
+        port: u16,
+    },
 }
 
 /// Compiles the database's state into entries, keeping what it compiled between calls.
@@ -149,7 +158,7 @@ impl Compiler {
             let changes = match touched {
                 None => {
                     self.tenant_tiers = crate::tiers::tenant_rates(&self.db).await?;
-                    let desired = compile::entries(
+                    let mut desired = compile::entries(
                         &self.db,
                         &mut self.apis,
                         &self.token_keys,
@@ -157,6 +166,7 @@ impl Compiler {
                         &self.tenant_tiers,
                     )
                     .await?;
+                    desired.extend(trust::entries(&self.db, None).await?);
                     self.log.changes(&desired)
                 }
                 Some(touched) => {
@@ -195,6 +205,7 @@ impl Compiler {
         let mut applications = Vec::new();
         let mut subscriptions = Vec::new();
         let mut revocations = Vec::new();
+        let mut endpoints = HashSet::new();
         for touch in touched {
             match touch {
                 Touched::Api(id) => apis.push(id.as_str()),
@@ -206,6 +217,9 @@ impl Compiler {
                 Touched::SigningKeys => {}
                 Touched::Tiers => {
                     self.tenant_tiers = crate::tiers::tenant_rates(&self.db).await?;
+                }
+                Touched::Trust { host, port } => {
+                    endpoints.insert((host.clone(), *port));
                 }
             }
         }
@@ -248,6 +262,13 @@ impl Compiler {
             .keys
             .extend(revocations.iter().map(|jti| key::revocation(jti)));
         desired.extend(compile::revocation_entries(&self.db, &revocations).await?);
+
+        if !endpoints.is_empty() {
+            for (host, port) in &endpoints {
+                scope.keys.insert(key::trust(host, *port));
+            }
+            desired.extend(trust::entries(&self.db, Some(&endpoints)).await?);
+        }
 
         scope.keys.insert(key::META.to_string());
         desired.insert(
