@@ -1,11 +1,13 @@
-//! Backends as production has them (issue 21): HTTPS with verified certificates, on the
-//! host's forwarding path and on the component's `wasi:http` path.
+//! Backends as production has them (issue 21): HTTPS with verified certificates, the
+//! roots' or an endpoint's own from the certificates API, on the host's forwarding path
+//! and on the component's `wasi:http` path; and Spin's `[[client_tls]]` from the same
+//! certificates.
 
 use std::sync::atomic::Ordering;
 
-use harness::stack::Stack;
+use harness::stack::{Core, Stack};
 use harness::tls::Authority;
-use harness::{Client, EchoBackend, eventually};
+use harness::{Backend, Client, EchoBackend, Reply, eventually};
 use reqwest::Method;
 use serde_json::json;
 
@@ -75,4 +77,186 @@ async fn https_backends(settings: &[(&'static str, String)]) {
     untrusting.stop().await;
     stack.gateway.stop().await;
     let _ = std::fs::remove_dir_all(dir);
+}
+
+pub async fn endpoint_certificates_on_the_host_path(database: Backend) {
+    endpoint_certificates(database, &[]).await;
+}
+
+pub async fn endpoint_certificates_on_the_component_path(database: Backend) {
+    endpoint_certificates(database, &[("APIM_HOST_FORWARDING", "false".into())]).await;
+}
+
+/// An API on an `https://` backend whose certificate is self-signed: 502 with WSO2's fault
+/// until its certificate is added through the certificates API, also while certificates
+/// are bound to another host and port only; 200 once it is (the machine's roots
+/// untouched); 502 again once it is deleted, its pooled connection dropped with the trust
+/// it was made with. Another endpoint's trust is not touched by either.
+async fn endpoint_certificates(database: Backend, settings: &[(&'static str, String)]) {
+    let stack = Stack::start_on(&database, harness::temp_dir(), &[], settings, &[]).await;
+    let pinned = Authority::self_signed("pinned backend");
+    let other = Authority::self_signed("other backend");
+    let (pinned_backend, other_backend) = (
+        EchoBackend::start_tls(&pinned).await,
+        EchoBackend::start_tls(&other).await,
+    );
+    let pinned_api = https_api(&stack, "Pinned", &pinned_backend).await;
+    let other_api = https_api(&stack, "Elsewhere", &other_backend).await;
+    let (_, key, secret, _) = stack
+        .application("Pins", "Unlimited", &[&pinned_api, &other_api])
+        .await;
+    let token = stack.app_token(&key, &secret, &[]).await;
+    let (pinned_path, other_path) = ("/pinned/v1.0.0/devs/alice", "/elsewhere/v1.0.0/devs/bob");
+    let forwarded = |r: &Reply| r.status == 200 || r.status == 502;
+
+    let refused = eventually(&stack.gw, Method::GET, pinned_path, &token, forwarded).await;
+    assert_unverified(&refused);
+
+    // The pinned backend's certificate bound to the other backend's host and port, then
+    // the other backend's own: once the other answers, both are in force.
+    let steps = stack.steps();
+    steps
+        .add_certificate("pinned-elsewhere", &other_backend.url, &pinned.ca_pem)
+        .await
+        .unwrap();
+    steps
+        .add_certificate("other", &other_backend.url, &other.ca_pem)
+        .await
+        .unwrap();
+    eventually(&stack.gw, Method::GET, other_path, &token, |r| {
+        r.status == 200
+    })
+    .await;
+    assert_unverified(&stack.gw.get(pinned_path, &token).await);
+    assert_eq!(pinned_backend.hits.load(Ordering::SeqCst), 0);
+
+    let endpoint = format!("{}/any/path", pinned_backend.url);
+    steps
+        .add_certificate("pinned", &endpoint, &pinned.ca_pem)
+        .await
+        .unwrap();
+    let answered = eventually(&stack.gw, Method::GET, pinned_path, &token, |r| {
+        r.status == 200
+    })
+    .await;
+    assert_eq!(answered.body["path"], "/devs/alice", "{}", answered.body);
+    stack.gw.get(pinned_path, &token).await.expect(200);
+
+    steps.delete_certificate("pinned").await.unwrap();
+    let refused = eventually(&stack.gw, Method::GET, pinned_path, &token, |r| {
+        r.status != 200
+    })
+    .await;
+    assert_unverified(&refused);
+    stack.gw.get(other_path, &token).await.expect(200);
+    stack.gateway.stop().await;
+}
+
+/// An API published on `backend`, context `/<name in lower case>`; its id.
+async fn https_api(stack: &Stack, name: &str, backend: &EchoBackend) -> String {
+    let endpoint = json!({"url": format!("{}/", backend.url), "config": null});
+    let endpoints = json!({"production_endpoints": endpoint, "sandbox_endpoints": endpoint,
+                           "endpoint_type": "http"});
+    let changes = json!({"endpointConfig": endpoints.to_string(), "endpointSecurity": null});
+    stack.api(name, changes, &["Publish"]).await
+}
+
+/// A backend whose certificate the gateway does not verify: 502 with WSO2's fault.
+fn assert_unverified(reply: &Reply) {
+    assert_eq!(reply.status, 502, "{}", reply.body);
+    assert_eq!(reply.fault_code(), "101503", "{}", reply.body);
+}
+
+/// `spin-client-tls` writes a `[[client_tls]]` section per endpoint host and port, for the
+/// gateway component, naming a PEM file that holds that endpoint's certificates, read
+/// from the control plane's REST API; Spin's roots stay trusted beside them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spin_client_tls_is_written_from_the_certificates() {
+    let core = Core::start(&Backend::Sqlite, harness::temp_dir(), &[]).await;
+    let steps = harness::steps::Steps::new(&core.mgmt, &core.admin);
+    let (one, two, three) = (
+        Authority::self_signed("one").ca_pem,
+        Authority::self_signed("two").ca_pem,
+        Authority::new("three").ca_pem,
+    );
+    steps
+        .add_certificate("one", "https://b.example/api", &one)
+        .await
+        .unwrap();
+    steps
+        .add_certificate("two", "https://B.example:443/", &two)
+        .await
+        .unwrap();
+    steps
+        .add_certificate("three", "https://10.0.0.7:9443", &three)
+        .await
+        .unwrap();
+
+    let out = harness::temp_dir();
+    let status = tokio::process::Command::new(harness::binary("spin-client-tls"))
+        .args(["--management-url", &core.control_plane.url, "--out"])
+        .arg(&out)
+        .env("APIM_ADMIN_TOKEN", &core.admin)
+        .status()
+        .await
+        .unwrap();
+    assert!(status.success());
+
+    let text = std::fs::read_to_string(out.join("runtime-config.toml")).unwrap();
+    let config: toml::Table = text.parse().unwrap();
+    let sections = config["client_tls"].as_array().unwrap();
+    assert_eq!(sections.len(), 2, "{text}");
+    let section = |host: &str| {
+        sections
+            .iter()
+            .find(|s| {
+                s["hosts"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|h| h.as_str() == Some(host))
+            })
+            .unwrap_or_else(|| panic!("no section for {host}: {text}"))
+    };
+    for (host, pems) in [
+        ("b.example:443", vec![&one, &two]),
+        ("10.0.0.7:9443", vec![&three]),
+    ] {
+        let section = section(host);
+        assert_eq!(
+            section["component_ids"].as_array().unwrap()[0].as_str(),
+            Some("gateway")
+        );
+        assert_eq!(section["ca_use_webpki_roots"].as_bool(), Some(true));
+        let file = out.join(section["ca_roots_file"].as_str().unwrap());
+        let bundle = std::fs::read_to_string(file).unwrap();
+        assert_eq!(
+            bundle.matches("BEGIN CERTIFICATE").count(),
+            pems.len(),
+            "{host}"
+        );
+        for pem in pems {
+            let body = pem.lines().nth(1).unwrap();
+            assert!(bundle.contains(body), "{host}");
+        }
+    }
+    assert!(section("b.example")["hosts"].as_array().unwrap().len() == 2);
+
+    // Without a token that reads certificates it fails, writing nothing.
+    let refused = harness::temp_dir();
+    let status = tokio::process::Command::new(harness::binary("spin-client-tls"))
+        .args([
+            "--management-url",
+            &core.control_plane.url,
+            "--token",
+            "nope",
+            "--out",
+        ])
+        .arg(&refused)
+        .status()
+        .await
+        .unwrap();
+    assert!(!status.success());
+    assert!(!refused.join("runtime-config.toml").exists());
+    core.control_plane.stop().await;
 }

@@ -218,4 +218,6 @@ on_both!(
     endpoints::timeouts_and_suspension_on_the_component_path,
     token_types::token_types_at_the_gateway_on_the_host_path,
     token_types::token_types_at_the_gateway_on_the_component_path,
+    backends::endpoint_certificates_on_the_host_path,
+    backends::endpoint_certificates_on_the_component_path,
 );
