@@ -18,30 +18,41 @@ impl FastBackend {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind backend");
         listener.set_nonblocking(true).expect("nonblocking");
         let url = format!("http://{}", listener.local_addr().expect("addr"));
-        std::thread::Builder::new()
-            .name("backend".into())
-            .spawn(move || serve(listener))
-            .expect("backend thread");
+        on_cpu_0("backend", move || async move {
+            let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
+            let _ = axum::serve(listener, app()).await;
+        });
         FastBackend { url }
     }
 }
 
-fn serve(listener: std::net::TcpListener) {
-    harness::machine::pin_thread("0");
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("backend runtime");
-    runtime.block_on(async move {
-        let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
-        let app = axum::Router::new().fallback(|| async {
-            (
-                [(axum::http::header::CONTENT_TYPE, "application/json")],
-                body(),
-            )
-        });
-        let _ = axum::serve(listener, app).await;
-    });
+/// Runs `serve` on a thread of its own pinned to CPU 0 (beside wrk), in a runtime of its
+/// own.
+pub fn on_cpu_0<F>(name: &str, serve: impl FnOnce() -> F + Send + 'static)
+where
+    F: std::future::Future<Output = ()>,
+{
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || {
+            harness::machine::pin_thread("0");
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("backend runtime");
+            runtime.block_on(serve());
+        })
+        .expect("backend thread");
+}
+
+/// The backend's routes: [`body`] for any request.
+pub fn app() -> axum::Router {
+    axum::Router::new().fallback(|| async {
+        (
+            [(axum::http::header::CONTENT_TYPE, "application/json")],
+            body(),
+        )
+    })
 }
 
 /// A JSON document of exactly [`BODY_BYTES`].

@@ -3,7 +3,7 @@
 //!
 //! Data plane: wrk against the backend directly, nginx, Envoy with our policy, and
 //! edge-gateway (full policy; `x-auth-type: None`), interleaved round by round, medians
-//! reported. Control plane: publish, revocation and unsubscribe propagation, token
+//! reported; then the full policy against an HTTPS backend beside the plain one. Control plane: publish, revocation and unsubscribe propagation, token
 //! issuance, manifest compile and push, API listing and gateway memory, on an empty
 //! database and with `--apis` APIs published. Fleet: publish → live on every one of
 //! `--fleet-gateways` gateways. Throttling: what three nodes sharing Redis admit per
@@ -15,6 +15,7 @@ pub mod backend;
 pub mod control;
 pub mod dataplane;
 pub mod fleet;
+pub mod https;
 pub mod load;
 pub mod machine;
 pub mod platform;
@@ -139,6 +140,7 @@ pub fn run(options: Options) {
         }
         let machine = machine::describe();
         let data = dataplane::measure(&options, &backend, &platform).await;
+        let https = https::measure(&options, &platform).await;
         let profile = if options.no_profile {
             None
         } else {
@@ -150,6 +152,7 @@ pub fn run(options: Options) {
             options: &options,
             machine,
             data,
+            https,
             control,
             profile,
         };

@@ -184,7 +184,7 @@ impl Platform {
 }
 
 /// The benchmark API's Swagger 2.0 definition, from [`RESOURCES`].
-fn swagger() -> Value {
+pub fn swagger() -> Value {
     let mut paths = serde_json::Map::new();
     for resource in RESOURCES {
         let auth = if resource.authenticated {

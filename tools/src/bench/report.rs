@@ -26,6 +26,8 @@ pub struct Report<'a> {
     pub machine: Vec<(String, String)>,
     /// Cases 1 to 5.
     pub data: DataPlane,
+    /// Case 4 against an HTTPS backend, beside the plain one.
+    pub https: super::https::HttpsRuns,
     /// Control plane and propagation.
     pub control: ControlResults,
     /// The gateway's profile under case 4.
@@ -58,6 +60,7 @@ impl Report<'_> {
         md.push_str(&self.machine_table());
         md.push_str(&self.targets());
         md.push_str(&self.data_plane());
+        md.push_str(&super::https::table(o, &self.https));
         md.push_str(&self.control_plane());
         md.push_str(&profile(
             "the gateway's",
