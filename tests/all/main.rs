@@ -13,6 +13,7 @@ use harness::{Backend, Client, ControlPlane};
 mod access;
 mod authz;
 mod backends;
+mod blocks;
 mod bounds;
 mod catalogue;
 mod component;
@@ -209,6 +210,7 @@ on_both!(
     bounds::oversized_apis_are_refused_and_changes_keep_reaching_gateways,
     access::blocks_and_new_secrets_reach_the_host_path,
     access::blocks_and_new_secrets_reach_the_component_path,
+    blocks::a_block_outlives_the_deleted_subscription,
     catalogue::copied_version_becomes_the_default_route,
     catalogue::a_new_tier_is_enforced_without_a_restart,
     workflows::a_subscription_on_hold_is_refused_until_approved,

@@ -305,6 +305,7 @@ async fn delete_api(
             api.id
         )));
     }
+    crate::subscriptions::delete_unsubscribed_of_api(&mut tx, &api.id).await?;
     queries::delete(&mut tx, &api.id).await?;
     routes::release_all(&mut tx, &api.id).await?;
     tx.commit().await?;

@@ -56,7 +56,7 @@ async fn application_scopes(
     QueryParams(q): QueryParams<ScopesQuery>,
 ) -> Result<Json<ScopeList>> {
     let app = owned_application(&state, &caller, &application_id).await?;
-    let mut declared = subscribed_api_scopes(&state.db, &app.id).await?;
+    let mut declared = subscribed_api_scopes(&state.db, &app.id, None).await?;
     if q.filter_by_user_roles.unwrap_or(false) {
         let roles = users::find(&state.db, caller.username())
             .await?

@@ -78,12 +78,7 @@ pub async fn entries(
     for (id, tier) in applications {
         builder.application(&id, &Application { tier });
     }
-    // language=SQL
-    let subscriptions: Vec<(String, String, String, String)> =
-        sqlx::query_as("SELECT application_id, api_id, tier, status FROM subscriptions")
-            .fetch_all(db)
-            .await?;
-    for (application, api, tier, status) in subscriptions {
+    for (application, api, tier, status) in subscriptions::all_grants(db).await? {
         builder.subscription(&application, &api, &Subscription { tier, status });
     }
     // language=SQL

@@ -6,6 +6,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
+use sqlx::{Any, Executor};
 
 use super::records::{ON_HOLD, Subscription, UNBLOCKED};
 use super::store;
@@ -87,6 +88,16 @@ impl Checked {
         }
     }
 
+    /// WSO2's words for a subscription its API's publisher has blocked
+    /// (`ApiMgtDAO.addSubscription`).
+    fn was_blocked(&self) -> String {
+        format!(
+            "Subscription to API {} through application {} was blocked",
+            self.api.identifier(),
+            self.application.name
+        )
+    }
+
     fn already_exists(&self) -> String {
         format!(
             "Specified subscription already exists for API {} for application {}",
@@ -148,6 +159,17 @@ async fn check(state: &AppState, caller: &Caller, body: SubscriptionBody) -> Res
     })
 }
 
+/// Refuses a subscription the application already has (409), or had and the publisher
+/// blocked (403): a block holds even after the subscriber deleted the subscription, as
+/// WSO2's `ApiMgtDAO.addSubscription` refuses it, until the publisher unblocks it.
+async fn check_earlier<'e>(db: impl Executor<'e, Database = Any>, checked: &Checked) -> Result<()> {
+    match store::find_pair(db, &checked.application.id, &checked.api.id).await? {
+        None => Ok(()),
+        Some(earlier) if earlier.is_blocked() => Err(Error::Forbidden(checked.was_blocked())),
+        Some(_) => Err(Error::AlreadyExists(checked.already_exists())),
+    }
+}
+
 /// `POST /subscriptions`: 201 with `Location`; the API by id or unique name.
 async fn subscribe(
     State(state): State<AppState>,
@@ -161,6 +183,7 @@ async fn subscribe(
     let status = initial_status(waits);
     // The subscription and the workflow that approves it are made together, or neither.
     let mut tx = state.db.begin().await?;
+    check_earlier(&mut *tx, &checked).await?;
     store::insert(&mut *tx, &id, application, api, &checked.tier, status)
         .await
         .on_duplicate(|| checked.already_exists())?;
@@ -229,6 +252,7 @@ async fn subscribe_many(
     let status = initial_status(waits);
     let mut tx = state.db.begin().await?;
     for (checked, id) in batch.iter().zip(&ids) {
+        check_earlier(&mut *tx, checked).await?;
         store::insert(
             &mut *tx,
             id,
@@ -336,11 +360,13 @@ async fn list_subscriptions(
     Ok(Json(ListEnvelope::new(list, total, page, link)))
 }
 
-/// The caller's subscription: 404 when missing or another tenant's (answered exactly as
-/// a missing one, naming neither its application nor anything else), 403 when another
-/// user's of the caller's tenant.
+/// The caller's subscription: 404 when missing, deleted by its subscriber while blocked, or
+/// another tenant's (answered exactly as a missing one, naming neither its application
+/// nor anything else), 403 when another user's of the caller's tenant.
 async fn owned_subscription(state: &AppState, caller: &Caller, id: &str) -> Result<Subscription> {
-    let row = store::find(&state.db, id).await?;
+    let row = store::find(&state.db, id)
+        .await?
+        .filter(Subscription::is_subscribed);
     let missing = || Error::NotFound("subscription", id.to_string());
     let row = row.ok_or_else(missing)?;
     match owned_application(state, caller, &row.application_id).await {
@@ -360,16 +386,22 @@ async fn get_subscription(
     Ok(Json(to_dto(&state, row).await?))
 }
 
-/// `DELETE /subscriptions/{subscriptionId}`: 200 with no body.
+/// `DELETE /subscriptions/{subscriptionId}`: 200 with no body. A blocked subscription is
+/// kept, marked, so that the block holds (WSO2's `ApiMgtDAO.removeSubscription`): the
+/// store no longer shows it, and subscribing again is refused until it is unblocked.
 async fn unsubscribe(
     State(state): State<AppState>,
     StoreUser(caller): StoreUser,
     Path(subscription_id): Path<String>,
 ) -> Result<(Touches, StatusCode)> {
     let row = owned_subscription(&state, &caller, &subscription_id).await?;
-    store::delete(&state.db, &row.id).await?;
-    workflows::forget(&state.db, &row.id).await?;
-    tracing::info!(subscription = %row.id, "unsubscribed");
+    if row.is_blocked() {
+        store::mark_unsubscribed(&state.db, &row.id).await?;
+    } else {
+        store::delete(&state.db, &row.id).await?;
+        workflows::forget(&state.db, &row.id).await?;
+    }
+    tracing::info!(subscription = %row.id, blocked = row.is_blocked(), "unsubscribed");
     Ok((
         Touches::one(Touched::Subscription {
             application: row.application_id,

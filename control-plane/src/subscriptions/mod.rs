@@ -10,5 +10,6 @@ pub use handlers::router;
 pub use publisher_handlers::router as publisher_router;
 pub use records::{ON_HOLD, REJECTED, Subscription, UNBLOCKED};
 pub use store::{
-    Grant, apis_on_tier, count_for_api, find, grants, grants_of, set_status, subscribed_records,
+    Grant, all_grants, apis_on_tier, count_for_api, delete_unsubscribed_of_api, find, grants,
+    grants_of, set_status, subscribed_records,
 };

@@ -214,7 +214,13 @@ async fn change_status(
             row.id, row.status
         )));
     }
-    store::set_status(&state.db, &row.id, status).await?;
+    if status == UNBLOCKED && !row.is_subscribed() {
+        // Its subscriber deleted it while blocked: unblocking ends it, and the application
+        // may subscribe again.
+        store::delete(&state.db, &row.id).await?;
+    } else {
+        store::set_status(&state.db, &row.id, status).await?;
+    }
     tracing::info!(subscription = %row.id, %status, by = caller.username(), "subscription status changed");
     let touched = Touched::Subscription {
         application: row.application_id,

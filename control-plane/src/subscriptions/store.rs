@@ -2,7 +2,7 @@
 
 use sqlx::{Any, AnyPool, Executor, Transaction};
 
-use super::records::{SUBSCRIPTION_COLUMNS, Subscription};
+use super::records::{PROD_ONLY_BLOCKED, SUBSCRIPTION_COLUMNS, Subscription, UNBLOCKED};
 use crate::db::{KEYS_PER_QUERY, now, rows_in};
 use crate::http::pagination::Page;
 
@@ -31,21 +31,23 @@ pub(super) async fn insert<'e>(
     Ok(())
 }
 
-/// An application's subscriptions, oldest first.
+/// An application's subscriptions, oldest first (not those deleted while blocked).
 pub(super) async fn of_application(
     db: &AnyPool,
     application_id: &str,
 ) -> sqlx::Result<Vec<Subscription>> {
     // language=SQL
     sqlx::query_as(&format!(
-        "SELECT {SUBSCRIPTION_COLUMNS} FROM subscriptions s WHERE s.application_id = $1 ORDER BY s.created_at, s.id"
+        "SELECT {SUBSCRIPTION_COLUMNS} FROM subscriptions s
+         WHERE s.application_id = $1 AND s.unsubscribed = 0 ORDER BY s.created_at, s.id"
     ))
     .bind(application_id)
     .fetch_all(db)
     .await
 }
 
-/// The subscriptions to an API of one owner's applications, oldest first.
+/// The subscriptions to an API of one owner's applications, oldest first (not those
+/// deleted while blocked).
 pub(super) async fn of_api_owned_by(
     db: &AnyPool,
     api_id: &str,
@@ -54,7 +56,7 @@ pub(super) async fn of_api_owned_by(
     // language=SQL
     sqlx::query_as(&format!(
         "SELECT {SUBSCRIPTION_COLUMNS} FROM subscriptions s JOIN applications a ON a.id = s.application_id
-         WHERE s.api_id = $1 AND a.owner = $2 ORDER BY s.created_at, s.id"
+         WHERE s.api_id = $1 AND a.owner = $2 AND s.unsubscribed = 0 ORDER BY s.created_at, s.id"
     ))
     .bind(api_id)
     .bind(owner)
@@ -69,6 +71,23 @@ pub async fn find(db: &AnyPool, id: &str) -> sqlx::Result<Option<Subscription>> 
         "SELECT {SUBSCRIPTION_COLUMNS} FROM subscriptions s WHERE s.id = $1"
     ))
     .bind(id)
+    .fetch_optional(db)
+    .await
+}
+
+/// The subscription of an application to an API, if any (deleted while blocked or not).
+pub(super) async fn find_pair<'e>(
+    db: impl Executor<'e, Database = Any>,
+    application_id: &str,
+    api_id: &str,
+) -> sqlx::Result<Option<Subscription>> {
+    // language=SQL
+    sqlx::query_as(&format!(
+        "SELECT {SUBSCRIPTION_COLUMNS} FROM subscriptions s
+         WHERE s.application_id = $1 AND s.api_id = $2"
+    ))
+    .bind(application_id)
+    .bind(api_id)
     .fetch_optional(db)
     .await
 }
@@ -121,8 +140,23 @@ pub async fn set_status<'e>(
     Ok(())
 }
 
+/// Marks a blocked subscription deleted by its subscriber: the row stays, so that the
+/// block holds (WSO2's `ApiMgtDAO.removeSubscription` sets `SUBS_CREATE_STATE`
+/// `UN_SUBSCRIBE` instead of deleting a blocked row).
+pub(super) async fn mark_unsubscribed(db: &AnyPool, id: &str) -> sqlx::Result<()> {
+    // language=SQL
+    sqlx::query("UPDATE subscriptions SET unsubscribed = 1 WHERE id = $1")
+        .bind(id)
+        .execute(db)
+        .await?;
+    Ok(())
+}
+
 /// Deletes a subscription.
-pub(super) async fn delete(db: &AnyPool, id: &str) -> sqlx::Result<()> {
+pub(super) async fn delete<'e>(
+    db: impl Executor<'e, Database = Any>,
+    id: &str,
+) -> sqlx::Result<()> {
     // language=SQL
     sqlx::query("DELETE FROM subscriptions WHERE id = $1")
         .bind(id)
@@ -131,26 +165,53 @@ pub(super) async fn delete(db: &AnyPool, id: &str) -> sqlx::Result<()> {
     Ok(())
 }
 
-/// How many applications are subscribed to an API.
+/// How many applications are subscribed to an API (those whose subscription was deleted
+/// while blocked are not).
 pub async fn count_for_api(tx: &mut Transaction<'_, Any>, api_id: &str) -> sqlx::Result<i64> {
     // language=SQL
     let (subscriptions,): (i64,) =
-        sqlx::query_as("SELECT COUNT(*) FROM subscriptions WHERE api_id = $1")
+        sqlx::query_as("SELECT COUNT(*) FROM subscriptions WHERE api_id = $1 AND unsubscribed = 0")
             .bind(api_id)
             .fetch_one(&mut **tx)
             .await?;
     Ok(subscriptions)
 }
 
+/// Deletes the subscriptions to an API that their subscribers deleted while blocked, with
+/// the API they remember the block for.
+pub async fn delete_unsubscribed_of_api(
+    tx: &mut Transaction<'_, Any>,
+    api_id: &str,
+) -> sqlx::Result<()> {
+    // language=SQL
+    sqlx::query("DELETE FROM subscriptions WHERE api_id = $1 AND unsubscribed <> 0")
+        .bind(api_id)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
+/// The status gateways enforce: a subscription deleted while blocked stays refused for
+/// every key type, whatever block the publisher sets on it afterwards.
+const GRANT_COLUMNS: &str =
+    "application_id, api_id, tier, CASE WHEN unsubscribed <> 0 THEN 'BLOCKED' ELSE status END";
+
 /// What gateways enforce of a subscription: application id, API id, tier, status.
 pub type Grant = (String, String, String, String);
+
+/// The grants of every subscription (a full compile).
+pub async fn all_grants(db: &AnyPool) -> sqlx::Result<Vec<Grant>> {
+    // language=SQL
+    sqlx::query_as(&format!("SELECT {GRANT_COLUMNS} FROM subscriptions"))
+        .fetch_all(db)
+        .await
+}
 
 /// The grants of every subscription of these applications.
 pub async fn grants_of(db: &AnyPool, applications: &[&str]) -> sqlx::Result<Vec<Grant>> {
     // language=SQL
-    let select =
-        "SELECT application_id, api_id, tier, status FROM subscriptions WHERE application_id";
-    rows_in(db, select, applications).await
+    let select = format!("SELECT {GRANT_COLUMNS} FROM subscriptions WHERE application_id");
+    rows_in(db, &select, applications).await
 }
 
 /// The grants of these subscriptions, by (application, API) (those that exist).
@@ -168,7 +229,7 @@ pub async fn grants(db: &AnyPool, pairs: &[(&str, &str)]) -> sqlx::Result<Vec<Gr
             .collect();
         // language=SQL
         let sql = format!(
-            "SELECT application_id, api_id, tier, status FROM subscriptions WHERE {}",
+            "SELECT {GRANT_COLUMNS} FROM subscriptions WHERE {}",
             conditions.join(" OR ")
         );
         let mut query = sqlx::query_as::<_, Grant>(&sql);
@@ -180,18 +241,34 @@ pub async fn grants(db: &AnyPool, pairs: &[(&str, &str)]) -> sqlx::Result<Vec<Gr
     Ok(grants)
 }
 
-/// The stored records of the APIs an application subscribes to.
-pub async fn subscribed_records(db: &AnyPool, application_id: &str) -> sqlx::Result<Vec<String>> {
+/// The stored records of the APIs an application's keys of `key_type` may call: those of
+/// its subscriptions the gateways admit for that key type (unblocked, or blocked for
+/// production only and the keys are not production ones), so that its tokens never get
+/// the scopes of an API they cannot call. Without a key type, either will do.
+pub async fn subscribed_records(
+    db: &AnyPool,
+    application_id: &str,
+    key_type: Option<&str>,
+) -> sqlx::Result<Vec<String>> {
     #[derive(sqlx::FromRow)]
     struct Record {
         record: String,
     }
+    let production = key_type.is_some_and(|k| k.eq_ignore_ascii_case("PRODUCTION"));
+    let also_admitted = if production {
+        UNBLOCKED
+    } else {
+        PROD_ONLY_BLOCKED
+    };
     // language=SQL
     let records: Vec<Record> = sqlx::query_as(
         "SELECT a.record FROM subscriptions s JOIN apis a ON a.id = s.api_id
-         WHERE s.application_id = $1 ORDER BY s.created_at, s.id",
+         WHERE s.application_id = $1 AND s.unsubscribed = 0 AND s.status IN ($2, $3)
+         ORDER BY s.created_at, s.id",
     )
     .bind(application_id)
+    .bind(UNBLOCKED)
+    .bind(also_admitted)
     .fetch_all(db)
     .await?;
     Ok(records.into_iter().map(|r| r.record).collect())

@@ -223,7 +223,7 @@ async fn granted_scopes(
         .split_whitespace()
         .any(|s| !scopes::is_open(s) && !state.scopes.is_management(s));
     let api_scopes = if needs_api_scopes {
-        scopes::subscribed_api_scopes(&state.db, application_id).await?
+        scopes::subscribed_api_scopes(&state.db, application_id, client.key_type.as_deref()).await?
     } else {
         Vec::new()
     };
