@@ -90,6 +90,15 @@ fn assert_defaults(record: &Value) {
         "subscriptionAvailability": "current_tenant",
         "accessControl": "NONE",
         "tags": [],
+        // WSO2's default, switched off: gateways answer no CORS for the API.
+        "corsConfiguration": {
+            "corsConfigurationEnabled": false,
+            "accessControlAllowOrigins": ["*"],
+            "accessControlAllowCredentials": false,
+            "accessControlAllowHeaders":
+                ["authorization", "Access-Control-Allow-Origin", "Content-Type", "SOAPAction"],
+            "accessControlAllowMethods": ["GET", "PUT", "POST", "DELETE", "PATCH", "OPTIONS"],
+        },
     });
     for (property, value) in expected.as_object().unwrap() {
         assert_eq!(&record[property], value, "{property} in {record}");
@@ -217,10 +226,24 @@ pub async fn padded_values_stay_refused(env: Env) {
         .await
         .expect(400);
     }
+    // Tier names are compared as given (WSO2's RestApiUtil.getInvalidTierNames): padded,
+    // a tier is unknown.
+    api.post_json(
+        &apis,
+        &token,
+        &with(
+            minimal_record(),
+            json!({"name": "Tiered", "context": "/tiered", "tiers": [" Unlimited"]}),
+        ),
+    )
+    .await
+    .expect_error(400, "Specified tier(s) [ Unlimited] are invalid");
     assert_eq!(api_count(&env, &token).await, 0);
-    api.post_json(&apis, &token, &minimal_record())
+    let id = api
+        .post_json(&apis, &token, &minimal_record())
         .await
-        .expect(201);
+        .expect(201)
+        .str("id");
 
     let apps = format!("{STORE}/applications");
     api.post_json(
@@ -239,6 +262,30 @@ pub async fn padded_values_stay_refused(env: Env) {
         .await
         .expect(201);
     assert_eq!(created.body["name"], "Padded");
+    let app = created.str("applicationId");
+
+    // An application's tier (WSO2's ApplicationsApiServiceImpl: "Specified tier .. is
+    // invalid") and a subscription's (not among the API's tiers: 403) are not trimmed.
+    api.post_json(
+        &apps,
+        &token,
+        &json!({"name": "TierPadded", "throttlingTier": " Unlimited"}),
+    )
+    .await
+    .expect_error(400, "Specified tier  Unlimited is invalid");
+    Steps::new(api, &token)
+        .lifecycle(&id, "Publish")
+        .await
+        .unwrap();
+    let subscribe = format!("{STORE}/subscriptions");
+    let subscription =
+        |tier: &str| json!({"tier": tier, "apiIdentifier": id, "applicationId": app});
+    api.post_json(&subscribe, &token, &subscription("Unlimited "))
+        .await
+        .expect_error(403, "Tier Unlimited  is not allowed");
+    api.post_json(&subscribe, &token, &subscription("Unlimited"))
+        .await
+        .expect(201);
 }
 
 /// `PUT /apis/{apiId}` keeps name, version, context, provider and status as stored, as the

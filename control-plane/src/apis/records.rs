@@ -73,6 +73,9 @@ pub struct ApiRecord {
     pub access_control: Option<String>,
     pub access_control_roles: Option<Vec<String>>,
     pub business_information: Option<Value>,
+    /// Absent: WSO2's default, switched off (`APIMappingUtil.fromDTOtoAPI` takes
+    /// `APIUtil.getDefaultCorsConfiguration()`), so gateways answer no CORS for it.
+    #[serde(default = "wso2_default_cors")]
     pub cors_configuration: Option<Value>,
 }
 
@@ -113,6 +116,20 @@ fn current_tenant() -> Option<String> {
 
 fn no_access_control() -> Option<String> {
     Some("NONE".into())
+}
+
+/// WSO2 2.6's `APIUtil.getDefaultCorsConfiguration()`: disabled, with the origins, headers
+/// and methods of its stock `api-manager.xml` (`CORSConfiguration`), as its examples show.
+fn wso2_default_cors() -> Option<Value> {
+    Some(serde_json::json!({
+        "corsConfigurationEnabled": false,
+        "accessControlAllowOrigins": ["*"],
+        "accessControlAllowCredentials": false,
+        "accessControlAllowHeaders": [
+            "authorization", "Access-Control-Allow-Origin", "Content-Type", "SOAPAction"
+        ],
+        "accessControlAllowMethods": ["GET", "PUT", "POST", "DELETE", "PATCH", "OPTIONS"],
+    }))
 }
 
 /// Per-environment transactions per second.
