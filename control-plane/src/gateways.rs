@@ -2,13 +2,16 @@
 //! minute for expired revocations and other control planes' changes, and after changes
 //! that do not say what they touched), and brings each configured gateway from the
 //! version it holds to the newest with signed pages, presenting the gateway secret. Pages
-//! a gateway refused (pushed, or pulled and reported) are kept here for operators.
+//! a gateway refused (pushed, or pulled and reported) are kept here for operators and
+//! counted. With spans exported, a compile names the requests whose changes it took in,
+//! and a delivery the compile that made its version ([`crate::ops::trace`]).
 
 use std::collections::{HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use apim_manifest::{PageReport, Position};
+use opentelemetry::trace::SpanContext;
 use serde::Serialize;
 use sqlx::AnyPool;
 use tokio::sync::{Notify, watch};
@@ -29,6 +32,8 @@ const MAX_RETRY_DELAY: Duration = Duration::from_secs(5);
 const MAX_REFUSED_PAGES: usize = 64;
 /// Characters of a refusal's reason kept.
 const MAX_REASON_CHARS: usize = 1_024;
+/// Compiles whose spans deliveries can name as their parent.
+const MAX_TRACED_COMPILES: usize = 64;
 
 /// Where handlers report changes and push loops learn of new versions.
 pub struct ManifestHub {
@@ -39,6 +44,8 @@ pub struct ManifestHub {
     changed: Notify,
     pending: Mutex<Pending>,
     refused: Mutex<VecDeque<RefusedPage>>,
+    /// The latest compiles' spans, by the version each made (when spans are exported).
+    compiles: Mutex<VecDeque<(u64, SpanContext)>>,
 }
 
 /// A page a gateway could not take, as the control plane learnt of it.
@@ -59,6 +66,19 @@ struct Pending {
     /// Something changed that did not say what: compile everything.
     everything: bool,
     touched: HashSet<Touched>,
+    /// The spans of the requests that made these changes (when spans are exported).
+    requests: Vec<SpanContext>,
+}
+
+impl Pending {
+    /// Notes the request being handled as one whose change the next compile takes in.
+    fn note_request(&mut self) {
+        if self.requests.len() <= crate::ops::trace::MAX_LINKED_REQUESTS
+            && let Some(request) = crate::ops::trace::current_request()
+        {
+            self.requests.push(request);
+        }
+    }
 }
 
 impl ManifestHub {
@@ -70,6 +90,7 @@ impl ManifestHub {
             changed: Notify::new(),
             pending: Mutex::default(),
             refused: Mutex::default(),
+            compiles: Mutex::default(),
         })
     }
 
@@ -111,6 +132,7 @@ impl ManifestHub {
             reason = %report.reason,
             "a gateway could not take a manifest page"
         );
+        crate::ops::metrics().page_refused(gateway);
         let mut refused = self.refused.lock().unwrap_or_else(|p| p.into_inner());
         if refused.len() == MAX_REFUSED_PAGES {
             refused.pop_front();
@@ -131,8 +153,30 @@ impl ManifestHub {
     /// Something gateways care about may have changed: compile everything now (changes
     /// reported while a compile runs are taken in by the next one).
     pub fn request_recompile(&self) {
-        self.pending().everything = true;
+        let mut pending = self.pending();
+        pending.everything = true;
+        pending.note_request();
+        drop(pending);
         self.changed.notify_one();
+    }
+
+    /// The compile that made `version` has the span `span`.
+    fn compile_traced(&self, version: u64, span: SpanContext) {
+        let mut compiles = self.compiles.lock().unwrap_or_else(|p| p.into_inner());
+        if compiles.len() == MAX_TRACED_COMPILES {
+            compiles.pop_front();
+        }
+        compiles.push_back((version, span));
+    }
+
+    /// The span of the compile that made the newest version after `after` up to `upto`.
+    pub fn compile_of(&self, after: u64, upto: u64) -> Option<SpanContext> {
+        let compiles = self.compiles.lock().unwrap_or_else(|p| p.into_inner());
+        compiles
+            .iter()
+            .rev()
+            .find(|(version, _)| (after + 1..=upto).contains(version))
+            .map(|(_, span)| span.clone())
     }
 
     /// These rows changed: compile them now.
@@ -141,6 +185,7 @@ impl ManifestHub {
         let before = pending.touched.len();
         pending.touched.extend(touched);
         if pending.touched.len() > before {
+            pending.note_request();
             self.changed.notify_one();
         }
     }
@@ -193,6 +238,7 @@ async fn compile_loop(hub: Arc<ManifestHub>, mut compiler: Compiler) {
     let mut last_full = Instant::now();
     loop {
         let started = Instant::now();
+        let began = SystemTime::now();
         everything |= last_full.elapsed() >= COMPILE_EVERY;
         if everything {
             last_full = started;
@@ -208,6 +254,15 @@ async fn compile_loop(hub: Arc<ManifestHub>, mut compiler: Compiler) {
         match compiled {
             Ok(Some(compiled)) => {
                 crate::ops::metrics().compile_took(compiled.elapsed.as_secs_f64());
+                let traced = crate::ops::trace::compiled(
+                    &pending.requests,
+                    began,
+                    compiled.version,
+                    compiled.changes,
+                );
+                if let Some(span) = traced {
+                    hub.compile_traced(compiled.version, span);
+                }
                 tracing::info!(
                     version = compiled.version,
                     changes = compiled.changes,
@@ -319,6 +374,7 @@ impl Delivery {
     /// Sends the page after `position`; where the gateway is afterwards, and the newest
     /// version the page said the database has.
     async fn push_next(&self, position: Position) -> anyhow::Result<(Position, u64)> {
+        let started = SystemTime::now();
         let (after, snapshot) = position.next_after();
         let Some(page) = manifest::read_page(&self.db, after, snapshot).await? else {
             return Ok((position, 0));
@@ -339,6 +395,8 @@ impl Delivery {
         let held: Option<Position> = serde_json::from_str(&body).ok();
         match (status.as_u16(), held) {
             (200, Some(held)) => {
+                let compile = self.hub.compile_of(sent.0, version);
+                crate::ops::trace::delivered(compile, &self.base, version, started);
                 if held.snapshot.is_none() {
                     tracing::info!(gateway = %self.base, version, served = held.version, changes, "manifest delivered");
                 }

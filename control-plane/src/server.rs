@@ -154,6 +154,7 @@ async fn serve(config: Config, db: AnyPool) -> anyhow::Result<()> {
         Some(ops_addr) => Some(serve_operations(ops_addr, db.clone()).await?),
         None => None,
     };
+    let spans = crate::ops::trace::init()?;
     // The harness and scripts read this line to find the bound port.
     let signal = shutdown_signal();
     println!("Serving HTTP on http://{addr}/");
@@ -168,6 +169,9 @@ async fn serve(config: Config, db: AnyPool) -> anyhow::Result<()> {
         ops.abort();
     }
     db.close().await;
+    if let Some(spans) = spans {
+        apim_otel::shutdown_provider(spans).await;
+    }
     tracing::info!("control plane stopped");
     Ok(())
 }

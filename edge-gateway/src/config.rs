@@ -17,6 +17,8 @@ use crate::config_store::{Variables, parse_variable};
 
 /// Name under which `APIM_CONTROL_PLANE_URL` is exposed through `wasi:config/store`.
 pub const CONTROL_PLANE_URL_VAR: &str = "control_plane_url";
+/// The gateway component's variable saying who makes the gateway's trace span.
+pub const TRACE_SPANS_VAR: &str = "trace_spans";
 /// Name under which `APIM_MANIFEST_PUBLIC_KEY` is exposed through `wasi:config/store`.
 pub const MANIFEST_PUBLIC_KEY_VAR: &str = "manifest_public_key";
 /// Name under which `APIM_EGRESS_ALLOW` is exposed through `wasi:config/store`.
@@ -455,6 +457,10 @@ impl Config {
                 vars.insert(name.to_owned(), value.to_owned());
             }
         }
+        // This host makes and exports the gateway's trace span (crate::telemetry::trace).
+        if vars.get(TRACE_SPANS_VAR).is_none() {
+            vars.insert(TRACE_SPANS_VAR.to_owned(), "host".to_owned());
+        }
         // This host keeps the component current itself (crate::sync): requests need not.
         if vars.get(CATCH_UP_VAR).is_none() {
             vars.insert(CATCH_UP_VAR.to_owned(), "0".to_owned());
@@ -758,8 +764,14 @@ mod tests {
                 "egress_allow",
                 "gateway_id",
                 "gateway_secret",
-                "manifest_public_key"
+                "manifest_public_key",
+                "trace_spans"
             ]
+        );
+        assert_eq!(
+            gateway.get(TRACE_SPANS_VAR),
+            Some("host"),
+            "this host makes the span"
         );
         assert_eq!(
             gateway.get(CATCH_UP_VAR),

@@ -40,6 +40,7 @@ use crate::forward::{self, Failure};
 use crate::instances::{DeadlineExceeded, NoInstance, RequestMeta, Runtime};
 use crate::telemetry::access::Entry;
 use crate::telemetry::metrics::unrouted;
+use crate::telemetry::trace::{Finished, RequestTrace};
 use crate::telemetry::{Outcome, Telemetry};
 
 /// Header carrying the client's socket address, as Spin sets it.
@@ -112,6 +113,11 @@ impl Gateway {
         self
     }
 
+    /// The control plane announced `latest` as its newest manifest version.
+    pub fn announced(&self, latest: u64) {
+        self.telemetry.announced(latest);
+    }
+
     /// Marks the host as exiting (see [`Runtime::begin_shutdown`]).
     pub fn begin_shutdown(&self) {
         self.runtime.begin_shutdown();
@@ -132,6 +138,7 @@ impl Gateway {
                 .boxed_unsync()
         });
         prepare_headers(request.headers_mut(), addresses);
+        let traced = (self.telemetry.tracing).begin(request.headers_mut(), self.host_forwarding);
         let request_bytes = forward::content_length(request.headers());
         if !self.host_forwarding {
             let method = request.method().clone();
@@ -143,6 +150,7 @@ impl Gateway {
                 request_bytes,
                 started,
                 outcome: Outcome::default(),
+                traced: &traced,
             };
             self.record(served, &response);
             return response;
@@ -156,6 +164,7 @@ impl Gateway {
             request_bytes,
             started,
             outcome,
+            traced: &traced,
         };
         self.record(served, &response);
         response
@@ -169,11 +178,14 @@ impl Gateway {
         head: &RequestHead,
     ) -> (Response<ResponseBody>, Call, Outcome) {
         let mut outcome = Outcome::default();
+        let deciding = Instant::now();
+        let decided = self.decide(head).await;
+        outcome.timeline.decide = Some((deciding, deciding.elapsed()));
         let Verdict {
             limits,
             decision,
             call,
-        } = match self.decide(head).await {
+        } = match decided {
             Ok(verdict) => verdict,
             Err(failed) => return (failed, unrouted(), outcome),
         };
@@ -193,7 +205,7 @@ impl Gateway {
         (response, call, outcome)
     }
 
-    /// Counts an answered request, and writes its access-log line.
+    /// Counts an answered request, exports its spans and writes its access-log line.
     fn record(&self, served: Served<'_>, response: &Response<ResponseBody>) {
         let status = response.status().as_u16();
         let elapsed = served.started.elapsed();
@@ -201,10 +213,21 @@ impl Gateway {
         self.telemetry
             .metrics
             .record(served.method, served.call, status, elapsed, outcome);
+        let finished = Finished {
+            method: served.method,
+            call: served.call,
+            status,
+            started: served.started,
+            elapsed,
+            timeline: outcome.timeline,
+            backend: outcome.backend,
+        };
+        self.telemetry.tracing.finish(served.traced, &finished);
         let Some(log) = &self.telemetry.access_log else {
             return;
         };
         let millis = |duration: Duration| duration.as_secs_f64() * 1e3;
+        let trace_id = served.traced.trace.trace_id_hex();
         let entry = Entry {
             client: served.client.to_str().unwrap_or_default(),
             method: served.method,
@@ -215,6 +238,7 @@ impl Gateway {
             request_bytes: served.request_bytes,
             response_bytes: forward::content_length(response.headers())
                 .or_else(|| response.body().size_hint().exact()),
+            trace_id: std::str::from_utf8(&trace_id).unwrap_or_default(),
             ..Entry::of_call(served.call)
         };
         log.write(entry, SystemTime::now());
@@ -261,6 +285,7 @@ impl Gateway {
         let mut body = Some(body);
         let mut failed = None;
         let sent = Instant::now();
+        outcome.timeline.backend_sent = Some(sent);
         for index in order {
             let Some(target) = plan.targets.get(index) else {
                 break;
@@ -438,6 +463,7 @@ struct Served<'a> {
     request_bytes: Option<u64>,
     started: Instant,
     outcome: Outcome,
+    traced: &'a RequestTrace,
 }
 
 /// A connection's client and listener addresses as header values, made once per

@@ -59,11 +59,13 @@ pub async fn run(config: Config, mut inherited: server::Inherited) -> anyhow::Re
     }
     // Up before the components are compiled, so that an orchestrator sees the gateway
     // alive and not ready meanwhile.
-    let telemetry = Arc::new(if config.access_log {
+    let telemetry = if config.access_log {
         Telemetry::with_access_log()?
     } else {
         Telemetry::default()
-    });
+    };
+    let tracing = telemetry::Tracing::from_env(tokio::runtime::Handle::current())?;
+    let telemetry = Arc::new(telemetry.with_tracing(tracing));
     if let Some(ops_addr) = config.ops_addr {
         let ops = server::listen(ops_addr, None).await?;
         telemetry::ops::spawn(ops, telemetry.clone())?;
@@ -115,6 +117,7 @@ pub async fn run(config: Config, mut inherited: server::Inherited) -> anyhow::Re
         gateway.begin_shutdown();
     }
     telemetry.flush();
+    telemetry.tracing.shutdown().await;
     served
 }
 

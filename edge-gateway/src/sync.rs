@@ -69,6 +69,7 @@ pub fn spawn(
             match polled {
                 Ok(latest) => {
                     tracing::debug!(latest, "control plane announced a version");
+                    gateway.announced(latest);
                     delay = FIRST_RETRY_DELAY;
                 }
                 Err(reason) => {

@@ -41,6 +41,7 @@ mod tenants;
 mod throttling;
 mod token_types;
 mod tokens;
+mod traces;
 mod workflows;
 
 /// What a scenario gets: a running control plane and a client for it.

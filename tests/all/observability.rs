@@ -501,3 +501,66 @@ async fn the_component_writes_the_access_log_where_it_forwards_itself() {
         (&json!(401), &json!(900902))
     );
 }
+
+/// How far gateways are behind, seen from both planes, and the pages gateways refused:
+/// the gateway's lag and last sync, the control plane's per-gateway lag and silence, and
+/// its count of refusal reports (only those that prove the gateway secret).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lag_and_refused_pages_are_metrics_on_both_planes() {
+    let stack = Launch {
+        gateway: &[ops_setting()],
+        control_plane: &[ops_setting()],
+        ..Launch::default()
+    }
+    .start()
+    .await;
+    let control_plane = stack.control_plane.as_ref().expect("running");
+    let (gateway_ops, control_ops) = (ops_url(&stack.gateway), ops_url(control_plane));
+    let api = stack.api("Lagging", json!({}), &["Publish"]).await;
+    let (_, key, secret, _) = stack.application("Lagger", "Unlimited", &[&api]).await;
+    let token = stack.app_token(&key, &secret, &[]).await;
+    let path = "/lagging/v1.0.0/devs/alice";
+    eventually(&stack.gw, Method::GET, path, &token, |r| r.status == 200).await;
+
+    let fleet = r#"{gateway="apim-gateway",environment=""}"#;
+    let lag = format!("apim_fleet_lag_versions{fleet}");
+    wait_until(
+        "both planes see the gateway current",
+        Duration::from_secs(20),
+        async || {
+            let (gateway, control) = (scrape(&gateway_ops).await, scrape(&control_ops).await);
+            control.get(&lag) == Some(&0.0)
+                && gateway.get("apim_gateway_manifest_version")
+                    == control.get("apim_manifest_version")
+        },
+    )
+    .await;
+    let gateway = scrape(&gateway_ops).await;
+    assert_eq!(gateway["apim_gateway_manifest_lag"], 0.0);
+    assert!(gateway["apim_gateway_manifest_synced_timestamp_seconds"] > 1.7e9);
+    let control = scrape(&control_ops).await;
+    assert!(control.contains_key(&format!("apim_fleet_silent_seconds{fleet}")));
+
+    let before = scrape(&control_ops).await;
+    let report = json!({"after": 3, "snapshot": false, "reason": "signature does not verify"});
+    let secret = std::fs::read_to_string(stack.data_dir.join("gateway-secret")).unwrap();
+    let report_path = "/internal/gateway/report";
+    stack
+        .mgmt
+        .post_json(report_path, "not-the-secret", &report)
+        .await
+        .expect(401);
+    for _ in 0..2 {
+        stack
+            .mgmt
+            .post_json(report_path, secret.trim(), &report)
+            .await
+            .expect(204);
+    }
+    let after = scrape(&control_ops).await;
+    assert_grew(
+        &before,
+        &after,
+        &[(r#"apim_manifest_pages_refused_total{gateway="pull"}"#, 2.0)],
+    );
+}

@@ -6,22 +6,30 @@ use serde_json::json;
 
 use crate::call::Call;
 
-/// A request's line: `call` as far as the request got, answered `status` at
-/// `now_ms` (Unix milliseconds) after `duration_ms`.
+/// What an access-log line needs of the request head, taken before the head is handed on.
+pub struct Logged {
+    /// The request method.
+    pub method: String,
+    /// The client's address, as the host reports it.
+    pub client: String,
+}
+
+/// A request's line: `call` as far as the request got, in the trace `trace_id` (32 hex
+/// digits), answered `status` at `at` = (Unix milliseconds, milliseconds taken).
 pub fn line(
     call: &Call,
-    method: &str,
-    client: &str,
+    logged: &Logged,
+    trace_id: &[u8; 32],
     status: u16,
-    now_ms: i64,
-    duration_ms: i64,
+    at: (i64, i64),
 ) -> String {
+    let (now_ms, duration_ms) = at;
     let mut time = [0u8; 24];
     let since_epoch = std::time::Duration::from_millis(u64::try_from(now_ms).unwrap_or(0));
     json!({
         "time": apim_http::time::rfc3339_millis(since_epoch, &mut time),
-        "client": client,
-        "method": method,
+        "client": logged.client,
+        "method": logged.method,
         "api": call.api,
         "version": call.version,
         "resource": call.resource,
@@ -32,6 +40,7 @@ pub fn line(
         "fault_code": (call.fault_code != 0).then_some(call.fault_code),
         "cached": call.cached,
         "duration_ms": duration_ms,
+        "trace_id": std::str::from_utf8(trace_id).unwrap_or_default(),
     })
     .to_string()
 }

@@ -1,5 +1,5 @@
-//! What the gateway asks of its host: key-value state, settings, outbound HTTP and the
-//! clock. The component implements it over WASI; tests implement it in memory.
+//! What the gateway asks of its host: key-value state, settings, outbound HTTP, the
+//! clock and random bits. The component implements it over WASI; tests implement it in memory.
 
 pub use apim_http::{
     Headers, MAX_BODY_BYTES, Outbound, Request, Response, SendError, connection_tokens,
@@ -33,4 +33,6 @@ pub trait Host {
     fn now_millis(&self) -> i64;
     /// Waits this long.
     fn sleep_ms(&self, ms: u64);
+    /// Random bits (trace and span ids).
+    fn random_u64(&self) -> u64;
 }

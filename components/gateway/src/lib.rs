@@ -25,6 +25,7 @@ pub mod relay;
 pub mod state;
 pub mod sync;
 pub mod throttle;
+pub mod trace;
 pub mod view;
 
 #[cfg(target_arch = "wasm32")]

@@ -43,6 +43,10 @@ pub mod settings {
     /// `on`: the `wasi:http` handler prints an access-log line per request on standard
     /// output (Spin, which collects it; edge-gateway writes its own and leaves this off).
     pub const ACCESS_LOG: &str = "access_log";
+    /// `host`: the host makes (and exports) the gateway's trace span and hands the
+    /// `wasi:http` handler requests whose `traceparent` names it, to pass on as it is
+    /// (edge-gateway). Otherwise the handler makes the span itself ([`crate::trace`]).
+    pub const TRACE_SPANS: &str = "trace_spans";
 }
 
 /// Default of [`settings::CATCH_UP_MS`].

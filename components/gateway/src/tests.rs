@@ -53,6 +53,8 @@ struct FakeHost {
     sent: RefCell<Vec<Outbound>>,
     backend: Box<Backend>,
     now_ms: RefCell<i64>,
+    /// What `random_u64` gives next (counting up from 0x10).
+    random: std::cell::Cell<u64>,
 }
 
 impl FakeHost {
@@ -63,6 +65,7 @@ impl FakeHost {
             sent: RefCell::new(vec![]),
             backend,
             now_ms: RefCell::new(NOW_SECS * 1000),
+            random: std::cell::Cell::new(0x10),
         }
     }
 }
@@ -127,6 +130,11 @@ impl Host for FakeHost {
     }
     fn sleep_ms(&self, ms: u64) {
         *self.now_ms.borrow_mut() += ms as i64;
+    }
+    fn random_u64(&self) -> u64 {
+        let next = self.random.get();
+        self.random.set(next + 1);
+        next
     }
 }
 
@@ -1595,8 +1603,14 @@ fn the_handler_describes_what_it_answered_for_the_access_log() {
         (call.api.as_str(), call.resource.as_str()),
         ("Dev", "/devs/{username}")
     );
-    let line = crate::access::line(&call, "GET", "10.0.0.9:4444", 401, 1_764_134_485_123, 3);
+    let logged = crate::access::Logged {
+        method: "GET".into(),
+        client: "10.0.0.9:4444".into(),
+    };
+    let trace_id = [b'a'; 32];
+    let line = crate::access::line(&call, &logged, &trace_id, 401, (1_764_134_485_123, 3));
     let line: serde_json::Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(line["trace_id"], "a".repeat(32));
     assert_eq!(line["time"], "2025-11-26T05:21:25.123Z");
     assert_eq!(line["fault_code"], 900902);
     assert_eq!(line["client"], "10.0.0.9:4444");
@@ -1611,6 +1625,96 @@ fn the_handler_describes_what_it_answered_for_the_access_log() {
         (admitted.application.as_str(), admitted.fault_code),
         ("app-1", 0)
     );
+}
+
+const CLIENT_TRACE: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
+/// The `traceparent` and `tracestate` the backend got for a call with `headers`, and the
+/// trace the call was in.
+fn traced_call(world: &mut World, headers: &[(&str, &str)]) -> (Vec<String>, Vec<String>, String) {
+    let bearer = world.bearer("app-1");
+    let mut all = vec![("authorization", bearer.as_str())];
+    all.extend_from_slice(headers);
+    let mut request = request("GET", "/dev/v1/devs/alice", &all, b"");
+    let traced = crate::trace::begin(&world.host, &mut request.headers);
+    let mut call = crate::gateway::Call::default();
+    let answer = world
+        .gateway
+        .handle_described(&world.host, request, &mut call);
+    assert_eq!(answer.status, 200);
+    let sent = world.host.sent.borrow();
+    let backend = sent.last().expect("forwarded");
+    let values = |name: &str| -> Vec<String> {
+        backend
+            .headers
+            .iter()
+            .filter(|(n, _)| n == name)
+            .map(|(_, v)| String::from_utf8(v.clone()).unwrap())
+            .collect()
+    };
+    let trace_id = String::from_utf8(traced.trace_id_hex().to_vec()).unwrap();
+    (values("traceparent"), values("tracestate"), trace_id)
+}
+
+/// On Spin the component makes the gateway's span: the backend's parent, in the client's
+/// trace, or a new trace when the client sent none or a value that is not valid.
+#[test]
+fn backends_get_the_gateways_span_in_the_clients_trace_or_a_new_one() {
+    let mut world = World::new();
+    let (parent, state, trace_id) = traced_call(
+        &mut world,
+        &[("traceparent", CLIENT_TRACE), ("tracestate", "vendor=1")],
+    );
+    assert_eq!(trace_id, "4bf92f3577b34da6a3ce929d0e0e4736");
+    assert_eq!(parent.len(), 1, "{parent:?}");
+    assert!(parent[0].starts_with("00-4bf92f3577b34da6a3ce929d0e0e4736-"));
+    assert!(parent[0].ends_with("-01"), "the client's flags");
+    assert_ne!(parent[0], CLIENT_TRACE, "the gateway's span is the parent");
+    assert_eq!(state, ["vendor=1"]);
+
+    let (fresh, _, fresh_id) = traced_call(&mut world, &[]);
+    assert_eq!(fresh.len(), 1);
+    let fresh = apim_http::trace::TraceParent::parse(fresh[0].as_bytes()).unwrap();
+    assert_eq!(&fresh.trace_id_hex()[..], fresh_id.as_bytes());
+    assert!(!fresh.sampled(), "nothing recorded it");
+
+    let hostile = [
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\r\nx-injected: 1",
+        "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+        "garbage",
+    ];
+    for value in hostile {
+        let (sent, state, trace_id) = traced_call(
+            &mut world,
+            &[("traceparent", value), ("tracestate", "forged=1")],
+        );
+        assert_eq!(sent.len(), 1, "{value}");
+        assert!(apim_http::trace::TraceParent::parse(sent[0].as_bytes()).is_some());
+        assert!(!sent[0].contains("4bf92f3577b34da6"), "{value}");
+        assert_eq!(&sent[0][3..35], trace_id, "the new trace is the request's");
+        assert!(state.is_empty(), "a replaced trace drops its state");
+    }
+    let (twice, _, _) = traced_call(
+        &mut world,
+        &[("traceparent", CLIENT_TRACE), ("traceparent", CLIENT_TRACE)],
+    );
+    assert_eq!(twice.len(), 1);
+    assert!(!twice[0].contains("4bf92f3577b34da6a3ce929d0e0e4736"));
+}
+
+/// Under edge-gateway, which makes and exports the span, a valid `traceparent` passes on
+/// as it is; one that is not valid is still replaced.
+#[test]
+fn a_host_that_makes_spans_has_its_traceparent_passed_on() {
+    let mut world = World::new();
+    world
+        .host
+        .settings
+        .insert(crate::sync::settings::TRACE_SPANS, "host".into());
+    let (parent, _, _) = traced_call(&mut world, &[("traceparent", CLIENT_TRACE)]);
+    assert_eq!(parent, [CLIENT_TRACE]);
+    let (replaced, _, _) = traced_call(&mut world, &[("traceparent", "nonsense")]);
+    assert!(apim_http::trace::TraceParent::parse(replaced[0].as_bytes()).is_some());
 }
 
 /// The component's own path sends a call as its list says, with the endpoints' health in

@@ -9,7 +9,7 @@ use apim_http::endpoints::Balance;
 use apim_http::wasi::{self as http, BodyError};
 use wasip2::http::types::{IncomingRequest, ResponseOutparam};
 
-use crate::access;
+use crate::access::{self, Logged};
 use crate::call::Call;
 use crate::faults::Fault;
 use crate::forward::BackendTarget;
@@ -52,6 +52,7 @@ impl wasip2::exports::http::incoming_handler::Guest for Component {
     fn handle(request: IncomingRequest, response_out: ResponseOutparam) {
         let started = WasiHost.now_millis();
         let mut head = http::request_head(&request);
+        let traced = crate::trace::begin(&WasiHost, &mut head.headers);
         let logged = access_log_on().then(|| Logged::of(&head));
         let mut call = Call::default();
         // Refusals that need only the head come before any body is read.
@@ -78,11 +79,10 @@ impl wasip2::exports::http::incoming_handler::Guest for Component {
             let now = WasiHost.now_millis();
             let line = access::line(
                 &call,
-                &logged.method,
-                &logged.client,
+                &logged,
+                &traced.trace_id_hex(),
                 status,
-                now,
-                now - started,
+                (now, now - started),
             );
             println!("{line}");
         }
@@ -186,12 +186,6 @@ fn access_log_on() -> bool {
     WasiHost
         .setting(crate::sync::settings::ACCESS_LOG)
         .is_some_and(|value| value.trim().eq_ignore_ascii_case("on"))
-}
-
-/// What an access-log line needs of the request head, taken before the head is handed on.
-struct Logged {
-    method: String,
-    client: String,
 }
 
 impl Logged {
@@ -332,5 +326,9 @@ impl Host for WasiHost {
 
     fn sleep_ms(&self, ms: u64) {
         wasip2::clocks::monotonic_clock::subscribe_duration(ms * 1_000_000).block();
+    }
+
+    fn random_u64(&self) -> u64 {
+        wasip2::random::random::get_random_u64()
     }
 }

@@ -8,6 +8,7 @@ pub mod cache;
 pub mod egress;
 pub mod endpoints;
 pub mod time;
+pub mod trace;
 #[cfg(target_arch = "wasm32")]
 pub mod wasi;
 

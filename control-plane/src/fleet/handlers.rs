@@ -101,15 +101,21 @@ async fn manifest_page(
     State(state): State<AppState>,
     QueryParams(query): QueryParams<PageQuery>,
 ) -> Result<Response> {
+    let started = std::time::SystemTime::now();
     let (after, snapshot) = (query.after.unwrap_or(0), query.snapshot.unwrap_or(false));
     // Midway through a snapshot a gateway holds nothing it serves yet.
     let held = if snapshot { 0 } else { after };
+    let gateway = query.gateway.clone().unwrap_or_else(|| "pull".into());
     check_in(&state, query.gateway, query.environment, held).await?;
     let page = manifest::read_page(&state.db, after, snapshot).await?;
     let Some(page) = page else {
         return Ok((StatusCode::SERVICE_UNAVAILABLE, "manifest not compiled yet").into_response());
     };
     let jws = manifest::sign(&state.manifest_keys, &page)?;
+    if page.upto > held {
+        let compile = state.manifests.compile_of(held, page.upto);
+        crate::ops::trace::delivered(compile, &gateway, page.upto, started);
+    }
     Ok((
         [
             (header::CONTENT_TYPE, "application/jwt".to_string()),

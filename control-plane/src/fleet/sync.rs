@@ -33,6 +33,18 @@ pub struct GatewayRecord {
     pub last_seen: i64,
 }
 
+impl GatewayRecord {
+    /// Versions it is behind `latest`.
+    pub fn lag(&self, latest: i64) -> i64 {
+        latest.saturating_sub(self.version).max(0)
+    }
+
+    /// Seconds since it last asked, at `now` (Unix seconds).
+    pub fn silent_for(&self, now: i64) -> i64 {
+        now.saturating_sub(self.last_seen).max(0)
+    }
+}
+
 /// What a gateway's request for changes says of it.
 #[derive(Debug)]
 pub struct Checkin<'a> {

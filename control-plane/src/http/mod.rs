@@ -77,6 +77,8 @@ fn routes(state: AppState) -> Router {
         .layer(axum::middleware::from_fn(
             crate::ops::metrics::count_request,
         ))
+        // Outside `after_changes`, so that the changes a request reports name its span.
+        .layer(axum::middleware::from_fn(crate::ops::trace::trace_request))
         .layer(TraceLayer::new_for_http())
         .with_state(state)
 }

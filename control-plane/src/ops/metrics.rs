@@ -4,10 +4,12 @@
 //! Label sets are bounded: `route` is the matched route template (never the raw path;
 //! `unmatched` for the rest), `method` one of the methods the API serves (else `other`),
 //! `status` the status code, `grant` one of the three grants, `active` `true` or `false`,
-//! `scope` `user` or `address`.
-//! No user, client or token is ever a label.
+//! `scope` `user` or `address`, `gateway` a configured gateway's URL (or `pull`) for
+//! refused pages, and a gateway's id and environment for the fleet (at most
+//! [`MAX_FLEET_SERIES`] gateways, those that present the gateway secret). No user, client
+//! or token is ever a label.
 
-use std::sync::LazyLock;
+use std::sync::{LazyLock, Mutex};
 use std::time::Instant;
 
 use axum::extract::{MatchedPath, Request, State};
@@ -32,6 +34,9 @@ const REQUEST_BUCKETS: [f64; 13] = [
 const COMPILE_BUCKETS: [f64; 12] = [
     0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
 ];
+
+/// Gateways the fleet's gauges name at most (the ones seen last are left out).
+pub const MAX_FLEET_SERIES: usize = 1_000;
 
 /// A management request's labels.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -60,6 +65,19 @@ struct IntrospectionLabels {
     active: &'static str,
 }
 
+/// Who refused a manifest page: a configured gateway's URL, or `pull`.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RefusedLabels {
+    gateway: String,
+}
+
+/// A gateway of the fleet.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct FleetLabels {
+    gateway: String,
+    environment: String,
+}
+
 /// What a lock-out locks.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct LockoutLabels {
@@ -80,6 +98,11 @@ pub struct Metrics {
     manifest_version: Gauge,
     pool_connections: Gauge,
     pool_idle: Gauge,
+    pages_refused: Family<RefusedLabels, Counter>,
+    fleet_lag: Family<FleetLabels, Gauge>,
+    fleet_silent: Family<FleetLabels, Gauge>,
+    /// Held while the fleet's gauges are redrawn, so two scrapes do not mix them.
+    fleet_redraw: Mutex<()>,
 }
 
 /// The process's metrics (one control plane per process).
@@ -156,6 +179,25 @@ impl Metrics {
             "Database connections idle in the pool",
             pool_idle.clone(),
         );
+        let pages_refused = Family::<RefusedLabels, Counter>::default();
+        registry.register(
+            "manifest_pages_refused",
+            "Manifest pages a gateway could not take, by the gateway pushed to (or pull)",
+            pages_refused.clone(),
+        );
+        let fleet_lag = Family::<FleetLabels, Gauge>::default();
+        registry.register(
+            "fleet_lag_versions",
+            "Versions a gateway that checks in is behind the newest, as it last asked",
+            fleet_lag.clone(),
+        );
+        let fleet_silent = Family::<FleetLabels, Gauge>::default();
+        registry.register_with_unit(
+            "fleet_silent",
+            "Time since a gateway last asked for changes",
+            Unit::Seconds,
+            fleet_silent.clone(),
+        );
         Self {
             registry,
             requests,
@@ -169,6 +211,39 @@ impl Metrics {
             manifest_version,
             pool_connections,
             pool_idle,
+            pages_refused,
+            fleet_lag,
+            fleet_silent,
+            fleet_redraw: Mutex::new(()),
+        }
+    }
+
+    /// A gateway (a configured URL, or `pull`) could not take a manifest page.
+    pub fn page_refused(&self, gateway: &str) {
+        self.pages_refused
+            .get_or_create(&RefusedLabels {
+                gateway: gateway.to_string(),
+            })
+            .inc();
+    }
+
+    /// The fleet as the database has it: each gateway's lag behind `latest` and silence
+    /// at `now` (Unix seconds), replacing what was drawn before.
+    pub fn fleet(&self, gateways: &[crate::fleet::GatewayRecord], latest: i64, now: i64) {
+        let _redraw = self.fleet_redraw.lock().unwrap_or_else(|p| p.into_inner());
+        self.fleet_lag.clear();
+        self.fleet_silent.clear();
+        for gateway in gateways.iter().take(MAX_FLEET_SERIES) {
+            let labels = FleetLabels {
+                gateway: gateway.id.clone(),
+                environment: gateway.environment.clone(),
+            };
+            self.fleet_lag
+                .get_or_create(&labels)
+                .set(gateway.lag(latest));
+            self.fleet_silent
+                .get_or_create(&labels)
+                .set(gateway.silent_for(now));
         }
     }
 
@@ -297,7 +372,8 @@ pub async fn count_request(request: Request, next: Next) -> Response {
     response
 }
 
-/// `GET /metrics`.
+/// `GET /metrics`: the fleet read from the database (left as last drawn when it does not
+/// answer), then every metric.
 #[utoipa::path(
     get,
     path = "/metrics",
@@ -306,12 +382,23 @@ pub async fn count_request(request: Request, next: Next) -> Response {
         content_type = "application/openmetrics-text; version=1.0.0; charset=utf-8"))
 )]
 pub async fn scrape(State(db): State<AnyPool>) -> Response {
+    match fleet_state(&db).await {
+        Ok((gateways, latest)) => metrics().fleet(&gateways, latest, crate::db::now()),
+        Err(err) => tracing::debug!("metrics: could not read the fleet: {err}"),
+    }
     let mut response = metrics().encode(&db).into_response();
     response.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
     );
     response
+}
+
+/// Every gateway that checked in, and the newest manifest version.
+async fn fleet_state(db: &AnyPool) -> sqlx::Result<(Vec<crate::fleet::GatewayRecord>, i64)> {
+    let latest = crate::manifest::latest_version(db).await?;
+    let gateways = crate::fleet::list(db).await?;
+    Ok((gateways, i64::try_from(latest).unwrap_or(i64::MAX)))
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 
 pub mod health;
 pub mod metrics;
+pub mod trace;
 
 use axum::Router;
 use axum::routing::get;

@@ -406,8 +406,8 @@ async fn list_gateways(
         .await?
         .into_iter()
         .map(|g| GatewayDto {
-            lag: latest.saturating_sub(g.version).max(0),
-            silent_for: now.saturating_sub(g.last_seen).max(0),
+            lag: g.lag(latest),
+            silent_for: g.silent_for(now),
             id: g.id,
             environment: g.environment,
             version: g.version,

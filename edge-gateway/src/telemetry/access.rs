@@ -6,7 +6,7 @@
 //!  "api":"Pets","version":"1.0.0","resource":"/pets/{id}","application":"<id>",
 //!  "key_type":"PRODUCTION","user":"alice","status":200,"fault_code":null,
 //!  "cached":false,"duration_ms":0.84,"backend_ms":0.61,"request_bytes":0,
-//!  "response_bytes":512}
+//!  "response_bytes":512,"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736"}
 //! ```
 //!
 //! Fields the request did not get to are empty (or `null`); the raw path and query are
@@ -68,6 +68,8 @@ pub struct Entry<'a> {
     pub request_bytes: Option<u64>,
     /// The response body's length, when known.
     pub response_bytes: Option<u64>,
+    /// The request's trace (32 hex digits; see [`super::trace`]).
+    pub trace_id: &'a str,
 }
 
 impl<'a> Entry<'a> {
@@ -90,6 +92,7 @@ impl<'a> Entry<'a> {
             backend_ms: None,
             request_bytes: None,
             response_bytes: None,
+            trace_id: "",
         }
     }
 }

@@ -14,7 +14,9 @@
 //!   `subscription_tier`, `application_tier`.
 //! - `apim_gateway_backend_errors_total{kind}`: `timeout`, `unreachable`.
 //! - `apim_gateway_instances_in_use`, `apim_gateway_instantiations_total`,
-//!   `apim_gateway_manifest_version`.
+//!   `apim_gateway_manifest_version`, `apim_gateway_manifest_lag` (versions behind the
+//!   newest the control plane announced), `apim_gateway_manifest_synced_timestamp_seconds`
+//!   (the last sync that brought the gateway up to date).
 //!
 //! Counting costs a hash of the label strings, a read-locked map look-up of the handles
 //! resolved for that label set, and atomic increments (the histograms take an
@@ -96,6 +98,8 @@ pub struct Outcome {
     pub backend: Option<Duration>,
     /// The backend timed out (`Some(true)`) or could not be reached (`Some(false)`).
     pub backend_failed: Option<bool>,
+    /// When its parts ran, for its spans.
+    pub timeline: super::trace::Timeline,
 }
 
 /// The handles of one label set, resolved once.
@@ -154,6 +158,8 @@ pub struct Metrics {
     backend_unreachable: Counter,
     instances_in_use: Gauge,
     manifest_version: Gauge,
+    manifest_lag: Gauge,
+    synced_at: Gauge,
     series: RwLock<SeriesMap>,
     /// The instance permits of each hosted component, and how many each has.
     pools: Mutex<Vec<(Arc<Semaphore>, usize)>>,
@@ -242,6 +248,19 @@ impl Metrics {
             "Version of the route manifest the gateway holds (-1: none yet)",
             manifest_version.clone(),
         );
+        let manifest_lag = Gauge::default();
+        registry.register(
+            "manifest_lag",
+            "Versions the manifest held is behind the newest the control plane announced",
+            manifest_lag.clone(),
+        );
+        let synced_at = Gauge::default();
+        registry.register_with_unit(
+            "manifest_synced_timestamp",
+            "When a sync last brought the gateway up to date, Unix time (0: never)",
+            Unit::Seconds,
+            synced_at.clone(),
+        );
         Self {
             registry,
             requests,
@@ -254,6 +273,8 @@ impl Metrics {
             backend_unreachable,
             instances_in_use,
             manifest_version,
+            manifest_lag,
+            synced_at,
             series: RwLock::new(SeriesMap::default()),
             pools: Mutex::new(Vec::new()),
         }
@@ -270,6 +291,16 @@ impl Metrics {
     /// The manifest version held.
     pub fn manifest_version(&self, version: i64) {
         self.manifest_version.set(version);
+    }
+
+    /// Versions behind the newest the control plane announced.
+    pub fn manifest_lag(&self, versions: i64) {
+        self.manifest_lag.set(versions);
+    }
+
+    /// A sync brought the gateway up to date at `unix_secs`.
+    pub fn synced(&self, unix_secs: i64) {
+        self.synced_at.set(unix_secs);
     }
 
     /// Counts one answered request.

@@ -1,15 +1,18 @@
-//! What the host tells operators: Prometheus metrics ([`metrics`]), readiness, and the
-//! operations listener that serves them with `/healthz` ([`ops`]).
+//! What the host tells operators: Prometheus metrics ([`metrics`]), readiness, the
+//! operations listener that serves them with `/healthz` ([`ops`]), the access log
+//! ([`access`]) and traces ([`trace`]).
 
 pub mod access;
 pub mod metrics;
 pub mod ops;
+pub mod trace;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
 pub use access::AccessLog;
 pub use metrics::{Metrics, Outcome};
+pub use trace::Tracing;
 
 /// Everything the gateways of one process report to, shared with the operations listener.
 pub struct Telemetry {
@@ -17,10 +20,14 @@ pub struct Telemetry {
     pub metrics: Metrics,
     /// The access log, when on.
     pub access_log: Option<Arc<AccessLog>>,
+    /// Where spans go, if anywhere.
+    pub tracing: Tracing,
     /// The components are compiled (and ready to instantiate).
     compiled: AtomicBool,
     /// The manifest version the main gateway holds; -1 before its first sync.
     manifest: AtomicI64,
+    /// The newest version the control plane announced; -1 before it did.
+    announced: AtomicI64,
     /// Readiness waits for a manifest (the host syncs); without syncing, compiling is
     /// enough, since manifests then come only by push.
     needs_manifest: AtomicBool,
@@ -31,8 +38,10 @@ impl Default for Telemetry {
         Self {
             metrics: Metrics::new(),
             access_log: None,
+            tracing: Tracing::default(),
             compiled: AtomicBool::new(false),
             manifest: AtomicI64::new(-1),
+            announced: AtomicI64::new(-1),
             needs_manifest: AtomicBool::new(true),
         }
     }
@@ -47,6 +56,11 @@ impl Telemetry {
             access_log: Some(log),
             ..Self::default()
         })
+    }
+
+    /// Exports spans as `tracing` says.
+    pub fn with_tracing(self, tracing: Tracing) -> Self {
+        Self { tracing, ..self }
     }
 
     /// Writes out what the access log holds (at exit).
@@ -66,11 +80,30 @@ impl Telemetry {
         self.needs_manifest.store(needed, Ordering::Release);
     }
 
-    /// The main gateway holds everything up to `version`.
+    /// A sync brought the main gateway up to `version`, everything the control plane had.
     pub fn manifest_held(&self, version: u64) {
         let version = i64::try_from(version).unwrap_or(i64::MAX);
         self.manifest.store(version, Ordering::Release);
         self.metrics.manifest_version(version);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| since.as_secs());
+        self.metrics.synced(i64::try_from(now).unwrap_or(i64::MAX));
+        self.update_lag();
+    }
+
+    /// The control plane announced `latest` as its newest version.
+    pub fn announced(&self, latest: u64) {
+        let latest = i64::try_from(latest).unwrap_or(i64::MAX);
+        self.announced.store(latest, Ordering::Release);
+        self.update_lag();
+    }
+
+    /// Versions held behind those announced (0 until the control plane announces one).
+    fn update_lag(&self) {
+        let announced = self.announced.load(Ordering::Acquire);
+        let held = self.manifest.load(Ordering::Acquire).max(0);
+        self.metrics.manifest_lag((announced - held).max(0));
     }
 
     /// Ready to serve API calls: compiled, and holding a manifest where one is pulled.
@@ -93,6 +126,21 @@ mod tests {
         assert!(!telemetry.is_ready(), "not compiled yet");
         telemetry.compiled();
         assert!(telemetry.is_ready());
+
+        telemetry.announced(5);
+        assert!(
+            telemetry
+                .metrics
+                .encode()
+                .contains("apim_gateway_manifest_lag 5")
+        );
+        telemetry.manifest_held(5);
+        assert!(
+            telemetry
+                .metrics
+                .encode()
+                .contains("apim_gateway_manifest_lag 0")
+        );
 
         let pushed_only = Telemetry::default();
         pushed_only.needs_manifest(false);
