@@ -259,6 +259,12 @@ pub struct Config {
     )]
     pub access_log: bool,
 
+    /// How often, in milliseconds, per-API analytics (requests, errors and latencies per
+    /// minute, API and application) are reported to the control plane; 0 turns them off.
+    /// Needs the control plane's URL and the gateway secret (see `telemetry::analytics`).
+    #[arg(long, env = "APIM_ANALYTICS_REPORT_MS", default_value_t = 10_000)]
+    pub analytics_report_ms: u64,
+
     /// Lists compiled guest code in `/tmp/perf-<pid>.map`, so that `perf report` names
     /// the component's functions (for profiling; off in production).
     #[arg(long, env = "APIM_PERF_MAP", default_value_t = false)]
@@ -504,6 +510,11 @@ impl Config {
     /// Sync period, or `None` when syncing is disabled.
     pub fn sync_interval(&self) -> Option<Duration> {
         (self.sync_interval_secs > 0).then(|| Duration::from_secs(self.sync_interval_secs))
+    }
+
+    /// How often analytics are reported; `None` when off.
+    pub fn analytics_interval(&self) -> Option<Duration> {
+        (self.analytics_report_ms > 0).then(|| Duration::from_millis(self.analytics_report_ms))
     }
 
     /// Per-instance linear memory limit in bytes.

@@ -223,6 +223,16 @@ impl Gateway {
             backend: outcome.backend,
         };
         self.telemetry.tracing.finish(served.traced, &finished);
+        if let Some(analytics) = &self.telemetry.analytics {
+            let call = served.call;
+            analytics.record(
+                &call.api_id,
+                &call.application,
+                status,
+                elapsed,
+                SystemTime::now(),
+            );
+        }
         let Some(log) = &self.telemetry.access_log else {
             return;
         };

@@ -65,7 +65,14 @@ pub async fn run(config: Config, mut inherited: server::Inherited) -> anyhow::Re
         Telemetry::default()
     };
     let tracing = telemetry::Tracing::from_env(tokio::runtime::Handle::current())?;
-    let telemetry = Arc::new(telemetry.with_tracing(tracing));
+    let telemetry = telemetry.with_tracing(tracing);
+    let watch = watch_of(&config.variables()?);
+    let reporting = config.analytics_interval().zip(watch.clone());
+    let telemetry = Arc::new(if reporting.is_some() {
+        telemetry.with_analytics()
+    } else {
+        telemetry
+    });
     if let Some(ops_addr) = config.ops_addr {
         let ops = server::listen(ops_addr, None).await?;
         telemetry::ops::spawn(ops, telemetry.clone())?;
@@ -91,7 +98,6 @@ pub async fn run(config: Config, mut inherited: server::Inherited) -> anyhow::Re
     let main_addr = main_listener.local_addr()?;
     // The gateway never forwards to itself, whatever a manifest says.
     guard.refuse_listeners(&[main_addr]);
-    let watch = watch_of(&shared.vars);
     let sync_interval = config.sync_interval();
     let first_sync_timeout = Duration::from_millis(config.first_sync_timeout_ms);
     telemetry.needs_manifest(sync_interval.is_some() && watch.is_some());
@@ -103,6 +109,11 @@ pub async fn run(config: Config, mut inherited: server::Inherited) -> anyhow::Re
     }
     server::tell_supervisor(server::Supervised::Ready);
     let sync = sync_interval.map(|interval| sync::spawn(main.clone(), main_addr, interval, watch));
+    let reporter = reporter_of(&telemetry, reporting.as_ref());
+    let reports = reporter
+        .clone()
+        .zip(reporting.as_ref())
+        .map(|(reporter, (interval, _))| reporter.spawn(*interval));
     let (stop, stopped) = watch::channel(false);
     tokio::spawn(async move {
         signal.recv().await;
@@ -110,15 +121,35 @@ pub async fn run(config: Config, mut inherited: server::Inherited) -> anyhow::Re
         if let Some(sync) = sync {
             sync.abort();
         }
+        if let Some(reports) = reports {
+            reports.abort();
+        }
         let _ = stop.send(true);
     });
     let served = serve_all(hosted, stopped, config.connections()).await;
     for gateway in gateways {
         gateway.begin_shutdown();
     }
+    if let Some(reporter) = reporter {
+        // What the last interval counted, unless the control plane is away.
+        let _ = tokio::time::timeout(LAST_REPORT_TIMEOUT, reporter.report()).await;
+    }
     telemetry.flush();
     telemetry.tracing.shutdown().await;
     served
+}
+
+/// Longest the last analytics report may hold up the exit.
+const LAST_REPORT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The reporter of the analytics `telemetry` counts, when they are reported.
+fn reporter_of(
+    telemetry: &Telemetry,
+    reporting: Option<&(Duration, sync::Watch)>,
+) -> Option<telemetry::reporter::Reporter> {
+    let (_, watch) = reporting?;
+    let analytics = telemetry.analytics.clone()?;
+    Some(telemetry::reporter::Reporter::new(analytics, watch.clone()))
 }
 
 /// Pulls the manifest before the gateway serves, so that a gateway replacing another

@@ -7,6 +7,8 @@
 pub struct Call {
     /// The API's name.
     pub api: String,
+    /// The API's id.
+    pub api_id: String,
     /// The API's version.
     pub version: String,
     /// The matched operation's URL template.

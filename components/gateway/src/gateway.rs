@@ -242,6 +242,7 @@ impl Gateway {
     ) -> Result<Plan, Fault> {
         let routed = self.route(host, &target.path)?;
         call.api.clone_from(&routed.0.name);
+        call.api_id.clone_from(&routed.0.id);
         call.version.clone_from(&routed.0.version);
         self.admit(host, request, target, routed, call)
     }

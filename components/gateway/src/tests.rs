@@ -1543,6 +1543,7 @@ fn decisions_say_what_the_request_came_to() {
     assert!(matches!(admitted.decision, Decision::Forward(_)));
     let expected = Call {
         api: "Dev".into(),
+        api_id: "api-1".into(),
         version: "v1".into(),
         resource: "/devs/{username}".into(),
         application: "app-1".into(),

@@ -144,6 +144,7 @@ impl policy::Guest for Component {
             decision,
             call: policy::Call {
                 api: call.api,
+                api_id: call.api_id,
                 version: call.version,
                 resource: call.resource,
                 application: call.application,

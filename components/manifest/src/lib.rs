@@ -10,6 +10,7 @@
 //! changes, whatever the number of APIs, and a gateway reads only the entries a request
 //! needs. [`bounds`] says how large an API, an entry and a page may be.
 
+pub mod analytics;
 pub mod bounds;
 pub mod canon;
 pub mod entries;
@@ -405,6 +406,9 @@ pub mod paths {
     /// Control plane: POST a form `token=...` here, with the gateway secret as bearer
     /// token: an [`Introspection`](crate::Introspection) of it (RFC 7662).
     pub const CONTROL_PLANE_INTROSPECT: &str = "/oauth2/introspect";
+    /// Control plane: POST an [`AnalyticsReport`](crate::analytics::AnalyticsReport)
+    /// here, with the gateway secret as bearer token; 204 once stored.
+    pub const CONTROL_PLANE_ANALYTICS: &str = "/internal/gateway/analytics";
 }
 
 #[cfg(test)]

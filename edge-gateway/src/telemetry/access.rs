@@ -192,6 +192,7 @@ mod tests {
         let log = AccessLog::new();
         let call = Call {
             api: "Pets\"\n{".into(),
+            api_id: "api-1".into(),
             version: "1.0.0".into(),
             resource: "/pets/{id}".into(),
             application: "app".into(),
@@ -224,6 +225,7 @@ mod tests {
         let log = AccessLog::new();
         let call = Call {
             api: "PizzaShackAPI".into(),
+            api_id: "api-1".into(),
             version: "1.0.0".into(),
             resource: "/menu".into(),
             application: "6f1b7a2e-4c1d-4a57-9d0e-3f6f2b9c8a11".into(),

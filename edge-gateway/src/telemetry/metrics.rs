@@ -468,6 +468,7 @@ fn series_hash(method: &str, call: &Call) -> u64 {
 pub fn unrouted() -> Call {
     Call {
         api: String::new(),
+        api_id: String::new(),
         version: String::new(),
         resource: String::new(),
         application: String::new(),
@@ -484,6 +485,7 @@ mod tests {
     fn call(api: &str, application: &str) -> Call {
         Call {
             api: api.into(),
+            api_id: format!("{api}-id"),
             version: "1.0.0".into(),
             resource: "/pets/{id}".into(),
             application: application.into(),

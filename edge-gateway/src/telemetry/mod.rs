@@ -1,16 +1,20 @@
 //! What the host tells operators: Prometheus metrics ([`metrics`]), readiness, the
 //! operations listener that serves them with `/healthz` ([`ops`]), the access log
-//! ([`access`]) and traces ([`trace`]).
+//! ([`access`]) and traces ([`trace`]); and what it tells API providers: per-API
+//! analytics ([`analytics`]), reported to the control plane ([`reporter`]).
 
 pub mod access;
+pub mod analytics;
 pub mod metrics;
 pub mod ops;
+pub mod reporter;
 pub mod trace;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
 pub use access::AccessLog;
+pub use analytics::Analytics;
 pub use metrics::{Metrics, Outcome};
 pub use trace::Tracing;
 
@@ -22,6 +26,8 @@ pub struct Telemetry {
     pub access_log: Option<Arc<AccessLog>>,
     /// Where spans go, if anywhere.
     pub tracing: Tracing,
+    /// Per-API analytics, when reported.
+    pub analytics: Option<Arc<Analytics>>,
     /// The components are compiled (and ready to instantiate).
     compiled: AtomicBool,
     /// The manifest version the main gateway holds; -1 before its first sync.
@@ -39,6 +45,7 @@ impl Default for Telemetry {
             metrics: Metrics::new(),
             access_log: None,
             tracing: Tracing::default(),
+            analytics: None,
             compiled: AtomicBool::new(false),
             manifest: AtomicI64::new(-1),
             announced: AtomicI64::new(-1),
@@ -61,6 +68,14 @@ impl Telemetry {
     /// Exports spans as `tracing` says.
     pub fn with_tracing(self, tracing: Tracing) -> Self {
         Self { tracing, ..self }
+    }
+
+    /// Also counting per-API analytics.
+    pub fn with_analytics(self) -> Self {
+        Self {
+            analytics: Some(Arc::default()),
+            ..self
+        }
     }
 
     /// Writes out what the access log holds (at exit).
