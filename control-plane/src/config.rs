@@ -117,6 +117,11 @@ pub struct Config {
     #[arg(long, env = "APIM_MGMT_MAX_CONNECTIONS", default_value_t = 1024)]
     pub max_connections: usize,
 
+    /// How long per-API analytics (the gateways' per-minute reports) are kept, days;
+    /// older ones are deleted, and no query may span more.
+    #[arg(long, env = "APIM_ANALYTICS_RETENTION_DAYS", default_value_t = 90)]
+    pub analytics_retention_days: u64,
+
     /// Largest request body accepted, bytes; larger ones get 413.
     #[arg(long, env = "APIM_MAX_BODY_BYTES", default_value_t = 5 * 1024 * 1024)]
     pub max_body_bytes: usize,
@@ -280,9 +285,17 @@ impl Config {
             ("APIM_MGMT_BODY_TIMEOUT_MS", self.body_timeout_ms),
             ("APIM_MGMT_IDLE_TIMEOUT_MS", self.idle_timeout_ms),
             ("APIM_MGMT_MAX_CONNECTIONS", self.max_connections as u64),
+            (
+                "APIM_ANALYTICS_RETENTION_DAYS",
+                self.analytics_retention_days,
+            ),
         ] {
             anyhow::ensure!(value >= 1, "{name} must be at least 1");
         }
+        anyhow::ensure!(
+            self.analytics_retention_days <= 3660,
+            "APIM_ANALYTICS_RETENTION_DAYS must be at most 3660 (ten years)"
+        );
         anyhow::ensure!(
             !self.admin_user.is_empty(),
             "APIM_ADMIN_USER must not be empty"

@@ -1,6 +1,7 @@
 //! API management control plane: client registration, the OAuth 2.0 token service, the
 //! publisher and the store, speaking WSO2 API Manager's REST API v0.14.
 
+pub mod analytics;
 pub mod apis;
 pub mod applications;
 pub mod certificates;

@@ -143,6 +143,7 @@ async fn serve(config: Config, db: AnyPool) -> anyhow::Result<()> {
         ))),
         data_keys,
     };
+    crate::analytics::spawn_retention(state.clone());
     users::limit_argon2_queue(config.argon2_queue);
     users::prepare_dummy_hash().await?;
     let limits = listener::Limits {

@@ -11,6 +11,7 @@ use harness::services::{Service, available};
 use harness::{Backend, Client, ControlPlane};
 
 mod access;
+mod analytics;
 mod authz;
 mod backends;
 mod blocks;
@@ -195,6 +196,7 @@ on_both!(
     catalogue::certificates_per_tenant,
     catalogue::tiers_per_tenant,
     observability::control_plane_health_and_metrics,
+    analytics::reports_add_up_once_and_queries_are_bounded,
     workflows::approvals_per_tenant,
     token_types::opaque_tokens_and_introspection,
 );
@@ -223,4 +225,5 @@ on_both!(
     token_types::token_types_at_the_gateway_on_the_component_path,
     backends::endpoint_certificates_on_the_host_path,
     backends::endpoint_certificates_on_the_component_path,
+    analytics::gateway_traffic_is_charted_per_api_and_application,
 );

@@ -36,11 +36,12 @@ pub fn router() -> Router<AppState> {
 
 /// The paths only gateways may call (the manifest key is public); introspection is the
 /// token service's, but only for gateways.
-const GATEWAY_ONLY: [&str; 4] = [
+const GATEWAY_ONLY: [&str; 5] = [
     apim_manifest::paths::CONTROL_PLANE_MANIFEST,
     apim_manifest::paths::CONTROL_PLANE_CHANGES,
     apim_manifest::paths::CONTROL_PLANE_REPORT,
     apim_manifest::paths::CONTROL_PLANE_INTROSPECT,
+    apim_manifest::paths::CONTROL_PLANE_ANALYTICS,
 ];
 
 /// Refuses (401) a call of a gateway-only path without the gateway secret as its bearer

@@ -110,6 +110,7 @@ pub fn rooms() -> Router<AppState> {
         .merge(crate::users::router())
         .merge(crate::workflows::router())
         .merge(crate::fleet::router())
+        .merge(crate::analytics::router())
         .merge(crate::openapi::router())
 }
 
@@ -118,7 +119,7 @@ pub fn rooms() -> Router<AppState> {
 /// and what the token endpoint knows of clients and users: asks for a compile of what it
 /// [`Touches`] (changes during one are taken in by the next, so bursts cost few) and
 /// clears the client cache.
-/// Issuing tokens and registering clients change neither (a refresh grant's revocation
+/// Issuing tokens, registering clients and gateways' analytics change neither (a refresh grant's revocation
 /// asks for its own compile), and at thousands of tokens a second they must not keep
 /// the compiler busy.
 async fn after_changes(
@@ -132,6 +133,7 @@ async fn after_changes(
         *request.method(),
         Method::GET | Method::HEAD | Method::OPTIONS
     ) && path != "/oauth2/token"
+        && path != apim_manifest::paths::CONTROL_PLANE_ANALYTICS
         && !path.starts_with("/client-registration/");
     let mut response = next.run(request).await;
     if changes && response.status().is_success() {

@@ -39,6 +39,7 @@ fn ours() -> utoipa::openapi::OpenApi {
         crate::users::Api::openapi(),
         crate::workflows::Api::openapi(),
         crate::fleet::Api::openapi(),
+        crate::analytics::Api::openapi(),
         crate::wsdl::Api::openapi(),
         super::handlers::Api::openapi(),
     ] {

@@ -123,6 +123,38 @@ pub struct PageReport {
     environment: Option<String>,
 }
 
+/// What one gateway process has counted, per minute, API and application.
+#[derive(ToSchema)]
+#[schema(as = AnalyticsReport)]
+#[allow(dead_code)]
+pub struct AnalyticsReport {
+    /// The gateway's id.
+    gateway: String,
+    /// The gateway process, random per start.
+    boot: String,
+    /// Its totals so far.
+    rows: Vec<MinuteCounts>,
+}
+
+/// One process's totals of one (minute, API, application).
+#[derive(ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)]
+pub struct MinuteCounts {
+    /// Unix minute.
+    minute: i64,
+    api_id: String,
+    /// Empty for requests without an application.
+    application_id: String,
+    requests: u64,
+    client_errors: u64,
+    server_errors: u64,
+    /// Microseconds.
+    latency_sum_us: u64,
+    /// Requests per latency bucket.
+    latency_buckets: Vec<u64>,
+}
+
 /// The answer of the health endpoints.
 #[derive(ToSchema)]
 pub struct Status {

@@ -1,0 +1,233 @@
+//! Per-API analytics: gateways report their per-minute totals
+//! (`POST /internal/gateway/analytics`, behind the gateway secret), and an API's
+//! administrators and provider read them (`GET /api/am/admin/v0.14/analytics/apis/{apiId}`,
+//! HTTP Basic, as the rest of the administration API).
+//!
+//! Who may read an API's analytics follows WSO2's analytics, where the publisher shows an
+//! API's usage to the publishers of its tenant and the admin dashboard to administrators:
+//! the administrators of the API's tenant (the super tenant's: every tenant's) and the
+//! user who provides it. Another tenant's API answers as a missing one does (404).
+
+use std::collections::BTreeMap;
+
+use apim_manifest::analytics::{AnalyticsReport, NO_APPLICATION};
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+
+use super::records::{Figures, SlotTotals, Totals};
+use super::rules::{Window, check_application_id, check_report, minute_of, time_text};
+use super::store::{self, Selection};
+use crate::apis::StoredApi;
+use crate::error::{Error, Result};
+use crate::http::auth::BasicUser;
+use crate::http::extract::{QueryParams, parse_json};
+use crate::state::AppState;
+use crate::users::User;
+
+const ADMIN: &str = "/api/am/admin/v0.14";
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route(
+            apim_manifest::paths::CONTROL_PLANE_ANALYTICS,
+            post(receive_report),
+        )
+        .route(
+            &format!("{ADMIN}/analytics/apis/{{api_id}}"),
+            get(api_analytics),
+        )
+}
+
+/// The first minute still kept, at `now`.
+fn retained_from(state: &AppState, now: OffsetDateTime) -> i64 {
+    let days = i64::try_from(state.config.analytics_retention_days).unwrap_or(i64::MAX / 1_440);
+    minute_of(now) - days * 1_440
+}
+
+/// A gateway's report: stored, 204 (the gateway then forgets what it sent). The secret
+/// was checked from the head (`fleet::require_gateway_secret`).
+#[utoipa::path(
+    post,
+    path = "/internal/gateway/analytics",
+    tag = "Gateways",
+    request_body = crate::openapi::AnalyticsReport,
+    responses((status = 204, description = "The report is stored (a repeated one counts once)")),
+    security(("gateway_secret" = []))
+)]
+pub(super) async fn receive_report(State(state): State<AppState>, body: Bytes) -> Result<StatusCode> {
+    let report: AnalyticsReport = parse_json(&body)?;
+    let now = OffsetDateTime::now_utc();
+    let report = check_report(report, minute_of(now), retained_from(&state, now))?;
+    store::store_report(&state.db, &report).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Deletes analytics past the retention, every hour (on every control plane sharing the
+/// database: deleting twice deletes nothing more).
+pub fn spawn_retention(state: AppState) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut every = tokio::time::interval(std::time::Duration::from_secs(3_600));
+        loop {
+            every.tick().await;
+            let before = retained_from(&state, OffsetDateTime::now_utc());
+            match store::forget_before(&state.db, before).await {
+                Ok(0) => {}
+                Ok(rows) => tracing::info!(rows, "analytics past the retention deleted"),
+                Err(err) => tracing::warn!("could not delete old analytics: {err}"),
+            }
+        }
+    })
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct AnalyticsQuery {
+    from: Option<String>,
+    to: Option<String>,
+    interval: Option<String>,
+    application_id: Option<String>,
+}
+
+/// One application's figures; `applicationId` null for requests without one.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+struct ApplicationFigures {
+    application_id: Option<String>,
+    #[serde(flatten)]
+    figures: Figures,
+}
+
+/// One slot's figures.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+struct SlotFigures {
+    time: String,
+    #[serde(flatten)]
+    figures: Figures,
+}
+
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+struct ApiAnalytics {
+    api_id: String,
+    name: String,
+    version: String,
+    provider: String,
+    from: String,
+    to: String,
+    interval: &'static str,
+    /// The whole range.
+    #[serde(flatten)]
+    figures: Figures,
+    /// Per application, most requests first.
+    applications: Vec<ApplicationFigures>,
+    /// Per slot, every slot of the range, in order.
+    series: Vec<SlotFigures>,
+}
+
+/// `GET /analytics/apis/{apiId}?from=&to=&interval=&applicationId=`: the API's requests,
+/// errors and latency over the range, in all, per application and per slot; with
+/// `applicationId`, that application's only.
+#[utoipa::path(
+    get,
+    path = "/api/am/admin/v0.14/analytics/apis/{apiId}",
+    tag = "Administration",
+    params(
+        ("apiId" = String, Path, description = "The API's id"),
+        ("from" = Option<String>, Query, description = "Start of the range, RFC 3339 (default: an hour before `to`)"),
+        ("to" = Option<String>, Query, description = "End of the range, RFC 3339 (default: now)"),
+        ("interval" = Option<String>, Query, description = "Slot length: 1m, 5m, 15m, 30m, 1h, 6h, 12h, 1d or 7d (default: the smallest giving at most a set number of slots)"),
+        ("applicationId" = Option<String>, Query, description = "Only this application's calls")
+    ),
+    responses((status = 200, description = "The API's requests, errors and latency over the range", body = ApiAnalytics)),
+    security(("basic" = []))
+)]
+pub(super) async fn api_analytics(
+    State(state): State<AppState>,
+    BasicUser(user): BasicUser,
+    Path(api_id): Path<String>,
+    QueryParams(query): QueryParams<AnalyticsQuery>,
+) -> Result<Json<ApiAnalytics>> {
+    let api = readable_api(&state, &user, &api_id).await?;
+    if let Some(application) = &query.application_id {
+        check_application_id(application)?;
+    }
+    let window = Window::parse(
+        query.from.as_deref(),
+        query.to.as_deref(),
+        query.interval.as_deref(),
+        OffsetDateTime::now_utc(),
+        state.config.analytics_retention_days,
+    )?;
+    let selection = Selection {
+        api_id: &api.id,
+        application_id: query.application_id.as_deref(),
+        from: window.from,
+        to: window.to,
+        slot_minutes: window.slot_minutes,
+    };
+    let rows = store::totals(&state.db, &selection).await?;
+    Ok(Json(answer(api, &window, &rows)))
+}
+
+/// The API if `user` may read its analytics: 404 when it is missing or another tenant's,
+/// 403 for a user of its tenant who neither administers the tenant nor provides it.
+async fn readable_api(state: &AppState, user: &User, api_id: &str) -> Result<StoredApi> {
+    let api = crate::apis::find(&state.db, api_id)
+        .await?
+        .filter(|api| user.is_platform_admin() || api.tenant == user.tenant)
+        .ok_or_else(|| Error::NotFound("API", api_id.to_string()))?;
+    if user.has_role("admin") || api.provider == user.username {
+        Ok(api)
+    } else {
+        Err(Error::Forbidden(
+            "Only the API's provider and its tenant's administrators may read its analytics".into(),
+        ))
+    }
+}
+
+/// The answer: totals added up over the whole range, per application and per slot.
+fn answer(api: StoredApi, window: &Window, rows: &[SlotTotals]) -> ApiAnalytics {
+    let mut whole = Totals::default();
+    let mut per_application: BTreeMap<&str, Totals> = BTreeMap::new();
+    let mut per_slot: BTreeMap<i64, Totals> = BTreeMap::new();
+    for row in rows {
+        whole.add(&row.totals);
+        per_application
+            .entry(row.application_id.as_str())
+            .or_default()
+            .add(&row.totals);
+        per_slot.entry(row.slot).or_default().add(&row.totals);
+    }
+    let mut applications: Vec<ApplicationFigures> = per_application
+        .into_iter()
+        .map(|(application, totals)| ApplicationFigures {
+            application_id: (application != NO_APPLICATION).then(|| application.to_string()),
+            figures: totals.figures(),
+        })
+        .collect();
+    applications.sort_by_key(|a| std::cmp::Reverse(a.figures.requests));
+    let series = window
+        .slots()
+        .map(|slot| SlotFigures {
+            time: time_text(slot),
+            figures: per_slot.remove(&slot).unwrap_or_default().figures(),
+        })
+        .collect();
+    ApiAnalytics {
+        api_id: api.id,
+        name: api.name,
+        version: api.version,
+        provider: api.provider,
+        from: time_text(window.from),
+        to: time_text(window.to),
+        interval: window.interval,
+        figures: whole.figures(),
+        applications,
+        series,
+    }
+}
