@@ -28,7 +28,7 @@ pub async fn restart_keeps_records_and_keys(mut env: Env) {
         .post_json(
             &format!("{STORE}/applications"),
             &token,
-            &json!({"name": "Durable", "throttlingTier": "Unlimited"}),
+            &json!({"name": "Durable", "throttlingTier": "Unlimited", "tokenType": "JWT"}),
         )
         .await
         .expect(201)

@@ -35,6 +35,7 @@ pub fn router() -> Router<AppState> {
     request_body(content = crate::openapi::IntrospectForm, content_type = "application/x-www-form-urlencoded"),
     responses(
         (status = 200, description = "The token's claims, or `{\"active\":false}`", body = crate::openapi::IntrospectionAnswer),
+        (status = 401, description = "Not a gateway: no or a wrong gateway secret", body = crate::http::error::ErrorBody),
         (status = "default", description = "An OAuth 2.0 error (RFC 6749 §5.2)", body = crate::openapi::OAuthErrorBody)
     ),
     security(("gateway_secret" = []))
