@@ -59,7 +59,7 @@ fn retained_from(state: &AppState, now: OffsetDateTime) -> i64 {
     responses((status = 204, description = "The report is stored (a repeated one counts once)")),
     security(("gateway_secret" = []))
 )]
-pub(super) async fn receive_report(State(state): State<AppState>, body: Bytes) -> Result<StatusCode> {
+async fn receive_report(State(state): State<AppState>, body: Bytes) -> Result<StatusCode> {
     let report: AnalyticsReport = parse_json(&body)?;
     let now = OffsetDateTime::now_utc();
     let report = check_report(report, minute_of(now), retained_from(&state, now))?;
@@ -146,7 +146,7 @@ struct ApiAnalytics {
     responses((status = 200, description = "The API's requests, errors and latency over the range", body = ApiAnalytics)),
     security(("basic" = []))
 )]
-pub(super) async fn api_analytics(
+async fn api_analytics(
     State(state): State<AppState>,
     BasicUser(user): BasicUser,
     Path(api_id): Path<String>,

@@ -188,8 +188,8 @@ mod tests {
         let debug = whole.split(", fallback_router:").next().unwrap();
         let mut operations = BTreeSet::new();
         let mut routes = 0;
-        for (id, path) in route_paths(&debug) {
-            let methods = methods_of_route(&debug, &id).unwrap_or_else(|| {
+        for (id, path) in route_paths(debug) {
+            let methods = methods_of_route(debug, &id).unwrap_or_else(|| {
                 panic!("no methods found for route {id} ({path}) in {debug}");
             });
             routes += 1;

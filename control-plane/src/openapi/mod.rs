@@ -12,6 +12,6 @@ pub mod wso2;
 pub use document::{PATH, document};
 pub use handlers::router;
 pub use shapes::{
-    AnalyticsReport, IntrospectForm, IntrospectionAnswer, JwkSet, LatestVersion, OAuthErrorBody, PageReport,
-    RevokeForm, Status, TokenForm,
+    AnalyticsReport, IntrospectForm, IntrospectionAnswer, JwkSet, LatestVersion, OAuthErrorBody,
+    PageReport, RevokeForm, Status, TokenForm,
 };

@@ -40,7 +40,7 @@ pub fn router() -> Router<AppState> {
     ),
     security(("gateway_secret" = []))
 )]
-pub(super) async fn introspect(
+async fn introspect(
     State(state): State<AppState>,
     form: Result<Form<HashMap<String, String>>, FormRejection>,
 ) -> Result<Response, OAuthError> {
