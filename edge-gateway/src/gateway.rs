@@ -223,15 +223,10 @@ impl Gateway {
             backend: outcome.backend,
         };
         self.telemetry.tracing.finish(served.traced, &finished);
+        let now = SystemTime::now();
         if let Some(analytics) = &self.telemetry.analytics {
             let call = served.call;
-            analytics.record(
-                &call.api_id,
-                &call.application,
-                status,
-                elapsed,
-                SystemTime::now(),
-            );
+            analytics.record(&call.api_id, &call.application, status, elapsed, now);
         }
         let Some(log) = &self.telemetry.access_log else {
             return;
@@ -251,7 +246,7 @@ impl Gateway {
             trace_id: std::str::from_utf8(&trace_id).unwrap_or_default(),
             ..Entry::of_call(served.call)
         };
-        log.write(entry, SystemTime::now());
+        log.write(entry, now);
     }
 
     /// The component's decision about a request; a failed decision is answered.
