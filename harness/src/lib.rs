@@ -508,15 +508,9 @@ fn built_components() -> PathBuf {
             ];
             run_cargo(&components);
             if binary_dir().ends_with("release") {
-                run_cargo(&[
-                    "build",
-                    "--release",
-                    "-p",
-                    "control-plane",
-                    "-p",
-                    "edge-gateway",
-                ]);
-                run_cargo(&["build", "--release", "-p", "tools", "--bin", "legacy-soap"]);
+                // The workspace's feature set, which `cargo build --release --workspace`
+                // resolved too: the binaries and `legacy-soap` in one build.
+                run_cargo(&["build", "--release", "--workspace"]);
             } else {
                 // The same feature set `cargo test --workspace` resolved: nothing rebuilds.
                 run_cargo(&["build", "--workspace", "--all-targets"]);
