@@ -133,7 +133,9 @@ pub struct Config {
     /// Key-value backend for `wasi:keyvalue`: empty for a process-local
     /// in-memory store, or a `redis://host:port/db` URL so that several
     /// gateway nodes share throttling counters and cached answers (the manifest stays
-    /// on each node; while Redis is down, those keys do too). Its value is not shown
+    /// on each node; while Redis is down, those keys do too), or `sqlite:PATH` for every
+    /// key in one SQLite table as Spin's default store keeps it (`sqlite::memory:` in
+    /// memory), to host the component as Spin does. Its value is not shown
     /// here: it may carry Redis's password.
     #[arg(long, env = "APIM_KV_URL", default_value = "", hide_env_values = true)]
     pub kv_url: String,
@@ -433,12 +435,19 @@ impl Config {
         if url.is_empty() {
             return Ok(());
         }
+        if let Some(path) = sqlite_path(url) {
+            ensure!(
+                !path.as_os_str().is_empty(),
+                "APIM_KV_URL sqlite: needs a file path (or :memory:)"
+            );
+            return Ok(());
+        }
         if !(url.starts_with("redis://")
             || url.starts_with("redis+unix://")
             || url.starts_with("unix://"))
         {
             bail!(
-                "APIM_KV_URL must be empty (in-memory) or a redis:// URL, got {:?}",
+                "APIM_KV_URL must be empty (in-memory), a redis:// URL or sqlite:PATH, got {:?}",
                 redact_password(url)
             );
         }
@@ -549,6 +558,11 @@ impl Config {
             )),
         }
     }
+}
+
+/// The file of a `sqlite:PATH` key-value URL (`:memory:` for none), if it is one.
+pub fn sqlite_path(url: &str) -> Option<PathBuf> {
+    url.trim().strip_prefix("sqlite:").map(PathBuf::from)
 }
 
 /// A URL with the password of its user information (`scheme://user:password@host`)
@@ -848,14 +862,18 @@ mod tests {
             &["--backend-timeout-ms", "0"],
             &["--kv-url", "memcached://127.0.0.1"],
             &["--kv-namespace", ""],
+            &["--kv-url", "sqlite:"],
         ] {
             assert!(
                 parse(args).validate().is_err(),
                 "{args:?} should be rejected"
             );
         }
-        let config = parse(&["--kv-url", "redis://127.0.0.1:6379/0"]);
-        config.validate().unwrap();
+        for url in ["redis://127.0.0.1:6379/0", "sqlite:/tmp/kv.db", "sqlite::memory:"] {
+            parse(&["--kv-url", url]).validate().unwrap();
+        }
+        assert_eq!(sqlite_path("sqlite:.spin/kv.db"), Some(PathBuf::from(".spin/kv.db")));
+        assert_eq!(sqlite_path("redis://h/0"), None);
         assert_eq!(parse(&["--sync-interval-secs", "0"]).sync_interval(), None);
     }
 }

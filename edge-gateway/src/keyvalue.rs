@@ -2,7 +2,8 @@
 //!
 //! The host functions work on a [`KvStore`], which is either process-local
 //! ([`memory::MemoryStore`]) or Redis ([`redis_store::RedisStore`], shared by every
-//! gateway node that uses the same server and namespace).
+//! gateway node that uses the same server and namespace), or one SQLite table as Spin's
+//! default store ([`sqlite_store::SqliteStore`], for hosting the component as Spin does).
 //!
 //! Conventions common to both backends:
 //! - bucket identifiers are 1–64 characters from `[A-Za-z0-9_.-]`; anything
@@ -17,6 +18,7 @@
 pub mod memory;
 pub mod redis_store;
 pub mod shared;
+pub mod sqlite_store;
 
 use std::sync::Arc;
 
@@ -144,6 +146,8 @@ pub struct CasHandle {
 pub struct KvStore {
     local: Arc<memory::MemoryStore>,
     redis: Option<Arc<shared::RedisLink>>,
+    /// Spin's default store: when set, every key the component reads or writes is there.
+    sqlite: Option<Arc<sqlite_store::SqliteStore>>,
 }
 
 impl KvStore {
@@ -152,7 +156,17 @@ impl KvStore {
         Self {
             local: Arc::default(),
             redis: None,
+            sqlite: None,
         }
+    }
+
+    /// Spin's default store, a SQLite file (`:memory:`: in memory). The host's own counters
+    /// (host forwarding) stay in this node's memory.
+    pub fn sqlite(path: &std::path::Path) -> Result<Self, KvError> {
+        Ok(Self {
+            sqlite: Some(Arc::new(sqlite_store::SqliteStore::open(path)?)),
+            ..Self::memory()
+        })
     }
 
     /// Opens the backend named by `url` (empty: in-memory). A Redis URL is given a first
@@ -167,14 +181,16 @@ impl KvStore {
         Self {
             local: Arc::default(),
             redis,
+            sqlite: None,
         }
     }
 
     /// Short description for logs (never includes credentials).
     pub fn describe(&self) -> &'static str {
-        match self.redis {
-            None => "in-memory",
-            Some(_) => "in-memory manifest, Redis for counters and cached answers",
+        match (&self.redis, &self.sqlite) {
+            (_, Some(_)) => "SQLite, one table as Spin's default store",
+            (None, None) => "in-memory",
+            (Some(_), None) => "in-memory manifest, Redis for counters and cached answers",
         }
     }
 
@@ -252,6 +268,9 @@ impl KvStore {
 
     /// The value of `key`, if any.
     pub async fn get(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>, KvError> {
+        if let Some(db) = &self.sqlite {
+            return db.get(bucket, key);
+        }
         self.on_store(
             key,
             async |r| r.get(bucket, key).await,
@@ -262,6 +281,9 @@ impl KvStore {
 
     /// Stores `value` under `key`.
     pub async fn set(&self, bucket: &str, key: &str, value: Vec<u8>) -> Result<(), KvError> {
+        if let Some(db) = &self.sqlite {
+            return db.set(bucket, key, &value);
+        }
         if self.redis.is_none() {
             // No copy of the value needed for a second try.
             self.local.set(bucket, key, value);
@@ -281,6 +303,9 @@ impl KvStore {
 
     /// Removes `key`; absent keys are fine.
     pub async fn delete(&self, bucket: &str, key: &str) -> Result<(), KvError> {
+        if let Some(db) = &self.sqlite {
+            return db.delete(bucket, key);
+        }
         self.on_store(
             key,
             async |r| r.delete(bucket, key).await,
@@ -294,6 +319,9 @@ impl KvStore {
 
     /// Whether `key` exists.
     pub async fn exists(&self, bucket: &str, key: &str) -> Result<bool, KvError> {
+        if let Some(db) = &self.sqlite {
+            return db.exists(bucket, key);
+        }
         self.on_store(
             key,
             async |r| r.exists(bucket, key).await,
@@ -304,12 +332,18 @@ impl KvStore {
 
     /// One page of the bucket's keys on this node, starting after `cursor` (the
     /// manifest's, with whatever keys with a lifetime are kept here).
-    pub fn list_keys(&self, bucket: &str, cursor: Option<&str>) -> KeyPage {
-        self.local.list_keys(bucket, cursor)
+    pub fn list_keys(&self, bucket: &str, cursor: Option<&str>) -> Result<KeyPage, KvError> {
+        match &self.sqlite {
+            Some(db) => db.list_keys(bucket, cursor),
+            None => Ok(self.local.list_keys(bucket, cursor)),
+        }
     }
 
     /// Atomically adds `delta` to the counter at `key` and returns the new value.
     pub async fn increment(&self, bucket: &str, key: &str, delta: i64) -> Result<i64, KvError> {
+        if let Some(db) = &self.sqlite {
+            return db.increment(bucket, key, delta);
+        }
         self.on_store(
             key,
             async |r| r.increment(bucket, key, delta).await,
@@ -351,6 +385,13 @@ impl KvStore {
 
     /// Reads `key` for a later [`KvStore::compare_and_swap`].
     pub async fn snapshot(&self, bucket: &str, key: &str) -> Result<CasSnapshot, KvError> {
+        if let Some(db) = &self.sqlite {
+            let value = db.get(bucket, key)?;
+            return Ok(CasSnapshot {
+                value,
+                version: None,
+            });
+        }
         self.on_store(
             key,
             async |r| {
@@ -373,6 +414,9 @@ impl KvStore {
         snapshot: &CasSnapshot,
         value: Vec<u8>,
     ) -> Result<bool, KvError> {
+        if let Some(db) = &self.sqlite {
+            return db.compare_and_swap(bucket, key, snapshot.value.as_deref(), &value);
+        }
         if snapshot.version.is_some() {
             // Read on this node: a memory snapshot (its version) compares only here.
             return Ok(self.local.compare_and_swap(bucket, key, snapshot, value));
@@ -486,7 +530,7 @@ impl store::HostBucket for KvView<'_> {
         let bucket = self.bucket(&bucket)?;
         let page = self.store.list_keys(&bucket, cursor.as_deref());
         Ok(
-            report("list-keys", Ok(page)).map(|page| store::KeyResponse {
+            report("list-keys", page).map(|page| store::KeyResponse {
                 keys: page.keys,
                 cursor: page.cursor,
             }),
@@ -638,6 +682,31 @@ mod tests {
         );
         assert_eq!(direct.get("default", "apim:m:head").await.unwrap(), None);
         direct.delete("default", counter).await.unwrap();
+    }
+
+    /// With a SQLite store every key is there, the manifest's too, and compare-and-swap
+    /// compares the values read.
+    #[tokio::test]
+    async fn a_sqlite_store_holds_every_key() {
+        let kv = KvStore::sqlite(std::path::Path::new(":memory:")).unwrap();
+        assert_eq!(kv.describe(), "SQLite, one table as Spin's default store");
+        kv.set("default", "apim:m:head", b"1 7".to_vec()).await.unwrap();
+        assert_eq!(kv.increment("default", "apim:ttl:9:n", 2).await.unwrap(), 2);
+        let snapshot = kv.snapshot("default", "apim:m:head").await.unwrap();
+        assert_eq!(snapshot.value.as_deref(), Some(&b"1 7"[..]));
+        assert!(kv
+            .compare_and_swap("default", "apim:m:head", &snapshot, b"1 8".to_vec())
+            .await
+            .unwrap());
+        assert!(!kv
+            .compare_and_swap("default", "apim:m:head", &snapshot, b"1 9".to_vec())
+            .await
+            .unwrap());
+        let page = kv.list_keys("default", None).unwrap();
+        assert_eq!(page.keys, ["apim:m:head", "apim:ttl:9:n"]);
+        kv.delete("default", "apim:m:head").await.unwrap();
+        assert!(!kv.exists("default", "apim:m:head").await.unwrap());
+        assert!(!kv.shares_counters());
     }
 
     #[test]

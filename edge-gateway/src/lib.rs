@@ -218,7 +218,11 @@ fn egress_guard(config: &Config) -> anyhow::Result<EgressGuard> {
 /// What every hosted component shares: the key-value backend and the outbound client
 /// (with the main component's variables; [`host`] gives each component its own).
 async fn shared(config: &Config, guard: Arc<EgressGuard>) -> anyhow::Result<Shared> {
-    let kv = KvStore::connect(&config.kv_url, &config.kv_namespace).await;
+    let kv = match config::sqlite_path(&config.kv_url) {
+        Some(path) => KvStore::sqlite(&path)
+            .map_err(|err| anyhow::anyhow!("APIM_KV_URL: cannot open {path:?}: {err:?}"))?,
+        None => KvStore::connect(&config.kv_url, &config.kv_namespace).await,
+    };
     let vars = config.variables()?;
     let open_files = server::raise_file_limit();
     tracing::info!(

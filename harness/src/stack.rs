@@ -139,6 +139,20 @@ impl Launch<'_> {
     }
 }
 
+/// edge-gateway's settings that host the gateway component as Spin hosts a WASI 0.2
+/// component: a fresh instance per request, forwarding through `wasi:http`, every key in
+/// a SQLite file (in `dir`) as Spin's default store keeps it, and no loop of its own
+/// (pushes still land; with the variable `catch_up_interval_ms`, requests catch up).
+pub fn spin_like(dir: &std::path::Path) -> Vec<(&'static str, String)> {
+    let store = dir.join("sqlite_key_value.db");
+    vec![
+        ("APIM_HOST_FORWARDING", "false".into()),
+        ("APIM_INSTANCE_REUSE", "1".into()),
+        ("APIM_SYNC_INTERVAL_SECS", "0".into()),
+        ("APIM_KV_URL", format!("sqlite:{}", store.display())),
+    ]
+}
+
 /// Every CPU of the machine, in taskset syntax.
 fn all_cpus() -> String {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());

@@ -620,6 +620,13 @@ pub async fn blocks_and_new_secrets_reach_the_component_path(database: Backend) 
     blocks_and_new_secrets(database, &[("APIM_HOST_FORWARDING", "false".into())]).await;
 }
 
+/// The same with the component hosted as Spin hosts it (a fresh instance per request, a
+/// SQLite store): a block reaches tokens the store remembers as verified.
+pub async fn blocks_and_new_secrets_reach_the_spin_like_mode(database: Backend) {
+    let settings = harness::stack::spin_like(&harness::temp_dir());
+    blocks_and_new_secrets(database, &settings).await;
+}
+
 /// Waits until a call with `token` answers `status` and, for refusals, `fault`.
 async fn answers(gw: &Client, path: &str, token: &str, status: u16, fault: &str) {
     harness::eventually(gw, reqwest::Method::GET, path, token, |reply| {

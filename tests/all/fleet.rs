@@ -60,19 +60,15 @@ async fn a_gateway_started_late_serves_a_new_publish_within_a_second() {
 }
 
 /// On Spin no loop keeps the gateway current: requests catch up, after their answer, at
-/// most once per `catch_up_interval_ms`. Modelled on edge-gateway with its own loop off
-/// (`APIM_SYNC_INTERVAL_SECS=0`), the `wasi:http` path (`APIM_HOST_FORWARDING=false`, one
-/// instance per request as Spin's WASI 0.2 hosting) and no pushes: a publish is served
+/// most once per `catch_up_interval_ms`. Modelled on edge-gateway hosting the component as
+/// Spin does ([`harness::stack::spin_like`]: its own loop off, the `wasi:http` path, one
+/// instance per request, a SQLite store) and no pushes: a publish is served
 /// once requests have come in for an interval, and the gateway is listed as it pulls.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_a_loop_requests_catch_up() {
     let stack = Stack::start_configured(
         &["gateway_id=spin-like", "catch_up_interval_ms=200"],
-        &[
-            ("APIM_SYNC_INTERVAL_SECS", "0".to_string()),
-            ("APIM_HOST_FORWARDING", "false".to_string()),
-            ("APIM_INSTANCE_REUSE", "1".to_string()),
-        ],
+        &harness::stack::spin_like(&harness::temp_dir()),
         &[("APIM_GATEWAYS", String::new())],
     )
     .await;

@@ -29,6 +29,14 @@ async fn spec_flow_with_the_component_forwarding() {
     spec_flow(&[("APIM_HOST_FORWARDING", "false".into())]).await;
 }
 
+/// The same with the component hosted as Spin hosts it: a fresh instance per request,
+/// forwarding through `wasi:http`, every key (manifest, counters, verified tokens) in a
+/// SQLite file as Spin's default store.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spec_flow_in_the_spin_like_mode() {
+    spec_flow(&harness::stack::spin_like(&harness::temp_dir())).await;
+}
+
 /// The spec flow and every failure the gateway reports, with edge-gateway `settings`.
 async fn spec_flow(settings: &[(&'static str, String)]) {
     let stack = Stack::start_with(&["backend_timeout_ms=1000"], settings).await;

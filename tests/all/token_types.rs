@@ -239,6 +239,13 @@ pub async fn token_types_at_the_gateway_on_the_component_path(database: Backend)
     token_types_at_the_gateway(database, &[("APIM_HOST_FORWARDING", "false".into())]).await;
 }
 
+/// The same with the component hosted as Spin hosts it: a fresh instance per request, a
+/// SQLite store (tokens known through the store alone).
+pub async fn token_types_at_the_gateway_in_the_spin_like_mode(database: Backend) {
+    let settings = harness::stack::spin_like(&harness::temp_dir());
+    token_types_at_the_gateway(database, &settings).await;
+}
+
 /// Waits until a call with `token` answers `status` and, for refusals, `fault`.
 async fn answers(gw: &Client, path: &str, token: &str, status: u16, fault: &str) {
     harness::eventually(gw, Method::GET, path, token, |reply| {

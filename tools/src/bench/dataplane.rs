@@ -1,7 +1,7 @@
-//! Cases 1 to 5: the same keep-alive GET (1 KiB answer) straight at the backend, through
-//! nginx, Envoy and edge-gateway (case 4 with a JWT, 4b with an opaque token), interleaved
-//! round by round so that every case sees the same machine; medians of the rounds are
-//! reported.
+//! Cases 1 to 6: the same keep-alive GET (1 KiB answer) straight at the backend, through
+//! nginx, Envoy and edge-gateway (case 4 with a JWT, 4b with an opaque token; case 6 with
+//! the component hosted as Spin hosts it), interleaved round by round so that every case
+//! sees the same machine; medians of the rounds are reported.
 
 use super::Options;
 use super::backend::{BODY_BYTES, FastBackend};
@@ -26,17 +26,21 @@ pub enum Case {
     GatewayOpaque,
     /// 5. edge-gateway, `x-auth-type: None`.
     GatewayOpen,
+    /// 6. edge-gateway hosting the component as Spin does: a fresh instance per request,
+    /// the `wasi:http` path, a SQLite store as Spin's default; full policy, JWT.
+    SpinLike,
 }
 
 impl Case {
     /// Every case.
-    pub const ALL: [Case; 6] = [
+    pub const ALL: [Case; 7] = [
         Case::Backend,
         Case::Nginx,
         Case::Envoy,
         Case::Gateway,
         Case::GatewayOpaque,
         Case::GatewayOpen,
+        Case::SpinLike,
     ];
 
     /// Its row label.
@@ -48,6 +52,9 @@ impl Case {
             Case::Gateway => "4. edge-gateway, full policy, JWT",
             Case::GatewayOpaque => "4b. edge-gateway, full policy, opaque token",
             Case::GatewayOpen => "5. edge-gateway, x-auth-type None",
+            Case::SpinLike => {
+                "6. Spin-like: fresh instance per request, wasi:http path, SQLite store; full policy, JWT"
+            }
         }
     }
 }
@@ -120,7 +127,7 @@ struct Target {
 struct Cases {
     nginx: proxies::Proxy,
     envoy: proxies::Proxy,
-    targets: [Target; 6],
+    targets: [Target; 7],
 }
 
 impl Cases {
@@ -156,6 +163,11 @@ impl Cases {
                     vec![gateway_pid],
                 ),
                 Case::GatewayOpen => (format!("{gateway}{BASE}{OPEN}"), None, vec![gateway_pid]),
+                Case::SpinLike => (
+                    format!("{}{BASE}{SECURED}", platform.spin_like_url()),
+                    jwt.clone(),
+                    vec![platform.spin_like_pid()],
+                ),
             };
             let headers = token
                 .iter()
@@ -284,7 +296,7 @@ async fn check(targets: &[Target]) {
         );
         if matches!(
             target.case,
-            Case::Envoy | Case::Gateway | Case::GatewayOpaque
+            Case::Envoy | Case::Gateway | Case::GatewayOpaque | Case::SpinLike
         ) {
             let anonymous = client.get(&target.url).send().await.expect("check request");
             assert_eq!(

@@ -110,7 +110,7 @@ pub async fn measure(options: &Options, platform: &Platform) -> HttpsRuns {
 }
 
 /// A measured run at `--connections`, with the gateway's CPU time per request.
-async fn counted(options: &Options, url: &str, headers: &[String], pid: u32) -> Load {
+pub(super) async fn counted(options: &Options, url: &str, headers: &[String], pid: u32) -> Load {
     let before = machine::cpu_us(&[pid]);
     let mut load = wrk(options, url, headers, options.seconds).await;
     let requests = load.rate * options.seconds as f64;
@@ -121,7 +121,7 @@ async fn counted(options: &Options, url: &str, headers: &[String], pid: u32) -> 
 }
 
 /// A wrk run at `--connections` for `seconds`.
-async fn wrk(options: &Options, url: &str, headers: &[String], seconds: u64) -> Load {
+pub(super) async fn wrk(options: &Options, url: &str, headers: &[String], seconds: u64) -> Load {
     Wrk {
         url,
         connections: options.connections,

@@ -24,6 +24,7 @@ pub mod propagation;
 pub mod proxies;
 pub mod redis_server;
 pub mod report;
+pub mod spin_like;
 pub mod stats;
 pub mod throttling;
 pub mod tools;
@@ -90,6 +91,10 @@ pub struct Options {
     /// The throttling case's load, as a multiple of each limit.
     #[arg(long, default_value_t = 2.0)]
     pub overload: f64,
+    /// Measure the Spin-like section without waiting for a quiet machine (its report gives
+    /// the load average before each round instead).
+    #[arg(long)]
+    pub busy_ok: bool,
 }
 
 /// The cases `--only` can pick.
@@ -99,6 +104,8 @@ pub enum Part {
     Fleet,
     /// Throttling across three nodes sharing Redis.
     Throttling,
+    /// Case 6 (the component hosted as Spin hosts it) beside case 4, with its profile.
+    SpinLike,
 }
 
 impl Options {
@@ -164,6 +171,10 @@ pub fn run(options: Options) {
 /// The fleet and throttling cases (those `--only` selects), each written to its own
 /// section of the report as soon as it is measured.
 async fn run_parts(options: &Options) {
+    if options.runs(Part::SpinLike) {
+        let runs = spin_like::measure(options).await;
+        report::write_section(options, Part::SpinLike, &spin_like::section(options, &runs));
+    }
     if options.runs(Part::Fleet) {
         let fleet = fleet::measure(options).await;
         report::write_section(options, Part::Fleet, &report::fleet(options, &fleet));

@@ -55,10 +55,22 @@ pub const RESOURCES: &[Resource] = &[
     },
 ];
 
+/// The component variables of case 6 that Spin's manifest (`spin.toml`) sets and
+/// edge-gateway otherwise sets for itself: requests catch up with the control plane, the
+/// component writes the access log and makes its own trace span.
+const SPIN_VARS: &[&str] = &[
+    "catch_up_interval_ms=1000",
+    "access_log=on",
+    "trace_spans=component",
+];
+
 /// The running platform and the benchmark application's credentials.
 pub struct Platform {
     /// Control plane, gateway and an echo backend (for the APIs the scale cases create).
     pub stack: Arc<Stack>,
+    /// Case 6: a second edge-gateway on CPU 1 hosting the component as Spin does
+    /// ([`harness::stack::spin_like`]), on the same control plane.
+    pub spin_like: Option<harness::ServerProcess>,
     /// The benchmark application's consumer key.
     pub key: String,
     /// Its consumer secret.
@@ -128,7 +140,9 @@ impl Platform {
             .await;
         let opaque_token = client_token(&stack.mgmt, &opaque_key, &opaque_secret).await;
         let jwks = stack.mgmt.get("/oauth2/jwks", "").await.expect(200).body;
+        let spin_like = Some(start_spin_like(&stack).await);
         let platform = Platform {
+            spin_like,
             issuer: harness::jwt_claims(&token)["iss"]
                 .as_str()
                 .unwrap_or_default()
@@ -146,8 +160,23 @@ impl Platform {
         let path = format!("{BASE}{SECURED}");
         for token in [&platform.token, &platform.opaque_token] {
             propagation::poll(&platform.stack.gw, &path, token, |r| r.status == 200).await;
+            let spin_like = Client::new(&platform.spin_like_url());
+            propagation::poll(&spin_like, &path, token, |r| r.status == 200).await;
         }
         platform
+    }
+
+    /// Case 6's gateway's base URL.
+    pub fn spin_like_url(&self) -> String {
+        self.spin_like
+            .as_ref()
+            .map(|g| g.url.clone())
+            .unwrap_or_default()
+    }
+
+    /// Case 6's gateway's process id.
+    pub fn spin_like_pid(&self) -> u32 {
+        self.spin_like.as_ref().map(|g| g.pid()).unwrap_or_default()
     }
 
     /// The control plane's process id.
@@ -171,6 +200,9 @@ impl Platform {
 
     /// Stops the gateway and the control plane and removes their files.
     pub async fn stop(self) {
+        if let Some(spin_like) = self.spin_like {
+            spin_like.stop().await;
+        }
         let Ok(stack) = Arc::try_unwrap(self.stack) else {
             return;
         };
@@ -181,6 +213,27 @@ impl Platform {
         let _ = std::fs::remove_dir_all(&stack.data_dir);
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// Starts case 6's gateway on CPU 1 (its runtime then has one worker, as the other's),
+/// its SQLite store in the control plane's data directory; it takes the manifest on its
+/// first request and catches up with the control plane as requests come.
+async fn start_spin_like(stack: &Stack) -> harness::ServerProcess {
+    let control_plane = stack.control_plane.as_ref().expect("control plane");
+    let addr = format!("127.0.0.1:{}", harness::free_port());
+    let mut settings = harness::stack::spin_like(&stack.data_dir);
+    settings.extend([
+        ("APIM_PERF_MAP", "true".to_string()),
+        // Spin has neither: the component writes the access log (SPIN_VARS).
+        ("APIM_ACCESS_LOG", "off".to_string()),
+        ("APIM_ANALYTICS_REPORT_MS", "0".to_string()),
+    ]);
+    machine::pin_thread("1");
+    let gateway =
+        harness::start_edge_gateway_with(control_plane, &stack.data_dir, &addr, SPIN_VARS, &settings)
+            .await;
+    machine::pin_thread("0");
+    gateway
 }
 
 /// The benchmark API's Swagger 2.0 definition, from [`RESOURCES`].

@@ -93,6 +93,7 @@ impl Report<'_> {
         let scale = self.control.scale.as_ref();
         let publish = scale.map(|s| &s.publish);
         let tokens = self.control.empty.client_credentials.rate;
+        let spin_like = rate(Case::SpinLike);
         let rows = [
             (
                 "case 4 throughput ≥ 0.6 × nginx (case 2)".to_string(),
@@ -113,6 +114,11 @@ impl Report<'_> {
                     int(envoy)
                 ),
                 Some(gateway > envoy),
+            ),
+            (
+                "case 6 (Spin-like, full policy) ≥ 2,500 req/s on one core".into(),
+                format!("{} req/s", int(spin_like)),
+                Some(spin_like >= 2500.0),
             ),
             (
                 "latency added at concurrency 1 (p50) ≤ Envoy's".into(),
@@ -393,7 +399,7 @@ fn added(runs: &CaseRuns, backend: &CaseRuns, figure: fn(&Load) -> f64) -> f64 {
     CaseRuns::median(&runs.single, figure) - CaseRuns::median(&backend.single, figure)
 }
 
-fn profile(whose: &str, under: &str, profile: Option<&Profile>) -> String {
+pub(super) fn profile(whose: &str, under: &str, profile: Option<&Profile>) -> String {
     let Some(profile) = profile else {
         return format!("### Where {whose} time goes\n\nNot profiled in this run.\n\n");
     };
@@ -419,7 +425,7 @@ fn profile(whose: &str, under: &str, profile: Option<&Profile>) -> String {
 }
 
 /// When and where a section was measured: the command, the date, the machine in a line.
-fn section_head(title: &str, command: &str) -> String {
+pub(super) fn section_head(title: &str, command: &str) -> String {
     let machine = super::machine::describe();
     let item = |name: &str| {
         machine
@@ -676,7 +682,7 @@ fn windows_table(w: &Windows, unit: &str, refusal: &str) -> String {
 }
 
 /// 12345.6 → "12,346".
-fn int(value: f64) -> String {
+pub(super) fn int(value: f64) -> String {
     if !value.is_finite() {
         return "–".into();
     }
@@ -705,6 +711,7 @@ fn section_markers(part: Part) -> (String, String) {
     let name = match part {
         Part::Fleet => "fleet",
         Part::Throttling => "throttling",
+        Part::SpinLike => "spin-like",
     };
     (
         format!(
