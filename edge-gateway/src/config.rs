@@ -869,10 +869,17 @@ mod tests {
                 "{args:?} should be rejected"
             );
         }
-        for url in ["redis://127.0.0.1:6379/0", "sqlite:/tmp/kv.db", "sqlite::memory:"] {
+        for url in [
+            "redis://127.0.0.1:6379/0",
+            "sqlite:/tmp/kv.db",
+            "sqlite::memory:",
+        ] {
             parse(&["--kv-url", url]).validate().unwrap();
         }
-        assert_eq!(sqlite_path("sqlite:.spin/kv.db"), Some(PathBuf::from(".spin/kv.db")));
+        assert_eq!(
+            sqlite_path("sqlite:.spin/kv.db"),
+            Some(PathBuf::from(".spin/kv.db"))
+        );
         assert_eq!(sqlite_path("redis://h/0"), None);
         assert_eq!(parse(&["--sync-interval-secs", "0"]).sync_interval(), None);
     }

@@ -529,12 +529,10 @@ impl store::HostBucket for KvView<'_> {
     ) -> KvResult<store::KeyResponse> {
         let bucket = self.bucket(&bucket)?;
         let page = self.store.list_keys(&bucket, cursor.as_deref());
-        Ok(
-            report("list-keys", page).map(|page| store::KeyResponse {
-                keys: page.keys,
-                cursor: page.cursor,
-            }),
-        )
+        Ok(report("list-keys", page).map(|page| store::KeyResponse {
+            keys: page.keys,
+            cursor: page.cursor,
+        }))
     }
 
     async fn drop(&mut self, bucket: Resource<BucketHandle>) -> wasmtime::Result<()> {
@@ -690,18 +688,22 @@ mod tests {
     async fn a_sqlite_store_holds_every_key() {
         let kv = KvStore::sqlite(std::path::Path::new(":memory:")).unwrap();
         assert_eq!(kv.describe(), "SQLite, one table as Spin's default store");
-        kv.set("default", "apim:m:head", b"1 7".to_vec()).await.unwrap();
+        kv.set("default", "apim:m:head", b"1 7".to_vec())
+            .await
+            .unwrap();
         assert_eq!(kv.increment("default", "apim:ttl:9:n", 2).await.unwrap(), 2);
         let snapshot = kv.snapshot("default", "apim:m:head").await.unwrap();
         assert_eq!(snapshot.value.as_deref(), Some(&b"1 7"[..]));
-        assert!(kv
-            .compare_and_swap("default", "apim:m:head", &snapshot, b"1 8".to_vec())
-            .await
-            .unwrap());
-        assert!(!kv
-            .compare_and_swap("default", "apim:m:head", &snapshot, b"1 9".to_vec())
-            .await
-            .unwrap());
+        assert!(
+            kv.compare_and_swap("default", "apim:m:head", &snapshot, b"1 8".to_vec())
+                .await
+                .unwrap()
+        );
+        assert!(
+            !kv.compare_and_swap("default", "apim:m:head", &snapshot, b"1 9".to_vec())
+                .await
+                .unwrap()
+        );
         let page = kv.list_keys("default", None).unwrap();
         assert_eq!(page.keys, ["apim:m:head", "apim:ttl:9:n"]);
         kv.delete("default", "apim:m:head").await.unwrap();

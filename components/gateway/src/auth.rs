@@ -1,12 +1,16 @@
 //! Bearer tokens: JWTs by their EdDSA signatures against the manifest's keys, opaque
 //! tokens by the control plane's introspection ([`crate::introspect`]); then expiry,
 //! revocation and the application's subscription, the same for both. Verified tokens are
-//! remembered by the instance.
+//! remembered by the instance, and in the shared store under the token's SHA-256 (never
+//! the token) with the key that verified it, so that a fresh instance (Spin's, one per
+//! request) skips the signature check of a token any instance has verified. A remembered
+//! token counts only while the manifest still holds that key and issuer, until its expiry
+//! and at most [`MEMO_SECS`]; its revocation is checked on every use, as for every token.
 
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use apim_manifest::{ApiRoute, Application, Subscription};
+use apim_manifest::{ApiRoute, Application, Subscription, TokenKey};
 use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::{Algorithm, Validation};
 use serde::{Deserialize, Serialize};
@@ -19,8 +23,13 @@ use crate::view::{MetaIndex, View};
 /// At most this many verified tokens are remembered per instance.
 const TOKEN_CACHE_LIMIT: usize = 10_000;
 
+/// Longest a token verified by one instance is taken on trust by the others, seconds
+/// (its store entry's lifetime; a store that does not expire keys, as Spin's, has stale
+/// entries deleted when met).
+pub const MEMO_SECS: u64 = 900;
+
 /// The claims the gateway reads (of a JWT, or of an opaque token's introspection).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Claims {
     /// Token id.
     pub jti: String,
@@ -133,7 +142,7 @@ pub fn admit(
     } else {
         let meta = view.meta_index();
         view.tokens
-            .verify(&meta, token, now_secs)
+            .verify(host, &meta, token, now_secs)
             .map_err(|expired| {
                 if expired {
                     Fault::expired(context, version)
@@ -180,9 +189,16 @@ pub fn admit(
 }
 
 impl TokenCache {
-    /// The token's claims, verified now or earlier against these keys. `Err(true)` when it
-    /// has expired, `Err(false)` when it is invalid.
-    fn verify(&mut self, meta: &MetaIndex, token: &str, now_secs: i64) -> Result<Rc<Claims>, bool> {
+    /// The token's claims, verified now or earlier (by this instance, or by any instance
+    /// sharing the store) against these keys. `Err(true)` when it has expired, `Err(false)`
+    /// when it is invalid.
+    fn verify(
+        &mut self,
+        host: &dyn Host,
+        meta: &MetaIndex,
+        token: &str,
+        now_secs: i64,
+    ) -> Result<Rc<Claims>, bool> {
         let (_, signature) = token.rsplit_once('.').ok_or(false)?;
         if let Some((known, claims)) = self.verified.get(signature)
             && same_bytes(known.as_bytes(), token.as_bytes())
@@ -193,22 +209,25 @@ impl TokenCache {
                 Err(true)
             };
         }
-        let header = jsonwebtoken::decode_header(token).map_err(|_| false)?;
-        let key = header
-            .kid
-            .as_deref()
-            .and_then(|kid| meta.token_keys.get(kid))
-            .ok_or(false)?;
-        let mut validation = Validation::new(Algorithm::EdDSA);
-        validation.leeway = 0;
-        validation.set_issuer(&[meta.meta.token_issuer.as_str()]);
-        validation.set_required_spec_claims(&["exp", "iss", "sub"]);
-        let claims = jsonwebtoken::decode::<Claims>(token, key, &validation)
-            .map(|data| data.claims)
-            .map_err(|e| matches!(e.kind(), ErrorKind::ExpiredSignature))?;
-        if claims.exp <= now_secs {
-            return Err(true);
-        }
+        let memo_key = introspect::digest_key(MEMO_SECS, "verified", token);
+        let claims = match Memo::recall(host, &memo_key, meta, now_secs)? {
+            Some(claims) => claims,
+            None => {
+                let (claims, key) = check_signature(meta, token)?;
+                if claims.exp <= now_secs {
+                    return Err(true);
+                }
+                Memo::keep(
+                    host,
+                    &memo_key,
+                    key,
+                    &meta.meta.token_issuer,
+                    &claims,
+                    now_secs,
+                );
+                claims
+            }
+        };
         if self.verified.len() >= TOKEN_CACHE_LIMIT {
             self.verified.clear();
         }
@@ -216,6 +235,101 @@ impl TokenCache {
         self.verified
             .insert(signature.to_string(), (token.to_string(), claims.clone()));
         Ok(claims)
+    }
+}
+
+/// The token's claims and the manifest key whose signature they carry, checked against the
+/// manifest's keys and issuer. `Err(true)` when it has expired, `Err(false)` when invalid.
+fn check_signature<'m>(meta: &'m MetaIndex, token: &str) -> Result<(Claims, &'m TokenKey), bool> {
+    let header = jsonwebtoken::decode_header(token).map_err(|_| false)?;
+    let kid = header.kid.as_deref().ok_or(false)?;
+    let key = meta.token_keys.get(kid).ok_or(false)?;
+    let described = meta
+        .meta
+        .token_keys
+        .iter()
+        .find(|k| k.kid == kid)
+        .ok_or(false)?;
+    let mut validation = Validation::new(Algorithm::EdDSA);
+    validation.leeway = 0;
+    validation.set_issuer(&[meta.meta.token_issuer.as_str()]);
+    validation.set_required_spec_claims(&["exp", "iss", "sub"]);
+    let claims = jsonwebtoken::decode::<Claims>(token, key, &validation)
+        .map(|data| data.claims)
+        .map_err(|e| matches!(e.kind(), ErrorKind::ExpiredSignature))?;
+    Ok((claims, described))
+}
+
+/// A verified token as the shared store keeps it (postcard: read without a JSON parse).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Memo {
+    /// Taken on trust until then (Unix seconds): the token's expiry or [`MEMO_SECS`] after
+    /// it was verified, whichever is first.
+    until: i64,
+    /// The key that verified it (`kid` and `x`) and the issuer it was checked against: the
+    /// memo counts only while the manifest still has both.
+    kid: String,
+    x: String,
+    issuer: String,
+    claims: Claims,
+}
+
+impl Memo {
+    /// The claims the store remembers for the token under `key`, if they still count under
+    /// `meta`: `Err(true)` when the token has expired. A stale or unreadable memo is
+    /// deleted and `None`.
+    fn recall(
+        host: &dyn Host,
+        key: &str,
+        meta: &MetaIndex,
+        now_secs: i64,
+    ) -> Result<Option<Claims>, bool> {
+        let Some(bytes) = host.kv_get(key).ok().flatten() else {
+            return Ok(None);
+        };
+        let memo = postcard::from_bytes::<Memo>(&bytes).ok();
+        let Some(memo) = memo.filter(|m| m.counts_under(meta, now_secs)) else {
+            let _ = host.kv_delete(key);
+            return Ok(None);
+        };
+        if memo.claims.exp <= now_secs {
+            let _ = host.kv_delete(key);
+            return Err(true);
+        }
+        Ok(Some(memo.claims))
+    }
+
+    /// Whether the manifest still has the key and issuer that verified it, within its time.
+    fn counts_under(&self, meta: &MetaIndex, now_secs: i64) -> bool {
+        self.until > now_secs
+            && self.issuer == meta.meta.token_issuer
+            && meta
+                .meta
+                .token_keys
+                .iter()
+                .any(|k| k.kid == self.kid && k.x == self.x)
+    }
+
+    /// Remembers verified claims under `key` (best effort: a failed write costs only a
+    /// later signature check).
+    fn keep(
+        host: &dyn Host,
+        key: &str,
+        verified_by: &TokenKey,
+        issuer: &str,
+        claims: &Claims,
+        now_secs: i64,
+    ) {
+        let memo = Memo {
+            until: claims.exp.min(now_secs.saturating_add(MEMO_SECS as i64)),
+            kid: verified_by.kid.clone(),
+            x: verified_by.x.clone(),
+            issuer: issuer.to_string(),
+            claims: claims.clone(),
+        };
+        if let Ok(bytes) = postcard::to_allocvec(&memo) {
+            let _ = host.kv_set(key, &bytes);
+        }
     }
 }
 

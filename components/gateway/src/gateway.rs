@@ -36,6 +36,8 @@ pub struct Gateway {
     view: Option<View>,
     /// Forwarding's settings, read once (settings do not change under an instance).
     forwarding: Option<Rc<ForwardSettings>>,
+    /// The head as the last request read it, for its catch-up ([`Gateway::take_head_read`]).
+    head_read: Option<Vec<u8>>,
 }
 
 /// The API a request is routed to, and the resource path within it.
@@ -206,8 +208,11 @@ impl Gateway {
     /// The view of the manifest the store holds now; when the store holds none yet, the
     /// control plane's, pulled (or, while another instance pulls it, waited for).
     fn current(&mut self, host: &dyn Host) -> Option<&mut View> {
-        let head = match state::read_head(host) {
-            Ok(Some(head)) => head,
+        let head = match state::read_head_as_stored(host) {
+            Ok(Some((head, stored))) => {
+                self.head_read = Some(stored);
+                head
+            }
             Ok(None) => first_manifest(host)?,
             Err(err) => {
                 // The store is down: serve what this instance has seen, if anything; pulling
@@ -224,6 +229,12 @@ impl Gateway {
             }
         }
         self.view.as_mut()
+    }
+
+    /// The head as stored when the last request read it (then forgotten), if it did: the
+    /// catch-up after its answer ([`sync::catch_up_if_due`]) needs it.
+    pub fn take_head_read(&mut self) -> Option<Vec<u8>> {
+        self.head_read.take()
     }
 
     /// The API serving `path` under the current manifest, and the resource path within it.

@@ -8,6 +8,7 @@
 //! manifest, as for JWTs, so a cached token is refused as soon as its revocation arrives.
 
 use std::collections::HashMap;
+use std::fmt::Write as _;
 use std::rc::Rc;
 
 use apim_http::expiry;
@@ -83,7 +84,7 @@ impl OpaqueTokens {
                 return Ok(claims.clone());
             }
         }
-        let store_key = store_key(token);
+        let store_key = digest_key(CACHE_SECS, "introspected", token);
         let known = match remembered(host, &store_key, now_secs) {
             Some(known) => known,
             None => {
@@ -104,13 +105,16 @@ impl OpaqueTokens {
     }
 }
 
-/// The store key of a token's introspection: its SHA-256, under a key that expires.
-fn store_key(token: &str) -> String {
-    let digest: String = Sha256::digest(token.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    expiry::key(CACHE_SECS, &format!("introspected:{digest}"))
+/// The store key of what is known of a token (`what`: its introspection, its verified
+/// claims): the token's SHA-256, never the token, under a key that expires in `ttl_secs`.
+pub fn digest_key(ttl_secs: u64, what: &str, token: &str) -> String {
+    let mut rest = String::with_capacity(what.len() + 65);
+    rest.push_str(what);
+    rest.push(':');
+    for byte in Sha256::digest(token.as_bytes()) {
+        let _ = write!(rest, "{byte:02x}");
+    }
+    expiry::key(ttl_secs, &rest)
 }
 
 /// The introspection the store holds, while it may be trusted (a store that does not

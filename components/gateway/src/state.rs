@@ -1,7 +1,9 @@
 //! The manifest a gateway serves, entry by entry in the shared key-value store, and how
 //! signed pages change it. The store holds:
 //!
-//! - `apim:m:head`: `<generation> <version>`, the entries served and their version;
+//! - `apim:m:head`: `<generation> <version> <caught-up ms>`, the entries served, their
+//!   version, and when requests last caught up with the control plane (Spin, see
+//!   [`crate::sync::catch_up_if_due`]; written as a page is applied);
 //! - `apim:m:<generation>:<entry key>`: the entries (see [`apim_manifest::key`]);
 //! - `apim:m:snapshot`: `<generation> <version>`, a snapshot being taken into a fresh
 //!   generation, and how far it has got; the head moves to it once it is complete;
@@ -29,9 +31,15 @@ const LEASE_MS: i64 = 10_000;
 
 /// The head, if the store holds a manifest (an unreadable head is none).
 pub fn read_head(host: &dyn Host) -> Result<Option<Head>, String> {
+    Ok(read_head_as_stored(host)?.map(|(head, _)| head))
+}
+
+/// The head and the bytes it was read from (for a later compare-and-swap), if the store
+/// holds a manifest.
+pub fn read_head_as_stored(host: &dyn Host) -> Result<Option<(Head, Vec<u8>)>, String> {
     Ok(host
         .kv_get(HEAD_KEY)?
-        .and_then(|bytes| Head::decode(&bytes)))
+        .and_then(|bytes| Some((Head::decode(&bytes)?, bytes))))
 }
 
 fn read_snapshot(host: &dyn Host) -> Option<Head> {
@@ -68,9 +76,9 @@ pub fn apply(host: &dyn Host, page: &Page, now_ms: i64) -> Result<Position, Refu
     let lease = Lease::take(host, now_ms)?;
     let head = read_head(host)?;
     if !page.snapshot {
-        return apply_delta(host, head, page);
+        return apply_delta(host, head, page, now_ms);
     }
-    let (position, switched) = apply_snapshot(host, head, page)?;
+    let (position, switched) = apply_snapshot(host, head, page, now_ms)?;
     // The cleaning up scans the whole store: outside the lease, which others may want.
     drop(lease);
     if let Some(switched) = switched {
@@ -87,7 +95,12 @@ struct Switched {
 }
 
 /// A page of changes, applied in place: the head's version must be the page's start.
-fn apply_delta(host: &dyn Host, head: Option<Head>, page: &Page) -> Result<Position, Refusal> {
+fn apply_delta(
+    host: &dyn Host,
+    head: Option<Head>,
+    page: &Page,
+    now_ms: i64,
+) -> Result<Position, Refusal> {
     let Some(head) = head.filter(|h| h.version == page.after) else {
         return Err(Refusal::OutOfOrder(position(host)));
     };
@@ -96,7 +109,7 @@ fn apply_delta(host: &dyn Host, head: Option<Head>, page: &Page) -> Result<Posit
         version: page.upto,
         ..head
     };
-    host.kv_set(HEAD_KEY, head.encode().as_bytes())?;
+    host.kv_set(HEAD_KEY, head.encode_caught_up(now_ms).as_bytes())?;
     Ok(position(host))
 }
 
@@ -106,6 +119,7 @@ fn apply_snapshot(
     host: &dyn Host,
     head: Option<Head>,
     page: &Page,
+    now_ms: i64,
 ) -> Result<(Position, Option<Switched>), Refusal> {
     let served = head.map_or(0, |h| h.version);
     let in_progress = read_snapshot(host);
@@ -132,7 +146,7 @@ fn apply_snapshot(
         };
         return Ok((position, None));
     }
-    host.kv_set(HEAD_KEY, snapshot.encode().as_bytes())?;
+    host.kv_set(HEAD_KEY, snapshot.encode_caught_up(now_ms).as_bytes())?;
     host.kv_delete(SNAPSHOT_KEY)?;
     let position = Position {
         version: snapshot.version,

@@ -52,9 +52,6 @@ pub mod settings {
 /// Default of [`settings::CATCH_UP_MS`].
 pub const DEFAULT_CATCH_UP_MS: i64 = 1000;
 
-/// When a request last checked the control plane for changes (Unix milliseconds).
-const CAUGHT_UP_KEY: &str = "apim:m:caught-up";
-
 /// The gateway's name in `Via` when `gateway_id` is not set.
 pub const DEFAULT_GATEWAY_ID: &str = "apim-gateway";
 
@@ -161,10 +158,12 @@ impl From<String> for PullError {
 
 /// Catches up with the control plane on a request's arrival, at most once per
 /// [`settings::CATCH_UP_MS`] across the instances sharing the store: for hosts that run
-/// no loop of their own (Spin), called once the request's answer is sent. A request pays
-/// one key-value read unless it is the one whose turn it is; that one claims the turn
-/// (compare-and-swap, so one instance does it) and pulls.
-pub fn catch_up_if_due(host: &dyn Host) {
+/// no loop of their own (Spin), called once the request's answer is sent. When it was
+/// last done is in the head ([`state::Head::encode_caught_up`]), which the request has
+/// read already (`head`, as stored), so that a request pays nothing unless it is the one
+/// whose turn it is; that one claims the turn (compare-and-swap of the head, so one
+/// instance does it) and pulls.
+pub fn catch_up_if_due(host: &dyn Host, head: Option<Vec<u8>>) {
     let interval = host
         .setting(settings::CATCH_UP_MS)
         .and_then(|v| v.trim().parse::<i64>().ok())
@@ -172,18 +171,23 @@ pub fn catch_up_if_due(host: &dyn Host) {
     if interval <= 0 || host.setting(settings::CONTROL_PLANE_URL).is_none() {
         return;
     }
-    let Ok(last) = host.kv_get(CAUGHT_UP_KEY) else {
+    let stored = match head {
+        Some(stored) => stored,
+        None => match host.kv_get(state::HEAD_KEY) {
+            Ok(Some(stored)) => stored,
+            // No manifest yet: the request has just tried to pull the first one.
+            _ => return,
+        },
+    };
+    let Some((head, caught_up)) = state::Head::decode_caught_up(&stored) else {
         return;
     };
     let now = host.now_millis();
-    let last_at = last
-        .as_deref()
-        .and_then(|bytes| std::str::from_utf8(bytes).ok()?.parse::<i64>().ok());
-    if last_at.is_some_and(|at| now.saturating_sub(at) < interval) {
+    if caught_up.is_some_and(|at| now.saturating_sub(at) < interval) {
         return;
     }
-    let claimed =
-        host.kv_compare_and_swap(CAUGHT_UP_KEY, last.as_deref(), now.to_string().as_bytes());
+    let marked = head.encode_caught_up(now);
+    let claimed = host.kv_compare_and_swap(state::HEAD_KEY, Some(&stored), marked.as_bytes());
     if claimed != Ok(true) {
         return;
     }

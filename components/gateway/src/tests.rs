@@ -55,6 +55,8 @@ struct FakeHost {
     now_ms: RefCell<i64>,
     /// What `random_u64` gives next (counting up from 0x10).
     random: std::cell::Cell<u64>,
+    /// Increments made so far (writes of counters).
+    increments: std::cell::Cell<usize>,
 }
 
 impl FakeHost {
@@ -66,6 +68,7 @@ impl FakeHost {
             backend,
             now_ms: RefCell::new(NOW_SECS * 1000),
             random: std::cell::Cell::new(0x10),
+            increments: std::cell::Cell::new(0),
         }
     }
 }
@@ -83,6 +86,7 @@ impl Host for FakeHost {
         Ok(())
     }
     fn kv_increment(&self, key: &str, delta: i64) -> Result<i64, String> {
+        self.increments.set(self.increments.get() + 1);
         let mut kv = self.kv.borrow_mut();
         let current: i64 = kv
             .get(key)
@@ -1896,4 +1900,118 @@ fn opaque_tokens_are_introspected_once_then_checked_as_jwts_are() {
     let asked_before = asked.get();
     assert_eq!(call(&mut world, &bearer).0, 401);
     assert_eq!(asked.get(), asked_before + 1);
+}
+
+/// A JWT verified by one instance is remembered in the shared store under its digest
+/// (never the token), so that a fresh instance (Spin's, one per request) takes it without
+/// checking its signature again; the memo counts only while the manifest still has the
+/// key and issuer that verified it, and a remembered token is refused once revoked or
+/// expired, as any token.
+#[test]
+fn tokens_verified_by_one_instance_are_taken_by_fresh_ones_until_revoked_or_expired() {
+    let mut world = World::new();
+    let token = world.token("app-1", "PRODUCTION", "memo-1", NOW_SECS + 60);
+    let bearer = format!("Bearer {token}");
+    let fresh = |world: &World, bearer: &str| {
+        let response = Gateway::default().handle(
+            &world.host,
+            request("GET", "/dev/v1/devs/a", &[("authorization", bearer)], b""),
+        );
+        (response.status, code(&response))
+    };
+    assert_eq!(fresh(&world, &bearer).0, 200);
+    let memo_key = crate::introspect::digest_key(crate::auth::MEMO_SECS, "verified", &token);
+    let memo = world
+        .host
+        .kv
+        .borrow()
+        .get(&memo_key)
+        .cloned()
+        .expect("memo");
+    assert!(world.host.kv.borrow().keys().all(|k| !k.contains(&token)));
+
+    // The memo is what a fresh instance goes by: a token whose signature is broken but
+    // whose digest had a memo (which only a verification writes) would pass.
+    let (unsigned, _) = token.rsplit_once('.').unwrap();
+    let forged = format!("{unsigned}.{}", "A".repeat(86));
+    assert_eq!(
+        fresh(&world, &format!("Bearer {forged}")),
+        (401, "900901".into())
+    );
+    let forged_key = crate::introspect::digest_key(crate::auth::MEMO_SECS, "verified", &forged);
+    world
+        .host
+        .kv
+        .borrow_mut()
+        .insert(forged_key.clone(), memo.clone());
+    assert_eq!(fresh(&world, &format!("Bearer {forged}")).0, 200);
+    world.host.kv.borrow_mut().remove(&forged_key);
+
+    // Revoked: refused although remembered; and again once the revocation is gone.
+    world
+        .manifest
+        .revocations
+        .insert("memo-1".into(), Revocation { exp: NOW_SECS + 60 });
+    assert_eq!(world.publish().status, 200);
+    assert_eq!(fresh(&world, &bearer), (401, "900901".into()));
+    world.manifest.revocations.remove("memo-1");
+    assert_eq!(world.publish().status, 200);
+    assert_eq!(fresh(&world, &bearer).0, 200);
+
+    // A new signing key (the old one gone from the manifest): the memo no longer counts.
+    let rotated = keys(3);
+    world.manifest.meta.token_keys = vec![TokenKey {
+        kid: "k1".into(),
+        x: rotated.x.clone(),
+    }];
+    assert_eq!(world.publish().status, 200);
+    assert_eq!(fresh(&world, &bearer), (401, "900901".into()));
+    assert!(!world.host.kv.borrow().contains_key(&memo_key));
+    world.manifest.meta.token_keys[0].x = world.token_keys.x.clone();
+    assert_eq!(world.publish().status, 200);
+    assert_eq!(fresh(&world, &bearer).0, 200);
+
+    // Expired: refused as expired, and the memo is dropped.
+    *world.host.now_ms.borrow_mut() = (NOW_SECS + 60) * 1000;
+    assert_eq!(fresh(&world, &bearer), (401, "900903".into()));
+    assert!(!world.host.kv.borrow().contains_key(&memo_key));
+    assert_eq!(fresh(&world, &bearer), (401, "900903".into()));
+}
+
+/// Far from its limit, a window is counted in batches (a write for every few calls), right
+/// on average; its last calls are counted one by one, so the limit still holds.
+#[test]
+fn far_from_the_limit_calls_are_counted_in_batches_and_the_limit_holds() {
+    use crate::throttle::{self, Limit, LimitKind};
+    let world = World::new();
+    let limit = Limit {
+        kind: LimitKind::SubscriptionTier,
+        key: "batched".into(),
+        allowed: 20_000,
+        window_ms: 60_000,
+    };
+    // At the start of a window, with nothing from the previous one.
+    let now = (NOW_SECS * 1000).div_euclid(60_000) * 60_000 + 60_000;
+    let admitted = (0..30_000)
+        .take_while(|_| throttle::count(&world.host, std::slice::from_ref(&limit), now).is_ok())
+        .count();
+    assert!(
+        (19_000..=20_100).contains(&admitted),
+        "{admitted} admitted of 20,000"
+    );
+    let writes = world.host.increments.get();
+    assert!(
+        writes < admitted / 3,
+        "{writes} writes for {admitted} calls"
+    );
+    // A limit within reach is counted call by call, exactly.
+    let exact = Limit {
+        key: "exact".into(),
+        allowed: 1000,
+        ..limit
+    };
+    let admitted = (0..1500)
+        .filter(|_| throttle::count(&world.host, std::slice::from_ref(&exact), now).is_ok())
+        .count();
+    assert_eq!(admitted, 1000);
 }

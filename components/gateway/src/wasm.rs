@@ -87,7 +87,8 @@ impl wasip2::exports::http::incoming_handler::Guest for Component {
             println!("{line}");
         }
         // Answered: now, where the host runs no loop of its own, catch up if it is time.
-        crate::sync::catch_up_if_due(&WasiHost);
+        let head = GATEWAY.with(|gateway| gateway.borrow_mut().take_head_read());
+        crate::sync::catch_up_if_due(&WasiHost, head);
     }
 }
 

@@ -27,26 +27,45 @@ mod bindings {
 /// (wit-bindgen's `with`), so that every component reads settings through [`setting`].
 pub use bindings::wasi::config::store as config_store;
 
+/// The settings an instance has read: they do not change while it lives, and the host may
+/// reuse it for many requests.
+enum Settings {
+    /// None yet.
+    Unread,
+    /// Every one, read in one call on the first lookup (a fresh instance per request, as
+    /// on Spin, makes one call rather than one per name); empty values left out.
+    All(HashMap<String, String>),
+    /// Those looked up so far, one by one (a host that could not list them all).
+    ByName(HashMap<String, Option<String>>),
+}
+
 thread_local! {
-    /// Settings read so far; they do not change while an instance lives, and the host may
-    /// reuse an instance for many requests.
-    static SETTINGS: RefCell<HashMap<String, Option<String>>> = RefCell::new(HashMap::new());
+    static SETTINGS: RefCell<Settings> = const { RefCell::new(Settings::Unread) };
 }
 
 /// A setting from `wasi:config/store`; `None` when absent or empty.
 pub fn setting(name: &str) -> Option<String> {
     SETTINGS.with(|settings| {
-        if let Some(known) = settings.borrow().get(name) {
-            return known.clone();
+        let mut settings = settings.borrow_mut();
+        if let Settings::Unread = *settings {
+            *settings = match config_store::get_all() {
+                Ok(all) => Settings::All(all.into_iter().filter(|(_, v)| !v.is_empty()).collect()),
+                Err(_) => Settings::ByName(HashMap::new()),
+            };
         }
-        let value = config_store::get(name)
-            .ok()
-            .flatten()
-            .filter(|v| !v.is_empty());
-        settings
-            .borrow_mut()
-            .insert(name.to_string(), value.clone());
-        value
+        match &mut *settings {
+            Settings::All(all) => all.get(name).cloned(),
+            Settings::ByName(known) => known
+                .entry(name.to_string())
+                .or_insert_with(|| {
+                    config_store::get(name)
+                        .ok()
+                        .flatten()
+                        .filter(|v| !v.is_empty())
+                })
+                .clone(),
+            Settings::Unread => None,
+        }
     })
 }
 

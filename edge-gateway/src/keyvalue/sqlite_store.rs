@@ -87,8 +87,11 @@ impl SqliteStore {
 
     /// Stores `value` under `key`.
     pub fn set(&self, bucket: &str, key: &str, value: &[u8]) -> Result<(), KvError> {
-        self.with(|c| c.prepare_cached(UPSERT)?.execute(params![bucket, key, value]))
-            .map(drop)
+        self.with(|c| {
+            c.prepare_cached(UPSERT)?
+                .execute(params![bucket, key, value])
+        })
+        .map(drop)
     }
 
     /// Removes `key`.
@@ -120,7 +123,9 @@ impl SqliteStore {
             )?
             .collect()
         })?;
-        let cursor = (keys.len() == PAGE_SIZE).then(|| keys.last().cloned()).flatten();
+        let cursor = (keys.len() == PAGE_SIZE)
+            .then(|| keys.last().cloned())
+            .flatten();
         Ok(KeyPage { keys, cursor })
     }
 

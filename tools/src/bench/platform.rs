@@ -229,9 +229,14 @@ async fn start_spin_like(stack: &Stack) -> harness::ServerProcess {
         ("APIM_ANALYTICS_REPORT_MS", "0".to_string()),
     ]);
     machine::pin_thread("1");
-    let gateway =
-        harness::start_edge_gateway_with(control_plane, &stack.data_dir, &addr, SPIN_VARS, &settings)
-            .await;
+    let gateway = harness::start_edge_gateway_with(
+        control_plane,
+        &stack.data_dir,
+        &addr,
+        SPIN_VARS,
+        &settings,
+    )
+    .await;
     machine::pin_thread("0");
     gateway
 }
