@@ -185,7 +185,7 @@ fn count_one(host: &dyn Host, limit: &Limit, now_ms: i64) -> Result<Option<(Stri
         return refused();
     }
     let k = batch(room);
-    if k > 1 && host.random_u64() % k != 0 {
+    if k > 1 && !host.random_u64().is_multiple_of(k) {
         return Ok(None);
     }
     let delta = k as i64;
