@@ -198,6 +198,16 @@ pub struct Config {
     #[arg(long, env = "APIM_EGRESS_ALLOW", default_value = "")]
     pub egress_allow: String,
 
+    /// The largest request body the gateway takes, in bytes, whether its length is
+    /// announced (`Content-Length`: refused from the head) or not (chunked: cut off once
+    /// it grows past it); either way 413 with WSO2's fault. Unset: no cap where the host
+    /// streams bodies to backends (WSO2's default), 10 MiB where the component holds them
+    /// whole (`APIM_HOST_FORWARDING=false`), which is also the most it takes there.
+    /// Exposed to the component as the variable `max_request_body_bytes` (takes
+    /// precedence over `--var`).
+    #[arg(long, env = "APIM_MAX_REQUEST_BODY_BYTES")]
+    pub max_request_body_bytes: Option<u64>,
+
     /// A PEM file of certificate authorities that backends' certificates may chain to,
     /// besides the Mozilla roots and this machine's (e.g. a private CA). A certificate
     /// that verifies against none is a 502, never a plain-text retry.
@@ -400,6 +410,9 @@ impl Config {
             "APIM_KV_NAMESPACE must be non-empty and contain no whitespace"
         );
         self.validate_kv_url()?;
+        let vars = self.variables()?;
+        apim_http::bodies::parse(vars.get(apim_http::bodies::SETTING).unwrap_or_default())
+            .map_err(|err| anyhow::anyhow!("APIM_MAX_REQUEST_BODY_BYTES: {err}"))?;
         apim_http::egress::EgressPolicy::parse(&self.egress_allow)
             .map_err(|err| anyhow::anyhow!("APIM_EGRESS_ALLOW: {err}"))?;
         self.hosted()?;
@@ -461,11 +474,13 @@ impl Config {
     pub fn variables(&self) -> anyhow::Result<Variables> {
         let mut vars = variables_of(&self.vars)?;
         let egress_allow = Some(self.egress_allow.clone());
+        let max_body = self.max_request_body_bytes.map(|bytes| bytes.to_string());
         let dedicated = [
             (CONTROL_PLANE_URL_VAR, &self.control_plane_url),
             (MANIFEST_PUBLIC_KEY_VAR, &self.manifest_public_key),
             (EGRESS_ALLOW_VAR, &egress_allow),
             (GATEWAY_SECRET_VAR, &self.gateway_secret),
+            (apim_http::bodies::SETTING, &max_body),
         ];
         for (name, value) in dedicated {
             if let Some(value) = value.as_deref().filter(|v| !v.is_empty()) {
@@ -667,6 +682,28 @@ mod tests {
     fn parse(args: &[&str]) -> Config {
         let argv = std::iter::once("edge-gateway").chain(args.iter().copied());
         Config::try_parse_from(argv).expect("arguments parse")
+    }
+
+    #[test]
+    fn the_request_body_limit_is_a_positive_number_handed_to_the_component() {
+        let config = parse(&["--max-request-body-bytes", "4096"]);
+        config.validate().unwrap();
+        let vars = config.variables().unwrap();
+        assert_eq!(vars.get(apim_http::bodies::SETTING), Some("4096"));
+        assert_eq!(
+            parse(&[])
+                .variables()
+                .unwrap()
+                .get("max_request_body_bytes"),
+            None
+        );
+        for bad in [
+            &["--max-request-body-bytes", "0"][..],
+            &["--var", "max_request_body_bytes=10MiB"][..],
+        ] {
+            let err = parse(bad).validate().unwrap_err().to_string();
+            assert!(err.contains("APIM_MAX_REQUEST_BODY_BYTES"), "{err}");
+        }
     }
 
     #[test]

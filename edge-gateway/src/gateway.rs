@@ -17,7 +17,7 @@
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -72,6 +72,8 @@ pub struct Gateway {
     sync_authorization: Option<HeaderValue>,
     /// Where requests are counted.
     telemetry: Arc<Telemetry>,
+    /// The largest request body forwarded here (`max_request_body_bytes`); `None`: no cap.
+    body_limit: Option<u64>,
 }
 
 impl Gateway {
@@ -90,7 +92,15 @@ impl Gateway {
             next_id: AtomicU64::new(0),
             sync_authorization: None,
             telemetry: Arc::default(),
+            body_limit: None,
         }
+    }
+
+    /// Cuts off request bodies forwarded here once they grow past `limit` bytes (the
+    /// component refuses announced lengths over it from the head).
+    pub fn with_body_limit(mut self, limit: Option<u64>) -> Self {
+        self.body_limit = limit;
+        self
     }
 
     /// Counts requests, instances in use and the manifest held in `telemetry`.
@@ -287,6 +297,7 @@ impl Gateway {
         };
         let (parts, body) = request.into_parts();
         let resendable = body.is_end_stream();
+        let (body, overflow) = capped(body, self.body_limit);
         let mut body = Some(body);
         let mut failed = None;
         let sent = Instant::now();
@@ -315,6 +326,14 @@ impl Gateway {
                         self.endpoints.succeeded(&target.key);
                     }
                     return response;
+                }
+                Err(_) if overflow.crossed() => {
+                    // The client's fault, not the endpoint's: nothing counts against it.
+                    let answer = self.runtime.body_too_large(head);
+                    let fallback = StatusCode::PAYLOAD_TOO_LARGE;
+                    return self
+                        .answer(answer, "a body over the limit", fallback, outcome)
+                        .await;
                 }
                 Err(failure) => failure,
             };
@@ -540,6 +559,79 @@ pub fn empty(status: StatusCode) -> Response<ResponseBody> {
     let mut response = Response::new(body);
     *response.status_mut() = status;
     response
+}
+
+/// `body`, cut off with an error once more than `limit` bytes have come (none: as it
+/// is), and what tells whether it was.
+fn capped(body: WasiBody, limit: Option<u64>) -> (WasiBody, Overflow) {
+    let overflow = Overflow::default();
+    let Some(limit) = limit else {
+        return (body, overflow);
+    };
+    let capped = CappedBody {
+        inner: body,
+        left: limit,
+        limit,
+        overflow: overflow.clone(),
+    };
+    (capped.boxed_unsync(), overflow)
+}
+
+/// Whether a [`CappedBody`] grew past its limit.
+#[derive(Debug, Clone, Default)]
+struct Overflow(Arc<AtomicBool>);
+
+impl Overflow {
+    fn crossed(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// A request body counted as it streams: past `limit` bytes it ends in an error (which
+/// breaks off the exchange with the backend) and says so in `overflow`.
+struct CappedBody {
+    inner: WasiBody,
+    /// Bytes it may still bring.
+    left: u64,
+    limit: u64,
+    overflow: Overflow,
+}
+
+impl Body for CappedBody {
+    type Data = Bytes;
+    type Error = wasmtime_wasi_http::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        let poll = Pin::new(&mut self.inner).poll_frame(cx);
+        let length = match &poll {
+            Poll::Ready(Some(Ok(frame))) => frame.data_ref().map_or(0, |data| data.len() as u64),
+            _ => 0,
+        };
+        match self.left.checked_sub(length) {
+            Some(left) => {
+                self.left = left;
+                poll
+            }
+            None => {
+                self.overflow.0.store(true, Ordering::Relaxed);
+                let limit = self.limit;
+                Poll::Ready(Some(Err(wasmtime_wasi_http::Error::HttpRequestBodySize(
+                    Some(limit),
+                ))))
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
 }
 
 /// Response body that holds an instance permit until it is finished or dropped.

@@ -403,6 +403,18 @@ impl Runtime {
         .await
     }
 
+    /// The component's answer for a forwarded request whose body grew past the gateway's
+    /// limit.
+    pub async fn body_too_large(&self, request: &RequestHead) -> wasmtime::Result<Response> {
+        self.with_policy(async |policy, store| {
+            policy
+                .apim_gateway_policy()
+                .call_body_too_large(store, request)
+                .await
+        })
+        .await
+    }
+
     /// Runs `call` on an instance's policy export, within the request deadline; the
     /// instance is checked in again after, or dropped if the call failed.
     async fn with_policy<T>(

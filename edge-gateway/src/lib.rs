@@ -284,6 +284,9 @@ fn host(
         .vars
         .get(config::GATEWAY_SECRET_VAR)
         .map(str::to_string);
+    let body_limit = apim_http::bodies::configured(shared.vars.get(apim_http::bodies::SETTING));
     let runtime = Runtime::new(engine.clone(), pre, shared, limits(config));
-    Ok(Gateway::new(runtime, config.host_forwarding).with_sync_secret(secret.as_deref()))
+    Ok(Gateway::new(runtime, config.host_forwarding)
+        .with_sync_secret(secret.as_deref())
+        .with_body_limit(body_limit))
 }

@@ -11,6 +11,7 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::io::Write as _;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -25,7 +26,7 @@ use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::Instant;
 
-use crate::gateway::{Addresses, Gateway};
+use crate::gateway::{Addresses, Gateway, ResponseBody};
 
 /// Pause after a failed `accept` (e.g. out of file descriptors).
 const ACCEPT_ERROR_BACKOFF: Duration = Duration::from_millis(50);
@@ -253,10 +254,39 @@ fn serve_connection(
     if let Err(err) = stream.set_nodelay(true) {
         tracing::debug!(%peer, "cannot set TCP_NODELAY: {err}");
     }
-    let addresses = Addresses::new(peer, local);
-    let service = service_fn(move |request| {
+    let service = connection_service(gateway, Addresses::new(peer, local), draining);
+    let connection = builder.serve_connection(TokioIo::new(stream), service);
+    let connection = graceful.watch(connection);
+    tokio::spawn(async move {
+        if let Err(err) = connection.await {
+            tracing::debug!(%peer, "connection ended with error: {err}");
+        }
+    });
+}
+
+/// A request's answer, on its way.
+type Answer =
+    Pin<Box<dyn Future<Output = Result<http::Response<ResponseBody>, Infallible>> + Send>>;
+
+/// What answers one connection's requests, from the client at `addresses`.
+///
+/// Each request's future is boxed: hyper keeps a connection's slot for the request in
+/// flight allocated at that future's full size for as long as the connection lives (the
+/// whole policy's state machine, kilobytes), where a box costs a pointer while the
+/// connection idles between requests.
+fn connection_service(
+    gateway: Arc<Gateway>,
+    addresses: Addresses,
+    draining: Arc<AtomicBool>,
+) -> impl hyper::service::Service<
+    http::Request<hyper::body::Incoming>,
+    Response = http::Response<ResponseBody>,
+    Error = Infallible,
+    Future = Answer,
+> {
+    service_fn(move |request| {
         let (gateway, addresses, draining) = (gateway.clone(), addresses.clone(), draining.clone());
-        async move {
+        let answer: Answer = Box::pin(async move {
             let mut response = gateway.serve(request, &addresses).await;
             // hyper closes the connection once this answer is written.
             if draining.load(Ordering::Relaxed) {
@@ -265,15 +295,9 @@ fn serve_connection(
                     .insert(CONNECTION, HeaderValue::from_static("close"));
             }
             Ok::<_, Infallible>(response)
-        }
-    });
-    let connection = builder.serve_connection(TokioIo::new(stream), service);
-    let connection = graceful.watch(connection);
-    tokio::spawn(async move {
-        if let Err(err) = connection.await {
-            tracing::debug!(%peer, "connection ended with error: {err}");
-        }
-    });
+        });
+        answer
+    })
 }
 
 /// Ctrl-C / SIGTERM listener, registered when created so that a signal

@@ -16,6 +16,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
 pub mod contract;
+pub mod held;
 pub mod machine;
 pub mod openapi;
 pub mod redis;
@@ -1120,16 +1121,26 @@ pub async fn raw_request(
     headers: &[(&str, &str)],
     body: &[u8],
 ) -> RawReply {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let host = base.trim_start_matches("http://");
-    let mut stream = tokio::net::TcpStream::connect(host).await.expect("connect");
     let mut head = format!("{method} {target} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n");
     for (name, value) in headers {
         head.push_str(&format!("{name}: {value}\r\n"));
     }
     head.push_str("\r\n");
-    stream.write_all(head.as_bytes()).await.expect("send head");
-    stream.write_all(body).await.expect("send body");
+    let mut message = head.into_bytes();
+    message.extend_from_slice(body);
+    raw_exchange(base, &message).await
+}
+
+/// Sends `message`, a whole request as written by hand (head and body, framed as its head
+/// says, `Connection: close`), in one write, and reads the answer until the connection
+/// closes. A server that answers before it has read everything (a refusal from the head)
+/// may break off the write: the answer is read all the same.
+pub async fn raw_exchange(base: &str, message: &[u8]) -> RawReply {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let host = base.trim_start_matches("http://");
+    let mut stream = tokio::net::TcpStream::connect(host).await.expect("connect");
+    let _ = stream.write_all(message).await;
     let mut response = Vec::new();
     let _ = tokio::time::timeout(Duration::from_secs(20), stream.read_to_end(&mut response)).await;
     parse_raw_reply(&response)

@@ -185,6 +185,7 @@ fn spin_manifest_deploys_the_built_components_with_every_setting() {
             settings::GATEWAY_ID,
             settings::CATCH_UP_MS,
             settings::ACCESS_LOG,
+            settings::MAX_REQUEST_BODY_BYTES,
         ],
         &[(
             settings::EGRESS_ALLOW,

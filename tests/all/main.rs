@@ -15,6 +15,7 @@ mod analytics;
 mod authz;
 mod backends;
 mod blocks;
+mod bodies;
 mod bounds;
 mod catalogue;
 mod component;

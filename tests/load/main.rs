@@ -18,57 +18,6 @@ const CONNECTIONS: usize = 10_000;
 /// Connections being opened at once (the listen backlog holds the rest).
 const OPENING: usize = 256;
 
-/// A request head for `path` on a kept-alive connection.
-fn request(path: &str, token: &str) -> Vec<u8> {
-    format!("GET {path} HTTP/1.1\r\nHost: gateway\r\nAuthorization: Bearer {token}\r\n\r\n")
-        .into_bytes()
-}
-
-/// Reads one response (head, then a body framed by Content-Length); its status.
-async fn read_response(stream: &mut TcpStream) -> std::io::Result<u16> {
-    let mut buffer = Vec::with_capacity(2048);
-    let mut chunk = [0u8; 4096];
-    let head_end = loop {
-        if let Some(end) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
-            break end + 4;
-        }
-        let read = stream.read(&mut chunk).await?;
-        if read == 0 {
-            return Err(std::io::ErrorKind::UnexpectedEof.into());
-        }
-        buffer.extend_from_slice(&chunk[..read]);
-    };
-    let head = String::from_utf8_lossy(&buffer[..head_end]).to_ascii_lowercase();
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let length: usize = head
-        .lines()
-        .find_map(|line| line.strip_prefix("content-length:"))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0);
-    while buffer.len() < head_end + length {
-        let read = stream.read(&mut chunk).await?;
-        if read == 0 {
-            return Err(std::io::ErrorKind::UnexpectedEof.into());
-        }
-        buffer.extend_from_slice(&chunk[..read]);
-    }
-    Ok(status)
-}
-
-/// The gateway's resident memory, from /proc.
-fn resident_mib(pid: u32) -> f64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-        .map_or(0.0, |kib| kib / 1024.0)
-}
-
 /// 10,000 clients connect, call, and hold their connections open until every one has
 /// called; then each calls again on its connection. Every call answers 200. Beside it, a
 /// gateway cutting request heads after two seconds: 2,000 clients trickling heads they
@@ -76,7 +25,7 @@ fn resident_mib(pid: u32) -> f64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ten_thousand_kept_alive_connections_and_slow_clients() {
     // This process holds 10,000 sockets, and 2,000 more.
-    let limit = rlimit::increase_nofile_limit(u64::MAX).unwrap_or(0);
+    let limit = harness::held::raise_file_limit();
     assert!(
         limit as usize > CONNECTIONS + 2_500,
         "open-file limit {limit} is too low for the test"
@@ -103,13 +52,13 @@ async fn ten_thousand_kept_alive_connections_and_slow_clients() {
     let mut clients = JoinSet::new();
     for _ in 0..CONNECTIONS {
         let (addr, opening, all_called) = (addr.clone(), opening.clone(), all_called.clone());
-        let request = request(path, &token);
+        let request = harness::held::get(path, &token);
         clients.spawn(async move {
             let first = async {
                 let _turn = opening.acquire().await.expect("semaphore");
                 let mut stream = TcpStream::connect(&addr).await?;
                 stream.write_all(&request).await?;
-                let status = read_response(&mut stream).await?;
+                let status = harness::held::read_response(&mut stream).await?;
                 Ok::<_, std::io::Error>((stream, status))
             };
             let outcome = first.await;
@@ -119,7 +68,7 @@ async fn ten_thousand_kept_alive_connections_and_slow_clients() {
                 .write_all(&request)
                 .await
                 .map_err(|e| format!("second call: {e}"))?;
-            let second = read_response(&mut stream)
+            let second = harness::held::read_response(&mut stream)
                 .await
                 .map_err(|e| format!("second call: {e}"))?;
             Ok::<_, String>((first, second, stream))
@@ -127,7 +76,7 @@ async fn ten_thousand_kept_alive_connections_and_slow_clients() {
     }
     all_called.wait().await;
     let held_after = started.elapsed();
-    let rss_held = resident_mib(stack.gateway.pid());
+    let rss_held = harness::machine::rss_mib(stack.gateway.pid());
     let mut failures = Vec::new();
     let mut streams = Vec::with_capacity(CONNECTIONS);
     while let Some(joined) = clients.join_next().await {

@@ -8,6 +8,7 @@
 
 use std::rc::Rc;
 
+use apim_http::bodies::{self, Carriage};
 use apim_manifest::canon::Target;
 use apim_manifest::{ApiRoute, ApiState, AuthType, Operation, paths};
 
@@ -121,7 +122,7 @@ impl Gateway {
         request: Request,
         call: &mut Call,
     ) -> Response {
-        let target = match admit_target(host, &request) {
+        let target = match admit_target(host, &request, Carriage::Held) {
             Ok(target) => target,
             Err((refusal, _)) => return refusal,
         };
@@ -152,7 +153,7 @@ impl Gateway {
     /// [`Gateway::handle`]. The host counts an API call against its limits before it
     /// forwards it or answers it from the cache.
     pub fn decide(&mut self, host: &dyn Host, request: &Request) -> Verdict {
-        let target = match admit_target(host, request) {
+        let target = match admit_target(host, request, Carriage::Streamed) {
             Ok(target) => target,
             Err((refusal, fault_code)) => {
                 let call = Call {
@@ -349,20 +350,44 @@ fn refused(mut call: Call, fault: &Fault, request: &Request) -> Verdict {
 
 /// The canonical target of a request the gateway may look into: refused with a 400 when
 /// its path or query has no canonical form, with a 401 when it is for the gateway's own
-/// endpoints without the gateway secret, with a 413 when its announced body is too large.
-/// Checked from the head alone, before any body is read.
-/// A refusal answers with its fault code.
-pub fn admit_target(host: &dyn Host, request: &Request) -> Result<Target, (Response, u32)> {
+/// endpoints without the gateway secret, with a 413 when its announced body is over the
+/// limit for a body carried as `carriage` ([`body_limit`]). Checked from the head alone,
+/// before any body is read. A refusal answers with its fault code.
+pub fn admit_target(
+    host: &dyn Host,
+    request: &Request,
+    carriage: Carriage,
+) -> Result<Target, (Response, u32)> {
     let refuse = |fault: Fault| (fault.render(&request.headers), fault.code);
     let target = Target::parse(&request.path_with_query)
         .map_err(|why| refuse(Fault::bad_request(why.describe())))?;
     if internal::is_internal(&target.path) {
         internal::authorize(host, &request.headers).map_err(refuse)?;
     }
-    if content_length(&request.headers).is_some_and(|length| length > MAX_BODY_BYTES) {
+    let limit = body_limit(host, &target, carriage);
+    if content_length(&request.headers).is_some_and(|length| bodies::exceeds(limit, length as u64))
+    {
         return Err(refuse(Fault::payload_too_large()));
     }
     Ok(target)
+}
+
+/// The largest body a request to `target` may bring, carried as `carriage`: API calls and
+/// the token service the gateway's limit ([`bodies::limit`]); the gateway's own endpoints,
+/// which take manifest pages, what a component holds whatever the limit.
+pub fn body_limit(host: &dyn Host, target: &Target, carriage: Carriage) -> Option<u64> {
+    if internal::is_internal(&target.path) {
+        return Some(MAX_BODY_BYTES as u64);
+    }
+    let configured = bodies::configured(host.setting(settings::MAX_REQUEST_BODY_BYTES).as_deref());
+    bodies::limit(configured, carriage)
+}
+
+/// [`body_limit`] for a body the component reads whole.
+pub fn held_body_limit(host: &dyn Host, target: &Target) -> usize {
+    body_limit(host, target, Carriage::Held)
+        .and_then(|limit| usize::try_from(limit).ok())
+        .map_or(MAX_BODY_BYTES, |limit| limit.min(MAX_BODY_BYTES))
 }
 
 /// Counts an admitted call against its limits, then forwards it through the host's

@@ -47,6 +47,8 @@ pub mod settings {
     /// `wasi:http` handler requests whose `traceparent` names it, to pass on as it is
     /// (edge-gateway). Otherwise the handler makes the span itself ([`crate::trace`]).
     pub const TRACE_SPANS: &str = "trace_spans";
+    /// The largest request body the gateway takes, in bytes (`apim_http::bodies`).
+    pub const MAX_REQUEST_BODY_BYTES: &str = apim_http::bodies::SETTING;
 }
 
 /// Default of [`settings::CATCH_UP_MS`].

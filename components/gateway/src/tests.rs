@@ -983,6 +983,86 @@ fn routes_by_context_and_version_at_segment_boundaries() {
 }
 
 #[test]
+fn request_bodies_follow_one_limit() {
+    use crate::gateway::Decision;
+    use crate::sync::settings::MAX_REQUEST_BODY_BYTES;
+    let mut world = World::new();
+    let bearer = world.bearer("app-1");
+    world.manifest.apis[0].route.operations.push(operation(
+        "POST",
+        "/devs/{username}",
+        AuthType::Required,
+        None,
+    ));
+    world.publish();
+    let post = |path: &str, length: u64| {
+        let length = length.to_string();
+        let headers = [
+            ("authorization", bearer.as_str()),
+            ("content-length", length.as_str()),
+        ];
+        request("POST", path, &headers, b"")
+    };
+    let api = "/dev/v1/devs/a";
+    let held = MAX_BODY_BYTES as u64;
+    // Unset: no cap where the host streams bodies; where the component holds them, what
+    // it can hold.
+    let streamed = world.gateway.decide(&world.host, &post(api, 10 << 30));
+    assert!(matches!(streamed.decision, Decision::Forward(_)));
+    let refused = world.gateway.handle(&world.host, post(api, held + 1));
+    assert_eq!((refused.status, code(&refused)), (413, "413".to_string()));
+    assert_eq!(
+        world.gateway.handle(&world.host, post(api, held)).status,
+        200
+    );
+    // Set: the same limit on both, refused from the head with WSO2's fault.
+    world
+        .host
+        .settings
+        .insert(MAX_REQUEST_BODY_BYTES, "4096".to_string());
+    let refused = world.gateway.decide(&world.host, &post(api, 4097));
+    let Decision::Respond(refusal) = refused.decision else {
+        panic!("an announced body over the limit is answered");
+    };
+    assert_eq!((refusal.status, code(&refusal)), (413, "413".to_string()));
+    assert_eq!(refused.call.fault_code, 413);
+    let admitted = world.gateway.decide(&world.host, &post(api, 4096));
+    assert!(matches!(admitted.decision, Decision::Forward(_)));
+    assert_eq!(
+        world.gateway.handle(&world.host, post(api, 4097)).status,
+        413
+    );
+    assert_eq!(
+        world.gateway.handle(&world.host, post(api, 4096)).status,
+        200
+    );
+    // The gateway's own endpoints take manifest pages whatever the limit.
+    let mut push = post("/_apim/manifest", 5000);
+    push.headers.retain(|(name, _)| name != "authorization");
+    push.headers
+        .push(("authorization".into(), INTERNAL[0].1.as_bytes().to_vec()));
+    assert_ne!(world.gateway.handle(&world.host, push.clone()).status, 413);
+    assert!(matches!(
+        world.gateway.decide(&world.host, &push).decision,
+        Decision::Handle
+    ));
+    // A limit larger than a component holds still holds only that much.
+    world
+        .host
+        .settings
+        .insert(MAX_REQUEST_BODY_BYTES, (held * 4).to_string());
+    assert_eq!(
+        world
+            .gateway
+            .handle(&world.host, post(api, held + 1))
+            .status,
+        413
+    );
+    let streamed = world.gateway.decide(&world.host, &post(api, held + 1));
+    assert!(matches!(streamed.decision, Decision::Forward(_)));
+}
+
+#[test]
 fn decisions_for_hosts_that_forward_match_what_the_handler_sends() {
     use crate::gateway::Decision;
     let mut world = World::new();

@@ -5,6 +5,7 @@
 use std::cell::RefCell;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use apim_http::bodies::Carriage;
 use apim_http::endpoints::Balance;
 use apim_http::wasi::{self as http, BodyError};
 use wasip2::http::types::{IncomingRequest, ResponseOutparam};
@@ -55,24 +56,7 @@ impl wasip2::exports::http::incoming_handler::Guest for Component {
         let traced = crate::trace::begin(&WasiHost, &mut head.headers);
         let logged = access_log_on().then(|| Logged::of(&head));
         let mut call = Call::default();
-        // Refusals that need only the head come before any body is read.
-        let response = if let Err((refusal, code)) = gateway::admit_target(&WasiHost, &head) {
-            call.fault_code = code;
-            refusal
-        } else {
-            match http::read_request_body(&request, &mut head) {
-                Ok(()) => GATEWAY.with(|gateway| {
-                    gateway
-                        .borrow_mut()
-                        .handle_described(&WasiHost, head, &mut call)
-                }),
-                Err(err) => {
-                    let fault = body_fault(err);
-                    call.fault_code = fault.code;
-                    fault.render(&head.headers)
-                }
-            }
-        };
+        let response = answer(&request, head, &mut call);
         let status = response.status;
         http::write_response(response_out, response);
         if let Some(logged) = logged {
@@ -90,6 +74,26 @@ impl wasip2::exports::http::incoming_handler::Guest for Component {
         let head = GATEWAY.with(|gateway| gateway.borrow_mut().take_head_read());
         crate::sync::catch_up_if_due(&WasiHost, head);
     }
+}
+
+/// The answer to the request whose head is `head`, noting in `call` what it came to.
+/// Refusals that need only the head come before any body is read; the body is then read
+/// within its limit, announced or chunked alike.
+fn answer(request: &IncomingRequest, mut head: Request, call: &mut Call) -> Response {
+    let target = match gateway::admit_target(&WasiHost, &head, Carriage::Held) {
+        Ok(target) => target,
+        Err((refusal, code)) => {
+            call.fault_code = code;
+            return refusal;
+        }
+    };
+    let limit = gateway::held_body_limit(&WasiHost, &target);
+    if let Err(err) = http::read_request_body(request, &mut head, limit) {
+        let fault = body_fault(err);
+        call.fault_code = fault.code;
+        return fault.render(&head.headers);
+    }
+    GATEWAY.with(|gateway| gateway.borrow_mut().handle_described(&WasiHost, head, call))
 }
 
 impl policy::Guest for Component {
@@ -169,6 +173,11 @@ impl policy::Guest for Component {
         };
         let window_end_ms = i64::try_from(window_end_ms).unwrap_or(i64::MAX);
         let fault = throttle::refusal(kind, window_end_ms);
+        policy_response(fault.render(&request.headers), fault.code)
+    }
+
+    fn body_too_large(request: policy::RequestHead) -> policy::Response {
+        let fault = Fault::payload_too_large();
         policy_response(fault.render(&request.headers), fault.code)
     }
 

@@ -4,6 +4,7 @@
 //!
 //! Bodies are buffered: the components look at whole payloads (JSON, SOAP envelopes).
 
+pub mod bodies;
 pub mod cache;
 pub mod egress;
 pub mod endpoints;
@@ -67,7 +68,8 @@ pub enum SendError {
     Unreachable(String),
 }
 
-/// Largest request or response body a component buffers.
+/// Largest request or response body a component buffers (a request's, at most: see
+/// [`bodies`]).
 pub const MAX_BODY_BYTES: usize = 10 * 1024 * 1024;
 
 /// Keys with a lifetime. A key `apim:ttl:<seconds>:<rest>` expires that many seconds

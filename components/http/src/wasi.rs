@@ -75,16 +75,16 @@ const CHUNK: usize = 4096;
 /// Why a body could not be read.
 #[derive(Debug, Clone, PartialEq)]
 pub enum BodyError {
-    /// Larger than [`MAX_BODY_BYTES`], or already taken.
+    /// Larger than its limit, or already taken.
     TooLarge,
     /// The stream broke off.
     Broken(String),
 }
 
-/// The incoming request with its body read whole.
+/// The incoming request with its body read whole (at most [`MAX_BODY_BYTES`]).
 pub fn read_request(request: &IncomingRequest) -> Result<Request, BodyError> {
     let mut head = request_head(request);
-    read_request_body(request, &mut head)?;
+    read_request_body(request, &mut head, MAX_BODY_BYTES)?;
     Ok(head)
 }
 
@@ -98,24 +98,35 @@ pub fn request_head(request: &IncomingRequest) -> Request {
     }
 }
 
-/// Reads the body of the request whose head is `head` into it.
-pub fn read_request_body(request: &IncomingRequest, head: &mut Request) -> Result<(), BodyError> {
+/// Reads the body of the request whose head is `head` into it: at most `limit` bytes
+/// (capped at [`MAX_BODY_BYTES`]), announced or chunked alike.
+pub fn read_request_body(
+    request: &IncomingRequest,
+    head: &mut Request,
+    limit: usize,
+) -> Result<(), BodyError> {
     // Every host call costs, and most requests (GET, DELETE) have no body to read.
     if may_have_body(&head.method, &head.headers) {
         let expected = content_length(&head.headers);
         head.body = read_body(
             request.consume().map_err(|()| BodyError::TooLarge)?,
             expected,
+            limit.min(MAX_BODY_BYTES),
         )?;
     }
     Ok(())
 }
 
-/// Reads a body whole. With its length known, it stops once that much has arrived
-/// rather than wait for end-of-stream, and skips the trailers (one host call less each).
-fn read_body(body: IncomingBody, expected: Option<usize>) -> Result<Vec<u8>, BodyError> {
+/// Reads a body whole, at most `limit` bytes. With its length known, it stops once that
+/// much has arrived rather than wait for end-of-stream, and skips the trailers (one host
+/// call less each).
+fn read_body(
+    body: IncomingBody,
+    expected: Option<usize>,
+    limit: usize,
+) -> Result<Vec<u8>, BodyError> {
     let stream = body.stream().map_err(|()| BodyError::TooLarge)?;
-    let (bytes, complete) = read_stream(&stream, expected)?;
+    let (bytes, complete) = read_stream(&stream, expected, limit)?;
     drop(stream);
     if !complete {
         let _ = IncomingBody::finish(body);
@@ -123,12 +134,14 @@ fn read_body(body: IncomingBody, expected: Option<usize>) -> Result<Vec<u8>, Bod
     Ok(bytes)
 }
 
-/// The stream's bytes, and whether they are all `expected` (so end-of-stream was not read).
+/// The stream's bytes, and whether they are all `expected` (so end-of-stream was not
+/// read); more than `limit` bytes, announced or arriving, are refused.
 fn read_stream(
     stream: &InputStream,
     expected: Option<usize>,
+    limit: usize,
 ) -> Result<(Vec<u8>, bool), BodyError> {
-    if expected.is_some_and(|n| n > MAX_BODY_BYTES) {
+    if expected.is_some_and(|n| n > limit) {
         return Err(BodyError::TooLarge);
     }
     let mut bytes = Vec::with_capacity(expected.unwrap_or(0));
@@ -139,7 +152,7 @@ fn read_stream(
         match stream.blocking_read(64 * 1024) {
             Ok(chunk) => {
                 bytes.extend_from_slice(&chunk);
-                if bytes.len() > MAX_BODY_BYTES {
+                if bytes.len() > limit {
                     return Err(BodyError::TooLarge);
                 }
             }
@@ -239,8 +252,8 @@ pub fn send(request: Outbound) -> Result<Response, SendError> {
     let body = incoming
         .consume()
         .map_err(|()| unreachable("response body"))?;
-    let body =
-        read_body(body, content_length(&headers)).map_err(|_| unreachable("response body"))?;
+    let body = read_body(body, content_length(&headers), MAX_BODY_BYTES)
+        .map_err(|_| unreachable("response body"))?;
     Ok(Response {
         status,
         headers,

@@ -7,15 +7,17 @@
 //! issuance, manifest compile and push, API listing and gateway memory, on an empty
 //! database and with `--apis` APIs published. Fleet: publish → live on every one of
 //! `--fleet-gateways` gateways. Throttling: what three nodes sharing Redis admit per
-//! window against `maxTps` and the largest tiers, and the CPU Redis counting costs. Prints
-//! tables and writes `BENCHMARKS.md`; `--only fleet,throttling` runs just those cases and
-//! rewrites just their sections.
+//! window against `maxTps` and the largest tiers, and the CPU Redis counting costs. Idle:
+//! the gateway's memory per held kept-alive connection. Prints tables and writes
+//! `BENCHMARKS.md`; `--only fleet,throttling,idle` runs just those cases and rewrites just
+//! their sections.
 
 pub mod backend;
 pub mod control;
 pub mod dataplane;
 pub mod fleet;
 pub mod https;
+pub mod idle;
 pub mod load;
 pub mod machine;
 pub mod platform;
@@ -95,6 +97,13 @@ pub struct Options {
     /// the load average before each round instead).
     #[arg(long)]
     pub busy_ok: bool,
+    /// Kept-alive connections the idle case holds (the machine's open-file cap, 20,000 a
+    /// process here, bounds it).
+    #[arg(long, default_value_t = 10_000)]
+    pub idle_connections: usize,
+    /// Calls a fresh client makes, timed, while the idle case holds its connections.
+    #[arg(long, default_value_t = 2_000)]
+    pub idle_probes: usize,
 }
 
 /// The cases `--only` can pick.
@@ -106,6 +115,8 @@ pub enum Part {
     Throttling,
     /// Case 6 (the component hosted as Spin hosts it) beside case 4, with its profile.
     SpinLike,
+    /// Memory per idle kept-alive connection, 10,000 held.
+    Idle,
 }
 
 impl Options {
@@ -183,5 +194,9 @@ async fn run_parts(options: &Options) {
         let throttling = throttling::measure(options).await;
         let markdown = report::throttling(options, &throttling);
         report::write_section(options, Part::Throttling, &markdown);
+    }
+    if options.runs(Part::Idle) {
+        let idle = idle::measure(options).await;
+        report::write_section(options, Part::Idle, &report::idle(options, &idle));
     }
 }
