@@ -23,6 +23,30 @@ pub struct Config {
     #[arg(long, env = "APIM_MGMT_ADDR", default_value = "127.0.0.1:9763")]
     pub mgmt_addr: SocketAddr,
 
+    /// A PEM file of a certificate chain (the certificate first, then its intermediates)
+    /// the management listener presents; repeatable, the environment variable
+    /// comma-separated, each paired in order with a `--tls-key`. With any, the listener
+    /// speaks TLS 1.2 and 1.3 only, HTTP/2 or HTTP/1.1 by ALPN, answers plain HTTP with 400,
+    /// and is announced as `Serving HTTPS on https://ADDR/`. The certificate is chosen by
+    /// the name the client asks for (SNI); the first is the default. Files changed on disk
+    /// (or SIGHUP) are read again for new connections. Without any, plain HTTP/1.1 and h2c.
+    #[arg(
+        long = "tls-cert",
+        value_name = "PEM",
+        env = "APIM_MGMT_TLS_CERT",
+        value_delimiter = ','
+    )]
+    pub tls_certs: Vec<PathBuf>,
+
+    /// The PEM private key of each `--tls-cert`, in the same order.
+    #[arg(
+        long = "tls-key",
+        value_name = "PEM",
+        env = "APIM_MGMT_TLS_KEY",
+        value_delimiter = ','
+    )]
+    pub tls_keys: Vec<PathBuf>,
+
     /// Directory for the embedded SQLite file and the token signing keys.
     #[arg(long, env = "APIM_DATA_DIR", default_value = "apim-data")]
     pub data_dir: PathBuf,
@@ -301,7 +325,17 @@ impl Config {
             "APIM_ADMIN_USER must not be empty"
         );
         self.egress_policy()?;
+        self.tls_pairs()?;
         Ok(())
+    }
+
+    /// The management listener's certificate and key files (none: plain HTTP).
+    pub fn tls_pairs(&self) -> anyhow::Result<Vec<apim_tls::Pair>> {
+        apim_tls::pairs(
+            &self.tls_certs,
+            &self.tls_keys,
+            "APIM_MGMT_TLS_CERT and APIM_MGMT_TLS_KEY",
+        )
     }
 
     /// The egress policy endpoints are checked against.

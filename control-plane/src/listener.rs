@@ -1,7 +1,8 @@
-//! The management listener's connections: HTTP/1.1 with a deadline for each request head
-//! (and for the next one on a kept-alive connection), an idle timeout on every
-//! connection, a cap on connections served at once, the client's address for the
-//! handlers, and graceful shutdown. (Request bodies get their deadline in `http`.)
+//! The management listener's connections: HTTP/1.1 and HTTP/2, in clear or over TLS
+//! (`apim_tls`), with a deadline for each request head (and for the next one on a
+//! kept-alive connection) and for the TLS handshake, an idle timeout on every connection,
+//! a cap on connections served at once, the client's address for the handlers, and
+//! graceful shutdown. (Request bodies get their deadline in `http`.)
 
 use std::future::Future;
 use std::io;
@@ -10,10 +11,12 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use apim_tls::connection::Preface;
+use apim_tls::{Stream, TlsAcceptor};
 use axum::Router;
 use axum::extract::ConnectInfo;
-use hyper::server::conn::http1;
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpListener;
@@ -36,20 +39,18 @@ pub struct Limits {
     pub max_connections: usize,
 }
 
-/// Serves `app` on `listener` until `shutdown` resolves, then lets requests in flight
-/// finish (up to a grace period).
+/// Serves `app` on `listener` (through each connection's TLS handshake with `tls`) until
+/// `shutdown` resolves, then lets requests in flight finish (up to a grace period).
 pub async fn serve(
     listener: TcpListener,
     app: Router,
     limits: Limits,
     shutdown: impl Future<Output = ()>,
+    tls: Option<TlsAcceptor>,
 ) -> anyhow::Result<()> {
     let graceful = GracefulShutdown::new();
     let connections = Arc::new(Semaphore::new(limits.max_connections));
-    let mut builder = http1::Builder::new();
-    builder
-        .timer(TokioTimer::new())
-        .header_read_timeout(limits.header_timeout);
+    let builder = Arc::new(connection_builder(&limits));
     tokio::pin!(shutdown);
     loop {
         let slot = tokio::select! {
@@ -75,11 +76,20 @@ pub async fn serve(
             request.extensions_mut().insert(ConnectInfo(peer));
             tower_service::Service::call(&mut app.clone(), request)
         });
-        let io = TokioIo::new(IdleTimeout::new(stream, limits.idle_timeout));
-        let connection = graceful.watch(builder.serve_connection(io, service));
+        let (builder, tls, watcher) = (builder.clone(), tls.clone(), graceful.watcher());
         tokio::spawn(async move {
-            if let Err(err) = connection.await {
-                tracing::debug!(%peer, "connection ended: {err}");
+            let stream = match tls {
+                Some(acceptor) => {
+                    apim_tls::accept::handshake(&acceptor, stream, limits.header_timeout).await
+                }
+                None => Some(Stream::Plain(stream)),
+            };
+            if let Some(stream) = stream {
+                let io = IdleTimeout::new(stream, limits.idle_timeout);
+                let io = TokioIo::new(Preface::new(io, limits.header_timeout));
+                if let Err(err) = watcher.watch(builder.serve_connection(io, service)).await {
+                    tracing::debug!(%peer, "connection ended: {err}");
+                }
             }
             drop(slot);
         });
@@ -92,6 +102,13 @@ pub async fn serve(
         }
     }
     Ok(())
+}
+
+/// HTTP/1.1 with the header deadline, HTTP/2 with `apim_tls`'s bounds.
+fn connection_builder(limits: &Limits) -> auto::Builder<TokioExecutor> {
+    let mut builder = apim_tls::connection::builder();
+    builder.http1().header_read_timeout(limits.header_timeout);
+    builder
 }
 
 /// A stream that fails with `TimedOut` once a read or write has waited `idle` since the
@@ -196,9 +213,15 @@ mod tests {
             max_connections: 1,
         };
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let server = tokio::spawn(serve(listener, app, limits, async {
-            let _ = stopped.await;
-        }));
+        let server = tokio::spawn(serve(
+            listener,
+            app,
+            limits,
+            async {
+                let _ = stopped.await;
+            },
+            None,
+        ));
         // One connection that sends nothing holds the only place...
         let holder = tokio::net::TcpStream::connect(addr).await.unwrap();
         tokio::time::sleep(Duration::from_millis(100)).await;

@@ -84,6 +84,9 @@ async fn serve(config: Config, db: AnyPool) -> anyhow::Result<()> {
         );
     }
     let keys = Arc::new(KeyRing::load_or_create(&config.data_dir.join("keys"))?);
+    // Before the listener: a certificate file that is missing or wrong stops the start.
+    let tls = apim_tls::Tls::load(config.tls_pairs()?)?;
+    let scheme = if tls.is_some() { "https" } else { "http" };
     let listener = TcpListener::bind(config.mgmt_addr)
         .await
         .with_context(|| format!("could not listen on {}", config.mgmt_addr))?;
@@ -91,7 +94,7 @@ async fn serve(config: Config, db: AnyPool) -> anyhow::Result<()> {
     // Derived from the configured address, not the bound one, so that tokens stay valid
     // across restarts even when the port is chosen at start-up.
     let issuer = if config.token_issuer.is_empty() {
-        format!("http://{}/oauth2/token", config.mgmt_addr)
+        format!("{scheme}://{}/oauth2/token", config.mgmt_addr)
     } else {
         config.token_issuer.clone()
     };
@@ -156,16 +159,18 @@ async fn serve(config: Config, db: AnyPool) -> anyhow::Result<()> {
         None => None,
     };
     let spans = crate::ops::trace::init()?;
-    // The harness and scripts read this line to find the bound port.
     let signal = shutdown_signal();
-    println!("Serving HTTP on http://{addr}/");
-    tracing::info!(%addr, "control plane listening");
+    if let Some(tls) = &tls {
+        apim_tls::reload::spawn(tls.clone())?;
+    }
+    announce(addr, tls.is_some());
     let hub = state.manifests.clone();
     let shutdown = async move {
         signal.await;
         hub.close();
     };
-    listener::serve(listener, app(state), limits, shutdown).await?;
+    let acceptor = tls.as_ref().map(|tls| tls.acceptor());
+    listener::serve(listener, app(state), limits, shutdown, acceptor).await?;
     if let Some(ops) = ops {
         ops.abort();
     }
@@ -175,6 +180,17 @@ async fn serve(config: Config, db: AnyPool) -> anyhow::Result<()> {
     }
     tracing::info!("control plane stopped");
     Ok(())
+}
+
+/// Prints `Serving HTTP on http://ADDR/` (`Serving HTTPS on https://ADDR/` with TLS),
+/// which the harness and scripts read to find the bound port, and logs what it serves.
+fn announce(addr: std::net::SocketAddr, tls: bool) {
+    if tls {
+        println!("Serving HTTPS on https://{addr}/");
+    } else {
+        println!("Serving HTTP on http://{addr}/");
+    }
+    tracing::info!(%addr, serves = apim_tls::describe(tls), "control plane listening");
 }
 
 /// Starts the operations listener at `addr` and announces it (`Serving operations on

@@ -30,6 +30,23 @@ pub fn roots(ca_file: Option<&Path>) -> anyhow::Result<rustls::RootCertStore> {
     Ok(roots)
 }
 
+/// The connector of the host's own calls to the control plane (its long poll, the
+/// analytics reports): `http://`, or `https://` trusting `roots` (so a control plane
+/// behind TLS with a private authority needs only `APIM_BACKEND_CA_FILE`).
+pub type ControlPlaneConnector =
+    hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>;
+
+/// See [`ControlPlaneConnector`].
+pub fn control_plane_connector(
+    roots: rustls::RootCertStore,
+) -> anyhow::Result<ControlPlaneConnector> {
+    Ok(hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(client_config(roots)?)
+        .https_or_http()
+        .enable_http1()
+        .build())
+}
+
 /// The client configuration of connections that trust `roots`.
 pub fn client_config(roots: rustls::RootCertStore) -> anyhow::Result<rustls::ClientConfig> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());

@@ -95,10 +95,36 @@ const MAX_INSTANCE_MEMORY_MB: u64 = 4096;
     about = "Runs the API gateway WebAssembly component (WASI 0.2 HTTP proxy world) natively, and any other components beside it."
 )]
 pub struct Config {
-    /// Address to listen on for HTTP/1.1. Port 0 picks a free port; the bound
-    /// address is printed as `Serving HTTP on http://ADDR/`.
+    /// Address to listen on for HTTP/1.1 and HTTP/2 (over TLS with `--tls-cert`). Port 0
+    /// picks a free port; the bound address is printed as `Serving HTTP on http://ADDR/`
+    /// (`Serving HTTPS on https://ADDR/` with TLS).
     #[arg(long, env = "APIM_GATEWAY_ADDR", default_value = "127.0.0.1:8280")]
     pub addr: SocketAddr,
+
+    /// A PEM file of a certificate chain (the certificate first, then its intermediates)
+    /// that the listeners present; repeatable, the environment variable comma-separated,
+    /// each paired in order with a `--tls-key`. With any, every listener (the gateway's and
+    /// each `--extra-component`'s) speaks TLS 1.2 and 1.3 only, HTTP/2 or HTTP/1.1 by ALPN,
+    /// and answers plain HTTP with 400; it is announced as `Serving HTTPS on https://ADDR/`.
+    /// The certificate is chosen by the name the client asks for (SNI) among each
+    /// certificate's DNS names; the first is the default. Files changed on disk (or
+    /// SIGHUP) are read again for new connections. Without any, plain HTTP/1.1 and h2c.
+    #[arg(
+        long = "tls-cert",
+        value_name = "PEM",
+        env = "APIM_TLS_CERT",
+        value_delimiter = ','
+    )]
+    pub tls_certs: Vec<PathBuf>,
+
+    /// The PEM private key of each `--tls-cert`, in the same order.
+    #[arg(
+        long = "tls-key",
+        value_name = "PEM",
+        env = "APIM_TLS_KEY",
+        value_delimiter = ','
+    )]
+    pub tls_keys: Vec<PathBuf>,
 
     /// Address of the operations listener (`/healthz`, `/readyz`, `/metrics`); none by
     /// default. Keep it off the public network: it is not authenticated. Announced as
@@ -416,6 +442,7 @@ impl Config {
         apim_http::egress::EgressPolicy::parse(&self.egress_allow)
             .map_err(|err| anyhow::anyhow!("APIM_EGRESS_ALLOW: {err}"))?;
         self.hosted()?;
+        self.tls_pairs()?;
         self.validate_listeners()
     }
 
@@ -519,6 +546,15 @@ impl Config {
                 vars: if i == 0 { main.clone() } else { extra.clone() },
             })
             .collect())
+    }
+
+    /// The listeners' certificate and key files (none: plain HTTP).
+    pub fn tls_pairs(&self) -> anyhow::Result<Vec<apim_tls::Pair>> {
+        apim_tls::pairs(
+            &self.tls_certs,
+            &self.tls_keys,
+            "APIM_TLS_CERT and APIM_TLS_KEY",
+        )
     }
 
     /// Execution deadline of one request in the component.

@@ -147,7 +147,8 @@ impl Gateway {
             body.map_err(wasmtime_wasi_http::Error::Hyper)
                 .boxed_unsync()
         });
-        prepare_headers(request.headers_mut(), addresses);
+        let authority = request.uri().authority().cloned();
+        prepare_headers(request.headers_mut(), authority.as_ref(), addresses);
         let traced = (self.telemetry.tracing).begin(request.headers_mut(), self.host_forwarding);
         let request_bytes = forward::content_length(request.headers());
         if !self.host_forwarding {
@@ -425,7 +426,7 @@ impl Gateway {
         let mut request = Request::post(SYNC_PATH)
             .body(body)
             .expect("static request is valid");
-        prepare_headers(request.headers_mut(), &Addresses::new(local, local));
+        prepare_headers(request.headers_mut(), None, &Addresses::new(local, local));
         if let Some(authorization) = &self.sync_authorization {
             request
                 .headers_mut()
@@ -511,11 +512,20 @@ impl Addresses {
     }
 }
 
-/// Sets `spin-client-addr` (replacing any sent by the client) and a `Host` if missing.
-fn prepare_headers(headers: &mut http::HeaderMap, addresses: &Addresses) {
+/// Sets `spin-client-addr` (replacing any sent by the client) and a `Host` if missing:
+/// the request's authority (HTTP/2 sends `:authority` instead of `Host`), else the
+/// listener's address.
+fn prepare_headers(
+    headers: &mut http::HeaderMap,
+    authority: Option<&http::uri::Authority>,
+    addresses: &Addresses,
+) {
     headers.insert(CLIENT_ADDR_HEADER, addresses.client.clone());
     if !headers.contains_key(HOST) {
-        headers.insert(HOST, addresses.listener.clone());
+        let host = authority
+            .and_then(|authority| HeaderValue::from_str(authority.as_str()).ok())
+            .unwrap_or_else(|| addresses.listener.clone());
+        headers.insert(HOST, host);
     }
 }
 
@@ -675,15 +685,21 @@ mod tests {
         let mut headers = http::HeaderMap::new();
         headers.append(CLIENT_ADDR_HEADER, HeaderValue::from_static("6.6.6.6:1"));
         headers.append(CLIENT_ADDR_HEADER, HeaderValue::from_static("7.7.7.7:1"));
-        prepare_headers(&mut headers, &Addresses::new(peer, local));
+        prepare_headers(&mut headers, None, &Addresses::new(peer, local));
         let values: Vec<_> = headers.get_all(CLIENT_ADDR_HEADER).iter().collect();
         assert_eq!(values, ["10.1.2.3:4567"]);
         assert_eq!(headers[HOST], "127.0.0.1:8280");
 
         let mut headers = http::HeaderMap::new();
         headers.insert(HOST, HeaderValue::from_static("api.example"));
-        prepare_headers(&mut headers, &Addresses::new(peer, local));
+        prepare_headers(&mut headers, None, &Addresses::new(peer, local));
         assert_eq!(headers[HOST], "api.example");
+
+        // HTTP/2: the `:authority` stands for `Host`.
+        let mut headers = http::HeaderMap::new();
+        let authority = http::uri::Authority::from_static("gw.example:8243");
+        prepare_headers(&mut headers, Some(&authority), &Addresses::new(peer, local));
+        assert_eq!(headers[HOST], "gw.example:8243");
     }
 
     #[test]

@@ -53,6 +53,8 @@ pub async fn run(config: Config, mut inherited: server::Inherited) -> anyhow::Re
         inherited.len(),
         listeners.len()
     );
+    // Before anything listens: a certificate file that is missing or wrong stops the start.
+    let tls = apim_tls::Tls::load(config.tls_pairs()?)?;
     let mut sockets = Vec::new();
     for (index, listener) in listeners.iter().enumerate() {
         sockets.push(server::listen(listener.addr, inherited.take(index)).await?);
@@ -86,7 +88,9 @@ pub async fn run(config: Config, mut inherited: server::Inherited) -> anyhow::Re
     )?;
     let _ticker = EpochTicker::start(engine.clone())?;
     let guard = Arc::new(egress_guard(&config)?);
-    let shared = shared(&config, guard.clone()).await?;
+    let roots = backend_tls::roots(config.backend_ca_file.as_deref())?;
+    let to_control_plane = backend_tls::control_plane_connector(roots.clone())?;
+    let shared = shared(&config, guard.clone(), roots).await?;
     let mut hosted = Vec::new();
     for (listener, socket) in listeners.iter().zip(sockets) {
         let gateway = host(&config, &engine, listener, &shared)?.with_telemetry(telemetry.clone());
@@ -104,12 +108,16 @@ pub async fn run(config: Config, mut inherited: server::Inherited) -> anyhow::Re
     if sync_interval.is_some() && watch.is_some() && !first_sync_timeout.is_zero() {
         first_sync(main, main_addr, first_sync_timeout).await;
     }
+    if let Some(tls) = &tls {
+        apim_tls::reload::spawn(tls.clone())?;
+    }
     for (socket, _) in &hosted {
-        server::announce(socket)?;
+        server::announce(socket, tls.is_some())?;
     }
     server::tell_supervisor(server::Supervised::Ready);
-    let sync = sync_interval.map(|interval| sync::spawn(main.clone(), main_addr, interval, watch));
-    let reporter = reporter_of(&telemetry, reporting.as_ref());
+    let reporter = reporter_of(&telemetry, reporting.as_ref(), &to_control_plane);
+    let sync = sync_interval
+        .map(|interval| sync::spawn(main.clone(), main_addr, interval, watch, to_control_plane));
     let reports = reporter
         .clone()
         .zip(reporting.as_ref())
@@ -126,7 +134,8 @@ pub async fn run(config: Config, mut inherited: server::Inherited) -> anyhow::Re
         }
         let _ = stop.send(true);
     });
-    let served = serve_all(hosted, stopped, config.connections()).await;
+    let acceptor = tls.as_ref().map(|tls| tls.acceptor());
+    let served = serve_all(hosted, stopped, config.connections(), acceptor).await;
     for gateway in gateways {
         gateway.begin_shutdown();
     }
@@ -146,10 +155,15 @@ const LAST_REPORT_TIMEOUT: Duration = Duration::from_secs(2);
 fn reporter_of(
     telemetry: &Telemetry,
     reporting: Option<&(Duration, sync::Watch)>,
+    connector: &backend_tls::ControlPlaneConnector,
 ) -> Option<telemetry::reporter::Reporter> {
     let (_, watch) = reporting?;
     let analytics = telemetry.analytics.clone()?;
-    Some(telemetry::reporter::Reporter::new(analytics, watch.clone()))
+    Some(telemetry::reporter::Reporter::new(
+        analytics,
+        watch.clone(),
+        connector.clone(),
+    ))
 }
 
 /// Pulls the manifest before the gateway serves, so that a gateway replacing another
@@ -170,11 +184,13 @@ async fn first_sync(gateway: &Gateway, local: std::net::SocketAddr, within: Dura
     }
 }
 
-/// Serves every listener until the stop flag is raised; the first error, if any.
+/// Serves every listener (over TLS with `tls`) until the stop flag is raised; the first
+/// error, if any.
 async fn serve_all(
     hosted: Vec<(tokio::net::TcpListener, Arc<Gateway>)>,
     stopped: watch::Receiver<bool>,
     connections: server::Connections,
+    tls: Option<apim_tls::TlsAcceptor>,
 ) -> anyhow::Result<()> {
     let mut tasks = tokio::task::JoinSet::new();
     for (listener, gateway) in hosted {
@@ -182,7 +198,13 @@ async fn serve_all(
         let shutdown = async move {
             let _ = stopped.wait_for(|stop| *stop).await;
         };
-        tasks.spawn(server::serve(listener, gateway, shutdown, connections));
+        tasks.spawn(server::serve(
+            listener,
+            gateway,
+            shutdown,
+            connections,
+            tls.clone(),
+        ));
     }
     let mut result = Ok(());
     while let Some(joined) = tasks.join_next().await {
@@ -216,8 +238,13 @@ fn egress_guard(config: &Config) -> anyhow::Result<EgressGuard> {
 }
 
 /// What every hosted component shares: the key-value backend and the outbound client
-/// (with the main component's variables; [`host`] gives each component its own).
-async fn shared(config: &Config, guard: Arc<EgressGuard>) -> anyhow::Result<Shared> {
+/// trusting `roots` (with the main component's variables; [`host`] gives each component
+/// its own).
+async fn shared(
+    config: &Config,
+    guard: Arc<EgressGuard>,
+    roots: rustls::RootCertStore,
+) -> anyhow::Result<Shared> {
     let kv = match config::sqlite_path(&config.kv_url) {
         Some(path) => KvStore::sqlite(&path)
             .map_err(|err| anyhow::anyhow!("APIM_KV_URL: cannot open {path:?}: {err:?}"))?,
@@ -235,7 +262,6 @@ async fn shared(config: &Config, guard: Arc<EgressGuard>) -> anyhow::Result<Shar
         memory_mb = config.instance_memory_mb,
         "gateway host configured"
     );
-    let roots = backend_tls::roots(config.backend_ca_file.as_deref())?;
     let outbound = OutboundClient::new(config.backend_timeout(), guard, roots, kv.clone())?;
     Ok(Shared {
         kv,

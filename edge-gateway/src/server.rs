@@ -1,4 +1,5 @@
-//! HTTP/1.1 listeners, accept loop and graceful shutdown.
+//! Listeners (HTTP/1.1 and HTTP/2, in clear or over TLS: `apim_tls`), accept loop and
+//! graceful shutdown.
 //!
 //! A listener is either bound here or inherited from a supervisor that holds it
 //! (systemd-style socket activation: `LISTEN_FDS`, `LISTEN_PID`), so that a gateway can
@@ -17,12 +18,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::Context as _;
+use apim_tls::Stream;
+use apim_tls::TlsAcceptor;
+use apim_tls::connection::Preface;
 use http::HeaderValue;
 use http::header::CONNECTION;
-use hyper::server::conn::http1;
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use hyper_util::server::graceful::{GracefulShutdown, Watcher};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::Instant;
 
@@ -98,12 +102,18 @@ pub async fn listen(
     Ok(listener)
 }
 
-/// Prints the `Serving HTTP on http://ADDR/` line on stdout: the listener is accepting
-/// from now on (supervisors and tests wait for it).
-pub fn announce(listener: &TcpListener) -> anyhow::Result<()> {
+/// Prints the `Serving HTTP on http://ADDR/` line on stdout (`Serving HTTPS on
+/// https://ADDR/` with TLS), and logs what it serves: the listener is accepting from now
+/// on (supervisors and tests wait for it).
+pub fn announce(listener: &TcpListener, tls: bool) -> anyhow::Result<()> {
     let bound = listener.local_addr()?;
+    tracing::info!(%bound, serves = apim_tls::describe(tls), "listener serving");
     let mut stdout = std::io::stdout().lock();
-    writeln!(stdout, "Serving HTTP on http://{bound}/")?;
+    if tls {
+        writeln!(stdout, "Serving HTTPS on https://{bound}/")?;
+    } else {
+        writeln!(stdout, "Serving HTTP on http://{bound}/")?;
+    }
     stdout.flush()?;
     Ok(())
 }
@@ -157,29 +167,37 @@ pub fn raise_file_limit() -> Option<u64> {
     }
 }
 
-/// Serves connections until `shutdown` resolves, then drains them (see [`drain`]).
+/// Serves connections (through their TLS handshake with `tls`) until `shutdown`
+/// resolves, then drains them (see [`drain`]).
 pub async fn serve(
     listener: TcpListener,
     gateway: Arc<Gateway>,
     shutdown: impl Future<Output = ()>,
     connections: Connections,
+    tls: Option<TlsAcceptor>,
 ) -> anyhow::Result<()> {
     let local = listener.local_addr()?;
     let graceful = GracefulShutdown::new();
     let draining = Arc::new(AtomicBool::new(false));
-    let mut builder = http1::Builder::new();
-    builder
-        .keep_alive(true)
-        .timer(TokioTimer::new())
-        .header_read_timeout(connections.header_timeout);
+    let builder = Arc::new(connection_builder(&connections));
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
             () = &mut shutdown => break,
             accepted = listener.accept() => match accepted {
                 Ok((stream, peer)) => {
-                    let connection = Connection { peer, local, draining: draining.clone() };
-                    serve_connection(&builder, &graceful, stream, connection, gateway.clone());
+                    let connection = Connection {
+                        peer,
+                        local,
+                        draining: draining.clone(),
+                        watcher: graceful.watcher(),
+                    };
+                    let listener = ListenerParts {
+                        builder: builder.clone(),
+                        tls: tls.clone(),
+                        header_timeout: connections.header_timeout,
+                    };
+                    serve_connection(listener, stream, connection, gateway.clone());
                 }
                 Err(err) => {
                     tracing::warn!("accept failed: {err}");
@@ -232,16 +250,37 @@ async fn drain(graceful: GracefulShutdown, connections: Connections) {
     }
 }
 
-/// One accepted connection: its addresses, and the listener's draining flag.
+/// The connection builder: HTTP/1.1 with keep-alive and the header deadline, HTTP/2 with
+/// `apim_tls`'s bounds.
+fn connection_builder(connections: &Connections) -> auto::Builder<TokioExecutor> {
+    let mut builder = apim_tls::connection::builder();
+    builder
+        .http1()
+        .keep_alive(true)
+        .header_read_timeout(connections.header_timeout);
+    builder
+}
+
+/// What every connection of a listener shares.
+struct ListenerParts {
+    builder: Arc<auto::Builder<TokioExecutor>>,
+    tls: Option<TlsAcceptor>,
+    header_timeout: Duration,
+}
+
+/// One accepted connection: its addresses, the listener's draining flag, and the watch
+/// of the listener's graceful shutdown.
 struct Connection {
     peer: SocketAddr,
     local: SocketAddr,
     draining: Arc<AtomicBool>,
+    watcher: Watcher,
 }
 
+/// Serves one connection on a task of its own, after its TLS handshake if the listener
+/// has TLS (a handshake counts as an open connection for the drain).
 fn serve_connection(
-    builder: &http1::Builder,
-    graceful: &GracefulShutdown,
+    listener: ListenerParts,
     stream: TcpStream,
     connection: Connection,
     gateway: Arc<Gateway>,
@@ -250,15 +289,25 @@ fn serve_connection(
         peer,
         local,
         draining,
+        watcher,
     } = connection;
     if let Err(err) = stream.set_nodelay(true) {
         tracing::debug!(%peer, "cannot set TCP_NODELAY: {err}");
     }
     let service = connection_service(gateway, Addresses::new(peer, local), draining);
-    let connection = builder.serve_connection(TokioIo::new(stream), service);
-    let connection = graceful.watch(connection);
     tokio::spawn(async move {
-        if let Err(err) = connection.await {
+        let stream = match &listener.tls {
+            Some(acceptor) => {
+                match apim_tls::accept::handshake(acceptor, stream, listener.header_timeout).await {
+                    Some(stream) => stream,
+                    None => return,
+                }
+            }
+            None => Stream::Plain(stream),
+        };
+        let io = TokioIo::new(Preface::new(stream, listener.header_timeout));
+        let connection = listener.builder.serve_connection(io, service);
+        if let Err(err) = watcher.watch(connection).await {
             tracing::debug!(%peer, "connection ended with error: {err}");
         }
     });
@@ -283,13 +332,15 @@ fn connection_service(
     Response = http::Response<ResponseBody>,
     Error = Infallible,
     Future = Answer,
-> {
-    service_fn(move |request| {
+> + Clone {
+    service_fn(move |request: http::Request<hyper::body::Incoming>| {
         let (gateway, addresses, draining) = (gateway.clone(), addresses.clone(), draining.clone());
+        // HTTP/2 has no `Connection` header: a draining HTTP/2 connection ends by GOAWAY.
+        let http1 = request.version() < http::Version::HTTP_2;
         let answer: Answer = Box::pin(async move {
             let mut response = gateway.serve(request, &addresses).await;
             // hyper closes the connection once this answer is written.
-            if draining.load(Ordering::Relaxed) {
+            if http1 && draining.load(Ordering::Relaxed) {
                 response
                     .headers_mut()
                     .insert(CONNECTION, HeaderValue::from_static("close"));

@@ -16,8 +16,9 @@ use bytes::Bytes;
 use http::{HeaderValue, Request, Uri};
 use http_body_util::{BodyExt, Empty};
 use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
+
+use crate::backend_tls::ControlPlaneConnector;
 use tokio::task::JoinHandle;
 
 use crate::gateway::Gateway;
@@ -46,15 +47,17 @@ pub struct Watch {
     pub environment: String,
 }
 
-/// Starts keeping the gateway current; abort the returned task to stop it.
+/// Starts keeping the gateway current, reaching the control plane through `connector`;
+/// abort the returned task to stop it.
 pub fn spawn(
     gateway: Arc<Gateway>,
     local: SocketAddr,
     interval: Duration,
     watch: Option<Watch>,
+    connector: ControlPlaneConnector,
 ) -> JoinHandle<()> {
     tokio::spawn(async move {
-        let client = Client::builder(TokioExecutor::new()).build(HttpConnector::new());
+        let client = Client::builder(TokioExecutor::new()).build(connector);
         let mut delay = FIRST_RETRY_DELAY;
         loop {
             let held = gateway.sync(local).await;
@@ -87,7 +90,7 @@ impl Watch {
     /// (or its wait runs out); the newest version it reports.
     async fn changes_after(
         &self,
-        client: &Client<HttpConnector, Empty<Bytes>>,
+        client: &Client<ControlPlaneConnector, Empty<Bytes>>,
         version: u64,
     ) -> Result<u64, String> {
         let query = form_urlencoded::Serializer::new(String::new())

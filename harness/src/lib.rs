@@ -125,7 +125,7 @@ pub struct ServerProcess {
 
 impl ServerProcess {
     /// Starts `binary` with exactly `env` (plus PATH) and waits for its
-    /// "Serving HTTP on ..." line.
+    /// "Serving HTTP on ..." line ("Serving HTTPS on ..." with TLS).
     pub async fn start(binary: &Path, env: &[(&str, String)]) -> Self {
         Self::start_echoing(binary, env, None).await
     }
@@ -170,7 +170,10 @@ impl ServerProcess {
         let url = tokio::time::timeout(Duration::from_secs(120), async {
             while let Ok(Some(line)) = stdout.next_line().await {
                 output.lock().unwrap().push_str(&format!("{line}\n"));
-                if let Some(rest) = line.strip_prefix("Serving HTTP on ") {
+                let announced = line
+                    .strip_prefix("Serving HTTP on ")
+                    .or_else(|| line.strip_prefix("Serving HTTPS on "));
+                if let Some(rest) = announced {
                     return Some(rest.trim_end_matches('/').to_string());
                 }
             }
@@ -337,7 +340,28 @@ pub async fn start_edge_gateway_with_facade(
     facade: &FacadeSetup,
     label: Option<&'static str>,
 ) -> ServerProcess {
-    edge_gateway(control_plane, data_dir, addr, &[], Some(facade), label, &[]).await
+    start_edge_gateway_with_facade_and(control_plane, data_dir, addr, facade, label, &[]).await
+}
+
+/// Like [`start_edge_gateway_with_facade`], with more of edge-gateway's settings.
+pub async fn start_edge_gateway_with_facade_and(
+    control_plane: &ControlPlane,
+    data_dir: &Path,
+    addr: &str,
+    facade: &FacadeSetup,
+    label: Option<&'static str>,
+    settings: &[(&'static str, String)],
+) -> ServerProcess {
+    edge_gateway(
+        control_plane,
+        data_dir,
+        addr,
+        &[],
+        Some(facade),
+        label,
+        settings,
+    )
+    .await
 }
 
 async fn edge_gateway(
@@ -565,6 +589,8 @@ pub struct Reply {
     pub body: Value,
     /// Response headers.
     pub headers: reqwest::header::HeaderMap,
+    /// The HTTP version it came in.
+    pub version: reqwest::Version,
 }
 
 /// The code of a WSO2 fault body (`<ams:code>900908</ams:code>`, any prefix); empty
@@ -641,16 +667,37 @@ pub struct Client {
     pub base: String,
 }
 
+/// A reqwest client that trusts the tests' listener authority besides the Mozilla roots
+/// ([`tls::Listening`]), for calls outside [`Client`].
+pub fn http_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .add_root_certificate(tls::listener_root())
+        .build()
+        .expect("HTTP client")
+}
+
 /// Publisher base path.
 pub const PUBLISHER: &str = "/api/am/publisher/v0.14";
 /// Store base path.
 pub const STORE: &str = "/api/am/store/v0.14";
 
 impl Client {
-    /// A client for this base URL.
+    /// A client for this base URL; of an `https://` one, trusting the tests' listener
+    /// authority ([`tls::Listening`]), HTTP/2 or HTTP/1.1 as ALPN chooses.
     pub fn new(base: &str) -> Self {
+        Self::with(base, reqwest::Client::builder())
+    }
+
+    /// A client for this base URL built from `builder` (e.g. `.http1_only()`, or
+    /// `.http2_prior_knowledge()` for h2c), trusting the tests' listener authority.
+    pub fn with(base: &str, builder: reqwest::ClientBuilder) -> Self {
+        let builder = if base.starts_with("https://") {
+            builder.add_root_certificate(tls::listener_root())
+        } else {
+            builder
+        };
         Client {
-            http: reqwest::Client::new(),
+            http: builder.build().expect("HTTP client"),
             base: base.to_string(),
         }
     }
@@ -685,6 +732,7 @@ impl Client {
         let response = self.http.execute(request).await.expect("request failed");
         let status = response.status().as_u16();
         let headers = response.headers().clone();
+        let version = response.version();
         let text = response.text().await.expect("response body");
         let body = if text.is_empty() {
             Value::Null
@@ -695,6 +743,7 @@ impl Client {
             status,
             body,
             headers,
+            version,
         }
     }
 

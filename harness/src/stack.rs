@@ -26,6 +26,8 @@ pub struct Stack {
     pub gw: Client,
     /// An administrator's token with every management scope.
     pub admin: String,
+    /// The listeners' certificate files, when both planes serve TLS ([`Launch::tls`]).
+    pub listening: Option<crate::tls::Listening>,
 }
 
 /// What every platform starts with: a backend, a control plane, and an administrator's
@@ -75,6 +77,7 @@ impl Core {
             backend: self.backend,
             mgmt: self.mgmt,
             admin: self.admin,
+            listening: None,
         }
     }
 }
@@ -95,6 +98,10 @@ pub struct Launch<'a> {
     pub gateway_after: Duration,
     /// The CPUs the gateway runs on (taskset syntax; all by default).
     pub gateway_cpus: Option<&'a str>,
+    /// Both planes serve TLS with the certificates of a [`crate::tls::Listening`] (the
+    /// gateway trusting the control plane's); the control plane then pushes to nobody,
+    /// the gateway pulls.
+    pub tls: bool,
 }
 
 impl Default for Launch<'_> {
@@ -107,6 +114,7 @@ impl Default for Launch<'_> {
             control_plane: &[],
             gateway_after: Duration::ZERO,
             gateway_cpus: None,
+            tls: false,
         }
     }
 }
@@ -117,7 +125,17 @@ impl Launch<'_> {
         let data_dir = self.data_dir.unwrap_or_else(crate::temp_dir);
         let gateway_addr = format!("127.0.0.1:{}", crate::free_port());
         let mut control_plane_settings = vec![("APIM_GATEWAYS", format!("http://{gateway_addr}"))];
+        let mut gateway_settings = Vec::new();
+        let listening = self.tls.then(|| {
+            let listening = crate::tls::Listening::new(&crate::temp_dir());
+            control_plane_settings = listening.settings("APIM_MGMT_TLS_CERT", "APIM_MGMT_TLS_KEY");
+            control_plane_settings.push(("APIM_GATEWAYS", String::new()));
+            gateway_settings = listening.settings("APIM_TLS_CERT", "APIM_TLS_KEY");
+            gateway_settings.push(("APIM_BACKEND_CA_FILE", listening.ca.display().to_string()));
+            listening
+        });
         control_plane_settings.extend(self.control_plane.iter().cloned());
+        gateway_settings.extend(self.gateway.iter().cloned());
         let core = Core::start(&self.database, data_dir, &control_plane_settings).await;
         tokio::time::sleep(self.gateway_after).await;
         if let Some(cpus) = self.gateway_cpus {
@@ -129,13 +147,16 @@ impl Launch<'_> {
             &core.data_dir,
             &gateway_addr,
             self.vars,
-            self.gateway,
+            &gateway_settings,
         )
         .await;
         if self.gateway_cpus.is_some() {
             crate::machine::pin_thread(&all_cpus());
         }
-        core.with_gateway(gateway)
+        Stack {
+            listening,
+            ..core.with_gateway(gateway)
+        }
     }
 }
 

@@ -1,11 +1,13 @@
 //! HTTPS backends of the tests' own: a certificate authority made for the run, the
 //! certificates it signs (or a certificate signed by its own key), and a server speaking
-//! HTTP/1.1 over TLS with them.
+//! HTTP/1.1 over TLS with them. And the certificates of our own listeners when a test
+//! starts them with TLS ([`Listening`]), signed by an authority every test client trusts.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
+use rustls::pki_types::pem::PemObject as _;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 
 /// A certificate authority and one certificate it signed for 127.0.0.1.
@@ -101,4 +103,253 @@ pub async fn serve(
                 .await;
         });
     }
+}
+
+/// The authority that signs the certificates of the listeners the tests start with TLS
+/// (one per run); every [`crate::Client`] of an `https://` URL trusts it.
+fn listener_authority() -> &'static (String, Issuer<'static, KeyPair>) {
+    static AUTHORITY: std::sync::OnceLock<(String, Issuer<'static, KeyPair>)> =
+        std::sync::OnceLock::new();
+    AUTHORITY.get_or_init(|| {
+        let key = KeyPair::generate().expect("CA key");
+        let mut params = CertificateParams::new(Vec::<String>::new()).expect("CA params");
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params
+            .distinguished_name
+            .push(DnType::CommonName, "apim tests' listener authority");
+        let certificate = params.self_signed(&key).expect("CA certificate");
+        (certificate.pem(), Issuer::new(params, key))
+    })
+}
+
+/// The listener authority's certificate, PEM.
+pub fn listener_ca_pem() -> &'static str {
+    &listener_authority().0
+}
+
+/// The listener authority's certificate, for a reqwest client.
+pub fn listener_root() -> reqwest::Certificate {
+    reqwest::Certificate::from_pem(listener_ca_pem().as_bytes()).expect("the authority's PEM")
+}
+
+/// A rustls client configuration trusting the listener authority, speaking `versions`
+/// and offering `alpn`.
+pub fn listener_client_config(
+    versions: &[&'static rustls::SupportedProtocolVersion],
+    alpn: &[&[u8]],
+) -> Arc<rustls::ClientConfig> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots
+        .add(CertificateDer::from_pem_slice(listener_ca_pem().as_bytes()).expect("CA PEM"))
+        .expect("CA certificate");
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(versions)
+        .expect("TLS versions")
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    Arc::new(config)
+}
+
+/// The names the default certificate of a test listener is for.
+pub const DEFAULT_NAMES: [&str; 3] = ["127.0.0.1", "localhost", "gateway.apim.test"];
+/// The name the second certificate of a test listener is for.
+pub const OTHER_NAME: &str = "other.apim.test";
+
+/// The certificate files of a test listener in a directory: a default certificate (for
+/// [`DEFAULT_NAMES`]) and another (for [`OTHER_NAME`]), each a chain of the certificate
+/// and the listener authority, signed by the authority every test client trusts.
+pub struct Listening {
+    /// Default chain, PEM.
+    pub default_cert: std::path::PathBuf,
+    /// Its key.
+    pub default_key: std::path::PathBuf,
+    /// Second chain, PEM.
+    pub other_cert: std::path::PathBuf,
+    /// Its key.
+    pub other_key: std::path::PathBuf,
+    /// The authority's certificate, PEM (for a gateway talking to a TLS control plane).
+    pub ca: std::path::PathBuf,
+}
+
+impl Listening {
+    /// Writes the files into `dir`.
+    pub fn new(dir: &std::path::Path) -> Self {
+        let listening = Self {
+            default_cert: dir.join("listener.crt"),
+            default_key: dir.join("listener.key"),
+            other_cert: dir.join("other.crt"),
+            other_key: dir.join("other.key"),
+            ca: dir.join("listener-ca.pem"),
+        };
+        std::fs::write(&listening.ca, listener_ca_pem()).expect("write the CA");
+        write_leaf(
+            &DEFAULT_NAMES,
+            &listening.default_cert,
+            &listening.default_key,
+        );
+        write_leaf(&[OTHER_NAME], &listening.other_cert, &listening.other_key);
+        listening
+    }
+
+    /// The settings naming both pairs, the default first, under `cert` and `key` (e.g.
+    /// `APIM_TLS_CERT`, `APIM_TLS_KEY`).
+    pub fn settings(&self, cert: &'static str, key: &'static str) -> Vec<(&'static str, String)> {
+        let both = |a: &std::path::PathBuf, b: &std::path::PathBuf| {
+            format!("{},{}", a.display(), b.display())
+        };
+        vec![
+            (cert, both(&self.default_cert, &self.other_cert)),
+            (key, both(&self.default_key, &self.other_key)),
+        ]
+    }
+
+    /// Replaces the default certificate and its key on disk with new ones for the same
+    /// names (each file replaced whole, by renaming).
+    pub fn renew_default(&self) {
+        write_leaf(&DEFAULT_NAMES, &self.default_cert, &self.default_key);
+    }
+
+    /// The chain in the default certificate's file, DER.
+    pub fn default_chain(&self) -> Vec<Vec<u8>> {
+        CertificateDer::pem_file_iter(&self.default_cert)
+            .expect("read the chain")
+            .map(|c| c.expect("PEM").to_vec())
+            .collect()
+    }
+}
+
+/// Writes a certificate for `names` signed by the listener authority, followed by the
+/// authority's, and its key; the key file first, each by a rename.
+fn write_leaf(names: &[&str], cert: &std::path::Path, key: &std::path::Path) {
+    let (ca_pem, issuer) = listener_authority();
+    let leaf_key = KeyPair::generate().expect("key");
+    let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+    let leaf = CertificateParams::new(names)
+        .expect("params")
+        .signed_by(&leaf_key, issuer)
+        .expect("certificate");
+    replace(key, &leaf_key.serialize_pem());
+    replace(cert, &format!("{}{ca_pem}", leaf.pem()));
+}
+
+fn replace(path: &std::path::Path, text: &str) {
+    let next = path.with_extension("next");
+    std::fs::write(&next, text).expect("write");
+    std::fs::rename(&next, path).expect("rename");
+}
+
+/// Connects to `addr` over TLS with `config`, asking for `server_name`; the chain the
+/// server presented (DER) and the protocol ALPN chose, or the handshake's error.
+pub async fn handshake(
+    addr: &str,
+    server_name: &str,
+    config: Arc<rustls::ClientConfig>,
+) -> Result<(Vec<Vec<u8>>, Option<Vec<u8>>), std::io::Error> {
+    let stream = tokio::net::TcpStream::connect(addr).await?;
+    let name = rustls::pki_types::ServerName::try_from(server_name)
+        .map_err(|e| std::io::Error::other(e.to_string()))?
+        .to_owned();
+    let tls = tokio_rustls::TlsConnector::from(config)
+        .connect(name, stream)
+        .await?;
+    let (_, session) = tls.get_ref();
+    let chain = session
+        .peer_certificates()
+        .unwrap_or_default()
+        .iter()
+        .map(|c| c.to_vec())
+        .collect();
+    Ok((chain, session.alpn_protocol().map(<[u8]>::to_vec)))
+}
+
+/// A client configuration that accepts any certificate, to see which one a listener
+/// presents for a name it has none for (a verifying client stops before).
+pub fn presented_to_anyone(alpn: &[&[u8]]) -> Arc<rustls::ClientConfig> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .expect("TLS versions")
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(AcceptAny(provider)))
+        .with_no_client_auth();
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    Arc::new(config)
+}
+
+/// Takes whatever certificate comes (checking only that the handshake is signed by it).
+#[derive(Debug)]
+struct AcceptAny(Arc<rustls::crypto::CryptoProvider>);
+
+impl rustls::client::danger::ServerCertVerifier for AcceptAny {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &rustls::pki_types::ServerName<'_>,
+        _ocsp: &[u8],
+        _now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// Sends a ClientHello offering TLS 1.1 (`0x0302`) or 1.0 (`0x0301`) only, as an old
+/// client would (rustls cannot speak them), and reads the server's first record: an
+/// alert `protocol_version` (70) is `Some(70)`; `None` when the server answered
+/// otherwise, or not at all.
+pub async fn old_client_hello(addr: &str, version: u16) -> Option<u8> {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let [major, minor] = version.to_be_bytes();
+    let mut body = vec![major, minor];
+    body.extend_from_slice(&[0x42; 32]); // random
+    body.push(0); // no session id
+    // TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA, TLS_RSA_WITH_AES_128_CBC_SHA
+    body.extend_from_slice(&[0x00, 0x04, 0xc0, 0x13, 0x00, 0x2f]);
+    body.extend_from_slice(&[0x01, 0x00]); // null compression
+    let length = u32::try_from(body.len()).expect("short").to_be_bytes();
+    let mut handshake = vec![0x01, length[1], length[2], length[3]]; // ClientHello
+    handshake.extend_from_slice(&body);
+    let record_length = u16::try_from(handshake.len()).expect("short").to_be_bytes();
+    let mut record = vec![0x16, major, minor, record_length[0], record_length[1]];
+    record.extend_from_slice(&handshake);
+    let mut stream = tokio::net::TcpStream::connect(addr).await.ok()?;
+    stream.write_all(&record).await.ok()?;
+    let mut answer = [0u8; 7];
+    stream.read_exact(&mut answer).await.ok()?;
+    // An alert record (21) of two bytes: level, description.
+    (answer[0] == 0x15).then_some(answer[6])
 }

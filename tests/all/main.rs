@@ -41,6 +41,7 @@ mod security;
 mod store;
 mod tenants;
 mod throttling;
+mod tls;
 mod token_types;
 mod tokens;
 mod traces;
@@ -229,4 +230,8 @@ on_both!(
     backends::endpoint_certificates_on_the_host_path,
     backends::endpoint_certificates_on_the_component_path,
     analytics::gateway_traffic_is_charted_per_api_and_application,
+    tls::seed_flow_over_tls_on_the_host_path,
+    tls::seed_flow_over_tls_on_the_component_path,
+    tls::seed_flow_over_h2c_on_the_host_path,
+    tls::seed_flow_over_h2c_on_the_component_path,
 );

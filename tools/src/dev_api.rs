@@ -59,7 +59,9 @@ pub async fn publish(target: &Target) -> anyhow::Result<Published> {
         Client::new(&target.management_url),
         Client::new(&target.gateway_url),
     );
-    reqwest::get(&target.management_url)
+    harness::http_client()
+        .get(&target.management_url)
+        .send()
         .await
         .context("the platform cannot be reached")?;
     let registered = expect(
@@ -220,6 +222,12 @@ async fn default_application(mgmt: &Client, token: &str) -> anyhow::Result<Strin
 
 /// What was published, the consumer's credentials, and how to call the API.
 pub fn summary(published: &Published) -> String {
+    summary_verifying(published, None)
+}
+
+/// [`summary`], the curl lines verifying the gateway's certificate against the authority
+/// in `ca_file` (`--cacert`) when there is one.
+pub fn summary_verifying(published: &Published, ca_file: Option<&str>) -> String {
     format!(
         "Published {NAME} ({CONTEXT}/{VERSION}) as {}; DefaultApplication is subscribed (Unlimited).\n\
          Consumer key / secret: {} / {}\n\n\
@@ -229,15 +237,18 @@ pub fn summary(published: &Published) -> String {
         published.consumer_key,
         published.consumer_secret,
         published.access_token,
-        curl_examples(published)
+        curl_examples(published, ca_file)
     )
 }
 
 /// Example calls of the five operations through the gateway, for a shell where `TOKEN`
 /// holds the bearer token.
-fn curl_examples(published: &Published) -> String {
+fn curl_examples(published: &Published, ca_file: Option<&str>) -> String {
     let base = &published.base_url;
-    let auth = "-H \"Authorization: Bearer $TOKEN\"";
+    let auth = match ca_file {
+        Some(ca) => format!("--cacert {ca} -H \"Authorization: Bearer $TOKEN\""),
+        None => "-H \"Authorization: Bearer $TOKEN\"".to_string(),
+    };
     let json = "-H 'Content-Type: application/json'";
     [
         format!("curl -s {auth} {base}/devs/athiththan11"),

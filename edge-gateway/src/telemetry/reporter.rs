@@ -13,11 +13,11 @@ use bytes::Bytes;
 use http::{Request, StatusCode, Uri};
 use http_body_util::{BodyExt as _, Full};
 use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use tokio::task::JoinHandle;
 
 use super::analytics::Analytics;
+use crate::backend_tls::ControlPlaneConnector;
 use crate::sync::Watch;
 
 /// Longest a report may take before it is given up (and sent again later).
@@ -30,17 +30,18 @@ pub struct Reporter {
     watch: Watch,
     /// This process, so that a restarted gateway adds to what it reported before.
     boot: String,
-    client: Client<HttpConnector, Full<Bytes>>,
+    client: Client<ControlPlaneConnector, Full<Bytes>>,
 }
 
 impl Reporter {
-    /// A reporter of `analytics` to the control plane of `watch`.
-    pub fn new(analytics: Arc<Analytics>, watch: Watch) -> Self {
+    /// A reporter of `analytics` to the control plane of `watch`, reached through
+    /// `connector`.
+    pub fn new(analytics: Arc<Analytics>, watch: Watch, connector: ControlPlaneConnector) -> Self {
         Self {
             analytics,
             watch,
             boot: uuid::Uuid::new_v4().to_string(),
-            client: Client::builder(TokioExecutor::new()).build(HttpConnector::new()),
+            client: Client::builder(TokioExecutor::new()).build(connector),
         }
     }
 
