@@ -328,9 +328,9 @@ impl rustls::client::danger::ServerCertVerifier for AcceptAny {
 }
 
 /// Sends a ClientHello offering TLS 1.1 (`0x0302`) or 1.0 (`0x0301`) only, as an old
-/// client would (rustls cannot speak them), and reads the server's first record: an
-/// alert `protocol_version` (70) is `Some(70)`; `None` when the server answered
-/// otherwise, or not at all.
+/// client would (rustls cannot speak them), and reads the server's first record: the
+/// description of an alert (e.g. `Some(40)`, handshake_failure); `None` when the server
+/// answered otherwise, or not at all.
 pub async fn old_client_hello(addr: &str, version: u16) -> Option<u8> {
     use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
     let [major, minor] = version.to_be_bytes();
