@@ -251,6 +251,18 @@ pub struct Config {
     #[arg(long, env = "APIM_MAX_INSTANCES", default_value_t = 128)]
     pub max_instances: u32,
 
+    /// Requests one instance of a WASIp3 component (`wasi:http/handler@0.3`) serves before
+    /// it retires; 128, as Spin 4.1 does. (A WASI 0.2 component's instances follow
+    /// `APIM_INSTANCE_REUSE`.)
+    #[arg(long, env = "APIM_P3_REUSE", default_value_t = 128)]
+    pub p3_reuse: usize,
+
+    /// Requests one instance of a WASIp3 component takes at once; 16, as Spin 4.1 does.
+    /// The component's logic runs them one at a time (an outbound call blocks its
+    /// instance), so more instances serve more requests in parallel.
+    #[arg(long, env = "APIM_P3_CONCURRENCY", default_value_t = 16)]
+    pub p3_concurrency: usize,
+
     /// Linear memory limit of each instance, in MiB.
     #[arg(long, env = "APIM_INSTANCE_MEMORY_MB", default_value_t = 64)]
     pub instance_memory_mb: u64,
@@ -404,6 +416,10 @@ impl Config {
         ensure!(
             self.instance_reuse >= 1,
             "APIM_INSTANCE_REUSE must be at least 1"
+        );
+        ensure!(
+            self.p3_reuse >= 1 && self.p3_concurrency >= 1,
+            "APIM_P3_REUSE and APIM_P3_CONCURRENCY must be at least 1"
         );
         ensure!(
             (1..=MAX_INSTANCES_LIMIT).contains(&self.max_instances),
@@ -762,6 +778,7 @@ mod tests {
         config.validate().unwrap();
         assert_eq!(config.addr.to_string(), "127.0.0.1:8280");
         assert_eq!(config.instance_reuse, 4096);
+        assert_eq!((config.p3_reuse, config.p3_concurrency), (128, 16));
         assert!(config.kv_url.is_empty());
         assert_eq!(config.sync_interval(), Some(Duration::from_secs(30)));
         assert_eq!(config.instance_memory_bytes(), 64 << 20);
@@ -933,6 +950,8 @@ mod tests {
             &["--instance-memory-mb", "5000"],
             &["--request-timeout-ms", "0"],
             &["--backend-timeout-ms", "0"],
+            &["--p3-reuse", "0"],
+            &["--p3-concurrency", "0"],
             &["--kv-url", "memcached://127.0.0.1"],
             &["--kv-namespace", ""],
             &["--kv-url", "sqlite:"],

@@ -13,6 +13,10 @@
 //!   `incoming-handler.handle` calls: wasmtime's concurrent (component-model
 //!   async) machinery, which wasmtime-wasi-http's `ProxyHandler` needs, costs
 //!   bookkeeping on every host call, and a 0.2 guest cannot use it anyway.
+//! - A WASIp3 component (`wasi:http/handler@0.3`) is served by [`crate::p3_service`]
+//!   instead: each instance takes up to `p3_concurrency` requests at once and
+//!   `p3_reuse` in all, as Spin 4.1 does, through wasmtime's concurrent machinery,
+//!   which only such a component's engine turns on.
 //! - Runaway guests are stopped by epoch interruption: an [`EpochTicker`]
 //!   advances the engine's epoch every [`EPOCH_TICK`], and each store's
 //!   epoch callback yields to the async runtime or, past the request's
@@ -35,6 +39,7 @@ use wasmtime::{
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_http::p2::bindings::http::types::Scheme;
 use wasmtime_wasi_http::p2::bindings::{Proxy, ProxyIndices};
+use wasmtime_wasi_http::p3::bindings::ServicePre;
 use wasmtime_wasi_http::{WasiBody, WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use crate::bindings::exports::apim::gateway::policy::{LimitKind, RequestHead, Response, Verdict};
@@ -72,6 +77,10 @@ pub struct Limits {
     pub memory_bytes: usize,
     /// Execution deadline of one request.
     pub request_timeout: Duration,
+    /// Requests one instance of a WASIp3 component serves before it retires.
+    pub p3_reuse: usize,
+    /// Requests one instance of a WASIp3 component takes at once.
+    pub p3_concurrency: usize,
 }
 
 /// Per-request data, for logs.
@@ -123,16 +132,16 @@ pub struct HostState {
     http: WasiHttpCtx,
     table: ResourceTable,
     shared: Shared,
-    /// When the current request must be finished by.
-    deadline: Option<Instant>,
+    /// When the current request (of a WASIp3 instance, the latest one) must be finished by.
+    pub(crate) deadline: Option<Instant>,
     /// Instance sequence number, for logs.
-    instance: u64,
+    pub(crate) instance: u64,
     /// Requests accepted so far.
-    requests: usize,
+    pub(crate) requests: usize,
 }
 
 impl HostState {
-    fn new(shared: Shared, instance: u64) -> Self {
+    pub(crate) fn new(shared: Shared, instance: u64) -> Self {
         // Guest output goes to the host's stderr (stdout carries only the
         // "Serving HTTP" line); raw sockets are off: outbound traffic must use
         // wasi:http and its connection pool.
@@ -189,12 +198,14 @@ impl WasiHttpView for HostState {
 /// Builds the engine: Cranelift, epoch interruption, and a pooling allocator sized for
 /// `components` components with `limits.max_instances` instances each. With `perf_map`,
 /// compiled guest code is listed in `/tmp/perf-<pid>.map` so `perf` can name it; with a
-/// `cache`, compiled components are kept there and loaded again at the next start.
+/// `cache`, compiled components are kept there and loaded again at the next start. Only
+/// with `p3` (a WASIp3 component is hosted) do stores carry wasmtime's concurrency state.
 pub fn engine(
     limits: &Limits,
     components: u32,
     perf_map: bool,
     cache: &CompileCache,
+    p3: bool,
 ) -> anyhow::Result<Engine> {
     let per_component = limits.max_instances + limits.max_instances.div_ceil(4) + 2;
     let slots = per_component.saturating_mul(components.max(1));
@@ -209,6 +220,7 @@ pub fn engine(
     config
         .wasm_component_model(true)
         .epoch_interruption(true)
+        .concurrency_support(p3)
         .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
     if perf_map {
         config.profiler(ProfilingStrategy::PerfMap);
@@ -258,14 +270,24 @@ fn compile_cache(choice: &CompileCache) -> anyhow::Result<Option<Cache>> {
 /// A component compiled and linked, with where its exports are.
 pub struct Prepared {
     pre: InstancePre<HostState>,
-    proxy: ProxyIndices,
-    /// Present when the component exports `apim:gateway/policy` (the gateway does; the
-    /// facade does not).
-    policy: Option<PolicyIndices>,
+    exports: Exports,
 }
 
-/// Compiles the component at `path` and links it against the host.
-pub fn prepare(engine: &Engine, path: &Path) -> anyhow::Result<Prepared> {
+/// What a component exports.
+enum Exports {
+    /// WASI 0.2's `wasi:http/incoming-handler`, and `apim:gateway/policy` where the
+    /// component exports it (the gateway does; the facade does not).
+    P2 {
+        proxy: ProxyIndices,
+        policy: Option<PolicyIndices>,
+    },
+    /// WASI 0.3's `wasi:http/handler` ([`crate::p3_service`]).
+    P3(ServicePre<HostState>),
+}
+
+/// Compiles the component at `path` and links it against the host; `p3` says it is a
+/// WASIp3 component ([`crate::p3_service::serves_p3`]).
+pub fn prepare(engine: &Engine, path: &Path, p3: bool) -> anyhow::Result<Prepared> {
     let started = Instant::now();
     let component = Component::from_file(engine, path)
         .with_context(|| format!("cannot load component {}", path.display()))?;
@@ -274,20 +296,33 @@ pub fn prepare(engine: &Engine, path: &Path) -> anyhow::Result<Prepared> {
         elapsed_ms = started.elapsed().as_millis(),
         "component loaded (compiled, or read from the compilation cache)"
     );
-    let linker = linker(engine)?;
+    let linker = linker(engine, p3)?;
     let pre = linker
         .instantiate_pre(&component)
         .context("the component's imports cannot be satisfied")?;
-    let proxy = ProxyIndices::new(&pre)
-        .context("the component does not export wasi:http/incoming-handler@0.2")?;
-    let policy = PolicyIndices::new(&pre).ok();
-    Ok(Prepared { pre, proxy, policy })
+    let exports = if p3 {
+        let service = ServicePre::new(pre.clone())
+            .context("the component does not export wasi:http/handler@0.3")?;
+        Exports::P3(service)
+    } else {
+        let proxy = ProxyIndices::new(&pre)
+            .context("the component does not export wasi:http/incoming-handler@0.2")?;
+        let policy = PolicyIndices::new(&pre).ok();
+        Exports::P2 { proxy, policy }
+    };
+    Ok(Prepared { pre, exports })
 }
 
-fn linker(engine: &Engine) -> anyhow::Result<Linker<HostState>> {
+/// WASI (0.2, and with `p3` 0.3 too: what std's 0.2 imports are served beside),
+/// `wasi:http`, `wasi:keyvalue` and `wasi:config`.
+fn linker(engine: &Engine, p3: bool) -> anyhow::Result<Linker<HostState>> {
     let mut linker = Linker::new(engine);
     wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
     wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
+    if p3 {
+        wasmtime_wasi::p3::add_to_linker(&mut linker)?;
+        wasmtime_wasi_http::p3::add_to_linker(&mut linker)?;
+    }
     keyvalue::add_to_linker(&mut linker, HostState::kv)?;
     config_store::add_to_linker(&mut linker, HostState::config)?;
     Ok(linker)
@@ -312,22 +347,40 @@ pub struct Runtime {
     pre: Prepared,
     shared: Shared,
     limits: Limits,
-    instances: AtomicU64,
-    closing: AtomicBool,
+    instances: Arc<AtomicU64>,
+    closing: Arc<AtomicBool>,
     idle: Mutex<Vec<Idle>>,
+    /// A WASIp3 component's instances, which take several requests at once.
+    service: Option<crate::p3_service::Service>,
 }
 
 impl Runtime {
     /// A runtime instantiating `pre` with `shared` state under `limits`.
     pub fn new(engine: Engine, pre: Prepared, shared: Shared, limits: Limits) -> Self {
+        let instances = Arc::new(AtomicU64::new(0));
+        let closing = Arc::new(AtomicBool::new(false));
+        let service = match &pre.exports {
+            Exports::P3(service) => {
+                Some(crate::p3_service::Service::new(crate::p3_service::Pool {
+                    engine: engine.clone(),
+                    pre: service.clone(),
+                    shared: shared.clone(),
+                    limits,
+                    instances: instances.clone(),
+                    closing: closing.clone(),
+                }))
+            }
+            Exports::P2 { .. } => None,
+        };
         Self {
             engine,
             pre,
             shared,
             limits,
-            instances: AtomicU64::new(0),
-            closing: AtomicBool::new(false),
+            instances,
+            closing,
             idle: Mutex::default(),
+            service,
         }
     }
 
@@ -344,7 +397,13 @@ impl Runtime {
 
     /// Whether the component decides requests for the host to forward.
     pub fn has_policy(&self) -> bool {
-        self.pre.policy.is_some()
+        matches!(
+            self.pre.exports,
+            Exports::P2 {
+                policy: Some(_),
+                ..
+            }
+        )
     }
 
     /// The pooled outbound client.
@@ -449,6 +508,9 @@ impl Runtime {
         meta: RequestMeta,
         request: http::Request<WasiBody>,
     ) -> wasmtime::Result<http::Response<WasiBody>> {
+        if let Some(service) = &self.service {
+            return service.handle(meta, request).await;
+        }
         let mut instance = self.checkout().await?;
         let (sender, receiver) = oneshot::channel();
         let data = instance.store.data_mut();
@@ -562,12 +624,19 @@ impl Runtime {
     }
 
     async fn instantiate(&self) -> wasmtime::Result<Instance> {
-        let mut store = self.new_store();
+        let Exports::P2 {
+            proxy: proxy_indices,
+            policy: policy_indices,
+        } = &self.pre.exports
+        else {
+            wasmtime::bail!("a WASIp3 component's instances are the service's");
+        };
+        let mut store = new_store(&self.engine, &self.shared, &self.instances);
         store.data_mut().deadline = Some(Instant::now() + self.limits.request_timeout);
         let instance = self.pre.pre.instantiate_async(&mut store).await?;
         crate::telemetry::metrics::instantiated();
-        let proxy = self.pre.proxy.load(&mut store, &instance)?;
-        let policy = match &self.pre.policy {
+        let proxy = proxy_indices.load(&mut store, &instance)?;
+        let policy = match policy_indices {
             Some(indices) => Some(indices.load(&mut store, &instance)?),
             None => None,
         };
@@ -579,14 +648,19 @@ impl Runtime {
             policy,
         })
     }
+}
 
-    fn new_store(&self) -> Store<HostState> {
-        let id = self.instances.fetch_add(1, Ordering::Relaxed) + 1;
-        let mut store = Store::new(&self.engine, HostState::new(self.shared.clone(), id));
-        store.epoch_deadline_callback(on_epoch);
-        store.set_epoch_deadline(1);
-        store
-    }
+/// A store for a new instance, numbered after `instances`, trapping past its deadline.
+pub(crate) fn new_store(
+    engine: &Engine,
+    shared: &Shared,
+    instances: &AtomicU64,
+) -> Store<HostState> {
+    let id = instances.fetch_add(1, Ordering::Relaxed) + 1;
+    let mut store = Store::new(engine, HostState::new(shared.clone(), id));
+    store.epoch_deadline_callback(on_epoch);
+    store.set_epoch_deadline(1);
+    store
 }
 
 /// Epoch callback: trap past the deadline, otherwise let other tasks run.

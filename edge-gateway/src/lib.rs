@@ -1,9 +1,10 @@
 //! `edge-gateway`: a native wasmtime host for the gateway WebAssembly component, and for
 //! other components beside it (the developer-management facade), each on its own listener.
 //!
-//! The components are WASI 0.2 `wasi:http` proxies that may also import
-//! `wasi:keyvalue` (draft2) and `wasi:config`, exactly what Spin provides; this
-//! crate provides the same imports so the same `.wasm` runs here. See
+//! The components are WASI 0.2 `wasi:http` proxies, or WASIp3 `wasi:http` services
+//! ([`p3_service`]), that may also import `wasi:keyvalue` (draft2) and `wasi:config`,
+//! exactly what Spin provides; this crate provides the same imports so the same `.wasm`
+//! runs here. See
 //! [`config::Config`] for the settings and [`run`] for the start-up sequence.
 #![deny(missing_docs)]
 
@@ -18,6 +19,7 @@ pub mod gateway;
 pub mod instances;
 pub mod keyvalue;
 pub mod outbound;
+pub mod p3_service;
 pub mod server;
 pub mod sync;
 pub mod telemetry;
@@ -80,11 +82,16 @@ pub async fn run(config: Config, mut inherited: server::Inherited) -> anyhow::Re
         telemetry::ops::spawn(ops, telemetry.clone())?;
     }
     let components = u32::try_from(listeners.len()).unwrap_or(u32::MAX);
+    let mut p3 = Vec::new();
+    for listener in &listeners {
+        p3.push(p3_service::serves_p3(&listener.component)?);
+    }
     let engine = instances::engine(
         &limits(&config),
         components,
         config.perf_map,
         &config.compile_cache(),
+        p3.contains(&true),
     )?;
     let _ticker = EpochTicker::start(engine.clone())?;
     let guard = Arc::new(egress_guard(&config)?);
@@ -92,8 +99,9 @@ pub async fn run(config: Config, mut inherited: server::Inherited) -> anyhow::Re
     let to_control_plane = backend_tls::control_plane_connector(roots.clone())?;
     let shared = shared(&config, guard.clone(), roots).await?;
     let mut hosted = Vec::new();
-    for (listener, socket) in listeners.iter().zip(sockets) {
-        let gateway = host(&config, &engine, listener, &shared)?.with_telemetry(telemetry.clone());
+    for ((listener, socket), p3) in listeners.iter().zip(sockets).zip(p3) {
+        let gateway =
+            host(&config, &engine, listener, p3, &shared)?.with_telemetry(telemetry.clone());
         hosted.push((socket, Arc::new(gateway)));
     }
     telemetry.compiled();
@@ -223,6 +231,8 @@ fn limits(config: &Config) -> Limits {
         max_instances: config.max_instances,
         memory_bytes: config.instance_memory_bytes(),
         request_timeout: config.request_timeout(),
+        p3_reuse: config.p3_reuse,
+        p3_concurrency: config.p3_concurrency,
     }
 }
 
@@ -293,15 +303,16 @@ fn watch_of(vars: &config_store::Variables) -> Option<sync::Watch> {
     })
 }
 
-/// Compiles the hosted component and puts it behind its own instance pool, reading its
-/// own variables.
+/// Compiles the hosted component (a WASIp3 one with `p3`) and puts it behind its own
+/// instance pool, reading its own variables.
 fn host(
     config: &Config,
     engine: &wasmtime::Engine,
     hosted: &Hosted,
+    p3: bool,
     shared: &Shared,
 ) -> anyhow::Result<Gateway> {
-    let pre = instances::prepare(engine, &hosted.component)?;
+    let pre = instances::prepare(engine, &hosted.component, p3)?;
     let shared = Shared {
         vars: hosted.vars.clone(),
         ..shared.clone()

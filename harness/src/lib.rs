@@ -319,6 +319,19 @@ pub async fn start_edge_gateway_with(
     edge_gateway(control_plane, data_dir, addr, vars, None, None, settings).await
 }
 
+/// edge-gateway settings that host the gateway's WASIp3 artefact (`wasi:http/handler@0.3.0`,
+/// instances reused as on Spin 4.1), forwarding through `wasi:http` as it must: the
+/// artefact has no `apim:gateway/policy` export.
+pub fn p3_settings() -> Vec<(&'static str, String)> {
+    vec![
+        (
+            "APIM_GATEWAY_COMPONENT",
+            gateway_p3_component().display().to_string(),
+        ),
+        ("APIM_HOST_FORWARDING", "false".to_string()),
+    ]
+}
+
 /// Where the developer-management facade listens and which SOAP service it fronts.
 #[derive(Debug, Clone)]
 pub struct FacadeSetup {
@@ -360,6 +373,32 @@ pub async fn start_edge_gateway_with_facade_and(
         Some(facade),
         label,
         settings,
+    )
+    .await
+}
+
+/// Like [`start_edge_gateway_with_facade`], hosting both components' WASIp3 artefacts
+/// ([`p3_settings`]).
+pub async fn start_edge_gateway_with_p3_facade(
+    control_plane: &ControlPlane,
+    data_dir: &Path,
+    addr: &str,
+    facade: &FacadeSetup,
+) -> ServerProcess {
+    let mut settings = p3_settings();
+    let component = dev_facade_p3_component().display().to_string();
+    settings.push((
+        "APIM_EXTRA_COMPONENTS",
+        format!("{}={component}", facade.addr),
+    ));
+    edge_gateway(
+        control_plane,
+        data_dir,
+        addr,
+        &[],
+        Some(facade),
+        None,
+        &settings,
     )
     .await
 }
@@ -513,6 +552,49 @@ pub fn gateway_component() -> PathBuf {
 /// The built developer-management facade component (see [`gateway_component`]).
 pub fn dev_facade_component() -> PathBuf {
     built_components().join("dev_facade.wasm")
+}
+
+/// The built WASIp3 artefact of the gateway (`wasi:http/handler@0.3.0`); builds both
+/// components' WASIp3 artefacts once per process, after the WASI 0.2 ones.
+pub fn gateway_p3_component() -> PathBuf {
+    built_p3_components().join("gateway.wasm")
+}
+
+/// The built WASIp3 artefact of the facade (see [`gateway_p3_component`]).
+pub fn dev_facade_p3_component() -> PathBuf {
+    built_p3_components().join("dev_facade.wasm")
+}
+
+/// The build of the WASIp3 artefacts: the same packages with the feature `p3`, in a target
+/// directory of their own (`<target>/p3`) so that they do not replace the WASI 0.2 ones.
+pub const P3_BUILD: [&str; 11] = [
+    "build",
+    "-p",
+    "gateway",
+    "-p",
+    "dev-facade",
+    "--target",
+    "wasm32-wasip2",
+    "--release",
+    "--features",
+    "gateway/p3,dev-facade/p3",
+    "--target-dir",
+];
+
+/// Builds the WASIp3 artefacts once ([`P3_BUILD`]); the directory of their `.wasm` files.
+fn built_p3_components() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            built_components();
+            let dir = target_dir().join("p3");
+            let mut args = P3_BUILD.to_vec();
+            let dir_arg = dir.display().to_string();
+            args.push(&dir_arg);
+            run_cargo(&args);
+            dir.join("wasm32-wasip2/release")
+        })
+        .clone()
 }
 
 /// Builds both components and the host binaries once; the directory of the `.wasm` files.

@@ -627,6 +627,10 @@ pub async fn blocks_and_new_secrets_reach_the_spin_like_mode(database: Backend) 
     blocks_and_new_secrets(database, &settings).await;
 }
 
+pub async fn blocks_and_new_secrets_reach_the_p3_artefact(database: Backend) {
+    blocks_and_new_secrets(database, &harness::p3_settings()).await;
+}
+
 /// Waits until a call with `token` answers `status` and, for refusals, `fault`.
 async fn answers(gw: &Client, path: &str, token: &str, status: u16, fault: &str) {
     harness::eventually(gw, reqwest::Method::GET, path, token, |reply| {

@@ -1,5 +1,6 @@
 //! The components stay within what every Spin host from 3.0 on provides, so the same
-//! `.wasm` files run on Spin 3.x, 4.x and edge-gateway; and spin.toml deploys those files.
+//! `.wasm` files run on Spin 3.x, 4.x and edge-gateway; their WASIp3 artefacts within what
+//! Spin 4.1 provides (the final WASI 0.3.0); and spin.toml (spin-p3.toml) deploys them.
 
 use wasmparser::{Parser, Payload};
 
@@ -31,6 +32,43 @@ const ALLOWED_IMPORTS: &[&str] = &[
     "wasi:io/streams@0.2.",
 ];
 
+/// What a WASIp3 artefact may import besides [`ALLOWED_IMPORTS`] (which Rust's std, built
+/// for WASI 0.2, still pulls in): WASI 0.3.0 exactly, which Spin 4.1 serves (4.0.x takes
+/// only a release candidate).
+const ALLOWED_P3_IMPORTS: &[&str] = &[
+    "wasi:http/types@0.3.0",
+    "wasi:http/client@0.3.0",
+    "wasi:cli/types@0.3.0",
+    "wasi:cli/stdout@0.3.0",
+    "wasi:cli/stderr@0.3.0",
+    "wasi:cli/stdin@0.3.0",
+    "wasi:clocks/types@0.3.0",
+    "wasi:clocks/monotonic-clock@0.3.0",
+    "wasi:clocks/system-clock@0.3.0",
+    "wasi:random/random@0.3.0",
+    "wasi:random/insecure@0.3.0",
+    "wasi:random/insecure-seed@0.3.0",
+];
+
+/// The Spin world a component must stay within: what it may import, and the handler
+/// Spin calls.
+struct SpinWorld {
+    allowed: &'static [&'static [&'static str]],
+    handler: &'static str,
+}
+
+/// WASI 0.2's proxy world, as every Spin from 3.0 serves it.
+const SPIN_3: SpinWorld = SpinWorld {
+    allowed: &[ALLOWED_IMPORTS],
+    handler: "wasi:http/incoming-handler@0.2.",
+};
+
+/// WASI 0.3.0's `wasi:http/service`, as Spin 4.1 serves it.
+const SPIN_4_1_P3: SpinWorld = SpinWorld {
+    allowed: &[ALLOWED_IMPORTS, ALLOWED_P3_IMPORTS],
+    handler: "wasi:http/handler@0.3.0",
+};
+
 /// The component's top-level imports and exports.
 fn interfaces(bytes: &[u8]) -> (Vec<String>, Vec<String>) {
     let (mut imports, mut exports) = (Vec::new(), Vec::new());
@@ -55,16 +93,25 @@ fn interfaces(bytes: &[u8]) -> (Vec<String>, Vec<String>) {
     (imports, exports)
 }
 
-/// Checks that `wasm` imports nothing beyond [`ALLOWED_IMPORTS`], imports each of `needed`,
-/// and exports the WASI 0.2 incoming handler (which Spin calls) and `extra` exports
+/// Checks that `wasm` imports nothing beyond what `world` allows, imports each of
+/// `needed`, and exports the world's handler (which Spin calls) and `extra` exports
 /// (which Spin leaves alone).
-fn assert_spin_compatible(wasm: &std::path::Path, needed: &[&str], extra: &[&str]) {
+fn assert_spin_compatible(
+    world: &SpinWorld,
+    wasm: &std::path::Path,
+    needed: &[&str],
+    extra: &[&str],
+) {
     let bytes = std::fs::read(wasm).unwrap_or_else(|e| panic!("{}: {e}", wasm.display()));
     let (imports, exports) = interfaces(&bytes);
-    let unexpected: Vec<&String> = imports
-        .iter()
-        .filter(|i| !ALLOWED_IMPORTS.iter().any(|allowed| i.starts_with(allowed)))
-        .collect();
+    let allowed = |import: &String| {
+        world
+            .allowed
+            .iter()
+            .flat_map(|list| list.iter())
+            .any(|allowed| import.starts_with(allowed))
+    };
+    let unexpected: Vec<&String> = imports.iter().filter(|i| !allowed(i)).collect();
     assert!(
         unexpected.is_empty(),
         "unexpected imports {unexpected:?}; all: {imports:#?}"
@@ -77,9 +124,7 @@ fn assert_spin_compatible(wasm: &std::path::Path, needed: &[&str], extra: &[&str
     }
     assert_eq!(exports.len(), 1 + extra.len(), "exports: {exports:?}");
     assert!(
-        exports
-            .iter()
-            .any(|e| e.starts_with("wasi:http/incoming-handler@0.2.")),
+        exports.iter().any(|e| e.starts_with(world.handler)),
         "exports: {exports:?}"
     );
     for extra in extra {
@@ -93,6 +138,7 @@ fn assert_spin_compatible(wasm: &std::path::Path, needed: &[&str], extra: &[&str
 #[test]
 fn gateway_component_imports_only_what_spin_provides() {
     assert_spin_compatible(
+        &SPIN_3,
         &harness::gateway_component(),
         &[
             "wasi:http/outgoing-handler@0.2.",
@@ -106,8 +152,33 @@ fn gateway_component_imports_only_what_spin_provides() {
 #[test]
 fn dev_facade_component_imports_only_what_spin_provides() {
     assert_spin_compatible(
+        &SPIN_3,
         &harness::dev_facade_component(),
         &["wasi:http/outgoing-handler@0.2.", "wasi:config/store@"],
+        &[],
+    );
+}
+
+#[test]
+fn gateway_p3_artefact_imports_only_what_spin_4_1_provides() {
+    assert_spin_compatible(
+        &SPIN_4_1_P3,
+        &harness::gateway_p3_component(),
+        &[
+            "wasi:http/client@0.3.0",
+            "wasi:keyvalue/store@0.2.0-draft2",
+            "wasi:config/store@",
+        ],
+        &[],
+    );
+}
+
+#[test]
+fn dev_facade_p3_artefact_imports_only_what_spin_4_1_provides() {
+    assert_spin_compatible(
+        &SPIN_4_1_P3,
+        &harness::dev_facade_p3_component(),
+        &["wasi:http/client@0.3.0", "wasi:config/store@"],
         &[],
     );
 }
@@ -164,18 +235,45 @@ fn assert_deployed(
     component
 }
 
+/// The Spin manifest `file` of the workspace, parsed.
+fn spin_manifest(file: &str) -> toml::Table {
+    let root = harness::workspace_root();
+    let text = std::fs::read_to_string(root.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
+    text.parse()
+        .unwrap_or_else(|e| panic!("{file} parses: {e}"))
+}
+
 #[test]
 fn spin_manifest_deploys_the_built_components_with_every_setting() {
+    assert_deploys_with_every_setting(
+        &spin_manifest("spin.toml"),
+        &harness::gateway_component(),
+        &harness::dev_facade_component(),
+    );
+}
+
+#[test]
+fn spin_p3_manifest_deploys_the_built_p3_artefacts_with_every_setting() {
+    assert_deploys_with_every_setting(
+        &spin_manifest("spin-p3.toml"),
+        &harness::gateway_p3_component(),
+        &harness::dev_facade_p3_component(),
+    );
+}
+
+/// `manifest` deploys the `gateway` and `dev_facade` built, with every setting.
+fn assert_deploys_with_every_setting(
+    manifest: &toml::Table,
+    gateway: &std::path::Path,
+    dev_facade: &std::path::Path,
+) {
     use dev_facade::backend::settings as facade;
     use gateway::sync::settings;
-    let root = harness::workspace_root();
-    let text = std::fs::read_to_string(root.join("spin.toml")).expect("spin.toml");
-    let manifest: toml::Table = text.parse().expect("spin.toml parses");
     assert_eq!(manifest["spin_manifest_version"].as_integer(), Some(2));
     let gateway = assert_deployed(
-        &manifest,
+        manifest,
         "gateway",
-        &harness::gateway_component(),
+        gateway,
         &[
             settings::CONTROL_PLANE_URL,
             settings::MANIFEST_PUBLIC_KEY,
@@ -192,7 +290,7 @@ fn spin_manifest_deploys_the_built_components_with_every_setting() {
             "dev-facade.spin.internal,{{ egress_allow }}",
         )],
     );
-    let routes: Vec<_> = triggers_of(&manifest, "gateway")
+    let routes: Vec<_> = triggers_of(manifest, "gateway")
         .iter()
         .map(|t| t["route"].clone())
         .collect();
@@ -202,9 +300,9 @@ fn spin_manifest_deploys_the_built_components_with_every_setting() {
         .expect("key_value_stores");
     assert!(stores.iter().any(|s| s.as_str() == Some("default")));
     assert_deployed(
-        &manifest,
+        manifest,
         "dev-facade",
-        &harness::dev_facade_component(),
+        dev_facade,
         &[
             facade::SOAP_URL,
             facade::SOAP_USER,
@@ -219,11 +317,15 @@ fn spin_manifest_deploys_the_built_components_with_every_setting() {
 /// public one), and the gateway may reach it: Spin's outbound list names it (the
 /// wildcards do not cover `*.spin.internal`) and so does the gateway's egress policy.
 #[test]
-fn spin_manifest_keeps_the_facade_private_behind_the_gateway() {
-    let root = harness::workspace_root();
-    let text = std::fs::read_to_string(root.join("spin.toml")).expect("spin.toml");
-    let manifest: toml::Table = text.parse().expect("spin.toml parses");
-    let facade_routes: Vec<&toml::Value> = triggers_of(&manifest, "dev-facade")
+fn spin_manifests_keep_the_facade_private_behind_the_gateway() {
+    for file in ["spin.toml", "spin-p3.toml"] {
+        assert_facade_private(&spin_manifest(file));
+    }
+}
+
+/// `manifest` serves the facade only through the gateway.
+fn assert_facade_private(manifest: &toml::Table) {
+    let facade_routes: Vec<&toml::Value> = triggers_of(manifest, "dev-facade")
         .iter()
         .map(|t| &t["route"])
         .collect();

@@ -33,6 +33,7 @@ impl Facade {
         record_dir: Option<&Path>,
         gateway_addr: &str,
         framing: Framing,
+        p3: bool,
     ) -> Self {
         let soap_addr = format!("127.0.0.1:{}", harness::free_port());
         let soap = start_legacy_soap_framed(&soap_addr, soap_dir, record_dir, framing).await;
@@ -42,14 +43,24 @@ impl Facade {
             soap_user: SOAP_USER.into(),
             soap_password: SOAP_PASSWORD.into(),
         };
-        let gateway = harness::start_edge_gateway_with_facade(
-            control_plane,
-            data_dir,
-            gateway_addr,
-            &setup,
-            None,
-        )
-        .await;
+        let gateway = if p3 {
+            harness::start_edge_gateway_with_p3_facade(
+                control_plane,
+                data_dir,
+                gateway_addr,
+                &setup,
+            )
+            .await
+        } else {
+            harness::start_edge_gateway_with_facade(
+                control_plane,
+                data_dir,
+                gateway_addr,
+                &setup,
+                None,
+            )
+            .await
+        };
         Facade {
             soap_endpoint: setup.soap_url.clone(),
             soap,
@@ -320,7 +331,18 @@ async fn exercise(client: &Client, token: &str, name: &str, soap: &str) {
 /// Each REST call makes the SOAP calls the README's table says, and every request the
 /// facade sent is valid against developers.xsd (and framed by Content-Length, or the
 /// strict stand-in would have refused it).
-pub async fn facade_serves_every_operation_directly_and_through_the_gateway(mut env: Env) {
+pub async fn facade_serves_every_operation_directly_and_through_the_gateway(env: Env) {
+    every_operation_directly_and_through_the_gateway(env, false).await;
+}
+
+/// The same seed flow with both components' WASIp3 artefacts, hosted with instance reuse.
+pub async fn facade_serves_every_operation_on_the_p3_artefacts(env: Env) {
+    every_operation_directly_and_through_the_gateway(env, true).await;
+}
+
+/// The facade's every operation, directly and once published through the gateway (with
+/// `p3`, both hosted as WASIp3 artefacts).
+async fn every_operation_directly_and_through_the_gateway(mut env: Env, p3: bool) {
     let data_dir = env.data_dir.clone();
     let soap_dir = data_dir.join("soap");
     let record_dir = data_dir.join("soap-requests");
@@ -337,6 +359,7 @@ pub async fn facade_serves_every_operation_directly_and_through_the_gateway(mut 
         Some(&record_dir),
         &gateway_addr,
         Framing::Strict,
+        p3,
     )
     .await;
 
@@ -485,7 +508,16 @@ async fn facade_data_survives_restarts_and_backend_failures_are_502() {
         harness::start_control_plane(&harness::Backend::Sqlite, &data_dir, &[]).await;
     let local = "127.0.0.1:0";
     let start = async |framing: Framing| {
-        Facade::start(&control_plane, &data_dir, &soap_dir, None, local, framing).await
+        Facade::start(
+            &control_plane,
+            &data_dir,
+            &soap_dir,
+            None,
+            local,
+            framing,
+            false,
+        )
+        .await
     };
 
     let facade = start(Framing::Strict).await;

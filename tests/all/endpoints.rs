@@ -21,12 +21,20 @@ pub async fn load_balance_and_failover_on_the_component_path(database: Backend) 
     load_balance_and_failover(database, &[("APIM_HOST_FORWARDING", "false".into())]).await;
 }
 
+pub async fn load_balance_and_failover_on_the_p3_artefact(database: Backend) {
+    load_balance_and_failover(database, &harness::p3_settings()).await;
+}
+
 pub async fn timeouts_and_suspension_on_the_host_path(database: Backend) {
     timeouts_and_suspension(database, &[]).await;
 }
 
 pub async fn timeouts_and_suspension_on_the_component_path(database: Backend) {
     timeouts_and_suspension(database, &[("APIM_HOST_FORWARDING", "false".into())]).await;
+}
+
+pub async fn timeouts_and_suspension_on_the_p3_artefact(database: Backend) {
+    timeouts_and_suspension(database, &harness::p3_settings()).await;
 }
 
 /// A backend of the test's own that can be killed outright (its open connections too,

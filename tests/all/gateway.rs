@@ -37,6 +37,12 @@ async fn spec_flow_in_the_spin_like_mode() {
     spec_flow(&harness::stack::spin_like(&harness::temp_dir())).await;
 }
 
+/// The same with the gateway's WASIp3 artefact, hosted with instance reuse.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spec_flow_with_the_p3_artefact() {
+    spec_flow(&harness::p3_settings()).await;
+}
+
 /// The spec flow and every failure the gateway reports, with edge-gateway `settings`.
 async fn spec_flow(settings: &[(&'static str, String)]) {
     let stack = Stack::start_with(&["backend_timeout_ms=1000"], settings).await;

@@ -203,6 +203,37 @@ on_both!(
     token_types::opaque_tokens_and_introspection,
 );
 
+/// Declares each scenario as a test on SQLite only (in module `$sqlite`), run by `$runner`.
+macro_rules! on_sqlite {
+    ($runner:ident, $sqlite:ident; $($module:ident :: $name:ident),* $(,)?) => {
+        mod $sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    crate::$runner(crate::Kind::Sqlite, stringify!($name), |x| Box::pin(crate::$module::$name(x))).await;
+                }
+            )*
+        }
+    };
+}
+
+// The seed flow and the gateway's scenarios with the components' WASIp3 artefacts, hosted
+// with instance reuse as on Spin 4.1 (and `gateway::spec_flow_with_the_p3_artefact`); on
+// SQLite, their subject being the component rather than the database.
+on_sqlite!(
+    run, p3_sqlite;
+    dev_facade::facade_serves_every_operation_on_the_p3_artefacts,
+);
+on_sqlite!(
+    run_stack, p3_stack_sqlite;
+    security::paths_are_canonical_on_the_p3_artefact,
+    security::framing_is_kept_on_the_p3_artefact,
+    access::blocks_and_new_secrets_reach_the_p3_artefact,
+    endpoints::load_balance_and_failover_on_the_p3_artefact,
+    endpoints::timeouts_and_suspension_on_the_p3_artefact,
+    token_types::token_types_at_the_gateway_on_the_p3_artefact,
+);
+
 on_both!(
     run_stack, stack_sqlite, stack_postgres;
     security::paths_are_canonical_on_the_host_path,

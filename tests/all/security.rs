@@ -74,6 +74,10 @@ pub async fn paths_are_canonical_on_the_component_path(database: Backend) {
     canonical_paths(database, &[("APIM_HOST_FORWARDING", "false".into())]).await;
 }
 
+pub async fn paths_are_canonical_on_the_p3_artefact(database: Backend) {
+    canonical_paths(database, &harness::p3_settings()).await;
+}
+
 /// Encodings never reach a protected literal through an open template, ambiguous paths
 /// get a 400, and the backend receives exactly the path that was authorized.
 async fn canonical_paths(database: Backend, settings: &[(&'static str, String)]) {
@@ -169,6 +173,10 @@ pub async fn framing_is_kept_on_the_host_path(database: Backend) {
 
 pub async fn framing_is_kept_on_the_component_path(database: Backend) {
     framing(database, &[("APIM_HOST_FORWARDING", "false".into())]).await;
+}
+
+pub async fn framing_is_kept_on_the_p3_artefact(database: Backend) {
+    framing(database, &harness::p3_settings()).await;
 }
 
 /// A request with `Content-Length` reaches the backend with it (not chunked), and the

@@ -246,6 +246,10 @@ pub async fn token_types_at_the_gateway_in_the_spin_like_mode(database: Backend)
     token_types_at_the_gateway(database, &settings).await;
 }
 
+pub async fn token_types_at_the_gateway_on_the_p3_artefact(database: Backend) {
+    token_types_at_the_gateway(database, &harness::p3_settings()).await;
+}
+
 /// Waits until a call with `token` answers `status` and, for refusals, `fault`.
 async fn answers(gw: &Client, path: &str, token: &str, status: u16, fault: &str) {
     harness::eventually(gw, Method::GET, path, token, |reply| {

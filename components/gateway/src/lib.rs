@@ -1,4 +1,5 @@
-//! The API gateway as a WebAssembly component (WASI 0.2 HTTP proxy world).
+//! The API gateway as a WebAssembly component: the WASI 0.2 HTTP proxy world, or with the
+//! feature `p3` WASI 0.3's `wasi:http/service`.
 //!
 //! Per request it routes by context and version, matches the operation, checks the bearer
 //! token and subscription, throttles, and forwards to the backend, answering failures the
@@ -6,8 +7,9 @@
 //! entry, throttling counters, cached responses, opaque tokens' introspections) lives in the host's key-value store; each
 //! instance keeps the entries it has read and the tokens it has verified while it lives.
 //!
-//! Everything but the WASI glue ([`wasm`], built only for wasm32) is plain Rust behind the
-//! [`host::Host`] trait, so it is tested natively.
+//! Everything but the WASI glue (`wasm`, or with the feature `p3` `wasm_p3`, over
+//! `wasi_host`; built only for wasm32) is plain Rust behind the [`host::Host`] trait, so
+//! it is tested natively.
 
 pub mod access;
 pub mod auth;
@@ -29,7 +31,11 @@ pub mod trace;
 pub mod view;
 
 #[cfg(target_arch = "wasm32")]
+mod wasi_host;
+#[cfg(all(target_arch = "wasm32", not(feature = "p3")))]
 mod wasm;
+#[cfg(all(target_arch = "wasm32", feature = "p3"))]
+mod wasm_p3;
 
 #[cfg(test)]
 mod tests;

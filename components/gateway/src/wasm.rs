@@ -1,41 +1,33 @@
-//! The WASI glue: the `wasi:http/incoming-handler` and `apim:gateway/policy` exports, and
-//! [`Host`] over `wasi:http/outgoing-handler` (through [`apim_http::wasi`]),
-//! `wasi:keyvalue` (draft2) and `wasi:config/store`.
-
-use std::cell::RefCell;
-use std::time::{SystemTime, UNIX_EPOCH};
+//! The WASI 0.2 glue: the `wasi:http/incoming-handler` and `apim:gateway/policy` exports
+//! (the host over WASI is [`crate::wasi_host`]).
 
 use apim_http::bodies::Carriage;
 use apim_http::endpoints::Balance;
-use apim_http::wasi::{self as http, BodyError};
+use apim_http::wasi as http;
 use wasip2::http::types::{IncomingRequest, ResponseOutparam};
 
 use crate::access::{self, Logged};
 use crate::call::Call;
-use crate::faults::Fault;
 use crate::forward::BackendTarget;
-use crate::gateway::{self, Decision, Gateway};
-use crate::host::{Host, Outbound, Request, Response, SendError};
+use crate::gateway::{self, Decision};
+use crate::host::{Host, Request, Response};
 use crate::throttle::{self, LimitKind};
+use crate::wasi_host::{GATEWAY, WasiHost, access_log_on, body_fault};
 
 mod bindings {
     wit_bindgen::generate!({
         world: "apim:gateway/gateway",
         path: "../../wit",
-        with: { "wasi:config/store@0.2.0-draft-2024-09-27": apim_http::wasi::config_store },
+        with: {
+            "wasi:config/store@0.2.0-draft-2024-09-27": apim_http::wasi::config_store,
+            "wasi:keyvalue/store@0.2.0-draft2": crate::wasi_host::kv_store,
+            "wasi:keyvalue/atomics@0.2.0-draft2": crate::wasi_host::kv_atomics,
+        },
         generate_all,
     });
 }
 
 use bindings::exports::apim::gateway::policy;
-use bindings::wasi::keyvalue::{atomics, store as kv};
-
-thread_local! {
-    /// The instance's gateway, kept across requests when the host reuses the instance.
-    static GATEWAY: RefCell<Gateway> = RefCell::new(Gateway::default());
-    /// The opened key-value bucket.
-    static BUCKET: RefCell<Option<kv::Bucket>> = const { RefCell::new(None) };
-}
 
 struct Component;
 
@@ -192,24 +184,6 @@ impl policy::Guest for Component {
     }
 }
 
-/// Whether the access log is on (`access_log` = `on`; Spin's manifest turns it on).
-fn access_log_on() -> bool {
-    WasiHost
-        .setting(crate::sync::settings::ACCESS_LOG)
-        .is_some_and(|value| value.trim().eq_ignore_ascii_case("on"))
-}
-
-impl Logged {
-    fn of(head: &Request) -> Self {
-        Self {
-            method: head.method.clone(),
-            client: crate::host::header(&head.headers, "spin-client-addr")
-                .unwrap_or_default()
-                .to_string(),
-        }
-    }
-}
-
 /// An endpoint as the host takes it.
 fn policy_target(target: BackendTarget) -> policy::Target {
     let config = target.config;
@@ -249,97 +223,5 @@ fn policy_response(response: Response, fault_code: u32) -> policy::Response {
         headers: response.headers,
         body: response.body,
         fault_code,
-    }
-}
-
-fn body_fault(err: BodyError) -> Fault {
-    match err {
-        BodyError::TooLarge => Fault::payload_too_large(),
-        BodyError::Broken(reason) => {
-            eprintln!("reading the request body failed: {reason}");
-            Fault::backend_unreachable()
-        }
-    }
-}
-
-/// The component's host, over WASI.
-struct WasiHost;
-
-impl WasiHost {
-    fn with_bucket<T>(
-        &self,
-        f: impl FnOnce(&kv::Bucket) -> Result<T, kv::Error>,
-    ) -> Result<T, String> {
-        BUCKET.with(|cell| {
-            let mut bucket = cell.borrow_mut();
-            if bucket.is_none() {
-                *bucket = Some(kv::open("default").map_err(|e| format!("{e:?}"))?);
-            }
-            f(bucket.as_ref().expect("opened above")).map_err(|e| format!("{e:?}"))
-        })
-    }
-}
-
-impl Host for WasiHost {
-    fn kv_get(&self, key: &str) -> Result<Option<Vec<u8>>, String> {
-        self.with_bucket(|b| b.get(key))
-    }
-
-    fn kv_set(&self, key: &str, value: &[u8]) -> Result<(), String> {
-        self.with_bucket(|b| b.set(key, value))
-    }
-
-    fn kv_delete(&self, key: &str) -> Result<(), String> {
-        self.with_bucket(|b| b.delete(key))
-    }
-
-    fn kv_increment(&self, key: &str, delta: i64) -> Result<i64, String> {
-        self.with_bucket(|b| atomics::increment(b, key, delta))
-    }
-
-    fn kv_compare_and_swap(
-        &self,
-        key: &str,
-        expected: Option<&[u8]>,
-        value: &[u8],
-    ) -> Result<bool, String> {
-        let cas = self.with_bucket(|b| atomics::Cas::new(b, key))?;
-        let current = cas.current().map_err(|e| format!("{e:?}"))?;
-        if current.as_deref() != expected {
-            return Ok(false);
-        }
-        match atomics::swap(cas, value) {
-            Ok(()) => Ok(true),
-            Err(atomics::CasError::CasFailed(_)) => Ok(false),
-            Err(atomics::CasError::StoreError(err)) => Err(format!("{err:?}")),
-        }
-    }
-
-    fn kv_list_keys(&self, cursor: Option<&str>) -> Result<(Vec<String>, Option<String>), String> {
-        self.with_bucket(|b| b.list_keys(cursor))
-            .map(|page| (page.keys, page.cursor))
-    }
-
-    fn setting(&self, name: &str) -> Option<String> {
-        http::setting(name)
-    }
-
-    fn send(&self, request: Outbound) -> Result<Response, SendError> {
-        http::send(request)
-    }
-
-    fn now_millis(&self) -> i64 {
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_millis() as i64)
-            .unwrap_or_default()
-    }
-
-    fn sleep_ms(&self, ms: u64) {
-        wasip2::clocks::monotonic_clock::subscribe_duration(ms * 1_000_000).block();
-    }
-
-    fn random_u64(&self) -> u64 {
-        wasip2::random::random::get_random_u64()
     }
 }

@@ -1,6 +1,7 @@
 //! The HTTP shapes our components work with (a request or response read whole, an
-//! outbound request), and in the component build the WASI 0.2 glue that moves them across
-//! `wasi:http`: reading the incoming request, writing the response, sending outbound.
+//! outbound request), and in the component build the glue that moves them across
+//! `wasi:http`: reading the incoming request, writing the response, sending outbound;
+//! WASI 0.2's ([`wasi`]), and with the feature `p3` WASI 0.3's as well (`wasi_p3`).
 //!
 //! Bodies are buffered: the components look at whole payloads (JSON, SOAP envelopes).
 
@@ -12,6 +13,10 @@ pub mod time;
 pub mod trace;
 #[cfg(target_arch = "wasm32")]
 pub mod wasi;
+#[cfg(target_arch = "wasm32")]
+mod wasi_glue;
+#[cfg(all(target_arch = "wasm32", feature = "p3"))]
+pub mod wasi_p3;
 
 /// An HTTP request or response header list (names lower-case).
 pub type Headers = Vec<(String, Vec<u8>)>;

@@ -11,8 +11,9 @@ use wasip2::http::types::{
 };
 use wasip2::io::streams::{InputStream, OutputStream, StreamError};
 
+use crate::wasi_glue::with_content_length;
 use crate::{
-    Headers, MAX_BODY_BYTES, Outbound, Request, Response, SendError, content_length, may_have_body,
+    MAX_BODY_BYTES, Outbound, Request, Response, SendError, content_length, may_have_body,
 };
 
 mod bindings {
@@ -171,30 +172,7 @@ fn write_stream(stream: &OutputStream, bytes: &[u8]) -> Result<(), StreamError> 
     Ok(())
 }
 
-/// Header fields in one host call; header by header (dropping those the host refuses to
-/// take from a guest) only when the list as a whole is refused.
-fn fields(headers: &Headers) -> Fields {
-    Fields::from_list(headers).unwrap_or_else(|_| {
-        let fields = Fields::new();
-        for (name, value) in headers {
-            let _ = fields.append(name, value);
-        }
-        fields
-    })
-}
-
-/// `headers` with a `Content-Length` for a body of `length` bytes held whole (any the
-/// list had dropped), so the message is framed by length rather than chunked: many
-/// backends (legacy SOAP stacks, IIS, Python's `http.server`) refuse chunked requests.
-fn with_content_length(headers: &Headers, length: usize) -> Headers {
-    let mut framed: Headers = headers
-        .iter()
-        .filter(|(name, _)| !name.eq_ignore_ascii_case("content-length"))
-        .cloned()
-        .collect();
-    framed.push(("content-length".into(), length.to_string().into_bytes()));
-    framed
-}
+crate::wasi_glue::http_conversions!(OutgoingRequest);
 
 /// Sends `response` as the answer to the incoming request; a body is framed by its
 /// length (an empty one keeps whatever length the headers say, as for a HEAD).
@@ -269,70 +247,16 @@ fn outgoing_request(request: &Outbound) -> Result<OutgoingRequest, &'static str>
         fields(&with_content_length(&request.headers, request.body.len()))
     };
     let outgoing = OutgoingRequest::new(headers);
-    outgoing
-        .set_method(&method_of(&request.method))
-        .map_err(|()| "method")?;
-    let scheme = if request.scheme == "https" {
-        Scheme::Https
-    } else {
-        Scheme::Http
-    };
-    outgoing.set_scheme(Some(&scheme)).map_err(|()| "scheme")?;
-    outgoing
-        .set_authority(Some(&request.authority))
-        .map_err(|()| "authority")?;
-    outgoing
-        .set_path_with_query(Some(&request.path_with_query))
-        .map_err(|()| "path")?;
+    address(&outgoing, request)?;
     Ok(outgoing)
 }
 
-/// The same limit for connecting, the first byte and the gaps between bytes.
-fn options(timeout_ms: u64) -> RequestOptions {
-    let options = RequestOptions::new();
-    let timeout = Some(timeout_ms * 1_000_000);
-    let _ = options.set_connect_timeout(timeout);
-    let _ = options.set_first_byte_timeout(timeout);
-    let _ = options.set_between_bytes_timeout(timeout);
-    options
+/// Waits `ms` milliseconds.
+pub fn sleep_ms(ms: u64) {
+    wasip2::clocks::monotonic_clock::subscribe_duration(ms * 1_000_000).block();
 }
 
-fn send_error(code: ErrorCode) -> SendError {
-    match code {
-        ErrorCode::ConnectionTimeout
-        | ErrorCode::ConnectionReadTimeout
-        | ErrorCode::ConnectionWriteTimeout
-        | ErrorCode::HttpResponseTimeout => SendError::Timeout(format!("{code:?}")),
-        other => SendError::Unreachable(format!("{other:?}")),
-    }
-}
-
-fn method_name(method: &Method) -> String {
-    match method {
-        Method::Get => "GET".into(),
-        Method::Head => "HEAD".into(),
-        Method::Post => "POST".into(),
-        Method::Put => "PUT".into(),
-        Method::Delete => "DELETE".into(),
-        Method::Connect => "CONNECT".into(),
-        Method::Options => "OPTIONS".into(),
-        Method::Trace => "TRACE".into(),
-        Method::Patch => "PATCH".into(),
-        Method::Other(other) => other.to_ascii_uppercase(),
-    }
-}
-
-fn method_of(name: &str) -> Method {
-    match name {
-        "GET" => Method::Get,
-        "HEAD" => Method::Head,
-        "POST" => Method::Post,
-        "PUT" => Method::Put,
-        "DELETE" => Method::Delete,
-        "CONNECT" => Method::Connect,
-        "OPTIONS" => Method::Options,
-        "TRACE" => Method::Trace,
-        "PATCH" => Method::Patch,
-        other => Method::Other(other.to_string()),
-    }
+/// Random bits.
+pub fn random_u64() -> u64 {
+    wasip2::random::random::get_random_u64()
 }

@@ -8,10 +8,12 @@
 //! database and with `--apis` APIs published. Fleet: publish → live on every one of
 //! `--fleet-gateways` gateways. Throttling: what three nodes sharing Redis admit per
 //! window against `maxTps` and the largest tiers, and the CPU Redis counting costs. Idle:
-//! the gateway's memory per held kept-alive connection. Prints tables and writes
-//! `BENCHMARKS.md`; `--only fleet,throttling,idle` runs just those cases and rewrites just
-//! their sections.
+//! the gateway's memory per held kept-alive connection. Artefacts: case 4 on the
+//! `wasi:http` path, the WASI 0.2 component beside the WASIp3 one hosted with reuse.
+//! Prints tables and writes `BENCHMARKS.md`; `--only fleet,throttling,idle,artefacts`
+//! (any of them) runs just those cases and rewrites just their sections.
 
+pub mod artefacts;
 pub mod backend;
 pub mod control;
 pub mod dataplane;
@@ -117,6 +119,8 @@ pub enum Part {
     SpinLike,
     /// Memory per idle kept-alive connection, 10,000 held.
     Idle,
+    /// Case 4 on the `wasi:http` path, the WASI 0.2 and the WASIp3 artefacts.
+    Artefacts,
 }
 
 impl Options {
@@ -179,12 +183,17 @@ pub fn run(options: Options) {
     });
 }
 
-/// The fleet and throttling cases (those `--only` selects), each written to its own
-/// section of the report as soon as it is measured.
+/// The fleet, throttling and artefacts cases (those `--only` selects), each written to its
+/// own section of the report as soon as it is measured.
 async fn run_parts(options: &Options) {
     if options.runs(Part::SpinLike) {
         let runs = spin_like::measure(options).await;
         report::write_section(options, Part::SpinLike, &spin_like::section(options, &runs));
+    }
+    if options.runs(Part::Artefacts) {
+        let runs = artefacts::measure(options).await;
+        let markdown = artefacts::table(options, &runs);
+        report::write_section(options, Part::Artefacts, &markdown);
     }
     if options.runs(Part::Fleet) {
         let fleet = fleet::measure(options).await;

@@ -744,6 +744,7 @@ fn section_markers(part: Part) -> (String, String) {
         Part::Throttling => "throttling",
         Part::SpinLike => "spin-like",
         Part::Idle => "idle",
+        Part::Artefacts => "artefacts",
     };
     (
         format!(
