@@ -354,6 +354,23 @@ pub struct Config {
     /// should be able to write to it.
     #[arg(long, env = "APIM_COMPILE_CACHE_DIR", value_name = "DIR|off")]
     pub compile_cache_dir: Option<String>,
+
+    /// Largest message (and frame), in bytes, a WebSocket API's client or backend may
+    /// send through the gateway; a longer one closes the connection with 1009. Each
+    /// side's message is held whole up to this size, never more.
+    #[arg(long, env = "APIM_WS_MAX_MESSAGE_BYTES", default_value_t = 1 << 20)]
+    pub ws_max_message_bytes: usize,
+
+    /// Milliseconds a WebSocket connection may pass no message either way before the
+    /// gateway closes it (1001).
+    #[arg(long, env = "APIM_WS_IDLE_TIMEOUT_MS", default_value_t = 300_000)]
+    pub ws_idle_timeout_ms: u64,
+
+    /// How often, in milliseconds, an open WebSocket connection's handshake is decided
+    /// again: a token revoked or expired, a subscription blocked or an API retired since
+    /// closes it (4001, 4002 or 1008) within this time.
+    #[arg(long, env = "APIM_WS_RECHECK_MS", default_value_t = 30_000)]
+    pub ws_recheck_ms: u64,
 }
 
 /// Where compiled components are cached, if anywhere.
@@ -440,6 +457,18 @@ impl Config {
         ensure!(
             self.header_timeout_ms >= 1,
             "APIM_HEADER_TIMEOUT_MS must be at least 1"
+        );
+        ensure!(
+            self.ws_max_message_bytes >= 125,
+            "APIM_WS_MAX_MESSAGE_BYTES must be at least 125 (a control frame's payload)"
+        );
+        ensure!(
+            self.ws_idle_timeout_ms >= 1,
+            "APIM_WS_IDLE_TIMEOUT_MS must be at least 1"
+        );
+        ensure!(
+            self.ws_recheck_ms >= 100,
+            "APIM_WS_RECHECK_MS must be at least 100"
         );
         if let Some(dir) = &self.compile_cache_dir {
             ensure!(
@@ -576,6 +605,15 @@ impl Config {
     /// Execution deadline of one request in the component.
     pub fn request_timeout(&self) -> Duration {
         Duration::from_millis(self.request_timeout_ms)
+    }
+
+    /// How WebSocket APIs' connections are relayed.
+    pub fn websocket(&self) -> crate::websocket::WebSocketSettings {
+        crate::websocket::WebSocketSettings {
+            max_message_bytes: self.ws_max_message_bytes,
+            idle_timeout: Duration::from_millis(self.ws_idle_timeout_ms),
+            recheck_every: Duration::from_millis(self.ws_recheck_ms),
+        }
     }
 
     /// Default timeout of outbound requests.

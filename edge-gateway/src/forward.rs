@@ -3,8 +3,10 @@
 //! (hop-by-hop ones dropped) and the client's body, streamed; the backend's answer comes
 //! back streamed, without its hop-by-hop headers and with the component's response
 //! headers set (read whole and kept in the store first when the component says the answer
-//! is to be cached and the cache rules allow it). The component still decides
-//! everything; the host only moves bytes, through the same pooled client as `wasi:http`.
+//! is to be cached and the cache rules allow it). A WebSocket handshake goes as one of the
+//! host's own ([`websocket::offer`]), whose 101 [`crate::gateway`] relays. The component
+//! still decides everything; the host only moves bytes, through the same pooled client as
+//! `wasi:http`.
 
 use std::time::Duration;
 
@@ -21,6 +23,7 @@ use crate::bindings::exports::apim::gateway::policy::{
 use crate::gateway::{BoxError, ResponseBody};
 use crate::keyvalue::KvStore;
 use crate::outbound::OutboundClient;
+use crate::websocket;
 
 /// The head of a request, as the component reads it.
 pub fn head_of<B>(request: &Request<B>) -> RequestHead {
@@ -84,6 +87,7 @@ pub async fn send(
         headers.remove(name.as_str());
     }
     set_headers(headers, plan.added_headers.clone(), false);
+    let offered = plan.upgrade.then(|| websocket::offer(headers));
     let timeout = Some(Duration::from_millis(target.timeout_ms));
     let options = RequestOptions {
         connect_timeout: timeout,
@@ -94,6 +98,13 @@ pub async fn send(
         tracing::debug!("backend failed: {err}");
         failure(&err)
     })?;
+    if let Some(key) = offered
+        && answer.status() == http::StatusCode::SWITCHING_PROTOCOLS
+        && !websocket::accepted(answer.headers(), &key)
+    {
+        tracing::warn!("a WebSocket backend switched without accepting the handshake");
+        return Err(Failure::Unreachable);
+    }
     let (mut parts, body) = answer.into_parts();
     drop_hop_by_hop(&mut parts.headers);
     let body = match &plan.cache {

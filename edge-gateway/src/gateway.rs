@@ -4,8 +4,9 @@
 //! component first decides about each request from its head, once, and names the limits
 //! an API call counts against, which are counted here ([`crate::counters`]; a refused
 //! call gets the component's `throttled` answer): API calls it admits and `/token` relays
-//! are forwarded here ([`crate::forward`]), its refusals and cached answers are answered
-//! at once, and only its own endpoints (`/_apim/...`) go to its `wasi:http` handler.
+//! are forwarded here ([`crate::forward`]), WebSocket handshakes it admits are relayed
+//! ([`crate::websocket`]), its refusals and cached answers are answered at once, and only
+//! its own endpoints (`/_apim/...`) go to its `wasi:http` handler.
 //!
 //! Every call into the component — a decision, a `wasi:http` request, the host's own
 //! sync request — takes one of `max_instances` permits; a `wasi:http` request holds it
@@ -33,7 +34,7 @@ use wasmtime_wasi_http::WasiBody;
 use apim_http::endpoints::{self, Balance, HealthBook, MemoryBook};
 
 use crate::bindings::exports::apim::gateway::policy::{
-    self, Call, Decision, Forward, RequestHead, Response as PolicyResponse, Verdict,
+    self, Call, Decision, Forward, Limit, RequestHead, Response as PolicyResponse, Verdict,
 };
 use crate::counters::{Counters, Refused};
 use crate::forward::{self, Failure};
@@ -42,6 +43,7 @@ use crate::telemetry::access::Entry;
 use crate::telemetry::metrics::unrouted;
 use crate::telemetry::trace::{Finished, RequestTrace};
 use crate::telemetry::{Outcome, Telemetry};
+use crate::websocket::{self, WebSocketSettings};
 
 /// Header carrying the client's socket address, as Spin sets it.
 pub const CLIENT_ADDR_HEADER: HeaderName = HeaderName::from_static("spin-client-addr");
@@ -74,6 +76,8 @@ pub struct Gateway {
     telemetry: Arc<Telemetry>,
     /// The largest request body forwarded here (`max_request_body_bytes`); `None`: no cap.
     body_limit: Option<u64>,
+    /// How WebSocket APIs' connections are relayed.
+    websocket: WebSocketSettings,
 }
 
 impl Gateway {
@@ -93,6 +97,7 @@ impl Gateway {
             sync_authorization: None,
             telemetry: Arc::default(),
             body_limit: None,
+            websocket: WebSocketSettings::default(),
         }
     }
 
@@ -100,6 +105,12 @@ impl Gateway {
     /// component refuses announced lengths over it from the head).
     pub fn with_body_limit(mut self, limit: Option<u64>) -> Self {
         self.body_limit = limit;
+        self
+    }
+
+    /// Relays WebSocket APIs' connections with these settings.
+    pub fn with_websocket(mut self, settings: WebSocketSettings) -> Self {
+        self.websocket = settings;
         self
     }
 
@@ -206,6 +217,10 @@ impl Gateway {
             return (response, call, outcome);
         }
         let response = match decision {
+            Decision::Forward(plan) if plan.upgrade => {
+                self.open_websocket(request, head, plan, limits, &mut outcome)
+                    .await
+            }
             Decision::Forward(plan) => self.forward(request, head, plan, &mut outcome).await,
             Decision::Respond(answer) => {
                 outcome.fault_code = answer.fault_code;
@@ -365,6 +380,41 @@ impl Gateway {
             outcome,
         )
         .await
+    }
+
+    /// Forwards an admitted WebSocket handshake as [`Gateway::forward`] does any call
+    /// (the backend's refusal goes back as it is); once the backend switches, answers
+    /// the client's 101 and relays the connection in a task of its own
+    /// ([`websocket::relay`]), counting the client's messages against `limits`.
+    async fn open_websocket(
+        &self,
+        mut request: Request<WasiBody>,
+        head: &RequestHead,
+        plan: Forward,
+        limits: Vec<Limit>,
+        outcome: &mut Outcome,
+    ) -> Response<ResponseBody> {
+        let client = hyper::upgrade::on(&mut request);
+        let mut answer = self.forward(request, head, plan, outcome).await;
+        if answer.status() != StatusCode::SWITCHING_PROTOCOLS {
+            return answer;
+        }
+        let backend = hyper::upgrade::on(&mut answer);
+        let Some(response) = websocket::switching(head, answer.headers()) else {
+            return empty(StatusCode::BAD_REQUEST);
+        };
+        let session = websocket::Session {
+            counters: self.counters.clone(),
+            limits,
+            recheck: websocket::Recheck {
+                runtime: self.runtime.clone(),
+                permits: self.permits.clone(),
+                head: head.clone(),
+            },
+            settings: self.websocket,
+        };
+        tokio::spawn(websocket::relay(client, backend, session));
+        response
     }
 
     /// The component's answer for a request one of its limits refused.

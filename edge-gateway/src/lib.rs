@@ -23,6 +23,7 @@ pub mod p3_service;
 pub mod server;
 pub mod sync;
 pub mod telemetry;
+pub mod websocket;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -325,5 +326,6 @@ fn host(
     let runtime = Runtime::new(engine.clone(), pre, shared, limits(config));
     Ok(Gateway::new(runtime, config.host_forwarding)
         .with_sync_secret(secret.as_deref())
-        .with_body_limit(body_limit))
+        .with_body_limit(body_limit)
+        .with_websocket(config.websocket()))
 }

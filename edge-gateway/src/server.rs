@@ -1,5 +1,5 @@
-//! Listeners (HTTP/1.1 and HTTP/2, in clear or over TLS: `apim_tls`), accept loop and
-//! graceful shutdown.
+//! Listeners (HTTP/1.1 with upgrades for WebSocket APIs, and HTTP/2, in clear or over
+//! TLS: `apim_tls`), accept loop and graceful shutdown.
 //!
 //! A listener is either bound here or inherited from a supervisor that holds it
 //! (systemd-style socket activation: `LISTEN_FDS`, `LISTEN_PID`), so that a gateway can
@@ -306,7 +306,9 @@ fn serve_connection(
             None => Stream::Plain(stream),
         };
         let io = TokioIo::new(Preface::new(stream, listener.header_timeout));
-        let connection = listener.builder.serve_connection(io, service);
+        let connection = listener
+            .builder
+            .serve_connection_with_upgrades(io, service);
         if let Err(err) = watcher.watch(connection).await {
             tracing::debug!(%peer, "connection ended with error: {err}");
         }

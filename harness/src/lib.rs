@@ -24,6 +24,7 @@ pub mod services;
 pub mod stack;
 pub mod steps;
 pub mod tls;
+pub mod websocket;
 
 /// PostgreSQL server the tests create their databases on.
 pub fn postgres_admin_url() -> String {

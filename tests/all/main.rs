@@ -45,6 +45,7 @@ mod tls;
 mod token_types;
 mod tokens;
 mod traces;
+mod websocket;
 mod workflows;
 
 /// What a scenario gets: a running control plane and a client for it.
@@ -265,4 +266,7 @@ on_both!(
     tls::seed_flow_over_tls_on_the_component_path,
     tls::seed_flow_over_h2c_on_the_host_path,
     tls::seed_flow_over_h2c_on_the_component_path,
+    websocket::websocket_apis_on_the_host_path,
+    websocket::websocket_messages_count_against_the_tiers,
+    websocket::websocket_handshakes_are_refused_on_the_component_path,
 );

@@ -286,6 +286,33 @@ impl Fault {
         Self::new(400, 400, "Bad Request", why.to_string(), Family::General)
     }
 
+    /// 400: a WebSocket handshake to an HTTP API, which would otherwise reach its backend
+    /// as a plain GET without the upgrade.
+    pub fn not_a_websocket_api(context: &str, version: &str) -> Self {
+        Self::bad_request(&format!(
+            "The API {context}, version {version} is an HTTP API: it does not take WebSocket connections"
+        ))
+    }
+
+    /// 400: a plain request to a WebSocket API, which takes handshakes only.
+    pub fn websocket_only(context: &str, version: &str) -> Self {
+        Self::bad_request(&format!(
+            "The API {context}, version {version} is a WebSocket API: connect with a WebSocket handshake (GET with Upgrade: websocket)"
+        ))
+    }
+
+    /// 501: a WebSocket handshake to a host that cannot upgrade a connection (WASI 0.2
+    /// HTTP has none: Spin, and edge-gateway without host forwarding).
+    pub fn upgrade_unsupported() -> Self {
+        Self::new(
+            501,
+            501,
+            "Not Implemented",
+            "This gateway host cannot upgrade connections (wasi:http 0.2 has no upgrade): WebSocket APIs are served by edge-gateway with host forwarding".into(),
+            Family::General,
+        )
+    }
+
     /// 508: the request has passed through this gateway before (a `Via` names it).
     pub fn loop_detected() -> Self {
         Self::new(

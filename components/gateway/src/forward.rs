@@ -4,19 +4,20 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 
-use apim_manifest::ApiRoute;
 use apim_manifest::sealed::GatewayKey;
+use apim_manifest::{ApiRoute, ApiType};
 
 use crate::auth::Environment;
 use crate::faults::Fault;
 pub use crate::host::end_to_end;
 use crate::host::{
-    Headers, Host, Outbound, Request, Response, SendError, connection_tokens, header,
-    is_hop_by_hop, split_url,
+    Headers, Host, Outbound, Request, Response, SendError, connection_tokens, header, is_hop_by_hop,
 };
 use crate::sync::{self, DEFAULT_GATEWAY_ID, settings};
+use crate::upgrade;
 use apim_http::egress::{self, EgressPolicy};
 use apim_http::endpoints::{Balance, EndpointConfig};
+use apim_http::split_endpoint_url;
 
 /// Client headers the backend does not get, besides hop-by-hop ones (which never travel
 /// on): the client's credentials, and the `X-Forwarded-For` and `Via` the gateway extends.
@@ -36,6 +37,9 @@ pub struct BackendRequest {
     pub removed_headers: &'static [&'static str],
     /// The endpoint credentials, if any, `X-Forwarded-For` and `Via`.
     pub added_headers: Headers,
+    /// A WebSocket handshake, for a host that relays the connection once the backend
+    /// accepts it.
+    pub upgrade: bool,
 }
 
 /// One endpoint a call may go to.
@@ -79,6 +83,7 @@ impl BackendRequest {
             list: String::new(),
             removed_headers,
             added_headers,
+            upgrade: false,
         }
     }
 
@@ -250,9 +255,9 @@ pub fn backend_request(
             continue;
         }
         let (scheme, authority, base_path) =
-            split_url(&endpoint.url).ok_or_else(Fault::backend_unreachable)?;
+            split_endpoint_url(&endpoint.url).ok_or_else(Fault::backend_unreachable)?;
         targets.push(BackendTarget {
-            scheme: scheme.to_string(),
+            scheme: upgrade::handshake_scheme(scheme).to_string(),
             authority: authority.to_string(),
             path_with_query: join_path(base_path, resource_with_query),
             // The endpoint's own timeout, within the gateway's.
@@ -279,12 +284,18 @@ pub fn backend_request(
         "via".into(),
         via(&settings.own_via, &request.headers).into_bytes(),
     ));
+    let upgrade = api.api_type == ApiType::Ws;
     Ok(BackendRequest {
         targets,
         balance,
         list,
-        removed_headers: &REPLACED_HEADERS,
+        removed_headers: if upgrade {
+            &upgrade::WEBSOCKET_REPLACED_HEADERS
+        } else {
+            &REPLACED_HEADERS
+        },
         added_headers,
+        upgrade,
     })
 }
 

@@ -10,7 +10,7 @@ use std::rc::Rc;
 
 use apim_http::bodies::{self, Carriage};
 use apim_manifest::canon::Target;
-use apim_manifest::{ApiRoute, ApiState, AuthType, Operation, paths};
+use apim_manifest::{ApiRoute, ApiState, ApiType, AuthType, Operation, paths};
 
 use crate::auth::{self, Admitted, Environment};
 use crate::balance;
@@ -23,7 +23,7 @@ use crate::state;
 use crate::sync::{self, settings};
 use crate::throttle::Limit;
 use crate::view::View;
-use crate::{cache, cors, forward, internal, throttle};
+use crate::{cache, cors, forward, internal, throttle, upgrade};
 
 /// How long a request waits for another instance to finish pulling the first manifest.
 const FIRST_MANIFEST_WAIT_MS: u64 = 5_000;
@@ -133,7 +133,7 @@ impl Gateway {
             (_, path) if internal::is_internal(path) => Fault::not_found().render(&request.headers),
             (_, "/token" | "/revoke") => token_service(host, &request, &target),
             _ => self
-                .plan(host, &request, &target, call)
+                .plan(host, &request, &target, call, false)
                 .and_then(|plan| match plan {
                     Plan::Respond(response) => Ok(response),
                     Plan::Forward(forwarding) => forward_and_cache(host, &request, forwarding),
@@ -181,7 +181,7 @@ impl Gateway {
             .into();
         }
         let mut call = Call::default();
-        let mut forwarding = match self.plan(host, request, &target, &mut call) {
+        let mut forwarding = match self.plan(host, request, &target, &mut call, true) {
             Err(fault) => return refused(call, &fault, request),
             Ok(Plan::Respond(response)) => return Verdict::respond(response, call),
             Ok(Plan::Forward(forwarding)) => forwarding,
@@ -244,24 +244,26 @@ impl Gateway {
         view.route(host, path).ok_or_else(Fault::not_found)
     }
 
-    /// Routes and admits an API call to `target`, noting in `call` how far it got.
+    /// Routes and admits an API call to `target`, noting in `call` how far it got; a
+    /// WebSocket handshake only where the host `upgrades` connections.
     fn plan(
         &mut self,
         host: &dyn Host,
         request: &Request,
         target: &Target,
         call: &mut Call,
+        upgrades: bool,
     ) -> Result<Plan, Fault> {
         let routed = self.route(host, &target.path)?;
         call.api.clone_from(&routed.0.name);
         call.api_id.clone_from(&routed.0.id);
         call.version.clone_from(&routed.0.version);
-        self.admit(host, request, target, routed, call)
+        self.admit(host, request, target, routed, call, upgrades)
     }
 
     /// Admits a call [`Gateway::route`] has just routed (with the view it brought up to
-    /// date): CORS preflight, operation, token and subscription, throttling; then the
-    /// request for the backend.
+    /// date): CORS preflight, WebSocket or not, operation, token and subscription,
+    /// throttling; then the request for the backend.
     fn admit(
         &mut self,
         host: &dyn Host,
@@ -269,6 +271,7 @@ impl Gateway {
         target: &Target,
         (api, resource): Routed<'_>,
         call: &mut Call,
+        upgrades: bool,
     ) -> Result<Plan, Fault> {
         let now_ms = host.now_millis();
         let settings = self
@@ -288,6 +291,8 @@ impl Gateway {
         {
             return Ok(Plan::Respond(cors::preflight(cors, &request.headers)));
         }
+        let websocket = api.api_type == ApiType::Ws;
+        check_websocket(api, request, upgrades)?;
         let operation = find_operation(
             &api.operations,
             &request.method,
@@ -300,6 +305,11 @@ impl Gateway {
             AuthType::None => None,
             AuthType::Required => {
                 let token = auth::bearer(header(&request.headers, "authorization"))
+                    .or_else(|| {
+                        websocket
+                            .then(|| upgrade::query_token(target.query.as_deref()))
+                            .flatten()
+                    })
                     .ok_or_else(Fault::missing_credentials)?;
                 let admitted = auth::admit(view, host, api, token, now_ms / 1000)?;
                 admitted.describe(call);
@@ -315,9 +325,17 @@ impl Gateway {
             environment,
         );
 
-        // The backend gets exactly the canonical path that was matched, and its query.
-        let resource_with_query = target.with_query(resource);
-        let cache = (request.method == "GET")
+        // The backend gets exactly the canonical path that was matched, and its query
+        // (a WebSocket API's without the token).
+        let resource_with_query = if websocket {
+            match upgrade::without_token(target.query.as_deref()) {
+                Some(query) => format!("{resource}?{query}"),
+                None => resource.to_string(),
+            }
+        } else {
+            target.with_query(resource)
+        };
+        let cache = (request.method == "GET" && !websocket)
             .then_some(api.cache_timeout_secs)
             .flatten()
             .map(|ttl| {
@@ -338,6 +356,26 @@ impl Gateway {
             limits,
             now_ms,
         }))
+    }
+}
+
+/// Whether a request and an API agree about WebSocket: a handshake only to a WebSocket
+/// API, and only where the host `upgrades` connections (the refusal says so rather than
+/// let the handshake fail at the backend); nothing but handshakes to a WebSocket API.
+fn check_websocket(api: &ApiRoute, request: &Request, upgrades: bool) -> Result<(), Fault> {
+    let asks = upgrade::asks_for_websocket(&request.headers);
+    match (api.api_type, asks) {
+        (ApiType::Http, false) => Ok(()),
+        (ApiType::Http, true) => Err(Fault::not_a_websocket_api(&api.context, &api.version)),
+        (ApiType::Ws, false) => Err(Fault::websocket_only(&api.context, &api.version)),
+        (ApiType::Ws, true) => {
+            upgrade::check_handshake(&request.method, &request.headers)?;
+            if upgrades {
+                Ok(())
+            } else {
+                Err(Fault::upgrade_unsupported())
+            }
+        }
     }
 }
 

@@ -28,6 +28,7 @@ pub mod state;
 pub mod sync;
 pub mod throttle;
 pub mod trace;
+pub mod upgrade;
 pub mod view;
 
 #[cfg(target_arch = "wasm32")]

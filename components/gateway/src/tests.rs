@@ -208,6 +208,7 @@ fn dev_api_as(id: &str) -> ApiRoute {
         }),
         cache_timeout_secs: None,
         endpoints: None,
+        api_type: ApiType::Http,
     }
 }
 
@@ -1843,6 +1844,7 @@ fn calls_go_round_the_list_and_skip_suspended_endpoints_in_the_store() {
         list: "api:production".into(),
         removed_headers: &[],
         added_headers: Headers::new(),
+        upgrade: false,
     };
     let request = Request {
         method: "GET".into(),
@@ -2094,4 +2096,108 @@ fn far_from_the_limit_calls_are_counted_in_batches_and_the_limit_holds() {
         .filter(|_| throttle::count(&world.host, std::slice::from_ref(&exact), now).is_ok())
         .count();
     assert_eq!(admitted, 1000);
+}
+
+#[test]
+fn websocket_apis_take_handshakes_with_a_header_or_query_token() {
+    use crate::gateway::Decision;
+    let mut world = World::new();
+    let mut chat = dev_api_as("api-ws");
+    (chat.name, chat.context) = ("Chat".into(), "/chat".into());
+    chat.api_type = ApiType::Ws;
+    chat.operations = websocket_operations();
+    chat.production_url = Some("wss://backend:8443/echo".into());
+    chat.cache_timeout_secs = Some(300);
+    world.manifest.apis.push(DeployedApi {
+        route: chat,
+        environments: vec!["Production and Sandbox".into()],
+    });
+    let subscription =
+        world.manifest.subscriptions[&("app-1".to_string(), "api-1".to_string())].clone();
+    world
+        .manifest
+        .subscriptions
+        .insert(("app-1".into(), "api-ws".into()), subscription);
+    assert_eq!(world.publish().status, 200);
+    let bearer = world.bearer("app-1");
+    let token = bearer.trim_start_matches("Bearer ").to_string();
+    let handshake = [
+        ("connection", "Upgrade"),
+        ("upgrade", "websocket"),
+        ("sec-websocket-key", "dGhlIHNhbXBsZSBub25jZQ=="),
+        ("sec-websocket-version", "13"),
+    ];
+    let decide = |world: &mut World, path: &str, extra: &[(&str, &str)]| {
+        let mut headers = handshake.to_vec();
+        headers.extend_from_slice(extra);
+        world
+            .gateway
+            .decide(&world.host, &request("GET", path, &headers, b""))
+    };
+
+    // The token in the query: admitted, and the backend's query is without it.
+    let path = format!("/chat/v1/room?access_token={token}&lang=en");
+    let verdict = decide(&mut world, &path, &[]);
+    let Decision::Forward(forwarding) = verdict.decision else {
+        panic!("a handshake with a query token is forwarded");
+    };
+    assert!(forwarding.backend.upgrade);
+    assert!(forwarding.cache.is_none(), "a handshake is never cached");
+    let target = &forwarding.backend.targets[0];
+    assert_eq!(
+        (target.scheme.as_str(), target.path_with_query.as_str()),
+        ("https", "/echo/room?lang=en")
+    );
+    assert!(
+        forwarding
+            .backend
+            .removed_headers
+            .contains(&"sec-websocket-key")
+    );
+    assert!(!verdict.limits.is_empty(), "the handshake counts");
+    // The header works too; the query token is for WebSocket APIs only.
+    let verdict = decide(&mut world, "/chat/v1", &[("authorization", &bearer)]);
+    assert!(matches!(verdict.decision, Decision::Forward(f) if f.backend.upgrade));
+    let plain = world.call("GET", &format!("/dev/v1/devs/a?access_token={token}"), &[]);
+    assert_eq!((plain.status, code(&plain).as_str()), (401, "900902"));
+
+    // Refusals: no token, a bogus one, a plain request, a broken handshake.
+    let refused = |verdict: crate::gateway::Verdict| match verdict.decision {
+        Decision::Respond(response) => (response.status, code(&response)),
+        _ => panic!("refused"),
+    };
+    assert_eq!(
+        refused(decide(&mut world, "/chat/v1", &[])),
+        (401, "900902".into())
+    );
+    assert_eq!(
+        refused(decide(&mut world, "/chat/v1?access_token=bogus", &[])).0,
+        401
+    );
+    let plain = world.call("GET", "/chat/v1", &[("authorization", &bearer)]);
+    assert_eq!(plain.status, 400);
+    let broken = world.gateway.decide(
+        &world.host,
+        &request(
+            "GET",
+            "/chat/v1",
+            &[("upgrade", "websocket"), ("authorization", &bearer)],
+            b"",
+        ),
+    );
+    assert_eq!(refused(broken).0, 400);
+    // A handshake to an HTTP API is refused, not sent on as a plain GET.
+    let to_http = decide(&mut world, "/dev/v1/devs/a", &[("authorization", &bearer)]);
+    let (status, _) = refused(to_http);
+    assert_eq!(status, 400);
+    // The wasi:http handler cannot upgrade: 501, whatever the token.
+    let mut headers = handshake.to_vec();
+    headers.push(("authorization", &bearer));
+    let answered = world.call("GET", "/chat/v1", &headers);
+    assert_eq!(answered.status, 501);
+    assert!(
+        String::from_utf8_lossy(&answered.body).contains("cannot upgrade"),
+        "{}",
+        String::from_utf8_lossy(&answered.body)
+    );
 }

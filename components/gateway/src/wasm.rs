@@ -113,6 +113,7 @@ impl policy::Guest for Component {
                     cache: forwarding
                         .cache
                         .map(|(key, ttl_secs)| policy::CacheStore { key, ttl_secs }),
+                    upgrade: backend.upgrade,
                 })
             }
             Decision::Respond(response) => {

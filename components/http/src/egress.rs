@@ -59,8 +59,8 @@ impl EgressPolicy {
     /// address is checked as it is, a name that means this machine is refused unless
     /// listed; other names are for [`EgressPolicy::check_address`] once resolved.
     pub fn check_url(&self, url: &str) -> Result<(), Denied> {
-        let (host, port) =
-            host_and_port(url).ok_or_else(|| Denied(format!("{url} is not an http(s) URL")))?;
+        let (host, port) = host_and_port(url)
+            .ok_or_else(|| Denied(format!("{url} is not an http(s) or ws(s) URL")))?;
         match parse_ip(&host) {
             Some(ip) => self.check_address(&host, ip, port),
             None if self.allows_name(&host, port) => Ok(()),
@@ -148,10 +148,14 @@ pub fn reaches_listener(ip: IpAddr, port: u16, listener: SocketAddr) -> bool {
     port == listener.port() && (ip == listening || (local(ip) && local(listening)))
 }
 
-/// The host (without brackets) and port of an http(s) URL.
+/// The host (without brackets) and port of an http(s) or ws(s) URL.
 pub fn host_and_port(url: &str) -> Option<(String, u16)> {
-    let (scheme, authority, _) = crate::split_url(url)?;
-    let default_port = if scheme == "https" { 443 } else { 80 };
+    let (scheme, authority, _) = crate::split_endpoint_url(url)?;
+    let default_port = if matches!(scheme, "https" | "wss") {
+        443
+    } else {
+        80
+    };
     let authority = authority.rsplit_once('@').map_or(authority, |(_, a)| a);
     let (host, port) = if let Some(rest) = authority.strip_prefix('[') {
         let (host, after) = rest.split_once(']')?;
@@ -393,6 +397,8 @@ mod tests {
     fn urls_give_host_and_port() {
         assert_eq!(host_and_port("http://H:81/x"), Some(("h".into(), 81)));
         assert_eq!(host_and_port("https://h/x"), Some(("h".into(), 443)));
+        assert_eq!(host_and_port("wss://h/x"), Some(("h".into(), 443)));
+        assert_eq!(host_and_port("ws://h:81/x"), Some(("h".into(), 81)));
         assert_eq!(host_and_port("http://[::1]/"), Some(("::1".into(), 80)));
         assert_eq!(host_and_port("http://h:x/"), None);
     }

@@ -230,8 +230,14 @@ impl Response {
 /// Splits an http(s) URL into scheme, authority and path (the control plane has checked
 /// the form); `None` for anything else.
 pub fn split_url(url: &str) -> Option<(&str, &str, &str)> {
+    split_endpoint_url(url).filter(|(scheme, _, _)| matches!(*scheme, "http" | "https"))
+}
+
+/// Splits an endpoint URL, http(s) or, for WebSocket APIs, ws(s), into scheme, authority
+/// and path; `None` for anything else.
+pub fn split_endpoint_url(url: &str) -> Option<(&str, &str, &str)> {
     let (scheme, rest) = url.split_once("://")?;
-    if !matches!(scheme, "http" | "https") {
+    if !matches!(scheme, "http" | "https" | "ws" | "wss") {
         return None;
     }
     let (authority, path) = match rest.find('/') {
@@ -292,6 +298,11 @@ mod tests {
         assert_eq!(split_url("http://h:1/a/b"), Some(("http", "h:1", "/a/b")));
         assert_eq!(split_url("https://h"), Some(("https", "h", "")));
         assert_eq!(split_url("ftp://h"), None);
+        assert_eq!(split_url("ws://h/a"), None);
+        assert_eq!(
+            split_endpoint_url("wss://h:1/a"),
+            Some(("wss", "h:1", "/a"))
+        );
         assert_eq!(split_url("http:///x"), None);
     }
 }

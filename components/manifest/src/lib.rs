@@ -123,6 +123,41 @@ pub struct ApiRoute {
     /// are then their lone endpoints.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub endpoints: Option<Endpoints>,
+    /// WSO2's `type`: a WebSocket API's calls are handshakes relayed to `ws://` or
+    /// `wss://` endpoints (absent, as entries compiled before it have it, for HTTP).
+    #[serde(default, skip_serializing_if = "ApiType::is_http")]
+    pub api_type: ApiType,
+}
+
+/// What an API speaks (WSO2's API `type`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum ApiType {
+    /// Requests and answers (`HTTP`).
+    #[default]
+    Http,
+    /// WebSocket connections (`WS`): a handshake, then messages both ways.
+    Ws,
+}
+
+impl ApiType {
+    /// Whether it is the default, HTTP.
+    pub fn is_http(&self) -> bool {
+        *self == Self::Http
+    }
+}
+
+/// A WebSocket API's one resource, as WSO2 2.6 has it: its Swagger paths are not routed,
+/// every path under the context takes the handshake (a `GET`), with a token.
+pub fn websocket_operations() -> Vec<Operation> {
+    let template = "/*";
+    vec![Operation {
+        method: "GET".into(),
+        template: template.into(),
+        segments: compile_template(template),
+        auth: AuthType::Required,
+        throttling_tier: None,
+    }]
 }
 
 impl ApiRoute {

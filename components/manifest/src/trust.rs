@@ -16,7 +16,8 @@ pub struct EndpointTrust {
 }
 
 /// Where a certificate's endpoint URL is trusted: its host (lower-case, without brackets)
-/// and port (the scheme's when the URL has none); `None` for what is not an http(s) URL.
+/// and port (the scheme's when the URL has none); `None` for what is not an http(s) or
+/// ws(s) URL.
 pub fn endpoint_of(url: &str) -> Option<(String, u16)> {
     apim_http::egress::host_and_port(url)
 }

@@ -424,5 +424,14 @@ async fn change_lifecycle(
         )));
     }
     tracing::info!(api = %api.id, from = %api.status, to = next, %action, "API lifecycle changed");
+    if api.record.api_type.as_deref() == Some("WS")
+        && apim_manifest::ApiState::deployed(next).is_some()
+    {
+        // WSO2's lifecycle answer has no room for it: the operator's log says it.
+        tracing::warn!(
+            api = %api.id,
+            "WebSocket API deployed: edge-gateway with host forwarding relays its connections; gateways that serve through wasi:http (Spin) cannot upgrade and answer its handshakes 501"
+        );
+    }
     Ok((Touches::one(Touched::Api(api.id)), StatusCode::OK))
 }

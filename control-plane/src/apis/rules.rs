@@ -91,7 +91,9 @@ impl ApiRecord {
             return Err(Error::Invalid("maxTps values must not be negative".into()));
         }
         validate_swagger(&text(&self.api_definition)).map_err(Error::Invalid)?;
-        validate_endpoint_config(&text(&self.endpoint_config)).map_err(Error::Invalid)?;
+        let websocket = self.api_type.as_deref() == Some("WS");
+        validate_endpoint_config(&text(&self.endpoint_config), websocket)
+            .map_err(Error::Invalid)?;
         Ok(())
     }
 
@@ -411,8 +413,9 @@ impl EndpointPolicy {
 }
 
 /// Checks an `endpointConfig` string: a JSON object with `endpoint_type` and production
-/// and/or sandbox endpoints, each `{url, config}` (or a list of them) with an http(s) URL.
-pub fn validate_endpoint_config(config: &str) -> Result<Value, String> {
+/// and/or sandbox endpoints, each `{url, config}` (or a list of them) with an http(s) URL,
+/// or for a WebSocket API (`websocket`) a ws(s) URL.
+pub fn validate_endpoint_config(config: &str, websocket: bool) -> Result<Value, String> {
     let doc: Value = serde_json::from_str(config)
         .map_err(|e| format!("endpointConfig is not a valid JSON document: {e}"))?;
     let object = doc
@@ -427,12 +430,12 @@ pub fn validate_endpoint_config(config: &str) -> Result<Value, String> {
             None | Some(Value::Null) => {}
             Some(Value::Array(list)) => {
                 for endpoint in list {
-                    check_endpoint(key, endpoint)?;
+                    check_endpoint(key, endpoint, websocket)?;
                 }
                 found |= !list.is_empty();
             }
             Some(endpoint) => {
-                check_endpoint(key, endpoint)?;
+                check_endpoint(key, endpoint, websocket)?;
                 found = true;
             }
         }
@@ -444,7 +447,7 @@ pub fn validate_endpoint_config(config: &str) -> Result<Value, String> {
             Some(endpoint) => vec![endpoint],
         };
         for endpoint in endpoints {
-            check_endpoint(key, endpoint)?;
+            check_endpoint(key, endpoint, websocket)?;
         }
     }
     // Endpoint types, bounds and each endpoint's settings.
@@ -456,15 +459,30 @@ pub fn validate_endpoint_config(config: &str) -> Result<Value, String> {
     }
 }
 
-fn check_endpoint(key: &str, endpoint: &Value) -> Result<(), String> {
+/// One endpoint's URL: http(s) for an HTTP API; ws(s) for a WebSocket API, which WSO2
+/// refuses otherwise with "Endpoint URLs should be valid web socket URLs".
+fn check_endpoint(key: &str, endpoint: &Value, websocket: bool) -> Result<(), String> {
     let url = endpoint
         .get("url")
         .and_then(Value::as_str)
         .ok_or_else(|| format!("{key} in endpointConfig must have a \"url\""))?;
-    let rest = url
-        .strip_prefix("http://")
-        .or_else(|| url.strip_prefix("https://"))
-        .ok_or_else(|| format!("{key} url '{url}' must be an http:// or https:// URL"))?;
+    let schemes: &[&str] = if websocket {
+        &["ws://", "wss://"]
+    } else {
+        &["http://", "https://"]
+    };
+    let rest = schemes
+        .iter()
+        .find_map(|scheme| url.strip_prefix(scheme))
+        .ok_or_else(|| {
+            if websocket {
+                format!(
+                    "Endpoint URLs should be valid web socket URLs: {key} url '{url}' must be a ws:// or wss:// URL"
+                )
+            } else {
+                format!("{key} url '{url}' must be an http:// or https:// URL")
+            }
+        })?;
     if rest.is_empty() || rest.starts_with('/') || url.contains(char::is_whitespace) {
         return Err(format!("{key} url '{url}' has no host"));
     }
@@ -573,15 +591,43 @@ mod tests {
     #[test]
     fn endpoint_config_needs_an_http_endpoint() {
         let ok = r#"{"production_endpoints":{"url":"http://localhost:8080/api","config":null},"sandbox_endpoints":null,"endpoint_type":"http"}"#;
-        assert!(validate_endpoint_config(ok).is_ok());
-        assert!(validate_endpoint_config(r#"{"endpoint_type":"http"}"#).is_err());
+        assert!(validate_endpoint_config(ok, false).is_ok());
+        assert!(validate_endpoint_config(r#"{"endpoint_type":"http"}"#, false).is_err());
         assert!(
             validate_endpoint_config(
-                r#"{"production_endpoints":{"url":"ftp://x"},"endpoint_type":"http"}"#
+                r#"{"production_endpoints":{"url":"ftp://x"},"endpoint_type":"http"}"#,
+                false
             )
             .is_err()
         );
-        assert!(validate_endpoint_config("{").is_err());
+        assert!(validate_endpoint_config("{", false).is_err());
+    }
+
+    #[test]
+    fn websocket_apis_take_ws_endpoints_only() {
+        let config = |url: &str| {
+            serde_json::json!({
+                "production_endpoints": {"url": url},
+                "sandbox_endpoints": {"url": "wss://backend.example/chat"},
+                "endpoint_type": "http"
+            })
+            .to_string()
+        };
+        assert!(validate_endpoint_config(&config("ws://localhost:8080/echo"), true).is_ok());
+        let refused =
+            validate_endpoint_config(&config("http://localhost:8080/"), true).unwrap_err();
+        assert!(refused.contains("valid web socket URLs"), "{refused}");
+        let refused = validate_endpoint_config(&config("ws://localhost:8080/"), false).unwrap_err();
+        assert!(refused.contains("http:// or https://"), "{refused}");
+        assert!(validate_endpoint_config(&config("ws:///x"), true).is_err());
+        // The egress policy reads ws(s) URLs as it reads http(s) ones.
+        let policy = EndpointPolicy {
+            egress: EgressPolicy::parse("").unwrap(),
+            listener: "127.0.0.1:9763".parse().unwrap(),
+        };
+        assert!(policy.check(&config("ws://10.1.2.3:8080/")).is_ok());
+        assert!(policy.check(&config("ws://127.0.0.1:8080/")).is_err());
+        assert!(policy.check(&config("ws://169.254.169.254/")).is_err());
     }
 
     #[test]

@@ -155,11 +155,12 @@ fn check_alias(alias: &str) -> Result<()> {
     Ok(())
 }
 
-/// The endpoint a certificate is for: an `http(s)://` URL without spaces.
+/// The endpoint a certificate is for: an `http(s)://` URL, or a WebSocket API's `wss://`,
+/// without spaces.
 fn check_endpoint(endpoint: &str) -> Result<()> {
-    let url = endpoint
-        .strip_prefix("https://")
-        .or_else(|| endpoint.strip_prefix("http://"));
+    let url = ["https://", "http://", "wss://"]
+        .iter()
+        .find_map(|scheme| endpoint.strip_prefix(scheme));
     let fine = url.is_some_and(|rest| !rest.is_empty())
         && trust::endpoint_of(endpoint).is_some()
         && endpoint.chars().count() <= MAX_ENDPOINT_CHARS
@@ -168,7 +169,7 @@ fn check_endpoint(endpoint: &str) -> Result<()> {
             .any(|c| c.is_whitespace() || c.is_control());
     if !fine {
         return Err(Error::Invalid(format!(
-            "The endpoint must be an http:// or https:// URL of at most {MAX_ENDPOINT_CHARS} characters"
+            "The endpoint must be an http://, https:// or wss:// URL of at most {MAX_ENDPOINT_CHARS} characters"
         )));
     }
     Ok(())

@@ -10,9 +10,9 @@ use anyhow::Context;
 use apim_manifest::bounds::MAX_ENTRY_BYTES;
 use apim_manifest::entries::json;
 use apim_manifest::{
-    ApiRoute, ApiState, Application, AuthType, EntriesBuilder, Meta, Operation, Revocation,
-    RouteSource, Subscription, TenantTiers, Tiers, TokenKey, compile_template, key, route_table,
-    specificity,
+    ApiRoute, ApiState, ApiType, Application, AuthType, EntriesBuilder, Meta, Operation,
+    Revocation, RouteSource, Subscription, TenantTiers, Tiers, TokenKey, compile_template, key,
+    route_table, specificity, websocket_operations,
 };
 use jsonwebtoken::jwk::AlgorithmParameters;
 use serde_json::Value;
@@ -427,6 +427,10 @@ fn api_route(
         .as_deref()
         .and_then(|c| serde_json::from_str(c).ok())
         .unwrap_or(Value::Null);
+    let api_type = match record.api_type.as_deref() {
+        Some("WS") => ApiType::Ws,
+        _ => ApiType::Http,
+    };
     ApiRoute {
         id,
         name,
@@ -434,7 +438,10 @@ fn api_route(
         context,
         state,
         default_version: record.is_default_version.unwrap_or(false),
-        operations: operations(record.api_definition.as_deref().unwrap_or("{}")),
+        operations: match api_type {
+            ApiType::Http => operations(record.api_definition.as_deref().unwrap_or("{}")),
+            ApiType::Ws => websocket_operations(),
+        },
         production_url: endpoint_url(&endpoints["production_endpoints"]),
         sandbox_url: endpoint_url(&endpoints["sandbox_endpoints"]),
         sealed_backend_authorization,
@@ -447,6 +454,7 @@ fn api_route(
                 .max(0) as u64
         }),
         endpoints: endpoint_lists(&endpoints),
+        api_type,
     }
 }
 
