@@ -306,9 +306,7 @@ fn serve_connection(
             None => Stream::Plain(stream),
         };
         let io = TokioIo::new(Preface::new(stream, listener.header_timeout));
-        let connection = listener
-            .builder
-            .serve_connection_with_upgrades(io, service);
+        let connection = listener.builder.serve_connection_with_upgrades(io, service);
         if let Err(err) = watcher.watch(connection).await {
             tracing::debug!(%peer, "connection ended with error: {err}");
         }

@@ -77,6 +77,10 @@ impl Drop for EchoSocketBackend {
 }
 
 /// Accepts one connection, keeping its handshake, and echoes until it closes.
+#[allow(
+    clippy::result_large_err,
+    reason = "tungstenite's handshake callback returns its own error response"
+)]
 async fn echo(stream: TcpStream, handshakes: Arc<Mutex<Vec<Handshake>>>) {
     let keep = |request: &Request, response: Response| {
         let headers = request

@@ -360,22 +360,18 @@ impl Gateway {
 }
 
 /// Whether a request and an API agree about WebSocket: a handshake only to a WebSocket
-/// API, and only where the host `upgrades` connections (the refusal says so rather than
-/// let the handshake fail at the backend); nothing but handshakes to a WebSocket API.
+/// API, and nothing but handshakes to a WebSocket API. Where the host cannot upgrade
+/// connections, every request to a WebSocket API is refused saying so (rather than let
+/// it fail at the backend): such a host need not even pass `Upgrade` on (wasmtime's
+/// `wasi:http` drops it as hop-by-hop).
 fn check_websocket(api: &ApiRoute, request: &Request, upgrades: bool) -> Result<(), Fault> {
     let asks = upgrade::asks_for_websocket(&request.headers);
     match (api.api_type, asks) {
         (ApiType::Http, false) => Ok(()),
         (ApiType::Http, true) => Err(Fault::not_a_websocket_api(&api.context, &api.version)),
+        (ApiType::Ws, _) if !upgrades => Err(Fault::upgrade_unsupported()),
         (ApiType::Ws, false) => Err(Fault::websocket_only(&api.context, &api.version)),
-        (ApiType::Ws, true) => {
-            upgrade::check_handshake(&request.method, &request.headers)?;
-            if upgrades {
-                Ok(())
-            } else {
-                Err(Fault::upgrade_unsupported())
-            }
-        }
+        (ApiType::Ws, true) => upgrade::check_handshake(&request.method, &request.headers),
     }
 }
 

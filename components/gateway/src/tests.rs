@@ -2174,8 +2174,11 @@ fn websocket_apis_take_handshakes_with_a_header_or_query_token() {
         refused(decide(&mut world, "/chat/v1?access_token=bogus", &[])).0,
         401
     );
-    let plain = world.call("GET", "/chat/v1", &[("authorization", &bearer)]);
-    assert_eq!(plain.status, 400);
+    let plain = world.gateway.decide(
+        &world.host,
+        &request("GET", "/chat/v1", &[("authorization", &bearer)], b""),
+    );
+    assert_eq!(refused(plain).0, 400);
     let broken = world.gateway.decide(
         &world.host,
         &request(
@@ -2190,7 +2193,10 @@ fn websocket_apis_take_handshakes_with_a_header_or_query_token() {
     let to_http = decide(&mut world, "/dev/v1/devs/a", &[("authorization", &bearer)]);
     let (status, _) = refused(to_http);
     assert_eq!(status, 400);
-    // The wasi:http handler cannot upgrade: 501, whatever the token.
+    // The wasi:http handler cannot upgrade: 501, whatever the token, handshake or not
+    // (a host may drop `Upgrade`).
+    let plain = world.call("GET", "/chat/v1", &[("authorization", &bearer)]);
+    assert_eq!(plain.status, 501);
     let mut headers = handshake.to_vec();
     headers.push(("authorization", &bearer));
     let answered = world.call("GET", "/chat/v1", &headers);

@@ -8,6 +8,7 @@ use wasip2::http::types::{IncomingRequest, ResponseOutparam};
 
 use crate::access::{self, Logged};
 use crate::call::Call;
+use crate::faults::Fault;
 use crate::forward::BackendTarget;
 use crate::gateway::{self, Decision};
 use crate::host::{Host, Request, Response};

@@ -12,6 +12,7 @@ use crate::call::Call;
 use crate::gateway;
 use crate::host::{Host, Request, Response};
 use crate::wasi_host::{GATEWAY, WasiHost, access_log_on, body_fault};
+use apim_http::bodies::Carriage;
 
 struct Component;
 
@@ -41,7 +42,8 @@ impl wasip3::exports::http::handler::Guest for Component {
             println!("{line}");
         }
         // Once answered, where the host runs no loop of its own, catch up if it is time.
-        wasip3::spawn(async { crate::sync::catch_up_if_due(&WasiHost) });
+        let head = GATEWAY.with(|gateway| gateway.borrow_mut().take_head_read());
+        wasip3::spawn(async move { crate::sync::catch_up_if_due(&WasiHost, head) });
         Ok(answer)
     }
 }
@@ -49,11 +51,15 @@ impl wasip3::exports::http::handler::Guest for Component {
 /// The gateway's answer to `request`, whose head is `head`; refusals that need only the
 /// head come before any body is read.
 async fn answer(request: WasiRequest, mut head: Request, call: &mut Call) -> Response {
-    if let Err((refusal, code)) = gateway::admit_target(&WasiHost, &head) {
-        call.fault_code = code;
-        return refusal;
-    }
-    if let Err(err) = http::read_request_body(request, &mut head).await {
+    let target = match gateway::admit_target(&WasiHost, &head, Carriage::Held) {
+        Ok(target) => target,
+        Err((refusal, code)) => {
+            call.fault_code = code;
+            return refusal;
+        }
+    };
+    let limit = gateway::held_body_limit(&WasiHost, &target);
+    if let Err(err) = http::read_request_body(request, &mut head, limit).await {
         let fault = body_fault(err);
         call.fault_code = fault.code;
         return fault.render(&head.headers);

@@ -43,30 +43,36 @@ pub fn request_head(request: &WasiRequest) -> Request {
 /// The incoming request with its body read whole.
 pub async fn read_request(request: WasiRequest) -> Result<Request, BodyError> {
     let mut head = request_head(&request);
-    read_request_body(request, &mut head).await?;
+    read_request_body(request, &mut head, MAX_BODY_BYTES).await?;
     Ok(head)
 }
 
-/// Reads the body of `request`, whose head is `head`, into it.
-pub async fn read_request_body(request: WasiRequest, head: &mut Request) -> Result<(), BodyError> {
+/// Reads the body of `request`, whose head is `head`, into it: at most `limit` bytes
+/// (capped at [`MAX_BODY_BYTES`]), announced or chunked alike.
+pub async fn read_request_body(
+    request: WasiRequest,
+    head: &mut Request,
+    limit: usize,
+) -> Result<(), BodyError> {
     // Most requests (GET, DELETE) have no body to read.
     if may_have_body(&head.method, &head.headers) {
         let expected = content_length(&head.headers);
         // Dropped once read: the host then hears the body was taken whole (its default).
         let (_taken, taken) = wit_future::new(|| Ok(()));
         let (stream, _trailers) = WasiRequest::consume_body(request, taken);
-        head.body = read_stream(stream, expected).await?;
+        head.body = read_stream(stream, expected, limit.min(MAX_BODY_BYTES)).await?;
     }
     Ok(())
 }
 
-/// A body stream's bytes, at most [`MAX_BODY_BYTES`]. With its length known, it stops
-/// once that much has arrived rather than wait for the end of the stream.
+/// A body stream's bytes, at most `limit`. With its length known, it stops once that much
+/// has arrived rather than wait for the end of the stream.
 async fn read_stream(
     mut stream: StreamReader<u8>,
     expected: Option<usize>,
+    limit: usize,
 ) -> Result<Vec<u8>, BodyError> {
-    if expected.is_some_and(|n| n > MAX_BODY_BYTES) {
+    if expected.is_some_and(|n| n > limit) {
         return Err(BodyError::TooLarge);
     }
     let mut bytes = Vec::with_capacity(expected.unwrap_or(0));
@@ -75,11 +81,11 @@ async fn read_stream(
             return Ok(bytes);
         }
         if bytes.len() == bytes.capacity() {
-            bytes.reserve(READ_CHUNK.min(MAX_BODY_BYTES + 1 - bytes.len()));
+            bytes.reserve(READ_CHUNK.min(limit + 1 - bytes.len()));
         }
         let (result, read) = stream.read(bytes).await;
         bytes = read;
-        if bytes.len() > MAX_BODY_BYTES {
+        if bytes.len() > limit {
             return Err(BodyError::TooLarge);
         }
         match result {
@@ -157,7 +163,7 @@ async fn send_async(request: Outbound) -> Result<Response, SendError> {
     let headers = answer.get_headers().copy_all();
     let (_read, read) = wit_future::new(|| Ok(()));
     let (stream, _trailers) = WasiResponse::consume_body(answer, read);
-    let body = read_stream(stream, content_length(&headers))
+    let body = read_stream(stream, content_length(&headers), MAX_BODY_BYTES)
         .await
         .map_err(|_| unreachable("response body"))?;
     Ok(Response {

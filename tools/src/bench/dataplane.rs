@@ -26,8 +26,8 @@ pub enum Case {
     GatewayOpaque,
     /// 5. edge-gateway, `x-auth-type: None`.
     GatewayOpen,
-    /// 6. edge-gateway hosting the component as Spin does: a fresh instance per request,
-    /// the `wasi:http` path, a SQLite store as Spin's default; full policy, JWT.
+    /// Case 6: edge-gateway hosting the component as Spin does (a fresh instance per
+    /// request, the `wasi:http` path, a SQLite store as Spin's default); full policy, JWT.
     SpinLike,
 }
 
