@@ -566,9 +566,31 @@ pub fn dev_facade_p3_component() -> PathBuf {
     built_p3_components().join("dev_facade.wasm")
 }
 
-/// The build of the WASIp3 artefacts: the same packages with the feature `p3`, in a target
-/// directory of their own (`<target>/p3`) so that they do not replace the WASI 0.2 ones.
-pub const P3_BUILD: [&str; 11] = [
+/// Builds the WASIp3 artefacts once: the same build as the WASI 0.2 components' with the
+/// feature `p3`, into a target directory of their own (`<target>/p3`) so that they do not
+/// replace the WASI 0.2 ones; the directory of their `.wasm` files.
+fn built_p3_components() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            built_components();
+            let dir = target_dir().join("p3");
+            let dir_arg = dir.display().to_string();
+            let mut args = COMPONENTS_BUILD.to_vec();
+            args.extend([
+                "--features",
+                "gateway/p3,dev-facade/p3",
+                "--target-dir",
+                &dir_arg,
+            ]);
+            run_cargo(&args);
+            dir.join("wasm32-wasip2/release")
+        })
+        .clone()
+}
+
+/// The build of both components for `wasm32-wasip2`.
+const COMPONENTS_BUILD: [&str; 8] = [
     "build",
     "-p",
     "gateway",
@@ -577,26 +599,7 @@ pub const P3_BUILD: [&str; 11] = [
     "--target",
     "wasm32-wasip2",
     "--release",
-    "--features",
-    "gateway/p3,dev-facade/p3",
-    "--target-dir",
 ];
-
-/// Builds the WASIp3 artefacts once ([`P3_BUILD`]); the directory of their `.wasm` files.
-fn built_p3_components() -> PathBuf {
-    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            built_components();
-            let dir = target_dir().join("p3");
-            let mut args = P3_BUILD.to_vec();
-            let dir_arg = dir.display().to_string();
-            args.push(&dir_arg);
-            run_cargo(&args);
-            dir.join("wasm32-wasip2/release")
-        })
-        .clone()
-}
 
 /// Builds both components and the host binaries once; the directory of the `.wasm` files.
 fn built_components() -> PathBuf {
@@ -604,17 +607,7 @@ fn built_components() -> PathBuf {
     BUILT
         .get_or_init(|| {
             ensure_wasm_target();
-            let components = [
-                "build",
-                "-p",
-                "gateway",
-                "-p",
-                "dev-facade",
-                "--target",
-                "wasm32-wasip2",
-                "--release",
-            ];
-            run_cargo(&components);
+            run_cargo(&COMPONENTS_BUILD);
             if binary_dir().ends_with("release") {
                 // The workspace's feature set, which `cargo build --release --workspace`
                 // resolved too: the binaries and `legacy-soap` in one build.
