@@ -121,6 +121,8 @@ pub enum Part {
     Idle,
     /// Case 4 on the `wasi:http` path, the WASI 0.2 and the WASIp3 artefacts.
     Artefacts,
+    /// Case 4 against an HTTPS backend, beside the plain one.
+    Https,
 }
 
 impl Options {
@@ -162,7 +164,6 @@ pub fn run(options: Options) {
         }
         let machine = machine::describe();
         let data = dataplane::measure(&options, &backend, &platform).await;
-        let https = https::measure(&options, &platform).await;
         let profile = if options.no_profile {
             None
         } else {
@@ -174,7 +175,6 @@ pub fn run(options: Options) {
             options: &options,
             machine,
             data,
-            https,
             control,
             profile,
         };
@@ -183,9 +183,16 @@ pub fn run(options: Options) {
     });
 }
 
-/// The fleet, throttling and artefacts cases (those `--only` selects), each written to its
+/// The HTTPS-backend, Spin-like, artefacts, fleet, throttling and idle cases (those `--only` selects), each written to its
 /// own section of the report as soon as it is measured.
 async fn run_parts(options: &Options) {
+    if options.runs(Part::Https) {
+        let backend = backend::FastBackend::start();
+        let platform = platform::Platform::start(&backend.url).await;
+        let runs = https::measure(options, &platform).await;
+        platform.stop().await;
+        report::write_section(options, Part::Https, &https::table(options, &runs));
+    }
     if options.runs(Part::SpinLike) {
         let runs = spin_like::measure(options).await;
         report::write_section(options, Part::SpinLike, &spin_like::section(options, &runs));

@@ -19,7 +19,7 @@ pub const SECURED: &str = "/echo";
 pub const OPEN: &str = "/open";
 /// Requests per second allowed to the benchmark API, as many as Envoy's rate-limit bucket
 /// (`tools/fixtures/bench/envoy.yaml`) holds: counted, never reached.
-const RATE_CAP: u64 = 1_000_000_000;
+pub const RATE_CAP: u64 = 1_000_000_000;
 
 /// A resource of the benchmark's API.
 pub struct Resource {

@@ -27,8 +27,6 @@ pub struct Report<'a> {
     pub machine: Vec<(String, String)>,
     /// Cases 1 to 5.
     pub data: DataPlane,
-    /// Case 4 against an HTTPS backend, beside the plain one.
-    pub https: super::https::HttpsRuns,
     /// Control plane and propagation.
     pub control: ControlResults,
     /// The gateway's profile under case 4.
@@ -61,7 +59,6 @@ impl Report<'_> {
         md.push_str(&self.machine_table());
         md.push_str(&self.targets());
         md.push_str(&self.data_plane());
-        md.push_str(&super::https::table(o, &self.https));
         md.push_str(&self.control_plane());
         md.push_str(&profile(
             "the gateway's",
@@ -745,6 +742,7 @@ fn section_markers(part: Part) -> (String, String) {
         Part::SpinLike => "spin-like",
         Part::Idle => "idle",
         Part::Artefacts => "artefacts",
+        Part::Https => "https",
     };
     (
         format!(
