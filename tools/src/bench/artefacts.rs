@@ -12,6 +12,7 @@ use super::Options;
 use super::backend::FastBackend;
 use super::load::{Load, Wrk};
 use super::platform::{BASE, Platform, SECURED};
+use super::profile::{self, Profile};
 use super::stats::median;
 use harness::{Client, ServerProcess, machine};
 
@@ -26,8 +27,20 @@ pub struct ArtefactRuns {
     pub single: Vec<Load>,
 }
 
-/// The artefacts and how each is hosted: a label and edge-gateway's settings.
+/// The row whose gateway is profiled: the WASIp3 artefact as Spin 4.1 hosts it.
+const PROFILED: usize = 1;
+
+/// The artefacts and how each is hosted: a label and edge-gateway's settings (each with
+/// a perf map, so that the profile names the component's functions).
 fn hostings() -> Vec<(&'static str, Vec<(&'static str, String)>)> {
+    let mut hostings = artefact_hostings();
+    for (_, settings) in &mut hostings {
+        settings.push(("APIM_PERF_MAP", "true".to_string()));
+    }
+    hostings
+}
+
+fn artefact_hostings() -> Vec<(&'static str, Vec<(&'static str, String)>)> {
     let p3 = harness::p3_settings();
     let mut one_at_a_time = p3.clone();
     one_at_a_time.push(("APIM_P3_CONCURRENCY", "1".to_string()));
@@ -47,8 +60,9 @@ fn hostings() -> Vec<(&'static str, Vec<(&'static str, String)>)> {
     ]
 }
 
-/// Starts the platform and a gateway per artefact, and runs the rounds.
-pub async fn measure(options: &Options) -> Vec<ArtefactRuns> {
+/// Starts the platform and a gateway per artefact, runs the rounds, and profiles the
+/// [`PROFILED`] row's gateway.
+pub async fn measure(options: &Options) -> (Vec<ArtefactRuns>, Option<Profile>) {
     let backend = FastBackend::start();
     let platform = Platform::start(&backend.url).await;
     let stack = &platform.stack;
@@ -99,6 +113,21 @@ pub async fn measure(options: &Options) -> Vec<ArtefactRuns> {
             runs.single.push(single.run().await);
         }
     }
+    let profile = if options.no_profile {
+        None
+    } else {
+        let (gateway, runs) = &gateways[PROFILED];
+        eprintln!("bench: profiling edge-gateway under case 4, {}", runs.label);
+        let url = format!("{}{path}", gateway.url);
+        let load = Wrk {
+            url: &url,
+            connections: options.connections,
+            duration: options.run_time(),
+            headers: &headers,
+            script: None,
+        };
+        profile::record(&platform, gateway.pid(), "edge-gateway", load).await
+    };
     machine::pin_process(platform.control_plane_pid(), "0,1");
     let mut results = Vec::new();
     for (gateway, runs) in gateways {
@@ -106,11 +135,11 @@ pub async fn measure(options: &Options) -> Vec<ArtefactRuns> {
         results.push(runs);
     }
     platform.stop().await;
-    results
+    (results, profile)
 }
 
 /// The report's section.
-pub fn table(options: &Options, runs: &[ArtefactRuns]) -> String {
+pub fn table(options: &Options, runs: &[ArtefactRuns], profile: Option<&Profile>) -> String {
     let c = options.connections;
     let mut md = format!(
         "### The gateway's artefacts on the `wasi:http` path\n\nCase 4 (full policy, JWT, \
@@ -145,5 +174,12 @@ pub fn table(options: &Options, runs: &[ArtefactRuns]) -> String {
             median(runs.single.iter().map(|l| l.p50_us)),
         );
     }
+    let label = runs.get(PROFILED).map_or("", |r| r.label);
+    md.push('\n');
+    md.push_str(&super::report::profile(
+        "the WASIp3 artefact's gateway's",
+        &format!("edge-gateway under case 4, {label}"),
+        profile,
+    ));
     md
 }

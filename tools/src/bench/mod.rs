@@ -198,8 +198,8 @@ async fn run_parts(options: &Options) {
         report::write_section(options, Part::SpinLike, &spin_like::section(options, &runs));
     }
     if options.runs(Part::Artefacts) {
-        let runs = artefacts::measure(options).await;
-        let markdown = artefacts::table(options, &runs);
+        let (runs, profile) = artefacts::measure(options).await;
+        let markdown = artefacts::table(options, &runs, profile.as_ref());
         report::write_section(options, Part::Artefacts, &markdown);
     }
     if options.runs(Part::Fleet) {
