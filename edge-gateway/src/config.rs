@@ -11,29 +11,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context as _, bail, ensure};
+use apim_http::contract::{self, settings};
 use clap::Parser;
 
-use crate::config_store::{Variables, parse_variable};
-
-/// Name under which `APIM_CONTROL_PLANE_URL` is exposed through `wasi:config/store`.
-pub const CONTROL_PLANE_URL_VAR: &str = "control_plane_url";
-/// The gateway component's variable saying who makes the gateway's trace span.
-pub const TRACE_SPANS_VAR: &str = "trace_spans";
-/// Name under which `APIM_MANIFEST_PUBLIC_KEY` is exposed through `wasi:config/store`.
-pub const MANIFEST_PUBLIC_KEY_VAR: &str = "manifest_public_key";
-/// Name under which `APIM_EGRESS_ALLOW` is exposed through `wasi:config/store`.
-pub const EGRESS_ALLOW_VAR: &str = "egress_allow";
-/// The variable holding the secret that proves a caller of `/_apim/*`.
-pub const GATEWAY_SECRET_VAR: &str = "gateway_secret";
-/// The gateway's id (in `Via`, and as it checks in with the control plane).
-pub const GATEWAY_ID_VAR: &str = "gateway_id";
-/// The component's id when `gateway_id` is not set (its `DEFAULT_GATEWAY_ID`).
-pub const DEFAULT_GATEWAY_ID: &str = "apim-gateway";
-/// The gateway environment it serves.
-pub const GATEWAY_ENVIRONMENT_VAR: &str = "gateway_environment";
-/// How often requests catch up with the control plane (`0` here: the host's own loop does,
-/// see `sync.rs`; Spin, with no loop, leaves the component's default).
-pub const CATCH_UP_VAR: &str = "catch_up_interval_ms";
+use crate::wit_host::config_store::{Variables, parse_variable};
 
 /// Parses `on` / `off` (also `true` / `false`).
 fn parse_switch(text: &str) -> Result<bool, String> {
@@ -299,7 +280,7 @@ pub struct Config {
 
     /// One JSON line per request on standard output (`on` or `off`): time, client, API,
     /// version, resource, application, key type, user, status, fault code, latencies
-    /// and bytes (see `telemetry::access`).
+    /// and bytes (see `telemetry::access_log`).
     #[arg(
         long,
         env = "APIM_ACCESS_LOG",
@@ -548,24 +529,27 @@ impl Config {
         let egress_allow = Some(self.egress_allow.clone());
         let max_body = self.max_request_body_bytes.map(|bytes| bytes.to_string());
         let dedicated = [
-            (CONTROL_PLANE_URL_VAR, &self.control_plane_url),
-            (MANIFEST_PUBLIC_KEY_VAR, &self.manifest_public_key),
-            (EGRESS_ALLOW_VAR, &egress_allow),
-            (GATEWAY_SECRET_VAR, &self.gateway_secret),
-            (apim_http::bodies::SETTING, &max_body),
+            (settings::CONTROL_PLANE_URL, &self.control_plane_url),
+            (settings::MANIFEST_PUBLIC_KEY, &self.manifest_public_key),
+            (settings::EGRESS_ALLOW, &egress_allow),
+            (settings::GATEWAY_SECRET, &self.gateway_secret),
+            (settings::MAX_REQUEST_BODY_BYTES, &max_body),
         ];
         for (name, value) in dedicated {
             if let Some(value) = value.as_deref().filter(|v| !v.is_empty()) {
                 vars.insert(name.to_owned(), value.to_owned());
             }
         }
-        // This host makes and exports the gateway's trace span (crate::telemetry::trace).
-        if vars.get(TRACE_SPANS_VAR).is_none() {
-            vars.insert(TRACE_SPANS_VAR.to_owned(), "host".to_owned());
+        // This host makes and exports the gateway's trace span (crate::telemetry::spans).
+        if vars.get(settings::TRACE_SPANS).is_none() {
+            vars.insert(
+                settings::TRACE_SPANS.to_owned(),
+                contract::TRACE_SPANS_BY_HOST.to_owned(),
+            );
         }
-        // This host keeps the component current itself (crate::sync): requests need not.
-        if vars.get(CATCH_UP_VAR).is_none() {
-            vars.insert(CATCH_UP_VAR.to_owned(), "0".to_owned());
+        // This host keeps the component current itself (crate::manifest_watch): requests need not.
+        if vars.get(settings::CATCH_UP_MS).is_none() {
+            vars.insert(settings::CATCH_UP_MS.to_owned(), "0".to_owned());
         }
         Ok(vars)
     }
@@ -751,7 +735,7 @@ mod tests {
             "gateway_secret=other",
         ]);
         assert_eq!(
-            config.variables().unwrap().get(GATEWAY_SECRET_VAR),
+            config.variables().unwrap().get(settings::GATEWAY_SECRET),
             Some("s3cret")
         );
         assert_eq!(
@@ -839,10 +823,10 @@ mod tests {
         assert_eq!(vars.get("b"), Some("x=y"));
         assert_eq!(vars.get("c"), Some("3"));
         assert_eq!(
-            vars.get(CONTROL_PLANE_URL_VAR),
+            vars.get(settings::CONTROL_PLANE_URL),
             Some("http://127.0.0.1:9000")
         );
-        assert_eq!(vars.get(MANIFEST_PUBLIC_KEY_VAR), None);
+        assert_eq!(vars.get(settings::MANIFEST_PUBLIC_KEY), None);
     }
 
     #[test]
@@ -922,17 +906,17 @@ mod tests {
             ]
         );
         assert_eq!(
-            gateway.get(TRACE_SPANS_VAR),
+            gateway.get(settings::TRACE_SPANS),
             Some("host"),
             "this host makes the span"
         );
         assert_eq!(
-            gateway.get(CATCH_UP_VAR),
+            gateway.get(settings::CATCH_UP_MS),
             Some("0"),
             "this host's loop keeps it current"
         );
-        assert_eq!(gateway.get(GATEWAY_SECRET_VAR), Some("s3cret"));
-        assert_eq!(facade.get(GATEWAY_SECRET_VAR), None);
+        assert_eq!(gateway.get(settings::GATEWAY_SECRET), Some("s3cret"));
+        assert_eq!(facade.get(settings::GATEWAY_SECRET), None);
         let twice = parse(&["--extra-var", "a=1", "--extra-var", "a=2"]);
         assert!(twice.validate().is_err());
     }

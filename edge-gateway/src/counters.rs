@@ -30,11 +30,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use apim_http::expiry;
 use tokio::sync::Notify;
 
-use crate::bindings::exports::apim::gateway::policy::{Limit, LimitKind};
-use crate::keyvalue::{Grant, KvStore, Made};
+use crate::wit_host::bindings::exports::apim::gateway::policy::{Limit, LimitKind};
+use crate::wit_host::keyvalue::{Grant, KvStore, Made};
+use apim_http::contract::KV_BUCKET;
 
-/// The bucket the component keeps its counters in.
-const BUCKET: &str = "default";
 /// Most grants a node asks for at once.
 pub const MOST_WANTED: u64 = 64;
 /// How long a node holds grants unused before it gives them back, milliseconds.
@@ -255,10 +254,10 @@ impl Counters {
         if held > 0 {
             let (kv, counter, made) = (
                 self.kv.clone(),
-                counter_key(base, holding.window),
+                expiry::window_counter(base, holding.window),
                 holding.made,
             );
-            tokio::spawn(async move { kv.give_back(made, BUCKET, &counter, held).await });
+            tokio::spawn(async move { kv.give_back(made, KV_BUCKET, &counter, held).await });
         }
         holding.window = number;
         holding.refusing_until_ms = 0;
@@ -290,8 +289,8 @@ impl Counters {
             Err(()) => {}
         });
         if let Some((window, made, count)) = unheld.filter(|(_, _, count)| *count > 0) {
-            let counter = counter_key(&counted.base, window);
-            self.kv.give_back(made, BUCKET, &counter, count).await;
+            let counter = expiry::window_counter(&counted.base, window);
+            self.kv.give_back(made, KV_BUCKET, &counter, count).await;
         }
         given.is_ok()
     }
@@ -305,8 +304,8 @@ impl Counters {
         want: u64,
     ) -> Result<(u64, Made), ()> {
         let (current, previous) = (
-            counter_key(&counted.base, number),
-            counter_key(&counted.base, number - 1),
+            expiry::window_counter(&counted.base, number),
+            expiry::window_counter(&counted.base, number - 1),
         );
         let grant = Grant {
             current: &current,
@@ -316,7 +315,7 @@ impl Counters {
             into_ms: (now - number * counted.window).max(0) as u64,
             want,
         };
-        self.kv.grant(BUCKET, &grant).await.map_err(|err| {
+        self.kv.grant(KV_BUCKET, &grant).await.map_err(|err| {
             tracing::warn!(?err, "throttling counter unavailable; admitting");
         })
     }
@@ -336,8 +335,8 @@ impl Counters {
             Taken::Counted { window, made } => (window, made),
             Taken::Uncounted => return,
         };
-        let counter = counter_key(&counted.base, window);
-        self.kv.give_back(made, BUCKET, &counter, 1).await;
+        let counter = expiry::window_counter(&counted.base, window);
+        self.kv.give_back(made, KV_BUCKET, &counter, 1).await;
     }
 
     /// The node's holding of the counter `base`.
@@ -400,7 +399,7 @@ async fn sweep(slots: Weak<Mutex<HashMap<String, Arc<Slot>>>>, kv: KvStore) {
             let unused_for = now - holding.last_used_ms;
             if holding.held > 0 && unused_for >= IDLE_MS && !holding.asking {
                 idle.push((
-                    counter_key(base, holding.window),
+                    expiry::window_counter(base, holding.window),
                     holding.made,
                     holding.held,
                 ));
@@ -413,7 +412,7 @@ async fn sweep(slots: Weak<Mutex<HashMap<String, Arc<Slot>>>>, kv: KvStore) {
         });
         drop(slots);
         for (counter, made, held) in idle {
-            kv.give_back(made, BUCKET, &counter, held).await;
+            kv.give_back(made, KV_BUCKET, &counter, held).await;
         }
     }
 }
@@ -435,12 +434,6 @@ fn counted(limit: &Limit) -> Option<Counted> {
     })
 }
 
-/// The store key of a counter in window `number`, under its prefix
-/// ([`expiry::window_counters`], the component's name for it too).
-fn counter_key(base: &str, number: i64) -> String {
-    format!("{base}:{number}")
-}
-
 /// Milliseconds since the Unix epoch: every node counts in windows of the wall clock.
 fn now_ms() -> i64 {
     SystemTime::now()
@@ -460,7 +453,7 @@ mod tests {
     use std::future::Future as _;
 
     use super::*;
-    use crate::keyvalue::redis_store::RedisStore;
+    use crate::wit_host::keyvalue::redis_store::RedisStore;
 
     const REDIS: &str = "redis://127.0.0.1:6379/0";
 
@@ -635,11 +628,11 @@ mod tests {
         let limit = limit(LimitKind::SubscriptionTier, "sub", 80, 60_000);
         room_in_window(60_000, 5_000).await;
         let number = now_ms().div_euclid(60_000);
-        let key = counter_key(&counted(&limit).unwrap().base, number);
+        let key = expiry::window_counter(&counted(&limit).unwrap().base, number);
         let in_redis = async || {
             let value = nodes[1]
                 .kv
-                .get(BUCKET, &key)
+                .get(KV_BUCKET, &key)
                 .await
                 .unwrap()
                 .unwrap_or_default();

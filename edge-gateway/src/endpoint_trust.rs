@@ -17,10 +17,9 @@ use apim_manifest::key;
 use apim_manifest::stored::{self, HEAD_KEY, Head};
 use apim_manifest::trust::EndpointTrust;
 
-use crate::keyvalue::KvStore;
+use crate::wit_host::keyvalue::KvStore;
+use apim_http::contract::KV_BUCKET;
 
-/// The bucket the gateway component keeps the manifest in.
-const MANIFEST_BUCKET: &str = "default";
 /// Most endpoints remembered; past it the book starts afresh (each endpoint is read again
 /// on its next request).
 const MAX_ENDPOINTS: usize = 4_096;
@@ -68,7 +67,7 @@ impl<T: Clone> TrustBook<T> {
     /// The client for `host` (lower-case, without brackets) and `port`, when the manifest
     /// binds certificates to it; `None` for the roots alone.
     pub async fn client(&self, host: &str, port: u16) -> Option<T> {
-        let head = self.kv.get(MANIFEST_BUCKET, HEAD_KEY).await.ok().flatten();
+        let head = self.kv.get(KV_BUCKET, HEAD_KEY).await.ok().flatten();
         let endpoint = format!("{host}:{port}");
         let known = {
             let endpoints = self.endpoints.lock().unwrap_or_else(|p| p.into_inner());
@@ -97,12 +96,7 @@ impl<T: Clone> TrustBook<T> {
             return Vec::new();
         };
         let entry_key = stored::entry_key(head.generation, &key::trust(host, port));
-        let entry = self
-            .kv
-            .get(MANIFEST_BUCKET, &entry_key)
-            .await
-            .ok()
-            .flatten();
+        let entry = self.kv.get(KV_BUCKET, &entry_key).await.ok().flatten();
         entry
             .and_then(|bytes| serde_json::from_slice::<EndpointTrust>(&bytes).ok())
             .map(|trust| trust.certificates)
@@ -155,16 +149,16 @@ mod tests {
             generation: 1,
             version,
         };
-        kv.set(MANIFEST_BUCKET, HEAD_KEY, head.encode().into_bytes())
+        kv.set(KV_BUCKET, HEAD_KEY, head.encode().into_bytes())
             .await
             .unwrap();
         let entry = stored::entry_key(1, &key::trust("b.example", 443));
         match trust {
             Some(trust) => {
                 let json = serde_json::to_vec(trust).unwrap();
-                kv.set(MANIFEST_BUCKET, &entry, json).await.unwrap();
+                kv.set(KV_BUCKET, &entry, json).await.unwrap();
             }
-            None => kv.delete(MANIFEST_BUCKET, &entry).await.unwrap(),
+            None => kv.delete(KV_BUCKET, &entry).await.unwrap(),
         }
     }
 

@@ -9,33 +9,33 @@
 #![deny(missing_docs)]
 
 pub mod backend_tls;
-pub mod bindings;
 pub mod config;
-pub mod config_store;
 pub mod counters;
+pub mod dispatch;
 pub mod endpoint_trust;
-pub mod forward;
-pub mod gateway;
-pub mod instances;
-pub mod keyvalue;
+pub mod manifest_watch;
 pub mod outbound;
-pub mod p3_service;
+pub mod proxy;
+pub mod responses;
 pub mod server;
-pub mod sync;
 pub mod telemetry;
 pub mod websocket;
+pub mod wit_host;
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use apim_http::contract::{self, settings};
 use tokio::sync::watch;
 
 use crate::config::{Config, Hosted};
-use crate::gateway::Gateway;
-use crate::instances::{EpochTicker, Limits, Runtime, Shared};
-use crate::keyvalue::KvStore;
+use crate::dispatch::Gateway;
 use crate::outbound::{EgressGuard, OutboundClient};
 use crate::telemetry::Telemetry;
+use crate::wit_host::engine::EpochTicker;
+use crate::wit_host::instance_state::{Limits, Shared};
+use crate::wit_host::instances::Runtime;
+use crate::wit_host::keyvalue::KvStore;
 
 /// Validates `config`, listens (on the sockets in `inherited`, passed by a supervisor,
 /// or on sockets of its own), compiles the components (or reads them from the compilation
@@ -85,9 +85,9 @@ pub async fn run(config: Config, mut inherited: server::Inherited) -> anyhow::Re
     let components = u32::try_from(listeners.len()).unwrap_or(u32::MAX);
     let mut p3 = Vec::new();
     for listener in &listeners {
-        p3.push(p3_service::serves_p3(&listener.component)?);
+        p3.push(wit_host::p3_service::serves_p3(&listener.component)?);
     }
-    let engine = instances::engine(
+    let engine = wit_host::engine::engine(
         &limits(&config),
         components,
         config.perf_map,
@@ -125,8 +125,9 @@ pub async fn run(config: Config, mut inherited: server::Inherited) -> anyhow::Re
     }
     server::tell_supervisor(server::Supervised::Ready);
     let reporter = reporter_of(&telemetry, reporting.as_ref(), &to_control_plane);
-    let sync = sync_interval
-        .map(|interval| sync::spawn(main.clone(), main_addr, interval, watch, to_control_plane));
+    let sync = sync_interval.map(|interval| {
+        manifest_watch::spawn(main.clone(), main_addr, interval, watch, to_control_plane)
+    });
     let reports = reporter
         .clone()
         .zip(reporting.as_ref())
@@ -163,7 +164,7 @@ const LAST_REPORT_TIMEOUT: Duration = Duration::from_secs(2);
 /// The reporter of the analytics `telemetry` counts, when they are reported.
 fn reporter_of(
     telemetry: &Telemetry,
-    reporting: Option<&(Duration, sync::Watch)>,
+    reporting: Option<&(Duration, manifest_watch::Watch)>,
     connector: &backend_tls::ControlPlaneConnector,
 ) -> Option<telemetry::reporter::Reporter> {
     let (_, watch) = reporting?;
@@ -244,7 +245,7 @@ fn egress_guard(config: &Config) -> anyhow::Result<EgressGuard> {
     let vars = config.variables()?;
     Ok(EgressGuard::new(
         policy,
-        vars.get(config::CONTROL_PLANE_URL_VAR),
+        vars.get(settings::CONTROL_PLANE_URL),
     ))
 }
 
@@ -283,22 +284,20 @@ async fn shared(
 
 /// Where the gateway asks the control plane for changes: its URL and the gateway secret
 /// from the variables; `None` without both.
-fn watch_of(vars: &config_store::Variables) -> Option<sync::Watch> {
-    let control_plane = vars
-        .get(config::CONTROL_PLANE_URL_VAR)?
-        .trim_end_matches('/');
-    let secret = vars.get(config::GATEWAY_SECRET_VAR)?;
+fn watch_of(vars: &wit_host::config_store::Variables) -> Option<manifest_watch::Watch> {
+    let control_plane = vars.get(settings::CONTROL_PLANE_URL)?.trim_end_matches('/');
+    let secret = vars.get(settings::GATEWAY_SECRET)?;
     let mut authorization = http::HeaderValue::from_str(&format!("Bearer {secret}")).ok()?;
     authorization.set_sensitive(true);
-    Some(sync::Watch {
+    Some(manifest_watch::Watch {
         control_plane: control_plane.to_string(),
         authorization,
         gateway_id: vars
-            .get(config::GATEWAY_ID_VAR)
-            .unwrap_or(config::DEFAULT_GATEWAY_ID)
+            .get(settings::GATEWAY_ID)
+            .unwrap_or(contract::DEFAULT_GATEWAY_ID)
             .to_string(),
         environment: vars
-            .get(config::GATEWAY_ENVIRONMENT_VAR)
+            .get(settings::GATEWAY_ENVIRONMENT)
             .unwrap_or_default()
             .to_string(),
     })
@@ -313,14 +312,14 @@ fn host(
     p3: bool,
     shared: &Shared,
 ) -> anyhow::Result<Gateway> {
-    let pre = instances::prepare(engine, &hosted.component, p3)?;
+    let pre = wit_host::instances::prepare(engine, &hosted.component, p3)?;
     let shared = Shared {
         vars: hosted.vars.clone(),
         ..shared.clone()
     };
     let secret = shared
         .vars
-        .get(config::GATEWAY_SECRET_VAR)
+        .get(settings::GATEWAY_SECRET)
         .map(str::to_string);
     let body_limit = apim_http::bodies::configured(shared.vars.get(apim_http::bodies::SETTING));
     let runtime = Runtime::new(engine.clone(), pre, shared, limits(config));

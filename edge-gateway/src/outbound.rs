@@ -49,7 +49,7 @@ use apim_http::egress::EgressPolicy;
 use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
 
 use crate::endpoint_trust::TrustBook;
-use crate::keyvalue::KvStore;
+use crate::wit_host::keyvalue::KvStore;
 
 /// Idle pooled connections are closed after this long.
 const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(90);

@@ -30,7 +30,8 @@ use hyper_util::server::graceful::{GracefulShutdown, Watcher};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::Instant;
 
-use crate::gateway::{Addresses, Gateway, ResponseBody};
+use crate::dispatch::{Addresses, Gateway};
+use crate::responses::ResponseBody;
 
 /// Pause after a failed `accept` (e.g. out of file descriptors).
 const ACCEPT_ERROR_BACKOFF: Duration = Duration::from_millis(50);

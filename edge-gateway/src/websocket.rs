@@ -35,10 +35,10 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role, WebSocketConfig};
 use tokio_tungstenite::tungstenite::{Message, Utf8Bytes};
 
-use crate::bindings::exports::apim::gateway::policy::{Decision, Limit, RequestHead};
 use crate::counters::Counters;
-use crate::gateway::ResponseBody;
-use crate::instances::Runtime;
+use crate::responses::{self, ResponseBody};
+use crate::wit_host::bindings::exports::apim::gateway::policy::{Decision, Limit, RequestHead};
+use crate::wit_host::instances::Runtime;
 
 /// WSO2's close code for a message a limit refused (`THROTTLED_OUT_ERROR`).
 pub const THROTTLED_OUT: u16 = 4003;
@@ -120,7 +120,7 @@ pub fn switching(head: &RequestHead, backend: &HeaderMap) -> Option<Response<Res
         .find(|(name, _)| name.eq_ignore_ascii_case("sec-websocket-key"))
         .map(|(_, value)| value.trim_ascii())?;
     let accept = HeaderValue::from_str(&derive_accept_key(key)).ok()?;
-    let mut response = crate::gateway::empty(StatusCode::SWITCHING_PROTOCOLS);
+    let mut response = responses::empty(StatusCode::SWITCHING_PROTOCOLS);
     let headers = response.headers_mut();
     headers.insert(CONNECTION, HeaderValue::from_static("Upgrade"));
     headers.insert(UPGRADE, HeaderValue::from_static("websocket"));

@@ -332,7 +332,7 @@ fn passes_on(name: &str, connection: &[String], removed: &[&str]) -> bool {
 /// `X-Forwarded-For` with the client's address appended (the host reports it in
 /// `spin-client-addr`, as Spin does).
 pub fn forwarded_for(headers: &Headers) -> String {
-    let client = header(headers, "spin-client-addr")
+    let client = header(headers, apim_http::contract::CLIENT_ADDR_HEADER)
         .map(|addr| match addr.rsplit_once(':') {
             Some((ip, port)) if port.chars().all(|c| c.is_ascii_digit()) => {
                 ip.trim_matches(['[', ']']).to_string()
@@ -430,7 +430,10 @@ mod tests {
         let headers: Headers = vec![
             ("connection".into(), b"close, x-private".to_vec()),
             ("x-private".into(), b"1".to_vec()),
-            ("spin-client-addr".into(), b"10.1.2.3:5555".to_vec()),
+            (
+                apim_http::contract::CLIENT_ADDR_HEADER.into(),
+                b"10.1.2.3:5555".to_vec(),
+            ),
             ("x-forwarded-for".into(), b"1.1.1.1".to_vec()),
             ("accept".into(), b"*/*".to_vec()),
         ];

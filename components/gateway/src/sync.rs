@@ -17,45 +17,7 @@ const _: () = assert!(apim_manifest::bounds::MAX_PAGE_BYTES <= MAX_BODY_BYTES);
 /// be read whole: larger than [`MAX_BODY_BYTES`], or cut short (`apim_http::wasi::send`).
 const UNREADABLE_BODY: &str = "response body";
 
-/// Settings the gateway reads from its host.
-pub mod settings {
-    /// Base URL of the control plane (token service, manifest pulls).
-    pub const CONTROL_PLANE_URL: &str = "control_plane_url";
-    /// The control plane's manifest public key (base64url Ed25519).
-    pub const MANIFEST_PUBLIC_KEY: &str = "manifest_public_key";
-    /// Bearer secret for pulling manifests.
-    pub const GATEWAY_SECRET: &str = "gateway_secret";
-    /// Timeout of backend and control-plane requests, milliseconds.
-    pub const BACKEND_TIMEOUT_MS: &str = "backend_timeout_ms";
-    /// The gateway environment this gateway is (e.g. `Production and Sandbox`); only APIs
-    /// deployed to it are routed. Unset: every API.
-    pub const GATEWAY_ENVIRONMENT: &str = "gateway_environment";
-    /// The name this gateway gives itself in `Via` (default [`super::DEFAULT_GATEWAY_ID`]);
-    /// a request whose `Via` already names it is refused as a loop.
-    pub const GATEWAY_ID: &str = "gateway_id";
-    /// Where backends may be: comma-separated CIDRs and host names beyond the default
-    /// policy (no loopback, link-local, private-use metadata, unspecified or multicast).
-    pub const EGRESS_ALLOW: &str = "egress_allow";
-    /// Where the host runs no loop of its own (Spin): how often, in milliseconds, a
-    /// request's arrival checks the control plane for changes, after its answer is sent
-    /// (default [`super::DEFAULT_CATCH_UP_MS`]; 0: never).
-    pub const CATCH_UP_MS: &str = "catch_up_interval_ms";
-    /// `on`: the `wasi:http` handler prints an access-log line per request on standard
-    /// output (Spin, which collects it; edge-gateway writes its own and leaves this off).
-    pub const ACCESS_LOG: &str = "access_log";
-    /// `host`: the host makes (and exports) the gateway's trace span and hands the
-    /// `wasi:http` handler requests whose `traceparent` names it, to pass on as it is
-    /// (edge-gateway). Otherwise the handler makes the span itself ([`crate::trace`]).
-    pub const TRACE_SPANS: &str = "trace_spans";
-    /// The largest request body the gateway takes, in bytes (`apim_http::bodies`).
-    pub const MAX_REQUEST_BODY_BYTES: &str = apim_http::bodies::SETTING;
-}
-
-/// Default of [`settings::CATCH_UP_MS`].
-pub const DEFAULT_CATCH_UP_MS: i64 = 1000;
-
-/// The gateway's name in `Via` when `gateway_id` is not set.
-pub const DEFAULT_GATEWAY_ID: &str = "apim-gateway";
+pub use apim_http::contract::{DEFAULT_CATCH_UP_MS, DEFAULT_GATEWAY_ID, settings};
 
 /// Default timeout of outbound requests.
 pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;

@@ -163,7 +163,7 @@ fn count_one(host: &dyn Host, limit: &Limit, now_ms: i64) -> Result<Option<(Stri
     let length_ms = limit.window_ms.clamp(1, i64::MAX as u64) as i64;
     let number = now_ms.div_euclid(length_ms);
     let counters = expiry::window_counters(&limit.key, limit.window_ms);
-    let key_of = |number: i64| format!("{counters}:{number}");
+    let key_of = |number: i64| expiry::window_counter(&counters, number);
     let key = key_of(number);
     let read = |number: i64| {
         host.kv_get(&key_of(number))

@@ -11,7 +11,7 @@
 use apim_http::trace::{self, TRACEPARENT, TRACESTATE, TraceParent};
 
 use crate::host::{Headers, Host};
-use crate::sync::settings;
+use apim_http::contract::{self, settings};
 
 /// The request's trace, with `headers` carrying it on: their `traceparent` replaced by
 /// the gateway span's unless the host made that span already.
@@ -43,8 +43,11 @@ pub fn begin(host: &dyn Host, headers: &mut Headers) -> TraceParent {
 
 /// Whether the host makes the gateway's span (`trace_spans` = `host`).
 fn host_makes_spans(host: &dyn Host) -> bool {
-    host.setting(settings::TRACE_SPANS)
-        .is_some_and(|value| value.trim().eq_ignore_ascii_case("host"))
+    host.setting(settings::TRACE_SPANS).is_some_and(|value| {
+        value
+            .trim()
+            .eq_ignore_ascii_case(contract::TRACE_SPANS_BY_HOST)
+    })
 }
 
 fn random_u128(host: &dyn Host) -> u128 {

@@ -6,6 +6,7 @@
 use std::cell::RefCell;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use apim_http::contract;
 #[cfg(not(feature = "p3"))]
 use apim_http::wasi as http;
 use apim_http::wasi::BodyError;
@@ -40,8 +41,8 @@ thread_local! {
 /// Whether the access log is on (`access_log` = `on`; Spin's manifest turns it on).
 pub(crate) fn access_log_on() -> bool {
     WasiHost
-        .setting(crate::sync::settings::ACCESS_LOG)
-        .is_some_and(|value| value.trim().eq_ignore_ascii_case("on"))
+        .setting(contract::settings::ACCESS_LOG)
+        .is_some_and(|value| value.trim().eq_ignore_ascii_case(contract::ACCESS_LOG_ON))
 }
 
 impl Logged {
@@ -49,7 +50,7 @@ impl Logged {
     pub(crate) fn of(head: &Request) -> Self {
         Self {
             method: head.method.clone(),
-            client: crate::host::header(&head.headers, "spin-client-addr")
+            client: crate::host::header(&head.headers, contract::CLIENT_ADDR_HEADER)
                 .unwrap_or_default()
                 .to_string(),
         }
@@ -78,7 +79,7 @@ impl WasiHost {
         BUCKET.with(|cell| {
             let mut bucket = cell.borrow_mut();
             if bucket.is_none() {
-                *bucket = Some(kv::open("default").map_err(|e| format!("{e:?}"))?);
+                *bucket = Some(kv::open(contract::KV_BUCKET).map_err(|e| format!("{e:?}"))?);
             }
             f(bucket.as_ref().expect("opened above")).map_err(|e| format!("{e:?}"))
         })

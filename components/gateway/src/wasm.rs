@@ -1,5 +1,5 @@
-//! The WASI 0.2 glue: the `wasi:http/incoming-handler` and `apim:gateway/policy` exports
-//! (the host over WASI is [`crate::wasi_host`]).
+//! The WASI 0.2 glue: the `wasi:http/incoming-handler`, `apim:gateway/policy` and
+//! `apim:gateway/sync` exports (the host over WASI is [`crate::wasi_host`]).
 
 use apim_http::bodies::Carriage;
 use apim_http::endpoints::Balance;
@@ -28,16 +28,16 @@ mod bindings {
     });
 }
 
-use bindings::exports::apim::gateway::policy;
+use bindings::exports::apim::gateway::{policy, sync};
 
 struct Component;
 
 wasip2::http::proxy::export!(Component);
 #[allow(
     unsafe_code,
-    reason = "wit-bindgen's export glue for apim:gateway/policy"
+    reason = "wit-bindgen's export glue for apim:gateway/policy and apim:gateway/sync"
 )]
-mod policy_export {
+mod world_exports {
     use super::{Component, bindings};
     bindings::export!(Component with_types_in bindings);
 }
@@ -183,6 +183,14 @@ impl policy::Guest for Component {
         let request = request_of(request);
         let fault = crate::relay::forwarding_failed(&request, timed_out, suspended);
         policy_response(fault.render(&request.headers), fault.code)
+    }
+}
+
+impl sync::Guest for Component {
+    fn pull() -> Result<u64, String> {
+        crate::sync::pull(&WasiHost)
+            .map(|position| position.version)
+            .map_err(|err| err.to_string())
     }
 }
 

@@ -7,6 +7,7 @@
 
 pub mod bodies;
 pub mod cache;
+pub mod contract;
 pub mod egress;
 pub mod endpoints;
 pub mod time;
@@ -101,6 +102,12 @@ pub mod expiry {
     pub fn window_counters(rest: &str, window_ms: u64) -> String {
         let lifetime = window_ms.saturating_mul(2).div_ceil(1000) + 10;
         key(lifetime, &format!("{WINDOW}{rest}"))
+    }
+
+    /// The counter of window `number` (the time in milliseconds divided by the window's
+    /// length) among the counters under `counters` ([`window_counters`]).
+    pub fn window_counter(counters: &str, number: i64) -> String {
+        format!("{counters}:{number}")
     }
 
     /// Whether `key` is a sliding window's counter. A store short of room drops other keys
@@ -262,7 +269,9 @@ mod tests {
         // A window's counters outlive the next window: two windows and ten seconds.
         let minute = expiry::window_counters("thr:app:7", 60_000);
         assert_eq!(minute, "apim:ttl:130:window:thr:app:7");
-        assert!(expiry::is_window_counter(&format!("{minute}:29")));
+        let counter = expiry::window_counter(&minute, 29);
+        assert_eq!(counter, "apim:ttl:130:window:thr:app:7:29");
+        assert!(expiry::is_window_counter(&counter));
         assert!(!expiry::is_window_counter("apim:ttl:130:cache:window:x"));
         assert!(!expiry::is_window_counter("apim:m:window:x"));
         assert_eq!(

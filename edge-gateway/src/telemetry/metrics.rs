@@ -35,7 +35,7 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::{Registry, Unit};
 use tokio::sync::Semaphore;
 
-use crate::bindings::exports::apim::gateway::policy::{Call, LimitKind};
+use crate::wit_host::bindings::exports::apim::gateway::policy::{Call, LimitKind};
 
 /// Most label sets of `apim_gateway_requests_total` kept apart.
 pub const MAX_SERIES: usize = 10_000;
@@ -47,7 +47,7 @@ const LATENCY_BUCKETS: [f64; 16] = [
     5.0, 10.0,
 ];
 
-/// Instances made, counted where they are made ([`crate::instances`]).
+/// Instances made, counted where they are made ([`crate::wit_host::instances`]).
 static INSTANTIATIONS: LazyLock<Counter> = LazyLock::new(Counter::default);
 
 /// An instance was made.
@@ -99,7 +99,7 @@ pub struct Outcome {
     /// The backend timed out (`Some(true)`) or could not be reached (`Some(false)`).
     pub backend_failed: Option<bool>,
     /// When its parts ran, for its spans.
-    pub timeline: super::trace::Timeline,
+    pub timeline: super::spans::Timeline,
 }
 
 /// The handles of one label set, resolved once.

@@ -1,22 +1,22 @@
 //! What the host tells operators: Prometheus metrics ([`metrics`]), readiness, the
 //! operations listener that serves them with `/healthz` ([`ops`]), the access log
-//! ([`access`]) and traces ([`trace`]); and what it tells API providers: per-API
+//! ([`access_log`]) and traces ([`spans`]); and what it tells API providers: per-API
 //! analytics ([`analytics`]), reported to the control plane ([`reporter`]).
 
-pub mod access;
+pub mod access_log;
 pub mod analytics;
 pub mod metrics;
 pub mod ops;
 pub mod reporter;
-pub mod trace;
+pub mod spans;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
-pub use access::AccessLog;
+pub use access_log::AccessLog;
 pub use analytics::Analytics;
 pub use metrics::{Metrics, Outcome};
-pub use trace::Tracing;
+pub use spans::Tracing;
 
 /// Everything the gateways of one process report to, shared with the operations listener.
 pub struct Telemetry {

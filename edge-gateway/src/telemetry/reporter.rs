@@ -18,7 +18,7 @@ use tokio::task::JoinHandle;
 
 use super::analytics::Analytics;
 use crate::backend_tls::ControlPlaneConnector;
-use crate::sync::Watch;
+use crate::manifest_watch::Watch;
 
 /// Longest a report may take before it is given up (and sent again later).
 const REPORT_TIMEOUT: Duration = Duration::from_secs(10);

@@ -13,7 +13,7 @@ use anyhow::Context as _;
 use redis::AsyncCommands as _;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
-use super::{Grant, KeyPage, KvError};
+use super::common::{GRANT_SHARE, Grant, KeyPage, KvError};
 
 /// Keys asked for per `SCAN` round trip.
 const SCAN_COUNT: usize = 500;
@@ -199,7 +199,7 @@ impl RedisStore {
             .arg(grant.into_ms)
             .arg(grant.want.max(1))
             .arg(lifetime)
-            .arg(super::GRANT_SHARE)
+            .arg(GRANT_SHARE)
             .invoke_async(&mut conn)
             .await
             .map_err(backend_error)?;

@@ -16,7 +16,7 @@ use std::sync::RwLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use super::KvError;
+use super::common::KvError;
 use super::redis_store::RedisStore;
 
 /// How long the link is left alone after a failed command.

@@ -27,7 +27,7 @@ use opentelemetry_sdk::trace::{
 
 use apim_http::trace::{self, SAMPLED, TRACEPARENT, TRACESTATE, TraceParent};
 
-use crate::bindings::exports::apim::gateway::policy::Call;
+use crate::wit_host::bindings::exports::apim::gateway::policy::Call;
 
 /// This service's name in spans, unless `OTEL_SERVICE_NAME` names it.
 const SERVICE: &str = "edge-gateway";

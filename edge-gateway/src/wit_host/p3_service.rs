@@ -2,7 +2,7 @@
 //! wasmtime-wasi-http's [`ProxyHandler`] hands requests to instances that each take up to
 //! `p3_concurrency` of them at once and `p3_reuse` in all, then retire; an instance with
 //! no request for [`IDLE_INSTANCE_TIMEOUT`] goes. Deadlines and epochs are those of the
-//! WASI 0.2 path ([`crate::instances`]): each request must be answered within the request
+//! WASI 0.2 path ([`super::instances`]): each request must be answered within the request
 //! timeout (else 504, and the instance takes no more), and a guest running past the
 //! deadline of its latest request traps at the next epoch.
 
@@ -25,7 +25,7 @@ use wasmtime_wasi_http::handler::{
 use wasmtime_wasi_http::p3::bindings::ServicePre;
 use wasmtime_wasi_http::{WasiBody, WasiHttpView};
 
-use crate::instances::{
+use crate::wit_host::instance_state::{
     DeadlineExceeded, HostState, IDLE_INSTANCE_TIMEOUT, Limits, NoInstance, RequestMeta, Shared,
     new_store,
 };

@@ -1,5 +1,5 @@
-//! Keeping the gateway current: `POST /_apim/sync` into the component (which pulls the
-//! pages it misses from the control plane), then a long poll of the control plane's
+//! Keeping the gateway current: the component pulls the pages it misses from the control
+//! plane ([`Gateway::sync`]), then a long poll of the control plane's
 //! `/internal/gateway/changes` that answers as soon as the manifest moves past the
 //! version the component holds, and a sync again.
 //!
@@ -12,6 +12,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use apim_manifest::paths;
 use bytes::Bytes;
 use http::{HeaderValue, Request, Uri};
 use http_body_util::{BodyExt, Empty};
@@ -21,10 +22,8 @@ use hyper_util::rt::TokioExecutor;
 use crate::backend_tls::ControlPlaneConnector;
 use tokio::task::JoinHandle;
 
-use crate::gateway::Gateway;
+use crate::dispatch::Gateway;
 
-/// The control plane's long poll (`apim_manifest::paths::CONTROL_PLANE_CHANGES`).
-const CHANGES_PATH: &str = "/internal/gateway/changes";
 /// How long the control plane holds a long poll while nothing changes.
 const LONG_POLL_SECS: u64 = 25;
 /// Longest a long poll may take before it is given up as lost.
@@ -99,9 +98,13 @@ impl Watch {
             .append_pair("gateway", &self.gateway_id)
             .append_pair("environment", &self.environment)
             .finish();
-        let uri: Uri = format!("{}{CHANGES_PATH}?{query}", self.control_plane)
-            .parse()
-            .map_err(|e| format!("control plane URL: {e}"))?;
+        let uri: Uri = format!(
+            "{}{}?{query}",
+            self.control_plane,
+            paths::CONTROL_PLANE_CHANGES
+        )
+        .parse()
+        .map_err(|e| format!("control plane URL: {e}"))?;
         let request = Request::get(uri)
             .header(http::header::AUTHORIZATION, self.authorization.clone())
             .body(Empty::new())
@@ -119,15 +122,13 @@ impl Watch {
         if !status.is_success() {
             return Err(format!("control plane answered {status}"));
         }
-        version_field(&body, "latest")
-            .ok_or_else(|| "control plane answer without \"latest\"".into())
+        latest_of(&body).ok_or_else(|| "control plane answer without \"latest\"".into())
     }
 }
 
-/// A manifest version named `field` in a JSON answer: `{"latest": n}` from the control
-/// plane, `{"version": n}` from the component's sync.
-pub fn version_field(body: &[u8], field: &str) -> Option<u64> {
-    serde_json::from_slice::<serde_json::Value>(body).ok()?[field].as_u64()
+/// The newest version the control plane's long poll announces: `{"latest": n}`.
+fn latest_of(body: &[u8]) -> Option<u64> {
+    serde_json::from_slice::<serde_json::Value>(body).ok()?["latest"].as_u64()
 }
 
 #[cfg(test)]
@@ -136,9 +137,9 @@ mod tests {
 
     #[test]
     fn announced_versions_are_read_safely() {
-        assert_eq!(version_field(br#"{"latest": 42}"#, "latest"), Some(42));
-        assert_eq!(version_field(br#"{"version": 7}"#, "version"), Some(7));
-        assert_eq!(version_field(b"nope", "latest"), None);
-        assert_eq!(version_field(br#"{"latest": -1}"#, "latest"), None);
+        assert_eq!(latest_of(br#"{"latest": 42}"#), Some(42));
+        assert_eq!(latest_of(br#"{"version": 7}"#), None);
+        assert_eq!(latest_of(b"nope"), None);
+        assert_eq!(latest_of(br#"{"latest": -1}"#), None);
     }
 }

@@ -17,7 +17,7 @@ use std::ops::Bound;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use super::{CasSnapshot, Grant, KeyPage, KvError, parse_counter};
+use super::common::{CasSnapshot, Grant, KeyPage, KvError, parse_counter};
 
 /// Most keys returned by one `list-keys` call.
 pub const PAGE_SIZE: usize = 1000;

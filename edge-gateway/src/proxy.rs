@@ -4,7 +4,7 @@
 //! back streamed, without its hop-by-hop headers and with the component's response
 //! headers set (read whole and kept in the store first when the component says the answer
 //! is to be cached and the cache rules allow it). A WebSocket handshake goes as one of the
-//! host's own ([`websocket::offer`]), whose 101 [`crate::gateway`] relays. The component
+//! host's own ([`websocket::offer`]), whose 101 [`crate::dispatch`] relays. The component
 //! still decides everything; the host only moves bytes, through the same pooled client as
 //! `wasi:http`.
 
@@ -17,13 +17,14 @@ use wasmtime_wasi_http::{Error, RequestOptions, WasiBody};
 
 use apim_http::endpoints::{self, EndpointConfig};
 
-use crate::bindings::exports::apim::gateway::policy::{
+use crate::outbound::OutboundClient;
+use crate::responses::{BoxError, ResponseBody};
+use crate::websocket;
+use crate::wit_host::bindings::exports::apim::gateway::policy::{
     self, CacheStore, EndpointSettings, Forward, RequestHead, Target,
 };
-use crate::gateway::{BoxError, ResponseBody};
-use crate::keyvalue::KvStore;
-use crate::outbound::OutboundClient;
-use crate::websocket;
+use crate::wit_host::keyvalue::KvStore;
+use apim_http::contract::KV_BUCKET;
 
 /// The head of a request, as the component reads it.
 pub fn head_of<B>(request: &Request<B>) -> RequestHead {
@@ -176,7 +177,7 @@ async fn keep(
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64);
     if let Some(entry) = apim_http::cache::encode(&answer, request, store.ttl_secs, now_ms)
-        && let Err(err) = kv.set(CACHE_BUCKET, &store.key, entry).await
+        && let Err(err) = kv.set(KV_BUCKET, &store.key, entry).await
     {
         tracing::warn!("could not keep a cached answer: {err:?}");
     }
@@ -184,9 +185,6 @@ async fn keep(
         .map_err(|never| match never {})
         .boxed_unsync())
 }
-
-/// The bucket the gateway component keeps its state in.
-const CACHE_BUCKET: &str = "default";
 
 /// Headers as the component's types list them.
 fn header_list(headers: &HeaderMap) -> apim_http::Headers {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use wasmtime::component::{HasData, Linker};
 
-use crate::bindings::wasi::config::store as wit;
+use crate::wit_host::bindings::wasi::config::store as wit;
 
 /// Named string values readable by the component.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -97,7 +97,7 @@ pub fn add_to_linker<T: Send + 'static>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bindings::wasi::config::store::Host as _;
+    use crate::wit_host::bindings::wasi::config::store::Host as _;
 
     #[test]
     fn parses_name_value_pairs() {

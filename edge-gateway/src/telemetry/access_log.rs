@@ -26,7 +26,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
-use crate::bindings::exports::apim::gateway::policy::Call;
+use crate::wit_host::bindings::exports::apim::gateway::policy::Call;
 
 /// How often buffered lines are written out.
 pub const FLUSH_EVERY: Duration = Duration::from_millis(100);
@@ -68,7 +68,7 @@ pub struct Entry<'a> {
     pub request_bytes: Option<u64>,
     /// The response body's length, when known.
     pub response_bytes: Option<u64>,
-    /// The request's trace (32 hex digits; see [`super::trace`]).
+    /// The request's trace (32 hex digits; see [`super::spans`]).
     pub trace_id: &'a str,
 }
 

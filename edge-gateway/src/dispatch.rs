@@ -4,12 +4,12 @@
 //! component first decides about each request from its head, once, and names the limits
 //! an API call counts against, which are counted here ([`crate::counters`]; a refused
 //! call gets the component's `throttled` answer): API calls it admits and `/token` relays
-//! are forwarded here ([`crate::forward`]), WebSocket handshakes it admits are relayed
+//! are forwarded here ([`crate::proxy`]), WebSocket handshakes it admits are relayed
 //! ([`crate::websocket`]), its refusals and cached answers are answered at once, and only
 //! its own endpoints (`/_apim/...`) go to its `wasi:http` handler.
 //!
-//! Every call into the component — a decision, a `wasi:http` request, the host's own
-//! sync request — takes one of `max_instances` permits; a `wasi:http` request holds it
+//! Every call into the component — a decision, a `wasi:http` request, a manifest pull
+//! — takes one of `max_instances` permits; a `wasi:http` request holds it
 //! until its response body has been sent, a decision only while it is made, so the
 //! number of busy instances stays bounded. Requests that get no permit within the
 //! request timeout are answered 503. Guest failures are logged and answered with an
@@ -26,34 +26,30 @@ use bytes::Bytes;
 use http::header::HOST;
 use http::{HeaderName, HeaderValue, Request, Response, StatusCode};
 use http_body::{Body, Frame, SizeHint};
-use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt as _, Empty};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use wasmtime_wasi_http::WasiBody;
 
+use apim_http::contract;
 use apim_http::endpoints::{self, Balance, HealthBook, MemoryBook};
+use apim_manifest::{Position, paths};
 
-use crate::bindings::exports::apim::gateway::policy::{
-    self, Call, Decision, Forward, Limit, RequestHead, Response as PolicyResponse, Verdict,
-};
 use crate::counters::{Counters, Refused};
-use crate::forward::{self, Failure};
-use crate::instances::{DeadlineExceeded, NoInstance, RequestMeta, Runtime};
-use crate::telemetry::access::Entry;
+use crate::proxy::{self, Failure};
+use crate::responses::{BoxError, ResponseBody, empty};
+use crate::telemetry::access_log::Entry;
 use crate::telemetry::metrics::unrouted;
-use crate::telemetry::trace::{Finished, RequestTrace};
+use crate::telemetry::spans::{Finished, RequestTrace};
 use crate::telemetry::{Outcome, Telemetry};
 use crate::websocket::{self, WebSocketSettings};
+use crate::wit_host::bindings::exports::apim::gateway::policy::{
+    self, Call, Decision, Forward, Limit, RequestHead, Response as PolicyResponse, Verdict,
+};
+use crate::wit_host::instance_state::{DeadlineExceeded, NoInstance, RequestMeta};
+use crate::wit_host::instances::Runtime;
 
 /// Header carrying the client's socket address, as Spin sets it.
-pub const CLIENT_ADDR_HEADER: HeaderName = HeaderName::from_static("spin-client-addr");
-/// Path of the host's periodic sync request.
-pub const SYNC_PATH: &str = "/_apim/sync";
-
-/// Error type of response bodies sent to clients.
-pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
-/// Body of responses sent to clients.
-pub type ResponseBody = UnsyncBoxBody<Bytes, BoxError>;
+pub const CLIENT_ADDR_HEADER: HeaderName = HeaderName::from_static(contract::CLIENT_ADDR_HEADER);
 
 /// The component behind a concurrency limit.
 pub struct Gateway {
@@ -69,8 +65,8 @@ pub struct Gateway {
     /// Request deadline; also the longest wait for a free instance.
     request_timeout: Duration,
     next_id: AtomicU64,
-    /// `Bearer <gateway_secret>` for the host's own sync requests (`/_apim/*` answer
-    /// only to callers that prove the secret).
+    /// `Bearer <gateway_secret>` for the host's sync requests to a component without the
+    /// `apim:gateway/sync` export (`/_apim/*` answer only to callers that prove the secret).
     sync_authorization: Option<HeaderValue>,
     /// Where requests are counted.
     telemetry: Arc<Telemetry>,
@@ -124,7 +120,7 @@ impl Gateway {
         self
     }
 
-    /// The gateway secret the host's sync requests prove.
+    /// The gateway secret the host's sync requests prove ([`Gateway::sync_by_request`]).
     pub fn with_sync_secret(mut self, secret: Option<&str>) -> Self {
         self.sync_authorization = secret.and_then(|secret| {
             let mut value = HeaderValue::from_str(&format!("Bearer {secret}")).ok()?;
@@ -161,7 +157,7 @@ impl Gateway {
         let authority = request.uri().authority().cloned();
         prepare_headers(request.headers_mut(), authority.as_ref(), addresses);
         let traced = (self.telemetry.tracing).begin(request.headers_mut(), self.host_forwarding);
-        let request_bytes = forward::content_length(request.headers());
+        let request_bytes = proxy::content_length(request.headers());
         if !self.host_forwarding {
             let method = request.method().clone();
             let response = self.dispatch(request).await;
@@ -177,7 +173,7 @@ impl Gateway {
             self.record(served, &response);
             return response;
         }
-        let head = forward::head_of(&request);
+        let head = proxy::head_of(&request);
         let (response, call, outcome) = self.carry_out(request, &head).await;
         let served = Served {
             method: &head.method,
@@ -224,7 +220,7 @@ impl Gateway {
             Decision::Forward(plan) => self.forward(request, head, plan, &mut outcome).await,
             Decision::Respond(answer) => {
                 outcome.fault_code = answer.fault_code;
-                forward::response(answer)
+                proxy::response(answer)
             }
             Decision::Handle => self.dispatch(request).await,
         };
@@ -267,7 +263,7 @@ impl Gateway {
             duration_ms: millis(elapsed),
             backend_ms: outcome.backend.map(millis),
             request_bytes: served.request_bytes,
-            response_bytes: forward::content_length(response.headers())
+            response_bytes: proxy::content_length(response.headers())
                 .or_else(|| response.body().size_hint().exact()),
             trace_id: std::str::from_utf8(&trace_id).unwrap_or_default(),
             ..Entry::of_call(served.call)
@@ -325,7 +321,7 @@ impl Gateway {
             let Some(this_body) = body.take().or_else(|| resendable.then(no_body)) else {
                 break;
             };
-            let sending = forward::send(
+            let sending = proxy::send(
                 outbound,
                 self.runtime.kv(),
                 &parts,
@@ -353,7 +349,7 @@ impl Gateway {
                 }
                 Err(failure) => failure,
             };
-            let config = forward::endpoint_config(&target.settings);
+            let config = proxy::endpoint_config(&target.settings);
             if !lone {
                 self.endpoints
                     .failed(&target.key, &config, failure.code(), now_ms());
@@ -447,7 +443,7 @@ impl Gateway {
         match answer.await {
             Ok(answer) => {
                 outcome.fault_code = answer.fault_code;
-                forward::response(answer)
+                proxy::response(answer)
             }
             Err(err) => {
                 tracing::error!("component failed to answer {what}: {err:?}");
@@ -469,11 +465,50 @@ impl Gateway {
         }
     }
 
-    /// Sends the internal `POST /_apim/sync` and reads the answer: the manifest version
-    /// the component holds once it has pulled everything, `None` when it could not.
+    /// Has the component pull what it misses from the control plane: the manifest
+    /// version it holds once it has pulled everything, `None` when it could not. The
+    /// WASI 0.2 gateway is asked through its `apim:gateway/sync` export; a WASIp3
+    /// artefact exports only `wasi:http/handler`, and wasmtime's handler keeps its
+    /// instances to itself, so it is asked as an operator would be, by a
+    /// `POST /_apim/sync` proving the gateway secret (`local`, the listener's address,
+    /// is the request's `Host`).
     pub async fn sync(&self, local: SocketAddr) -> Option<u64> {
+        let held = if self.runtime.has_policy() {
+            self.pull().await
+        } else {
+            self.sync_by_request(local).await
+        };
+        if let Some(version) = held {
+            self.telemetry.manifest_held(version);
+        }
+        held
+    }
+
+    /// [`Gateway::sync`] through the component's `apim:gateway/sync` export, under an
+    /// instance permit.
+    async fn pull(&self) -> Option<u64> {
+        let Some(_permit) = self.permit().await else {
+            tracing::debug!("no free instance to sync");
+            return None;
+        };
+        match self.runtime.pull().await {
+            Ok(Ok(version)) => Some(version),
+            Ok(Err(reason)) => {
+                tracing::debug!(%reason, "the component could not sync");
+                None
+            }
+            Err(err) => {
+                tracing::warn!("the component failed to sync: {err:?}");
+                None
+            }
+        }
+    }
+
+    /// [`Gateway::sync`] by a `POST /_apim/sync` request, for a component without the
+    /// `apim:gateway/sync` export; the gateway's answer is the position it holds.
+    async fn sync_by_request(&self, local: SocketAddr) -> Option<u64> {
         let body = Empty::new().map_err(|never| match never {}).boxed_unsync();
-        let mut request = Request::post(SYNC_PATH)
+        let mut request = Request::post(paths::GATEWAY_SYNC)
             .body(body)
             .expect("static request is valid");
         prepare_headers(request.headers_mut(), None, &Addresses::new(local, local));
@@ -492,15 +527,8 @@ impl Gateway {
             }
         };
         tracing::debug!(%status, "sync request answered");
-        // `{"version": n}` once the component holds everything the control plane had.
-        let held = status
-            .is_success()
-            .then(|| crate::sync::version_field(&body, "version"))
-            .flatten();
-        if let Some(version) = held {
-            self.telemetry.manifest_held(version);
-        }
-        held
+        let held = serde_json::from_slice::<Position>(&body).ok()?;
+        status.is_success().then_some(held.version)
     }
 
     async fn dispatch(&self, request: Request<WasiBody>) -> Response<ResponseBody> {
@@ -611,14 +639,6 @@ fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
-}
-
-/// An empty response with `status`.
-pub fn empty(status: StatusCode) -> Response<ResponseBody> {
-    let body = Empty::new().map_err(|never| match never {}).boxed_unsync();
-    let mut response = Response::new(body);
-    *response.status_mut() = status;
-    response
 }
 
 /// `body`, cut off with an error once more than `limit` bytes have come (none: as it

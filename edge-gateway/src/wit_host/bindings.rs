@@ -16,7 +16,7 @@ wasmtime::component::bindgen!({
     },
     exports: { default: async },
     with: {
-        "wasi:keyvalue/store.bucket": crate::keyvalue::BucketHandle,
-        "wasi:keyvalue/atomics.cas": crate::keyvalue::CasHandle,
+        "wasi:keyvalue/store.bucket": crate::wit_host::keyvalue::handles::BucketHandle,
+        "wasi:keyvalue/atomics.cas": crate::wit_host::keyvalue::handles::CasHandle,
     },
 });

@@ -1,9 +1,5 @@
-//! Engine, compiled component and the lifecycle of component instances.
+//! The compiled component and the lifecycle of its instances.
 //!
-//! - The engine uses the pooling instance allocator: slots for
-//!   `max_instances` (plus some slack for instances being torn down) are
-//!   reserved up front, and each instance's linear memory is capped at
-//!   `instance_memory_mb`.
 //! - The component is compiled once (or read from wasmtime's compilation cache, which a
 //!   restarted gateway finds it in) and pre-instantiated against a linker holding WASI,
 //!   `wasi:http`, `wasi:keyvalue` and `wasi:config`.
@@ -13,46 +9,40 @@
 //!   `incoming-handler.handle` calls: wasmtime's concurrent (component-model
 //!   async) machinery, which wasmtime-wasi-http's `ProxyHandler` needs, costs
 //!   bookkeeping on every host call, and a 0.2 guest cannot use it anyway.
-//! - A WASIp3 component (`wasi:http/handler@0.3`) is served by [`crate::p3_service`]
+//! - A WASIp3 component (`wasi:http/handler@0.3`) is served by [`super::p3_service`]
 //!   instead: each instance takes up to `p3_concurrency` requests at once and
 //!   `p3_reuse` in all, as Spin 4.1 does, through wasmtime's concurrent machinery,
 //!   which only such a component's engine turns on.
-//! - Runaway guests are stopped by epoch interruption: an [`EpochTicker`]
-//!   advances the engine's epoch every [`EPOCH_TICK`], and each store's
-//!   epoch callback yields to the async runtime or, past the request's
-//!   deadline, traps with [`DeadlineExceeded`].
+//! - Runaway guests are stopped by epoch interruption ([`super::engine::EpochTicker`]):
+//!   past the request's deadline a store traps with [`DeadlineExceeded`].
 
-use std::fmt;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
-use wasmtime::component::{Component, InstancePre, Linker, ResourceTable};
+use wasmtime::component::{Component, InstancePre, Linker};
 use wasmtime::error::Context as _;
-use wasmtime::{
-    Cache, CacheConfig, Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig,
-    ProfilingStrategy, Store, StoreContextMut, UpdateDeadline,
-};
-use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+use wasmtime::{Engine, Store};
 use wasmtime_wasi_http::p2::bindings::http::types::Scheme;
 use wasmtime_wasi_http::p2::bindings::{Proxy, ProxyIndices};
 use wasmtime_wasi_http::p3::bindings::ServicePre;
-use wasmtime_wasi_http::{WasiBody, WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
+use wasmtime_wasi_http::{WasiBody, WasiHttpView};
 
-use crate::bindings::exports::apim::gateway::policy::{LimitKind, RequestHead, Response, Verdict};
-use crate::bindings::{Gateway as PolicyExport, GatewayIndices as PolicyIndices};
-use crate::config::CompileCache;
-use crate::config_store::{self, ConfigView, Variables};
-use crate::keyvalue::{self, KvStore, KvView};
 use crate::outbound::OutboundClient;
+use crate::wit_host::bindings::exports::apim::gateway::policy::{
+    LimitKind, RequestHead, Response, Verdict,
+};
+use crate::wit_host::bindings::{Gateway as PolicyExport, GatewayIndices as PolicyIndices};
+use crate::wit_host::instance_state::{
+    DeadlineExceeded, HostState, IDLE_INSTANCE_TIMEOUT, Limits, NoInstance, RequestMeta, Shared,
+    new_store,
+};
+use crate::wit_host::keyvalue::KvStore;
+use crate::wit_host::p3_service::{Pool, Service};
+use crate::wit_host::{config_store, keyvalue};
 
-/// Period of the engine's epoch; also the granularity of the guest deadline.
-pub const EPOCH_TICK: Duration = Duration::from_millis(10);
-/// An instance with no request for this long is dropped.
-pub const IDLE_INSTANCE_TIMEOUT: Duration = Duration::from_secs(60);
 /// Attempts when no instance slot could be allocated (e.g. one is still being torn down).
 const INSTANTIATE_ATTEMPTS: u32 = 4;
 /// Pause between such attempts (multiplied by the attempt number).
@@ -60,212 +50,6 @@ const INSTANTIATE_BACKOFF: Duration = Duration::from_millis(5);
 /// Extra time past the request deadline before a call stuck in a host call is dropped,
 /// with its instance.
 const EXPIRY_GRACE: Duration = Duration::from_secs(1);
-/// Upper bounds of core instances, memories and tables per component, used to
-/// size the pool (a Rust `wasm32-wasip2` component needs far fewer).
-const CORE_INSTANCES_PER_COMPONENT: u32 = 16;
-const MEMORIES_PER_COMPONENT: u32 = 2;
-const TABLES_PER_COMPONENT: u32 = 4;
-
-/// Limits applied to instances.
-#[derive(Debug, Clone, Copy)]
-pub struct Limits {
-    /// Requests served by one instance before it retires.
-    pub reuse: usize,
-    /// Instances running at once.
-    pub max_instances: u32,
-    /// Linear memory limit of one instance, in bytes.
-    pub memory_bytes: usize,
-    /// Execution deadline of one request.
-    pub request_timeout: Duration,
-    /// Requests one instance of a WASIp3 component serves before it retires.
-    pub p3_reuse: usize,
-    /// Requests one instance of a WASIp3 component takes at once.
-    pub p3_concurrency: usize,
-}
-
-/// Per-request data, for logs.
-#[derive(Debug, Clone, Copy)]
-pub struct RequestMeta {
-    /// Sequence number for logs.
-    pub id: u64,
-}
-
-/// The guest ran past its request deadline and was interrupted.
-#[derive(Debug)]
-pub struct DeadlineExceeded;
-
-impl fmt::Display for DeadlineExceeded {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("guest exceeded its execution deadline")
-    }
-}
-
-impl std::error::Error for DeadlineExceeded {}
-
-/// No instance could be created (e.g. every pool slot is taken while instances are torn
-/// down); the request may be retried.
-#[derive(Debug)]
-pub struct NoInstance(pub wasmtime::Error);
-
-impl fmt::Display for NoInstance {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "no component instance available: {:#}", self.0)
-    }
-}
-
-impl std::error::Error for NoInstance {}
-
-/// State shared by every store.
-#[derive(Clone)]
-pub struct Shared {
-    /// Key-value backend.
-    pub kv: KvStore,
-    /// `wasi:config` variables.
-    pub vars: Arc<Variables>,
-    /// Pooled outbound HTTP client.
-    pub outbound: OutboundClient,
-}
-
-/// The data of one store, i.e. of one component instance.
-pub struct HostState {
-    wasi: WasiCtx,
-    http: WasiHttpCtx,
-    table: ResourceTable,
-    shared: Shared,
-    /// When the current request (of a WASIp3 instance, the latest one) must be finished by.
-    pub(crate) deadline: Option<Instant>,
-    /// Instance sequence number, for logs.
-    pub(crate) instance: u64,
-    /// Requests accepted so far.
-    pub(crate) requests: usize,
-}
-
-impl HostState {
-    pub(crate) fn new(shared: Shared, instance: u64) -> Self {
-        // Guest output goes to the host's stderr (stdout carries only the
-        // "Serving HTTP" line); raw sockets are off: outbound traffic must use
-        // wasi:http and its connection pool.
-        let wasi = WasiCtx::builder()
-            .stdout(std::io::stderr())
-            .stderr(std::io::stderr())
-            .allow_tcp(false)
-            .allow_udp(false)
-            .build();
-        Self {
-            wasi,
-            http: WasiHttpCtx::new(),
-            table: ResourceTable::new(),
-            shared,
-            deadline: None,
-            instance,
-            requests: 0,
-        }
-    }
-
-    fn kv(&mut self) -> KvView<'_> {
-        KvView {
-            table: &mut self.table,
-            store: &self.shared.kv,
-        }
-    }
-
-    fn config(&mut self) -> ConfigView<'_> {
-        ConfigView {
-            vars: &self.shared.vars,
-        }
-    }
-}
-
-impl WasiView for HostState {
-    fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView {
-            ctx: &mut self.wasi,
-            table: &mut self.table,
-        }
-    }
-}
-
-impl WasiHttpView for HostState {
-    fn http(&mut self) -> WasiHttpCtxView<'_> {
-        WasiHttpCtxView {
-            ctx: &mut self.http,
-            table: &mut self.table,
-            hooks: &mut self.shared.outbound,
-        }
-    }
-}
-
-/// Builds the engine: Cranelift, epoch interruption, and a pooling allocator sized for
-/// `components` components with `limits.max_instances` instances each. With `perf_map`,
-/// compiled guest code is listed in `/tmp/perf-<pid>.map` so `perf` can name it; with a
-/// `cache`, compiled components are kept there and loaded again at the next start. Only
-/// with `p3` (a WASIp3 component is hosted) do stores carry wasmtime's concurrency state.
-pub fn engine(
-    limits: &Limits,
-    components: u32,
-    perf_map: bool,
-    cache: &CompileCache,
-    p3: bool,
-) -> anyhow::Result<Engine> {
-    let per_component = limits.max_instances + limits.max_instances.div_ceil(4) + 2;
-    let slots = per_component.saturating_mul(components.max(1));
-    let mut pool = PoolingAllocationConfig::new();
-    pool.total_component_instances(slots)
-        .total_core_instances(slots.saturating_mul(CORE_INSTANCES_PER_COMPONENT))
-        .total_memories(slots.saturating_mul(MEMORIES_PER_COMPONENT))
-        .total_tables(slots.saturating_mul(TABLES_PER_COMPONENT))
-        .total_stacks(slots.saturating_mul(2))
-        .max_memory_size(limits.memory_bytes);
-    let mut config = Config::new();
-    config
-        .wasm_component_model(true)
-        .epoch_interruption(true)
-        .concurrency_support(p3)
-        .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
-    if perf_map {
-        config.profiler(ProfilingStrategy::PerfMap);
-    }
-    config.cache(compile_cache(cache)?);
-    Ok(Engine::new(&config).context("cannot create the wasmtime engine")?)
-}
-
-/// wasmtime's compilation cache in the chosen directory. Compilations are keyed by the
-/// component's bytes, wasmtime's version and the engine's settings, so a changed `.wasm`
-/// or host compiles afresh. A directory the operator named must work; the default one
-/// may not exist (no home directory), and then the gateway compiles at every start.
-fn compile_cache(choice: &CompileCache) -> anyhow::Result<Option<Cache>> {
-    let (dir, named) = match choice {
-        CompileCache::Off => return Ok(None),
-        CompileCache::Default(None) => {
-            tracing::info!(
-                "no compilation cache (neither XDG_CACHE_HOME nor HOME is set; see \
-                 APIM_COMPILE_CACHE_DIR): components compile at every start"
-            );
-            return Ok(None);
-        }
-        CompileCache::Default(Some(dir)) => (dir, false),
-        CompileCache::Dir(dir) => (dir, true),
-    };
-    let mut config = CacheConfig::new();
-    config.with_directory(dir);
-    match Cache::new(config) {
-        Ok(cache) => {
-            tracing::info!(dir = %dir.display(), "compilation cache");
-            Ok(Some(cache))
-        }
-        Err(err) if named => Err(anyhow::anyhow!(
-            "APIM_COMPILE_CACHE_DIR {}: {err:#}",
-            dir.display()
-        )),
-        Err(err) => {
-            tracing::warn!(
-                dir = %dir.display(),
-                "no compilation cache, components compile at every start: {err:#}"
-            );
-            Ok(None)
-        }
-    }
-}
 
 /// A component compiled and linked, with where its exports are.
 pub struct Prepared {
@@ -275,18 +59,19 @@ pub struct Prepared {
 
 /// What a component exports.
 enum Exports {
-    /// WASI 0.2's `wasi:http/incoming-handler`, and `apim:gateway/policy` where the
-    /// component exports it (the gateway does; the facade does not).
+    /// WASI 0.2's `wasi:http/incoming-handler`, and `apim:gateway/policy` and
+    /// `apim:gateway/sync` where the component exports them (the gateway does; the
+    /// facade does not).
     P2 {
         proxy: ProxyIndices,
         policy: Option<PolicyIndices>,
     },
-    /// WASI 0.3's `wasi:http/handler` ([`crate::p3_service`]).
+    /// WASI 0.3's `wasi:http/handler` ([`super::p3_service`]).
     P3(ServicePre<HostState>),
 }
 
 /// Compiles the component at `path` and links it against the host; `p3` says it is a
-/// WASIp3 component ([`crate::p3_service::serves_p3`]).
+/// WASIp3 component ([`crate::wit_host::p3_service::serves_p3`]).
 pub fn prepare(engine: &Engine, path: &Path, p3: bool) -> anyhow::Result<Prepared> {
     let started = Instant::now();
     let component = Component::from_file(engine, path)
@@ -351,7 +136,7 @@ pub struct Runtime {
     closing: Arc<AtomicBool>,
     idle: Mutex<Vec<Idle>>,
     /// A WASIp3 component's instances, which take several requests at once.
-    service: Option<crate::p3_service::Service>,
+    service: Option<Service>,
 }
 
 impl Runtime {
@@ -360,16 +145,14 @@ impl Runtime {
         let instances = Arc::new(AtomicU64::new(0));
         let closing = Arc::new(AtomicBool::new(false));
         let service = match &pre.exports {
-            Exports::P3(service) => {
-                Some(crate::p3_service::Service::new(crate::p3_service::Pool {
-                    engine: engine.clone(),
-                    pre: service.clone(),
-                    shared: shared.clone(),
-                    limits,
-                    instances: instances.clone(),
-                    closing: closing.clone(),
-                }))
-            }
+            Exports::P3(service) => Some(Service::new(Pool {
+                engine: engine.clone(),
+                pre: service.clone(),
+                shared: shared.clone(),
+                limits,
+                instances: instances.clone(),
+                closing: closing.clone(),
+            })),
             Exports::P2 { .. } => None,
         };
         Self {
@@ -395,7 +178,8 @@ impl Runtime {
         &self.limits
     }
 
-    /// Whether the component decides requests for the host to forward.
+    /// Whether the component decides requests for the host to forward, and pulls its
+    /// manifest when told ([`Runtime::pull`]).
     pub fn has_policy(&self) -> bool {
         matches!(
             self.pre.exports,
@@ -412,7 +196,7 @@ impl Runtime {
     }
 
     /// The key-value store every instance shares.
-    pub fn kv(&self) -> &crate::keyvalue::KvStore {
+    pub fn kv(&self) -> &KvStore {
         &self.shared.kv
     }
 
@@ -472,6 +256,14 @@ impl Runtime {
                 .await
         })
         .await
+    }
+
+    /// Has the component pull what its store misses from the control plane
+    /// (`apim:gateway/sync`, exported beside the policy): the manifest version it holds
+    /// afterwards, or why it could not.
+    pub async fn pull(&self) -> wasmtime::Result<Result<u64, String>> {
+        self.with_policy(async |exports, store| exports.apim_gateway_sync().call_pull(store).await)
+            .await
     }
 
     /// Runs `call` on an instance's policy export, within the request deadline; the
@@ -647,62 +439,5 @@ impl Runtime {
             proxy,
             policy,
         })
-    }
-}
-
-/// A store for a new instance, numbered after `instances`, trapping past its deadline.
-pub(crate) fn new_store(
-    engine: &Engine,
-    shared: &Shared,
-    instances: &AtomicU64,
-) -> Store<HostState> {
-    let id = instances.fetch_add(1, Ordering::Relaxed) + 1;
-    let mut store = Store::new(engine, HostState::new(shared.clone(), id));
-    store.epoch_deadline_callback(on_epoch);
-    store.set_epoch_deadline(1);
-    store
-}
-
-/// Epoch callback: trap past the deadline, otherwise let other tasks run.
-fn on_epoch(store: StoreContextMut<'_, HostState>) -> wasmtime::Result<UpdateDeadline> {
-    match store.data().deadline {
-        Some(deadline) if Instant::now() >= deadline => Err(wasmtime::Error::new(DeadlineExceeded)),
-        _ => Ok(UpdateDeadline::Yield(1)),
-    }
-}
-
-/// Background thread advancing the engine's epoch every [`EPOCH_TICK`].
-pub struct EpochTicker {
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl EpochTicker {
-    /// Starts ticking `engine`.
-    pub fn start(engine: Engine) -> anyhow::Result<Self> {
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
-        let thread = std::thread::Builder::new()
-            .name("epoch-ticker".into())
-            .spawn(move || {
-                while !flag.load(Ordering::Relaxed) {
-                    std::thread::sleep(EPOCH_TICK);
-                    engine.increment_epoch();
-                }
-            })
-            .context("cannot start the epoch thread")?;
-        Ok(Self {
-            stop,
-            thread: Some(thread),
-        })
-    }
-}
-
-impl Drop for EpochTicker {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
     }
 }
