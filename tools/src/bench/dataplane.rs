@@ -5,7 +5,7 @@
 
 use super::Options;
 use super::backend::{BODY_BYTES, FastBackend};
-use super::load::{Load, Wrk};
+use super::load::{Load, Wrk, median_cpu_us, median_rate};
 use super::platform::{BASE, OPEN, Platform, SECURED};
 use super::proxies;
 use super::stats::median;
@@ -73,13 +73,12 @@ pub struct CaseRuns {
 impl CaseRuns {
     /// Median requests/s at `--connections`.
     pub fn rate(&self) -> f64 {
-        median(self.loaded.iter().map(|l| l.rate))
+        median_rate(&self.loaded)
     }
 
     /// Median CPU µs per request at `--connections`, where measured.
     pub fn cpu_us(&self) -> Option<f64> {
-        let measured: Vec<f64> = self.loaded.iter().filter_map(|l| l.cpu_us).collect();
-        (!measured.is_empty()).then(|| median(measured))
+        median_cpu_us(&self.loaded)
     }
 
     /// Median of a figure over the rounds.
@@ -134,8 +133,9 @@ impl Cases {
     /// Starts nginx and Envoy, and checks that every case answers as it should.
     async fn start(backend: &FastBackend, platform: &Platform) -> Self {
         let dir = &platform.dir;
-        let nginx = proxies::nginx(dir, &backend.url).await;
-        let envoy = proxies::envoy(dir, &backend.url, &platform.issuer, &platform.jwks).await;
+        let nginx = proxies::nginx(dir, &backend.url, None).await;
+        let (issuer, jwks) = (&platform.issuer, &platform.jwks);
+        let envoy = proxies::envoy(dir, &backend.url, issuer, jwks, None).await;
         let jwt = Some(platform.token.clone());
         let gateway = &platform.stack.gw.base;
         let gateway_pid = platform.gateway_pid();

@@ -12,7 +12,7 @@ use serde_json::json;
 
 use super::Options;
 use super::backend::{app, on_cpu_0};
-use super::load::{Load, Wrk};
+use super::load::{Load, Wrk, with_cpu_of};
 use super::platform::{BASE, Platform, RATE_CAP, SECURED, subscribe};
 use super::stats::median;
 use harness::machine;
@@ -111,15 +111,11 @@ pub async fn measure(options: &Options, platform: &Platform) -> HttpsRuns {
     runs
 }
 
-/// A measured run at `--connections`, with the gateway's CPU time per request.
+/// A measured run at `--connections`, with the CPU time per request of `pid` (and its
+/// children).
 pub(super) async fn counted(options: &Options, url: &str, headers: &[String], pid: u32) -> Load {
-    let before = machine::cpu_us(&[pid]);
-    let mut load = wrk(options, url, headers, options.seconds).await;
-    let requests = load.rate * options.seconds as f64;
-    if requests > 0.0 {
-        load.cpu_us = Some((machine::cpu_us(&[pid]) - before) / requests);
-    }
-    load
+    let run = wrk(options, url, headers, options.seconds);
+    with_cpu_of(pid, options.seconds as f64, run).await
 }
 
 /// A wrk run at `--connections` for `seconds`.

@@ -1,8 +1,13 @@
-//! The load generator: wrk on CPU 0, one thread, keep-alive connections, and what its
-//! `--latency` report says.
+//! The load generators: wrk on CPU 0, one thread, keep-alive connections, and what its
+//! `--latency` report says; h2load likewise for HTTP/2 (many streams per connection); and
+//! the CPU time the server under test spent meanwhile.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+use harness::machine;
+
+use super::stats::median;
 
 /// What one wrk run measured.
 #[derive(Debug, Clone, Copy, Default)]
@@ -72,6 +77,125 @@ impl Wrk<'_> {
         }
         load
     }
+}
+
+/// Median requests/s of `runs`.
+pub fn median_rate(runs: &[Load]) -> f64 {
+    median(runs.iter().map(|l| l.rate))
+}
+
+/// Median CPU µs per request of `runs`, where measured.
+pub fn median_cpu_us(runs: &[Load]) -> Option<f64> {
+    let measured: Vec<f64> = runs.iter().filter_map(|l| l.cpu_us).collect();
+    (!measured.is_empty()).then(|| median(measured))
+}
+
+/// Runs `load` (of `seconds`) and sets its CPU time per request: what process `pid` and its
+/// children (nginx's worker) spent meanwhile, user + system, over the requests answered.
+pub async fn with_cpu_of(
+    pid: u32,
+    seconds: f64,
+    load: impl std::future::Future<Output = Load>,
+) -> Load {
+    let before = machine::cpu_us(&[pid]);
+    let mut load = load.await;
+    let requests = load.rate * seconds;
+    if requests > 0.0 {
+        load.cpu_us = Some((machine::cpu_us(&[pid]) - before) / requests);
+    }
+    load
+}
+
+/// One h2load run: HTTP/2 (over TLS by ALPN for `https://`, h2c by prior knowledge for
+/// `http://`), one thread on CPU 0, `connections` × `streams` requests in flight.
+pub struct H2load<'a> {
+    /// Target URL.
+    pub url: &'a str,
+    /// Connections.
+    pub connections: usize,
+    /// Streams in flight on each connection.
+    pub streams: usize,
+    /// How long.
+    pub duration: Duration,
+    /// Extra request headers, `Name: value`.
+    pub headers: &'a [String],
+}
+
+impl H2load<'_> {
+    /// Runs h2load and reads its report (req/s and failures; it gives no percentiles);
+    /// panics when it fails to run, or when a TLS server did not choose h2.
+    pub async fn run(&self) -> Load {
+        let mut command = tokio::process::Command::new("taskset");
+        command.args([
+            "-c",
+            "0",
+            "h2load",
+            "-t1",
+            &format!("-c{}", self.connections),
+            &format!("-m{}", self.streams),
+            &format!("-D{}", self.duration.as_secs().max(1)),
+        ]);
+        for header in self.headers {
+            // HTTP/2 header names are lower case.
+            let (name, value) = header.split_once(": ").expect("Name: value");
+            command.args(["-H", &format!("{}: {value}", name.to_lowercase())]);
+        }
+        let out = command.arg(self.url).output().await.expect("run h2load");
+        let report = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "h2load failed on {}: {report}{}",
+            self.url,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        if self.url.starts_with("https://") {
+            assert!(
+                report.contains("Application protocol: h2"),
+                "h2load on {}: the server did not choose h2 by ALPN:\n{report}",
+                self.url
+            );
+        }
+        let load = parse_h2load(&report);
+        if load.errors > 0 {
+            eprintln!(
+                "bench: {} failed or non-2xx requests from {}",
+                load.errors, self.url
+            );
+        }
+        load
+    }
+}
+
+/// Reads requests/s and the failures (failed requests and answers other than 2xx) of an
+/// h2load report.
+pub fn parse_h2load(report: &str) -> Load {
+    let mut load = Load {
+        p50_us: f64::NAN,
+        p99_us: f64::NAN,
+        ..Load::default()
+    };
+    // The count before `label` in "…, 12 failed, 0 errored, …".
+    let count = |line: &str, label: &str| -> u64 {
+        line.split(',')
+            .filter_map(|part| part.trim().strip_suffix(label))
+            .filter_map(|n| n.trim().parse::<u64>().ok())
+            .sum()
+    };
+    for line in report.lines().map(str::trim) {
+        if let Some(rest) = line.strip_prefix("finished in ") {
+            // "finished in 10.00s, 35261.40 req/s, 37.98MB/s"
+            load.rate = rest
+                .split(',')
+                .find_map(|part| part.trim().strip_suffix(" req/s")?.parse().ok())
+                .unwrap_or(0.0);
+        } else if let Some(rest) = line.strip_prefix("requests:") {
+            load.errors +=
+                count(rest, " failed") + count(rest, " errored") + count(rest, " timeout");
+        } else if let Some(rest) = line.strip_prefix("status codes:") {
+            load.errors += count(rest, " 3xx") + count(rest, " 4xx") + count(rest, " 5xx");
+        }
+    }
+    load
 }
 
 /// Reads requests/s, the 50% and 99% latencies and the error counts of a wrk report.
@@ -157,5 +281,25 @@ Transfer/sec:    112.34MB
         assert_eq!(load.p50_us, 330.0);
         assert_eq!(load.p99_us, 1710.0);
         assert_eq!(load.errors, 8);
+    }
+
+    #[test]
+    fn reads_an_h2load_report() {
+        let report = "starting benchmark...
+spawning thread #0: 4 total client(s). Timing-based test with 0s of warm-up time and 10s of main duration for measurements.
+TLS Protocol: TLSv1.3
+Cipher: TLS_AES_128_GCM_SHA256
+Server Temp Key: X25519 253 bits
+Application protocol: h2
+
+finished in 10.00s, 35261.40 req/s, 37.98MB/s
+requests: 352614 total, 352742 started, 352614 done, 352610 succeeded, 4 failed, 1 errored, 2 timeout
+status codes: 352600 2xx, 0 3xx, 10 4xx, 0 5xx
+traffic: 379.78MB (398227082) total, 1.35MB (1412000) headers (space savings 95.55%), 344.35MB (361076736) data
+";
+        let load = parse_h2load(report);
+        assert_eq!(load.rate, 35261.4);
+        assert_eq!(load.errors, 17);
+        assert!(load.p99_us.is_nan());
     }
 }

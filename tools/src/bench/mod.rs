@@ -9,8 +9,10 @@
 //! `--fleet-gateways` gateways. Throttling: what three nodes sharing Redis admit per
 //! window against `maxTps` and the largest tiers, and the CPU Redis counting costs. Idle:
 //! the gateway's memory per held kept-alive connection. Artefacts: case 4 on the
-//! `wasi:http` path, the WASI 0.2 component beside the WASIp3 one hosted with reuse.
-//! Prints tables and writes `BENCHMARKS.md`; `--only fleet,throttling,idle,artefacts`
+//! `wasi:http` path, the WASI 0.2 component beside the WASIp3 one hosted with reuse. TLS:
+//! kept-alive TLS, new handshakes and HTTP/2 with many streams, beside nginx and Envoy
+//! with the same certificate.
+//! Prints tables and writes `BENCHMARKS.md`; `--only fleet,throttling,idle,artefacts,tls`
 //! (any of them) runs just those cases and rewrites just their sections.
 
 pub mod artefacts;
@@ -18,6 +20,7 @@ pub mod backend;
 pub mod control;
 pub mod dataplane;
 pub mod fleet;
+pub mod handshakes;
 pub mod https;
 pub mod idle;
 pub mod load;
@@ -31,6 +34,7 @@ pub mod report;
 pub mod spin_like;
 pub mod stats;
 pub mod throttling;
+pub mod tls;
 pub mod tools;
 
 use std::path::PathBuf;
@@ -106,6 +110,12 @@ pub struct Options {
     /// Calls a fresh client makes, timed, while the idle case holds its connections.
     #[arg(long, default_value_t = 2_000)]
     pub idle_probes: usize,
+    /// Connections h2load opens in the TLS part's HTTP/2 case.
+    #[arg(long, default_value_t = 4)]
+    pub h2_connections: usize,
+    /// Streams h2load keeps in flight on each of them.
+    #[arg(long, default_value_t = 32)]
+    pub h2_streams: usize,
 }
 
 /// The cases `--only` can pick.
@@ -123,6 +133,8 @@ pub enum Part {
     Artefacts,
     /// Case 4 against an HTTPS backend, beside the plain one.
     Https,
+    /// Kept-alive TLS, new TLS handshakes and HTTP/2, beside nginx and Envoy.
+    Tls,
 }
 
 impl Options {
@@ -139,7 +151,7 @@ impl Options {
 
 /// Runs the whole benchmark.
 pub fn run(options: Options) {
-    if options.only.is_empty() {
+    if options.runs(Part::Tls) {
         tools::ensure_all();
     } else {
         tools::ensure_wrk();
@@ -183,7 +195,7 @@ pub fn run(options: Options) {
     });
 }
 
-/// The HTTPS-backend, Spin-like, artefacts, fleet, throttling and idle cases (those `--only` selects), each written to its
+/// The parts with sections of their own (those `--only` selects), each written to its
 /// own section of the report as soon as it is measured.
 async fn run_parts(options: &Options) {
     if options.runs(Part::Https) {
@@ -214,5 +226,9 @@ async fn run_parts(options: &Options) {
     if options.runs(Part::Idle) {
         let idle = idle::measure(options).await;
         report::write_section(options, Part::Idle, &report::idle(options, &idle));
+    }
+    if options.runs(Part::Tls) {
+        let results = tls::measure(options).await;
+        report::write_section(options, Part::Tls, &tls::section(options, &results));
     }
 }

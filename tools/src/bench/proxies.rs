@@ -1,18 +1,22 @@
 //! The proxies edge-gateway is compared with, set up from `tools/fixtures/bench`: nginx
-//! (plain reverse proxy) and Envoy (our policy), each pinned to CPU 1 with one worker.
+//! (plain reverse proxy) and Envoy (our policy), each pinned to CPU 1 with one worker, on
+//! plain HTTP or behind TLS with a certificate of the run (HTTP/1.1 or h2 by ALPN).
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
+use harness::tls::Listening;
 use serde_json::{Value, json};
 
 use super::platform::{BASE, RESOURCES, Resource};
 
 /// A proxy process of ours, stopped by [`Proxy::stop`] (or killed when dropped).
 pub struct Proxy {
-    /// `http://127.0.0.1:<port>`.
+    /// `http://127.0.0.1:<port>` (`https://` behind TLS).
     pub url: String,
+    /// `127.0.0.1:<port>`.
+    pub addr: String,
     child: tokio::process::Child,
     log: PathBuf,
 }
@@ -39,7 +43,7 @@ impl Proxy {
     }
 
     async fn wait_until_listening(&mut self) {
-        let addr = self.url.trim_start_matches("http://").to_string();
+        let addr = self.addr.clone();
         for _ in 0..500 {
             if tokio::net::TcpStream::connect(&addr).await.is_ok() {
                 return;
@@ -56,23 +60,15 @@ impl Proxy {
     }
 }
 
-/// nginx with one worker on CPU 1, in front of `backend` (`http://host:port`).
-pub async fn nginx(dir: &Path, backend: &str) -> Proxy {
-    let prefix = dir.join("nginx");
+/// nginx with one worker on CPU 1, in front of `backend` (`http://host:port`); with `tls`,
+/// its listener speaks TLS (HTTP/1.1 or h2 by ALPN) with the default certificate of `tls`.
+pub async fn nginx(dir: &Path, backend: &str, tls: Option<&Listening>) -> Proxy {
+    let prefix = dir.join(if tls.is_some() { "nginx-tls" } else { "nginx" });
     std::fs::create_dir_all(&prefix).expect("nginx prefix");
     let listen = format!("127.0.0.1:{}", harness::free_port());
     let user = harness::machine::output("id", &["-un"]);
     let prefix_text = prefix.display().to_string();
-    let config = fill(
-        include_str!("../../fixtures/bench/nginx.conf"),
-        &[
-            ("user", &user),
-            ("prefix", &prefix_text),
-            ("backend", backend.trim_start_matches("http://")),
-            ("listen", &listen),
-            ("base", BASE),
-        ],
-    );
+    let config = nginx_config(&user, &prefix_text, backend, &listen, tls);
     let conf = prefix.join("nginx.conf");
     std::fs::write(&conf, config).expect("write nginx.conf");
     let args = [
@@ -85,26 +81,67 @@ pub async fn nginx(dir: &Path, backend: &str) -> Proxy {
         "-g",
         "daemon off;",
     ];
-    start("nginx", &args, &listen, prefix.join("stderr.log")).await
+    start(
+        "nginx",
+        &args,
+        &listen,
+        tls.is_some(),
+        prefix.join("stderr.log"),
+    )
+    .await
+}
+
+/// `tools/fixtures/bench/nginx.conf` filled in: run as `user` in `prefix`, listening on
+/// `listen` (`host:port`), with `ssl http2` and the default certificate of `tls` if any.
+fn nginx_config(
+    user: &str,
+    prefix: &str,
+    backend: &str,
+    listen: &str,
+    tls: Option<&Listening>,
+) -> String {
+    let (listen_options, tls_directives) = match tls {
+        Some(tls) => (
+            " ssl http2",
+            format!(
+                "ssl_certificate {};\n        ssl_certificate_key {};",
+                tls.default_cert.display(),
+                tls.default_key.display()
+            ),
+        ),
+        None => ("", String::new()),
+    };
+    fill(
+        include_str!("../../fixtures/bench/nginx.conf"),
+        &[
+            ("user", user),
+            ("prefix", prefix),
+            ("backend", backend.trim_start_matches("http://")),
+            ("listen", &format!("{listen}{listen_options}")),
+            ("tls", &tls_directives),
+            ("base", BASE),
+        ],
+    )
 }
 
 /// Envoy with one worker on CPU 1 in front of `backend`, enforcing our policy: tokens of
 /// `issuer` signed by a key of `jwks` on the authenticated resources, a local rate limit.
-pub async fn envoy(dir: &Path, backend: &str, issuer: &str, jwks: &str) -> Proxy {
+/// With `tls`, its listener speaks TLS (HTTP/1.1 or h2 by ALPN) with the default
+/// certificate of `tls`.
+pub async fn envoy(
+    dir: &Path,
+    backend: &str,
+    issuer: &str,
+    jwks: &str,
+    tls: Option<&Listening>,
+) -> Proxy {
     let listen = format!("127.0.0.1:{}", harness::free_port());
-    let port = |addr: &str| addr.rsplit(':').next().expect("port").to_string();
-    let config = fill(
-        include_str!("../../fixtures/bench/envoy.yaml"),
-        &[
-            ("listen_port", &port(&listen)),
-            ("backend_port", &port(backend)),
-            ("routes", &envoy_routes().to_string()),
-            ("rules", &envoy_rules().to_string()),
-            ("issuer", &json!(issuer).to_string()),
-            ("jwks", &json!(jwks).to_string()),
-        ],
-    );
-    let conf = dir.join("envoy.yaml");
+    let config = envoy_config(&listen, backend, issuer, jwks, tls);
+    let conf = dir.join(if tls.is_some() {
+        "envoy-tls.yaml"
+    } else {
+        "envoy.yaml"
+    });
     std::fs::write(&conf, config).expect("write envoy.yaml");
     let envoy = super::tools::envoy_binary().expect("envoy");
     let args = [
@@ -116,17 +153,79 @@ pub async fn envoy(dir: &Path, backend: &str, issuer: &str, jwks: &str) -> Proxy
         "--log-level",
         "warn",
     ];
+    let log = conf.with_extension("log");
     start(
         &envoy.display().to_string(),
         &args,
         &listen,
-        dir.join("envoy.log"),
+        tls.is_some(),
+        log,
     )
     .await
 }
 
-/// Starts `program` on CPU 1, its output in `log`, and waits for its listener.
-async fn start(program: &str, args: &[&str], listen: &str, log: PathBuf) -> Proxy {
+/// `tools/fixtures/bench/envoy.yaml` filled in: listening on `listen` (`host:port`), in
+/// front of `backend`, the policy of `issuer` and `jwks`, behind TLS with the default
+/// certificate of `tls` if any.
+fn envoy_config(
+    listen: &str,
+    backend: &str,
+    issuer: &str,
+    jwks: &str,
+    tls: Option<&Listening>,
+) -> String {
+    let port = |addr: &str| addr.rsplit(':').next().expect("port").to_string();
+    let (transport_socket, codec) = match tls {
+        Some(tls) => (envoy_tls(tls), "AUTO"),
+        None => (envoy_plain(), "HTTP1"),
+    };
+    fill(
+        include_str!("../../fixtures/bench/envoy.yaml"),
+        &[
+            ("listen_port", &port(listen)),
+            ("transport_socket", &transport_socket.to_string()),
+            ("codec", codec),
+            ("backend_port", &port(backend)),
+            ("routes", &envoy_routes().to_string()),
+            ("rules", &envoy_rules().to_string()),
+            ("issuer", &json!(issuer).to_string()),
+            ("jwks", &json!(jwks).to_string()),
+        ],
+    )
+}
+
+/// Envoy's default transport socket, named: plain TCP.
+fn envoy_plain() -> Value {
+    json!({
+        "name": "envoy.transport_sockets.raw_buffer",
+        "typed_config": {
+            "@type": "type.googleapis.com/envoy.extensions.transport_sockets.raw_buffer.v3.RawBuffer"
+        }
+    })
+}
+
+/// TLS with the default certificate of `tls`, h2 or HTTP/1.1 by ALPN (Envoy's defaults
+/// otherwise: TLS 1.2 and 1.3, session tickets).
+fn envoy_tls(tls: &Listening) -> Value {
+    let file = |path: &Path| json!({"filename": path.display().to_string()});
+    json!({
+        "name": "envoy.transport_sockets.tls",
+        "typed_config": {
+            "@type": "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext",
+            "common_tls_context": {
+                "tls_certificates": [{
+                    "certificate_chain": file(&tls.default_cert),
+                    "private_key": file(&tls.default_key),
+                }],
+                "alpn_protocols": ["h2", "http/1.1"],
+            }
+        }
+    })
+}
+
+/// Starts `program` on CPU 1, its output in `log`, and waits for its listener (`https`
+/// in its URL when it speaks TLS).
+async fn start(program: &str, args: &[&str], listen: &str, tls: bool, log: PathBuf) -> Proxy {
     let output = std::fs::File::create(&log).expect("proxy log");
     let child = tokio::process::Command::new("taskset")
         .args(["-c", "1", program])
@@ -137,8 +236,10 @@ async fn start(program: &str, args: &[&str], listen: &str, log: PathBuf) -> Prox
         .kill_on_drop(true)
         .spawn()
         .unwrap_or_else(|e| panic!("start {program}: {e}"));
+    let scheme = if tls { "https" } else { "http" };
     let mut proxy = Proxy {
-        url: format!("http://{listen}"),
+        url: format!("{scheme}://{listen}"),
+        addr: listen.to_string(),
         child,
         log,
     };
@@ -230,5 +331,36 @@ mod tests {
     #[test]
     fn fills_every_value() {
         assert_eq!(fill("a @x@ b @y@", &[("x", "1"), ("y", "2")]), "a 1 b 2");
+    }
+
+    /// A `@name@` left in a filled template: a value the code forgot.
+    fn unfilled(config: &str) -> Option<&str> {
+        let between: Vec<&str> = config.split('@').collect();
+        let inner = between.len().saturating_sub(2);
+        between.into_iter().skip(1).take(inner).find(|name| {
+            !name.is_empty() && name.chars().all(|c| c.is_ascii_lowercase() || c == '_')
+        })
+    }
+
+    #[test]
+    fn the_proxies_configurations_fill_plain_and_behind_tls() {
+        let dir = harness::temp_dir();
+        let tls = Listening::new(&dir);
+        let backend = "http://127.0.0.1:2";
+        for tls in [None, Some(&tls)] {
+            let nginx = nginx_config("me", "/p", backend, "127.0.0.1:1", tls);
+            let envoy = envoy_config("127.0.0.1:1", backend, "iss", "{}", tls);
+            assert_eq!(unfilled(&nginx), None, "{nginx}");
+            assert_eq!(unfilled(&envoy), None, "{envoy}");
+            let cert = dir.join("listener.crt").display().to_string();
+            assert_eq!(
+                nginx.contains("listen 127.0.0.1:1 ssl http2;"),
+                tls.is_some()
+            );
+            assert_eq!(nginx.contains(&cert), tls.is_some());
+            assert_eq!(envoy.contains("DownstreamTlsContext"), tls.is_some());
+            assert_eq!(envoy.contains(&cert), tls.is_some());
+        }
+        let _ = std::fs::remove_dir_all(dir);
     }
 }

@@ -743,6 +743,7 @@ fn section_markers(part: Part) -> (String, String) {
         Part::Idle => "idle",
         Part::Artefacts => "artefacts",
         Part::Https => "https",
+        Part::Tls => "tls",
     };
     (
         format!(

@@ -84,7 +84,7 @@ pub async fn measure(options: &Options) -> SpinLikeRuns {
 }
 
 /// The first three fields of `/proc/loadavg`.
-fn load_average() -> String {
+pub(super) fn load_average() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .unwrap_or_default()
         .split_whitespace()

