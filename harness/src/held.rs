@@ -2,10 +2,11 @@
 //! with a request written by hand, its answer read, then left idle. The load test and the
 //! benchmark's idle case hold ten thousand this way.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
@@ -17,7 +18,7 @@ pub fn get(path: &str, token: &str) -> Vec<u8> {
 }
 
 /// Reads one answer (head, then a body framed by `Content-Length`); its status.
-pub async fn read_response(stream: &mut TcpStream) -> std::io::Result<u16> {
+pub async fn read_response<S: AsyncRead + Unpin>(stream: &mut S) -> std::io::Result<u16> {
     let mut buffer = Vec::with_capacity(2048);
     let mut chunk = [0u8; 4096];
     let head_end = loop {
@@ -52,7 +53,10 @@ pub async fn read_response(stream: &mut TcpStream) -> std::io::Result<u16> {
 }
 
 /// Sends `request` on `stream` and reads its answer: the status, and how long it took.
-pub async fn call(stream: &mut TcpStream, request: &[u8]) -> std::io::Result<(u16, Duration)> {
+pub async fn call<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: &mut S,
+    request: &[u8],
+) -> std::io::Result<(u16, Duration)> {
     let asked = Instant::now();
     stream.write_all(request).await?;
     let status = read_response(stream).await?;
@@ -74,22 +78,41 @@ pub async fn hold(
     count: usize,
     opening: usize,
 ) -> (Vec<TcpStream>, Vec<String>) {
+    let (addr, request) = (Arc::<str>::from(addr), Arc::<[u8]>::from(request));
+    hold_with(count, opening, move || {
+        let (addr, request) = (addr.clone(), request.clone());
+        async move {
+            let mut stream = TcpStream::connect(&*addr).await?;
+            let (status, _) = call(&mut stream, &request).await?;
+            Ok((stream, status))
+        }
+    })
+    .await
+}
+
+/// Opens `count` connections with `open` (which connects and calls once: the connection
+/// and the status it was answered), at most `opening` at once: those answered 200, held
+/// open, and what went wrong with the others.
+pub async fn hold_with<C, F, Opened>(count: usize, opening: usize, open: F) -> (Vec<C>, Vec<String>)
+where
+    C: Send + 'static,
+    F: Fn() -> Opened,
+    Opened: Future<Output = std::io::Result<(C, u16)>> + Send + 'static,
+{
     let opening = Arc::new(Semaphore::new(opening.max(1)));
     let mut clients = JoinSet::new();
     for _ in 0..count {
-        let (addr, opening, request) = (addr.to_string(), opening.clone(), request.to_vec());
+        let (opening, opened) = (opening.clone(), open());
         clients.spawn(async move {
             let _turn = opening.acquire().await.expect("semaphore");
-            let mut stream = TcpStream::connect(&addr).await?;
-            let (status, _) = call(&mut stream, &request).await?;
-            Ok::<_, std::io::Error>((stream, status))
+            opened.await
         });
     }
     let mut held = Vec::with_capacity(count);
     let mut failures = Vec::new();
     while let Some(joined) = clients.join_next().await {
         match joined.expect("client task") {
-            Ok((stream, 200)) => held.push(stream),
+            Ok((connection, 200)) => held.push(connection),
             Ok((_, status)) => failures.push(format!("answered {status}")),
             Err(err) => failures.push(err.to_string()),
         }

@@ -116,6 +116,9 @@ pub struct Options {
     /// Streams h2load keeps in flight on each of them.
     #[arg(long, default_value_t = 32)]
     pub h2_streams: usize,
+    /// The kinds of connection the idle case holds (comma-separated); by default each.
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub idle_kinds: Vec<idle::Kind>,
 }
 
 /// The cases `--only` can pick.
@@ -127,7 +130,7 @@ pub enum Part {
     Throttling,
     /// Case 6 (the component hosted as Spin hosts it) beside case 4, with its profile.
     SpinLike,
-    /// Memory per idle kept-alive connection, 10,000 held.
+    /// Memory per idle kept-alive connection (plain, TLS, h2c), 10,000 held.
     Idle,
     /// Case 4 on the `wasi:http` path, the WASI 0.2 and the WASIp3 artefacts.
     Artefacts,
@@ -225,7 +228,7 @@ async fn run_parts(options: &Options) {
     }
     if options.runs(Part::Idle) {
         let idle = idle::measure(options).await;
-        report::write_section(options, Part::Idle, &report::idle(options, &idle));
+        report::write_section(options, Part::Idle, &idle::section(options, &idle));
     }
     if options.runs(Part::Tls) {
         let results = tls::measure(options).await;

@@ -97,6 +97,16 @@ impl Platform {
     /// Starts the control plane (both CPUs) and edge-gateway (CPU 1, so its runtime has
     /// one worker), and publishes the benchmark API over `backend`.
     pub async fn start(backend: &str) -> Self {
+        Self::launch(backend, false).await
+    }
+
+    /// The same with both planes serving TLS (the certificates of a
+    /// [`harness::tls::Listening`]), without case 6's gateway.
+    pub async fn start_tls(backend: &str) -> Self {
+        Self::launch(backend, true).await
+    }
+
+    async fn launch(backend: &str, tls: bool) -> Self {
         let stack = Launch {
             control_plane: &[
                 // Compile and delivery events, timed (see propagation.rs).
@@ -106,15 +116,16 @@ impl Platform {
             // The perf map lets the profile name the component's functions.
             gateway: &[("APIM_PERF_MAP", "true".to_string())],
             gateway_cpus: Some("1"),
+            tls,
             ..Launch::default()
         }
         .start()
         .await;
         machine::pin_thread("0");
-        Self::with_bench_api(Arc::new(stack), backend).await
+        Self::with_bench_api(Arc::new(stack), backend, !tls).await
     }
 
-    async fn with_bench_api(stack: Arc<Stack>, backend: &str) -> Self {
+    async fn with_bench_api(stack: Arc<Stack>, backend: &str, spin_like: bool) -> Self {
         let changes = json!({
             "apiDefinition": swagger().to_string(),
             "endpointConfig": json!({
@@ -140,7 +151,11 @@ impl Platform {
             .await;
         let opaque_token = client_token(&stack.mgmt, &opaque_key, &opaque_secret).await;
         let jwks = stack.mgmt.get("/oauth2/jwks", "").await.expect(200).body;
-        let spin_like = Some(start_spin_like(&stack).await);
+        let spin_like = if spin_like {
+            Some(start_spin_like(&stack).await)
+        } else {
+            None
+        };
         let platform = Platform {
             spin_like,
             issuer: harness::jwt_claims(&token)["iss"]
@@ -160,8 +175,10 @@ impl Platform {
         let path = format!("{BASE}{SECURED}");
         for token in [&platform.token, &platform.opaque_token] {
             propagation::poll(&platform.stack.gw, &path, token, |r| r.status == 200).await;
-            let spin_like = Client::new(&platform.spin_like_url());
-            propagation::poll(&spin_like, &path, token, |r| r.status == 200).await;
+            if platform.spin_like.is_some() {
+                let spin_like = Client::new(&platform.spin_like_url());
+                propagation::poll(&spin_like, &path, token, |r| r.status == 200).await;
+            }
         }
         platform
     }

@@ -7,7 +7,6 @@ use std::path::Path;
 use super::control::{ControlResults, Phase};
 use super::dataplane::{Case, CaseRuns, DataPlane};
 use super::fleet::FleetResults;
-use super::idle::IdleResults;
 use super::load::Load;
 use super::profile::Profile;
 use super::propagation::Propagation;
@@ -628,36 +627,6 @@ pub fn throttling(options: &Options, t: &ThrottlingResults) -> String {
         md.push_str("\nThe run waited for another build to finish first.\n");
     }
     md.push('\n');
-    md
-}
-
-/// The idle case's section.
-pub fn idle(options: &Options, i: &IdleResults) -> String {
-    let command = format!(
-        "--only idle --idle-connections {}",
-        options.idle_connections
-    );
-    let mut md = section_head("Memory per idle connection", &command);
-    let _ = writeln!(
-        md,
-        "edge-gateway (full policy, plain HTTP, on CPU 1) holds {} kept-alive connections, \
-         each opened by a client on CPU 0 that called the secured resource once and then \
-         left it idle ({} failed). Resident memory (`VmRSS`) is read two seconds after \
-         {WARM} warm-up connections have come and gone, and again two seconds after the last \
-         held connection was answered; meanwhile a fresh client makes {} calls, one after \
-         the other, on a connection of its own.\n",
-        int(i.connections as f64),
-        i.failures,
-        i.fresh.count,
-        WARM = super::idle::WARM_CONNECTIONS,
-    );
-    let _ = writeln!(
-        md,
-        "| resident before → holding | per idle connection | fresh client p50 / p99 ms |\n\
-         |--:|--:|--:|\n\
-         | {:.1} → {:.1} MiB | **{:.1} KiB** | {:.3} / {:.3} |",
-        i.before_mib, i.held_mib, i.per_connection_kib, i.fresh.p50_ms, i.fresh.p99_ms
-    );
     md
 }
 
