@@ -15,6 +15,7 @@ use apim_http::contract::{self, settings};
 use clap::Parser;
 
 use crate::wit_host::config_store::{Variables, parse_variable};
+use crate::scheme::TrustedProxies;
 
 /// Parses `on` / `off` (also `true` / `false`).
 fn parse_switch(text: &str) -> Result<bool, String> {
@@ -106,6 +107,22 @@ pub struct Config {
         value_delimiter = ','
     )]
     pub tls_keys: Vec<PathBuf>,
+
+    /// A second listener of the gateway, serving TLS with the `--tls-cert` certificates,
+    /// while `--addr` stays plain HTTP/1.1 and h2c (as WSO2's gateway serves 8243 beside
+    /// 8280): an API whose transports leave out `http` is then served here alone, one
+    /// without `https` on `--addr` alone. Announced as `Serving HTTPS on https://ADDR/`
+    /// after `--addr`'s `Serving HTTP` line. The `--extra-component` listeners speak TLS
+    /// with certificates, as without it.
+    #[arg(long, env = "APIM_GATEWAY_TLS_ADDR", value_name = "ADDR")]
+    pub tls_addr: Option<SocketAddr>,
+
+    /// Addresses and CIDR networks (comma-separated) of TLS-terminating proxies in front
+    /// of a plain listener, whose `X-Forwarded-Proto: https` says a request came over TLS
+    /// (its last value, the one the proxy appended). From any other address the header is
+    /// ignored and removed before the request goes on; from these it passes on.
+    #[arg(long, env = "APIM_TRUSTED_PROXIES", default_value = "", value_name = "CIDR,...")]
+    pub trusted_proxies: String,
 
     /// Address of the operations listener (`/healthz`, `/readyz`, `/metrics`); none by
     /// default. Keep it off the public network: it is not authenticated. Announced as
@@ -468,7 +485,12 @@ impl Config {
         apim_http::egress::EgressPolicy::parse(&self.egress_allow)
             .map_err(|err| anyhow::anyhow!("APIM_EGRESS_ALLOW: {err}"))?;
         self.hosted()?;
-        self.tls_pairs()?;
+        self.trusted_proxies()?;
+        let pairs = self.tls_pairs()?;
+        ensure!(
+            self.tls_addr.is_none() || !pairs.is_empty(),
+            "APIM_GATEWAY_TLS_ADDR needs certificates: set APIM_TLS_CERT and APIM_TLS_KEY"
+        );
         self.validate_listeners()
     }
 
@@ -479,18 +501,26 @@ impl Config {
             .collect()
     }
 
-    /// Two components cannot share a fixed address (port 0 always picks a new one).
+    /// The addresses whose `X-Forwarded-Proto` is believed.
+    pub fn trusted_proxies(&self) -> anyhow::Result<TrustedProxies> {
+        TrustedProxies::parse(&self.trusted_proxies)
+            .map_err(|err| anyhow::anyhow!("APIM_TRUSTED_PROXIES: {err}"))
+    }
+
+    /// No two listeners (the components', the gateway's TLS one) share a fixed address
+    /// (port 0 always picks a new one).
     fn validate_listeners(&self) -> anyhow::Result<()> {
         let fixed: Vec<SocketAddr> = self
             .listeners()
             .into_iter()
             .map(|(addr, _)| addr)
+            .chain(self.tls_addr)
             .filter(|addr| addr.port() != 0)
             .collect();
         for (i, addr) in fixed.iter().enumerate() {
             ensure!(
                 !fixed[..i].contains(addr),
-                "two components are configured to listen on {addr}"
+                "two listeners are configured on {addr}"
             );
         }
         Ok(())
@@ -961,6 +991,43 @@ mod tests {
             parse(&[]).connections().keepalive_drain,
             Duration::from_millis(1_000)
         );
+    }
+
+    /// A TLS listener beside the plain one needs certificates and an address of its own;
+    /// the error names the setting.
+    #[test]
+    fn the_tls_listener_needs_certificates_and_an_address_of_its_own() {
+        let certs = ["--tls-cert", "gw.crt", "--tls-key", "gw.key"];
+        let with = |more: &[&'static str]| parse(&[&certs[..], more].concat());
+        let config = with(&["--tls-addr", "127.0.0.1:8243"]);
+        config.validate().unwrap();
+        assert_eq!(config.tls_addr, Some("127.0.0.1:8243".parse().unwrap()));
+        assert_eq!(parse(&certs).tls_addr, None, "none unless asked for");
+        let err = parse(&["--tls-addr", "127.0.0.1:8243"]).validate().unwrap_err();
+        assert!(err.to_string().contains("APIM_GATEWAY_TLS_ADDR"), "{err}");
+        let err = with(&["--tls-addr", "127.0.0.1:8280"]).validate().unwrap_err();
+        assert!(err.to_string().contains("127.0.0.1:8280"), "{err}");
+        with(&["--addr", "127.0.0.1:0", "--tls-addr", "127.0.0.1:0"])
+            .validate()
+            .unwrap();
+        let argv = ["edge-gateway", "--tls-addr", "gw.example:8243"];
+        assert!(Config::try_parse_from(argv).is_err());
+    }
+
+    /// Trusted proxies are addresses and networks; anything else is refused, named.
+    #[test]
+    fn trusted_proxies_are_addresses_and_networks() {
+        let config = parse(&["--trusted-proxies", "10.0.0.0/8,127.0.0.2"]);
+        config.validate().unwrap();
+        let trusted = config.trusted_proxies().unwrap();
+        assert!(trusted.trust("10.9.8.7".parse().unwrap()));
+        assert!(!trusted.trust("127.0.0.1".parse().unwrap()));
+        assert_eq!(parse(&[]).trusted_proxies().unwrap(), TrustedProxies::default());
+        for bad in ["lb.example", "10.0.0.0/40", "10.0.0.1:443", "*"] {
+            let err = parse(&["--trusted-proxies", bad]).validate().unwrap_err();
+            let text = err.to_string();
+            assert!(text.contains("APIM_TRUSTED_PROXIES") && text.contains(bad), "{text}");
+        }
     }
 
     #[test]

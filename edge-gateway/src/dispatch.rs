@@ -156,6 +156,7 @@ impl Gateway {
         });
         let authority = request.uri().authority().cloned();
         prepare_headers(request.headers_mut(), authority.as_ref(), addresses);
+        crate::scheme::settle(&mut request, addresses.arrival);
         let traced = (self.telemetry.tracing).begin(request.headers_mut(), self.host_forwarding);
         let request_bytes = proxy::content_length(request.headers());
         if !self.host_forwarding {
@@ -575,6 +576,8 @@ struct Served<'a> {
 pub struct Addresses {
     client: HeaderValue,
     listener: HeaderValue,
+    /// How its requests arrive, which decides their scheme.
+    arrival: crate::scheme::Arrival,
 }
 
 impl Addresses {
@@ -586,7 +589,13 @@ impl Addresses {
         Self {
             client: value(peer),
             listener: value(local),
+            arrival: crate::scheme::Arrival::default(),
         }
+    }
+
+    /// The same, for a connection whose requests arrive as `arrival` says.
+    pub fn arriving(self, arrival: crate::scheme::Arrival) -> Self {
+        Self { arrival, ..self }
     }
 }
 

@@ -17,6 +17,7 @@ pub mod manifest_watch;
 pub mod outbound;
 pub mod proxy;
 pub mod responses;
+pub mod scheme;
 pub mod server;
 pub mod telemetry;
 pub mod websocket;
@@ -49,19 +50,24 @@ pub async fn run(config: Config, mut inherited: server::Inherited) -> anyhow::Re
     config.validate()?;
     let signal = server::ShutdownSignal::install()?;
     let listeners = config.hosted()?;
+    let configured = listeners.len() + usize::from(config.tls_addr.is_some());
     anyhow::ensure!(
-        inherited.len() <= listeners.len(),
-        "LISTEN_FDS passes {} sockets for {} configured listeners (the gateway's, then one per \
-         --extra-component)",
+        inherited.len() <= configured,
+        "LISTEN_FDS passes {} sockets for {configured} configured listeners (the gateway's, \
+         then one per --extra-component, then the gateway's --tls-addr)",
         inherited.len(),
-        listeners.len()
     );
     // Before anything listens: a certificate file that is missing or wrong stops the start.
     let tls = apim_tls::Tls::load(config.tls_pairs()?)?;
+    let trusted = Arc::new(config.trusted_proxies()?);
     let mut sockets = Vec::new();
     for (index, listener) in listeners.iter().enumerate() {
         sockets.push(server::listen(listener.addr, inherited.take(index)).await?);
     }
+    let tls_socket = match config.tls_addr {
+        Some(addr) => Some(server::listen(addr, inherited.take(listeners.len())).await?),
+        None => None,
+    };
     // Up before the components are compiled, so that an orchestrator sees the gateway
     // alive and not ready meanwhile.
     let telemetry = if config.access_log {
@@ -110,7 +116,8 @@ pub async fn run(config: Config, mut inherited: server::Inherited) -> anyhow::Re
     let (main_listener, main) = &hosted[0];
     let main_addr = main_listener.local_addr()?;
     // The gateway never forwards to itself, whatever a manifest says.
-    guard.refuse_listeners(&[main_addr]);
+    let own = tls_socket.as_ref().map(|s| s.local_addr()).transpose()?;
+    guard.refuse_listeners(&[&[main_addr][..], own.as_slice()].concat());
     let sync_interval = config.sync_interval();
     let first_sync_timeout = Duration::from_millis(config.first_sync_timeout_ms);
     telemetry.needs_manifest(sync_interval.is_some() && watch.is_some());
@@ -120,8 +127,10 @@ pub async fn run(config: Config, mut inherited: server::Inherited) -> anyhow::Re
     if let Some(tls) = &tls {
         apim_tls::reload::spawn(tls.clone())?;
     }
-    for (socket, _) in &hosted {
-        server::announce(socket, tls.is_some())?;
+    let main = main.clone();
+    let listening = listening(hosted, tls_socket, tls.is_some());
+    for served in &listening {
+        server::announce(&served.socket, served.tls)?;
     }
     server::tell_supervisor(server::Supervised::Ready);
     let reporter = reporter_of(&telemetry, reporting.as_ref(), &to_control_plane);
@@ -144,8 +153,11 @@ pub async fn run(config: Config, mut inherited: server::Inherited) -> anyhow::Re
         }
         let _ = stop.send(true);
     });
-    let acceptor = tls.as_ref().map(|tls| tls.acceptor());
-    let served = serve_all(hosted, stopped, config.connections(), acceptor).await;
+    let transport = server::Transport {
+        tls: tls.as_ref().map(|tls| tls.acceptor()),
+        trusted,
+    };
+    let served = serve_all(listening, stopped, config.connections(), transport).await;
     for gateway in gateways {
         gateway.begin_shutdown();
     }
@@ -194,26 +206,64 @@ async fn first_sync(gateway: &Gateway, local: std::net::SocketAddr, within: Dura
     }
 }
 
-/// Serves every listener (over TLS with `tls`) until the stop flag is raised; the first
-/// error, if any.
-async fn serve_all(
+/// A listener, the component behind it, and whether it speaks TLS.
+struct Listening {
+    socket: tokio::net::TcpListener,
+    gateway: Arc<Gateway>,
+    tls: bool,
+}
+
+/// Every listener with what it speaks: with certificates, each speaks TLS, except the
+/// gateway's own when it has a TLS listener of its own (`tls_socket`, the last), beside
+/// which it stays plain.
+fn listening(
     hosted: Vec<(tokio::net::TcpListener, Arc<Gateway>)>,
+    tls_socket: Option<tokio::net::TcpListener>,
+    certificates: bool,
+) -> Vec<Listening> {
+    let main = hosted[0].1.clone();
+    let beside = tls_socket.is_some();
+    let mut listening: Vec<Listening> = hosted
+        .into_iter()
+        .enumerate()
+        .map(|(index, (socket, gateway))| Listening {
+            socket,
+            gateway,
+            tls: certificates && !(index == 0 && beside),
+        })
+        .collect();
+    listening.extend(tls_socket.map(|socket| Listening {
+        socket,
+        gateway: main,
+        tls: true,
+    }));
+    listening
+}
+
+/// Serves every listener (those that speak TLS through `transport`'s) until the stop
+/// flag is raised; the first error, if any.
+async fn serve_all(
+    listening: Vec<Listening>,
     stopped: watch::Receiver<bool>,
     connections: server::Connections,
-    tls: Option<apim_tls::TlsAcceptor>,
+    transport: server::Transport,
 ) -> anyhow::Result<()> {
     let mut tasks = tokio::task::JoinSet::new();
-    for (listener, gateway) in hosted {
+    for served in listening {
         let mut stopped = stopped.clone();
         let shutdown = async move {
             let _ = stopped.wait_for(|stop| *stop).await;
         };
+        let transport = server::Transport {
+            tls: transport.tls.clone().filter(|_| served.tls),
+            ..transport.clone()
+        };
         tasks.spawn(server::serve(
-            listener,
-            gateway,
+            served.socket,
+            served.gateway,
             shutdown,
             connections,
-            tls.clone(),
+            transport,
         ));
     }
     let mut result = Ok(());

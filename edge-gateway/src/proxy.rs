@@ -36,6 +36,7 @@ pub fn head_of<B>(request: &Request<B>) -> RequestHead {
             .map_or("/", |p| p.as_str())
             .to_string(),
         headers: header_list(request.headers()),
+        scheme: crate::scheme::policy_scheme(request.uri()),
     }
 }
 
@@ -297,5 +298,8 @@ mod tests {
             head.headers,
             vec![("accept".to_string(), b"application/json".to_vec())]
         );
+        assert_eq!(head.scheme, policy::Scheme::Http);
+        let over_tls = Request::get("https://gw.example/pets/v1").body(()).unwrap();
+        assert_eq!(head_of(&over_tls).scheme, policy::Scheme::Https);
     }
 }

@@ -32,6 +32,7 @@ use tokio::time::Instant;
 
 use crate::dispatch::{Addresses, Gateway};
 use crate::responses::ResponseBody;
+use crate::scheme::{Arrival, TrustedProxies};
 
 /// Pause after a failed `accept` (e.g. out of file descriptors).
 const ACCEPT_ERROR_BACKOFF: Duration = Duration::from_millis(50);
@@ -155,6 +156,15 @@ pub struct Connections {
     pub keepalive_drain: Duration,
 }
 
+/// What a listener's connections speak, and whose word on the scheme they take.
+#[derive(Clone, Default)]
+pub struct Transport {
+    /// The TLS handshake its connections begin with; none: plain HTTP.
+    pub tls: Option<TlsAcceptor>,
+    /// Whose `X-Forwarded-Proto` its requests' scheme follows ([`crate::scheme`]).
+    pub trusted: Arc<TrustedProxies>,
+}
+
 /// Raises the process's limit of open files to what the system allows, so that the
 /// gateway holds as many connections as it may (tens of thousands, where a default soft
 /// limit of 1024 would refuse them); the limit in effect.
@@ -168,14 +178,14 @@ pub fn raise_file_limit() -> Option<u64> {
     }
 }
 
-/// Serves connections (through their TLS handshake with `tls`) until `shutdown`
-/// resolves, then drains them (see [`drain`]).
+/// Serves connections (through their TLS handshake where `transport` has TLS) until
+/// `shutdown` resolves, then drains them (see [`drain`]).
 pub async fn serve(
     listener: TcpListener,
     gateway: Arc<Gateway>,
     shutdown: impl Future<Output = ()>,
     connections: Connections,
-    tls: Option<TlsAcceptor>,
+    transport: Transport,
 ) -> anyhow::Result<()> {
     let local = listener.local_addr()?;
     let graceful = GracefulShutdown::new();
@@ -195,7 +205,7 @@ pub async fn serve(
                     };
                     let listener = ListenerParts {
                         builder: builder.clone(),
-                        tls: tls.clone(),
+                        transport: transport.clone(),
                         header_timeout: connections.header_timeout,
                     };
                     serve_connection(listener, stream, connection, gateway.clone());
@@ -265,7 +275,7 @@ fn connection_builder(connections: &Connections) -> auto::Builder<TokioExecutor>
 /// What every connection of a listener shares.
 struct ListenerParts {
     builder: Arc<auto::Builder<TokioExecutor>>,
-    tls: Option<TlsAcceptor>,
+    transport: Transport,
     header_timeout: Duration,
 }
 
@@ -295,9 +305,12 @@ fn serve_connection(
     if let Err(err) = stream.set_nodelay(true) {
         tracing::debug!(%peer, "cannot set TCP_NODELAY: {err}");
     }
-    let service = connection_service(gateway, Addresses::new(peer, local), draining);
+    let transport = &listener.transport;
+    let arrival = Arrival::of(transport.tls.is_some(), peer.ip(), &transport.trusted);
+    let addresses = Addresses::new(peer, local).arriving(arrival);
+    let service = connection_service(gateway, addresses, draining);
     tokio::spawn(async move {
-        let stream = match &listener.tls {
+        let stream = match &listener.transport.tls {
             Some(acceptor) => {
                 match apim_tls::accept::handshake(acceptor, stream, listener.header_timeout).await {
                     Some(stream) => stream,

@@ -378,6 +378,7 @@ mod tests {
                 "sec-websocket-key".into(),
                 b"dGhlIHNhbXBsZSBub25jZQ==".to_vec(),
             )],
+            scheme: crate::wit_host::bindings::exports::apim::gateway::policy::Scheme::Http,
         };
         let mut backend = HeaderMap::new();
         backend.insert(

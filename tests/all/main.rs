@@ -45,6 +45,7 @@ mod tls;
 mod token_types;
 mod tokens;
 mod traces;
+mod transports;
 mod websocket;
 mod workflows;
 

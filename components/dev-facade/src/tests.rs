@@ -45,6 +45,7 @@ impl ScriptedHost {
             path_with_query: path.into(),
             headers: vec![("content-type".into(), b"application/json".to_vec())],
             body: body.as_bytes().to_vec(),
+            ..Request::default()
         };
         let response = handle(self, &request);
         let body = serde_json::from_slice(&response.body).unwrap_or(Value::Null);

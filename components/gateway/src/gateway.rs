@@ -280,6 +280,11 @@ impl Gateway {
             .clone();
         let view = self.view.as_mut().ok_or_else(Fault::not_found)?;
         let api = &*api;
+        // WSO2 2.6 (Synapse's `API.canProcess`) leaves a request on a transport the API
+        // does not take unclaimed, which its main sequence answers 404: first of all.
+        if !api.transports.serve(request.scheme) {
+            return Err(Fault::not_found());
+        }
         if api.state == ApiState::Blocked {
             return Err(Fault::api_blocked());
         }

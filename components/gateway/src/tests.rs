@@ -396,6 +396,7 @@ fn request(method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> R
             .map(|(n, v)| (n.to_string(), v.as_bytes().to_vec()))
             .collect(),
         body: body.to_vec(),
+        scheme: apim_http::Scheme::Http,
     }
 }
 
@@ -856,6 +857,61 @@ fn pulls_the_manifest_when_the_store_has_none() {
             snapshot: None
         }
     );
+}
+
+/// An API taken on one transport is refused on the other with WSO2's 404 (its main
+/// sequence), before anything else about the call (no token, a preflight) is looked at;
+/// an API of both, as entries without transports are, serves both.
+#[test]
+fn transports_decide_which_schemes_an_api_serves() {
+    let mut world = World::new();
+    let bearer = world.bearer("app-1");
+    let over = |scheme, headers: &[(&str, &str)]| Request {
+        scheme,
+        ..request("GET", "/dev/v1/devs/alice", headers, b"")
+    };
+    let authorized = [("authorization", bearer.as_str())];
+    for scheme in [apim_http::Scheme::Http, apim_http::Scheme::Https] {
+        let served = world.gateway.handle(&world.host, over(scheme, &authorized));
+        assert_eq!(served.status, 200, "{scheme:?}");
+    }
+    world.manifest.apis[0].route.transports = Transports::Https;
+    assert_eq!(world.publish().status, 200);
+    let preflight = [
+        ("origin", "http://site"),
+        ("access-control-request-method", "GET"),
+    ];
+    for headers in [&authorized[..], &[], &preflight[..]] {
+        let refused = world.gateway.handle(&world.host, over(apim_http::Scheme::Http, headers));
+        assert_eq!((refused.status, code(&refused).as_str()), (404, "404"));
+        assert!(String::from_utf8_lossy(&refused.body).contains("<am:message>Not Found"));
+        let mut decided = over(apim_http::Scheme::Http, headers);
+        decided.headers.push(("accept".into(), b"application/json".to_vec()));
+        let verdict = world.gateway.decide(&world.host, &decided);
+        assert!(verdict.limits.is_empty());
+        let crate::gateway::Decision::Respond(refused) = verdict.decision else {
+            panic!("an https-only API forwarded over http");
+        };
+        assert_eq!(refused.status, 404);
+        assert_eq!(
+            serde_json::from_slice::<serde_json::Value>(&refused.body).unwrap()["fault"]["code"],
+            404
+        );
+    }
+    let served = world
+        .gateway
+        .handle(&world.host, over(apim_http::Scheme::Https, &authorized));
+    assert_eq!(served.status, 200);
+    world.manifest.apis[0].route.transports = Transports::Http;
+    assert_eq!(world.publish().status, 200);
+    let refused = world
+        .gateway
+        .handle(&world.host, over(apim_http::Scheme::Https, &authorized));
+    assert_eq!(refused.status, 404);
+    let served = world
+        .gateway
+        .handle(&world.host, over(apim_http::Scheme::Http, &authorized));
+    assert_eq!(served.status, 200);
 }
 
 #[test]

@@ -223,6 +223,10 @@ fn request_of(head: policy::RequestHead) -> Request {
         path_with_query: head.path_with_query,
         headers: head.headers,
         body: Vec::new(),
+        scheme: match head.scheme {
+            policy::Scheme::Http => apim_http::Scheme::Http,
+            policy::Scheme::Https => apim_http::Scheme::Https,
+        },
     }
 }
 

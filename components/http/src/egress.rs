@@ -102,12 +102,19 @@ impl EgressPolicy {
     }
 }
 
-fn parse_entry(entry: &str) -> Result<Allowed, String> {
+/// The network an entry of an address list names: a CIDR (`10.0.0.0/8`) or one address
+/// (`127.0.0.1`, `::1`, `[::1]`; an IPv4 address inside IPv6 as the IPv4 address it is).
+pub fn network(entry: &str) -> Option<IpNet> {
     if let Ok(net) = entry.parse::<IpNet>() {
-        return Ok(Allowed::Network(net, None));
+        return Some(net);
     }
-    if let Ok(ip) = entry.trim_matches(['[', ']']).parse::<IpAddr>() {
-        return Ok(Allowed::Network(IpNet::from(canonical_ip(ip)), None));
+    let ip = entry.trim_matches(['[', ']']).parse::<IpAddr>().ok()?;
+    Some(IpNet::from(canonical_ip(ip)))
+}
+
+fn parse_entry(entry: &str) -> Result<Allowed, String> {
+    if let Some(net) = network(entry) {
+        return Ok(Allowed::Network(net, None));
     }
     if let Ok(addr) = entry.parse::<std::net::SocketAddr>() {
         return Ok(Allowed::Network(
@@ -214,7 +221,7 @@ fn legacy_ipv4(host: &str) -> Option<Ipv4Addr> {
 }
 
 /// An IPv4 address inside IPv6 (mapped or compatible) as the IPv4 address it is.
-fn canonical_ip(ip: IpAddr) -> IpAddr {
+pub fn canonical_ip(ip: IpAddr) -> IpAddr {
     match ip {
         IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
             Some(v4) => IpAddr::V4(v4),

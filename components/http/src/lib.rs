@@ -33,6 +33,19 @@ pub struct Request {
     pub headers: Headers,
     /// Body.
     pub body: Vec<u8>,
+    /// The scheme it came on, as its host says (never read from the request's own text).
+    pub scheme: Scheme,
+}
+
+/// The scheme a request came on: in clear, or over TLS (at the host, or at a proxy in
+/// front that the host trusts to say so).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Scheme {
+    /// In clear; also what a host that says nothing means.
+    #[default]
+    Http,
+    /// Over TLS.
+    Https,
 }
 
 /// A response, body whole.

@@ -96,6 +96,7 @@ pub fn request_head(request: &IncomingRequest) -> Request {
         path_with_query: request.path_with_query().unwrap_or_else(|| "/".into()),
         headers: request.headers().entries(),
         body: Vec::new(),
+        scheme: scheme_of(request.scheme()),
     }
 }
 

@@ -73,6 +73,15 @@ macro_rules! http_conversions {
             }
         }
 
+        /// The scheme an incoming request came on, as the host sets it (Spin: its
+        /// listener's; edge-gateway: the one it decided); none or another is in clear.
+        fn scheme_of(scheme: Option<Scheme>) -> $crate::Scheme {
+            match scheme {
+                Some(Scheme::Https) => $crate::Scheme::Https,
+                _ => $crate::Scheme::Http,
+            }
+        }
+
         fn method_name(method: &Method) -> String {
             match method {
                 Method::Get => "GET".into(),

@@ -37,6 +37,7 @@ pub fn request_head(request: &WasiRequest) -> Request {
         path_with_query: request.get_path_with_query().unwrap_or_else(|| "/".into()),
         headers: request.get_headers().copy_all(),
         body: Vec::new(),
+        scheme: scheme_of(request.get_scheme()),
     }
 }
 

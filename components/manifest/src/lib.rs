@@ -22,6 +22,7 @@ pub mod trust;
 
 use std::collections::BTreeMap;
 
+use apim_http::Scheme;
 use apim_http::endpoints::{Balance, Endpoint, EndpointConfig, Endpoints};
 use serde::{Deserialize, Serialize};
 
@@ -127,6 +128,55 @@ pub struct ApiRoute {
     /// `wss://` endpoints (absent, as entries compiled before it have it, for HTTP).
     #[serde(default, skip_serializing_if = "ApiType::is_http")]
     pub api_type: ApiType,
+    /// WSO2's `transport`: the schemes it is served on (absent, as entries compiled
+    /// before it have it, for both).
+    #[serde(default, skip_serializing_if = "Transports::is_both")]
+    pub transports: Transports,
+}
+
+/// The schemes an API is served on (WSO2's `transport`, which its gateway applies as the
+/// Synapse API's `transports`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Transports {
+    /// `http` and `https`.
+    #[default]
+    Both,
+    /// `http` alone.
+    Http,
+    /// `https` alone.
+    Https,
+}
+
+impl Transports {
+    /// The transports of WSO2's `transport` list (`http`, `https`); both when it names
+    /// neither or both (WSO2's default).
+    pub fn of_list<'a>(list: impl IntoIterator<Item = &'a str>) -> Self {
+        let (mut http, mut https) = (false, false);
+        for transport in list {
+            http |= transport.eq_ignore_ascii_case("http");
+            https |= transport.eq_ignore_ascii_case("https");
+        }
+        match (http, https) {
+            (true, false) => Self::Http,
+            (false, true) => Self::Https,
+            _ => Self::Both,
+        }
+    }
+
+    /// Whether it is the default, both.
+    pub fn is_both(&self) -> bool {
+        *self == Self::Both
+    }
+
+    /// Whether a request that came on `scheme` is served.
+    pub fn serve(self, scheme: Scheme) -> bool {
+        match self {
+            Self::Both => true,
+            Self::Http => scheme == Scheme::Http,
+            Self::Https => scheme == Scheme::Https,
+        }
+    }
 }
 
 /// What an API speaks (WSO2's API `type`).
@@ -484,6 +534,25 @@ mod tests {
         assert!(!text.contains("tenant_tiers"), "{text}");
         let read: Meta = serde_json::from_str(&text).unwrap();
         assert_eq!(read, Meta::default());
+    }
+
+    #[test]
+    fn transports_serve_their_schemes_and_both_is_left_out() {
+        let cases = [
+            (&["http", "https"][..], Transports::Both),
+            (&["https"][..], Transports::Https),
+            (&["HTTP"][..], Transports::Http),
+            (&[][..], Transports::Both),
+            (&["ftp"][..], Transports::Both),
+        ];
+        for (list, transports) in cases {
+            assert_eq!(Transports::of_list(list.iter().copied()), transports, "{list:?}");
+        }
+        assert!(Transports::Both.serve(Scheme::Http) && Transports::Both.serve(Scheme::Https));
+        assert!(Transports::Https.serve(Scheme::Https) && !Transports::Https.serve(Scheme::Http));
+        assert!(Transports::Http.serve(Scheme::Http) && !Transports::Http.serve(Scheme::Https));
+        assert_eq!(serde_json::to_string(&Transports::Https).unwrap(), "\"https\"");
+        assert!(serde_json::from_str::<Transports>("\"smtp\"").is_err());
     }
 
     #[test]

@@ -11,7 +11,8 @@ use apim_manifest::bounds::MAX_ENTRY_BYTES;
 use apim_manifest::entries::json;
 use apim_manifest::{
     ApiRoute, ApiState, ApiType, Application, AuthType, EntriesBuilder, Meta, Operation,
-    Revocation, RouteSource, Subscription, TenantTiers, Tiers, TokenKey, compile_template, key,
+    Revocation, RouteSource, Subscription, TenantTiers, Tiers, TokenKey, Transports, compile_template,
+    key,
     route_table, specificity, websocket_operations,
 };
 use jsonwebtoken::jwk::AlgorithmParameters;
@@ -455,6 +456,7 @@ fn api_route(
         }),
         endpoints: endpoint_lists(&endpoints),
         api_type,
+        transports: Transports::of_list(record.transport.iter().flatten().map(String::as_str)),
     }
 }
 
@@ -584,6 +586,35 @@ mod tests {
             "endpointConfig": r#"{"production_endpoints":{"url":"http://backend:8080/api"},"endpoint_type":"http"}"#,
         }))
         .unwrap()
+    }
+
+    /// The API's `transport` reaches its entry when it is one scheme; both (WSO2's default)
+    /// leave the entry as it was.
+    #[test]
+    fn transports_are_compiled_when_not_both() {
+        let compiled = |transport: Option<Vec<&str>>| {
+            let mut record = record_with_paths(["/x".to_string()], &["get"]);
+            record.transport = transport.map(|list| list.into_iter().map(String::from).collect());
+            let route = api_route(
+                "id".into(),
+                "T".into(),
+                "v1".into(),
+                "/t".into(),
+                ApiState::Published,
+                &record,
+                None,
+            );
+            (route.transports, json(&route))
+        };
+        let (transports, entry) = compiled(Some(vec!["https"]));
+        assert_eq!(transports, Transports::Https);
+        assert!(entry.contains(r#""transports":"https""#), "{entry}");
+        assert_eq!(compiled(Some(vec!["http"])).0, Transports::Http);
+        for both in [Some(vec!["http", "https"]), None] {
+            let (transports, entry) = compiled(both);
+            assert_eq!(transports, Transports::Both);
+            assert!(!entry.contains("transports"), "{entry}");
+        }
     }
 
     /// A long path with every method is refused; a large but realistic API (a few hundred

@@ -309,7 +309,12 @@ impl Runtime {
         data.deadline = Some(Instant::now() + self.limits.request_timeout);
         data.requests += 1;
         let mut http = data.http();
-        let incoming = http.new_incoming_request(Scheme::Http, request)?;
+        let scheme = if crate::scheme::is_https(request.uri()) {
+            Scheme::Https
+        } else {
+            Scheme::Http
+        };
+        let incoming = http.new_incoming_request(scheme, request)?;
         let outparam = http.new_response_outparam(sender)?;
         tracing::trace!(
             request = meta.id,
