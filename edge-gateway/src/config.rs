@@ -121,7 +121,12 @@ pub struct Config {
     /// of a plain listener, whose `X-Forwarded-Proto: https` says a request came over TLS
     /// (its last value, the one the proxy appended). From any other address the header is
     /// ignored and removed before the request goes on; from these it passes on.
-    #[arg(long, env = "APIM_TRUSTED_PROXIES", default_value = "", value_name = "CIDR,...")]
+    #[arg(
+        long,
+        env = "APIM_TRUSTED_PROXIES",
+        default_value = "",
+        value_name = "CIDR,..."
+    )]
     pub trusted_proxies: String,
 
     /// Address of the operations listener (`/healthz`, `/readyz`, `/metrics`); none by
@@ -1003,9 +1008,13 @@ mod tests {
         config.validate().unwrap();
         assert_eq!(config.tls_addr, Some("127.0.0.1:8243".parse().unwrap()));
         assert_eq!(parse(&certs).tls_addr, None, "none unless asked for");
-        let err = parse(&["--tls-addr", "127.0.0.1:8243"]).validate().unwrap_err();
+        let err = parse(&["--tls-addr", "127.0.0.1:8243"])
+            .validate()
+            .unwrap_err();
         assert!(err.to_string().contains("APIM_GATEWAY_TLS_ADDR"), "{err}");
-        let err = with(&["--tls-addr", "127.0.0.1:8280"]).validate().unwrap_err();
+        let err = with(&["--tls-addr", "127.0.0.1:8280"])
+            .validate()
+            .unwrap_err();
         assert!(err.to_string().contains("127.0.0.1:8280"), "{err}");
         with(&["--addr", "127.0.0.1:0", "--tls-addr", "127.0.0.1:0"])
             .validate()
@@ -1022,11 +1031,17 @@ mod tests {
         let trusted = config.trusted_proxies().unwrap();
         assert!(trusted.trust("10.9.8.7".parse().unwrap()));
         assert!(!trusted.trust("127.0.0.1".parse().unwrap()));
-        assert_eq!(parse(&[]).trusted_proxies().unwrap(), TrustedProxies::default());
+        assert_eq!(
+            parse(&[]).trusted_proxies().unwrap(),
+            TrustedProxies::default()
+        );
         for bad in ["lb.example", "10.0.0.0/40", "10.0.0.1:443", "*"] {
             let err = parse(&["--trusted-proxies", bad]).validate().unwrap_err();
             let text = err.to_string();
-            assert!(text.contains("APIM_TRUSTED_PROXIES") && text.contains(bad), "{text}");
+            assert!(
+                text.contains("APIM_TRUSTED_PROXIES") && text.contains(bad),
+                "{text}"
+            );
         }
     }
 

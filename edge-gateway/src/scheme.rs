@@ -146,9 +146,8 @@ mod tests {
     fn settled(target: &str, headers: &[(&str, &str)], arrival: Arrival) -> Request<()> {
         let mut request = Request::get(target).body(()).unwrap();
         for (name, value) in headers {
-            request
-                .headers_mut()
-                .append(*name, value.parse().unwrap());
+            let name = HeaderName::from_bytes(name.as_bytes()).unwrap();
+            request.headers_mut().append(name, value.parse().unwrap());
         }
         settle(&mut request, arrival);
         request
@@ -223,7 +222,10 @@ mod tests {
         ] {
             assert_eq!(trusted.trust(peer.parse().unwrap()), trust, "{peer}");
         }
-        assert_eq!(TrustedProxies::parse("").unwrap(), TrustedProxies::default());
+        assert_eq!(
+            TrustedProxies::parse("").unwrap(),
+            TrustedProxies::default()
+        );
         assert!(!TrustedProxies::default().trust("127.0.0.1".parse().unwrap()));
         for bad in ["proxy.example", "10.0.0.0/33", "127.0.0.1:80", "1.2.3"] {
             let err = TrustedProxies::parse(bad).unwrap_err();

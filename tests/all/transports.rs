@@ -40,7 +40,10 @@ async fn side_by_side(settings: &[(&'static str, String)]) -> (Stack, Client) {
     .start()
     .await;
     assert!(stack.gw.base.starts_with("http://"), "{}", stack.gw.base);
-    let tls = stack.gateway.announced("Serving HTTPS").expect("a TLS listener");
+    let tls = stack
+        .gateway
+        .announced("Serving HTTPS")
+        .expect("a TLS listener");
     assert!(tls.starts_with("https://"), "{tls}");
     (stack, Client::new(&tls))
 }
@@ -49,7 +52,10 @@ async fn side_by_side(settings: &[(&'static str, String)]) -> (Stack, Client) {
 fn assert_refused(reply: &Reply, what: &str) {
     assert_eq!((reply.status, reply.fault_code()), (404, "404"), "{what}");
     let body = reply.body.as_str().unwrap_or_default();
-    assert!(body.contains("<am:message>Not Found</am:message>"), "{what}: {body}");
+    assert!(
+        body.contains("<am:message>Not Found</am:message>"),
+        "{what}: {body}"
+    );
 }
 
 /// The echo backend's view of the headers it was sent.
@@ -59,8 +65,12 @@ fn sent_header<'a>(reply: &'a Reply, name: &str) -> Option<&'a str> {
 
 async fn transports(settings: &[(&'static str, String)]) {
     let (stack, tls_gw) = side_by_side(settings).await;
-    let https_only = stack.api("Sealed", json!({"transport": ["https"]}), &["Publish"]).await;
-    let http_only = stack.api("Clear", json!({"transport": ["http"]}), &["Publish"]).await;
+    let https_only = stack
+        .api("Sealed", json!({"transport": ["https"]}), &["Publish"])
+        .await;
+    let http_only = stack
+        .api("Clear", json!({"transport": ["http"]}), &["Publish"])
+        .await;
     let both = stack.api("Either", json!({}), &["Publish"]).await;
     let apis = [&*https_only, &*http_only, &*both];
     let (_, key, secret, _) = stack.application("TransportsApp", "Unlimited", &apis).await;
@@ -68,11 +78,34 @@ async fn transports(settings: &[(&'static str, String)]) {
     let served = |reply: &Reply| reply.status == 200;
 
     // The done-when: an https-only API refused on plain HTTP, served over TLS.
-    eventually(&tls_gw, reqwest::Method::GET, &path("Sealed"), &token, served).await;
-    assert_refused(&stack.gw.get(&path("Sealed"), &token).await, "https-only, plain");
-    assert_refused(&stack.gw.get(&path("Sealed"), "").await, "before the token is read");
-    eventually(&stack.gw, reqwest::Method::GET, &path("Clear"), &token, served).await;
-    assert_refused(&tls_gw.get(&path("Clear"), &token).await, "http-only, over TLS");
+    eventually(
+        &tls_gw,
+        reqwest::Method::GET,
+        &path("Sealed"),
+        &token,
+        served,
+    )
+    .await;
+    assert_refused(
+        &stack.gw.get(&path("Sealed"), &token).await,
+        "https-only, plain",
+    );
+    assert_refused(
+        &stack.gw.get(&path("Sealed"), "").await,
+        "before the token is read",
+    );
+    eventually(
+        &stack.gw,
+        reqwest::Method::GET,
+        &path("Clear"),
+        &token,
+        served,
+    )
+    .await;
+    assert_refused(
+        &tls_gw.get(&path("Clear"), &token).await,
+        "http-only, over TLS",
+    );
     for gw in [&stack.gw, &tls_gw] {
         let reply = eventually(gw, reqwest::Method::GET, &path("Either"), &token, served).await;
         assert_eq!(reply.body["path"], "/devs/alice");
@@ -87,20 +120,33 @@ async fn transports(settings: &[(&'static str, String)]) {
 async fn forwarded_proto(stack: &Stack, token: &str) {
     let from = |address: &str| {
         let address: IpAddr = address.parse().unwrap();
-        Client::with(&stack.gw.base, reqwest::Client::builder().local_address(address))
+        Client::with(
+            &stack.gw.base,
+            reqwest::Client::builder().local_address(address),
+        )
     };
     let proxy = from(PROXY);
     let reply = says_https(&proxy, "Sealed", token).await.expect(200);
     assert_eq!(sent_header(&reply, "x-forwarded-proto"), Some("https"));
-    assert_refused(&says_https(&proxy, "Clear", token).await, "http-only, behind TLS");
+    assert_refused(
+        &says_https(&proxy, "Clear", token).await,
+        "http-only, behind TLS",
+    );
     let reply = proxy.get(&path("Clear"), token).await.expect(200);
     assert_eq!(sent_header(&reply, "x-forwarded-proto"), None);
 
     let client = from("127.0.0.1");
-    assert_refused(&says_https(&client, "Sealed", token).await, "a client's own claim");
+    assert_refused(
+        &says_https(&client, "Sealed", token).await,
+        "a client's own claim",
+    );
     for name in ["Either", "Clear"] {
         let reply = says_https(&client, name, token).await.expect(200);
-        assert_eq!(sent_header(&reply, "x-forwarded-proto"), None, "never passed on");
+        assert_eq!(
+            sent_header(&reply, "x-forwarded-proto"),
+            None,
+            "never passed on"
+        );
     }
 }
 
@@ -120,8 +166,16 @@ async fn forged_schemes(stack: &Stack, token: &str) {
     for name in ["Sealed", "Either"] {
         let target = format!("https://{authority}{}", path(name));
         let expected = if name == "Sealed" { 404 } else { 200 };
-        assert_eq!(absolute_form(authority, &target, token).await, expected, "{name}");
-        assert_eq!(h2c_with_scheme(authority, &target, token).await, expected, "{name}");
+        assert_eq!(
+            absolute_form(authority, &target, token).await,
+            expected,
+            "{name}"
+        );
+        assert_eq!(
+            h2c_with_scheme(authority, &target, token).await,
+            expected,
+            "{name}"
+        );
     }
 }
 
@@ -137,7 +191,9 @@ async fn absolute_form(authority: &str, target: &str, token: &str) -> u16 {
     stream.read_to_end(&mut answer).await.unwrap();
     let answer = String::from_utf8_lossy(&answer);
     let status = answer.split(' ').nth(1).unwrap_or_default();
-    status.parse().unwrap_or_else(|_| panic!("no status in {answer}"))
+    status
+        .parse()
+        .unwrap_or_else(|_| panic!("no status in {answer}"))
 }
 
 /// The status of a GET of `target` over h2c (prior knowledge) to `authority`, its

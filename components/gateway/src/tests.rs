@@ -882,11 +882,15 @@ fn transports_decide_which_schemes_an_api_serves() {
         ("access-control-request-method", "GET"),
     ];
     for headers in [&authorized[..], &[], &preflight[..]] {
-        let refused = world.gateway.handle(&world.host, over(apim_http::Scheme::Http, headers));
+        let refused = world
+            .gateway
+            .handle(&world.host, over(apim_http::Scheme::Http, headers));
         assert_eq!((refused.status, code(&refused).as_str()), (404, "404"));
         assert!(String::from_utf8_lossy(&refused.body).contains("<am:message>Not Found"));
         let mut decided = over(apim_http::Scheme::Http, headers);
-        decided.headers.push(("accept".into(), b"application/json".to_vec()));
+        decided
+            .headers
+            .push(("accept".into(), b"application/json".to_vec()));
         let verdict = world.gateway.decide(&world.host, &decided);
         assert!(verdict.limits.is_empty());
         let crate::gateway::Decision::Respond(refused) = verdict.decision else {

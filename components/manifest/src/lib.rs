@@ -546,12 +546,19 @@ mod tests {
             (&["ftp"][..], Transports::Both),
         ];
         for (list, transports) in cases {
-            assert_eq!(Transports::of_list(list.iter().copied()), transports, "{list:?}");
+            assert_eq!(
+                Transports::of_list(list.iter().copied()),
+                transports,
+                "{list:?}"
+            );
         }
         assert!(Transports::Both.serve(Scheme::Http) && Transports::Both.serve(Scheme::Https));
         assert!(Transports::Https.serve(Scheme::Https) && !Transports::Https.serve(Scheme::Http));
         assert!(Transports::Http.serve(Scheme::Http) && !Transports::Http.serve(Scheme::Https));
-        assert_eq!(serde_json::to_string(&Transports::Https).unwrap(), "\"https\"");
+        assert_eq!(
+            serde_json::to_string(&Transports::Https).unwrap(),
+            "\"https\""
+        );
         assert!(serde_json::from_str::<Transports>("\"smtp\"").is_err());
     }
 

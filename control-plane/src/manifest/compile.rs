@@ -11,9 +11,8 @@ use apim_manifest::bounds::MAX_ENTRY_BYTES;
 use apim_manifest::entries::json;
 use apim_manifest::{
     ApiRoute, ApiState, ApiType, Application, AuthType, EntriesBuilder, Meta, Operation,
-    Revocation, RouteSource, Subscription, TenantTiers, Tiers, TokenKey, Transports, compile_template,
-    key,
-    route_table, specificity, websocket_operations,
+    Revocation, RouteSource, Subscription, TenantTiers, Tiers, TokenKey, Transports,
+    compile_template, key, route_table, specificity, websocket_operations,
 };
 use jsonwebtoken::jwk::AlgorithmParameters;
 use serde_json::Value;
