@@ -209,6 +209,7 @@ fn dev_api_as(id: &str) -> ApiRoute {
         cache_timeout_secs: None,
         endpoints: None,
         api_type: ApiType::Http,
+        transports: Transports::Both,
     }
 }
 
