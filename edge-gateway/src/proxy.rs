@@ -88,7 +88,7 @@ pub async fn send(
     for name in &plan.removed_headers {
         headers.remove(name.as_str());
     }
-    set_headers(headers, plan.added_headers.clone(), false);
+    set_headers(headers, &plan.added_headers, false);
     let offered = plan.upgrade.then(|| websocket::offer(headers));
     let timeout = Some(Duration::from_millis(target.timeout_ms));
     let options = RequestOptions {
@@ -113,7 +113,7 @@ pub async fn send(
         Some(store) => keep(kv, store, &parts, body, &head.headers).await?,
         None => body.map_err(BoxError::from).boxed_unsync(),
     };
-    set_headers(&mut parts.headers, plan.response_headers.clone(), true);
+    set_headers(&mut parts.headers, &plan.response_headers, true);
     Ok(Response::from_parts(parts, body))
 }
 
@@ -203,7 +203,7 @@ pub fn response(answer: policy::Response) -> Response<ResponseBody> {
     let mut response = Response::new(body);
     *response.status_mut() =
         http::StatusCode::from_u16(answer.status).unwrap_or(http::StatusCode::BAD_GATEWAY);
-    set_headers(response.headers_mut(), answer.headers, false);
+    set_headers(response.headers_mut(), &answer.headers, false);
     response
 }
 
@@ -219,11 +219,11 @@ fn failure(err: &Error) -> Failure {
 
 /// Adds headers (replacing those of the same names when `replace`); names or values that
 /// are not valid HTTP are left out, as `wasi:http` leaves them out.
-fn set_headers(headers: &mut HeaderMap, list: Vec<(String, Vec<u8>)>, replace: bool) {
+fn set_headers(headers: &mut HeaderMap, list: &[(String, Vec<u8>)], replace: bool) {
     for (name, value) in list {
         let (Ok(name), Ok(value)) = (
             HeaderName::from_bytes(name.as_bytes()),
-            HeaderValue::from_bytes(&value),
+            HeaderValue::from_bytes(value),
         ) else {
             tracing::debug!(header = %name, "header left out: not valid HTTP");
             continue;
@@ -269,17 +269,9 @@ mod tests {
         let mut names: Vec<&str> = headers.keys().map(HeaderName::as_str).collect();
         names.sort_unstable();
         assert_eq!(names, ["content-type", "vary"]);
-        set_headers(
-            &mut headers,
-            vec![("vary".into(), b"Origin".to_vec())],
-            true,
-        );
+        set_headers(&mut headers, &[("vary".into(), b"Origin".to_vec())], true);
         assert_eq!(headers["vary"], "Origin");
-        set_headers(
-            &mut headers,
-            vec![("bad name".into(), b"x".to_vec())],
-            false,
-        );
+        set_headers(&mut headers, &[("bad name".into(), b"x".to_vec())], false);
         assert_eq!(headers.len(), 2);
     }
 
