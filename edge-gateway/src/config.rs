@@ -14,8 +14,8 @@ use anyhow::{Context as _, bail, ensure};
 use apim_http::contract::{self, settings};
 use clap::Parser;
 
-use crate::wit_host::config_store::{Variables, parse_variable};
 use crate::scheme::TrustedProxies;
+use crate::wit_host::config_store::{Variables, parse_variable};
 
 /// Parses `on` / `off` (also `true` / `false`).
 fn parse_switch(text: &str) -> Result<bool, String> {
