@@ -145,7 +145,7 @@ fn gateway_component_imports_only_what_spin_provides() {
             "wasi:keyvalue/store@0.2.0-draft2",
             "wasi:config/store@",
         ],
-        &["apim:gateway/policy@0.1.0"],
+        &["apim:gateway/policy@0.1.0", "apim:gateway/sync@0.1.0"],
     );
 }
 

@@ -7,6 +7,7 @@
 //! On the host path and on the component path.
 
 use std::net::IpAddr;
+use std::time::Duration;
 
 use harness::stack::{Launch, Stack};
 use harness::{Client, Reply, eventually};
@@ -40,6 +41,13 @@ async fn side_by_side(settings: &[(&'static str, String)]) -> (Stack, Client) {
     .start()
     .await;
     assert!(stack.gw.base.starts_with("http://"), "{}", stack.gw.base);
+    // The TLS listener is announced right after the plain one, which the launch waited for.
+    harness::wait_until(
+        "the TLS listener's announcement",
+        Duration::from_secs(5),
+        async || stack.gateway.announced("Serving HTTPS").is_some(),
+    )
+    .await;
     let tls = stack
         .gateway
         .announced("Serving HTTPS")
