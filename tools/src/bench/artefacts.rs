@@ -11,10 +11,10 @@ use std::fmt::Write as _;
 use super::Options;
 use super::backend::FastBackend;
 use super::load::{Load, Wrk};
-use super::platform::{BASE, Platform, SECURED};
+use super::platform::{BASE, Platform, SECURED, start_pinned_gateway};
 use super::profile::{self, Profile};
 use super::stats::median;
-use harness::{Client, ServerProcess, machine};
+use harness::{ServerProcess, machine};
 
 /// One artefact as hosted, and its runs (one per round).
 #[derive(Debug, Clone)]
@@ -65,25 +65,11 @@ fn artefact_hostings() -> Vec<(&'static str, Vec<(&'static str, String)>)> {
 pub async fn measure(options: &Options) -> (Vec<ArtefactRuns>, Option<Profile>) {
     let backend = FastBackend::start();
     let platform = Platform::start(&backend.url).await;
-    let stack = &platform.stack;
-    let control_plane = stack.control_plane.as_ref().expect("control plane");
     let path = format!("{BASE}{SECURED}");
     let headers = vec![platform.bearer()];
     let mut gateways: Vec<(ServerProcess, ArtefactRuns)> = Vec::new();
     for (label, settings) in hostings() {
-        // The gateway inherits the starting thread's CPUs.
-        machine::pin_thread("1");
-        let gateway = harness::start_edge_gateway_with(
-            control_plane,
-            &stack.data_dir,
-            "127.0.0.1:0",
-            &[],
-            &settings,
-        )
-        .await;
-        machine::pin_thread("0");
-        let client = Client::new(&gateway.url);
-        super::propagation::poll(&client, &path, &platform.token, |r| r.status == 200).await;
+        let gateway = start_pinned_gateway(&platform, &settings).await;
         let runs = ArtefactRuns {
             label,
             loaded: vec![],

@@ -295,6 +295,39 @@ pub async fn subscribe(stack: &Stack, application: &str, api: &str) -> String {
         .unwrap()
 }
 
+/// Starts another edge-gateway on the platform's control plane, on CPU 1 (so its runtime
+/// has one worker), with `settings`, and waits until it serves the benchmark API.
+pub async fn start_pinned_gateway(
+    platform: &Platform,
+    settings: &[(&'static str, String)],
+) -> harness::ServerProcess {
+    let stack = &platform.stack;
+    let control_plane = stack.control_plane.as_ref().expect("control plane");
+    // The gateway inherits the starting thread's CPUs.
+    machine::pin_thread("1");
+    let gateway = harness::start_edge_gateway_with(
+        control_plane,
+        &stack.data_dir,
+        "127.0.0.1:0",
+        &[],
+        settings,
+    )
+    .await;
+    machine::pin_thread("0");
+    let path = format!("{BASE}{SECURED}");
+    propagation::poll(&Client::new(&gateway.url), &path, &platform.token, |r| {
+        r.status == 200
+    })
+    .await
+    .unwrap_or_else(|| {
+        panic!(
+            "the edge-gateway of {} serves the benchmark API",
+            gateway.url
+        )
+    });
+    gateway
+}
+
 /// A fresh client_credentials token of the benchmark application.
 pub async fn fresh_token(platform: &Platform) -> String {
     client_token(&platform.stack.mgmt, &platform.key, &platform.secret).await

@@ -15,13 +15,13 @@
 use std::fmt::Write as _;
 
 use harness::tls::Listening;
-use harness::{Client, ServerProcess, machine};
+use harness::{ServerProcess, machine};
 
 use super::Options;
 use super::backend::{BODY_BYTES, FastBackend};
 use super::handshakes::{self, NewConnections};
 use super::load::{H2load, Load, median_cpu_us, median_rate, with_cpu_of};
-use super::platform::{BASE, Platform, SECURED};
+use super::platform::{BASE, Platform, SECURED, start_pinned_gateway};
 use super::proxies::{self, Proxy};
 use super::report::{int, section_head};
 use super::spin_like::load_average;
@@ -158,34 +158,16 @@ impl Servers {
         let nginx = proxies::nginx(dir, &backend.url, Some(tls)).await;
         let (issuer, jwks) = (&platform.issuer, &platform.jwks);
         let envoy = proxies::envoy(dir, &backend.url, issuer, jwks, Some(tls)).await;
-        let stack = &platform.stack;
-        let control_plane = stack.control_plane.as_ref().expect("control plane");
         let settings = [
             ("APIM_TLS_CERT", tls.default_cert.display().to_string()),
             ("APIM_TLS_KEY", tls.default_key.display().to_string()),
         ];
-        // The gateway inherits the starting thread's CPUs.
-        machine::pin_thread("1");
-        let gateway = harness::start_edge_gateway_with(
-            control_plane,
-            &stack.data_dir,
-            "127.0.0.1:0",
-            &[],
-            &settings,
-        )
-        .await;
-        machine::pin_thread("0");
-        let path = format!("{BASE}{SECURED}");
-        super::propagation::poll(&Client::new(&gateway.url), &path, &platform.token, |r| {
-            r.status == 200
-        })
-        .await
-        .expect("the TLS edge-gateway serves the benchmark API");
+        let gateway = start_pinned_gateway(platform, &settings).await;
         Servers {
             nginx,
             envoy,
             gateway,
-            plain_url: stack.gw.base.clone(),
+            plain_url: platform.stack.gw.base.clone(),
             plain_pid: platform.gateway_pid(),
         }
     }
