@@ -11,13 +11,10 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use apim_tls::connection::Preface;
+use apim_tls::connection::{Builders, Drain};
 use apim_tls::{Stream, TlsAcceptor};
 use axum::Router;
 use axum::extract::ConnectInfo;
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::conn::auto;
-use hyper_util::server::graceful::GracefulShutdown;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
@@ -48,9 +45,9 @@ pub async fn serve(
     shutdown: impl Future<Output = ()>,
     tls: Option<TlsAcceptor>,
 ) -> anyhow::Result<()> {
-    let graceful = GracefulShutdown::new();
+    let graceful = Drain::new();
     let connections = Arc::new(Semaphore::new(limits.max_connections));
-    let builder = Arc::new(connection_builder(&limits));
+    let builders = Arc::new(connection_builders(&limits));
     tokio::pin!(shutdown);
     loop {
         let slot = tokio::select! {
@@ -76,7 +73,7 @@ pub async fn serve(
             request.extensions_mut().insert(ConnectInfo(peer));
             tower_service::Service::call(&mut app.clone(), request)
         });
-        let (builder, tls, watcher) = (builder.clone(), tls.clone(), graceful.watcher());
+        let (builders, tls, watcher) = (builders.clone(), tls.clone(), graceful.watcher());
         tokio::spawn(async move {
             let stream = match tls {
                 Some(acceptor) => {
@@ -86,8 +83,10 @@ pub async fn serve(
             };
             if let Some(stream) = stream {
                 let io = IdleTimeout::new(stream, limits.idle_timeout);
-                let io = TokioIo::new(Preface::new(io, limits.header_timeout));
-                if let Err(err) = watcher.watch(builder.serve_connection(io, service)).await {
+                let served = builders
+                    .serve(io, limits.header_timeout, service, watcher)
+                    .await;
+                if let Err(err) = served {
                     tracing::debug!(%peer, "connection ended: {err}");
                 }
             }
@@ -105,10 +104,10 @@ pub async fn serve(
 }
 
 /// HTTP/1.1 with the header deadline, HTTP/2 with `apim_tls`'s bounds.
-fn connection_builder(limits: &Limits) -> auto::Builder<TokioExecutor> {
-    let mut builder = apim_tls::connection::builder();
-    builder.http1().header_read_timeout(limits.header_timeout);
-    builder
+fn connection_builders(limits: &Limits) -> Builders {
+    let mut builders = apim_tls::connection::builders();
+    builders.http1.header_read_timeout(limits.header_timeout);
+    builders
 }
 
 /// A stream that fails with `TimedOut` once a read or write has waited `idle` since the

@@ -20,13 +20,10 @@ use std::time::Duration;
 use anyhow::Context as _;
 use apim_tls::Stream;
 use apim_tls::TlsAcceptor;
-use apim_tls::connection::Preface;
+use apim_tls::connection::{Builders, Drain, Watcher};
 use http::HeaderValue;
 use http::header::CONNECTION;
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::conn::auto;
-use hyper_util::server::graceful::{GracefulShutdown, Watcher};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::Instant;
 
@@ -188,9 +185,9 @@ pub async fn serve(
     transport: Transport,
 ) -> anyhow::Result<()> {
     let local = listener.local_addr()?;
-    let graceful = GracefulShutdown::new();
+    let graceful = Drain::new();
     let draining = Arc::new(AtomicBool::new(false));
-    let builder = Arc::new(connection_builder(&connections));
+    let builders = Arc::new(connection_builders(&connections));
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
@@ -204,7 +201,7 @@ pub async fn serve(
                         watcher: graceful.watcher(),
                     };
                     let listener = ListenerParts {
-                        builder: builder.clone(),
+                        builders: builders.clone(),
                         transport: transport.clone(),
                         header_timeout: connections.header_timeout,
                     };
@@ -230,7 +227,7 @@ pub async fn serve(
 /// answered and reconnects (closing an idle connection at once races a request being sent
 /// on it); the process is done as soon as they have all closed. Then idle connections are
 /// closed and in-flight requests finish, until `grace` has passed since the start.
-async fn drain(graceful: GracefulShutdown, connections: Connections) {
+async fn drain(graceful: Drain, connections: Connections) {
     let began = Instant::now();
     let deadline = began + connections.grace;
     tracing::info!(
@@ -261,20 +258,20 @@ async fn drain(graceful: GracefulShutdown, connections: Connections) {
     }
 }
 
-/// The connection builder: HTTP/1.1 with keep-alive and the header deadline, HTTP/2 with
+/// The connection builders: HTTP/1.1 with keep-alive and the header deadline, HTTP/2 with
 /// `apim_tls`'s bounds.
-fn connection_builder(connections: &Connections) -> auto::Builder<TokioExecutor> {
-    let mut builder = apim_tls::connection::builder();
-    builder
-        .http1()
+fn connection_builders(connections: &Connections) -> Builders {
+    let mut builders = apim_tls::connection::builders();
+    builders
+        .http1
         .keep_alive(true)
         .header_read_timeout(connections.header_timeout);
-    builder
+    builders
 }
 
 /// What every connection of a listener shares.
 struct ListenerParts {
-    builder: Arc<auto::Builder<TokioExecutor>>,
+    builders: Arc<Builders>,
     transport: Transport,
     header_timeout: Duration,
 }
@@ -319,9 +316,11 @@ fn serve_connection(
             }
             None => Stream::Plain(stream),
         };
-        let io = TokioIo::new(Preface::new(stream, listener.header_timeout));
-        let connection = listener.builder.serve_connection_with_upgrades(io, service);
-        if let Err(err) = watcher.watch(connection).await {
+        let served = listener
+            .builders
+            .serve(stream, listener.header_timeout, service, watcher)
+            .await;
+        if let Err(err) = served {
             tracing::debug!(%peer, "connection ended with error: {err}");
         }
     });

@@ -7,14 +7,30 @@ use std::time::{Duration, Instant};
 /// Pins the calling thread to `cpus` (taskset syntax). Processes and threads it starts
 /// afterwards inherit the mask, and a tokio runtime sizes itself by it.
 pub fn pin_thread(cpus: &str) {
-    // "/proc/thread-self" links to "<pid>/task/<tid>": the thread id without libc.
+    taskset(&["-p", "-c", cpus, &thread_id()]);
+}
+
+/// Gives the calling thread the lowest priority (nice 19): it takes what CPU time the
+/// others on its CPUs leave.
+pub fn lowest_priority_thread() {
+    let tid = thread_id();
+    let status = Command::new("renice")
+        .args(["-n", "19", "-p", &tid])
+        .stdout(std::process::Stdio::null())
+        .status();
+    assert!(
+        status.is_ok_and(|s| s.success()),
+        "renice -n 19 -p {tid} failed"
+    );
+}
+
+/// The calling thread's id: "/proc/thread-self" links to "<pid>/task/<tid>" (no libc).
+fn thread_id() -> String {
     let link = std::fs::read_link("/proc/thread-self").expect("/proc/thread-self");
-    let tid = link
-        .file_name()
+    link.file_name()
         .and_then(|t| t.to_str())
         .expect("thread id")
-        .to_string();
-    taskset(&["-p", "-c", cpus, &tid]);
+        .to_string()
 }
 
 /// Pins every thread of process `pid` to `cpus`.

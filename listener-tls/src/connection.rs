@@ -1,6 +1,10 @@
-//! HTTP/1.1 and HTTP/2 on one listener: hyper's automatic builder reads the first bytes
-//! of a connection (after TLS, whatever ALPN chose) and serves HTTP/2 on its preface,
-//! HTTP/1.1 otherwise; so plain listeners take h2c by prior knowledge.
+//! HTTP/1.1 and HTTP/2 on one listener: the first bytes of a connection (after TLS,
+//! whatever ALPN chose) tell HTTP/2's preface from an HTTP/1.1 request, so plain listeners
+//! take h2c by prior knowledge ([`Builders::serve`]).
+//!
+//! The protocol is read here rather than by hyper-util's automatic builder, whose
+//! connection is as large as an HTTP/2 one (1.5 KiB) for every connection: an idle
+//! HTTP/1.1 connection's task then holds only HTTP/1.1's state (0.6 KiB).
 //!
 //! HTTP/2 lets one client ask for much on one connection; these bound it:
 //! - streams open at once ([`MAX_CONCURRENT_STREAMS`]), and the memory each may hold
@@ -18,15 +22,25 @@
 //!
 //! A flood costs the connection carrying it, each on its own task: others are not held.
 
+use std::error::Error as StdError;
+use std::future::Future;
 use std::io;
 use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use hyper_util::rt::{TokioExecutor, TokioTimer};
-use hyper_util::server::conn::auto::Builder;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::time::Sleep;
+use hyper::body::{Body, Incoming};
+use hyper::rt::bounds::Http2ServerConnExec;
+use hyper::server::conn::{http1, http2};
+use hyper::service::Service;
+use hyper::{Request, Response};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWrite, ReadBuf};
+use tokio::sync::watch;
+
+use crate::h2_frames::PREFACE as H2_PREFACE;
 
 /// Streams one HTTP/2 connection may have open at once (nginx's default).
 pub const MAX_CONCURRENT_STREAMS: u32 = 128;
@@ -46,16 +60,26 @@ pub const MAX_LOCAL_ERROR_RESET_STREAMS: usize = 256;
 pub const KEEP_ALIVE_INTERVAL: Duration = Duration::from_secs(30);
 /// How long a ping may go unanswered.
 pub const KEEP_ALIVE_TIMEOUT: Duration = Duration::from_secs(20);
-/// Bytes after which a connection's protocol is known: the length of HTTP/2's preface.
-const PREFACE_LEN: usize = 24;
 
-/// A builder serving HTTP/1.1 and HTTP/2 with the bounds above; each listener adds its own
-/// HTTP/1.1 settings (`builder.http1()`).
-pub fn builder() -> Builder<TokioExecutor> {
-    let mut builder = Builder::new(TokioExecutor::new());
-    builder.http1().timer(TokioTimer::new());
-    builder
-        .http2()
+/// What a connection's failure may be: hyper's, or the wait for its first bytes.
+pub type ServeError = Box<dyn StdError + Send + Sync>;
+
+/// A listener's HTTP/1.1 and HTTP/2 settings, HTTP/2's with the bounds above; each
+/// listener adds its own HTTP/1.1 settings (`builders.http1`).
+#[derive(Clone, Debug)]
+pub struct Builders {
+    /// HTTP/1.1 (with upgrades, for WebSocket).
+    pub http1: http1::Builder,
+    /// HTTP/2.
+    pub http2: http2::Builder<TokioExecutor>,
+}
+
+/// Both builders, with hyper's timers and HTTP/2's bounds.
+pub fn builders() -> Builders {
+    let mut http1 = http1::Builder::new();
+    http1.timer(TokioTimer::new());
+    let mut http2 = http2::Builder::new(TokioExecutor::new());
+    http2
         .timer(TokioTimer::new())
         .max_concurrent_streams(MAX_CONCURRENT_STREAMS)
         .max_header_list_size(MAX_HEADER_LIST_SIZE)
@@ -67,30 +91,212 @@ pub fn builder() -> Builder<TokioExecutor> {
         .max_local_error_reset_streams(MAX_LOCAL_ERROR_RESET_STREAMS)
         .keep_alive_interval(KEEP_ALIVE_INTERVAL)
         .keep_alive_timeout(KEEP_ALIVE_TIMEOUT);
-    builder
+    Builders { http1, http2 }
 }
 
-/// A stream whose reads fail with `TimedOut` when they wait longer than `within` before
-/// the connection's first [`PREFACE_LEN`] bytes have come: hyper reads them to choose
-/// between HTTP/1.1 and HTTP/2 with no deadline of its own, so a client sending nothing,
-/// or a few bytes, would hold the connection. Past them, the protocol's own deadlines
-/// apply (the header timeout of HTTP/1.1, HTTP/2's pings).
-#[derive(Debug)]
-pub struct Preface<S> {
+impl Builders {
+    /// Serves one connection until it ends: HTTP/2 when its first bytes are HTTP/2's
+    /// preface, else HTTP/1.1 with upgrades. `within` is the listener's header timeout:
+    /// - the first bytes are due within it (hyper has no deadline of its own before it
+    ///   knows the protocol, so a client sending nothing, or a few bytes, would hold the
+    ///   connection);
+    /// - then HTTP/1.1's header timeout cuts a kept-alive connection that brings no
+    ///   request for that long, and an HTTP/2 connection that opens no stream for that
+    ///   long (at most twice that) is closed gracefully, by GOAWAY after what is in
+    ///   flight: a client answering pings would otherwise hold it for ever.
+    ///
+    /// When `watcher`'s drain ends its connections, this one finishes what is in flight
+    /// and closes.
+    pub async fn serve<S, Svc, B>(
+        &self,
+        stream: S,
+        within: Duration,
+        service: Svc,
+        watcher: Watcher,
+    ) -> Result<(), ServeError>
+    where
+        S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+        Svc: Service<Request<Incoming>, Response = Response<B>>,
+        Svc::Error: Into<ServeError>,
+        B: Body + 'static,
+        B::Error: Into<ServeError>,
+        TokioExecutor: Http2ServerConnExec<Svc::Future, B>,
+    {
+        let (protocol, stream) = Preface::read(stream, within).await?;
+        let io = TokioIo::new(stream);
+        match protocol {
+            Protocol::Http1 => {
+                let connection = self.http1.serve_connection(io, service).with_upgrades();
+                let connection = std::pin::pin!(connection);
+                watcher
+                    .watch(connection, std::future::pending(), |connection| {
+                        http1::UpgradeableConnection::graceful_shutdown(
+                            connection.get_mut().as_mut(),
+                        )
+                    })
+                    .await?;
+            }
+            Protocol::Http2 => {
+                let streams = Arc::new(AtomicBool::new(false));
+                let service = Opening {
+                    inner: service,
+                    opened: streams.clone(),
+                };
+                // Boxed, so that an HTTP/1.1 connection's task is not as large as this.
+                let connection = Box::pin(self.http2.serve_connection(io, service));
+                watcher
+                    .watch(connection, no_stream_for(&streams, within), |connection| {
+                        http2::Connection::graceful_shutdown(connection.get_mut().as_mut())
+                    })
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A service that marks each request (each HTTP/2 stream) as it comes.
+struct Opening<S> {
     inner: S,
-    read: usize,
-    within: Duration,
-    timer: Option<Pin<Box<Sleep>>>,
+    opened: Arc<AtomicBool>,
 }
 
-impl<S> Preface<S> {
-    /// `inner`, with its first bytes due within `within` of each wait.
-    pub fn new(inner: S, within: Duration) -> Self {
+impl<S: Service<Request<Incoming>>> Service<Request<Incoming>> for Opening<S> {
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn call(&self, request: Request<Incoming>) -> Self::Future {
+        self.opened.store(true, Ordering::Relaxed);
+        self.inner.call(request)
+    }
+}
+
+/// Resolves once a whole `idle` has passed with no stream opened (marked in `opened`).
+async fn no_stream_for(opened: &AtomicBool, idle: Duration) {
+    loop {
+        tokio::time::sleep(idle).await;
+        if !opened.swap(false, Ordering::Relaxed) {
+            return;
+        }
+    }
+}
+
+/// The protocol a connection speaks, by its first bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Protocol {
+    Http1,
+    Http2,
+}
+
+/// A listener's open connections, and the word that ends them gracefully: each
+/// connection holds a [`Watcher`] as long as it is open.
+#[derive(Debug)]
+pub struct Drain {
+    signal: watch::Sender<bool>,
+}
+
+impl Default for Drain {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Drain {
+    /// No connection yet.
+    pub fn new() -> Self {
         Self {
+            signal: watch::Sender::new(false),
+        }
+    }
+
+    /// What a new connection holds while it is open.
+    pub fn watcher(&self) -> Watcher {
+        Watcher {
+            signal: self.signal.subscribe(),
+        }
+    }
+
+    /// The connections open.
+    pub fn count(&self) -> usize {
+        self.signal.receiver_count()
+    }
+
+    /// Tells every connection to finish what is in flight and close; resolves once all
+    /// have closed.
+    pub async fn shutdown(self) {
+        self.signal.send_replace(true);
+        self.signal.closed().await;
+    }
+}
+
+/// One open connection's part of a [`Drain`].
+#[derive(Debug)]
+pub struct Watcher {
+    signal: watch::Receiver<bool>,
+}
+
+impl Watcher {
+    /// Runs `connection` to its end, calling `graceful_shutdown` on it once the drain
+    /// says so or `idle` resolves.
+    pub async fn watch<C: Future + Unpin>(
+        mut self,
+        mut connection: C,
+        idle: impl Future<Output = ()>,
+        graceful_shutdown: impl FnOnce(Pin<&mut C>),
+    ) -> C::Output {
+        tokio::select! {
+            output = &mut connection => return output,
+            _ = self.signal.wait_for(|ended| *ended) => {}
+            () = idle => {}
+        }
+        graceful_shutdown(Pin::new(&mut connection));
+        connection.await
+    }
+}
+
+/// A stream whose first bytes, read to tell the protocol, are read again by hyper.
+#[derive(Debug)]
+struct Preface<S> {
+    inner: S,
+    first: [u8; H2_PREFACE.len()],
+    read: u8,
+    replayed: u8,
+}
+
+impl<S: AsyncRead + Unpin> Preface<S> {
+    /// Reads `inner`'s first bytes, within `within`, until they differ from HTTP/2's
+    /// preface (HTTP/1.1), make it whole (HTTP/2) or end (HTTP/1.1: hyper sees the end).
+    async fn read(inner: S, within: Duration) -> io::Result<(Protocol, Self)> {
+        let mut preface = Self {
             inner,
+            first: [0; H2_PREFACE.len()],
             read: 0,
-            within,
-            timer: None,
+            replayed: 0,
+        };
+        let protocol = tokio::time::timeout(within, preface.protocol())
+            .await
+            .map_err(|_| {
+                io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "no request within the header timeout",
+                )
+            })??;
+        Ok((protocol, preface))
+    }
+
+    async fn protocol(&mut self) -> io::Result<Protocol> {
+        loop {
+            let read = usize::from(self.read);
+            let got = self.inner.read(&mut self.first[read..]).await?;
+            let read = read + got;
+            self.read = read as u8;
+            if got == 0 || self.first[..read] != H2_PREFACE[..read] {
+                return Ok(Protocol::Http1);
+            }
+            if read == H2_PREFACE.len() {
+                return Ok(Protocol::Http2);
+            }
         }
     }
 }
@@ -102,27 +308,14 @@ impl<S: AsyncRead + Unpin> AsyncRead for Preface<S> {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = &mut *self;
-        if this.read >= PREFACE_LEN {
-            return Pin::new(&mut this.inner).poll_read(cx, buf);
+        let (replayed, read) = (usize::from(this.replayed), usize::from(this.read));
+        if replayed < read {
+            let count = (read - replayed).min(buf.remaining());
+            buf.put_slice(&this.first[replayed..replayed + count]);
+            this.replayed = (replayed + count) as u8;
+            return Poll::Ready(Ok(()));
         }
-        let before = buf.filled().len();
-        let poll = Pin::new(&mut this.inner).poll_read(cx, buf);
-        if poll.is_ready() {
-            this.read += buf.filled().len() - before;
-            this.timer = None;
-            return poll;
-        }
-        let within = this.within;
-        let timer = this
-            .timer
-            .get_or_insert_with(|| Box::pin(tokio::time::sleep(within)));
-        match timer.as_mut().poll(cx) {
-            Poll::Ready(()) => Poll::Ready(Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                "no request within the header timeout",
-            ))),
-            Poll::Pending => Poll::Pending,
-        }
+        Pin::new(&mut this.inner).poll_read(cx, buf)
     }
 }
 
@@ -159,57 +352,43 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Preface<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hyper_util::rt::TokioIo;
-    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    use crate::h2_frames::*;
+    use tokio::io::AsyncWriteExt as _;
     use tokio::net::{TcpListener, TcpStream};
 
-    /// Serves `ok` on every request, HTTP/1.1 or HTTP/2, with [`builder`]; the address.
+    /// Serves `ok` on every request, HTTP/1.1 or HTTP/2, with [`builders`]; the address.
     async fn server() -> std::net::SocketAddr {
+        server_within(Duration::from_secs(5)).await
+    }
+
+    /// The same with `within` as the header timeout.
+    async fn server_within(within: Duration) -> std::net::SocketAddr {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         tokio::spawn(async move {
-            let builder = std::sync::Arc::new(builder());
+            let builders = std::sync::Arc::new(builders());
+            let drain = Drain::new();
             loop {
                 let (stream, _) = listener.accept().await.unwrap();
-                let builder = builder.clone();
+                let (builders, watcher) = (builders.clone(), drain.watcher());
                 tokio::spawn(async move {
                     let service = hyper::service::service_fn(|_request| async {
                         Ok::<_, std::convert::Infallible>(hyper::Response::new(String::from("ok")))
                     });
-                    let _ = builder
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
+                    let _ = builders.serve(stream, within, service, watcher).await;
                 });
             }
         });
         addr
     }
 
-    const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
-    const HEADERS: u8 = 0x1;
-    const RST_STREAM: u8 = 0x3;
-    const SETTINGS: u8 = 0x4;
-    const GOAWAY: u8 = 0x7;
-    const CONTINUATION: u8 = 0x9;
-    const END_STREAM: u8 = 0x1;
-    const END_HEADERS: u8 = 0x4;
     /// `:method GET`, `:scheme http`, `:path /` from HPACK's static table.
     const GET_ROOT: [u8; 3] = [0x82, 0x86, 0x84];
-
-    fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
-        let length = u32::try_from(payload.len()).unwrap().to_be_bytes();
-        let mut frame = vec![length[1], length[2], length[3], kind, flags];
-        frame.extend_from_slice(&stream.to_be_bytes());
-        frame.extend_from_slice(payload);
-        frame
-    }
 
     /// A connection that has sent HTTP/2's preface and its SETTINGS.
     async fn h2_connection(addr: std::net::SocketAddr) -> TcpStream {
         let mut stream = TcpStream::connect(addr).await.unwrap();
-        let mut hello = PREFACE.to_vec();
-        hello.extend(frame(SETTINGS, 0, 0, &[]));
-        stream.write_all(&hello).await.unwrap();
+        stream.write_all(&hello()).await.unwrap();
         stream
     }
 
@@ -321,28 +500,97 @@ mod tests {
         assert_another_connection_is_served(addr).await;
     }
 
+    /// An HTTP/2 connection answering pings but opening no stream is closed gracefully,
+    /// by GOAWAY with no error, once its requests are answered.
     #[tokio::test]
-    async fn a_client_silent_before_its_first_bytes_is_cut_and_one_past_them_is_not() {
-        let (mut client, server) = tokio::io::duplex(64);
-        let mut server = Preface::new(server, Duration::from_millis(200));
-        let mut byte = [0u8; 1];
-        let err = server.read_exact(&mut byte).await.unwrap_err();
-        assert_eq!(err.kind(), io::ErrorKind::TimedOut);
+    async fn an_idle_h2_connection_is_closed_gracefully() {
+        let addr = server_within(Duration::from_millis(300)).await;
+        let mut stream = h2_connection(addr).await;
+        let request = frame(HEADERS, END_STREAM | END_HEADERS, 1, &GET_ROOT);
+        stream.write_all(&request).await.unwrap();
+        let started = std::time::Instant::now();
+        let frames = frames_until(&mut stream, GOAWAY).await;
+        assert!(
+            frames.iter().any(|(kind, _)| *kind == HEADERS),
+            "answered first"
+        );
+        let (kind, payload) = frames.last().expect("a GOAWAY");
+        assert_eq!(*kind, GOAWAY);
+        assert_eq!(goaway_code(payload), 0);
+        assert!(started.elapsed() >= Duration::from_millis(300));
+    }
 
-        let (mut client2, server2) = tokio::io::duplex(64);
-        let mut server2 = Preface::new(server2, Duration::from_millis(200));
-        client2.write_all(&[b'x'; PREFACE_LEN]).await.unwrap();
-        let mut preface = [0u8; PREFACE_LEN];
-        server2.read_exact(&mut preface).await.unwrap();
-        // Past the preface, waiting is the protocol's business.
-        let late = tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(400)).await;
-            client2.write_all(b"y").await.unwrap();
-            client2
+    #[tokio::test]
+    async fn a_client_silent_before_its_first_bytes_is_cut() {
+        let (_client, server) = tokio::io::duplex(64);
+        let err = Preface::read(server, Duration::from_millis(200))
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::TimedOut);
+    }
+
+    /// The protocol, and what the server then reads, once `sent` has come.
+    async fn read_after(sent: &[u8]) -> (Protocol, Vec<u8>) {
+        let (mut client, server) = tokio::io::duplex(1024);
+        client.write_all(sent).await.unwrap();
+        let (protocol, mut preface) = Preface::read(server, Duration::from_millis(200))
+            .await
+            .unwrap();
+        drop(client);
+        let mut again = Vec::new();
+        preface.read_to_end(&mut again).await.unwrap();
+        (protocol, again)
+    }
+
+    #[tokio::test]
+    async fn a_short_http1_request_is_known_at_once_and_read_whole() {
+        // 18 bytes, fewer than HTTP/2's preface: its first byte tells.
+        let request = b"GET / HTTP/1.0\r\n\r\n";
+        assert_eq!(
+            read_after(request).await,
+            (Protocol::Http1, request.to_vec())
+        );
+        // A request sharing the preface's first bytes.
+        let request = b"PRIVATE / HTTP/1.1\r\nHost: x\r\n\r\n";
+        assert_eq!(
+            read_after(request).await,
+            (Protocol::Http1, request.to_vec())
+        );
+    }
+
+    #[tokio::test]
+    async fn http2s_preface_is_known_and_read_again() {
+        let sent = hello();
+        assert_eq!(read_after(&sent).await, (Protocol::Http2, sent));
+    }
+
+    #[tokio::test]
+    async fn a_drain_ends_idle_connections_and_counts_them() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let drain = Drain::new();
+        let watcher = drain.watcher();
+        let served = tokio::spawn(async move {
+            let (stream, _) = listener.accept().await.unwrap();
+            let service = hyper::service::service_fn(|_request| async {
+                Ok::<_, std::convert::Infallible>(hyper::Response::new(String::from("ok")))
+            });
+            builders()
+                .serve(stream, Duration::from_secs(5), service, watcher)
+                .await
         });
-        server2.read_exact(&mut byte).await.unwrap();
-        assert_eq!(&byte, b"y");
-        drop(late.await.unwrap());
-        client.shutdown().await.unwrap();
+        let mut client = TcpStream::connect(addr).await.unwrap();
+        client
+            .write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await
+            .unwrap();
+        let mut answer = [0u8; 12];
+        client.read_exact(&mut answer).await.unwrap();
+        assert_eq!(&answer, b"HTTP/1.1 200");
+        assert_eq!(drain.count(), 1);
+        tokio::time::timeout(Duration::from_secs(5), drain.shutdown())
+            .await
+            .expect("the idle connection closes");
+        served.await.unwrap().unwrap();
     }
 }

@@ -6,11 +6,13 @@
 //!   session resumption by tickets and by a session cache, ALPN (`h2`, `http/1.1`).
 //! - Accepting: a plain-HTTP request sent to a TLS port answered with a clear 400, the
 //!   handshake bounded in time ([`accept`]).
-//! - HTTP/1.1 and HTTP/2 on one listener, with HTTP/2's bounds ([`connection`]).
+//! - HTTP/1.1 and HTTP/2 on one listener, with HTTP/2's bounds ([`connection`]); raw
+//!   HTTP/2 frames that probe them ([`h2_frames`]).
 
 pub mod accept;
 pub mod certificates;
 pub mod connection;
+pub mod h2_frames;
 pub mod reload;
 
 use std::sync::Arc;

@@ -125,7 +125,7 @@ async fn held_connections(options: &Options, platform: &Platform, target: &Targe
     let (connections, failures) = hold(target, count).await;
     tokio::time::sleep(SETTLE).await;
     let held_mib = machine::rss_mib(pid);
-    let fresh = fresh_client(target, options.idle_probes).await;
+    let fresh = target.timed_calls(options.idle_probes).await;
     let per_connection_kib = (held_mib - before_mib) * 1024.0 / connections.len().max(1) as f64;
     eprintln!(
         "bench: idle: {label}: {before_mib:.1} → {held_mib:.1} MiB with {} held \
@@ -162,21 +162,9 @@ async fn hold(target: &Target, count: usize) -> (Vec<Client>, Vec<String>) {
     .await
 }
 
-/// `probes` calls, one after the other, on a new kept-alive connection.
-async fn fresh_client(target: &Target, probes: usize) -> Latencies {
-    let mut client = Client::open(target).await.expect("fresh client connects");
-    let mut samples = Vec::with_capacity(probes);
-    for _ in 0..probes {
-        let (status, took) = client.call(target).await.expect("fresh client answered");
-        assert_eq!(status, 200, "a fresh client is served");
-        samples.push(took);
-    }
-    Latencies::of(&samples)
-}
-
 /// Where and how the clients of one kind connect, and what they ask.
 #[derive(Clone)]
-struct Target {
+pub struct Target {
     kind: Kind,
     /// `host:port` of the gateway.
     addr: String,
@@ -191,7 +179,8 @@ struct Target {
 }
 
 impl Target {
-    fn new(kind: Kind, platform: &Platform) -> Self {
+    /// Clients of `kind` of the platform's gateway, calling the secured resource.
+    pub fn new(kind: Kind, platform: &Platform) -> Self {
         let base = &platform.stack.gw.base;
         let addr = base
             .trim_start_matches("https://")
@@ -206,6 +195,18 @@ impl Target {
             addr,
             tls: harness::tls::listener_client_config(&[&rustls::version::TLS13], &[b"http/1.1"]),
         }
+    }
+
+    /// `probes` calls, one after the other, on a new kept-alive connection.
+    pub async fn timed_calls(&self, probes: usize) -> Latencies {
+        let mut client = Client::open(self).await.expect("fresh client connects");
+        let mut samples = Vec::with_capacity(probes);
+        for _ in 0..probes {
+            let (status, took) = client.call(self).await.expect("fresh client answered");
+            assert_eq!(status, 200, "a fresh client is served");
+            samples.push(took);
+        }
+        Latencies::of(&samples)
     }
 }
 

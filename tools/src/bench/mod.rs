@@ -11,8 +11,8 @@
 //! the gateway's memory per held kept-alive connection. Artefacts: case 4 on the
 //! `wasi:http` path, the WASI 0.2 component beside the WASIp3 one hosted with reuse. TLS:
 //! kept-alive TLS, new handshakes and HTTP/2 with many streams, beside nginx and Envoy
-//! with the same certificate.
-//! Prints tables and writes `BENCHMARKS.md`; `--only fleet,throttling,idle,artefacts,tls`
+//! with the same certificate. Floods: another client's latency while HTTP/2 floods run.
+//! Prints tables and writes `BENCHMARKS.md`; `--only fleet,throttling,idle,artefacts,tls,floods`
 //! (any of them) runs just those cases and rewrites just their sections.
 
 pub mod artefacts;
@@ -20,6 +20,7 @@ pub mod backend;
 pub mod control;
 pub mod dataplane;
 pub mod fleet;
+pub mod floods;
 pub mod handshakes;
 pub mod https;
 pub mod idle;
@@ -119,6 +120,9 @@ pub struct Options {
     /// The kinds of connection the idle case holds (comma-separated); by default each.
     #[arg(long, value_enum, value_delimiter = ',')]
     pub idle_kinds: Vec<idle::Kind>,
+    /// Calls the other client makes, timed, under each condition of the floods part.
+    #[arg(long, default_value_t = 5_000)]
+    pub flood_probes: usize,
 }
 
 /// The cases `--only` can pick.
@@ -138,6 +142,8 @@ pub enum Part {
     Https,
     /// Kept-alive TLS, new TLS handshakes and HTTP/2, beside nginx and Envoy.
     Tls,
+    /// Another client's latency while HTTP/2 floods (rapid reset, CONTINUATION) run.
+    Floods,
 }
 
 impl Options {
@@ -233,5 +239,9 @@ async fn run_parts(options: &Options) {
     if options.runs(Part::Tls) {
         let results = tls::measure(options).await;
         report::write_section(options, Part::Tls, &tls::section(options, &results));
+    }
+    if options.runs(Part::Floods) {
+        let runs = floods::measure(options).await;
+        report::write_section(options, Part::Floods, &floods::section(options, &runs));
     }
 }

@@ -103,8 +103,10 @@ fn nginx_config(
     let (listen_options, tls_directives) = match tls {
         Some(tls) => (
             " ssl http2",
+            // nginx before 1.23.4 (Debian 12's 1.22) leaves TLS 1.3 off unless named.
             format!(
-                "ssl_certificate {};\n        ssl_certificate_key {};",
+                "ssl_protocols TLSv1.2 TLSv1.3;\n        ssl_certificate {};\n        \
+                 ssl_certificate_key {};",
                 tls.default_cert.display(),
                 tls.default_key.display()
             ),

@@ -713,6 +713,7 @@ fn section_markers(part: Part) -> (String, String) {
         Part::Artefacts => "artefacts",
         Part::Https => "https",
         Part::Tls => "tls",
+        Part::Floods => "floods",
     };
     (
         format!(

