@@ -112,7 +112,7 @@ impl Builders {
         stream: S,
         within: Duration,
         service: Svc,
-        watcher: Watcher,
+        mut watcher: Watcher,
     ) -> Result<(), ServeError>
     where
         S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
@@ -122,7 +122,12 @@ impl Builders {
         B::Error: Into<ServeError>,
         TokioExecutor: Http2ServerConnExec<Svc::Future, B>,
     {
-        let (protocol, stream) = Preface::read(stream, within).await?;
+        // A connection that has not yet said what it speaks has nothing in flight: the
+        // drain ends it at once.
+        let (protocol, stream) = tokio::select! {
+            read = Preface::read(stream, within) => read?,
+            () = watcher.ended() => return Ok(()),
+        };
         let io = TokioIo::new(stream);
         match protocol {
             Protocol::Http1 => {
@@ -247,11 +252,16 @@ impl Watcher {
     ) -> C::Output {
         tokio::select! {
             output = &mut connection => return output,
-            _ = self.signal.wait_for(|ended| *ended) => {}
+            () = self.ended() => {}
             () = idle => {}
         }
         graceful_shutdown(Pin::new(&mut connection));
         connection.await
+    }
+
+    /// Resolves once the drain ends its connections (or is gone).
+    async fn ended(&mut self) {
+        let _ = self.signal.wait_for(|ended| *ended).await;
     }
 }
 
@@ -562,6 +572,25 @@ mod tests {
     async fn http2s_preface_is_known_and_read_again() {
         let sent = hello();
         assert_eq!(read_after(&sent).await, (Protocol::Http2, sent));
+    }
+
+    #[tokio::test]
+    async fn a_drain_ends_a_connection_that_has_sent_nothing_at_once() {
+        let (_client, server) = tokio::io::duplex(64);
+        let drain = Drain::new();
+        let watcher = drain.watcher();
+        let served = tokio::spawn(async move {
+            let service = hyper::service::service_fn(|_request| async {
+                Ok::<_, std::convert::Infallible>(hyper::Response::new(String::from("ok")))
+            });
+            builders()
+                .serve(server, Duration::from_secs(60), service, watcher)
+                .await
+        });
+        tokio::time::timeout(Duration::from_secs(5), drain.shutdown())
+            .await
+            .expect("the silent connection closes before its header timeout");
+        served.await.unwrap().unwrap();
     }
 
     #[tokio::test]
