@@ -366,7 +366,12 @@ mod tests {
     use tokio::io::AsyncWriteExt as _;
     use tokio::net::{TcpListener, TcpStream};
 
-    /// Serves `ok` on every request, HTTP/1.1 or HTTP/2, with [`builders`]; the address.
+    /// Answers `ok`.
+    async fn ok(_request: Request<Incoming>) -> Result<Response<String>, std::convert::Infallible> {
+        Ok(Response::new(String::from("ok")))
+    }
+
+    /// Serves [`ok`] on every request, HTTP/1.1 or HTTP/2, with [`builders`]; the address.
     async fn server() -> std::net::SocketAddr {
         server_within(Duration::from_secs(5)).await
     }
@@ -382,9 +387,7 @@ mod tests {
                 let (stream, _) = listener.accept().await.unwrap();
                 let (builders, watcher) = (builders.clone(), drain.watcher());
                 tokio::spawn(async move {
-                    let service = hyper::service::service_fn(|_request| async {
-                        Ok::<_, std::convert::Infallible>(hyper::Response::new(String::from("ok")))
-                    });
+                    let service = hyper::service::service_fn(ok);
                     let _ = builders.serve(stream, within, service, watcher).await;
                 });
             }
@@ -580,9 +583,7 @@ mod tests {
         let drain = Drain::new();
         let watcher = drain.watcher();
         let served = tokio::spawn(async move {
-            let service = hyper::service::service_fn(|_request| async {
-                Ok::<_, std::convert::Infallible>(hyper::Response::new(String::from("ok")))
-            });
+            let service = hyper::service::service_fn(ok);
             builders()
                 .serve(server, Duration::from_secs(60), service, watcher)
                 .await
@@ -601,9 +602,7 @@ mod tests {
         let watcher = drain.watcher();
         let served = tokio::spawn(async move {
             let (stream, _) = listener.accept().await.unwrap();
-            let service = hyper::service::service_fn(|_request| async {
-                Ok::<_, std::convert::Infallible>(hyper::Response::new(String::from("ok")))
-            });
+            let service = hyper::service::service_fn(ok);
             builders()
                 .serve(stream, Duration::from_secs(5), service, watcher)
                 .await

@@ -52,7 +52,23 @@ pub enum Condition {
     Continuation,
 }
 
+/// What the attacker sends.
+#[derive(Debug, Clone, Copy)]
+enum Flood {
+    RapidReset,
+    Continuation,
+}
+
 impl Condition {
+    /// The flood beside the client, if any.
+    fn flood(self) -> Option<Flood> {
+        match self {
+            Condition::Quiet => None,
+            Condition::RapidReset => Some(Flood::RapidReset),
+            Condition::Continuation => Some(Flood::Continuation),
+        }
+    }
+
     /// The order measured: quiet first (the reference) and last (drift).
     const RUN: [Condition; 4] = [
         Condition::Quiet,
@@ -86,7 +102,7 @@ pub async fn measure(options: &Options) -> Vec<FloodRun> {
     let backend = FastBackend::start();
     let platform = Platform::start(&backend.url).await;
     let target = Target::new(Kind::H2c, &platform);
-    let attack = Attack::new(&platform);
+    let attack = Attack::new(&target, &platform.token);
     let mut runs = Vec::new();
     for condition in Condition::RUN {
         let flooding = Flooding::start(condition, attack.clone());
@@ -120,15 +136,10 @@ struct Attack {
 }
 
 impl Attack {
-    fn new(platform: &Platform) -> Self {
-        let addr = platform
-            .stack
-            .gw
-            .base
-            .trim_start_matches("http://")
-            .trim_end_matches('/')
-            .to_string();
-        let request = request_block(&addr, &format!("{BASE}{SECURED}"), &platform.token);
+    /// Floods of `target`'s gateway, their requests with `token`.
+    fn new(target: &Target, token: &str) -> Self {
+        let addr = target.addr().to_string();
+        let request = request_block(&addr, &format!("{BASE}{SECURED}"), token);
         let mut rapid_reset = hello();
         for index in 0..RESETS_PER_CONNECTION {
             let stream = 2 * index + 1;
@@ -148,15 +159,14 @@ impl Attack {
     }
 
     /// One flooding connection, until the gateway ends it.
-    async fn once(&self, condition: Condition) -> std::io::Result<()> {
+    async fn once(&self, flood: Flood) -> std::io::Result<()> {
         let mut stream = TcpStream::connect(&self.addr).await?;
-        match condition {
-            Condition::Quiet => return Ok(()),
+        match flood {
             // The gateway may close before it has read it all.
-            Condition::RapidReset => {
+            Flood::RapidReset => {
                 let _ = stream.write_all(&self.rapid_reset).await;
             }
-            Condition::Continuation => {
+            Flood::Continuation => {
                 stream.write_all(&self.continuation_head).await?;
                 let filler = frame(CONTINUATION, 0, 1, &[b'a'; CONTINUATION_BYTES]);
                 for _ in 0..CONTINUATIONS_PER_CONNECTION {
@@ -186,7 +196,7 @@ impl Flooding {
     fn start(condition: Condition, attack: Attack) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let connections = Arc::new(AtomicU64::new(0));
-        let thread = (condition != Condition::Quiet).then(|| {
+        let thread = condition.flood().map(|flood| {
             let (stop, connections) = (stop.clone(), connections.clone());
             std::thread::spawn(move || {
                 // The client under test shares CPU 0: the attacker takes only what it leaves,
@@ -198,7 +208,7 @@ impl Flooding {
                     .expect("attacker runtime");
                 runtime.block_on(async move {
                     while !stop.load(Ordering::Relaxed) {
-                        if attack.once(condition).await.is_ok() {
+                        if attack.once(flood).await.is_ok() {
                             connections.fetch_add(1, Ordering::Relaxed);
                         }
                     }

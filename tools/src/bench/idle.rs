@@ -197,6 +197,11 @@ impl Target {
         }
     }
 
+    /// `host:port` of the gateway.
+    pub fn addr(&self) -> &str {
+        &self.addr
+    }
+
     /// `probes` calls, one after the other, on a new kept-alive connection.
     pub async fn timed_calls(&self, probes: usize) -> Latencies {
         let mut client = Client::open(self).await.expect("fresh client connects");
