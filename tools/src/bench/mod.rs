@@ -123,6 +123,9 @@ pub struct Options {
     /// Calls the other client makes, timed, under each condition of the floods part.
     #[arg(long, default_value_t = 5_000)]
     pub flood_probes: usize,
+    /// Rounds of the floods part (each quiet, rapid reset, CONTINUATION); medians reported.
+    #[arg(long, default_value_t = 3)]
+    pub flood_rounds: usize,
 }
 
 /// The cases `--only` can pick.
