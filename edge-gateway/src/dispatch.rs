@@ -33,6 +33,7 @@ use wasmtime_wasi_http::WasiBody;
 use apim_http::contract;
 use apim_http::endpoints::{self, Balance, HealthBook, MemoryBook};
 use apim_manifest::{Position, paths};
+use apim_tls::connection::Drain;
 
 use crate::counters::{Counters, Refused};
 use crate::proxy::{self, Failure};
@@ -50,6 +51,14 @@ use crate::wit_host::instances::Runtime;
 
 /// Header carrying the client's socket address, as Spin sets it.
 pub const CLIENT_ADDR_HEADER: HeaderName = HeaderName::from_static(contract::CLIENT_ADDR_HEADER);
+
+/// An admitted WebSocket handshake: where it goes, what its messages count against, and
+/// the drain of the listener it came on.
+struct Upgrade<'a> {
+    plan: Forward,
+    limits: Vec<Limit>,
+    drain: Option<&'a Drain>,
+}
 
 /// The component behind a concurrency limit.
 pub struct Gateway {
@@ -175,7 +184,7 @@ impl Gateway {
             return response;
         }
         let head = proxy::head_of(&request);
-        let (response, call, outcome) = self.carry_out(request, &head).await;
+        let (response, call, outcome) = self.carry_out(request, &head, addresses).await;
         let served = Served {
             method: &head.method,
             call: &call,
@@ -195,6 +204,7 @@ impl Gateway {
         &self,
         request: Request<WasiBody>,
         head: &RequestHead,
+        addresses: &Addresses,
     ) -> (Response<ResponseBody>, Call, Outcome) {
         let mut outcome = Outcome::default();
         let deciding = Instant::now();
@@ -215,7 +225,12 @@ impl Gateway {
         }
         let response = match decision {
             Decision::Forward(plan) if plan.upgrade => {
-                self.open_websocket(request, head, plan, limits, &mut outcome)
+                let upgrade = Upgrade {
+                    plan,
+                    limits,
+                    drain: addresses.drain.as_ref(),
+                };
+                self.open_websocket(request, head, upgrade, &mut outcome)
                     .await
             }
             Decision::Forward(plan) => self.forward(request, head, plan, &mut outcome).await,
@@ -382,15 +397,20 @@ impl Gateway {
     /// Forwards an admitted WebSocket handshake as [`Gateway::forward`] does any call
     /// (the backend's refusal goes back as it is); once the backend switches, answers
     /// the client's 101 and relays the connection in a task of its own
-    /// ([`websocket::relay`]), counting the client's messages against `limits`.
+    /// ([`websocket::relay`]), counting the client's messages against the verdict's
+    /// limits and closing with 1001 when the listener's drain ends its connections.
     async fn open_websocket(
         &self,
         mut request: Request<WasiBody>,
         head: &RequestHead,
-        plan: Forward,
-        limits: Vec<Limit>,
+        upgrade: Upgrade<'_>,
         outcome: &mut Outcome,
     ) -> Response<ResponseBody> {
+        let Upgrade {
+            plan,
+            limits,
+            drain,
+        } = upgrade;
         let client = hyper::upgrade::on(&mut request);
         let mut answer = self.forward(request, head, plan, outcome).await;
         if answer.status() != StatusCode::SWITCHING_PROTOCOLS {
@@ -409,6 +429,7 @@ impl Gateway {
                 head: head.clone(),
             },
             settings: self.websocket,
+            shutdown: drain.map(Drain::watcher),
         };
         tokio::spawn(websocket::relay(client, backend, session));
         response
@@ -578,6 +599,8 @@ pub struct Addresses {
     listener: HeaderValue,
     /// How its requests arrive, which decides their scheme.
     arrival: crate::scheme::Arrival,
+    /// The listener's graceful shutdown, which the WebSocket relays it opens watch.
+    drain: Option<Drain>,
 }
 
 impl Addresses {
@@ -590,12 +613,22 @@ impl Addresses {
             client: value(peer),
             listener: value(local),
             arrival: crate::scheme::Arrival::default(),
+            drain: None,
         }
     }
 
     /// The same, for a connection whose requests arrive as `arrival` says.
     pub fn arriving(self, arrival: crate::scheme::Arrival) -> Self {
         Self { arrival, ..self }
+    }
+
+    /// The same, for a connection of a listener that `drain` shuts down: its WebSocket
+    /// relays close with 1001 when the drain ends its connections.
+    pub fn draining(self, drain: Drain) -> Self {
+        Self {
+            drain: Some(drain),
+            ..self
+        }
     }
 }
 

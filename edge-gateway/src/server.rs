@@ -20,7 +20,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use apim_tls::Stream;
 use apim_tls::TlsAcceptor;
-use apim_tls::connection::{Builders, Drain, Watcher};
+use apim_tls::connection::{Builders, Drain};
 use http::HeaderValue;
 use http::header::CONNECTION;
 use hyper::service::service_fn;
@@ -198,7 +198,7 @@ pub async fn serve(
                         peer,
                         local,
                         draining: draining.clone(),
-                        watcher: graceful.watcher(),
+                        drain: graceful.clone(),
                     };
                     let listener = ListenerParts {
                         builders: builders.clone(),
@@ -276,13 +276,13 @@ struct ListenerParts {
     header_timeout: Duration,
 }
 
-/// One accepted connection: its addresses, the listener's draining flag, and the watch
-/// of the listener's graceful shutdown.
+/// One accepted connection: its addresses, the listener's draining flag, and the
+/// listener's graceful shutdown, which it and the WebSocket relays it opens watch.
 struct Connection {
     peer: SocketAddr,
     local: SocketAddr,
     draining: Arc<AtomicBool>,
-    watcher: Watcher,
+    drain: Drain,
 }
 
 /// Serves one connection on a task of its own, after its TLS handshake if the listener
@@ -297,14 +297,17 @@ fn serve_connection(
         peer,
         local,
         draining,
-        watcher,
+        drain,
     } = connection;
+    let watcher = drain.watcher();
     if let Err(err) = stream.set_nodelay(true) {
         tracing::debug!(%peer, "cannot set TCP_NODELAY: {err}");
     }
     let transport = &listener.transport;
     let arrival = Arrival::of(transport.tls.is_some(), peer.ip(), &transport.trusted);
-    let addresses = Addresses::new(peer, local).arriving(arrival);
+    let addresses = Addresses::new(peer, local)
+        .arriving(arrival)
+        .draining(drain);
     let service = connection_service(gateway, addresses, draining);
     tokio::spawn(async move {
         let stream = match &listener.transport.tls {

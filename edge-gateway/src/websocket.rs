@@ -15,11 +15,13 @@
 //! by the client. Every `recheck_every` the handshake is decided again, so a revoked or
 //! expired token, a blocked subscription or a retired API closes the connection (4001,
 //! 4002, 1008); a connection with no message either way for `idle_timeout` is closed
-//! with 1001.
+//! with 1001, and so is every connection when the gateway shuts down, once kept-alive
+//! connections have had their time (`APIM_DRAIN_KEEPALIVE_MS`): the drain waits for them.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use apim_tls::connection::Watcher;
 use futures_util::{SinkExt as _, StreamExt as _};
 use http::header::{CONNECTION, SEC_WEBSOCKET_ACCEPT, SEC_WEBSOCKET_KEY, UPGRADE};
 use http::{HeaderMap, HeaderValue, Response, StatusCode};
@@ -192,6 +194,9 @@ pub struct Session {
     pub recheck: Recheck,
     /// Sizes and times.
     pub settings: WebSocketSettings,
+    /// The listener's graceful shutdown: the connection closes with 1001 when it ends
+    /// the listener's connections.
+    pub shutdown: Option<Watcher>,
 }
 
 type Side = WebSocketStream<TokioIo<Upgraded>>;
@@ -215,7 +220,7 @@ enum Ending {
 
 /// Relays a connection once both sides have switched: the client's (`client`, upgraded
 /// by the listener) and the backend's (`backend`, by the pooled client).
-pub async fn relay(client: OnUpgrade, backend: OnUpgrade, session: Session) {
+pub async fn relay(client: OnUpgrade, backend: OnUpgrade, mut session: Session) {
     let (client, backend) = match tokio::try_join!(client, backend) {
         Ok(both) => both,
         Err(err) => {
@@ -235,7 +240,7 @@ pub async fn relay(client: OnUpgrade, backend: OnUpgrade, session: Session) {
 
 impl Session {
     /// Passes messages until one side closes or fails, or the gateway ends it.
-    async fn pass(&self, client: &mut Side, backend: &mut Side) -> Ending {
+    async fn pass(&mut self, client: &mut Side, backend: &mut Side) -> Ending {
         let every = self.settings.recheck_every;
         let mut recheck = tokio::time::interval_at(Instant::now() + every, every);
         recheck.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -274,10 +279,21 @@ impl Session {
                     continue;
                 }
                 () = &mut idle => return Ending::Ended(close(1001, "Idle timeout")),
+                () = shut_down(&mut self.shutdown) => {
+                    return Ending::Ended(close(1001, "Going away"));
+                }
             }
             idle.as_mut()
                 .reset(Instant::now() + self.settings.idle_timeout);
         }
+    }
+}
+
+/// Resolves once the listener's drain ends its connections; never without one.
+async fn shut_down(shutdown: &mut Option<Watcher>) {
+    match shutdown {
+        Some(watcher) => watcher.ended().await,
+        None => std::future::pending().await,
     }
 }
 

@@ -195,8 +195,9 @@ enum Protocol {
 }
 
 /// A listener's open connections, and the word that ends them gracefully: each
-/// connection holds a [`Watcher`] as long as it is open.
-#[derive(Debug)]
+/// connection holds a [`Watcher`] as long as it is open (and so does what outlives its
+/// connection, such as a relayed WebSocket: clones of the drain hand out watchers too).
+#[derive(Debug, Clone)]
 pub struct Drain {
     signal: watch::Sender<bool>,
 }
@@ -260,7 +261,7 @@ impl Watcher {
     }
 
     /// Resolves once the drain ends its connections (or is gone).
-    async fn ended(&mut self) {
+    pub async fn ended(&mut self) {
         let _ = self.signal.wait_for(|ended| *ended).await;
     }
 }

@@ -270,4 +270,5 @@ on_both!(
     websocket::websocket_apis_on_the_host_path,
     websocket::websocket_messages_count_against_the_tiers,
     websocket::websocket_handshakes_are_refused_on_the_component_path,
+    websocket::websocket_connections_close_with_1001_when_the_gateway_stops,
 );

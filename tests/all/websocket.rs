@@ -347,3 +347,29 @@ pub async fn websocket_handshakes_are_refused_on_the_component_path(database: Ba
     )
     .await;
 }
+
+pub async fn websocket_connections_close_with_1001_when_the_gateway_stops(database: Backend) {
+    let stack = launch(database, &[]).await;
+    let backend = EchoSocketBackend::start().await;
+    let api = publish_chat(&stack, "Leaving", &backend, &["Unlimited"]).await;
+    let (_, key, secret, _) = stack.application("Leaver", "Unlimited", &[&api]).await;
+    let token = stack.app_token(&key, &secret, &[]).await;
+    let url = ws_url(&stack, "/leaving/v1.0.0");
+    let mut socket =
+        connect_eventually(&url, &[("authorization", &format!("Bearer {token}"))]).await;
+    socket.send(Message::text("before")).await.unwrap();
+    assert_eq!(next(&mut socket).await, Message::text("before"));
+
+    // SIGTERM: while kept-alive connections have their time (a second by default), the
+    // relay goes on; then it closes with 1001 rather than being cut.
+    let stopped = std::process::Command::new("kill")
+        .args(["-TERM", &stack.gateway.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(stopped.success());
+    socket.send(Message::text("during")).await.unwrap();
+    assert_eq!(next(&mut socket).await, Message::text("during"));
+    let closed = tokio::time::timeout(std::time::Duration::from_secs(10), close_code(&mut socket));
+    let (code, reason) = closed.await.expect("closed within the drain");
+    assert_eq!((code, reason.as_str()), (1001, "Going away"));
+}
