@@ -52,14 +52,6 @@ use crate::wit_host::instances::Runtime;
 /// Header carrying the client's socket address, as Spin sets it.
 pub const CLIENT_ADDR_HEADER: HeaderName = HeaderName::from_static(contract::CLIENT_ADDR_HEADER);
 
-/// An admitted WebSocket handshake: where it goes, what its messages count against, and
-/// the drain of the listener it came on.
-struct Upgrade<'a> {
-    plan: Forward,
-    limits: Vec<Limit>,
-    drain: Option<&'a Drain>,
-}
-
 /// The component behind a concurrency limit.
 pub struct Gateway {
     runtime: Arc<Runtime>,
@@ -225,12 +217,8 @@ impl Gateway {
         }
         let response = match decision {
             Decision::Forward(plan) if plan.upgrade => {
-                let upgrade = Upgrade {
-                    plan,
-                    limits,
-                    drain: addresses.drain.as_ref(),
-                };
-                self.open_websocket(request, head, upgrade, &mut outcome)
+                let drain = addresses.drain.as_ref();
+                self.open_websocket(request, head, plan, limits, drain, &mut outcome)
                     .await
             }
             Decision::Forward(plan) => self.forward(request, head, plan, &mut outcome).await,
@@ -397,20 +385,17 @@ impl Gateway {
     /// Forwards an admitted WebSocket handshake as [`Gateway::forward`] does any call
     /// (the backend's refusal goes back as it is); once the backend switches, answers
     /// the client's 101 and relays the connection in a task of its own
-    /// ([`websocket::relay`]), counting the client's messages against the verdict's
-    /// limits and closing with 1001 when the listener's drain ends its connections.
+    /// ([`websocket::relay`]), counting the client's messages against `limits` and
+    /// closing with 1001 when the listener's `drain` ends its connections.
     async fn open_websocket(
         &self,
         mut request: Request<WasiBody>,
         head: &RequestHead,
-        upgrade: Upgrade<'_>,
+        plan: Forward,
+        limits: Vec<Limit>,
+        drain: Option<&Drain>,
         outcome: &mut Outcome,
     ) -> Response<ResponseBody> {
-        let Upgrade {
-            plan,
-            limits,
-            drain,
-        } = upgrade;
         let client = hyper::upgrade::on(&mut request);
         let mut answer = self.forward(request, head, plan, outcome).await;
         if answer.status() != StatusCode::SWITCHING_PROTOCOLS {

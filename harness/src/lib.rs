@@ -205,14 +205,21 @@ impl ServerProcess {
         ServerProcess { child, url, output }
     }
 
-    /// Stops it gracefully (SIGTERM) and waits for a clean exit.
-    pub async fn stop(mut self) {
-        if let Some(pid) = self.child.id() {
-            let _ = std::process::Command::new("kill")
+    /// Sends it SIGTERM, which starts its graceful shutdown, without waiting; whether the
+    /// signal was sent.
+    pub fn begin_stopping(&self) -> bool {
+        self.child.id().is_some_and(|pid| {
+            std::process::Command::new("kill")
                 .arg("-TERM")
                 .arg(pid.to_string())
-                .status();
-        }
+                .status()
+                .is_ok_and(|status| status.success())
+        })
+    }
+
+    /// Stops it gracefully (SIGTERM) and waits for a clean exit.
+    pub async fn stop(mut self) {
+        self.begin_stopping();
         let exited = tokio::time::timeout(Duration::from_secs(15), self.child.wait()).await;
         assert!(
             matches!(exited, Ok(Ok(status)) if status.success()),
@@ -229,12 +236,7 @@ impl ServerProcess {
 
     /// Stops it with SIGTERM and waits for it to exit, whatever its exit status.
     pub async fn terminate(mut self) -> Option<std::process::ExitStatus> {
-        if let Some(pid) = self.child.id() {
-            let _ = std::process::Command::new("kill")
-                .arg("-TERM")
-                .arg(pid.to_string())
-                .status();
-        }
+        self.begin_stopping();
         match tokio::time::timeout(Duration::from_secs(60), self.child.wait()).await {
             Ok(Ok(status)) => Some(status),
             _ => None,
