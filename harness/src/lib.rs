@@ -167,7 +167,7 @@ impl ServerProcess {
             .unwrap_or_else(|e| panic!("spawn {name}: {e}"));
         let output = Arc::new(Mutex::new(String::new()));
         let mut stdout = BufReader::new(child.stdout.take().expect("stdout")).lines();
-        collect(child.stderr.take().expect("stderr"), output.clone(), label);
+        let stderr = collect(child.stderr.take().expect("stderr"), output.clone(), label);
         let url = tokio::time::timeout(Duration::from_secs(120), async {
             while let Ok(Some(line)) = stdout.next_line().await {
                 output.lock().unwrap().push_str(&format!("{line}\n"));
@@ -184,11 +184,11 @@ impl ServerProcess {
         .ok()
         .flatten();
         let Some(url) = url else {
-            let status = child.try_wait().ok().flatten();
-            panic!(
-                "{name} did not start (exit: {status:?}):\n{}",
-                output.lock().unwrap()
-            );
+            // Its last words say why: wait for them before telling.
+            let status = tokio::time::timeout(Duration::from_secs(5), child.wait()).await;
+            let _ = tokio::time::timeout(Duration::from_secs(5), stderr).await;
+            let printed = output.lock().unwrap().clone();
+            panic!("{name} did not start (exit: {status:?}):\n{printed}");
         };
         // Kept with the rest (the gateway's access log comes this way), up to a bound: a
         // benchmark's millions of lines are read and dropped.
@@ -529,13 +529,37 @@ pub async fn wait_until(what: &str, within: Duration, mut check: impl AsyncFnMut
     }
 }
 
-/// A port that was free a moment ago (for servers that must know each other's address).
+/// Lowest port [`free_port`] hands out.
+const FREE_PORTS_FROM: u16 = 10_000;
+
+/// A port that was free a moment ago (for servers that must know each other's address
+/// before they listen), never the same twice in this process. It lies below the kernel's
+/// ephemeral range: ports bound as `:0` and the local ports of outgoing connections come
+/// from that range, so one picked there could be taken by another test's server or
+/// connection before its own server binds it.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .expect("bind")
-        .local_addr()
-        .expect("addr")
-        .port()
+    static HANDED_OUT: Mutex<Vec<u16>> = Mutex::new(Vec::new());
+    let below = ephemeral_ports_from().max(FREE_PORTS_FROM + 1);
+    let span = u32::from(below - FREE_PORTS_FROM);
+    // Where to start looking, apart for each process running tests at once.
+    let start = (uuid::Uuid::new_v4().as_u128() % u128::from(span)) as u32;
+    let mut handed_out = HANDED_OUT.lock().unwrap();
+    let free = (0..span)
+        .map(|step| FREE_PORTS_FROM + ((start + step) % span) as u16)
+        .find(|port| {
+            !handed_out.contains(port) && std::net::TcpListener::bind(("127.0.0.1", *port)).is_ok()
+        })
+        .expect("a free port below the ephemeral range");
+    handed_out.push(free);
+    free
+}
+
+/// The first port of the kernel's ephemeral range (Linux's default when it cannot be read).
+fn ephemeral_ports_from() -> u16 {
+    std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|range| range.split_whitespace().next()?.parse().ok())
+        .unwrap_or(32_768)
 }
 
 /// The workspace root.
@@ -642,11 +666,12 @@ fn run_cargo(args: &[&str]) {
     assert!(status.success(), "cargo {} failed", args.join(" "));
 }
 
+/// Reads `stream` into `into` line by line until it closes (the task then ends).
 fn collect(
     stream: impl tokio::io::AsyncRead + Unpin + Send + 'static,
     into: Arc<Mutex<String>>,
     echo: Option<&'static str>,
-) {
+) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut lines = BufReader::new(stream).lines();
         while let Ok(Some(line)) = lines.next_line().await {
@@ -655,7 +680,7 @@ fn collect(
             }
             into.lock().unwrap().push_str(&format!("{line}\n"));
         }
-    });
+    })
 }
 
 /// A response: status and body (JSON when it parses, else a string; Null when empty).

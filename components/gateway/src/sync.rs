@@ -36,7 +36,8 @@ const MAX_PAGES_PER_PULL: usize = 10_000;
 
 /// `POST /_apim/manifest`: applies a signed page on top of what the store holds; answers
 /// with the position held afterwards (200 when applied, 409 when the page does not start
-/// there, 400 when invalid, 503 when another page is being applied or the store failed).
+/// there, 400 when invalid, 503 with `Retry-After` when another page is being applied or
+/// the store failed).
 pub fn receive_push(host: &dyn Host, request: &Request) -> Response {
     let Some(public_key) = host.setting(settings::MANIFEST_PUBLIC_KEY) else {
         return Response::json(
@@ -66,11 +67,13 @@ fn position_response(status: u16, position: Position) -> Response {
 fn refusal_response(refusal: Refusal) -> Response {
     match refusal {
         Refusal::OutOfOrder(position) => position_response(409, position),
-        Refusal::Busy => Response::json(503, &json!({"error": "another page is being applied"})),
+        Refusal::Busy => Response::json(503, &json!({"error": "another page is being applied"}))
+            .with_header("retry-after", "1"),
         Refusal::Store(err) => Response::json(
             503,
             &json!({"error": format!("could not store the manifest: {err}")}),
-        ),
+        )
+        .with_header("retry-after", "1"),
     }
 }
 
