@@ -534,24 +534,32 @@ const FREE_PORTS_FROM: u16 = 10_000;
 
 /// A port that was free a moment ago (for servers that must know each other's address
 /// before they listen), never the same twice in this process. It lies below the kernel's
-/// ephemeral range: ports bound as `:0` and the local ports of outgoing connections come
-/// from that range, so one picked there could be taken by another test's server or
-/// connection before its own server binds it.
+/// ephemeral range where there is room: ports bound as `:0` and the local ports of
+/// outgoing connections come from that range, so one picked there could be taken by
+/// another test's server or connection before its own server binds it.
 pub fn free_port() -> u16 {
     static HANDED_OUT: Mutex<Vec<u16>> = Mutex::new(Vec::new());
-    let below = ephemeral_ports_from().max(FREE_PORTS_FROM + 1);
-    let span = u32::from(below - FREE_PORTS_FROM);
+    let span = u32::from(ephemeral_ports_from().saturating_sub(FREE_PORTS_FROM));
     // Where to start looking, apart for each process running tests at once.
-    let start = (uuid::Uuid::new_v4().as_u128() % u128::from(span)) as u32;
+    let start = (uuid::Uuid::new_v4().as_u128() % u128::from(span.max(1))) as u32;
     let mut handed_out = HANDED_OUT.lock().unwrap();
     let free = (0..span)
         .map(|step| FREE_PORTS_FROM + ((start + step) % span) as u16)
         .find(|port| {
             !handed_out.contains(port) && std::net::TcpListener::bind(("127.0.0.1", *port)).is_ok()
         })
-        .expect("a free port below the ephemeral range");
+        .unwrap_or_else(any_free_port);
     handed_out.push(free);
     free
+}
+
+/// A port the kernel hands out as free (from its ephemeral range).
+fn any_free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port()
 }
 
 /// The first port of the kernel's ephemeral range (Linux's default when it cannot be read).
@@ -1338,4 +1346,25 @@ fn dechunk(mut rest: &str) -> String {
         rest = after[size..].trim_start_matches("\r\n");
     }
     body
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn free_ports_are_distinct_and_below_the_ephemeral_range() {
+        let ports: Vec<u16> = (0..50).map(|_| free_port()).collect();
+        let mut distinct = ports.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert_eq!(distinct.len(), ports.len(), "{ports:?}");
+        let from = ephemeral_ports_from();
+        if from > FREE_PORTS_FROM {
+            assert!(
+                ports.iter().all(|p| (FREE_PORTS_FROM..from).contains(p)),
+                "{ports:?}"
+            );
+        }
+    }
 }
