@@ -67,14 +67,14 @@ fn position_response(status: u16, position: Position) -> Response {
 fn refusal_response(refusal: Refusal) -> Response {
     match refusal {
         Refusal::OutOfOrder(position) => position_response(409, position),
-        Refusal::Busy => Response::json(503, &json!({"error": "another page is being applied"}))
-            .with_header("retry-after", "1"),
-        Refusal::Store(err) => Response::json(
-            503,
-            &json!({"error": format!("could not store the manifest: {err}")}),
-        )
-        .with_header("retry-after", "1"),
+        Refusal::Busy => unavailable("another page is being applied".into()),
+        Refusal::Store(err) => unavailable(format!("could not store the manifest: {err}")),
     }
+}
+
+/// 503 for a refusal that passes: the sender may try again in a second.
+fn unavailable(error: String) -> Response {
+    Response::json(503, &json!({ "error": error })).with_header("retry-after", "1")
 }
 
 /// Verifies a signed page with the configured public key.
