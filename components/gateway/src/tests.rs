@@ -805,7 +805,10 @@ fn a_page_waits_while_another_is_applied() {
     let world = World::new();
     let until = (NOW_SECS * 1000 + 5_000).to_string();
     world.host.kv_set("apim:m:lock", until.as_bytes()).unwrap();
-    assert_eq!(world.push(&page(5, 6, 6, false, vec![])).status, 503);
+    let busy = world.push(&page(5, 6, 6, false, vec![]));
+    assert_eq!(busy.status, 503);
+    let retry_after = busy.headers.iter().find(|(name, _)| name == "retry-after");
+    assert_eq!(retry_after.map(|(_, value)| &value[..]), Some(&b"1"[..]));
     // A lease its holder never gave back runs out.
     *world.host.now_ms.borrow_mut() += 10_000;
     assert_eq!(world.push(&page(5, 6, 6, false, vec![])).status, 200);
