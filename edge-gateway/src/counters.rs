@@ -23,7 +23,7 @@
 //! Without Redis (or while it cannot be used) the store counts on this node, one grant
 //! per call.
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 

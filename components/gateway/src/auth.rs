@@ -7,7 +7,7 @@
 //! token counts only while the manifest still holds that key and issuer, until its expiry
 //! and at most [`MEMO_SECS`]; its revocation is checked on every use, as for every token.
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 use std::rc::Rc;
 
 use apim_manifest::{ApiRoute, Application, Subscription, TokenKey};

@@ -1,8 +1,8 @@
 //! Building the requests the gateway sends (to backends and to the token service) and
 //! cleaning what comes back.
 
+use foldhash::HashMap;
 use std::cell::RefCell;
-use std::collections::HashMap;
 
 use apim_manifest::sealed::GatewayKey;
 use apim_manifest::{ApiRoute, ApiType};

@@ -7,7 +7,7 @@
 //! the token's expiry nor [`CACHE_SECS`]; revocation is checked on every use against the
 //! manifest, as for JWTs, so a cached token is refused as soon as its revocation arrives.
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 use std::fmt::Write as _;
 use std::rc::Rc;
 

@@ -2,8 +2,8 @@
 //! store and kept until the head moves, so that a reused instance reads almost nothing
 //! per request and a fresh one (Spin) reads only what its one request needs.
 
+use foldhash::HashMap;
 use std::any::Any;
-use std::collections::HashMap;
 use std::rc::Rc;
 
 use apim_manifest::{ApiRoute, Application, Key, Meta, RouteTarget, Subscription, key};
@@ -62,7 +62,7 @@ impl View {
             environment,
             meta_bytes,
             meta,
-            entries: HashMap::new(),
+            entries: HashMap::default(),
             key: String::new(),
             tokens: TokenCache::default(),
         })

@@ -23,7 +23,7 @@
 //! uncontended lock each): no allocation once a label set has been seen.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hash, Hasher};
+use std::hash::{BuildHasher as _, BuildHasherDefault, Hash, Hasher};
 use std::sync::{Arc, LazyLock, Mutex, OnceLock, RwLock};
 use std::time::Duration;
 
@@ -452,9 +452,10 @@ fn method_label(method: &str) -> &'static str {
     }
 }
 
-/// The label set's hash (`DefaultHasher::new` hashes alike in every process).
+/// The label set's hash (a fixed seed: the same in every process; the series it finds are
+/// still compared whole, and bounded).
 fn series_hash(method: &str, call: &Call) -> u64 {
-    let mut hasher = std::hash::DefaultHasher::new();
+    let mut hasher = foldhash::fast::FixedState::default().build_hasher();
     method.hash(&mut hasher);
     call.api.hash(&mut hasher);
     call.version.hash(&mut hasher);

@@ -12,10 +12,12 @@
 //! reset its limit by filling the cache), nor are the manifest's keys, which have no
 //! lifetime.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
+
+use foldhash::HashMap;
 
 use super::common::{CasSnapshot, Grant, KeyPage, KvError, parse_counter};
 
