@@ -14,6 +14,10 @@
 //! number of busy instances stays bounded. Requests that get no permit within the
 //! request timeout are answered 503. Guest failures are logged and answered with an
 //! empty 500 (504 when the deadline was exceeded).
+//!
+//! Each request's future is allocated and moved whole (kilobytes), so the branches few
+//! requests take (the component's own handlers, throttled and failed answers, WebSocket
+//! openings) are boxed where they are taken, and the future is the size of the common path.
 
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -162,7 +166,7 @@ impl Gateway {
         let request_bytes = proxy::content_length(request.headers());
         if !self.host_forwarding {
             let method = request.method().clone();
-            let response = self.dispatch(request).await;
+            let response = Box::pin(self.dispatch(request)).await;
             let served = Served {
                 method: method.as_str(),
                 call: &unrouted(),
@@ -212,13 +216,13 @@ impl Gateway {
         };
         if let Err(refused) = self.counters.admit(&limits).await {
             outcome.throttled = Some(refused.kind);
-            let response = self.throttled(head, refused, &mut outcome).await;
+            let response = Box::pin(self.throttled(head, refused, &mut outcome)).await;
             return (response, call, outcome);
         }
         let response = match decision {
             Decision::Forward(plan) if plan.upgrade => {
                 let drain = addresses.drain.as_ref();
-                self.open_websocket(request, head, plan, limits, drain, &mut outcome)
+                Box::pin(self.open_websocket(request, head, plan, limits, drain, &mut outcome))
                     .await
             }
             Decision::Forward(plan) => self.forward(request, head, plan, &mut outcome).await,
@@ -226,7 +230,7 @@ impl Gateway {
                 outcome.fault_code = answer.fault_code;
                 proxy::response(answer)
             }
-            Decision::Handle => self.dispatch(request).await,
+            Decision::Handle => Box::pin(self.dispatch(request)).await,
         };
         (response, call, outcome)
     }
@@ -347,9 +351,8 @@ impl Gateway {
                     // The client's fault, not the endpoint's: nothing counts against it.
                     let answer = self.runtime.body_too_large(head);
                     let fallback = StatusCode::PAYLOAD_TOO_LARGE;
-                    return self
-                        .answer(answer, "a body over the limit", fallback, outcome)
-                        .await;
+                    let answering = self.answer(answer, "a body over the limit", fallback, outcome);
+                    return Box::pin(answering).await;
                 }
                 Err(failure) => failure,
             };
@@ -373,13 +376,8 @@ impl Gateway {
         let answer = self
             .runtime
             .backend_failed(head, timed_out, failed.is_none());
-        self.answer(
-            answer,
-            "a backend failure",
-            StatusCode::BAD_GATEWAY,
-            outcome,
-        )
-        .await
+        let fallback = StatusCode::BAD_GATEWAY;
+        Box::pin(self.answer(answer, "a backend failure", fallback, outcome)).await
     }
 
     /// Forwards an admitted WebSocket handshake as [`Gateway::forward`] does any call

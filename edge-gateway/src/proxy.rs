@@ -110,7 +110,7 @@ pub async fn send(
     let (mut parts, body) = answer.into_parts();
     drop_hop_by_hop(&mut parts.headers);
     let body = match &plan.cache {
-        Some(store) => keep(kv, store, &parts, body, &head.headers).await?,
+        Some(store) => Box::pin(keep(kv, store, &parts, body, &head.headers)).await?,
         None => body.map_err(BoxError::from).boxed_unsync(),
     };
     set_headers(&mut parts.headers, &plan.response_headers, true);
