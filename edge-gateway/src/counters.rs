@@ -23,11 +23,11 @@
 //! Without Redis (or while it cannot be used) the store counts on this node, one grant
 //! per call.
 
-use foldhash::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use apim_http::expiry;
+use foldhash::HashMap;
 use tokio::sync::Notify;
 
 use crate::wit_host::bindings::exports::apim::gateway::policy::{Limit, LimitKind};

@@ -16,8 +16,10 @@
 //! empty 500 (504 when the deadline was exceeded).
 //!
 //! Each request's future is allocated and moved whole (kilobytes), so the branches few
-//! requests take (the component's own handlers, throttled and failed answers, WebSocket
-//! openings) are boxed where they are taken, and the future is the size of the common path.
+//! requests take (throttled and failed answers, WebSocket openings, the component's own
+//! handlers) are boxed where they are taken, and the future is the size of the forwarded
+//! call's path. Without host forwarding every request takes the handlers' branch, and
+//! pays one allocation more for it.
 
 use std::net::SocketAddr;
 use std::pin::Pin;

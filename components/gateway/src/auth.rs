@@ -7,10 +7,10 @@
 //! token counts only while the manifest still holds that key and issuer, until its expiry
 //! and at most [`MEMO_SECS`]; its revocation is checked on every use, as for every token.
 
-use foldhash::HashMap;
 use std::rc::Rc;
 
 use apim_manifest::{ApiRoute, Application, Subscription, TokenKey};
+use foldhash::HashMap;
 use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::{Algorithm, Validation};
 use serde::{Deserialize, Serialize};

@@ -1,11 +1,11 @@
 //! Building the requests the gateway sends (to backends and to the token service) and
 //! cleaning what comes back.
 
-use foldhash::HashMap;
 use std::cell::RefCell;
 
 use apim_manifest::sealed::GatewayKey;
 use apim_manifest::{ApiRoute, ApiType};
+use foldhash::HashMap;
 
 use crate::auth::Environment;
 use crate::faults::Fault;

@@ -7,13 +7,13 @@
 //! the token's expiry nor [`CACHE_SECS`]; revocation is checked on every use against the
 //! manifest, as for JWTs, so a cached token is refused as soon as its revocation arrives.
 
-use foldhash::HashMap;
 use std::fmt::Write as _;
 use std::rc::Rc;
 
 use apim_http::expiry;
 use apim_manifest::Introspection;
 use apim_manifest::paths::CONTROL_PLANE_INTROSPECT;
+use foldhash::HashMap;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 

@@ -2,11 +2,11 @@
 //! store and kept until the head moves, so that a reused instance reads almost nothing
 //! per request and a fresh one (Spin) reads only what its one request needs.
 
-use foldhash::HashMap;
 use std::any::Any;
 use std::rc::Rc;
 
 use apim_manifest::{ApiRoute, Application, Key, Meta, RouteTarget, Subscription, key};
+use foldhash::HashMap;
 use jsonwebtoken::DecodingKey;
 use serde::de::DeserializeOwned;
 
