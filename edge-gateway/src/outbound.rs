@@ -278,11 +278,12 @@ impl OutboundClient {
         })
     }
 
-    /// The client for `uri`: its endpoint's own when the manifest binds certificates to
-    /// it, the shared one otherwise.
-    async fn client_for(&self, uri: &Uri) -> PooledClient {
+    /// The endpoint's own client for `uri` when the manifest binds certificates to it;
+    /// `None`: the shared one (not cloned: a clone is several reference counts to count
+    /// up and down on every request).
+    async fn endpoint_client(&self, uri: &Uri) -> Option<PooledClient> {
         if uri.scheme() != Some(&Scheme::HTTPS) {
-            return self.client.clone();
+            return None;
         }
         let host = uri
             .host()
@@ -290,10 +291,7 @@ impl OutboundClient {
             .trim_matches(['[', ']'])
             .to_ascii_lowercase();
         let port = uri.port_u16().unwrap_or(443);
-        match self.endpoints.client(&host, port).await {
-            Some(client) => client,
-            None => self.client.clone(),
-        }
+        self.endpoints.client(&host, port).await
     }
 
     /// Sends `request` (absolute `http://` or `https://` URI) and returns the response
@@ -307,7 +305,8 @@ impl OutboundClient {
             return Err(Error::HttpProtocolError);
         }
         let timeouts = self.defaults.resolve(options);
-        let client = self.client_for(request.uri()).await;
+        let own = self.endpoint_client(request.uri()).await;
+        let client = own.as_ref().unwrap_or(&self.client);
         let pending = CONNECT_TIMEOUT.scope(timeouts.connect, client.request(request));
         let head_deadline = timeouts.connect.saturating_add(timeouts.first_byte);
         let response = match tokio::time::timeout(head_deadline, pending).await {

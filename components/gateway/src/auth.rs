@@ -10,7 +10,6 @@
 use std::rc::Rc;
 
 use apim_manifest::{ApiRoute, Application, Subscription, TokenKey};
-use foldhash::HashMap;
 use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::{Algorithm, Validation};
 use serde::{Deserialize, Serialize};
@@ -18,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use crate::faults::Fault;
 use crate::host::Host;
 use crate::introspect::{self, OpaqueTokens, Refusal};
+use crate::keys::{Key, KeyMap};
 use crate::view::{MetaIndex, View};
 
 /// At most this many verified tokens are remembered per instance.
@@ -52,7 +52,7 @@ pub struct Claims {
 /// Opaque tokens introspected, likewise.
 #[derive(Default)]
 pub struct TokenCache {
-    verified: HashMap<String, (String, Rc<Claims>)>,
+    verified: KeyMap<(Key, Rc<Claims>)>,
     opaque: OpaqueTokens,
 }
 
@@ -201,7 +201,7 @@ impl TokenCache {
     ) -> Result<Rc<Claims>, bool> {
         let (_, signature) = token.rsplit_once('.').ok_or(false)?;
         if let Some((known, claims)) = self.verified.get(signature)
-            && same_bytes(known.as_bytes(), token.as_bytes())
+            && *known == *token
         {
             return if claims.exp > now_secs {
                 Ok(claims.clone())
@@ -233,7 +233,7 @@ impl TokenCache {
         }
         let claims = Rc::new(claims);
         self.verified
-            .insert(signature.to_string(), (token.to_string(), claims.clone()));
+            .insert(Key::from(signature), (Key::from(token), claims.clone()));
         Ok(claims)
     }
 }
@@ -333,36 +333,9 @@ impl Memo {
     }
 }
 
-/// Whether two byte strings are equal, compared a word at a time (the guest's `memcmp`
-/// goes a byte at a time, and tokens are long).
-fn same_bytes(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    let (words_a, rest_a) = a.as_chunks::<8>();
-    let (words_b, rest_b) = b.as_chunks::<8>();
-    words_a
-        .iter()
-        .zip(words_b)
-        .all(|(x, y)| u64::from_ne_bytes(*x) == u64::from_ne_bytes(*y))
-        && rest_a == rest_b
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn compares_whole_byte_strings() {
-        let token = "header.payload.signature-that-is-long-enough";
-        assert!(same_bytes(token.as_bytes(), token.to_string().as_bytes()));
-        assert!(!same_bytes(
-            token.as_bytes(),
-            b"header.payloaD.signature-that-is-long-enough"
-        ));
-        assert!(!same_bytes(b"short", b"shorter"));
-        assert!(same_bytes(b"", b""));
-    }
 
     #[test]
     fn reads_bearer_headers() {

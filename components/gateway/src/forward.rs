@@ -5,7 +5,6 @@ use std::cell::RefCell;
 
 use apim_manifest::sealed::GatewayKey;
 use apim_manifest::{ApiRoute, ApiType};
-use foldhash::HashMap;
 
 use crate::auth::Environment;
 use crate::faults::Fault;
@@ -13,6 +12,7 @@ pub use crate::host::end_to_end;
 use crate::host::{
     Headers, Host, Outbound, Request, Response, SendError, connection_tokens, header, is_hop_by_hop,
 };
+use crate::keys::{Key, KeyMap};
 use crate::sync::{self, DEFAULT_GATEWAY_ID, settings};
 use crate::upgrade;
 use apim_http::egress::{self, EgressPolicy};
@@ -112,7 +112,7 @@ pub struct ForwardSettings {
     own_via: String,
     /// Backend URLs checked so far, and whether they may be reached (settings do not
     /// change under an instance, so neither do the verdicts).
-    checked: RefCell<HashMap<String, bool>>,
+    checked: RefCell<KeyMap<bool>>,
     /// The control plane's host and port, which no backend may be.
     pub control_plane: Option<(String, u16)>,
     /// Opens the backend credentials API entries carry sealed (derived from the gateway
@@ -121,7 +121,7 @@ pub struct ForwardSettings {
     /// Credentials opened so far, by API id with the sealed text they were opened from:
     /// opening costs about 2 µs natively, a few percent of a request, paid once per entry
     /// an instance sees (a changed entry brings another sealed text).
-    opened: RefCell<HashMap<String, (String, String)>>,
+    opened: RefCell<KeyMap<(String, String)>>,
 }
 
 impl ForwardSettings {
@@ -160,7 +160,7 @@ impl ForwardSettings {
         let Some(sealed) = &api.sealed_backend_authorization else {
             return Ok(None);
         };
-        if let Some((from, credentials)) = self.opened.borrow().get(&api.id)
+        if let Some((from, credentials)) = self.opened.borrow().get(api.id.as_str())
             && from == sealed
         {
             return Ok(Some(credentials.clone()));
@@ -175,7 +175,10 @@ impl ForwardSettings {
                 if cache.len() >= MAX_CHECKED_URLS {
                     cache.clear();
                 }
-                cache.insert(api.id.clone(), (sealed.clone(), credentials.clone()));
+                cache.insert(
+                    Key::from(api.id.as_str()),
+                    (sealed.clone(), credentials.clone()),
+                );
                 Ok(Some(credentials))
             }
             None => {
@@ -199,7 +202,7 @@ impl ForwardSettings {
                 if checked.len() >= MAX_CHECKED_URLS {
                     checked.clear();
                 }
-                checked.insert(url.to_string(), allowed);
+                checked.insert(Key::from(url), allowed);
                 allowed
             }
         };
@@ -241,11 +244,7 @@ pub fn backend_request(
 ) -> Result<BackendRequest, Fault> {
     let sandbox = environment == Environment::Sandbox;
     let (balance, endpoints) = api.endpoint_list(sandbox);
-    let list = format!(
-        "{}:{}",
-        api.id,
-        if sandbox { "sandbox" } else { "production" }
-    );
+    let list = [&api.id, ":", environment.name()].concat();
     let mut refused = None;
     let mut targets = Vec::with_capacity(endpoints.len());
     for endpoint in endpoints {
@@ -265,7 +264,7 @@ pub fn backend_request(
                 .config
                 .timeout_ms
                 .map_or(settings.timeout_ms, |ms| ms.min(settings.timeout_ms)),
-            key: format!("{list}:{}", endpoint.url),
+            key: [&list, ":", &endpoint.url].concat(),
             config: endpoint.config,
         });
     }
@@ -388,8 +387,8 @@ fn join_path(base: &str, resource_with_query: &str) -> String {
                 base.to_string()
             }
         }
-        r if r.starts_with('?') => format!("{}/{r}", base),
-        r => format!("{base}{r}"),
+        r if r.starts_with('?') => [base, "/", r].concat(),
+        r => [base, r].concat(),
     }
 }
 

@@ -334,7 +334,7 @@ impl Gateway {
         // (a WebSocket API's without the token).
         let resource_with_query = if websocket {
             match upgrade::without_token(target.query.as_deref()) {
-                Some(query) => format!("{resource}?{query}"),
+                Some(query) => [resource, "?", query.as_str()].concat(),
                 None => resource.to_string(),
             }
         } else {

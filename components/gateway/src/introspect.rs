@@ -13,12 +13,12 @@ use std::rc::Rc;
 use apim_http::expiry;
 use apim_manifest::Introspection;
 use apim_manifest::paths::CONTROL_PLANE_INTROSPECT;
-use foldhash::HashMap;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::auth::Claims;
 use crate::host::Host;
+use crate::keys::{Key, KeyMap};
 use crate::sync::{self, settings};
 
 /// At most this many opaque tokens are remembered per instance; past it the instance
@@ -53,7 +53,7 @@ struct Known {
 /// The opaque tokens an instance knows, by token.
 #[derive(Default)]
 pub struct OpaqueTokens {
-    known: HashMap<String, (i64, Rc<Claims>)>,
+    known: KeyMap<(i64, Rc<Claims>)>,
 }
 
 /// Whether `token` has the form of an opaque token: a UUID in its 36-character text form.
@@ -100,7 +100,7 @@ impl OpaqueTokens {
         }
         let claims = Rc::new(known.claims);
         self.known
-            .insert(token.to_string(), (known.until, claims.clone()));
+            .insert(Key::from(token), (known.until, claims.clone()));
         Ok(claims)
     }
 }

@@ -23,6 +23,7 @@ pub mod gateway;
 pub mod host;
 pub mod internal;
 pub mod introspect;
+pub mod keys;
 pub mod relay;
 pub mod state;
 pub mod sync;

@@ -70,28 +70,33 @@ pub fn limits(
     };
     let mut limits = Vec::new();
     if let Some(allowed) = tps {
-        let key = format!("tps:{}:{}", api.id, environment.name());
+        let key = ["tps:", &api.id, ":", environment.name()].concat();
         limits.push(limit(LimitKind::ApiTps, key, allowed, 1000));
     }
     if let Some((allowed, window_ms)) =
         rate(TierLevel::Resource, operation.throttling_tier.as_deref())
     {
-        let key = format!(
-            "thr:res:{}:{}:{}",
-            api.id, operation.method, operation.template
-        );
+        let key = [
+            "thr:res:",
+            &api.id,
+            ":",
+            &operation.method,
+            ":",
+            &operation.template,
+        ]
+        .concat();
         limits.push(limit(LimitKind::ResourceTier, key, allowed, window_ms));
     }
     if let Some(caller) = caller {
         if let Some((allowed, window_ms)) =
             rate(TierLevel::Subscription, Some(caller.subscription_tier()))
         {
-            let key = format!("thr:sub:{}:{}", caller.application_id(), api.id);
+            let key = ["thr:sub:", caller.application_id(), ":", &api.id].concat();
             limits.push(limit(LimitKind::SubscriptionTier, key, allowed, window_ms));
         }
         if let Some((allowed, window_ms)) = rate(TierLevel::Application, caller.application_tier())
         {
-            let key = format!("thr:app:{}", caller.application_id());
+            let key = ["thr:app:", caller.application_id()].concat();
             limits.push(limit(LimitKind::ApplicationTier, key, allowed, window_ms));
         }
     }

@@ -12,6 +12,7 @@ use serde::de::DeserializeOwned;
 
 use crate::auth::TokenCache;
 use crate::host::Host;
+use crate::keys::{self, KeyMap};
 use crate::state::{self, Head};
 
 /// Entries kept at most; past this (a flood of unknown paths, say) the cache starts over.
@@ -45,7 +46,7 @@ pub struct View {
     meta_bytes: Vec<u8>,
     meta: Rc<MetaIndex>,
     /// Entries read so far by key (`None`: absent), typed on first read.
-    entries: HashMap<String, Option<Rc<dyn Any>>>,
+    entries: KeyMap<Option<Rc<dyn Any>>>,
     /// Where keys are written for lookups, so that a hit allocates nothing.
     key: String,
     /// Tokens verified against the current meta's keys.
@@ -62,7 +63,7 @@ impl View {
             environment,
             meta_bytes,
             meta,
-            entries: HashMap::default(),
+            entries: KeyMap::default(),
             key: String::new(),
             tokens: TokenCache::default(),
         })
@@ -157,11 +158,11 @@ impl View {
     fn entry<T: DeserializeOwned + 'static>(&mut self, host: &dyn Host, key: Key) -> Option<Rc<T>> {
         self.key.clear();
         key.write_to(&mut self.key);
-        if let Some(cached) = self.entries.get(&self.key) {
+        if let Some(cached) = self.entries.get(self.key.as_str()) {
             return cached.clone().and_then(|any| any.downcast::<T>().ok());
         }
-        let key = self.key.clone();
-        let value: Option<Rc<T>> = read_entry(host, self.head, &key).map(Rc::new);
+        let key = keys::Key::from(self.key.as_str());
+        let value: Option<Rc<T>> = read_entry(host, self.head, key.as_str()).map(Rc::new);
         if self.entries.len() >= MAX_CACHED {
             self.entries.clear();
         }

@@ -102,7 +102,8 @@ pub mod expiry {
 
     /// A key under `rest` that expires `ttl_secs` after its last write (at least a second).
     pub fn key(ttl_secs: u64, rest: &str) -> String {
-        format!("{PREFIX}{}:{rest}", ttl_secs.max(1))
+        let mut ttl = itoa::Buffer::new();
+        [PREFIX, ttl.format(ttl_secs.max(1)), ":", rest].concat()
     }
 
     /// What follows the lifetime in a sliding window's counter.
@@ -114,13 +115,15 @@ pub mod expiry {
     /// whose clock is within ten seconds of the node that made the counter.
     pub fn window_counters(rest: &str, window_ms: u64) -> String {
         let lifetime = window_ms.saturating_mul(2).div_ceil(1000) + 10;
-        key(lifetime, &format!("{WINDOW}{rest}"))
+        let mut ttl = itoa::Buffer::new();
+        [PREFIX, ttl.format(lifetime), ":", WINDOW, rest].concat()
     }
 
     /// The counter of window `number` (the time in milliseconds divided by the window's
     /// length) among the counters under `counters` ([`window_counters`]).
     pub fn window_counter(counters: &str, number: i64) -> String {
-        format!("{counters}:{number}")
+        let mut number_text = itoa::Buffer::new();
+        [counters, ":", number_text.format(number)].concat()
     }
 
     /// Whether `key` is a sliding window's counter. A store short of room drops other keys

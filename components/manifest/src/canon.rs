@@ -104,7 +104,7 @@ impl Target {
     /// `rest` (a part of [`Target::path`]) followed by `?` and the query, if any.
     pub fn with_query(&self, rest: &str) -> String {
         match &self.query {
-            Some(query) => format!("{rest}?{query}"),
+            Some(query) => [rest, "?", query].concat(),
             None => rest.to_string(),
         }
     }

@@ -56,7 +56,8 @@ impl Head {
 
 /// The store key of an entry in a generation.
 pub fn entry_key(generation: u64, key: &str) -> String {
-    format!("{PREFIX}{generation}:{key}")
+    let mut generation_text = itoa::Buffer::new();
+    [PREFIX, generation_text.format(generation), ":", key].concat()
 }
 
 #[cfg(test)]
