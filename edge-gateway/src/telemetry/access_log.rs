@@ -97,6 +97,43 @@ impl<'a> Entry<'a> {
             trace_id: "",
         }
     }
+
+    /// Appends the entry as `serde_json` writes it (a test holds the two equal), laid out
+    /// here: through the derived `Serialize` each name is escaped and written in four
+    /// pieces, and the line took 4 % of a request's instructions, twice as much.
+    fn write_json(&self, out: &mut Vec<u8>) {
+        let texts = [
+            ("{\"time\":", self.time),
+            (",\"client\":", self.client),
+            (",\"method\":", self.method),
+            (",\"api\":", self.api),
+            (",\"version\":", self.version),
+            (",\"resource\":", self.resource),
+            (",\"application\":", self.application),
+            (",\"key_type\":", self.key_type),
+            (",\"user\":", self.user),
+        ];
+        for (name, text) in texts {
+            field(out, name, &text);
+        }
+        field(out, ",\"status\":", &self.status);
+        field(out, ",\"fault_code\":", &self.fault_code);
+        field(out, ",\"cached\":", &self.cached);
+        field(out, ",\"duration_ms\":", &self.duration_ms);
+        field(out, ",\"backend_ms\":", &self.backend_ms);
+        field(out, ",\"request_bytes\":", &self.request_bytes);
+        field(out, ",\"response_bytes\":", &self.response_bytes);
+        field(out, ",\"trace_id\":", &self.trace_id);
+        out.push(b'}');
+    }
+}
+
+/// Appends `name` (with its quotes, colon and the separator before it) and `value` as
+/// JSON, escaped by `serde_json`.
+fn field(out: &mut Vec<u8>, name: &str, value: &impl Serialize) {
+    out.extend_from_slice(name.as_bytes());
+    // Text, numbers and booleans always serialize, and a `Vec` takes every write.
+    let _ = serde_json::to_writer(&mut *out, value);
 }
 
 /// Lines waiting to be written, and how many were dropped.
@@ -145,9 +182,8 @@ impl AccessLog {
             self.dropped.fetch_add(1, Ordering::Relaxed);
             return;
         }
-        if serde_json::to_writer(&mut *pending, &entry).is_ok() {
-            pending.push(b'\n');
-        }
+        entry.write_json(&mut pending);
+        pending.push(b'\n');
     }
 
     /// Writes what is buffered to standard output (outside the lock: requests keep
@@ -230,6 +266,44 @@ mod tests {
         assert_eq!(line["user"], "eve\n{\"forged\":1}");
         assert_eq!(line["fault_code"], 900901);
         assert_eq!(line["time"], "1970-01-01T00:00:00.000Z");
+    }
+
+    #[test]
+    fn lines_are_what_serde_json_makes_of_the_entry() {
+        let hostile = call("Pets\"\n{\u{7f}\u{1}é", "eve\\\t{\"forged\":1}");
+        let plain = call("Pets", "alice");
+        let entries = [
+            Entry {
+                time: "2026-11-26T05:21:25.123Z",
+                client: "[::1]:4567",
+                method: "GET",
+                status: 200,
+                duration_ms: 0.84,
+                backend_ms: Some(0.61),
+                request_bytes: Some(0),
+                response_bytes: Some(512),
+                trace_id: "4bf92f3577b34da6a3ce929d0e0e4736",
+                ..Entry::of_call(&plain)
+            },
+            Entry {
+                status: 429,
+                fault_code: Some(900803),
+                cached: true,
+                duration_ms: f64::NAN,
+                backend_ms: Some(1e-7),
+                ..Entry::of_call(&hostile)
+            },
+            Entry::of_call(&hostile),
+        ];
+        for entry in entries {
+            let mut laid_out = Vec::new();
+            entry.write_json(&mut laid_out);
+            let derived = serde_json::to_vec(&entry).unwrap();
+            assert_eq!(
+                String::from_utf8(laid_out).unwrap(),
+                String::from_utf8(derived).unwrap()
+            );
+        }
     }
 
     #[test]

@@ -18,7 +18,7 @@ use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use http::{HeaderMap, HeaderValue};
+use http::{HeaderMap, HeaderName, HeaderValue};
 use opentelemetry::trace::{SpanContext, SpanId, SpanKind, Status, TraceFlags, TraceState};
 use opentelemetry::{InstrumentationScope, KeyValue};
 use opentelemetry_sdk::trace::{
@@ -31,6 +31,11 @@ use crate::wit_host::bindings::exports::apim::gateway::policy::Call;
 
 /// This service's name in spans, unless `OTEL_SERVICE_NAME` names it.
 const SERVICE: &str = "edge-gateway";
+
+/// The trace headers' names, made once: named by text, each use would check the text
+/// again on every request.
+const TRACEPARENT_NAME: HeaderName = HeaderName::from_static(TRACEPARENT);
+const TRACESTATE_NAME: HeaderName = HeaderName::from_static(TRACESTATE);
 
 /// Where the host's spans go, if anywhere.
 #[derive(Default)]
@@ -108,7 +113,7 @@ impl Tracing {
     /// when the host forwards (`host_forwards`), the request span otherwise.
     pub fn begin(&self, headers: &mut HeaderMap, host_forwards: bool) -> RequestTrace {
         let values = headers
-            .get_all(TRACEPARENT)
+            .get_all(&TRACEPARENT_NAME)
             .iter()
             .map(HeaderValue::as_bytes);
         let client = trace::incoming(values);
@@ -127,10 +132,10 @@ impl Tracing {
             trace
         };
         if client.is_none() {
-            headers.remove(TRACESTATE);
+            headers.remove(&TRACESTATE_NAME);
         }
         let value = HeaderValue::from_bytes(&passed.header()).expect("hex and dashes");
-        headers.insert(TRACEPARENT, value);
+        headers.insert(TRACEPARENT_NAME, value);
         RequestTrace {
             client,
             trace,
