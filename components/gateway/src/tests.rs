@@ -57,6 +57,8 @@ struct FakeHost {
     random: std::cell::Cell<u64>,
     /// Increments made so far (writes of counters).
     increments: std::cell::Cell<usize>,
+    /// Keys read so far.
+    read: RefCell<Vec<String>>,
 }
 
 impl FakeHost {
@@ -69,12 +71,14 @@ impl FakeHost {
             now_ms: RefCell::new(NOW_SECS * 1000),
             random: std::cell::Cell::new(0x10),
             increments: std::cell::Cell::new(0),
+            read: RefCell::default(),
         }
     }
 }
 
 impl Host for FakeHost {
     fn kv_get(&self, key: &str) -> Result<Option<Vec<u8>>, String> {
+        self.read.borrow_mut().push(key.into());
         Ok(self.kv.borrow().get(key).cloned())
     }
     fn kv_set(&self, key: &str, value: &[u8]) -> Result<(), String> {
@@ -2122,6 +2126,37 @@ fn tokens_verified_by_one_instance_are_taken_by_fresh_ones_until_revoked_or_expi
     assert_eq!(fresh(&world, &bearer), (401, "900903".into()));
     assert!(!world.host.kv.borrow().contains_key(&memo_key));
     assert_eq!(fresh(&world, &bearer), (401, "900903".into()));
+}
+
+/// An instance remembers an expired token it refused, so that a client retrying it is
+/// refused again without another signature check; a valid token still calls.
+#[test]
+fn an_expired_token_is_refused_again_without_another_check() {
+    let mut world = World::new();
+    let token = world.token("app-1", "PRODUCTION", "late-1", NOW_SECS);
+    let bearer = format!("Bearer {token}");
+    let memo_key = crate::introspect::digest_key(crate::auth::MEMO_SECS, "verified", &token);
+    for _ in 0..3 {
+        let response = world.call("GET", "/dev/v1/devs/a", &[("authorization", &bearer)]);
+        assert_eq!((response.status, code(&response)), (401, "900903".into()));
+    }
+    let memo_reads = world
+        .host
+        .read
+        .borrow()
+        .iter()
+        .filter(|k| **k == memo_key)
+        .count();
+    assert_eq!(memo_reads, 1);
+    assert!(!world.host.kv.borrow().contains_key(&memo_key));
+
+    let valid = world.token("app-1", "PRODUCTION", "on-time-1", NOW_SECS + 1);
+    let response = world.call(
+        "GET",
+        "/dev/v1/devs/a",
+        &[("authorization", &format!("Bearer {valid}"))],
+    );
+    assert_eq!(response.status, 200);
 }
 
 /// Far from its limit, a window is counted in batches (a write for every few calls), right
