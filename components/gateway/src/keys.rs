@@ -57,7 +57,7 @@ impl Equivalent<Key> for str {
 }
 
 /// Whether two byte strings are equal, compared eight bytes at a time.
-pub fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
         return false;
     }

@@ -115,8 +115,7 @@ pub mod expiry {
     /// whose clock is within ten seconds of the node that made the counter.
     pub fn window_counters(rest: &str, window_ms: u64) -> String {
         let lifetime = window_ms.saturating_mul(2).div_ceil(1000) + 10;
-        let mut ttl = itoa::Buffer::new();
-        [PREFIX, ttl.format(lifetime), ":", WINDOW, rest].concat()
+        key(lifetime, &[WINDOW, rest].concat())
     }
 
     /// The counter of window `number` (the time in milliseconds divided by the window's
