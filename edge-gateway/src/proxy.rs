@@ -71,23 +71,15 @@ pub async fn send(
     plan: &Forward,
     target: &Target,
 ) -> Result<Response<ResponseBody>, Failure> {
-    let uri = format!(
-        "{}://{}{}",
-        target.scheme, target.authority, target.path_with_query
-    );
     let mut backend = Request::new(body);
-    *backend.uri_mut() = uri.parse().map_err(|err| {
+    *backend.uri_mut() = backend_uri(target).map_err(|err| {
         tracing::warn!("the component's backend URL is not valid: {err}");
         Failure::Unreachable
     })?;
     *backend.method_mut() = parts.method.clone();
     *backend.version_mut() = http::Version::HTTP_11;
     let headers = backend.headers_mut();
-    *headers = parts.headers.clone();
-    drop_hop_by_hop(headers);
-    for name in &plan.removed_headers {
-        headers.remove(name.as_str());
-    }
+    *headers = passing_on(&parts.headers, &plan.removed_headers);
     set_headers(headers, &plan.added_headers, false);
     let offered = plan.upgrade.then(|| websocket::offer(headers));
     let timeout = Some(Duration::from_millis(target.timeout_ms));
@@ -108,7 +100,7 @@ pub async fn send(
         return Err(Failure::Unreachable);
     }
     let (mut parts, body) = answer.into_parts();
-    drop_hop_by_hop(&mut parts.headers);
+    parts.headers = passing_on(&parts.headers, NONE_REMOVED);
     let body = match &plan.cache {
         Some(store) => Box::pin(keep(kv, store, &parts, body, &head.headers)).await?,
         None => body.map_err(BoxError::from).boxed_unsync(),
@@ -236,21 +228,36 @@ fn set_headers(headers: &mut HeaderMap, list: &[(String, Vec<u8>)], replace: boo
     }
 }
 
-/// Removes the headers that belong to the backend's hop (the list the component uses).
-fn drop_hop_by_hop(headers: &mut HeaderMap) {
+/// No headers removed but the hop-by-hop ones.
+const NONE_REMOVED: &[&str] = &[];
+
+/// The headers that pass on to the next hop ([`apim_http::passes_on`], the rule the
+/// component's own forwarding keeps): copied into a map of their own, which costs less
+/// than removing the others one by one.
+fn passing_on(headers: &HeaderMap, removed: &[impl AsRef<str>]) -> HeaderMap {
     let connection = apim_http::connection_tokens(
         headers
             .get(http::header::CONNECTION)
             .and_then(|v| v.to_str().ok()),
     );
-    let hop: Vec<HeaderName> = headers
-        .keys()
-        .filter(|name| apim_http::is_hop_by_hop(name.as_str(), &connection))
-        .cloned()
-        .collect();
-    for name in hop {
-        headers.remove(name);
+    let mut kept = HeaderMap::with_capacity(headers.len());
+    for (name, value) in headers {
+        if apim_http::passes_on(name.as_str(), &connection, removed) {
+            kept.append(name.clone(), value.clone());
+        }
     }
+    kept
+}
+
+/// The endpoint's URL, written straight into the buffer the URI keeps.
+fn backend_uri(target: &Target) -> Result<http::Uri, http::uri::InvalidUri> {
+    let parts = [
+        target.scheme.as_str(),
+        "://",
+        &target.authority,
+        &target.path_with_query,
+    ];
+    http::Uri::try_from(parts.concat())
 }
 
 #[cfg(test)]
@@ -265,7 +272,7 @@ mod tests {
         headers.insert("keep-alive", HeaderValue::from_static("timeout=5"));
         headers.insert("content-type", HeaderValue::from_static("text/plain"));
         headers.insert("vary", HeaderValue::from_static("Accept"));
-        drop_hop_by_hop(&mut headers);
+        let mut headers = passing_on(&headers, NONE_REMOVED);
         let mut names: Vec<&str> = headers.keys().map(HeaderName::as_str).collect();
         names.sort_unstable();
         assert_eq!(names, ["content-type", "vary"]);
@@ -273,6 +280,53 @@ mod tests {
         assert_eq!(headers["vary"], "Origin");
         set_headers(&mut headers, &[("bad name".into(), b"x".to_vec())], false);
         assert_eq!(headers.len(), 2);
+    }
+
+    #[test]
+    fn removed_headers_stay_behind_and_the_rest_pass_on_in_order() {
+        let mut headers = HeaderMap::new();
+        headers.insert("authorization", HeaderValue::from_static("Bearer t"));
+        headers.append("accept", HeaderValue::from_static("text/plain"));
+        headers.append("accept", HeaderValue::from_static("application/json"));
+        headers.insert("host", HeaderValue::from_static("gw.example"));
+        headers.insert("spin-client-addr", HeaderValue::from_static("10.0.0.1:5"));
+        let passed = passing_on(&headers, &["Authorization".to_string()]);
+        let pairs: Vec<(&str, &[u8])> = passed
+            .iter()
+            .map(|(name, value)| (name.as_str(), value.as_bytes()))
+            .collect();
+        assert_eq!(
+            pairs,
+            [
+                ("accept", b"text/plain".as_slice()),
+                ("accept", b"application/json".as_slice())
+            ]
+        );
+    }
+
+    #[test]
+    fn backend_urls_are_checked() {
+        let mut target = Target {
+            scheme: "http".into(),
+            authority: "127.0.0.1:8080".into(),
+            path_with_query: "/pets?x=1".into(),
+            timeout_ms: 1,
+            key: String::new(),
+            settings: EndpointSettings {
+                discard_on_timeout: false,
+                suspend_codes: vec![],
+                suspend_ms: 0,
+                suspend_max_ms: 0,
+                factor: 1.0,
+                retry_codes: vec![],
+                retries: 0,
+                retry_delay_ms: 0,
+            },
+        };
+        let uri = backend_uri(&target).unwrap();
+        assert_eq!(uri.to_string(), "http://127.0.0.1:8080/pets?x=1");
+        target.authority = "bad host".into();
+        assert!(backend_uri(&target).is_err());
     }
 
     #[test]

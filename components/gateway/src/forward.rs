@@ -10,7 +10,7 @@ use crate::auth::Environment;
 use crate::faults::Fault;
 pub use crate::host::end_to_end;
 use crate::host::{
-    Headers, Host, Outbound, Request, Response, SendError, connection_tokens, header, is_hop_by_hop,
+    Headers, Host, Outbound, Request, Response, SendError, connection_tokens, header, passes_on,
 };
 use crate::keys::{Key, KeyMap};
 use crate::sync::{self, DEFAULT_GATEWAY_ID, settings};
@@ -320,12 +320,6 @@ impl BackendRequest {
             timeout_ms: target.timeout_ms,
         }
     }
-}
-
-/// Whether a client header goes on (`connection`: the names the request's `Connection`
-/// header lists; `removed`: those the gateway replaces).
-fn passes_on(name: &str, connection: &[String], removed: &[&str]) -> bool {
-    !is_hop_by_hop(name, connection) && !removed.iter().any(|r| r.eq_ignore_ascii_case(name))
 }
 
 /// `X-Forwarded-For` with the client's address appended (the host reports it in

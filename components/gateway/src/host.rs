@@ -3,7 +3,7 @@
 
 pub use apim_http::{
     Headers, MAX_BODY_BYTES, Outbound, Request, Response, SendError, connection_tokens,
-    content_length, end_to_end, header, is_hop_by_hop, may_have_body, split_url,
+    content_length, end_to_end, header, may_have_body, passes_on, split_url,
 };
 
 /// The host's services.

@@ -198,6 +198,16 @@ pub fn is_hop_by_hop(name: &str, connection: &[String]) -> bool {
         || connection.iter().any(|c| c.eq_ignore_ascii_case(name))
 }
 
+/// Whether a client header goes on to the backend: it is not hop-by-hop (`connection`:
+/// the names the request's `Connection` header lists) and not among `removed` (those
+/// the gateway replaces). Both forwarding paths keep exactly these.
+pub fn passes_on(name: &str, connection: &[String], removed: &[impl AsRef<str>]) -> bool {
+    !is_hop_by_hop(name, connection)
+        && !removed
+            .iter()
+            .any(|r| r.as_ref().eq_ignore_ascii_case(name))
+}
+
 /// The header names a `Connection` header value lists, lower-case.
 pub fn connection_tokens(value: Option<&str>) -> Vec<String> {
     value

@@ -12,9 +12,9 @@
 //! reset its limit by filling the cache), nor are the manifest's keys, which have no
 //! lifetime.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use foldhash::HashMap;
@@ -84,9 +84,54 @@ struct Ephemeral {
     last_use: u64,
 }
 
+/// A bucket's entries: found by hash on every request's reads, listed in key order.
+#[derive(Debug, Default)]
+struct Bucket {
+    entries: HashMap<Arc<str>, Entry>,
+    /// The same keys, sorted, for [`MemoryStore::list_keys`].
+    order: BTreeSet<Arc<str>>,
+}
+
+impl Bucket {
+    fn get(&self, key: &str) -> Option<&Entry> {
+        self.entries.get(key)
+    }
+
+    fn get_mut(&mut self, key: &str) -> Option<&mut Entry> {
+        self.entries.get_mut(key)
+    }
+
+    fn insert(&mut self, key: &str, entry: Entry) {
+        if let Some(held) = self.entries.get_mut(key) {
+            *held = entry;
+            return;
+        }
+        let key: Arc<str> = Arc::from(key);
+        self.order.insert(key.clone());
+        self.entries.insert(key, entry);
+    }
+
+    fn remove(&mut self, key: &str) -> Option<Entry> {
+        let entry = self.entries.remove(key)?;
+        self.order.remove(key);
+        Some(entry)
+    }
+
+    /// The live entries after `cursor`, in key order.
+    fn after<'a>(
+        &'a self,
+        cursor: Option<&'a str>,
+    ) -> impl Iterator<Item = (&'a Arc<str>, &'a Entry)> + 'a {
+        let start = cursor.map_or(Bound::Unbounded, Bound::Excluded);
+        self.order
+            .range::<str, _>((start, Bound::Unbounded))
+            .filter_map(|key| Some((key, self.entries.get(key)?)))
+    }
+}
+
 #[derive(Debug, Default)]
 struct Inner {
-    buckets: HashMap<String, BTreeMap<String, Entry>>,
+    buckets: HashMap<String, Bucket>,
     last_version: u64,
     ephemeral: Ephemeral,
 }
@@ -119,7 +164,7 @@ impl Inner {
         self.buckets
             .entry(bucket.to_owned())
             .or_default()
-            .insert(key.to_owned(), entry);
+            .insert(key, entry);
         self.sweep(now);
     }
 
@@ -302,15 +347,13 @@ impl MemoryStore {
         let Some(keys) = inner.buckets.get(bucket) else {
             return KeyPage::default();
         };
-        let start = cursor.map_or(Bound::Unbounded, Bound::Excluded);
-        let mut range = keys.range::<str, _>((start, Bound::Unbounded));
         let now = Instant::now();
         let live = |entry: &Entry| entry.lifetime.is_none_or(|(expires, _)| expires > now);
-        let mut range = range.by_ref().filter(|(_, entry)| live(entry));
+        let mut range = keys.after(cursor).filter(|(_, entry)| live(entry));
         let page: Vec<String> = range
             .by_ref()
             .take(PAGE_SIZE)
-            .map(|(k, _)| k.clone())
+            .map(|(k, _)| k.to_string())
             .collect();
         let cursor = match range.next() {
             Some(_) => page.last().cloned(),
