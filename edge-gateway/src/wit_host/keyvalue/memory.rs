@@ -117,7 +117,7 @@ impl Bucket {
         Some(entry)
     }
 
-    /// The live entries after `cursor`, in key order.
+    /// The entries after `cursor`, in key order (live or not: the caller decides).
     fn after<'a>(
         &'a self,
         cursor: Option<&'a str>,
