@@ -101,11 +101,8 @@ impl Bucket {
         self.entries.get_mut(key)
     }
 
+    /// Sets `key`'s entry (a held key keeps its place in both maps).
     fn insert(&mut self, key: &str, entry: Entry) {
-        if let Some(held) = self.entries.get_mut(key) {
-            *held = entry;
-            return;
-        }
         let key: Arc<str> = Arc::from(key);
         self.order.insert(key.clone());
         self.entries.insert(key, entry);
