@@ -336,7 +336,6 @@ impl Gateway {
                 self.runtime.kv(),
                 &parts,
                 this_body,
-                head,
                 &plan,
                 target,
             )

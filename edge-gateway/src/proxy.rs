@@ -35,7 +35,12 @@ pub fn head_of<B>(request: &Request<B>) -> RequestHead {
             .path_and_query()
             .map_or("/", |p| p.as_str())
             .to_string(),
-        headers: header_list(request.headers()),
+        headers: apim_http::packed::pack(
+            request
+                .headers()
+                .iter()
+                .map(|(name, value)| (name.as_str(), value.as_bytes())),
+        ),
         scheme: crate::scheme::policy_scheme(request.uri()),
     }
 }
@@ -59,15 +64,14 @@ pub enum Failure {
     Unreachable,
 }
 
-/// Sends a request (`parts` as the client sent them, `body`, whose head is `head`) to
-/// `target`, one of `plan`'s endpoints; the backend's answer as the client gets it, kept
-/// in `kv` first when the plan says so and the cache rules allow.
+/// Sends a request (`client` as the client sent it, `body`) to `target`, one of `plan`'s
+/// endpoints; the backend's answer as the client gets it, kept in `kv` first when the
+/// plan says so and the cache rules allow.
 pub async fn send(
     outbound: &OutboundClient,
     kv: &KvStore,
-    parts: &http::request::Parts,
+    client: &http::request::Parts,
     body: WasiBody,
-    head: &RequestHead,
     plan: &Forward,
     target: &Target,
 ) -> Result<Response<ResponseBody>, Failure> {
@@ -76,10 +80,10 @@ pub async fn send(
         tracing::warn!("the component's backend URL is not valid: {err}");
         Failure::Unreachable
     })?;
-    *backend.method_mut() = parts.method.clone();
+    *backend.method_mut() = client.method.clone();
     *backend.version_mut() = http::Version::HTTP_11;
     let headers = backend.headers_mut();
-    *headers = passing_on(&parts.headers, &plan.removed_headers);
+    *headers = passing_on(&client.headers, &plan.removed_headers);
     set_headers(headers, &plan.added_headers, false);
     let offered = plan.upgrade.then(|| websocket::offer(headers));
     let timeout = Some(Duration::from_millis(target.timeout_ms));
@@ -102,7 +106,7 @@ pub async fn send(
     let (mut parts, body) = answer.into_parts();
     parts.headers = passing_on(&parts.headers, NONE_REMOVED);
     let body = match &plan.cache {
-        Some(store) => Box::pin(keep(kv, store, &parts, body, &head.headers)).await?,
+        Some(store) => Box::pin(keep(kv, store, &parts, body, &client.headers)).await?,
         None => body.map_err(BoxError::from).boxed_unsync(),
     };
     set_headers(&mut parts.headers, &plan.response_headers, true);
@@ -141,7 +145,7 @@ async fn keep(
     store: &CacheStore,
     parts: &http::response::Parts,
     body: WasiBody,
-    request: &apim_http::Headers,
+    request: &HeaderMap,
 ) -> Result<ResponseBody, Failure> {
     let headers = header_list(&parts.headers);
     let status = parts.status.as_u16();
@@ -169,7 +173,8 @@ async fn keep(
     let now_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64);
-    if let Some(entry) = apim_http::cache::encode(&answer, request, store.ttl_secs, now_ms)
+    let request = header_list(request);
+    if let Some(entry) = apim_http::cache::encode(&answer, &request, store.ttl_secs, now_ms)
         && let Err(err) = kv.set(KV_BUCKET, &store.key, entry).await
     {
         tracing::warn!("could not keep a cached answer: {err:?}");
@@ -251,13 +256,12 @@ fn passing_on(headers: &HeaderMap, removed: &[impl AsRef<str>]) -> HeaderMap {
 
 /// The endpoint's URL, written straight into the buffer the URI keeps.
 fn backend_uri(target: &Target) -> Result<http::Uri, http::uri::InvalidUri> {
-    let parts = [
+    http::Uri::try_from(apim_http::joined([
         target.scheme.as_str(),
         "://",
         &target.authority,
         &target.path_with_query,
-    ];
-    http::Uri::try_from(parts.concat())
+    ]))
 }
 
 #[cfg(test)]
@@ -341,8 +345,8 @@ mod tests {
             ("POST", "/pets/v1/dogs?x=1")
         );
         assert_eq!(
-            head.headers,
-            vec![("accept".to_string(), b"application/json".to_vec())]
+            apim_http::packed::unpack(&head.headers),
+            Ok(vec![("accept".to_string(), b"application/json".to_vec())])
         );
         assert_eq!(head.scheme, policy::Scheme::Http);
         let over_tls = Request::get("https://gw.example/pets/v1").body(()).unwrap();

@@ -116,8 +116,8 @@ pub fn accepted(headers: &HeaderMap, key: &str) -> bool {
 /// The client's 101 for its handshake `head`, with the subprotocol the backend chose
 /// (`backend`, its 101's headers); `None` without a key (the component refuses those).
 pub fn switching(head: &RequestHead, backend: &HeaderMap) -> Option<Response<ResponseBody>> {
-    let key = head
-        .headers
+    let headers = apim_http::packed::unpack(&head.headers).ok()?;
+    let key = headers
         .iter()
         .find(|(name, _)| name.eq_ignore_ascii_case("sec-websocket-key"))
         .map(|(_, value)| value.trim_ascii())?;
@@ -390,10 +390,10 @@ mod tests {
         let head = RequestHead {
             method: "GET".into(),
             path_with_query: "/chat".into(),
-            headers: vec![(
-                "sec-websocket-key".into(),
-                b"dGhlIHNhbXBsZSBub25jZQ==".to_vec(),
-            )],
+            headers: apim_http::packed::pack([(
+                "sec-websocket-key",
+                b"dGhlIHNhbXBsZSBub25jZQ==".as_slice(),
+            )]),
             scheme: crate::wit_host::bindings::exports::apim::gateway::policy::Scheme::Http,
         };
         let mut backend = HeaderMap::new();

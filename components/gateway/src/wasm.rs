@@ -4,6 +4,7 @@
 use apim_http::bodies::Carriage;
 use apim_http::endpoints::Balance;
 use apim_http::wasi as http;
+use apim_http::{Headers, packed};
 use wasip2::http::types::{IncomingRequest, ResponseOutparam};
 
 use crate::access::{self, Logged};
@@ -91,7 +92,10 @@ fn answer(request: &IncomingRequest, mut head: Request, call: &mut Call) -> Resp
 
 impl policy::Guest for Component {
     fn decide(request: policy::RequestHead) -> policy::Verdict {
-        let request = request_of(request);
+        let request = match request_of(request) {
+            Ok(request) => request,
+            Err(fault) => return unreadable(&fault),
+        };
         let verdict = GATEWAY.with(|gateway| gateway.borrow_mut().decide(&WasiHost, &request));
         let decision = match verdict.decision {
             Decision::Forward(forwarding) => {
@@ -137,20 +141,10 @@ impl policy::Guest for Component {
                 window_ms: limit.window_ms,
             })
             .collect();
-        let call = verdict.call;
         policy::Verdict {
             limits,
             decision,
-            call: policy::Call {
-                api: call.api,
-                api_id: call.api_id,
-                version: call.version,
-                resource: call.resource,
-                application: call.application,
-                key_type: call.key_type,
-                user: call.user,
-                cached: call.cached,
-            },
+            call: policy_call(verdict.call),
         }
     }
 
@@ -167,12 +161,11 @@ impl policy::Guest for Component {
         };
         let window_end_ms = i64::try_from(window_end_ms).unwrap_or(i64::MAX);
         let fault = throttle::refusal(kind, window_end_ms);
-        policy_response(fault.render(&request.headers), fault.code)
+        rendered_for(request, &fault)
     }
 
     fn body_too_large(request: policy::RequestHead) -> policy::Response {
-        let fault = Fault::payload_too_large();
-        policy_response(fault.render(&request.headers), fault.code)
+        rendered_for(request, &Fault::payload_too_large())
     }
 
     fn backend_failed(
@@ -180,9 +173,13 @@ impl policy::Guest for Component {
         timed_out: bool,
         suspended: bool,
     ) -> policy::Response {
-        let request = request_of(request);
-        let fault = crate::relay::forwarding_failed(&request, timed_out, suspended);
-        policy_response(fault.render(&request.headers), fault.code)
+        match request_of(request) {
+            Ok(request) => {
+                let fault = crate::relay::forwarding_failed(&request, timed_out, suspended);
+                policy_response(fault.render(&request.headers), fault.code)
+            }
+            Err(fault) => policy_response(fault.render(&Headers::new()), fault.code),
+        }
     }
 }
 
@@ -216,17 +213,53 @@ fn policy_target(target: BackendTarget) -> policy::Target {
     }
 }
 
-/// A request head from the host, as a request without a body.
-fn request_of(head: policy::RequestHead) -> Request {
-    Request {
+/// A request head from the host, as a request without a body; a 400 when its headers
+/// cannot be unpacked (no host of ours packs them so).
+fn request_of(head: policy::RequestHead) -> Result<Request, Fault> {
+    let headers = packed::unpack(&head.headers)
+        .map_err(|_| Fault::bad_request("The request's headers could not be read."))?;
+    Ok(Request {
         method: head.method,
         path_with_query: head.path_with_query,
-        headers: head.headers,
+        headers,
         body: Vec::new(),
         scheme: match head.scheme {
             policy::Scheme::Http => apim_http::Scheme::Http,
             policy::Scheme::Https => apim_http::Scheme::Https,
         },
+    })
+}
+
+/// `fault` rendered for the request whose head is `head`.
+fn rendered_for(head: policy::RequestHead, fault: &Fault) -> policy::Response {
+    let headers = packed::unpack(&head.headers).unwrap_or_default();
+    policy_response(fault.render(&headers), fault.code)
+}
+
+/// The verdict for a head whose headers could not be read: `fault`, counted against no
+/// limit.
+fn unreadable(fault: &Fault) -> policy::Verdict {
+    policy::Verdict {
+        limits: Vec::new(),
+        decision: policy::Decision::Respond(policy_response(
+            fault.render(&Headers::new()),
+            fault.code,
+        )),
+        call: policy_call(Call::default()),
+    }
+}
+
+/// What a request came to, as the host takes it.
+fn policy_call(call: Call) -> policy::Call {
+    policy::Call {
+        api: call.api,
+        api_id: call.api_id,
+        version: call.version,
+        resource: call.resource,
+        application: call.application,
+        key_type: call.key_type,
+        user: call.user,
+        cached: call.cached,
     }
 }
 

@@ -10,6 +10,7 @@ pub mod cache;
 pub mod contract;
 pub mod egress;
 pub mod endpoints;
+pub mod packed;
 pub mod time;
 pub mod trace;
 #[cfg(target_arch = "wasm32")]
@@ -102,8 +103,14 @@ pub mod expiry {
 
     /// A key under `rest` that expires `ttl_secs` after its last write (at least a second).
     pub fn key(ttl_secs: u64, rest: &str) -> String {
+        key_of(ttl_secs, &[rest])
+    }
+
+    /// [`key`] for a `rest` in parts.
+    fn key_of(ttl_secs: u64, rest: &[&str]) -> String {
         let mut ttl = itoa::Buffer::new();
-        [PREFIX, ttl.format(ttl_secs.max(1)), ":", rest].concat()
+        let head = [PREFIX, ttl.format(ttl_secs.max(1)), ":"];
+        crate::joined(head.iter().chain(rest).copied())
     }
 
     /// What follows the lifetime in a sliding window's counter.
@@ -115,14 +122,14 @@ pub mod expiry {
     /// whose clock is within ten seconds of the node that made the counter.
     pub fn window_counters(rest: &str, window_ms: u64) -> String {
         let lifetime = window_ms.saturating_mul(2).div_ceil(1000) + 10;
-        key(lifetime, &[WINDOW, rest].concat())
+        key_of(lifetime, &[WINDOW, rest])
     }
 
     /// The counter of window `number` (the time in milliseconds divided by the window's
     /// length) among the counters under `counters` ([`window_counters`]).
     pub fn window_counter(counters: &str, number: i64) -> String {
         let mut number_text = itoa::Buffer::new();
-        [counters, ":", number_text.format(number)].concat()
+        crate::joined([counters, ":", number_text.format(number)])
     }
 
     /// Whether `key` is a sliding window's counter. A store short of room drops other keys
@@ -206,6 +213,18 @@ pub fn passes_on(name: &str, connection: &[String], removed: &[impl AsRef<str>])
         && !removed
             .iter()
             .any(|r| r.as_ref().eq_ignore_ascii_case(name))
+}
+
+/// `parts` written one after another into one allocation of the right size: for a few
+/// short parts, `[..].concat()`'s generic join costs several times as much, and keys and
+/// URLs are joined on every request.
+pub fn joined<'a>(parts: impl IntoIterator<Item = &'a str, IntoIter: Clone>) -> String {
+    let parts = parts.into_iter();
+    let mut joined = String::with_capacity(parts.clone().map(str::len).sum());
+    for part in parts {
+        joined.push_str(part);
+    }
+    joined
 }
 
 /// The header names a `Connection` header value lists, lower-case.

@@ -102,10 +102,12 @@ impl<'a> Entry<'a> {
     /// here: through the derived `Serialize` each name is escaped and written in four
     /// pieces, and the line took 4 % of a request's instructions, twice as much.
     fn write_json(&self, out: &mut Vec<u8>) {
+        // The host's own text: digits, an address, an HTTP method token (hyper takes no
+        // other), nothing JSON escapes.
+        plain_field(out, "{\"time\":", self.time);
+        plain_field(out, ",\"client\":", self.client);
+        plain_field(out, ",\"method\":", self.method);
         let texts = [
-            ("{\"time\":", self.time),
-            (",\"client\":", self.client),
-            (",\"method\":", self.method),
             (",\"api\":", self.api),
             (",\"version\":", self.version),
             (",\"resource\":", self.resource),
@@ -114,7 +116,7 @@ impl<'a> Entry<'a> {
             (",\"user\":", self.user),
         ];
         for (name, text) in texts {
-            field(out, name, &text);
+            text_field(out, name, text);
         }
         field(out, ",\"status\":", &self.status);
         field(out, ",\"fault_code\":", &self.fault_code);
@@ -123,7 +125,7 @@ impl<'a> Entry<'a> {
         field(out, ",\"backend_ms\":", &self.backend_ms);
         field(out, ",\"request_bytes\":", &self.request_bytes);
         field(out, ",\"response_bytes\":", &self.response_bytes);
-        field(out, ",\"trace_id\":", &self.trace_id);
+        plain_field(out, ",\"trace_id\":", self.trace_id);
         out.push(b'}');
     }
 }
@@ -134,6 +136,31 @@ fn field(out: &mut Vec<u8>, name: &str, value: &impl Serialize) {
     out.extend_from_slice(name.as_bytes());
     // Text, numbers and booleans always serialize, and a `Vec` takes every write.
     let _ = serde_json::to_writer(&mut *out, value);
+}
+
+/// [`field`] for text: copied between quotes when nothing in it needs escaping (names,
+/// ids and templates, nearly always), which costs a fraction of `serde_json`'s escaping
+/// byte by byte; else escaped by `serde_json`.
+fn text_field(out: &mut Vec<u8>, name: &str, text: &str) {
+    // JSON escapes control characters, quotes and backslashes, and nothing else. The
+    // fold has no early exit, so it runs many bytes at a time.
+    let plain = !text.bytes().fold(false, |escaped, b| {
+        escaped | (b < 0x20) | (b == b'"') | (b == b'\\')
+    });
+    if plain {
+        plain_field(out, name, text);
+    } else {
+        field(out, name, &text);
+    }
+}
+
+/// [`field`] for text with nothing to escape in it.
+fn plain_field(out: &mut Vec<u8>, name: &str, text: &str) {
+    debug_assert!(!text.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\'));
+    out.extend_from_slice(name.as_bytes());
+    out.push(b'"');
+    out.extend_from_slice(text.as_bytes());
+    out.push(b'"');
 }
 
 /// Lines waiting to be written, and how many were dropped.
