@@ -39,18 +39,17 @@ pub fn unpack(mut packed: &[u8]) -> Result<Headers, Malformed> {
         let (lengths, rest) = packed.split_first_chunk::<LENGTHS>().ok_or(Malformed)?;
         let (name_len, value_len) = lengths.split_at(4);
         let name_len = length(name_len)?;
-        let value_len = length(value_len)?;
-        let name = rest.get(..name_len).ok_or(Malformed)?;
-        let value = rest
-            .get(name_len..name_len.checked_add(value_len).ok_or(Malformed)?)
-            .ok_or(Malformed)?;
+        let end = name_len.checked_add(length(value_len)?).ok_or(Malformed)?;
+        let header = rest.get(..end).ok_or(Malformed)?;
+        let (name, value) = header.split_at(name_len);
         let name = std::str::from_utf8(name).map_err(|_| Malformed)?;
         headers.push((name.to_owned(), value.to_vec()));
-        packed = &rest[name_len + value_len..];
+        packed = &rest[end..];
     }
     Ok(headers)
 }
 
+/// A little-endian `u32` length (four bytes, as [`unpack`] splits them).
 fn length(bytes: &[u8]) -> Result<usize, Malformed> {
     let bytes: [u8; 4] = bytes.try_into().map_err(|_| Malformed)?;
     usize::try_from(u32::from_le_bytes(bytes)).map_err(|_| Malformed)

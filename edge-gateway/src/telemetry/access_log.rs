@@ -142,11 +142,10 @@ fn field(out: &mut Vec<u8>, name: &str, value: &impl Serialize) {
 /// ids and templates, nearly always), which costs a fraction of `serde_json`'s escaping
 /// byte by byte; else escaped by `serde_json`.
 fn text_field(out: &mut Vec<u8>, name: &str, text: &str) {
-    // JSON escapes control characters, quotes and backslashes, and nothing else. The
-    // fold has no early exit, so it runs many bytes at a time.
-    let plain = !text.bytes().fold(false, |escaped, b| {
-        escaped | (b < 0x20) | (b == b'"') | (b == b'\\')
-    });
+    // The fold has no early exit, so it runs many bytes at a time.
+    let plain = !text
+        .bytes()
+        .fold(false, |escaped, b| escaped | escaped_in_json(b));
     if plain {
         plain_field(out, name, text);
     } else {
@@ -156,11 +155,17 @@ fn text_field(out: &mut Vec<u8>, name: &str, text: &str) {
 
 /// [`field`] for text with nothing to escape in it.
 fn plain_field(out: &mut Vec<u8>, name: &str, text: &str) {
-    debug_assert!(!text.bytes().any(|b| b < 0x20 || b == b'"' || b == b'\\'));
+    debug_assert!(!text.bytes().any(escaped_in_json));
     out.extend_from_slice(name.as_bytes());
     out.push(b'"');
     out.extend_from_slice(text.as_bytes());
     out.push(b'"');
+}
+
+/// Whether JSON escapes `b` in a string: control characters, quotes and backslashes, and
+/// nothing else (UTF-8 passes as it is).
+fn escaped_in_json(b: u8) -> bool {
+    (b < 0x20) | (b == b'"') | (b == b'\\')
 }
 
 /// Lines waiting to be written, and how many were dropped.
