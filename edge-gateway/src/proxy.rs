@@ -21,10 +21,10 @@ use crate::outbound::OutboundClient;
 use crate::responses::{BoxError, ResponseBody};
 use crate::websocket;
 use crate::wit_host::bindings::exports::apim::gateway::policy::{
-    self, CacheStore, EndpointSettings, Forward, RequestHead, Target,
+    self, CacheStore, EndpointSettings, Forward, ReplacedHeaders, RequestHead, Target,
 };
 use crate::wit_host::keyvalue::KvStore;
-use apim_http::contract::KV_BUCKET;
+use apim_http::contract::{KV_BUCKET, Replaced};
 
 /// The head of a request, as the component reads it.
 pub fn head_of<B>(request: &Request<B>) -> RequestHead {
@@ -83,7 +83,7 @@ pub async fn send(
     *backend.method_mut() = client.method.clone();
     *backend.version_mut() = http::Version::HTTP_11;
     let headers = backend.headers_mut();
-    *headers = passing_on(&client.headers, &plan.removed_headers);
+    *headers = passing_on(&client.headers, replaced(plan.replaced).names());
     set_headers(headers, &plan.added_headers, false);
     let offered = plan.upgrade.then(|| websocket::offer(headers));
     let timeout = Some(Duration::from_millis(target.timeout_ms));
@@ -233,13 +233,22 @@ fn set_headers(headers: &mut HeaderMap, list: &[(String, Vec<u8>)], replace: boo
     }
 }
 
+/// The shared set a verdict's `replaced` names.
+fn replaced(set: ReplacedHeaders) -> Replaced {
+    match set {
+        ReplacedHeaders::ApiCall => Replaced::ApiCall,
+        ReplacedHeaders::Websocket => Replaced::WebSocket,
+        ReplacedHeaders::TokenRelay => Replaced::TokenRelay,
+    }
+}
+
 /// No headers removed but the hop-by-hop ones.
 const NONE_REMOVED: &[&str] = &[];
 
 /// The headers that pass on to the next hop ([`apim_http::passes_on`], the rule the
 /// component's own forwarding keeps): copied into a map of their own, which costs less
 /// than removing the others one by one.
-fn passing_on(headers: &HeaderMap, removed: &[impl AsRef<str>]) -> HeaderMap {
+fn passing_on(headers: &HeaderMap, removed: &[&str]) -> HeaderMap {
     let connection = apim_http::connection_tokens(
         headers
             .get(http::header::CONNECTION)
@@ -294,7 +303,7 @@ mod tests {
         headers.append("accept", HeaderValue::from_static("application/json"));
         headers.insert("host", HeaderValue::from_static("gw.example"));
         headers.insert("spin-client-addr", HeaderValue::from_static("10.0.0.1:5"));
-        let passed = passing_on(&headers, &["Authorization".to_string()]);
+        let passed = passing_on(&headers, &["Authorization"]);
         let pairs: Vec<(&str, &[u8])> = passed
             .iter()
             .map(|(name, value)| (name.as_str(), value.as_bytes()))

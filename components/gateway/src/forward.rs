@@ -15,13 +15,10 @@ use crate::host::{
 use crate::keys::{Key, KeyMap};
 use crate::sync::{self, DEFAULT_GATEWAY_ID, settings};
 use crate::upgrade;
+use apim_http::contract::Replaced;
 use apim_http::egress::{self, EgressPolicy};
 use apim_http::endpoints::{Balance, EndpointConfig};
 use apim_http::split_endpoint_url;
-
-/// Client headers the backend does not get, besides hop-by-hop ones (which never travel
-/// on): the client's credentials, and the `X-Forwarded-For` and `Via` the gateway extends.
-pub const REPLACED_HEADERS: [&str; 3] = ["authorization", "x-forwarded-for", "via"];
 
 /// The request for an API's backend, as it differs from the client's: where it may go,
 /// and the headers added to those of the client's that pass on.
@@ -34,7 +31,7 @@ pub struct BackendRequest {
     /// Names the list's round robin in a [`HealthBook`].
     pub list: String,
     /// Client headers that do not pass on (besides hop-by-hop ones).
-    pub removed_headers: &'static [&'static str],
+    pub replaced: Replaced,
     /// The endpoint credentials, if any, `X-Forwarded-For` and `Via`.
     pub added_headers: Headers,
     /// A WebSocket handshake, for a host that relays the connection once the backend
@@ -66,7 +63,7 @@ impl BackendRequest {
         authority: String,
         path_with_query: String,
         timeout_ms: u64,
-        removed_headers: &'static [&'static str],
+        replaced: Replaced,
         added_headers: Headers,
     ) -> Self {
         let target = BackendTarget {
@@ -81,7 +78,7 @@ impl BackendRequest {
             targets: vec![target],
             balance: Balance::Single,
             list: String::new(),
-            removed_headers,
+            replaced,
             added_headers,
             upgrade: false,
         }
@@ -288,10 +285,10 @@ pub fn backend_request(
         targets,
         balance,
         list,
-        removed_headers: if upgrade {
-            &upgrade::WEBSOCKET_REPLACED_HEADERS
+        replaced: if upgrade {
+            Replaced::WebSocket
         } else {
-            &REPLACED_HEADERS
+            Replaced::ApiCall
         },
         added_headers,
         upgrade,
@@ -306,7 +303,7 @@ impl BackendRequest {
         let mut headers: Headers = request
             .headers
             .iter()
-            .filter(|(name, _)| passes_on(name, &connection, self.removed_headers))
+            .filter(|(name, _)| passes_on(name, &connection, self.replaced.names()))
             .cloned()
             .collect();
         headers.extend(self.added_headers.iter().cloned());

@@ -2,6 +2,7 @@
 //! with the client's credentials and address; and the refusals of forwarded requests that
 //! got no answer.
 
+use apim_http::contract::Replaced;
 use apim_manifest::canon::Target;
 
 use crate::balance;
@@ -46,7 +47,7 @@ pub fn token_relay(
         relayed.authority,
         relayed.path_with_query,
         relayed.timeout_ms,
-        &["x-forwarded-for"],
+        Replaced::TokenRelay,
         vec![(
             "x-forwarded-for".into(),
             forward::forwarded_for(headers).into_bytes(),

@@ -5,6 +5,7 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
+use apim_http::contract::Replaced;
 use apim_manifest::*;
 use ed25519_dalek::SigningKey;
 use ed25519_dalek::pkcs8::{EncodePrivateKey, spki::der::pem::LineEnding};
@@ -13,7 +14,7 @@ use serde_json::json;
 use serde_json::value::RawValue;
 
 use crate::cache;
-use crate::gateway::Gateway;
+use crate::gateway::{Decision, Gateway, Verdict};
 use crate::host::*;
 
 struct Keys {
@@ -1053,7 +1054,6 @@ fn routes_by_context_and_version_at_segment_boundaries() {
 
 #[test]
 fn request_bodies_follow_one_limit() {
-    use crate::gateway::Decision;
     use crate::sync::settings::MAX_REQUEST_BODY_BYTES;
     let mut world = World::new();
     let bearer = world.bearer("app-1");
@@ -1216,7 +1216,7 @@ fn decisions_for_hosts_that_forward_match_what_the_handler_sends() {
             ("cp:9763", service)
         );
         // The client's own headers pass on, X-Forwarded-For extended with its address.
-        assert_eq!(relay.backend.removed_headers, ["x-forwarded-for"]);
+        assert_eq!(relay.backend.replaced, Replaced::TokenRelay);
         assert!(header(&relay.backend.added_headers, "x-forwarded-for").is_some());
     }
     // The gateway's own endpoints are refused from the head without the secret.
@@ -1910,7 +1910,7 @@ fn calls_go_round_the_list_and_skip_suspended_endpoints_in_the_store() {
         targets: vec![target("a:1"), target("b:1"), target("c:1")],
         balance: Balance::LoadBalance,
         list: "api:production".into(),
-        removed_headers: &[],
+        replaced: Replaced::ApiCall,
         added_headers: Headers::new(),
         upgrade: false,
     };
@@ -2159,6 +2159,55 @@ fn an_expired_token_is_refused_again_without_another_check() {
     assert_eq!(response.status, 200);
 }
 
+/// Under a host's manifest epoch, a reused instance reads the head once, not per request;
+/// a page that lands moves the epoch, and the next decision sees it (a blocked API), as a
+/// decision without an epoch always does.
+#[test]
+fn the_head_is_read_again_only_when_the_epoch_moves() {
+    let mut world = World::new();
+    let token = world.bearer("app-1");
+    let call = request("GET", "/dev/v1/devs/a", &[("authorization", &token)], b"");
+    let head_reads = |world: &World| {
+        let reads = world.host.read.borrow();
+        reads
+            .iter()
+            .filter(|k| *k == crate::state::HEAD_KEY)
+            .count()
+    };
+    let status = |verdict: Verdict| match verdict.decision {
+        Decision::Forward(_) => 200,
+        Decision::Respond(response) => response.status,
+        Decision::Handle => 0,
+    };
+    let before = head_reads(&world);
+    for _ in 0..3 {
+        assert_eq!(status(world.gateway.decide_at(&world.host, &call, 1)), 200);
+    }
+    assert_eq!(
+        head_reads(&world) - before,
+        1,
+        "one read for three decisions"
+    );
+
+    // Publishing reads the head too (another instance applies the page): count after.
+    world.manifest.apis[0].route.state = ApiState::Blocked;
+    assert_eq!(world.publish().status, 200);
+    let before = head_reads(&world);
+    assert_eq!(status(world.gateway.decide_at(&world.host, &call, 2)), 503);
+    assert_eq!(status(world.gateway.decide_at(&world.host, &call, 2)), 503);
+    assert_eq!(head_reads(&world) - before, 1);
+    // Without an epoch (Spin, the gateway's own endpoints), every decision reads it.
+    world.manifest.apis[0].route.state = ApiState::Published;
+    assert_eq!(world.publish().status, 200);
+    let before = head_reads(&world);
+    assert_eq!(status(world.gateway.decide(&world.host, &call)), 200);
+    assert_eq!(status(world.gateway.decide(&world.host, &call)), 200);
+    assert_eq!(head_reads(&world) - before, 2);
+    // An epoch seen before a read without one is not trusted: it reads again.
+    assert_eq!(status(world.gateway.decide_at(&world.host, &call, 2)), 200);
+    assert_eq!(head_reads(&world) - before, 3);
+}
+
 /// Far from its limit, a window is counted in batches (a write for every few calls), right
 /// on average; its last calls are counted one by one, so the limit still holds.
 #[test]
@@ -2247,12 +2296,7 @@ fn websocket_apis_take_handshakes_with_a_header_or_query_token() {
         (target.scheme.as_str(), target.path_with_query.as_str()),
         ("https", "/echo/room?lang=en")
     );
-    assert!(
-        forwarding
-            .backend
-            .removed_headers
-            .contains(&"sec-websocket-key")
-    );
+    assert_eq!(forwarding.backend.replaced, Replaced::WebSocket);
     assert!(!verdict.limits.is_empty(), "the handshake counts");
     // The header works too; the query token is for WebSocket APIs only.
     let verdict = decide(&mut world, "/chat/v1", &[("authorization", &bearer)]);

@@ -12,19 +12,6 @@ use crate::host::{Headers, header};
 /// The query parameter carrying a WebSocket API's token.
 pub const ACCESS_TOKEN_PARAM: &str = "access_token";
 
-/// Client headers a WebSocket API's backend does not get, besides hop-by-hop ones: those
-/// every backend loses (credentials, `X-Forwarded-For`, `Via`, which the gateway sets),
-/// and the handshake's own, which the host makes anew for the backend's hop (its key
-/// and version; no extensions, since the host reads every frame).
-pub const WEBSOCKET_REPLACED_HEADERS: [&str; 6] = [
-    "authorization",
-    "x-forwarded-for",
-    "via",
-    "sec-websocket-key",
-    "sec-websocket-version",
-    "sec-websocket-extensions",
-];
-
 /// Whether a request asks to upgrade to WebSocket (`Upgrade: websocket`), whatever else
 /// it says; [`check_handshake`] says whether it is a valid handshake.
 pub fn asks_for_websocket(headers: &Headers) -> bool {

@@ -2,6 +2,7 @@
 //! `apim:gateway/sync` exports (the host over WASI is [`crate::wasi_host`]).
 
 use apim_http::bodies::Carriage;
+use apim_http::contract::Replaced;
 use apim_http::endpoints::Balance;
 use apim_http::wasi as http;
 use apim_http::{Headers, packed};
@@ -91,12 +92,13 @@ fn answer(request: &IncomingRequest, mut head: Request, call: &mut Call) -> Resp
 }
 
 impl policy::Guest for Component {
-    fn decide(request: policy::RequestHead) -> policy::Verdict {
+    fn decide(request: policy::RequestHead, manifest_epoch: u64) -> policy::Verdict {
         let request = match request_of(request) {
             Ok(request) => request,
             Err(fault) => return unreadable(&fault),
         };
-        let verdict = GATEWAY.with(|gateway| gateway.borrow_mut().decide(&WasiHost, &request));
+        let verdict = GATEWAY
+            .with(|gateway| (gateway.borrow_mut()).decide_at(&WasiHost, &request, manifest_epoch));
         let decision = match verdict.decision {
             Decision::Forward(forwarding) => {
                 let backend = forwarding.backend;
@@ -108,11 +110,11 @@ impl policy::Guest for Component {
                         Balance::Failover => policy::Balance::Failover,
                     },
                     list: backend.list,
-                    removed_headers: backend
-                        .removed_headers
-                        .iter()
-                        .map(|name| name.to_string())
-                        .collect(),
+                    replaced: match backend.replaced {
+                        Replaced::ApiCall => policy::ReplacedHeaders::ApiCall,
+                        Replaced::WebSocket => policy::ReplacedHeaders::Websocket,
+                        Replaced::TokenRelay => policy::ReplacedHeaders::TokenRelay,
+                    },
                     added_headers: backend.added_headers,
                     response_headers: forwarding.response_headers,
                     cache: forwarding

@@ -61,3 +61,38 @@ pub const KV_BUCKET: &str = "default";
 /// The header carrying the client's socket address, which the host sets (replacing any
 /// the client sent), as Spin does.
 pub const CLIENT_ADDR_HEADER: &str = "spin-client-addr";
+
+/// Which client headers a forwarded request leaves behind besides the hop-by-hop ones
+/// (which never travel on): the component names the set in its verdict, and whoever
+/// forwards (the host, or the component through `wasi:http`) drops its names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Replaced {
+    /// An API call: the client's credentials, and the `X-Forwarded-For` and `Via` the
+    /// gateway extends.
+    ApiCall,
+    /// A WebSocket handshake: an API call's, and the handshake's own, which the host
+    /// makes anew for the backend's hop (its key and version; no extensions, since the
+    /// host reads every frame).
+    WebSocket,
+    /// A `/token` or `/revoke` relayed to the token service: only `X-Forwarded-For`,
+    /// which the gateway extends (the client's credentials are the service's to check).
+    TokenRelay,
+}
+
+impl Replaced {
+    /// The header names (lower case) that do not pass on.
+    pub const fn names(self) -> &'static [&'static str] {
+        match self {
+            Replaced::ApiCall => &["authorization", "x-forwarded-for", "via"],
+            Replaced::WebSocket => &[
+                "authorization",
+                "x-forwarded-for",
+                "via",
+                "sec-websocket-key",
+                "sec-websocket-version",
+                "sec-websocket-extensions",
+            ],
+            Replaced::TokenRelay => &["x-forwarded-for"],
+        }
+    }
+}

@@ -204,9 +204,11 @@ impl Runtime {
     /// The instance goes back to the pool as soon as it has answered.
     pub async fn decide(&self, request: &RequestHead) -> wasmtime::Result<Verdict> {
         self.with_policy(async |policy, store| {
+            // Taken once the instance is in hand, after any write it must see.
+            let epoch = self.kv().manifest_epoch();
             policy
                 .apim_gateway_policy()
-                .call_decide(store, request)
+                .call_decide(store, request, epoch)
                 .await
         })
         .await

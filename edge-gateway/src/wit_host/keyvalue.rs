@@ -23,8 +23,11 @@ pub mod shared;
 pub mod sqlite_store;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
+use apim_http::contract::KV_BUCKET;
 use apim_http::expiry;
+use apim_manifest::stored::HEAD_KEY;
 use wasmtime::component::{HasData, Linker, Resource, ResourceTable};
 
 use crate::wit_host::bindings::wasi::keyvalue::{atomics, store};
@@ -57,6 +60,8 @@ pub struct KvStore {
     redis: Option<Arc<shared::RedisLink>>,
     /// Spin's default store: when set, every key the component reads or writes is there.
     sqlite: Option<Arc<sqlite_store::SqliteStore>>,
+    /// Writes of the manifest's head through this store so far ([`KvStore::manifest_epoch`]).
+    head_writes: Arc<AtomicU64>,
 }
 
 impl KvStore {
@@ -66,6 +71,7 @@ impl KvStore {
             local: Arc::default(),
             redis: None,
             sqlite: None,
+            head_writes: Arc::default(),
         }
     }
 
@@ -88,9 +94,8 @@ impl KvStore {
             Some(shared::RedisLink::connect(url.into(), namespace.into()).await)
         };
         Self {
-            local: Arc::default(),
             redis,
-            sqlite: None,
+            ..Self::memory()
         }
     }
 
@@ -111,6 +116,26 @@ impl KvStore {
             Some(link) if resting => link.failed(&KvError::Other("failed by a test".into())),
             Some(link) => link.rest_over(),
             None => {}
+        }
+    }
+
+    /// Changes whenever the manifest's head may have: it counts the head's writes, which
+    /// all go through this store, since the manifest is always this node's own (in
+    /// memory). A SQLite file, which another process may write, is never trusted: each
+    /// call gives a new count. The component takes it with each decision, so that a reused
+    /// instance reads the head again only when it moved.
+    pub fn manifest_epoch(&self) -> u64 {
+        if self.sqlite.is_some() {
+            return self.head_writes.fetch_add(1, Ordering::AcqRel) + 1;
+        }
+        self.head_writes.load(Ordering::Acquire)
+    }
+
+    /// Counts a write of `key` if it is the manifest's head (a failed one too: it may
+    /// have landed).
+    fn wrote(&self, bucket: &str, key: &str) {
+        if key == HEAD_KEY && bucket == KV_BUCKET {
+            self.head_writes.fetch_add(1, Ordering::AcqRel);
         }
     }
 
@@ -190,6 +215,12 @@ impl KvStore {
 
     /// Stores `value` under `key`.
     pub async fn set(&self, bucket: &str, key: &str, value: Vec<u8>) -> Result<(), KvError> {
+        let set = self.set_anywhere(bucket, key, value).await;
+        self.wrote(bucket, key);
+        set
+    }
+
+    async fn set_anywhere(&self, bucket: &str, key: &str, value: Vec<u8>) -> Result<(), KvError> {
         if let Some(db) = &self.sqlite {
             return db.set(bucket, key, &value);
         }
@@ -212,6 +243,12 @@ impl KvStore {
 
     /// Removes `key`; absent keys are fine.
     pub async fn delete(&self, bucket: &str, key: &str) -> Result<(), KvError> {
+        let deleted = self.delete_anywhere(bucket, key).await;
+        self.wrote(bucket, key);
+        deleted
+    }
+
+    async fn delete_anywhere(&self, bucket: &str, key: &str) -> Result<(), KvError> {
         if let Some(db) = &self.sqlite {
             return db.delete(bucket, key);
         }
@@ -317,6 +354,18 @@ impl KvStore {
     /// Writes `value` if `key` is unchanged since `snapshot`; `Ok(false)` if it changed
     /// (or the snapshot was taken where the key no longer is).
     pub async fn compare_and_swap(
+        &self,
+        bucket: &str,
+        key: &str,
+        snapshot: &CasSnapshot,
+        value: Vec<u8>,
+    ) -> Result<bool, KvError> {
+        let swapped = self.swap_anywhere(bucket, key, snapshot, value).await;
+        self.wrote(bucket, key);
+        swapped
+    }
+
+    async fn swap_anywhere(
         &self,
         bucket: &str,
         key: &str,
@@ -521,6 +570,38 @@ impl atomics::Host for KvView<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The epoch moves with every write of the manifest's head, and with nothing else; a
+    /// SQLite store's moves on every call.
+    #[tokio::test]
+    async fn the_manifest_epoch_moves_with_the_heads_writes_only() {
+        let store = KvStore::memory();
+        let start = store.manifest_epoch();
+        store
+            .set(KV_BUCKET, "apim:m:1:route:/a", b"x".to_vec())
+            .await
+            .unwrap();
+        store.set("other", HEAD_KEY, b"x".to_vec()).await.unwrap();
+        store
+            .increment(KV_BUCKET, "apim:ttl:60:c", 1)
+            .await
+            .unwrap();
+        assert_eq!(store.manifest_epoch(), start);
+        store
+            .set(KV_BUCKET, HEAD_KEY, b"1 5 0".to_vec())
+            .await
+            .unwrap();
+        assert_eq!(store.manifest_epoch(), start + 1);
+        let snapshot = store.snapshot(KV_BUCKET, HEAD_KEY).await.unwrap();
+        let swapped = store.compare_and_swap(KV_BUCKET, HEAD_KEY, &snapshot, b"1 6 0".to_vec());
+        assert!(swapped.await.unwrap());
+        assert_eq!(store.manifest_epoch(), start + 2);
+        store.delete(KV_BUCKET, HEAD_KEY).await.unwrap();
+        assert_eq!(store.manifest_epoch(), start + 3);
+
+        let sqlite = KvStore::sqlite(std::path::Path::new(":memory:")).unwrap();
+        assert_ne!(sqlite.manifest_epoch(), sqlite.manifest_epoch());
+    }
 
     #[test]
     fn bucket_identifiers_are_validated() {
