@@ -45,9 +45,8 @@ use crate::counters::{Counters, Refused};
 use crate::proxy::{self, Failure};
 use crate::responses::{BoxError, ResponseBody, empty};
 use crate::telemetry::access_log::Entry;
-use crate::telemetry::metrics::unrouted;
 use crate::telemetry::spans::{Finished, RequestTrace};
-use crate::telemetry::{Outcome, Telemetry};
+use crate::telemetry::{Called, Outcome, Telemetry};
 use crate::websocket::{self, WebSocketSettings};
 use crate::wit_host::bindings::exports::apim::gateway::policy::{
     self, Call, Decision, Forward, Limit, RequestHead, Response as PolicyResponse, Verdict,
@@ -171,7 +170,7 @@ impl Gateway {
             let response = Box::pin(self.dispatch(request)).await;
             let served = Served {
                 method: method.as_str(),
-                call: &unrouted(),
+                call: &Called::default(),
                 client: &addresses.client,
                 request_bytes,
                 started,
@@ -185,7 +184,7 @@ impl Gateway {
         let (response, call, outcome) = self.carry_out(request, &head, addresses).await;
         let served = Served {
             method: &head.method,
-            call: &call,
+            call: &Called::of(&call),
             client: &addresses.client,
             request_bytes,
             started,
@@ -258,7 +257,7 @@ impl Gateway {
         let now = SystemTime::now();
         if let Some(analytics) = &self.telemetry.analytics {
             let call = served.call;
-            analytics.record(&call.api_id, &call.application, status, elapsed, now);
+            analytics.record(call.api_id, call.application, status, elapsed, now);
         }
         let Some(log) = &self.telemetry.access_log else {
             return;
@@ -567,7 +566,7 @@ impl Gateway {
 /// A request as it was served, for its metrics and access-log line.
 struct Served<'a> {
     method: &'a str,
-    call: &'a Call,
+    call: &'a Called<'a>,
     client: &'a HeaderValue,
     request_bytes: Option<u64>,
     started: Instant,
@@ -652,6 +651,14 @@ fn balance(balance: policy::Balance) -> Balance {
         policy::Balance::Single => Balance::Single,
         policy::Balance::LoadBalance => Balance::LoadBalance,
         policy::Balance::Failover => Balance::Failover,
+    }
+}
+
+/// The call record of a request the component did not decide about: nothing known.
+fn unrouted() -> Call {
+    Call {
+        texts: Vec::new(),
+        cached: false,
     }
 }
 

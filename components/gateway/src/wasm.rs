@@ -146,7 +146,7 @@ impl policy::Guest for Component {
         policy::Verdict {
             limits,
             decision,
-            call: policy_call(verdict.call),
+            call: policy_call(&verdict.call),
         }
     }
 
@@ -247,20 +247,22 @@ fn unreadable(fault: &Fault) -> policy::Verdict {
             fault.render(&Headers::new()),
             fault.code,
         )),
-        call: policy_call(Call::default()),
+        call: policy_call(&Call::default()),
     }
 }
 
 /// What a request came to, as the host takes it.
-fn policy_call(call: Call) -> policy::Call {
+fn policy_call(call: &Call) -> policy::Call {
     policy::Call {
-        api: call.api,
-        api_id: call.api_id,
-        version: call.version,
-        resource: call.resource,
-        application: call.application,
-        key_type: call.key_type,
-        user: call.user,
+        texts: packed::pack_texts(&[
+            &call.api,
+            &call.api_id,
+            &call.version,
+            &call.resource,
+            &call.application,
+            &call.key_type,
+            &call.user,
+        ]),
         cached: call.cached,
     }
 }

@@ -5,6 +5,9 @@
 //!
 //! Each header is its name's length and its value's length (each a `u32`, little-endian),
 //! then the name's bytes and the value's. Names are UTF-8 (HTTP names are ASCII tokens).
+//!
+//! Texts that always come together (the `call` record's) are packed the same way
+//! ([`pack_texts`]): each its length, then its bytes.
 
 use crate::Headers;
 
@@ -49,6 +52,40 @@ pub fn unpack(mut packed: &[u8]) -> Result<Headers, Malformed> {
     Ok(headers)
 }
 
+/// `texts` packed in order, each its length (a `u32`, little-endian) then its bytes: one
+/// allocation for all of them. A text beyond 4 GiB is packed empty.
+pub fn pack_texts(texts: &[&str]) -> Vec<u8> {
+    let size = texts.iter().map(|text| 4 + text.len()).sum();
+    let mut packed = Vec::with_capacity(size);
+    for text in texts {
+        let (len, text) = match u32::try_from(text.len()) {
+            Ok(len) => (len, text.as_bytes()),
+            Err(_) => (0, &[][..]),
+        };
+        packed.extend_from_slice(&len.to_le_bytes());
+        packed.extend_from_slice(text);
+    }
+    packed
+}
+
+/// The `N` texts [`pack_texts`] packed, borrowed from `packed`: refused when there are
+/// more or fewer, or one is cut short or not UTF-8.
+pub fn unpack_texts<const N: usize>(mut packed: &[u8]) -> Result<[&str; N], Malformed> {
+    let mut texts = [""; N];
+    for text in &mut texts {
+        let (len, rest) = packed.split_first_chunk::<4>().ok_or(Malformed)?;
+        let len = length(len)?;
+        let bytes = rest.get(..len).ok_or(Malformed)?;
+        *text = std::str::from_utf8(bytes).map_err(|_| Malformed)?;
+        packed = &rest[len..];
+    }
+    if packed.is_empty() {
+        Ok(texts)
+    } else {
+        Err(Malformed)
+    }
+}
+
 /// A little-endian `u32` length (four bytes, as [`unpack`] splits them).
 fn length(bytes: &[u8]) -> Result<usize, Malformed> {
     let bytes: [u8; 4] = bytes.try_into().map_err(|_| Malformed)?;
@@ -64,6 +101,28 @@ mod tests {
             .iter()
             .map(|(name, value)| (name.to_string(), value.to_vec()))
             .collect()
+    }
+
+    #[test]
+    fn texts_come_back_borrowed_and_only_as_many_as_were_packed() {
+        let packed = pack_texts(&["Pets", "", "v1", "/pets/{id}", "ünï"]);
+        assert_eq!(
+            unpack_texts::<5>(&packed),
+            Ok(["Pets", "", "v1", "/pets/{id}", "ünï"])
+        );
+        assert_eq!(unpack_texts::<4>(&packed), Err(Malformed), "one left over");
+        assert_eq!(unpack_texts::<6>(&packed), Err(Malformed), "one missing");
+        for cut in 0..packed.len() {
+            assert_eq!(
+                unpack_texts::<5>(&packed[..cut]),
+                Err(Malformed),
+                "cut at {cut}"
+            );
+        }
+        let mut not_utf8 = pack_texts(&["ab"]);
+        not_utf8[4] = 0xff;
+        assert_eq!(unpack_texts::<1>(&not_utf8), Err(Malformed));
+        assert_eq!(unpack_texts::<0>(&[]), Ok([]));
     }
 
     #[test]

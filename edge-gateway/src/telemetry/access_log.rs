@@ -28,7 +28,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
-use crate::wit_host::bindings::exports::apim::gateway::policy::Call;
+use crate::telemetry::called::Called;
 
 /// How often buffered lines are written out.
 pub const FLUSH_EVERY: Duration = Duration::from_millis(100);
@@ -76,17 +76,17 @@ pub struct Entry<'a> {
 
 impl<'a> Entry<'a> {
     /// The fields the component reported, the rest empty.
-    pub fn of_call(call: &'a Call) -> Self {
+    pub fn of_call(call: &Called<'a>) -> Self {
         Self {
             time: "",
             client: "",
             method: "",
-            api: &call.api,
-            version: &call.version,
-            resource: &call.resource,
-            application: &call.application,
-            key_type: &call.key_type,
-            user: &call.user,
+            api: call.api,
+            version: call.version,
+            resource: call.resource,
+            application: call.application,
+            key_type: call.key_type,
+            user: call.user,
             status: 0,
             fault_code: None,
             cached: call.cached,
@@ -266,15 +266,15 @@ mod tests {
     use super::*;
 
     /// A call to `api` by `user`.
-    fn call(api: &str, user: &str) -> Call {
-        Call {
-            api: api.into(),
-            api_id: "api-1".into(),
-            version: "1.0.0".into(),
-            resource: "/menu".into(),
-            application: "6f1b7a2e-4c1d-4a57-9d0e-3f6f2b9c8a11".into(),
-            key_type: "PRODUCTION".into(),
-            user: user.into(),
+    fn call<'a>(api: &'a str, user: &'a str) -> Called<'a> {
+        Called {
+            api,
+            api_id: "api-1",
+            version: "1.0.0",
+            resource: "/menu",
+            application: "6f1b7a2e-4c1d-4a57-9d0e-3f6f2b9c8a11",
+            key_type: "PRODUCTION",
+            user,
             cached: false,
         }
     }

@@ -35,7 +35,8 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::{Registry, Unit};
 use tokio::sync::Semaphore;
 
-use crate::wit_host::bindings::exports::apim::gateway::policy::{Call, LimitKind};
+use crate::telemetry::called::Called;
+use crate::wit_host::bindings::exports::apim::gateway::policy::LimitKind;
 
 /// Most label sets of `apim_gateway_requests_total` kept apart.
 pub const MAX_SERIES: usize = 10_000;
@@ -118,7 +119,7 @@ struct Series {
 }
 
 impl Series {
-    fn is(&self, method: &str, call: &Call) -> bool {
+    fn is(&self, method: &str, call: &Called<'_>) -> bool {
         self.method == method
             && self.api == call.api
             && self.version == call.version
@@ -307,7 +308,7 @@ impl Metrics {
     pub fn record(
         &self,
         method: &str,
-        call: &Call,
+        call: &Called<'_>,
         status: u16,
         elapsed: Duration,
         outcome: &Outcome,
@@ -352,7 +353,7 @@ impl Metrics {
     }
 
     /// The handles for this label set: looked up, or resolved once.
-    fn series(&self, method: &str, call: &Call) -> Arc<Series> {
+    fn series(&self, method: &str, call: &Called<'_>) -> Arc<Series> {
         let method = method_label(method);
         let key = series_hash(method, call);
         let seen = self.series.read().unwrap_or_else(|p| p.into_inner());
@@ -362,9 +363,9 @@ impl Metrics {
         let full = seen.len() >= MAX_SERIES;
         let overflow;
         let (call, key) = if full {
-            overflow = Call {
-                api: "_other".into(),
-                ..unrouted()
+            overflow = Called {
+                api: "_other",
+                ..Called::default()
             };
             let key = series_hash(method, &overflow);
             if let Some(series) = seen.get(&key).filter(|series| series.is(method, &overflow)) {
@@ -386,16 +387,16 @@ impl Metrics {
         series
     }
 
-    fn resolve(&self, method: &'static str, call: &Call) -> Series {
+    fn resolve(&self, method: &'static str, call: &Called<'_>) -> Series {
         let api = ApiLabels {
-            api: call.api.clone(),
-            version: call.version.clone(),
+            api: call.api.to_string(),
+            version: call.version.to_string(),
         };
         Series {
-            api: call.api.clone(),
-            version: call.version.clone(),
-            resource: call.resource.clone(),
-            application: call.application.clone(),
+            api: call.api.to_string(),
+            version: call.version.to_string(),
+            resource: call.resource.to_string(),
+            application: call.application.to_string(),
             method,
             requests: Default::default(),
             duration: self.duration.get_or_create_owned(&api),
@@ -454,7 +455,7 @@ fn method_label(method: &str) -> &'static str {
 
 /// The label set's hash (a fixed seed: the same in every process; the series it finds are
 /// still compared whole, and bounded).
-fn series_hash(method: &str, call: &Call) -> u64 {
+fn series_hash(method: &str, call: &Called<'_>) -> u64 {
     let mut hasher = foldhash::fast::FixedState::default().build_hasher();
     method.hash(&mut hasher);
     call.api.hash(&mut hasher);
@@ -464,34 +465,19 @@ fn series_hash(method: &str, call: &Call) -> u64 {
     hasher.finish()
 }
 
-/// What is known of a request the component did not decide about (it failed, or the
-/// host does not forward): nothing.
-pub fn unrouted() -> Call {
-    Call {
-        api: String::new(),
-        api_id: String::new(),
-        version: String::new(),
-        resource: String::new(),
-        application: String::new(),
-        key_type: String::new(),
-        user: String::new(),
-        cached: false,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn call(api: &str, application: &str) -> Call {
-        Call {
-            api: api.into(),
-            api_id: format!("{api}-id"),
-            version: "1.0.0".into(),
-            resource: "/pets/{id}".into(),
-            application: application.into(),
-            key_type: "PRODUCTION".into(),
-            user: "alice".into(),
+    fn call<'a>(api: &'a str, application: &'a str) -> Called<'a> {
+        Called {
+            api,
+            api_id: "pets-id",
+            version: "1.0.0",
+            resource: "/pets/{id}",
+            application,
+            key_type: "PRODUCTION",
+            user: "alice",
             cached: false,
         }
     }
@@ -520,7 +506,7 @@ mod tests {
         metrics.record("GET", &call("Pets", "app-1"), 429, Duration::ZERO, &refused);
         metrics.record(
             "BREW",
-            &unrouted(),
+            &Called::default(),
             404,
             Duration::ZERO,
             &Outcome::default(),

@@ -1,10 +1,12 @@
 //! What the host tells operators: Prometheus metrics ([`metrics`]), readiness, the
 //! operations listener that serves them with `/healthz` ([`ops`]), the access log
 //! ([`access_log`]) and traces ([`spans`]); and what it tells API providers: per-API
-//! analytics ([`analytics`]), reported to the control plane ([`reporter`]).
+//! analytics ([`analytics`]), reported to the control plane ([`reporter`]). Each reads
+//! what a request came to from the component's verdict once ([`called`]).
 
 pub mod access_log;
 pub mod analytics;
+pub mod called;
 pub mod metrics;
 pub mod ops;
 pub mod reporter;
@@ -15,6 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
 pub use access_log::AccessLog;
 pub use analytics::Analytics;
+pub use called::Called;
 pub use metrics::{Metrics, Outcome};
 pub use spans::Tracing;
 

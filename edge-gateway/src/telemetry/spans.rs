@@ -27,7 +27,7 @@ use opentelemetry_sdk::trace::{
 
 use apim_http::trace::{self, SAMPLED, TRACEPARENT, TRACESTATE, TraceParent};
 
-use crate::wit_host::bindings::exports::apim::gateway::policy::Call;
+use crate::telemetry::called::Called;
 
 /// This service's name in spans, unless `OTEL_SERVICE_NAME` names it.
 const SERVICE: &str = "edge-gateway";
@@ -75,7 +75,7 @@ pub struct Finished<'a> {
     /// The request method.
     pub method: &'a str,
     /// What the component said the request is.
-    pub call: &'a Call,
+    pub call: &'a Called<'a>,
     /// The answer's status.
     pub status: u16,
     /// When the request began.
@@ -264,14 +264,17 @@ fn request_attributes(finished: &Finished<'_>) -> Vec<KeyValue> {
         KeyValue::new("http.response.status_code", i64::from(finished.status)),
     ];
     if !call.resource.is_empty() {
-        attributes.push(KeyValue::new("http.route", call.resource.clone()));
+        attributes.push(KeyValue::new("http.route", call.resource.to_string()));
     }
     if !call.api.is_empty() {
-        attributes.push(KeyValue::new("apim.api", call.api.clone()));
-        attributes.push(KeyValue::new("apim.api.version", call.version.clone()));
+        attributes.push(KeyValue::new("apim.api", call.api.to_string()));
+        attributes.push(KeyValue::new("apim.api.version", call.version.to_string()));
     }
     if !call.application.is_empty() {
-        attributes.push(KeyValue::new("apim.application", call.application.clone()));
+        attributes.push(KeyValue::new(
+            "apim.application",
+            call.application.to_string(),
+        ));
     }
     attributes
 }
