@@ -307,12 +307,12 @@ impl Gateway {
         outcome: &mut Outcome,
     ) -> Response<ResponseBody> {
         let outbound = self.runtime.outbound();
-        let keys: Vec<&str> = plan.targets.iter().map(|t| t.key.as_str()).collect();
-        let lone = balance(plan.balance) == Balance::Single
-            && plan.targets.iter().all(|t| t.settings.suspend_ms == 0);
+        let suspensions = plan.targets.iter().map(|t| t.settings.suspend_ms);
+        let lone = !endpoints::needs_book(balance(plan.balance), suspensions);
         let order = if lone {
             vec![0]
         } else {
+            let keys: Vec<&str> = plan.targets.iter().map(|t| t.key.as_str()).collect();
             self.endpoints
                 .plan(balance(plan.balance), &plan.list, &keys, now_ms())
         };

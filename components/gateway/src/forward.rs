@@ -17,7 +17,7 @@ use crate::sync::{self, DEFAULT_GATEWAY_ID, settings};
 use crate::upgrade;
 use apim_http::contract::Replaced;
 use apim_http::egress::{self, EgressPolicy};
-use apim_http::endpoints::{Balance, EndpointConfig};
+use apim_http::endpoints::{self, Balance, EndpointConfig};
 use apim_http::split_endpoint_url;
 
 /// The request for an API's backend, as it differs from the client's: where it may go,
@@ -87,7 +87,10 @@ impl BackendRequest {
     /// Whether any endpoint's state matters: a lone endpoint that is never suspended
     /// needs no book (most APIs, whose calls then cost what they did).
     pub fn needs_book(&self) -> bool {
-        self.balance != Balance::Single || self.targets.iter().any(|t| t.config.suspend_ms > 0)
+        endpoints::needs_book(
+            self.balance,
+            self.targets.iter().map(|t| t.config.suspend_ms),
+        )
     }
 }
 
@@ -241,7 +244,13 @@ pub fn backend_request(
 ) -> Result<BackendRequest, Fault> {
     let sandbox = environment == Environment::Sandbox;
     let (balance, endpoints) = api.endpoint_list(sandbox);
-    let list = [&api.id, ":", environment.name()].concat();
+    // Names for the host's book, only where it keeps one.
+    let book = endpoints::needs_book(balance, endpoints.iter().map(|e| e.config.suspend_ms));
+    let list = if book {
+        [&api.id, ":", environment.name()].concat()
+    } else {
+        String::new()
+    };
     let mut refused = None;
     let mut targets = Vec::with_capacity(endpoints.len());
     for endpoint in endpoints {
@@ -261,7 +270,11 @@ pub fn backend_request(
                 .config
                 .timeout_ms
                 .map_or(settings.timeout_ms, |ms| ms.min(settings.timeout_ms)),
-            key: [&list, ":", &endpoint.url].concat(),
+            key: if book {
+                [&list, ":", &endpoint.url].concat()
+            } else {
+                String::new()
+            },
             config: endpoint.config,
         });
     }

@@ -2208,6 +2208,39 @@ fn the_head_is_read_again_only_when_the_epoch_moves() {
     assert_eq!(head_reads(&world) - before, 3);
 }
 
+/// A lone endpoint that is never suspended needs no book: its call names no list or key
+/// (nothing to build or to hand over per request); a load-balanced list names both.
+#[test]
+fn only_lists_with_a_book_name_their_keys() {
+    use apim_http::endpoints::{Balance, Endpoint, EndpointConfig, Endpoints};
+    let mut world = World::new();
+    let token = world.bearer("app-1");
+    let call = request("GET", "/dev/v1/devs/a", &[("authorization", &token)], b"");
+    let backend = |world: &mut World| match world.gateway.decide(&world.host, &call).decision {
+        Decision::Forward(forwarding) => forwarding.backend,
+        _ => panic!("the call is forwarded"),
+    };
+    let lone = backend(&mut world);
+    assert!(!lone.needs_book());
+    assert!(lone.list.is_empty() && lone.targets[0].key.is_empty());
+
+    let endpoint = |url: &str| Endpoint {
+        url: url.into(),
+        config: EndpointConfig::never_suspended(),
+    };
+    world.manifest.apis[0].route.endpoints = Some(Endpoints {
+        balance: Balance::LoadBalance,
+        production: vec![endpoint("http://a:8080/"), endpoint("http://b:8080/")],
+        sandbox: Vec::new(),
+    });
+    assert_eq!(world.publish().status, 200);
+    let balanced = backend(&mut world);
+    assert!(balanced.needs_book());
+    assert!(!balanced.list.is_empty());
+    assert_ne!(balanced.targets[0].key, balanced.targets[1].key);
+    assert!(balanced.targets[0].key.starts_with(&balanced.list));
+}
+
 /// Far from its limit, a window is counted in batches (a write for every few calls), right
 /// on average; its last calls are counted one by one, so the limit still holds.
 #[test]

@@ -51,6 +51,13 @@ pub enum Balance {
     Failover,
 }
 
+/// Whether calls to a list need a [`HealthBook`]: round robin and failover keep turns in
+/// it, and an endpoint that may be suspended its state. A lone endpoint that is never
+/// suspended (most APIs) needs none, and its calls name no list or endpoint key.
+pub fn needs_book(balance: Balance, suspend_ms: impl IntoIterator<Item = u64>) -> bool {
+    balance != Balance::Single || suspend_ms.into_iter().any(|ms| ms > 0)
+}
+
 /// An API's endpoints, per environment.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Endpoints {
