@@ -24,7 +24,7 @@
 //! per call.
 
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use apim_http::expiry;
 use foldhash::HashMap;
@@ -436,9 +436,7 @@ fn counted(limit: &Limit) -> Option<Counted> {
 
 /// Milliseconds since the Unix epoch: every node counts in windows of the wall clock.
 fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
+    i64::try_from(apim_http::time::now_ms()).unwrap_or(i64::MAX)
 }
 
 /// Locks a mutex, through poisoning (no holder leaves it half-written).
@@ -451,6 +449,7 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 #[cfg(test)]
 mod tests {
     use std::future::Future as _;
+    use std::time::{SystemTime, UNIX_EPOCH};
 
     use super::*;
     use crate::wit_host::keyvalue::redis_store::RedisStore;

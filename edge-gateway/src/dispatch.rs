@@ -313,8 +313,12 @@ impl Gateway {
             vec![0]
         } else {
             let keys: Vec<&str> = plan.targets.iter().map(|t| t.key.as_str()).collect();
-            self.endpoints
-                .plan(balance(plan.balance), &plan.list, &keys, now_ms())
+            self.endpoints.plan(
+                balance(plan.balance),
+                &plan.list,
+                &keys,
+                apim_http::time::now_ms(),
+            )
         };
         let (parts, body) = request.into_parts();
         let resendable = body.is_end_stream();
@@ -358,8 +362,12 @@ impl Gateway {
             };
             let config = proxy::endpoint_config(&target.settings);
             if !lone {
-                self.endpoints
-                    .failed(&target.key, &config, failure.code(), now_ms());
+                self.endpoints.failed(
+                    &target.key,
+                    &config,
+                    failure.code(),
+                    apim_http::time::now_ms(),
+                );
             }
             if failure == Failure::TimedOut && config.discard_on_timeout {
                 // WSO2 drops a discarded call without a fault.
@@ -665,13 +673,6 @@ fn unrouted() -> Call {
 /// An empty request body, for a call sent on to another endpoint.
 fn no_body() -> WasiBody {
     Empty::new().map_err(|never| match never {}).boxed_unsync()
-}
-
-/// Milliseconds since the Unix epoch.
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }
 
 /// `body`, cut off with an error once more than `limit` bytes have come (none: as it

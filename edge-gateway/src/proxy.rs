@@ -170,9 +170,7 @@ async fn keep(
         headers,
         body: bytes.to_vec(),
     };
-    let now_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64);
+    let now_ms = i64::try_from(apim_http::time::now_ms()).unwrap_or(i64::MAX);
     let request = header_list(request);
     if let Some(entry) = apim_http::cache::encode(&answer, &request, store.ttl_secs, now_ms)
         && let Err(err) = kv.set(KV_BUCKET, &store.key, entry).await

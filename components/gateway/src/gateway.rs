@@ -39,11 +39,20 @@ pub struct Gateway {
     forwarding: Option<Rc<ForwardSettings>>,
     /// The head as the last request read it, for its catch-up ([`Gateway::take_head_read`]).
     head_read: Option<Vec<u8>>,
-    /// The host's manifest epoch for the decision being made ([`Gateway::decide_at`]).
-    epoch: Option<u64>,
+    /// The host's moment for the decision being made ([`Gateway::decide_at`]).
+    moment: Option<Moment>,
     /// The epoch under which the view last read the head; `None` after any read without
     /// one.
     head_epoch: Option<u64>,
+}
+
+/// What a host that decides requests by `apim:gateway/policy` knows as it asks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Moment {
+    /// Its number for the writes of the manifest's head it has seen.
+    pub manifest_epoch: u64,
+    /// Its clock, milliseconds since the Unix epoch.
+    pub now_ms: i64,
 }
 
 /// The API a request is routed to, and the resource path within it.
@@ -211,33 +220,29 @@ impl Gateway {
         }
     }
 
-    /// [`Gateway::decide`] for a host that sees every write of the manifest's head and
-    /// numbers them (`manifest_epoch`): the head is read again only when the number moved
-    /// since this instance last read it, which spares a reused instance a store read per
-    /// request.
-    pub fn decide_at(
-        &mut self,
-        host: &dyn Host,
-        request: &Request,
-        manifest_epoch: u64,
-    ) -> Verdict {
-        self.epoch = Some(manifest_epoch);
+    /// [`Gateway::decide`] at the host's `moment`: its clock, and its number for the
+    /// writes of the manifest's head it has seen, so that the head is read again only
+    /// when the number moved since this instance last read it (which spares a reused
+    /// instance a store read per request).
+    pub fn decide_at(&mut self, host: &dyn Host, request: &Request, moment: Moment) -> Verdict {
+        self.moment = Some(moment);
         let verdict = self.decide(host, request);
-        self.epoch = None;
+        self.moment = None;
         verdict
     }
 
     /// The view of the manifest the store holds now; when the store holds none yet, the
     /// control plane's, pulled (or, while another instance pulls it, waited for).
     fn current(&mut self, host: &dyn Host) -> Option<&mut View> {
-        if self.epoch.is_some() && self.head_epoch == self.epoch && self.view.is_some() {
+        let epoch = self.moment.map(|moment| moment.manifest_epoch);
+        if epoch.is_some() && self.head_epoch == epoch && self.view.is_some() {
             return self.view.as_mut();
         }
         self.head_epoch = None;
         let head = match state::read_head_as_stored(host) {
             Ok(Some((head, stored))) => {
                 self.head_read = Some(stored);
-                self.head_epoch = self.epoch;
+                self.head_epoch = epoch;
                 head
             }
             Ok(None) => first_manifest(host)?,
@@ -299,7 +304,10 @@ impl Gateway {
         call: &mut Call,
         upgrades: bool,
     ) -> Result<Plan, Fault> {
-        let now_ms = host.now_millis();
+        let now_ms = match self.moment {
+            Some(moment) => moment.now_ms,
+            None => host.now_millis(),
+        };
         let settings = self
             .forwarding
             .get_or_insert_with(|| Rc::new(ForwardSettings::read(host)))

@@ -14,7 +14,7 @@ use serde_json::json;
 use serde_json::value::RawValue;
 
 use crate::cache;
-use crate::gateway::{Decision, Gateway, Verdict};
+use crate::gateway::{Decision, Gateway, Moment, Verdict};
 use crate::host::*;
 
 struct Keys {
@@ -2161,7 +2161,7 @@ fn an_expired_token_is_refused_again_without_another_check() {
 
 /// Under a host's manifest epoch, a reused instance reads the head once, not per request;
 /// a page that lands moves the epoch, and the next decision sees it (a blocked API), as a
-/// decision without an epoch always does.
+/// decision without an epoch always does. The moment's clock decides the token's expiry.
 #[test]
 fn the_head_is_read_again_only_when_the_epoch_moves() {
     let mut world = World::new();
@@ -2179,9 +2179,16 @@ fn the_head_is_read_again_only_when_the_epoch_moves() {
         Decision::Respond(response) => response.status,
         Decision::Handle => 0,
     };
+    let at = |manifest_epoch| Moment {
+        manifest_epoch,
+        now_ms: NOW_SECS * 1000,
+    };
     let before = head_reads(&world);
     for _ in 0..3 {
-        assert_eq!(status(world.gateway.decide_at(&world.host, &call, 1)), 200);
+        assert_eq!(
+            status(world.gateway.decide_at(&world.host, &call, at(1))),
+            200
+        );
     }
     assert_eq!(
         head_reads(&world) - before,
@@ -2193,8 +2200,14 @@ fn the_head_is_read_again_only_when_the_epoch_moves() {
     world.manifest.apis[0].route.state = ApiState::Blocked;
     assert_eq!(world.publish().status, 200);
     let before = head_reads(&world);
-    assert_eq!(status(world.gateway.decide_at(&world.host, &call, 2)), 503);
-    assert_eq!(status(world.gateway.decide_at(&world.host, &call, 2)), 503);
+    assert_eq!(
+        status(world.gateway.decide_at(&world.host, &call, at(2))),
+        503
+    );
+    assert_eq!(
+        status(world.gateway.decide_at(&world.host, &call, at(2))),
+        503
+    );
     assert_eq!(head_reads(&world) - before, 1);
     // Without an epoch (Spin, the gateway's own endpoints), every decision reads it.
     world.manifest.apis[0].route.state = ApiState::Published;
@@ -2204,8 +2217,20 @@ fn the_head_is_read_again_only_when_the_epoch_moves() {
     assert_eq!(status(world.gateway.decide(&world.host, &call)), 200);
     assert_eq!(head_reads(&world) - before, 2);
     // An epoch seen before a read without one is not trusted: it reads again.
-    assert_eq!(status(world.gateway.decide_at(&world.host, &call, 2)), 200);
+    assert_eq!(
+        status(world.gateway.decide_at(&world.host, &call, at(2))),
+        200
+    );
     assert_eq!(head_reads(&world) - before, 3);
+    // The moment's clock is the decision's: past the token's expiry, it is refused.
+    let later = Moment {
+        manifest_epoch: 2,
+        now_ms: (NOW_SECS + 7200) * 1000,
+    };
+    assert_eq!(
+        status(world.gateway.decide_at(&world.host, &call, later)),
+        401
+    );
 }
 
 /// A lone endpoint that is never suspended needs no book: its call names no list or key

@@ -12,7 +12,7 @@ use crate::access::{self, Logged};
 use crate::call::Call;
 use crate::faults::Fault;
 use crate::forward::BackendTarget;
-use crate::gateway::{self, Decision};
+use crate::gateway::{self, Decision, Moment};
 use crate::host::{Host, Request, Response};
 use crate::throttle::{self, LimitKind};
 use crate::wasi_host::{GATEWAY, WasiHost, access_log_on, body_fault};
@@ -92,13 +92,17 @@ fn answer(request: &IncomingRequest, mut head: Request, call: &mut Call) -> Resp
 }
 
 impl policy::Guest for Component {
-    fn decide(request: policy::RequestHead, manifest_epoch: u64) -> policy::Verdict {
+    fn decide(request: policy::RequestHead, moment: policy::Moment) -> policy::Verdict {
         let request = match request_of(request) {
             Ok(request) => request,
             Err(fault) => return unreadable(&fault),
         };
-        let verdict = GATEWAY
-            .with(|gateway| (gateway.borrow_mut()).decide_at(&WasiHost, &request, manifest_epoch));
+        let moment = Moment {
+            manifest_epoch: moment.manifest_epoch,
+            now_ms: i64::try_from(moment.now_ms).unwrap_or(i64::MAX),
+        };
+        let verdict =
+            GATEWAY.with(|gateway| (gateway.borrow_mut()).decide_at(&WasiHost, &request, moment));
         let decision = match verdict.decision {
             Decision::Forward(forwarding) => {
                 let backend = forwarding.backend;

@@ -1,6 +1,15 @@
-//! Times as logs write them.
+//! Times as logs write them, and the wall clock as host and component read it.
 
 use std::time::Duration;
+
+/// Milliseconds since the Unix epoch by the wall clock (0 before it).
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| {
+            u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+        })
+}
 
 /// The time `since` the Unix epoch as `YYYY-MM-DDTHH:MM:SS.mmmZ`, written into `out`
 /// (no allocation: the gateway writes one per request).

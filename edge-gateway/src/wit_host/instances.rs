@@ -32,7 +32,7 @@ use wasmtime_wasi_http::{WasiBody, WasiHttpView};
 
 use crate::outbound::OutboundClient;
 use crate::wit_host::bindings::exports::apim::gateway::policy::{
-    LimitKind, RequestHead, Response, Verdict,
+    LimitKind, Moment, RequestHead, Response, Verdict,
 };
 use crate::wit_host::bindings::{Gateway as PolicyExport, GatewayIndices as PolicyIndices};
 use crate::wit_host::instance_state::{
@@ -205,10 +205,13 @@ impl Runtime {
     pub async fn decide(&self, request: &RequestHead) -> wasmtime::Result<Verdict> {
         self.with_policy(async |policy, store| {
             // Taken once the instance is in hand, after any write it must see.
-            let epoch = self.kv().manifest_epoch();
+            let moment = Moment {
+                manifest_epoch: self.kv().manifest_epoch(),
+                now_ms: apim_http::time::now_ms(),
+            };
             policy
                 .apim_gateway_policy()
-                .call_decide(store, request, epoch)
+                .call_decide(store, request, moment)
                 .await
         })
         .await
