@@ -125,12 +125,7 @@ impl EgressGuard {
     /// allows, as a URI; `PermissionDenied` when none is.
     async fn destination(&self, uri: &Uri) -> io::Result<Uri> {
         let host = uri.host().unwrap_or_default().trim_matches(['[', ']']);
-        let default_port = if uri.scheme() == Some(&Scheme::HTTPS) {
-            443
-        } else {
-            80
-        };
-        let port = uri.port_u16().unwrap_or(default_port);
+        let port = uri.port_u16().unwrap_or(default_port(uri));
         let named_control_plane = self
             .control_plane
             .as_ref()
@@ -330,6 +325,15 @@ fn pooled(timed: TimedConnector, tls: rustls::ClientConfig) -> PooledClient {
         .pool_idle_timeout(POOL_IDLE_TIMEOUT)
         .pool_max_idle_per_host(POOL_MAX_IDLE_PER_HOST)
         .build(connector)
+}
+
+/// The port a backend URI means when it names none: 443 for `https`, else 80.
+pub fn default_port(uri: &Uri) -> u16 {
+    if uri.scheme() == Some(&Scheme::HTTPS) {
+        443
+    } else {
+        80
+    }
 }
 
 /// The schemes backends are reached by.

@@ -271,13 +271,8 @@ fn passing_on(headers: &HeaderMap, removed: &[&str]) -> HeaderMap {
 /// information).
 fn host_header(uri: &http::Uri) -> Option<HeaderValue> {
     let authority = uri.authority()?;
-    let default_port = if uri.scheme() == Some(&http::uri::Scheme::HTTPS) {
-        443
-    } else {
-        80
-    };
     let text = match authority.port_u16() {
-        Some(port) if port != default_port => authority.as_str(),
+        Some(port) if port != crate::outbound::default_port(uri) => authority.as_str(),
         _ => authority.host(),
     };
     if text.contains('@') {
