@@ -8,6 +8,7 @@
 //! [`config::Config`] for the settings and [`run`] for the start-up sequence.
 #![deny(missing_docs)]
 
+pub mod backend_pool;
 pub mod backend_tls;
 pub mod config;
 pub mod counters;

@@ -2,8 +2,8 @@
 //!
 //! wasmtime-wasi-http's default sender opens a new TCP connection for every
 //! request; [`OutboundClient`] implements [`WasiHttpHooks::send_request`] with
-//! one pooled hyper client shared by all instances instead, so backend
-//! connections are kept alive and reused.
+//! one [`BackendPool`] shared by all instances instead, so backend connections
+//! are kept alive and reused.
 //!
 //! Timeouts come from the request's `request-options`, each falling back to
 //! the configured default:
@@ -37,17 +37,16 @@ use http::Uri;
 use http::uri::Scheme;
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::BodyExt as _;
-use hyper::body::Incoming;
 use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
-use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 use tokio::time::{Instant, Sleep};
 
 use apim_http::egress::EgressPolicy;
 use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
 
+use crate::backend_pool::{BackendPool, PooledBody, SendError, default_port};
 use crate::endpoint_trust::TrustBook;
 use crate::wit_host::keyvalue::KvStore;
 
@@ -57,11 +56,6 @@ const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 const POOL_MAX_IDLE_PER_HOST: usize = 512;
 /// TCP keep-alive probe interval on backend connections.
 const TCP_KEEPALIVE: Duration = Duration::from_secs(60);
-
-tokio::task_local! {
-    /// Connect timeout of the request being sent, read by [`TimedConnector`].
-    static CONNECT_TIMEOUT: Duration;
-}
 
 /// The three timeouts of one outbound request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -189,13 +183,12 @@ impl EgressGuard {
     }
 }
 
-/// [`HttpConnector`] with the per-request connect timeout from [`CONNECT_TIMEOUT`], that
-/// connects only where the [`EgressGuard`] allows. Under TLS it is handed the `https`
-/// URI, whose name the TLS layer sends and verifies; it connects to a checked address.
+/// [`HttpConnector`] that connects only where the [`EgressGuard`] allows (the pool bounds
+/// its time). Under TLS it is handed the `https` URI, whose name the TLS layer sends and
+/// verifies; it connects to a checked address.
 #[derive(Clone)]
-struct TimedConnector {
+struct GuardedConnector {
     inner: HttpConnector,
-    default: Duration,
     guard: Arc<EgressGuard>,
 }
 
@@ -203,7 +196,7 @@ type ConnectFuture = Pin<
     Box<dyn Future<Output = Result<TokioIo<TcpStream>, Box<dyn StdError + Send + Sync>>> + Send>,
 >;
 
-impl tower_service::Service<Uri> for TimedConnector {
+impl tower_service::Service<Uri> for GuardedConnector {
     type Response = TokioIo<TcpStream>;
     type Error = Box<dyn StdError + Send + Sync>;
     type Future = ConnectFuture;
@@ -213,25 +206,17 @@ impl tower_service::Service<Uri> for TimedConnector {
     }
 
     fn call(&mut self, uri: Uri) -> Self::Future {
-        // Read while still inside the caller's task-local scope.
-        let timeout = CONNECT_TIMEOUT.try_with(|t| *t).unwrap_or(self.default);
         let (guard, mut inner) = (self.guard.clone(), self.inner.clone());
-        let connecting = async move {
+        Box::pin(async move {
             let destination = guard.destination(&uri).await?;
             let stream = inner.call(destination).await?;
             Ok::<_, Box<dyn StdError + Send + Sync>>(stream)
-        };
-        Box::pin(async move {
-            match tokio::time::timeout(timeout, connecting).await {
-                Ok(result) => result,
-                Err(_) => Err(io::Error::new(io::ErrorKind::TimedOut, "connect timed out").into()),
-            }
         })
     }
 }
 
 /// A pooled client with one trust.
-type PooledClient = Client<HttpsConnector<TimedConnector>, WasiBody>;
+type PooledClient = BackendPool<HttpsConnector<GuardedConnector>, WasiBody>;
 
 /// Pooled HTTP/1.1 client used as the `wasi:http` hooks of every store.
 #[derive(Clone)]
@@ -256,16 +241,12 @@ impl OutboundClient {
         let mut http = HttpConnector::new();
         http.set_nodelay(true);
         http.set_keepalive(Some(TCP_KEEPALIVE));
-        let timed = TimedConnector {
-            inner: http,
-            default: default_timeout,
-            guard,
-        };
+        let guarded = GuardedConnector { inner: http, guard };
         let client = pooled(
-            timed.clone(),
+            guarded.clone(),
             crate::backend_tls::client_config(roots.clone())?,
         );
-        let endpoints = TrustBook::new(kv, roots, move |tls| pooled(timed.clone(), tls));
+        let endpoints = TrustBook::new(kv, roots, move |tls| pooled(guarded.clone(), tls));
         Ok(Self {
             client,
             endpoints: Arc::new(endpoints),
@@ -302,7 +283,7 @@ impl OutboundClient {
         let timeouts = self.defaults.resolve(options);
         let own = self.endpoint_client(request.uri()).await;
         let client = own.as_ref().unwrap_or(&self.client);
-        let pending = CONNECT_TIMEOUT.scope(timeouts.connect, client.request(request));
+        let pending = client.send(request, timeouts.connect);
         let head_deadline = timeouts.connect.saturating_add(timeouts.first_byte);
         let response = match tokio::time::timeout(head_deadline, pending).await {
             Err(_) => return Err(Error::ConnectionReadTimeout),
@@ -313,27 +294,14 @@ impl OutboundClient {
     }
 }
 
-/// A pooled client connecting through `timed`, with `tls` for `https` backends.
-fn pooled(timed: TimedConnector, tls: rustls::ClientConfig) -> PooledClient {
+/// A pooled client connecting through `guarded`, with `tls` for `https` backends.
+fn pooled(guarded: GuardedConnector, tls: rustls::ClientConfig) -> PooledClient {
     let connector = HttpsConnectorBuilder::new()
         .with_tls_config(tls)
         .https_or_http()
         .enable_http1()
-        .wrap_connector(timed);
-    Client::builder(TokioExecutor::new())
-        .pool_timer(TokioTimer::new())
-        .pool_idle_timeout(POOL_IDLE_TIMEOUT)
-        .pool_max_idle_per_host(POOL_MAX_IDLE_PER_HOST)
-        .build(connector)
-}
-
-/// The port a backend URI means when it names none: 443 for `https`, else 80.
-pub fn default_port(uri: &Uri) -> u16 {
-    if uri.scheme() == Some(&Scheme::HTTPS) {
-        443
-    } else {
-        80
-    }
+        .wrap_connector(guarded);
+    BackendPool::new(connector, POOL_IDLE_TIMEOUT, POOL_MAX_IDLE_PER_HOST)
 }
 
 /// The schemes backends are reached by.
@@ -342,7 +310,8 @@ fn supported(scheme: &Scheme) -> bool {
 }
 
 /// Maps a pooled-client failure onto the closest `wasi:http` error code.
-fn classify(err: &hyper_util::client::legacy::Error) -> Error {
+fn classify(err: &SendError) -> Error {
+    let connecting = matches!(err, SendError::Connect(_));
     let mut source = err.source();
     while let Some(cause) = source {
         if let Some(tls) = tls_error(cause) {
@@ -365,7 +334,7 @@ fn classify(err: &hyper_util::client::legacy::Error) -> Error {
                 io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe => {
                     Error::ConnectionTerminated
                 }
-                _ if err.is_connect() => Error::DestinationUnavailable,
+                _ if connecting => Error::DestinationUnavailable,
                 _ => Error::InternalError(Some(err.to_string())),
             };
         }
@@ -388,7 +357,7 @@ fn classify(err: &hyper_util::client::legacy::Error) -> Error {
         }
         source = cause.source();
     }
-    if err.is_connect() {
+    if connecting {
         Error::DestinationUnavailable
     } else {
         Error::InternalError(Some(err.to_string()))
@@ -447,13 +416,13 @@ impl WasiHttpHooks for OutboundClient {
 /// the first time the body has to wait, so a body that is there at once (most small
 /// answers) costs none.
 struct TimedBody {
-    inner: Incoming,
+    inner: PooledBody<WasiBody>,
     limit: Duration,
     timer: Option<Pin<Box<Sleep>>>,
 }
 
 impl TimedBody {
-    fn new(inner: Incoming, limit: Duration) -> Self {
+    fn new(inner: PooledBody<WasiBody>, limit: Duration) -> Self {
         Self {
             inner,
             limit,

@@ -82,12 +82,9 @@ pub async fn send(
     })?;
     *backend.method_mut() = client.method.clone();
     *backend.version_mut() = http::Version::HTTP_11;
-    let host = host_header(backend.uri());
     let headers = backend.headers_mut();
+    // The pool sets the backend's `Host`; the client's does not pass on.
     *headers = passing_on(&client.headers, replaced(plan.replaced).names());
-    if let Some(host) = host {
-        headers.insert(http::header::HOST, host);
-    }
     set_headers(headers, &plan.added_headers, false);
     let offered = plan.upgrade.then(|| websocket::offer(headers));
     let timeout = Some(Duration::from_millis(target.timeout_ms));
@@ -269,18 +266,6 @@ fn passing_on(headers: &HeaderMap, removed: &[&str]) -> HeaderMap {
 /// not the scheme's default), made here from the URI's own text, which costs less than
 /// the client's formatting; `None` leaves it to the client (an authority with user
 /// information).
-fn host_header(uri: &http::Uri) -> Option<HeaderValue> {
-    let authority = uri.authority()?;
-    let text = match authority.port_u16() {
-        Some(port) if port != crate::outbound::default_port(uri) => authority.as_str(),
-        _ => authority.host(),
-    };
-    if text.contains('@') {
-        return None;
-    }
-    HeaderValue::from_str(text).ok()
-}
-
 /// The endpoint's URL, written straight into the buffer the URI keeps.
 fn backend_uri(target: &Target) -> Result<http::Uri, http::uri::InvalidUri> {
     http::Uri::try_from(apim_http::joined([
@@ -333,19 +318,6 @@ mod tests {
                 ("accept", b"application/json".as_slice())
             ]
         );
-    }
-
-    #[test]
-    fn the_backend_host_names_the_port_only_when_it_is_not_the_default() {
-        let host = |uri: &str| host_header(&uri.parse().unwrap());
-        assert_eq!(host("http://backend:8080/pets").unwrap(), "backend:8080");
-        assert_eq!(host("http://backend:80/pets").unwrap(), "backend");
-        assert_eq!(host("http://backend/pets").unwrap(), "backend");
-        assert_eq!(host("https://backend:443/").unwrap(), "backend");
-        assert_eq!(host("https://backend:80/").unwrap(), "backend:80");
-        assert_eq!(host("http://[::1]:9000/").unwrap(), "[::1]:9000");
-        assert_eq!(host("http://user:secret@backend:8080/"), None);
-        assert_eq!(host("/relative"), None);
     }
 
     #[test]
