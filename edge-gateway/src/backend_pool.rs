@@ -90,7 +90,7 @@ where
         mut request: Request<B>,
         connect_timeout: Duration,
     ) -> Result<Response<PooledBody<B>>, SendError> {
-        let uri = request.uri().clone();
+        let uri = std::mem::take(request.uri_mut());
         let (Some(scheme), Some(authority)) = (uri.scheme(), uri.authority()) else {
             return Err(SendError::NoAuthority);
         };
@@ -115,7 +115,7 @@ where
             }
         }
         let mut fresh = self
-            .connect(uri.clone(), https, authority, connect_timeout)
+            .connect(&uri, https, authority, connect_timeout)
             .await?;
         let response = fresh.sender.send_request(request).await;
         Ok(self
@@ -126,12 +126,12 @@ where
     /// A new connection to the backend of `uri`, its I/O driven by a task of its own.
     async fn connect(
         &self,
-        uri: Uri,
+        uri: &Uri,
         https: bool,
         authority: &Authority,
         timeout: Duration,
     ) -> Result<Connection<B>, SendError> {
-        let mut connector = self.connector.clone();
+        let (mut connector, uri) = (self.connector.clone(), uri.clone());
         let opening = async move {
             poll_fn(|cx| connector.poll_ready(cx))
                 .await
@@ -164,7 +164,7 @@ where
 
 /// The `Host` header for `uri`: its host, with the port only when it is not the scheme's
 /// default, never its user information.
-pub fn host_header(uri: &Uri) -> Option<HeaderValue> {
+fn host_header(uri: &Uri) -> Option<HeaderValue> {
     let authority = uri.authority()?;
     let text = match authority.port_u16() {
         Some(port) if port != default_port(uri) => authority.as_str(),

@@ -262,10 +262,6 @@ fn passing_on(headers: &HeaderMap, removed: &[&str]) -> HeaderMap {
     kept
 }
 
-/// The `Host` a backend gets, as the pooled client would make it (the port only when it is
-/// not the scheme's default), made here from the URI's own text, which costs less than
-/// the client's formatting; `None` leaves it to the client (an authority with user
-/// information).
 /// The endpoint's URL, written straight into the buffer the URI keeps.
 fn backend_uri(target: &Target) -> Result<http::Uri, http::uri::InvalidUri> {
     http::Uri::try_from(apim_http::joined([
