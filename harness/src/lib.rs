@@ -623,17 +623,8 @@ fn built_p3_components() -> PathBuf {
         .clone()
 }
 
-/// The build of both components for `wasm32-wasip2`.
-const COMPONENTS_BUILD: [&str; 8] = [
-    "build",
-    "-p",
-    "gateway",
-    "-p",
-    "dev-facade",
-    "--target",
-    "wasm32-wasip2",
-    "--release",
-];
+/// The build of both components for `wasm32-wasip2` (the alias in `.cargo/config.toml`).
+const COMPONENTS_BUILD: [&str; 1] = ["build-components"];
 
 /// Builds both components and the host binaries once; the directory of the `.wasm` files.
 fn built_components() -> PathBuf {

@@ -47,8 +47,8 @@ pub struct Claims {
 
 /// Tokens whose signature has been checked, so a reused instance verifies each once
 /// (revocation is checked on every use, against the manifest). They are looked up by
-/// their signature, shorter to hash than the whole token, and must then match whole.
-/// Opaque tokens introspected, likewise.
+/// their tail ([`cache_key`]) and must then match whole. Opaque tokens introspected,
+/// likewise.
 #[derive(Default)]
 pub struct TokenCache {
     verified: KeyMap<(Key, Rc<Claims>)>,
@@ -198,8 +198,7 @@ impl TokenCache {
         token: &str,
         now_secs: i64,
     ) -> Result<Rc<Claims>, bool> {
-        let (_, signature) = token.rsplit_once('.').ok_or(false)?;
-        if let Some((known, claims)) = self.verified.get(signature)
+        if let Some((known, claims)) = self.verified.get(cache_key(token))
             && *known == *token
         {
             return if claims.exp > now_secs {
@@ -207,6 +206,10 @@ impl TokenCache {
             } else {
                 Err(true)
             };
+        }
+        if !token.contains('.') {
+            // Not a JWT: refused before the store is asked.
+            return Err(false);
         }
         let memo_key = introspect::digest_key(MEMO_SECS, "verified", token);
         let claims = match Memo::recall(host, &memo_key, meta, now_secs)? {
@@ -217,7 +220,7 @@ impl TokenCache {
                     // Remembered all the same: a client retrying an expired token is
                     // then refused without another signature check, which costs
                     // several times a whole request.
-                    self.remember(signature, token, Rc::new(claims));
+                    self.remember(token, Rc::new(claims));
                     return Err(true);
                 }
                 Memo::keep(
@@ -232,18 +235,27 @@ impl TokenCache {
             }
         };
         let claims = Rc::new(claims);
-        self.remember(signature, token, claims.clone());
+        self.remember(token, claims.clone());
         Ok(claims)
     }
 
-    /// Remembers the checked `claims` of `token`, whose signature is `signature`.
-    fn remember(&mut self, signature: &str, token: &str, claims: Rc<Claims>) {
+    /// Remembers the checked `claims` of `token`.
+    fn remember(&mut self, token: &str, claims: Rc<Claims>) {
         if self.verified.len() >= TOKEN_CACHE_LIMIT {
             self.verified.clear();
         }
         self.verified
-            .insert(Key::from(signature), (Key::from(token), claims));
+            .insert(Key::from(cache_key(token)), (Key::from(token), claims));
     }
+}
+
+/// What a verified token is looked up by: its last 32 bytes (of a JWT, part of its
+/// signature), cheaper to hash than the whole token and found without searching it.
+/// Tokens that share it only take each other's place.
+fn cache_key(token: &str) -> &str {
+    let start = token.len().saturating_sub(32);
+    // A start inside a character (not a token we issued) falls back to the whole text.
+    token.get(start..).unwrap_or(token)
 }
 
 /// The token's claims and the manifest key whose signature they carry, checked against the

@@ -2159,6 +2159,27 @@ fn an_expired_token_is_refused_again_without_another_check() {
     assert_eq!(response.status, 200);
 }
 
+/// A verified token is looked up by its tail, but only the whole token is taken: another
+/// payload under the same signature is checked, and refused.
+#[test]
+fn a_token_sharing_a_verified_ones_tail_is_checked_whole() {
+    let mut world = World::new();
+    let genuine = world.token("app-1", "PRODUCTION", "t1", NOW_SECS + 3600);
+    let call = |world: &mut World, token: &str| {
+        let bearer = format!("Bearer {token}");
+        let response = world.call("GET", "/dev/v1/devs/a", &[("authorization", &bearer)]);
+        (response.status, code(&response))
+    };
+    assert_eq!(call(&mut world, &genuine).0, 200);
+    let (_, signature) = genuine.rsplit_once('.').unwrap();
+    let other = world.token("app-2", "PRODUCTION", "t2", NOW_SECS + 3600);
+    let (unsigned, _) = other.rsplit_once('.').unwrap();
+    let spliced = format!("{unsigned}.{signature}");
+    assert_eq!(call(&mut world, &spliced), (401, "900901".into()));
+    assert_eq!(call(&mut world, "no-dots-at-all"), (401, "900901".into()));
+    assert_eq!(call(&mut world, &genuine).0, 200);
+}
+
 /// Under a host's manifest epoch, a reused instance reads the head once, not per request;
 /// a page that lands moves the epoch, and the next decision sees it (a blocked API), as a
 /// decision without an epoch always does. The moment's clock decides the token's expiry.

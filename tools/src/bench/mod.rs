@@ -147,6 +147,9 @@ pub enum Part {
     Tls,
     /// Another client's latency while HTTP/2 floods (rapid reset, CONTINUATION) run.
     Floods,
+    /// Cases 1 to 6 alone, with the machine and their targets (a whole run has them in
+    /// its main report).
+    DataPlane,
 }
 
 impl Options {
@@ -210,6 +213,15 @@ pub fn run(options: Options) {
 /// The parts with sections of their own (those `--only` selects), each written to its
 /// own section of the report as soon as it is measured.
 async fn run_parts(options: &Options) {
+    if options.only.contains(&Part::DataPlane) {
+        let backend = backend::FastBackend::start();
+        let platform = platform::Platform::start(&backend.url).await;
+        let machine = machine::describe();
+        let data = dataplane::measure(options, &backend, &platform).await;
+        platform.stop().await;
+        let markdown = report::data_plane_section(options, &machine, &data);
+        report::write_section(options, Part::DataPlane, &markdown);
+    }
     if options.runs(Part::Https) {
         let backend = backend::FastBackend::start();
         let platform = platform::Platform::start(&backend.url).await;
