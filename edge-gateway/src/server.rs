@@ -260,11 +260,18 @@ async fn drain(graceful: Drain, connections: Connections) {
 
 /// The connection builders: HTTP/1.1 with keep-alive and the header deadline, HTTP/2 with
 /// `apim_tls`'s bounds.
+///
+/// HTTP/1.1 allows half-closed connections: a client that shuts its side once its request
+/// is sent (`nc -N`, some HTTP/1.0 clients) is answered, as nginx answers it. hyper then
+/// also stops reading a connection while its request is in flight, a read that cost a
+/// fresh 8 KiB buffer per request (the request's headers still held the last one); a
+/// client that leaves is noticed when its answer is written.
 fn connection_builders(connections: &Connections) -> Builders {
     let mut builders = apim_tls::connection::builders();
     builders
         .http1
         .keep_alive(true)
+        .half_close(true)
         .header_read_timeout(connections.header_timeout);
     builders
 }

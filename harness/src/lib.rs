@@ -1288,10 +1288,23 @@ pub async fn raw_request(
 /// closes. A server that answers before it has read everything (a refusal from the head)
 /// may break off the write: the answer is read all the same.
 pub async fn raw_exchange(base: &str, message: &[u8]) -> RawReply {
+    exchange(base, message, false).await
+}
+
+/// As [`raw_exchange`], but the client shuts its side of the connection once the request
+/// is written (as `nc -N` does), and then reads the answer.
+pub async fn raw_exchange_half_closed(base: &str, message: &[u8]) -> RawReply {
+    exchange(base, message, true).await
+}
+
+async fn exchange(base: &str, message: &[u8], half_close: bool) -> RawReply {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let host = base.trim_start_matches("http://");
     let mut stream = tokio::net::TcpStream::connect(host).await.expect("connect");
     let _ = stream.write_all(message).await;
+    if half_close {
+        stream.shutdown().await.expect("shut the client's side");
+    }
     let mut response = Vec::new();
     let _ = tokio::time::timeout(Duration::from_secs(20), stream.read_to_end(&mut response)).await;
     parse_raw_reply(&response)

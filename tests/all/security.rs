@@ -180,10 +180,16 @@ pub async fn framing_is_kept_on_the_p3_artefact(database: Backend) {
 }
 
 /// A request with `Content-Length` reaches the backend with it (not chunked), and the
-/// backend's `Content-Length` reaches the client.
+/// backend's `Content-Length` reaches the client. A client that shuts its side of the
+/// connection once its request is sent is answered all the same.
 async fn framing(database: Backend, settings: &[(&'static str, String)]) {
     let (stack, _) = guarded_stack(database, settings).await;
     let gw = stack.gw.base.as_str();
+    let host = gw.trim_start_matches("http://");
+    let half_closed = format!("GET /guarded/v1.0.0/devs/alice HTTP/1.1\r\nHost: {host}\r\n\r\n");
+    let reply = harness::raw_exchange_half_closed(gw, half_closed.as_bytes()).await;
+    assert_eq!(reply.status, 200, "half-closed: {}", reply.body);
+    assert_eq!(reply.json()["path"], "/devs/alice", "{}", reply.body);
     let body = vec![b'x'; 5000];
     let reply = raw_request(
         gw,
