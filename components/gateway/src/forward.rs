@@ -247,7 +247,7 @@ pub fn backend_request(
     // Names for the host's book, only where it keeps one.
     let book = endpoints::needs_book(balance, endpoints.iter().map(|e| e.config.suspend_ms));
     let list = if book {
-        [&api.id, ":", environment.name()].concat()
+        apim_http::joined([api.id.as_str(), ":", environment.name()])
     } else {
         String::new()
     };
@@ -271,7 +271,7 @@ pub fn backend_request(
                 .timeout_ms
                 .map_or(settings.timeout_ms, |ms| ms.min(settings.timeout_ms)),
             key: if book {
-                [&list, ":", &endpoint.url].concat()
+                apim_http::joined([list.as_str(), ":", endpoint.url.as_str()])
             } else {
                 String::new()
             },
@@ -391,8 +391,8 @@ fn join_path(base: &str, resource_with_query: &str) -> String {
                 base.to_string()
             }
         }
-        r if r.starts_with('?') => [base, "/", r].concat(),
-        r => [base, r].concat(),
+        r if r.starts_with('?') => apim_http::joined([base, "/", r]),
+        r => apim_http::joined([base, r]),
     }
 }
 

@@ -368,7 +368,7 @@ impl Gateway {
         // (a WebSocket API's without the token).
         let resource_with_query = if websocket {
             match upgrade::without_token(target.query.as_deref()) {
-                Some(query) => [resource, "?", query.as_str()].concat(),
+                Some(query) => apim_http::joined([resource, "?", query.as_str()]),
                 None => resource.to_string(),
             }
         } else {

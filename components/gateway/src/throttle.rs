@@ -70,33 +70,33 @@ pub fn limits(
     };
     let mut limits = Vec::new();
     if let Some(allowed) = tps {
-        let key = ["tps:", &api.id, ":", environment.name()].concat();
+        let key = apim_http::joined(["tps:", api.id.as_str(), ":", environment.name()]);
         limits.push(limit(LimitKind::ApiTps, key, allowed, 1000));
     }
     if let Some((allowed, window_ms)) =
         rate(TierLevel::Resource, operation.throttling_tier.as_deref())
     {
-        let key = [
+        let key = apim_http::joined([
             "thr:res:",
-            &api.id,
+            api.id.as_str(),
             ":",
-            &operation.method,
+            operation.method.as_str(),
             ":",
-            &operation.template,
-        ]
-        .concat();
+            operation.template.as_str(),
+        ]);
         limits.push(limit(LimitKind::ResourceTier, key, allowed, window_ms));
     }
     if let Some(caller) = caller {
         if let Some((allowed, window_ms)) =
             rate(TierLevel::Subscription, Some(caller.subscription_tier()))
         {
-            let key = ["thr:sub:", caller.application_id(), ":", &api.id].concat();
+            let key =
+                apim_http::joined(["thr:sub:", caller.application_id(), ":", api.id.as_str()]);
             limits.push(limit(LimitKind::SubscriptionTier, key, allowed, window_ms));
         }
         if let Some((allowed, window_ms)) = rate(TierLevel::Application, caller.application_tier())
         {
-            let key = ["thr:app:", caller.application_id()].concat();
+            let key = apim_http::joined(["thr:app:", caller.application_id()]);
             limits.push(limit(LimitKind::ApplicationTier, key, allowed, window_ms));
         }
     }

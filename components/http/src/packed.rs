@@ -45,7 +45,7 @@ pub fn unpack(mut packed: &[u8]) -> Result<Headers, Malformed> {
         let end = name_len.checked_add(length(value_len)?).ok_or(Malformed)?;
         let header = rest.get(..end).ok_or(Malformed)?;
         let (name, value) = header.split_at(name_len);
-        let name = std::str::from_utf8(name).map_err(|_| Malformed)?;
+        let name = crate::text(name).ok_or(Malformed)?;
         headers.push((name.to_owned(), value.to_vec()));
         packed = &rest[end..];
     }
@@ -76,7 +76,7 @@ pub fn unpack_texts<const N: usize>(mut packed: &[u8]) -> Result<[&str; N], Malf
         let (len, rest) = packed.split_first_chunk::<4>().ok_or(Malformed)?;
         let len = length(len)?;
         let bytes = rest.get(..len).ok_or(Malformed)?;
-        *text = std::str::from_utf8(bytes).map_err(|_| Malformed)?;
+        *text = crate::text(bytes).ok_or(Malformed)?;
         packed = &rest[len..];
     }
     if packed.is_empty() {

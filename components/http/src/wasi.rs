@@ -35,10 +35,13 @@ enum Settings {
     Unread,
     /// Every one, read in one call on the first lookup (a fresh instance per request, as
     /// on Spin, makes one call rather than one per name); empty values left out.
-    All(HashMap<String, String>),
+    All(ByName<String>),
     /// Those looked up so far, one by one (a host that could not list them all).
-    ByName(HashMap<String, Option<String>>),
+    ByName(ByName<Option<String>>),
 }
+
+/// Settings by name.
+type ByName<V> = HashMap<String, V, foldhash::fast::RandomState>;
 
 thread_local! {
     static SETTINGS: RefCell<Settings> = const { RefCell::new(Settings::Unread) };
@@ -51,7 +54,7 @@ pub fn setting(name: &str) -> Option<String> {
         if let Settings::Unread = *settings {
             *settings = match config_store::get_all() {
                 Ok(all) => Settings::All(all.into_iter().filter(|(_, v)| !v.is_empty()).collect()),
-                Err(_) => Settings::ByName(HashMap::new()),
+                Err(_) => Settings::ByName(ByName::default()),
             };
         }
         match &mut *settings {
