@@ -114,9 +114,10 @@ where
                 },
             }
         }
-        let mut fresh = self
-            .connect(&uri, https, authority, connect_timeout)
-            .await?;
+        // Boxed: held inline, connecting's large future (name resolution, the TLS
+        // handshake) made every request's future larger to move, while nearly every
+        // request reuses a connection and never takes this path.
+        let mut fresh = Box::pin(self.connect(&uri, https, authority, connect_timeout)).await?;
         let response = fresh.sender.send_request(request).await;
         Ok(self
             .book
