@@ -355,7 +355,7 @@ fn via_entries(headers: &Headers) -> impl Iterator<Item = &str> {
     headers
         .iter()
         .filter(|(name, _)| name.eq_ignore_ascii_case("via"))
-        .filter_map(|(_, value)| std::str::from_utf8(value).ok())
+        .filter_map(|(_, value)| apim_http::text(value))
         .flat_map(|value| value.split(','))
         .map(str::trim)
 }

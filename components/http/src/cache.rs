@@ -130,7 +130,7 @@ fn shareable(headers: &Headers) -> bool {
     let private = headers
         .iter()
         .filter(|(name, _)| name.eq_ignore_ascii_case("cache-control"))
-        .filter_map(|(_, value)| std::str::from_utf8(value).ok())
+        .filter_map(|(_, value)| crate::text(value))
         .flat_map(|value| value.split(','))
         .map(|directive| directive.split('=').next().unwrap_or_default().trim())
         .any(|directive| {

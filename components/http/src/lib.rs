@@ -259,7 +259,7 @@ pub fn header<'a>(headers: &'a Headers, name: &str) -> Option<&'a str> {
 /// `bytes` as text, if they are UTF-8.
 ///
 /// Header values, names and path segments are nearly always ASCII, and a bearer token's
-/// value is hundreds of bytes: in the component, `str::from_utf8` took three instructions
+/// value is hundreds of bytes: in the component, `str::from_utf8` took nearly three instructions
 /// per byte of them, where ASCII is told eight bytes at a time.
 #[allow(
     unsafe_code,

@@ -35,13 +35,13 @@ enum Settings {
     Unread,
     /// Every one, read in one call on the first lookup (a fresh instance per request, as
     /// on Spin, makes one call rather than one per name); empty values left out.
-    All(ByName<String>),
+    All(SettingMap<String>),
     /// Those looked up so far, one by one (a host that could not list them all).
-    ByName(ByName<Option<String>>),
+    ByName(SettingMap<Option<String>>),
 }
 
 /// Settings by name.
-type ByName<V> = HashMap<String, V, foldhash::fast::RandomState>;
+type SettingMap<V> = HashMap<String, V, foldhash::fast::RandomState>;
 
 thread_local! {
     static SETTINGS: RefCell<Settings> = const { RefCell::new(Settings::Unread) };
@@ -54,7 +54,7 @@ pub fn setting(name: &str) -> Option<String> {
         if let Settings::Unread = *settings {
             *settings = match config_store::get_all() {
                 Ok(all) => Settings::All(all.into_iter().filter(|(_, v)| !v.is_empty()).collect()),
-                Err(_) => Settings::ByName(ByName::default()),
+                Err(_) => Settings::ByName(SettingMap::default()),
             };
         }
         match &mut *settings {

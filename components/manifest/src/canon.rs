@@ -127,15 +127,12 @@ fn is_canonical(path: &str) -> bool {
     let Some(rest) = path.strip_prefix('/') else {
         return false;
     };
-    let mut segments = rest.as_bytes().split(|&byte| byte == b'/').peekable();
+    // An empty segment other than the last is a `//` somewhere in the path.
     path.len() <= MAX_PATH_BYTES
-        && std::iter::from_fn(|| segments.next().map(|s| (s, segments.peek().is_none()))).all(
-            |(segment, last)| match segment {
-                b"" => last,
-                b"." | b".." => false,
-                raw => raw.iter().all(|&byte| stays_raw(byte)),
-            },
-        )
+        && !path.as_bytes().windows(2).any(|pair| pair == b"//")
+        && rest.as_bytes().split(|&byte| byte == b'/').all(|segment| {
+            !matches!(segment, b"." | b"..") && segment.iter().all(|&byte| stays_raw(byte))
+        })
 }
 
 /// Whether [`SEGMENT_ENCODED`] leaves a byte raw.
