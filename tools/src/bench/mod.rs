@@ -166,7 +166,8 @@ impl Options {
 
 /// Runs the whole benchmark.
 pub fn run(options: Options) {
-    if options.runs(Part::Tls) {
+    // nginx and Envoy are compared with in the data plane's cases and behind TLS.
+    if options.runs(Part::DataPlane) || options.runs(Part::Tls) {
         tools::ensure_all();
     } else {
         tools::ensure_wrk();

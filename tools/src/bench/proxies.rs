@@ -27,19 +27,27 @@ impl Proxy {
         self.child.id().unwrap_or_default()
     }
 
-    /// Asks it to exit (SIGTERM: nginx's master takes its worker along) and waits.
+    /// Asks it to exit and waits.
     pub async fn stop(mut self) {
-        if let Some(pid) = self.child.id() {
-            let _ = std::process::Command::new("kill")
-                .args(["-TERM", &pid.to_string()])
-                .status();
-        }
+        self.ask_to_exit();
         if tokio::time::timeout(Duration::from_secs(10), self.child.wait())
             .await
             .is_err()
         {
             let _ = self.child.kill().await;
         }
+    }
+
+    /// SIGTERM, while it runs: nginx's master takes its worker along, where SIGKILL
+    /// would leave the worker running, still bound to CPU 1.
+    fn ask_to_exit(&self) -> bool {
+        let Some(pid) = self.child.id() else {
+            return false;
+        };
+        let _ = std::process::Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .status();
+        true
     }
 
     async fn wait_until_listening(&mut self) {
@@ -57,6 +65,22 @@ impl Proxy {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         panic!("nothing listens on {addr}");
+    }
+}
+
+impl Drop for Proxy {
+    /// A run that panics still ends its proxies the way [`Proxy::stop`] does, before
+    /// `kill_on_drop`'s SIGKILL; synchronously, as drop cannot wait on the runtime.
+    fn drop(&mut self) {
+        if !self.ask_to_exit() {
+            return;
+        }
+        for _ in 0..250 {
+            if !matches!(self.child.try_wait(), Ok(None)) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 }
 
