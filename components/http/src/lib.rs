@@ -273,7 +273,9 @@ pub fn text(bytes: &[u8]) -> Option<&str> {
     Some(unsafe { std::str::from_utf8_unchecked(bytes) })
 }
 
-/// Whether every byte is ASCII, read eight at a time.
+/// Whether every byte is ASCII, read eight at a time. Not `<[u8]>::is_ascii`: it reads a
+/// `usize`, four bytes on wasm32, around aligning steps, and cost the component 1,800 more
+/// instructions per request.
 fn is_ascii(bytes: &[u8]) -> bool {
     const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
     let (words, rest) = bytes.as_chunks::<8>();
