@@ -62,9 +62,6 @@ pub async fn connect(url: &str) -> anyhow::Result<AnyPool> {
         .run(&pool)
         .await
         .context("could not apply database migrations")?;
-    crate::apis::routes::backfill(&pool)
-        .await
-        .context("could not record the routes of existing APIs")?;
     Ok(pool)
 }
 

@@ -2,8 +2,6 @@
 //! invalid, forbidden, unavailable, internal, and the transport's own refusals). Rooms
 //! return it; `http::error` alone renders it as WSO2's error body.
 
-use crate::users::LoginError;
-
 /// Why a request failed; each variant has one status and body (`http::error`).
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -82,16 +80,6 @@ impl From<anyhow::Error> for Error {
 impl From<sqlx::Error> for Error {
     fn from(err: sqlx::Error) -> Self {
         anyhow::Error::from(err).into()
-    }
-}
-
-impl From<LoginError> for Error {
-    fn from(err: LoginError) -> Self {
-        match err {
-            LoginError::Throttled { retry_after } => Error::Throttled(retry_after),
-            LoginError::Busy => Error::Busy,
-            LoginError::Internal(err) => err.into(),
-        }
     }
 }
 

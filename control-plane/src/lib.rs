@@ -3,6 +3,7 @@
 
 pub mod analytics;
 pub mod apis;
+pub mod app;
 pub mod applications;
 pub mod certificates;
 pub mod clients;
@@ -12,7 +13,6 @@ pub mod documents;
 pub mod environments;
 pub mod error;
 pub mod fleet;
-pub mod gateways;
 pub mod http;
 pub mod keys;
 pub mod listener;

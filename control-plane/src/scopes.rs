@@ -226,20 +226,6 @@ pub fn declared_by(record: &str) -> Vec<ApiScope> {
         .collect()
 }
 
-/// The scopes declared by the APIs an application's keys of `key_type` may call (any key
-/// type's when `None`): a blocked subscription's API lends none.
-pub async fn subscribed_api_scopes(
-    db: &sqlx::AnyPool,
-    application_id: &str,
-    key_type: Option<&str>,
-) -> sqlx::Result<Vec<ApiScope>> {
-    let records = crate::subscriptions::subscribed_records(db, application_id, key_type).await?;
-    Ok(records
-        .iter()
-        .flat_map(|record| declared_by(record))
-        .collect())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

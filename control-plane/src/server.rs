@@ -9,10 +9,10 @@ use anyhow::Context;
 use sqlx::AnyPool;
 use tokio::net::TcpListener;
 
+use crate::app::app;
 use crate::clients::ClientCache;
 use crate::config::{Command, Config};
-use crate::gateways::{self, ManifestHub};
-use crate::http::app;
+use crate::fleet::{self, ManifestHub};
 use crate::listener;
 use crate::manifest::{Compiler, Credentials};
 use crate::scopes::ScopeNames;
@@ -28,6 +28,9 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     // Owner only: the database, keys and secrets live here.
     crate::signing::private_dir(&config.data_dir)?;
     let db = crate::db::connect(&config.effective_database_url()).await?;
+    crate::apis::routes::backfill(&db)
+        .await
+        .context("could not record the routes of existing APIs")?;
     match config.command.clone().unwrap_or(Command::Serve) {
         Command::Serve => serve(config, db).await,
         Command::AddUser {
@@ -56,7 +59,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
         Command::RotateDataKey => {
             let keys = data_keys(&config)?;
             let active = keys.rotate()?;
-            let resealed = secrets::reseal_all(&db, &keys).await?;
+            let resealed = secrets::reseal::reseal_all(&db, &keys).await?;
             println!(
                 "data key {active} now encrypts; re-encrypted {} client secrets and {} backend passwords",
                 resealed.client_secrets, resealed.backend_passwords
@@ -75,8 +78,8 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
 async fn serve(config: Config, db: AnyPool) -> anyhow::Result<()> {
     ensure_admin(&config, &db).await?;
     let data_keys = Arc::new(data_keys(&config)?);
-    let resealed = secrets::reseal_all(&db, &data_keys).await?;
-    if resealed != secrets::Resealed::default() {
+    let resealed = secrets::reseal::reseal_all(&db, &data_keys).await?;
+    if resealed != secrets::reseal::Resealed::default() {
         tracing::info!(
             client_secrets = resealed.client_secrets,
             backend_passwords = resealed.backend_passwords,
@@ -104,7 +107,7 @@ async fn serve(config: Config, db: AnyPool) -> anyhow::Result<()> {
     let gateway_secret = gateway_secret(&config)?;
     let manifests = ManifestHub::new();
     crate::fleet::follow_database(db.clone(), manifests.clone());
-    gateways::spawn(
+    fleet::hub::spawn(
         manifests.clone(),
         db.clone(),
         Compiler::new(
@@ -113,7 +116,7 @@ async fn serve(config: Config, db: AnyPool) -> anyhow::Result<()> {
             issuer.clone(),
             Credentials::new(data_keys.clone(), &gateway_secret),
         ),
-        gateways::Pusher {
+        fleet::hub::Pusher {
             manifest_keys: manifest_keys.clone(),
             gateways: config
                 .gateways
@@ -124,29 +127,29 @@ async fn serve(config: Config, db: AnyPool) -> anyhow::Result<()> {
             gateway_secret: gateway_secret.clone(),
         },
     );
-    let endpoints = Arc::new(crate::apis::EndpointPolicy {
+    let endpoints = crate::apis::EndpointPolicy {
         egress: config.egress_policy()?,
         listener: addr,
-    });
+    };
     let config = Arc::new(config);
     let state = AppState {
-        endpoints,
         db: db.clone(),
         keys,
-        manifests,
         manifest_keys,
         gateway_secret,
         scopes: ScopeNames::new(&config.scope_prefix),
         issuer,
         config: config.clone(),
         store_users: Arc::new(Mutex::new(HashSet::new())),
-        clients: Arc::new(ClientCache::new(data_keys.clone())),
-        logins: Arc::new(users::VerifiedLogins::new(LockoutPolicy::from_config(
-            &config,
-        ))),
+        shared: crate::app::shared(
+            manifests.clone(),
+            ClientCache::new(data_keys.clone()),
+            users::VerifiedLogins::new(LockoutPolicy::from_config(&config)),
+            endpoints,
+        ),
         data_keys,
     };
-    crate::analytics::spawn_retention(state.clone());
+    crate::analytics::handlers::spawn_retention(state.clone());
     users::limit_argon2_queue(config.argon2_queue);
     users::prepare_dummy_hash().await?;
     let limits = listener::Limits {
@@ -164,7 +167,7 @@ async fn serve(config: Config, db: AnyPool) -> anyhow::Result<()> {
         apim_tls::reload::spawn(tls.clone())?;
     }
     announce(addr, tls.is_some());
-    let hub = state.manifests.clone();
+    let hub = manifests.clone();
     let shutdown = async move {
         signal.await;
         hub.close();

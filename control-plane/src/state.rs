@@ -1,18 +1,15 @@
-//! What every handler shares ([`AppState`]), and what a change tells the compiler it
-//! touched ([`Touches`]).
+//! What every handler shares ([`AppState`]): the database, keys and settings. It names no
+//! room; what a room keeps for the whole process reaches its handlers as an extension
+//! (`crate::app::Services`).
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use sqlx::AnyPool;
 
-use crate::clients::ClientCache;
 use crate::config::Config;
-use crate::gateways::ManifestHub;
-use crate::manifest::Touched;
 use crate::scopes::ScopeNames;
 use crate::signing::KeyRing;
-use crate::users::VerifiedLogins;
 
 /// What every handler shares.
 #[derive(Clone)]
@@ -27,49 +24,37 @@ pub struct AppState {
     pub scopes: ScopeNames,
     /// `iss` of issued tokens.
     pub issuer: String,
-    /// The current route manifest, and where changes are reported.
-    pub manifests: Arc<ManifestHub>,
     /// The key route manifests are signed with.
     pub manifest_keys: Arc<KeyRing>,
     /// What gateways present to pull the manifest.
     pub gateway_secret: String,
     /// Users whose DefaultApplication is known to exist (saves a write per store call).
     pub store_users: Arc<Mutex<HashSet<String>>>,
-    /// Clients as the token endpoint last read them.
-    pub clients: Arc<ClientCache>,
-    /// Passwords verified lately.
-    pub logins: Arc<VerifiedLogins>,
-    /// Where published APIs' endpoints may point.
-    pub endpoints: Arc<crate::apis::EndpointPolicy>,
     /// What secrets at rest are encrypted with.
     pub data_keys: Arc<crate::secrets::DataKeys>,
+    /// What rooms keep for the whole process (the manifest hub, caches).
+    pub shared: Shared,
 }
 
-/// What a change touched, as a part of its response: only that is compiled for gateways
-/// (nothing, when empty). A successful change that does not say gets a full compile.
-#[derive(Debug, Clone, Default)]
-pub struct Touches(pub Vec<Touched>);
-
-impl Touches {
-    /// Nothing gateways see.
-    pub fn nothing() -> Self {
-        Touches(Vec::new())
-    }
-
-    /// One row.
-    pub fn one(touched: Touched) -> Self {
-        Touches(vec![touched])
+impl AppState {
+    /// The process-wide `T` a room keeps, as start-up registered it (`crate::app::shared`).
+    pub fn shared<T: Send + Sync + 'static>(&self) -> &T {
+        self.shared
+            .0
+            .get::<Arc<T>>()
+            .unwrap_or_else(|| panic!("{} is registered at start-up", std::any::type_name::<T>()))
     }
 }
 
-impl axum::response::IntoResponseParts for Touches {
-    type Error = std::convert::Infallible;
+/// What rooms keep for the whole process, each found by its type, so that the state that
+/// every room uses names none of them.
+#[derive(Clone, Default)]
+pub struct Shared(Arc<axum::http::Extensions>);
 
-    fn into_response_parts(
-        self,
-        mut parts: axum::response::ResponseParts,
-    ) -> Result<axum::response::ResponseParts, Self::Error> {
-        parts.extensions_mut().insert(self);
-        Ok(parts)
+impl Shared {
+    /// With `value` registered as the process-wide `T`.
+    pub fn with<T: Send + Sync + 'static>(mut self, value: Arc<T>) -> Self {
+        Arc::make_mut(&mut self.0).insert(value);
+        self
     }
 }

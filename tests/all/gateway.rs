@@ -369,7 +369,7 @@ async fn changes_compiled_alone_agree_with_a_full_compile() {
         &stack.data_dir,
         &[
             ("APIM_LOG_JSON", "true".into()),
-            ("RUST_LOG", "warn,control_plane::gateways=info".into()),
+            ("RUST_LOG", "warn,control_plane::fleet::hub=info".into()),
         ],
     )
     .await;

@@ -330,7 +330,7 @@ async fn two_control_planes_on_postgres_produce_one_order() {
         let settings = [
             ("APIM_GATEWAYS", format!("http://{gateway_addr}")),
             ("APIM_LOG_JSON", "true".into()),
-            ("RUST_LOG", "warn,control_plane::gateways=info".into()),
+            ("RUST_LOG", "warn,control_plane::fleet::hub=info".into()),
         ];
         let control_plane = harness::start_control_plane(&database, &data_dir, &settings).await;
         let gateway_id = format!("gateway_id={id}");

@@ -19,17 +19,16 @@ use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
+use super::queries::{self, Selection};
 use super::records::{Figures, SlotTotals, Totals};
 use super::rules::{Window, check_application_id, check_report, minute_of, time_text};
-use super::store::{self, Selection};
 use crate::apis::StoredApi;
 use crate::error::{Error, Result};
-use crate::http::auth::BasicUser;
+use crate::http::ADMIN;
 use crate::http::extract::{QueryParams, parse_json};
 use crate::state::AppState;
+use crate::users::BasicUser;
 use crate::users::User;
-
-const ADMIN: &str = "/api/am/admin/v0.14";
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -55,7 +54,7 @@ fn retained_from(state: &AppState, now: OffsetDateTime) -> i64 {
     post,
     path = "/internal/gateway/analytics",
     tag = "Gateways",
-    request_body = crate::openapi::AnalyticsReport,
+    request_body = crate::openapi::shapes::AnalyticsReport,
     responses((status = 204, description = "The report is stored (a repeated one counts once)")),
     security(("gateway_secret" = []))
 )]
@@ -63,7 +62,7 @@ async fn receive_report(State(state): State<AppState>, body: Bytes) -> Result<St
     let report: AnalyticsReport = parse_json(&body)?;
     let now = OffsetDateTime::now_utc();
     let report = check_report(report, minute_of(now), retained_from(&state, now))?;
-    store::store_report(&state.db, &report).await?;
+    queries::store_report(&state.db, &report).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -75,7 +74,7 @@ pub fn spawn_retention(state: AppState) -> tokio::task::JoinHandle<()> {
         loop {
             every.tick().await;
             let before = retained_from(&state, OffsetDateTime::now_utc());
-            match store::forget_before(&state.db, before).await {
+            match queries::forget_before(&state.db, before).await {
                 Ok(0) => {}
                 Ok(rows) => tracing::info!(rows, "analytics past the retention deleted"),
                 Err(err) => tracing::warn!("could not delete old analytics: {err}"),
@@ -170,7 +169,7 @@ async fn api_analytics(
         to: window.to,
         slot_minutes: window.slot_minutes,
     };
-    let rows = store::totals(&state.db, &selection).await?;
+    let rows = queries::totals(&state.db, &selection).await?;
     Ok(Json(answer(api, &window, &rows)))
 }
 
@@ -231,3 +230,8 @@ fn answer(api: StoredApi, window: &Window, rows: &[SlotTotals]) -> ApiAnalytics 
         series,
     }
 }
+
+/// These operations in the control plane's OpenAPI document.
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(receive_report, api_analytics))]
+pub struct Api;

@@ -78,7 +78,7 @@ impl Totals {
     }
 }
 
-/// One row of [`super::store::totals`]: a slot of time (its first Unix minute), an
+/// One row of [`super::queries::totals`]: a slot of time (its first Unix minute), an
 /// application, and their totals.
 #[derive(Debug, Clone)]
 pub struct SlotTotals {

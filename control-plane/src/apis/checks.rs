@@ -5,10 +5,11 @@ use super::queries;
 use super::records::{ApiRecord, StoredApi};
 use super::rules::{check_context_length, resource_tiers};
 use crate::error::{Error, Result};
-use crate::http::auth::Caller;
+use crate::manifest::Touches;
 use crate::manifest::{self, Touched};
-use crate::state::{AppState, Touches};
+use crate::state::AppState;
 use crate::tiers::{self, TierLevel};
+use crate::tokens::Caller;
 use crate::users::provider_key;
 
 /// `<provider with -AT->-<name>-<version>`, the unique name subscriptions may use.
@@ -36,7 +37,10 @@ pub(super) fn check_deployable(record: &ApiRecord) -> Result<()> {
 /// Refuses a record whose endpoints the gateways' egress policy would never reach.
 pub(super) fn check_endpoints(state: &AppState, record: &ApiRecord) -> Result<()> {
     let config = record.endpoint_config.as_deref().unwrap_or_default();
-    state.endpoints.check(config).map_err(Error::Invalid)
+    state
+        .shared::<super::rules::EndpointPolicy>()
+        .check(config)
+        .map_err(Error::Invalid)
 }
 
 /// Touches for these APIs.

@@ -1,24 +1,25 @@
 //! Published APIs: the record and its row (`records`), its rules (`rules`, `claim`,
 //! `lifecycle`), its queries (`queries`, `routes` for the route owners), the search
-//! language (`search`), and the publisher's and the store's resources (`handlers`,
-//! `store_handlers`, `tags`).
+//! language (`search`), who sees an API in the store (`visibility`), and the publisher's and the store's
+//! resources (`publisher`, `publisher_copy`, `store_api`, `store_api_swagger`,
+//! `store_api_tags`).
 
 mod checks;
 mod claim;
-mod copy;
-mod handlers;
 pub mod lifecycle;
-mod queries;
-mod records;
+pub(crate) mod publisher;
+pub(crate) mod publisher_copy;
+pub(crate) mod queries;
+pub(crate) mod records;
 pub mod routes;
-mod rules;
+pub(crate) mod rules;
 mod search;
-mod store_handlers;
-mod store_swagger;
-mod tags;
+pub(crate) mod store_api;
+pub(crate) mod store_api_swagger;
+pub(crate) mod store_api_tags;
+mod visibility;
 
 pub use checks::tenant_api;
-pub use handlers::{BASE as PUBLISHER, router as publisher_router};
 pub use queries::{
     all_rows, find, records_with_password, replace_record, revisions, rows_of, tenant_apis,
 };
@@ -30,5 +31,4 @@ pub use rules::{
     AUTH_TYPES, EndpointPolicy, METHODS, check_context_length, check_tenant_context,
     normalise_context, validate_endpoint_config, validate_swagger,
 };
-pub use store_handlers::{Viewer, router as store_router, visible_api, visible_apis};
-pub use tags::router as tags_router;
+pub use visibility::{Viewer, visible_api, visible_apis};

@@ -4,16 +4,13 @@
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 
+use super::queries;
 use super::records::{APPROVED, StoredApplication};
-use super::store;
 use crate::error::{Error, Result};
-use crate::http::auth::Caller;
 use crate::manifest::Touched;
 use crate::scopes::Scope;
 use crate::state::AppState;
-
-/// The store's REST base path.
-pub const STORE: &str = "/api/am/store/v0.14";
+use crate::tokens::Caller;
 
 /// Name of the application every store user has.
 const DEFAULT_APPLICATION: &str = "DefaultApplication";
@@ -43,10 +40,12 @@ async fn ensure_default_application(state: &AppState, username: &str) -> Result<
         return Ok(());
     }
     let id = uuid::Uuid::new_v4().to_string();
-    let created = store::insert_default(&state.db, &id, username, DEFAULT_APPLICATION).await?;
+    let created = queries::insert_default(&state.db, &id, username, DEFAULT_APPLICATION).await?;
     if created {
         // Made by any store call, GETs included, which the change middleware ignores.
-        state.manifests.touch([Touched::Application(id)]);
+        state
+            .shared::<crate::fleet::ManifestHub>()
+            .touch([Touched::Application(id)]);
     }
     state
         .store_users
@@ -63,7 +62,7 @@ pub async fn owned_application(
     caller: &Caller,
     application_id: &str,
 ) -> Result<StoredApplication> {
-    let app = store::find(&state.db, application_id).await?;
+    let app = queries::find(&state.db, application_id).await?;
     match app {
         None => Err(Error::NotFound("application", application_id.to_string())),
         // Another tenant's application answers as a missing one: its id discloses nothing.

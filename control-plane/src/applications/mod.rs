@@ -1,17 +1,14 @@
-//! Applications: the `applications` row (`records`), its queries (`store`), who may use
-//! one (`access`), the store resources (`handlers`, and `scopes` for the scopes of the
+//! Applications: the `applications` row (`records`), its queries (`queries`), who may use
+//! one (`access`), the store resources (`store_api`, and `store_api_scopes` for the scopes of the
 //! APIs it subscribes to) and the publisher's read of one (`publisher`).
 
 mod access;
-mod handlers;
-mod publisher;
+pub(crate) mod publisher;
+pub(crate) mod queries;
 mod records;
-mod scopes;
-mod store;
+pub(crate) mod store_api;
+pub(crate) mod store_api_scopes;
 
-pub use access::{STORE, StoreUser, owned_application, require_approved};
-pub use handlers::router;
-pub use publisher::router as publisher_router;
+pub use access::{StoreUser, owned_application, require_approved};
+pub use queries::{find, owners_on_tier, set_status, tiers_of};
 pub use records::{APPROVED, CREATED, REJECTED, StoredApplication};
-pub use scopes::router as scopes_router;
-pub use store::{find, owners_on_tier, set_status, tiers_of};

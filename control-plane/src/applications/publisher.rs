@@ -7,15 +7,13 @@ use axum::routing::get;
 use axum::{Json, Router};
 use serde::Serialize;
 
-use super::store;
+use super::queries;
 use crate::error::{Error, Result};
-use crate::http::auth::Caller;
+use crate::http::PUBLISHER;
 use crate::scopes::Scope;
 use crate::state::AppState;
+use crate::tokens::Caller;
 use crate::users::tenant_of;
-
-/// The publisher's REST base path.
-const PUBLISHER: &str = "/api/am/publisher/v0.14";
 
 pub fn router() -> Router<AppState> {
     Router::new().route(
@@ -44,7 +42,7 @@ async fn get_application(
     Path(application_id): Path<String>,
 ) -> Result<Json<PublisherApplication>> {
     caller.require(&state, Scope::ApiCreate)?;
-    let app = store::find(&state.db, &application_id)
+    let app = queries::find(&state.db, &application_id)
         .await?
         .filter(|app| tenant_of(&app.owner) == caller.tenant())
         .ok_or_else(|| Error::NotFound("application", application_id.clone()))?;

@@ -5,11 +5,11 @@ use axum::routing::post;
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 
-use super::store::{self as clients, OAuthClient};
+use super::queries::{self as clients, OAuthClient};
 use crate::error::{Error, OnDuplicate, Result};
-use crate::http::auth::BasicUser;
 use crate::http::extract::JsonBody;
 use crate::state::AppState;
+use crate::users::BasicUser;
 
 pub fn router() -> Router<AppState> {
     Router::new().route("/client-registration/v0.14/register", post(register))
@@ -182,6 +182,11 @@ fn info(
         token_type,
     }
 }
+
+/// These operations in the control plane's OpenAPI document.
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(register))]
+pub struct Api;
 
 #[cfg(test)]
 mod tests {

@@ -8,9 +8,9 @@ use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 
+use super::queries::{self, Content};
 use super::records::DocumentRow;
 use super::rules::{MAX_FILE_BYTES, MAX_INLINE_BYTES, check_text};
-use super::store::{self, Content};
 use crate::error::{Error, Result};
 use crate::http::multipart::{
     FormField, attachment, check_file_name, declared_media_type, read_form,
@@ -84,10 +84,10 @@ async fn stored_or_conflict(
     doc: &DocumentRow,
     content: Content<'_>,
 ) -> Result<()> {
-    if store::set_content(&state.db, &doc.api_id, &doc.id, &doc.source_type, content).await? {
+    if queries::set_content(&state.db, &doc.api_id, &doc.id, &doc.source_type, content).await? {
         return Ok(());
     }
-    match store::find(&state.db, &doc.api_id, &doc.id).await? {
+    match queries::find(&state.db, &doc.api_id, &doc.id).await? {
         None => Err(Error::NotFound("Document", doc.id.clone())),
         Some(_) => Err(Error::Conflict(format!(
             "The source type of document {} changed while its content was uploaded",
@@ -104,7 +104,7 @@ pub async fn download(state: &AppState, doc: &DocumentRow) -> Result<Response> {
             .map_err(|e| anyhow::anyhow!("stored sourceUrl of document {}: {e}", doc.id))?;
         return Ok((StatusCode::SEE_OTHER, [(header::LOCATION, location)]).into_response());
     }
-    let Some(stored) = store::content(&state.db, &doc.api_id, &doc.id).await? else {
+    let Some(stored) = queries::content(&state.db, &doc.api_id, &doc.id).await? else {
         return Err(Error::NotFoundWhy(format!(
             "Document {} has no content yet",
             doc.id

@@ -1,14 +1,12 @@
 //! Documents of an API (WSO2 v0.14): the record and its row (`records`), its rules
-//! (`rules`), its queries (`store`), its content's upload and download (`content`), and
-//! the publisher's and the store's resources (`handlers`, `store_handlers`).
+//! (`rules`), its queries (`queries`), its content's upload and download (`content`), and
+//! the publisher's and the store's resources (`publisher`, `store_api`).
 
 mod content;
-mod handlers;
+pub(crate) mod publisher;
+mod queries;
 mod records;
 mod rules;
-mod store;
-mod store_handlers;
+pub(crate) mod store_api;
 
 pub use content::untrusted;
-pub use handlers::router as publisher_router;
-pub use store_handlers::router as store_router;

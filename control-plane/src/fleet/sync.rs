@@ -9,7 +9,7 @@ use serde::Serialize;
 use sqlx::AnyPool;
 use tokio::sync::watch;
 
-use crate::gateways::ManifestHub;
+use super::hub::ManifestHub;
 use crate::manifest;
 
 /// Longest a gateway's request for changes is held open.

@@ -1,4 +1,5 @@
-//! Who is calling: HTTP Basic users and bearer-token callers, and their scopes.
+//! What a request says of its caller: HTTP Basic credentials, a bearer token, the
+//! client's address. Who that is, rooms decide (`users::BasicUser`, `tokens::Caller`).
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
@@ -9,11 +10,7 @@ use axum::http::request::Parts;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 
-use crate::error::{Error, Result};
-use crate::scopes::Scope;
 use crate::state::AppState;
-use crate::tokens::{self as token, Claims};
-use crate::users::{self, User};
 
 /// `user:password` from an `Authorization: Basic` header.
 pub fn basic_credentials(headers: &HeaderMap) -> Option<(String, String)> {
@@ -25,25 +22,6 @@ pub fn basic_credentials(headers: &HeaderMap) -> Option<(String, String)> {
     let decoded = String::from_utf8(STANDARD.decode(encoded.trim()).ok()?).ok()?;
     let (user, password) = decoded.split_once(':')?;
     Some((user.to_string(), password.to_string()))
-}
-
-/// A user authenticated by HTTP Basic (registration and admin calls).
-pub struct BasicUser(pub User);
-
-impl FromRequestParts<AppState> for BasicUser {
-    type Rejection = Error;
-
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self> {
-        let (username, password) =
-            basic_credentials(&parts.headers).ok_or(Error::Unauthenticated)?;
-        let from = client_address(parts, state);
-        state
-            .logins
-            .authenticate(&state.db, &username, &password, from)
-            .await?
-            .map(BasicUser)
-            .ok_or(Error::Unauthenticated)
-    }
 }
 
 /// The client's address, for the throttle of failed logins.
@@ -62,7 +40,7 @@ impl FromRequestParts<AppState> for ClientAddress {
 
 /// The address of the request's client (see [`forwarded_client`]); unspecified when the
 /// listener did not say.
-fn client_address(parts: &Parts, state: &AppState) -> IpAddr {
+pub fn client_address(parts: &Parts, state: &AppState) -> IpAddr {
     let peer = parts
         .extensions
         .get::<ConnectInfo<SocketAddr>>()
@@ -93,73 +71,6 @@ fn forwarded_client(peer: IpAddr, headers: &HeaderMap, trusted: &[IpAddr]) -> Ip
         }
     }
     address
-}
-
-/// A caller with a valid, unrevoked bearer token.
-pub struct Caller {
-    /// The token's claims.
-    pub claims: Claims,
-}
-
-impl Caller {
-    /// The user name the token acts for.
-    pub fn username(&self) -> &str {
-        &self.claims.sub
-    }
-
-    /// The caller's tenant domain.
-    pub fn tenant(&self) -> &str {
-        users::tenant_of(&self.claims.sub)
-    }
-
-    /// Refuses the call, as WSO2 does with 401, unless the token carries the scope.
-    pub fn require(&self, state: &AppState, scope: Scope) -> Result<()> {
-        if self.claims.has_scope(&state.scopes.name(scope)) {
-            Ok(())
-        } else {
-            Err(Error::Unauthenticated)
-        }
-    }
-}
-
-impl FromRequestParts<AppState> for Caller {
-    type Rejection = Error;
-
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self> {
-        let token = bearer_token(&parts.headers).ok_or(Error::Unauthenticated)?;
-        Caller::with_token(state, token).await
-    }
-}
-
-/// A caller when a bearer token is given (which must then be valid), anonymous without:
-/// for the store's public reads.
-pub struct MaybeCaller(pub Option<Caller>);
-
-impl FromRequestParts<AppState> for MaybeCaller {
-    type Rejection = Error;
-
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self> {
-        Ok(MaybeCaller(match bearer_token(&parts.headers) {
-            Some(token) => Some(Caller::with_token(state, token).await?),
-            None => None,
-        }))
-    }
-}
-
-impl Caller {
-    /// The caller a bearer token names: valid, unrevoked, its user still active.
-    async fn with_token(state: &AppState, token: &str) -> Result<Self> {
-        let claims = token::verify(&state.keys, &state.issuer, token, false)
-            .map_err(|_| Error::Unauthenticated)?;
-        // An application's token is for its APIs on the gateways, never for managing.
-        if claims.application_id.is_some()
-            || token::is_revoked(&state.db, &claims.jti).await?
-            || !users::is_active(&state.db, &claims.sub, claims.issued_ms()).await?
-        {
-            return Err(Error::Unauthenticated);
-        }
-        Ok(Caller { claims })
-    }
 }
 
 /// The token of an `Authorization: Bearer` header.

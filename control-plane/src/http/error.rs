@@ -7,10 +7,9 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
 use crate::error::{Error, database_unavailable};
-use crate::users::LoginError;
 
 /// Seconds a client is told to wait when password checks are saturated.
-const BUSY_RETRY_AFTER_SECS: u64 = 1;
+pub(crate) const BUSY_RETRY_AFTER_SECS: u64 = 1;
 /// Seconds a client is told to wait when the database is unavailable.
 const UNAVAILABLE_RETRY_AFTER_SECS: u64 = 1;
 /// What a client is told when the database is unavailable.
@@ -230,28 +229,10 @@ impl OAuthError {
     }
 
     /// 429 or 503 `temporarily_unavailable`, with Retry-After.
-    fn unavailable(status: StatusCode, retry_after: u64, description: &str) -> Self {
+    pub(crate) fn unavailable(status: StatusCode, retry_after: u64, description: &str) -> Self {
         OAuthError {
             retry_after: Some(retry_after),
             ..Self::new(status, "temporarily_unavailable", description)
-        }
-    }
-}
-
-impl From<LoginError> for OAuthError {
-    fn from(err: LoginError) -> Self {
-        match err {
-            LoginError::Throttled { retry_after } => Self::unavailable(
-                StatusCode::TOO_MANY_REQUESTS,
-                retry_after,
-                &format!("Too many failed logins from this address; retry after {retry_after} s"),
-            ),
-            LoginError::Busy => Self::unavailable(
-                StatusCode::SERVICE_UNAVAILABLE,
-                BUSY_RETRY_AFTER_SECS,
-                "Too many logins are being checked; retry shortly",
-            ),
-            LoginError::Internal(err) => err.into(),
         }
     }
 }
@@ -300,6 +281,7 @@ impl IntoResponse for OAuthError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::users::LoginError;
 
     async fn answer(response: Response) -> (StatusCode, Option<String>, serde_json::Value) {
         let status = response.status();

@@ -6,7 +6,7 @@ use sqlx::AnyPool;
 
 use super::pending::{KeyRequest, waiting_request};
 use crate::clients::{self, OAuthClient};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::secrets::DataKeys;
 
 /// WSO2's `ApplicationKey`.
@@ -91,4 +91,15 @@ pub async fn application_keys(
         }
     }
     Ok(keys)
+}
+
+/// Refuses (400) a key type other than WSO2's two.
+pub(super) fn check_key_type(key_type: &str) -> Result<()> {
+    if matches!(key_type, "PRODUCTION" | "SANDBOX") {
+        Ok(())
+    } else {
+        Err(Error::Invalid(format!(
+            "Invalid keyType '{key_type}'; allowed values are PRODUCTION, SANDBOX"
+        )))
+    }
 }

@@ -22,12 +22,12 @@ use apim_manifest::sealed::GatewayKey;
 
 use super::credentials::{Credentials, basic};
 use super::route_parts::{cors, endpoint_lists, endpoint_url, max_tps};
-use crate::apis::{self, ApiRecord, ApiRow, METHODS};
-use crate::applications;
+use crate::apis::queries as apis;
+use crate::apis::records::{ApiRecord, ApiRow};
+use crate::apis::rules::METHODS;
 use crate::signing::KeyRing;
 use crate::subscriptions::{self, Grant};
 use crate::tiers::{self, TierLevel, UNLIMITED};
-use crate::tokens;
 
 /// Changed APIs past which one scan of every record beats a query per API.
 const BULK_FETCH: usize = 64;
@@ -118,7 +118,7 @@ pub fn meta_entry(
 
 /// The entries of these applications (those that exist).
 pub async fn application_entries(db: &AnyPool, ids: &[&str]) -> sqlx::Result<Entries> {
-    let rows = applications::tiers_of(db, ids).await?;
+    let rows = crate::applications::queries::tiers_of(db, ids).await?;
     Ok(rows
         .into_iter()
         .map(|(id, tier)| (key::application(&id), json(&Application { tier })))
@@ -145,7 +145,7 @@ pub async fn subscription_entries(db: &AnyPool, pairs: &[(&str, &str)]) -> sqlx:
 
 /// The entries of these revoked tokens, while they have not expired.
 pub async fn revocation_entries(db: &AnyPool, jtis: &[&str]) -> sqlx::Result<Entries> {
-    let rows = tokens::live_revocations(db, jtis).await?;
+    let rows = crate::tokens::queries::live_revocations(db, jtis).await?;
     Ok(rows
         .into_iter()
         .map(|(jti, exp)| (key::revocation(&jti), json(&Revocation { exp })))
@@ -450,7 +450,7 @@ fn api_route(
         cache_timeout_secs: (record.response_caching.as_deref() == Some("Enabled")).then(|| {
             record
                 .cache_timeout
-                .unwrap_or(crate::apis::DEFAULT_CACHE_TIMEOUT)
+                .unwrap_or(crate::apis::records::DEFAULT_CACHE_TIMEOUT)
                 .max(0) as u64
         }),
         endpoints: endpoint_lists(&endpoints),

@@ -7,7 +7,7 @@ use apim_manifest::sealed::GatewayKey;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 
-use crate::apis::ApiRecord;
+use crate::apis::records::ApiRecord;
 use crate::secrets::{DataKeys, Field};
 
 /// Backend credentials on their way from the database to the gateways: decrypted with

@@ -312,6 +312,35 @@ pub fn test_credentials() -> Credentials {
     )
 }
 
+/// What a change touched, as a part of its response: only that is compiled for gateways
+/// (nothing, when empty). A successful change that does not say gets a full compile.
+#[derive(Debug, Clone, Default)]
+pub struct Touches(pub Vec<Touched>);
+
+impl Touches {
+    /// Nothing gateways see.
+    pub fn nothing() -> Self {
+        Touches(Vec::new())
+    }
+
+    /// One row.
+    pub fn one(touched: Touched) -> Self {
+        Touches(vec![touched])
+    }
+}
+
+impl axum::response::IntoResponseParts for Touches {
+    type Error = std::convert::Infallible;
+
+    fn into_response_parts(
+        self,
+        mut parts: axum::response::ResponseParts,
+    ) -> Result<axum::response::ResponseParts, Self::Error> {
+        parts.extensions_mut().insert(self);
+        Ok(parts)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;

@@ -5,7 +5,7 @@ use apim_http::endpoints::{Balance, EndpointConfig, Endpoints};
 use apim_manifest::{Cors, MaxTps};
 use serde_json::Value;
 
-use crate::apis::{self, CorsConfiguration};
+use crate::apis::records::{self as apis, CorsConfiguration};
 
 /// Every endpoint of every list with its settings; `None` for lone endpoints without
 /// settings, which `production_url` and `sandbox_url` describe whole (their entries stay

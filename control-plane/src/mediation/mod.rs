@@ -1,11 +1,9 @@
 //! Mediation policies (WSO2 v0.14): the record and its row (`records`), its rules
-//! (`rules`), its queries (`store`), the global policies (`defaults`) and the
-//! publisher's resources (`handlers`).
+//! (`rules`), its queries (`queries`), the global policies (`defaults`) and the
+//! publisher's resources (`publisher`).
 
 mod defaults;
-mod handlers;
+pub(crate) mod publisher;
+mod queries;
 mod records;
 mod rules;
-mod store;
-
-pub use handlers::router;

@@ -4,10 +4,15 @@
 
 use std::sync::LazyLock;
 
+use axum::Router;
+use axum::http::header;
+use axum::response::IntoResponse;
+use axum::routing::get;
 use serde_json::{Map, Value, json};
 use utoipa::OpenApi as _;
 
 use super::wso2;
+use crate::state::AppState;
 
 /// Where the management listener serves the document.
 pub const PATH: &str = "/api/am/openapi.json";
@@ -21,9 +26,30 @@ pub fn document() -> &'static Value {
 }
 
 /// The document as served.
-pub(super) fn serialized() -> &'static str {
+fn serialized() -> &'static str {
     &SERIALIZED
 }
+
+/// `GET /api/am/openapi.json`, on the management listener.
+pub fn router() -> Router<AppState> {
+    Router::new().route(PATH, get(openapi_document))
+}
+
+/// The control plane's OpenAPI 3.1 document.
+#[utoipa::path(
+    get,
+    path = "/api/am/openapi.json",
+    tag = "OpenAPI",
+    responses((status = 200, description = "This document", body = serde_json::Value))
+)]
+async fn openapi_document() -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "application/json")], serialized())
+}
+
+/// This room's operation in the document.
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(openapi_document))]
+pub struct Api;
 
 /// The schemas of ours that no handler names: WSO2's error body, every refusal's.
 #[derive(utoipa::OpenApi)]
@@ -34,14 +60,15 @@ struct Components;
 fn ours() -> utoipa::openapi::OpenApi {
     let mut api = Components::openapi();
     for part in [
-        crate::clients::Api::openapi(),
-        crate::tokens::Api::openapi(),
-        crate::users::Api::openapi(),
-        crate::workflows::Api::openapi(),
-        crate::fleet::Api::openapi(),
-        crate::analytics::Api::openapi(),
-        crate::wsdl::Api::openapi(),
-        super::handlers::Api::openapi(),
+        crate::clients::registration::Api::openapi(),
+        crate::tokens::oauth::Api::openapi(),
+        crate::tokens::oauth_introspect::Api::openapi(),
+        crate::users::admin::Api::openapi(),
+        crate::workflows::admin::Api::openapi(),
+        crate::fleet::gateway_api::Api::openapi(),
+        crate::analytics::handlers::Api::openapi(),
+        crate::wsdl::publisher::Api::openapi(),
+        Api::openapi(),
     ] {
         api.merge(part);
     }
@@ -183,7 +210,7 @@ mod tests {
     /// `Allow` header (`allow_header: Bytes(b"GET,HEAD")`); a change of that output fails
     /// the count below rather than passing.
     fn served() -> BTreeSet<String> {
-        let whole = format!("{:?}", crate::http::rooms());
+        let whole = format!("{:?}", crate::app::rooms());
         // The path router's part: the fallback router after it holds axum's own catch-all.
         let debug = whole.split(", fallback_router:").next().unwrap();
         let mut operations = BTreeSet::new();

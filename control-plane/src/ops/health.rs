@@ -18,7 +18,7 @@ pub const READY_QUERY_TIMEOUT: Duration = Duration::from_secs(2);
     get,
     path = "/healthz",
     tag = "Operations",
-    responses((status = 200, description = "The process serves", body = crate::openapi::Status))
+    responses((status = 200, description = "The process serves", body = crate::openapi::shapes::Status))
 )]
 pub async fn alive() -> Json<Value> {
     Json(json!({ "status": "alive" }))
@@ -31,8 +31,8 @@ pub async fn alive() -> Json<Value> {
     path = "/readyz",
     tag = "Operations",
     responses(
-        (status = 200, description = "The database answers", body = crate::openapi::Status),
-        (status = 503, description = "The database does not answer in time", body = crate::openapi::Status)
+        (status = 200, description = "The database answers", body = crate::openapi::shapes::Status),
+        (status = 503, description = "The database does not answer in time", body = crate::openapi::shapes::Status)
     )
 )]
 pub async fn ready(State(db): State<AnyPool>) -> (StatusCode, Json<Value>) {

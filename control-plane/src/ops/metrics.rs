@@ -12,10 +12,10 @@
 use std::sync::{LazyLock, Mutex};
 use std::time::Instant;
 
-use axum::extract::{MatchedPath, Request, State};
-use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::extract::{MatchedPath, Request};
+use axum::http::{Method, StatusCode};
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -227,23 +227,20 @@ impl Metrics {
             .inc();
     }
 
-    /// The fleet as the database has it: each gateway's lag behind `latest` and silence
-    /// at `now` (Unix seconds), replacing what was drawn before.
-    pub fn fleet(&self, gateways: &[crate::fleet::GatewayRecord], latest: i64, now: i64) {
+    /// The fleet as the database has it, replacing what was drawn before.
+    pub fn fleet(&self, gateways: &[FleetGauge]) {
         let _redraw = self.fleet_redraw.lock().unwrap_or_else(|p| p.into_inner());
         self.fleet_lag.clear();
         self.fleet_silent.clear();
         for gateway in gateways.iter().take(MAX_FLEET_SERIES) {
             let labels = FleetLabels {
-                gateway: gateway.id.clone(),
+                gateway: gateway.gateway.clone(),
                 environment: gateway.environment.clone(),
             };
-            self.fleet_lag
-                .get_or_create(&labels)
-                .set(gateway.lag(latest));
+            self.fleet_lag.get_or_create(&labels).set(gateway.lag);
             self.fleet_silent
                 .get_or_create(&labels)
-                .set(gateway.silent_for(now));
+                .set(gateway.silent_for);
         }
     }
 
@@ -372,33 +369,17 @@ pub async fn count_request(request: Request, next: Next) -> Response {
     response
 }
 
-/// `GET /metrics`: the fleet read from the database (left as last drawn when it does not
-/// answer), then every metric.
-#[utoipa::path(
-    get,
-    path = "/metrics",
-    tag = "Operations",
-    responses((status = 200, description = "The metrics, in the OpenMetrics text format", body = String,
-        content_type = "application/openmetrics-text; version=1.0.0; charset=utf-8"))
-)]
-pub async fn scrape(State(db): State<AnyPool>) -> Response {
-    match fleet_state(&db).await {
-        Ok((gateways, latest)) => metrics().fleet(&gateways, latest, crate::db::now()),
-        Err(err) => tracing::debug!("metrics: could not read the fleet: {err}"),
-    }
-    let mut response = metrics().encode(&db).into_response();
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
-    );
-    response
-}
-
-/// Every gateway that checked in, and the newest manifest version.
-async fn fleet_state(db: &AnyPool) -> sqlx::Result<(Vec<crate::fleet::GatewayRecord>, i64)> {
-    let latest = crate::manifest::latest_version(db).await?;
-    let gateways = crate::fleet::list(db).await?;
-    Ok((gateways, i64::try_from(latest).unwrap_or(i64::MAX)))
+/// One gateway as the fleet's gauges show it.
+#[derive(Debug, Clone)]
+pub struct FleetGauge {
+    /// Its id.
+    pub gateway: String,
+    /// Its environment; empty when it serves every API.
+    pub environment: String,
+    /// Manifest versions it is behind.
+    pub lag: i64,
+    /// Seconds since it last asked.
+    pub silent_for: i64,
 }
 
 #[cfg(test)]

@@ -8,18 +8,21 @@ pub mod metrics;
 pub mod trace;
 
 use axum::Router;
+use axum::extract::State;
+use axum::http::{HeaderValue, header};
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use sqlx::AnyPool;
 use tokio::net::TcpListener;
 
-pub use metrics::{Metrics, metrics};
+use metrics::{FleetGauge, metrics};
 
 /// The operations listener's routes.
 pub fn router(db: AnyPool) -> Router {
     Router::new()
         .route("/healthz", get(health::alive))
         .route("/readyz", get(health::ready))
-        .route("/metrics", get(metrics::scrape))
+        .route("/metrics", get(scrape))
         .fallback(health::not_found)
         .with_state(db)
 }
@@ -36,5 +39,44 @@ pub fn spawn(listener: TcpListener, db: AnyPool) -> tokio::task::JoinHandle<()> 
 
 /// The operations listener's routes in the control plane's OpenAPI document.
 #[derive(utoipa::OpenApi)]
-#[openapi(paths(health::alive, health::ready, metrics::scrape))]
+#[openapi(paths(health::alive, health::ready, scrape))]
 pub struct Api;
+
+/// `GET /metrics`: the fleet read from the database (left as last drawn when it does not
+/// answer), then every metric.
+#[utoipa::path(
+    get,
+    path = "/metrics",
+    tag = "Operations",
+    responses((status = 200, description = "The metrics, in the OpenMetrics text format", body = String,
+        content_type = "application/openmetrics-text; version=1.0.0; charset=utf-8"))
+)]
+pub async fn scrape(State(db): State<AnyPool>) -> Response {
+    match fleet_state(&db).await {
+        Ok(gauges) => metrics().fleet(&gauges),
+        Err(err) => tracing::debug!("metrics: could not read the fleet: {err}"),
+    }
+    let mut response = metrics().encode(&db).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
+    );
+    response
+}
+
+/// Every gateway that checked in, and the newest manifest version.
+async fn fleet_state(db: &AnyPool) -> sqlx::Result<Vec<FleetGauge>> {
+    let latest = crate::manifest::latest_version(db).await?;
+    let latest = i64::try_from(latest).unwrap_or(i64::MAX);
+    let now = crate::db::now();
+    let gateways = crate::fleet::list(db).await?;
+    Ok(gateways
+        .iter()
+        .map(|gateway| FleetGauge {
+            gateway: gateway.id.clone(),
+            environment: gateway.environment.clone(),
+            lag: gateway.lag(latest),
+            silent_for: gateway.silent_for(now),
+        })
+        .collect())
+}

@@ -15,7 +15,6 @@
 //! operator's key is one rotation.
 
 mod keys;
-mod reseal;
+pub mod reseal;
 
 pub use keys::{DataKeys, Field};
-pub use reseal::{Resealed, reseal_all};

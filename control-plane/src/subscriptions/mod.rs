@@ -1,15 +1,13 @@
-//! Subscriptions: the `subscriptions` row (`records`), its queries (`store`), the store
-//! resources (`handlers`) and the publisher's (`publisher_handlers`: list, block, unblock).
+//! Subscriptions: the `subscriptions` row (`records`), its queries (`queries`), the store
+//! resources (`store_api`) and the publisher's (`publisher`: list, block, unblock).
 
-mod handlers;
-mod publisher_handlers;
+pub(crate) mod publisher;
+mod queries;
 mod records;
-mod store;
+pub(crate) mod store_api;
 
-pub use handlers::router;
-pub use publisher_handlers::router as publisher_router;
-pub use records::{ON_HOLD, REJECTED, Subscription, UNBLOCKED};
-pub use store::{
+pub use queries::{
     Grant, all_grants, apis_on_tier, count_for_api, delete_unsubscribed_of_api, find, grants,
-    grants_of, set_status, subscribed_records,
+    grants_of, set_status, subscribed_api_scopes, subscribed_records,
 };
+pub use records::{ON_HOLD, REJECTED, Subscription, UNBLOCKED};

@@ -13,15 +13,17 @@ use base64::engine::general_purpose::STANDARD;
 use serde::Serialize;
 
 use super::image::{MAX_IMAGE_BYTES, image_type};
-use super::store::{self, ThumbnailRow};
-use crate::apis::{PUBLISHER, tenant_api, visible_api};
-use crate::applications::STORE;
+use super::queries::{self, ThumbnailRow};
+use crate::apis::{tenant_api, visible_api};
 use crate::documents::untrusted;
 use crate::error::{Error, Result};
-use crate::http::auth::{Caller, MaybeCaller};
 use crate::http::multipart::{declared_media_type, read_form};
+use crate::http::{PUBLISHER, STORE};
+use crate::manifest::Touches;
 use crate::scopes::Scope;
-use crate::state::{AppState, Touches};
+use crate::state::AppState;
+use crate::tokens::Caller;
+use crate::tokens::MaybeCaller;
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -69,7 +71,7 @@ async fn upload_thumbnail(
         media_type: media_type.to_string(),
         image: STANDARD.encode(&file.bytes),
     };
-    store::put(&state.db, &api.id, &row).await?;
+    queries::put(&state.db, &api.id, &row).await?;
     tracing::info!(api = %api.id, media_type, "thumbnail uploaded");
     let relative_path = format!("/apis/{}/thumbnail", api.id);
     Ok((
@@ -106,7 +108,7 @@ async fn store_thumbnail(
 
 /// The image with its type; 404 when the API has none.
 async fn thumbnail(state: &AppState, api_id: &str) -> Result<Response> {
-    let Some(row) = store::find(&state.db, api_id).await? else {
+    let Some(row) = queries::find(&state.db, api_id).await? else {
         return Err(Error::NotFoundWhy(format!(
             "The API {api_id} has no thumbnail"
         )));

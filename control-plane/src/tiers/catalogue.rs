@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use sqlx::AnyPool;
 
 use super::levels::{self, TierLevel};
+use super::queries;
 use super::records::{PermissionRow, TierSpec};
-use super::store;
 
 /// Every tier of a level in effect for the tenant.
 pub async fn of_tenant(
@@ -16,7 +16,7 @@ pub async fn of_tenant(
     tenant: &str,
     level: TierLevel,
 ) -> sqlx::Result<Vec<TierSpec>> {
-    let mut rows = store::of_level(db, tenant, level.path_name()).await?;
+    let mut rows = queries::of_level(db, tenant, level.path_name()).await?;
     let mut effective: Vec<TierSpec> = levels::tiers(level)
         .iter()
         .map(|tier| match rows.iter().position(|r| r.name == tier.name) {
@@ -60,7 +60,7 @@ pub async fn tenant_rates(
     db: &AnyPool,
 ) -> sqlx::Result<BTreeMap<String, apim_manifest::TenantTiers>> {
     let mut rates: BTreeMap<String, apim_manifest::TenantTiers> = BTreeMap::new();
-    for row in store::all(db).await? {
+    for row in queries::all(db).await? {
         let (tenant, level, name) = (row.tenant.clone(), row.level.clone(), row.name.clone());
         let rate = TierSpec::of_row(row, false).rate();
         let tiers = rates.entry(tenant).or_default();
@@ -82,7 +82,7 @@ impl Permissions {
     /// The tenant's permissions of a level.
     pub async fn of(db: &AnyPool, tenant: &str, level: TierLevel) -> sqlx::Result<Self> {
         Ok(Permissions(
-            store::permissions(db, tenant, level.path_name()).await?,
+            queries::permissions(db, tenant, level.path_name()).await?,
         ))
     }
 

@@ -12,17 +12,19 @@ use serde::Deserialize;
 
 use super::catalogue::{self, Permissions};
 use super::levels::TierLevel;
+use super::queries;
 use super::records::{TierDto, TierSpec};
 use super::rules::{PermissionBody, TierBody};
-use super::store;
 use super::usage;
 use crate::error::{Error, OnDuplicate, Result};
-use crate::http::auth::{Caller, MaybeCaller};
 use crate::http::extract::{JsonBody, QueryParams};
 use crate::http::pagination::{ListEnvelope, Page};
 use crate::manifest::Touched;
+use crate::manifest::Touches;
 use crate::scopes::Scope;
-use crate::state::{AppState, Touches};
+use crate::state::AppState;
+use crate::tokens::Caller;
+use crate::tokens::MaybeCaller;
 use crate::users::SUPER_TENANT;
 
 const PUBLISHER: &str = "/api/am/publisher/v0.14/tiers";
@@ -210,7 +212,7 @@ async fn create(
             "A tenant may add at most {MAX_OWN_TIERS} tiers to a level"
         )));
     }
-    store::insert(&state.db, &row)
+    queries::insert(&state.db, &row)
         .await
         .on_duplicate(duplicate)?;
     tracing::info!(tenant = caller.tenant(), level = level.path_name(), tier = %row.name, "tier created");
@@ -247,7 +249,7 @@ async fn update(
             "The tier Unlimited cannot be changed".into(),
         ));
     }
-    store::upsert(&state.db, &row).await?;
+    queries::upsert(&state.db, &row).await?;
     tracing::info!(tenant = caller.tenant(), level = level.path_name(), tier = %name, "tier changed");
     let tier = TierSpec::of_row(row, current.default);
     Ok((touches_tiers(), Json(TierDto::new(level, &tier))))
@@ -274,7 +276,7 @@ async fn remove(
             "The tier {name} cannot be deleted: {user}"
         )));
     }
-    store::delete(&state.db, caller.tenant(), level.path_name(), &name).await?;
+    queries::delete(&state.db, caller.tenant(), level.path_name(), &name).await?;
     tracing::info!(tenant = caller.tenant(), level = level.path_name(), tier = %name, "tier deleted");
     Ok((touches_tiers(), StatusCode::OK))
 }
@@ -303,7 +305,7 @@ async fn update_permission(
     let level = parse_level(&level, true)?;
     existing(&state, caller.tenant(), level, &name).await?;
     let (kind, roles) = body.checked()?;
-    store::set_permission(
+    queries::set_permission(
         &state.db,
         caller.tenant(),
         level.path_name(),

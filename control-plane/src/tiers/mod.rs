@@ -1,17 +1,16 @@
 //! Throttling tiers: WSO2's defaults (`levels`), a tenant's own and changed ones
-//! (`records`, `store`), the tiers in effect for a tenant and who may use them
+//! (`records`, `queries`), the tiers in effect for a tenant and who may use them
 //! (`catalogue`), what a written tier must be (`rules`), what keeps one from being deleted
 //! (`usage`), and the publisher and store resources (`handlers`).
 
 mod catalogue;
-mod handlers;
+pub(crate) mod handlers;
 mod levels;
+mod queries;
 mod records;
 mod rules;
-mod store;
 mod usage;
 
 pub use catalogue::{Permissions, find as find_tier, tenant_rates, unknown};
-pub use handlers::router;
 pub use levels::{Tier, TierLevel, UNLIMITED, find, tiers};
 pub use records::{TierDto, TierSpec};

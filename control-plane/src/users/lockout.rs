@@ -162,7 +162,7 @@ impl Lockout {
             .execute(db)
             .await?;
             tracing::warn!(%username, failures, "user name locked after failed logins");
-            crate::ops::metrics().user_locked_out();
+            crate::ops::metrics::metrics().user_locked_out();
         }
         Ok(())
     }
@@ -203,7 +203,7 @@ impl Lockout {
         }
         count.failures = count.failures.saturating_add(1);
         if count.failures == self.policy.address_max_failures {
-            crate::ops::metrics().address_locked_out();
+            crate::ops::metrics::metrics().address_locked_out();
         }
     }
 

@@ -10,10 +10,16 @@ use sha2::Sha256;
 use sqlx::AnyPool;
 use subtle::ConstantTimeEq;
 
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+
 use super::lockout::{Lockout, LockoutPolicy, LoginState};
 use super::password::{LoginError, verify_password};
+use super::queries::find_with_hash;
 use super::records::User;
-use super::store::find_with_hash;
+use crate::error::{Error, Result};
+use crate::http::auth::{basic_credentials, client_address};
+use crate::state::AppState;
 
 /// How long a verified password is remembered.
 const VERIFIED_FOR: Duration = Duration::from_secs(300);
@@ -83,7 +89,7 @@ impl VerifiedLogins {
                 Ok(Some(user))
             }
             _ => {
-                crate::ops::metrics().login_failed();
+                crate::ops::metrics::metrics().login_failed();
                 self.lockout.failed(db, username, from, &state).await?;
                 Ok(None)
             }
@@ -112,5 +118,24 @@ impl VerifiedLogins {
             remembered.clear();
         }
         remembered.insert(username.to_string(), (Instant::now(), fingerprint));
+    }
+}
+
+/// A user authenticated by HTTP Basic (registration and admin calls).
+pub struct BasicUser(pub User);
+
+impl FromRequestParts<AppState> for BasicUser {
+    type Rejection = Error;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self> {
+        let (username, password) =
+            basic_credentials(&parts.headers).ok_or(Error::Unauthenticated)?;
+        let from = client_address(parts, state);
+        state
+            .shared::<VerifiedLogins>()
+            .authenticate(&state.db, &username, &password, from)
+            .await?
+            .map(BasicUser)
+            .ok_or(Error::Unauthenticated)
     }
 }

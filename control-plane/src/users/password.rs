@@ -1,6 +1,9 @@
 //! Passwords: argon2 hashing and checking, bounded so that a burst of logins cannot
 //! take every core or gigabytes of memory; why a login could not be checked.
 
+use crate::error::Error;
+use crate::http::error::{BUSY_RETRY_AFTER_SECS, OAuthError};
+use axum::http::StatusCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock};
 
@@ -134,4 +137,32 @@ pub(super) async fn hash_password(password: &str) -> anyhow::Result<String> {
             .map_err(|e| anyhow::anyhow!("could not hash password: {e}"))
     })
     .await?
+}
+
+impl From<LoginError> for Error {
+    fn from(err: LoginError) -> Self {
+        match err {
+            LoginError::Throttled { retry_after } => Error::Throttled(retry_after),
+            LoginError::Busy => Error::Busy,
+            LoginError::Internal(err) => err.into(),
+        }
+    }
+}
+
+impl From<LoginError> for OAuthError {
+    fn from(err: LoginError) -> Self {
+        match err {
+            LoginError::Throttled { retry_after } => Self::unavailable(
+                StatusCode::TOO_MANY_REQUESTS,
+                retry_after,
+                &format!("Too many failed logins from this address; retry after {retry_after} s"),
+            ),
+            LoginError::Busy => Self::unavailable(
+                StatusCode::SERVICE_UNAVAILABLE,
+                BUSY_RETRY_AFTER_SECS,
+                "Too many logins are being checked; retry shortly",
+            ),
+            LoginError::Internal(err) => err.into(),
+        }
+    }
 }

@@ -3,8 +3,8 @@
 //! gateways admit it from the next compile) or REJECTED, and an approved key request gets
 //! its keys. The decision and its effect are stored in one transaction.
 
+use super::queries;
 use super::records::{APPROVED, Kind, Workflow};
-use super::store;
 use crate::error::{Error, Result};
 use crate::manifest::Touched;
 use crate::state::AppState;
@@ -34,7 +34,7 @@ pub(super) async fn decide(
         _ => None,
     };
     let mut tx = state.db.begin().await?;
-    if !store::decide(&mut *tx, &workflow.reference_id, status, description).await? {
+    if !queries::decide(&mut *tx, &workflow.reference_id, status, description).await? {
         return Err(already_decided());
     }
     let touched = match kind {

@@ -297,7 +297,7 @@ async fn full_compile(platform: &Platform) -> Option<f64> {
         &platform.stack.data_dir,
         &[
             ("APIM_LOG_JSON", "true".into()),
-            ("RUST_LOG", "warn,control_plane::gateways=info".into()),
+            ("RUST_LOG", "warn,control_plane::fleet::hub=info".into()),
         ],
     )
     .await;

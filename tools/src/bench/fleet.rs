@@ -65,7 +65,7 @@ pub async fn measure(options: &Options) -> FleetResults {
         &[
             // Compile events, timed (no pushes: APIM_GATEWAYS is not set).
             ("APIM_LOG_JSON", "true".into()),
-            ("RUST_LOG", "warn,control_plane::gateways=info".into()),
+            ("RUST_LOG", "warn,control_plane::fleet::hub=info".into()),
         ],
     )
     .await;

@@ -111,7 +111,7 @@ impl Platform {
             control_plane: &[
                 // Compile and delivery events, timed (see propagation.rs).
                 ("APIM_LOG_JSON", "true".into()),
-                ("RUST_LOG", "warn,control_plane::gateways=info".into()),
+                ("RUST_LOG", "warn,control_plane::fleet::hub=info".into()),
             ],
             // The perf map lets the profile name the component's functions.
             gateway: &[("APIM_PERF_MAP", "true".to_string())],

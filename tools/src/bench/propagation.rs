@@ -405,7 +405,7 @@ mod tests {
 
     #[test]
     fn reads_the_control_plane_log() {
-        let line = r#"{"timestamp":"2026-11-22T06:22:33.500000Z","level":"INFO","fields":{"message":"route manifest compiled","version":7},"target":"control_plane::gateways"}"#;
+        let line = r#"{"timestamp":"2026-11-22T06:22:33.500000Z","level":"INFO","fields":{"message":"route manifest compiled","version":7},"target":"control_plane::fleet::hub"}"#;
         let (event, error) = event(line).expect("event");
         assert_eq!(event.kind, Kind::Compiled);
         assert_eq!(error, None);

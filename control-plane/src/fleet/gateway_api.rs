@@ -18,7 +18,8 @@ use crate::http::auth::bearer_token;
 use crate::http::error::closing;
 use crate::http::extract::{QueryParams, parse_json};
 use crate::manifest;
-use crate::state::{AppState, Touches};
+use crate::manifest::Touches;
+use crate::state::AppState;
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -114,7 +115,9 @@ async fn manifest_page(
     };
     let jws = manifest::sign(&state.manifest_keys, &page)?;
     if page.upto > held {
-        let compile = state.manifests.compile_of(held, page.upto);
+        let compile = state
+            .shared::<super::hub::ManifestHub>()
+            .compile_of(held, page.upto);
         crate::ops::trace::delivered(compile, &gateway, page.upto, started);
     }
     Ok((
@@ -157,7 +160,7 @@ struct ChangesQuery {
         ("gateway" = Option<String>, Query, description = "The gateway's id, to record it"),
         ("environment" = Option<String>, Query, description = "Its environment")
     ),
-    responses((status = 200, description = "The newest manifest version", body = crate::openapi::LatestVersion)),
+    responses((status = 200, description = "The newest manifest version", body = crate::openapi::shapes::LatestVersion)),
     security(("gateway_secret" = []))
 )]
 async fn changes(
@@ -167,7 +170,10 @@ async fn changes(
     let after = query.after.unwrap_or(0);
     check_in(&state, query.gateway, query.environment, after).await?;
     let wait = std::time::Duration::from_secs(query.wait.unwrap_or(0));
-    let (known, closing) = (state.manifests.subscribe(), state.manifests.closing());
+    let (known, closing) = (
+        state.shared::<super::hub::ManifestHub>().subscribe(),
+        state.shared::<super::hub::ManifestHub>().closing(),
+    );
     let latest = fleet::wait_for_version_after(known, closing, after, wait).await;
     Ok(Json(serde_json::json!({ "latest": latest })))
 }
@@ -195,7 +201,7 @@ async fn check_in(
     get,
     path = "/internal/gateway/manifest-key",
     tag = "Gateways",
-    responses((status = 200, description = "The key manifest pages are signed with", body = crate::openapi::JwkSet))
+    responses((status = 200, description = "The key manifest pages are signed with", body = crate::openapi::shapes::JwkSet))
 )]
 async fn manifest_key(State(state): State<AppState>) -> impl IntoResponse {
     Json(state.manifest_keys.jwks())
@@ -209,15 +215,22 @@ async fn manifest_key(State(state): State<AppState>) -> impl IntoResponse {
     post,
     path = "/internal/gateway/report",
     tag = "Gateways",
-    request_body = crate::openapi::PageReport,
+    request_body = crate::openapi::shapes::PageReport,
     responses((status = 204, description = "The refusal is kept with the refused pages")),
     security(("gateway_secret" = []))
 )]
 async fn page_report(State(state): State<AppState>, body: Bytes) -> Result<(Touches, StatusCode)> {
     let report: PageReport = parse_json(&body)?;
-    state.manifests.page_refused("pull", report);
+    state
+        .shared::<super::hub::ManifestHub>()
+        .page_refused("pull", report);
     Ok((Touches::nothing(), StatusCode::NO_CONTENT))
 }
+
+/// These operations in the control plane's OpenAPI document.
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(manifest_page, changes, manifest_key, page_report))]
+pub struct Api;
 
 #[cfg(test)]
 mod tests {
@@ -228,7 +241,7 @@ mod tests {
 
     use super::*;
     use crate::config::Config;
-    use crate::gateways::ManifestHub;
+    use crate::fleet::ManifestHub;
     use crate::signing::KeyRing;
 
     /// The management listener on a free port, with `secret` as the gateway secret.
@@ -242,21 +255,23 @@ mod tests {
             config: Arc::new(Config::parse_from(["control-plane"])),
             scopes: crate::scopes::ScopeNames::new("mgr"),
             issuer: "issuer".into(),
-            manifests,
             manifest_keys: keys,
             gateway_secret: secret.into(),
             store_users: Arc::default(),
-            clients: Arc::new(crate::clients::ClientCache::new(data_keys.clone())),
-            logins: Arc::default(),
-            endpoints: Arc::new(crate::apis::EndpointPolicy {
-                egress: Default::default(),
-                listener: "127.0.0.1:9763".parse().unwrap(),
-            }),
+            shared: crate::app::shared(
+                manifests,
+                crate::clients::ClientCache::new(data_keys.clone()),
+                Default::default(),
+                crate::apis::EndpointPolicy {
+                    egress: Default::default(),
+                    listener: "127.0.0.1:9763".parse().unwrap(),
+                },
+            ),
             data_keys,
         };
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
-        tokio::spawn(async move { axum::serve(listener, crate::http::app(state)).await });
+        tokio::spawn(async move { axum::serve(listener, crate::app::app(state)).await });
         url
     }
 

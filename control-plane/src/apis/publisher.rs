@@ -18,33 +18,35 @@ use super::routes;
 use super::rules::{check_tenant_context, normalise_context, validate_swagger};
 use super::search;
 use crate::error::{Error, OnDuplicate, Result};
-use crate::http::auth::Caller;
+use crate::http::PUBLISHER;
 use crate::http::extract::{JsonBody, QueryParams, parse_json, read_body};
 use crate::http::pagination::{ListEnvelope, Page};
 use crate::manifest::Touched;
+use crate::manifest::Touches;
 use crate::scopes::Scope;
-use crate::state::{AppState, Touches};
+use crate::state::AppState;
+use crate::tokens::Caller;
 use crate::users::{self, tenant_of};
-
-/// The publisher's REST base path.
-pub const BASE: &str = "/api/am/publisher/v0.14";
 
 pub fn router() -> Router<AppState> {
     Router::new()
-        .route(&format!("{BASE}/apis"), get(list_apis).post(create_api))
         .route(
-            &format!("{BASE}/apis/change-lifecycle"),
+            &format!("{PUBLISHER}/apis"),
+            get(list_apis).post(create_api),
+        )
+        .route(
+            &format!("{PUBLISHER}/apis/change-lifecycle"),
             post(change_lifecycle),
         )
         .route(
-            &format!("{BASE}/apis/{{api_id}}"),
+            &format!("{PUBLISHER}/apis/{{api_id}}"),
             get(get_api).put(update_api).delete(delete_api),
         )
         .route(
-            &format!("{BASE}/apis/{{api_id}}/swagger"),
+            &format!("{PUBLISHER}/apis/{{api_id}}/swagger"),
             get(get_swagger).put(put_swagger),
         )
-        .merge(super::copy::router())
+        .merge(super::publisher_copy::router())
 }
 
 /// WSO2's `APIInfo`, the list item.
@@ -159,7 +161,7 @@ async fn create_api(
         .on_duplicate(|| format!("A duplicate API already exists for {name}-{version}"))?;
     tx.commit().await?;
     tracing::info!(api = %id, %name, %version, %provider, "API created");
-    let location = format!("{BASE}/apis/{id}");
+    let location = format!("{PUBLISHER}/apis/{id}");
     Ok((
         StatusCode::CREATED,
         touches_apis(std::iter::once(id).chain(demoted)),

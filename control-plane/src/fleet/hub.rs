@@ -132,7 +132,7 @@ impl ManifestHub {
             reason = %report.reason,
             "a gateway could not take a manifest page"
         );
-        crate::ops::metrics().page_refused(gateway);
+        crate::ops::metrics::metrics().page_refused(gateway);
         let mut refused = self.refused.lock().unwrap_or_else(|p| p.into_inner());
         if refused.len() == MAX_REFUSED_PAGES {
             refused.pop_front();
@@ -253,7 +253,7 @@ async fn compile_loop(hub: Arc<ManifestHub>, mut compiler: Compiler) {
         };
         match compiled {
             Ok(Some(compiled)) => {
-                crate::ops::metrics().compile_took(compiled.elapsed.as_secs_f64());
+                crate::ops::metrics::metrics().compile_took(compiled.elapsed.as_secs_f64());
                 let traced = crate::ops::trace::compiled(
                     &pending.requests,
                     began,
@@ -293,7 +293,7 @@ async fn compile_loop(hub: Arc<ManifestHub>, mut compiler: Compiler) {
             );
         }
         hub.observe(compiler.version());
-        crate::ops::metrics().manifest_state(compiler.entries(), compiler.version());
+        crate::ops::metrics::metrics().manifest_state(compiler.entries(), compiler.version());
         let next_full = tokio::time::Instant::from_std(last_full + COMPILE_EVERY);
         tokio::select! {
             () = hub.changed.notified() => {}

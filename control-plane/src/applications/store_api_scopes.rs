@@ -7,11 +7,13 @@ use axum::routing::get;
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 
-use super::access::{STORE, StoreUser, owned_application};
+use super::access::{StoreUser, owned_application};
 use crate::error::Result;
+use crate::http::STORE;
 use crate::http::extract::QueryParams;
-use crate::scopes::{ApiScope, subscribed_api_scopes};
+use crate::scopes::ApiScope;
 use crate::state::AppState;
+use crate::subscriptions::subscribed_api_scopes;
 use crate::users;
 
 pub fn router() -> Router<AppState> {

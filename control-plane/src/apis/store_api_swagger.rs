@@ -12,14 +12,15 @@ use serde_json::{Value, json};
 
 use super::queries::find as find_api;
 use super::records::StoredApi;
-use super::store_handlers::{STORE_STATES, Viewer};
-use crate::applications::STORE;
+use super::visibility::{STORE_STATES, Viewer};
 use crate::environments::{self, Endpoints};
 use crate::error::{Error, Result};
-use crate::http::auth::{Caller, MaybeCaller};
+use crate::http::STORE;
 use crate::http::extract::QueryParams;
 use crate::scopes::Scope;
 use crate::state::AppState;
+use crate::tokens::Caller;
+use crate::tokens::MaybeCaller;
 
 pub fn router() -> Router<AppState> {
     Router::new()

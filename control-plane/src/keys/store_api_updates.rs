@@ -8,14 +8,16 @@ use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::handlers::check_key_type;
 use super::records::ApplicationKey;
-use crate::applications::{STORE, StoreUser, owned_application};
+use super::records::check_key_type;
+use crate::applications::{StoreUser, owned_application};
 use crate::clients::{self, OAuthClient};
 use crate::error::{Error, Result};
-use crate::http::auth::Caller;
+use crate::http::STORE;
 use crate::http::extract::JsonBody;
-use crate::state::{AppState, Touches};
+use crate::manifest::Touches;
+use crate::state::AppState;
+use crate::tokens::Caller;
 
 /// Grant types a key may allow: those of WSO2 2.6's key manager.
 const KNOWN_GRANTS: &[&str] = &[

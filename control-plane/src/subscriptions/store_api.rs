@@ -8,18 +8,18 @@ use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use sqlx::{Any, Executor};
 
+use super::queries;
 use super::records::{ON_HOLD, Subscription, UNBLOCKED};
-use super::store;
 use crate::apis::{StoredApi, Viewer, find as find_api};
-use crate::applications::{
-    STORE, StoreUser, StoredApplication, owned_application, require_approved,
-};
+use crate::applications::{StoreUser, StoredApplication, owned_application, require_approved};
 use crate::error::{Error, OnDuplicate, Result};
-use crate::http::auth::Caller;
+use crate::http::STORE;
 use crate::http::extract::{JsonBody, QueryParams};
 use crate::http::pagination::{ListEnvelope, Page};
 use crate::manifest::Touched;
-use crate::state::{AppState, Touches};
+use crate::manifest::Touches;
+use crate::state::AppState;
+use crate::tokens::Caller;
 use crate::workflows::{self, Kind};
 
 pub fn router() -> Router<AppState> {
@@ -163,7 +163,7 @@ async fn check(state: &AppState, caller: &Caller, body: SubscriptionBody) -> Res
 /// blocked (403): a block holds even after the subscriber deleted the subscription, as
 /// WSO2's `ApiMgtDAO.addSubscription` refuses it, until the publisher unblocks it.
 async fn check_earlier<'e>(db: impl Executor<'e, Database = Any>, checked: &Checked) -> Result<()> {
-    match store::find_pair(db, &checked.application.id, &checked.api.id).await? {
+    match queries::find_pair(db, &checked.application.id, &checked.api.id).await? {
         None => Ok(()),
         Some(earlier) if earlier.is_blocked() => Err(Error::Forbidden(checked.was_blocked())),
         Some(_) => Err(Error::AlreadyExists(checked.already_exists())),
@@ -184,7 +184,7 @@ async fn subscribe(
     // The subscription and the workflow that approves it are made together, or neither.
     let mut tx = state.db.begin().await?;
     check_earlier(&mut *tx, &checked).await?;
-    store::insert(&mut *tx, &id, application, api, &checked.tier, status)
+    queries::insert(&mut *tx, &id, application, api, &checked.tier, status)
         .await
         .on_duplicate(|| checked.already_exists())?;
     if waits {
@@ -253,7 +253,7 @@ async fn subscribe_many(
     let mut tx = state.db.begin().await?;
     for (checked, id) in batch.iter().zip(&ids) {
         check_earlier(&mut *tx, checked).await?;
-        store::insert(
+        queries::insert(
             &mut *tx,
             id,
             &checked.application.id,
@@ -333,7 +333,7 @@ async fn list_subscriptions(
     let (rows, link_param): (Vec<Subscription>, String) = match (&q.application_id, &q.api_id) {
         (Some(application_id), _) => {
             let app = owned_application(&state, &caller, application_id).await?;
-            let rows = store::of_application(&state.db, &app.id).await?;
+            let rows = queries::of_application(&state.db, &app.id).await?;
             (rows, format!("applicationId={application_id}"))
         }
         (None, Some(api_id)) => {
@@ -342,7 +342,7 @@ async fn list_subscriptions(
                 .await?
                 .filter(|api| viewer.sees(api))
                 .ok_or_else(|| Error::NotFound("API", api_id.clone()))?;
-            let rows = store::of_api_owned_by(&state.db, &api.id, caller.username()).await?;
+            let rows = queries::of_api_owned_by(&state.db, &api.id, caller.username()).await?;
             (rows, format!("apiId={api_id}"))
         }
         (None, None) => {
@@ -364,7 +364,7 @@ async fn list_subscriptions(
 /// another tenant's (answered exactly as a missing one, naming neither its application
 /// nor anything else), 403 when another user's of the caller's tenant.
 async fn owned_subscription(state: &AppState, caller: &Caller, id: &str) -> Result<Subscription> {
-    let row = store::find(&state.db, id)
+    let row = queries::find(&state.db, id)
         .await?
         .filter(Subscription::is_subscribed);
     let missing = || Error::NotFound("subscription", id.to_string());
@@ -396,9 +396,9 @@ async fn unsubscribe(
 ) -> Result<(Touches, StatusCode)> {
     let row = owned_subscription(&state, &caller, &subscription_id).await?;
     if row.is_blocked() {
-        store::mark_unsubscribed(&state.db, &row.id).await?;
+        queries::mark_unsubscribed(&state.db, &row.id).await?;
     } else {
-        store::delete(&state.db, &row.id).await?;
+        queries::delete(&state.db, &row.id).await?;
         workflows::forget(&state.db, &row.id).await?;
     }
     tracing::info!(subscription = %row.id, blocked = row.is_blocked(), "unsubscribed");

@@ -13,16 +13,16 @@ use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 
 use super::lockout;
+use super::queries::{self as users, AccountChange};
 use super::records::User;
 use super::rules::{self, SUPER_TENANT};
-use super::store::{self as users, AccountChange};
 use crate::error::{Error, Result};
-use crate::http::auth::BasicUser;
+use crate::http::ADMIN;
 use crate::http::extract::JsonBody;
 use crate::manifest::Touched;
-use crate::state::{AppState, Touches};
-
-const ADMIN: &str = "/api/am/admin/v0.14";
+use crate::manifest::Touches;
+use crate::state::AppState;
+use crate::users::BasicUser;
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -420,3 +420,18 @@ async fn list_gateways(
         list,
     }))
 }
+
+/// These operations in the control plane's OpenAPI document.
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(
+    add_user,
+    list_users,
+    get_user,
+    update_user,
+    reset_password,
+    delete_user,
+    unlock_user,
+    rotate_signing_key,
+    list_gateways
+))]
+pub struct Api;

@@ -13,10 +13,10 @@ use axum::response::Response;
 use axum::routing::post;
 use axum::{Form, Json, Router};
 
-use super::handlers::no_store;
 use super::jwt::{self as token, Claims};
+use super::oauth::no_store;
 use super::opaque;
-use super::store::{self, hash};
+use super::queries::{self, hash};
 use crate::http::error::OAuthError;
 use crate::state::AppState;
 
@@ -32,11 +32,11 @@ pub fn router() -> Router<AppState> {
     path = "/oauth2/introspect",
     tag = "OAuth 2.0",
     summary = "Says whether a token is active and what it grants (RFC 7662), for gateways",
-    request_body(content = crate::openapi::IntrospectForm, content_type = "application/x-www-form-urlencoded"),
+    request_body(content = crate::openapi::shapes::IntrospectForm, content_type = "application/x-www-form-urlencoded"),
     responses(
-        (status = 200, description = "The token's claims, or `{\"active\":false}`", body = crate::openapi::IntrospectionAnswer),
+        (status = 200, description = "The token's claims, or `{\"active\":false}`", body = crate::openapi::shapes::IntrospectionAnswer),
         (status = 401, description = "Not a gateway: no or a wrong gateway secret", body = crate::http::error::ErrorBody),
-        (status = "default", description = "An OAuth 2.0 error (RFC 6749 §5.2)", body = crate::openapi::OAuthErrorBody)
+        (status = "default", description = "An OAuth 2.0 error (RFC 6749 §5.2)", body = crate::openapi::shapes::OAuthErrorBody)
     ),
     security(("gateway_secret" = []))
 )]
@@ -53,7 +53,7 @@ async fn introspect(
         Some(claims) => active(claims),
         None => Introspection::default(),
     };
-    crate::ops::metrics().token_introspected(answer.active);
+    crate::ops::metrics::metrics().token_introspected(answer.active);
     Ok(no_store(Json(answer)))
 }
 
@@ -64,7 +64,7 @@ async fn active_claims(state: &AppState, token: &str) -> sqlx::Result<Option<Cla
         return Ok(stored.map(|token| token.claims(&state.issuer)));
     }
     match token::verify(&state.keys, &state.issuer, token, false) {
-        Ok(claims) if !store::is_revoked(&state.db, &claims.jti).await? => Ok(Some(claims)),
+        Ok(claims) if !queries::is_revoked(&state.db, &claims.jti).await? => Ok(Some(claims)),
         _ => Ok(None),
     }
 }
@@ -85,3 +85,8 @@ fn active(claims: Claims) -> Introspection {
         key_type: claims.key_type,
     }
 }
+
+/// These operations in the control plane's OpenAPI document.
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(introspect))]
+pub struct Api;

@@ -7,10 +7,10 @@ use serde::{Deserialize, Serialize};
 
 use super::records::{self, Environment};
 use crate::error::{Error, Result};
-use crate::http::auth::Caller;
 use crate::http::extract::QueryParams;
 use crate::scopes::Scope;
 use crate::state::AppState;
+use crate::tokens::Caller;
 
 pub fn router() -> Router<AppState> {
     Router::new().route("/api/am/publisher/v0.14/environments", get(list))

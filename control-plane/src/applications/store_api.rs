@@ -8,17 +8,19 @@ use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::access::{STORE, StoreUser, owned_application};
+use super::access::{StoreUser, owned_application};
+use super::queries::{self, NewApplication};
 use super::records::{APPROVED, CREATED, StoredApplication};
-use super::store::{self, NewApplication};
 use crate::error::{Error, OnDuplicate, Result};
-use crate::http::auth::Caller;
+use crate::http::STORE;
 use crate::http::extract::{JsonBody, QueryParams};
 use crate::http::pagination::{ListEnvelope, Page};
 use crate::keys::{ApplicationKey, application_keys};
 use crate::manifest::Touched;
-use crate::state::{AppState, Touches};
+use crate::manifest::Touches;
+use crate::state::AppState;
 use crate::tiers::{self, TierLevel};
+use crate::tokens::Caller;
 use crate::workflows;
 
 pub fn router() -> Router<AppState> {
@@ -186,7 +188,7 @@ async fn create_application(
     let status = if waits { CREATED } else { APPROVED };
     // The application and the workflow that approves it are made together, or neither.
     let mut tx = state.db.begin().await?;
-    store::insert(
+    queries::insert(
         &mut *tx,
         NewApplication {
             id: &id,
@@ -239,7 +241,7 @@ async fn list_applications(
     QueryParams(q): QueryParams<ListQuery>,
 ) -> Result<Json<ListEnvelope<ApplicationInfo>>> {
     let page = Page::new(q.limit, q.offset)?;
-    let apps = store::owned_by(&state.db, caller.username()).await?;
+    let apps = queries::owned_by(&state.db, caller.username()).await?;
     let needle = q.query.unwrap_or_default().to_ascii_lowercase();
     let matching: Vec<StoredApplication> = apps
         .into_iter()
@@ -303,7 +305,7 @@ async fn update_application(
         status: app.status,
         attributes,
     };
-    store::update(&state.db, &changed)
+    queries::update(&state.db, &changed)
         .await
         .on_duplicate(|| already_exists(&name))?;
     let app = owned_application(&state, &caller, &application_id).await?;
@@ -318,7 +320,7 @@ async fn delete_application(
     Path(application_id): Path<String>,
 ) -> Result<(Touches, StatusCode)> {
     let app = owned_application(&state, &caller, &application_id).await?;
-    store::delete(&state.db, &app.id).await?;
+    queries::delete(&state.db, &app.id).await?;
     tracing::info!(application = %app.id, "application deleted");
     Ok((Touches::one(Touched::Application(app.id)), StatusCode::OK))
 }

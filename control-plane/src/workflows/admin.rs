@@ -12,17 +12,17 @@ use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 
 use super::decide::{already_decided, decide};
+use super::queries;
 use super::records::{APPROVED, Flag, Kind, REJECTED, WAITING, Workflow, WorkflowSettings};
-use super::store;
 use crate::error::{Error, Result};
-use crate::http::auth::{BasicUser, Caller};
 use crate::http::extract::{JsonBody, QueryParams};
 use crate::http::pagination::{ListEnvelope, Page};
+use crate::http::{ADMIN, PUBLISHER};
+use crate::manifest::Touches;
 use crate::scopes::Scope;
-use crate::state::{AppState, Touches};
-
-const ADMIN: &str = "/api/am/admin/v0.14";
-const PUBLISHER: &str = "/api/am/publisher/v0.14";
+use crate::state::AppState;
+use crate::tokens::Caller;
+use crate::users::BasicUser;
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -61,7 +61,7 @@ async fn get_settings(
     BasicUser(user): BasicUser,
 ) -> Result<Json<WorkflowSettings>> {
     let tenant = administered_tenant(&user)?;
-    Ok(Json(store::settings_of(&state.db, tenant).await?))
+    Ok(Json(queries::settings_of(&state.db, tenant).await?))
 }
 
 /// The switches a `PUT` changes; those left out keep their value.
@@ -90,7 +90,7 @@ async fn put_settings(
     JsonBody(change): JsonBody<SettingsChange>,
 ) -> Result<(Touches, Json<WorkflowSettings>)> {
     let tenant = administered_tenant(&user)?;
-    let old = store::settings_of(&state.db, tenant).await?;
+    let old = queries::settings_of(&state.db, tenant).await?;
     let pick = |given: Option<bool>, old: Flag| given.map(Flag).unwrap_or(old);
     let new = WorkflowSettings {
         application_creation: pick(change.application_creation, old.application_creation),
@@ -101,7 +101,7 @@ async fn put_settings(
         ),
         sandbox_key_generation: pick(change.sandbox_key_generation, old.sandbox_key_generation),
     };
-    store::save_settings(&state.db, tenant, &new).await?;
+    queries::save_settings(&state.db, tenant, &new).await?;
     tracing::info!(%tenant, by = %user.username, settings = ?new, "workflow settings changed");
     // Gateways see requests, not switches.
     Ok((Touches::nothing(), Json(new)))
@@ -172,7 +172,7 @@ async fn list_waiting(
                 .ok_or_else(|| Error::Invalid(format!("Invalid workflowType '{name}'")))?,
         ),
     };
-    let (total, rows) = store::page_waiting(&state.db, tenant, kind, page).await?;
+    let (total, rows) = queries::page_waiting(&state.db, tenant, kind, page).await?;
     let list = rows.into_iter().map(WorkflowInfo::from).collect();
     let kind_param = q.workflow_type.unwrap_or_default();
     let link = |limit, offset| {
@@ -244,7 +244,7 @@ async fn update_workflow_status(
         .ok_or_else(|| Error::Invalid("Query parameter workflowReferenceId is required".into()))?;
     let status = body.decision()?;
     let description = body.description()?;
-    let workflow = store::find(&state.db, &reference)
+    let workflow = queries::find(&state.db, &reference)
         .await?
         .filter(|workflow| workflow.tenant == caller.tenant())
         .ok_or_else(|| Error::NotFound("workflow", reference.clone()))?;
@@ -260,3 +260,9 @@ async fn update_workflow_status(
     };
     Ok((Touches(touched), Json(answer)))
 }
+
+/// These operations in the control plane's OpenAPI document (`update-workflow-status` is WSO2's,
+/// described by its contract).
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(get_settings, put_settings, list_waiting))]
+pub struct Api;

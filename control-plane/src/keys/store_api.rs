@@ -8,15 +8,16 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::pending::{KeyRequest, hold, waiting_request};
+use super::records::check_key_type;
 use super::records::{ApplicationKey, TokenInfo};
-use crate::applications::{
-    STORE, StoreUser, StoredApplication, owned_application, require_approved,
-};
+use crate::applications::{StoreUser, StoredApplication, owned_application, require_approved};
 use crate::clients::{self, OAuthClient};
 use crate::error::{Error, OnDuplicate, Result};
+use crate::http::STORE;
 use crate::http::extract::{JsonBody, QueryParams};
-use crate::state::{AppState, Touches};
-use crate::tokens::issue;
+use crate::manifest::Touches;
+use crate::state::AppState;
+use crate::tokens::oauth::issue;
 use crate::users;
 use crate::workflows::{self, Kind};
 
@@ -31,20 +32,9 @@ pub fn router() -> Router<AppState> {
         )
         .route(
             &format!("{STORE}/applications/{{application_id}}/keys/{{key_type}}"),
-            get(get_key).put(super::updates::update_key),
+            get(get_key).put(super::store_api_updates::update_key),
         )
-        .merge(super::updates::router())
-}
-
-/// Refuses (400) a key type other than WSO2's two.
-pub(super) fn check_key_type(key_type: &str) -> Result<()> {
-    if matches!(key_type, "PRODUCTION" | "SANDBOX") {
-        Ok(())
-    } else {
-        Err(Error::Invalid(format!(
-            "Invalid keyType '{key_type}'; allowed values are PRODUCTION, SANDBOX"
-        )))
-    }
+        .merge(super::store_api_updates::router())
 }
 
 #[derive(Debug, Deserialize)]

@@ -10,14 +10,16 @@ use axum::routing::get;
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 
-use super::store::{self, WsdlRow};
-use crate::apis::{PUBLISHER, tenant_api};
+use super::queries::{self, WsdlRow};
+use crate::apis::tenant_api;
 use crate::error::{Error, Result};
-use crate::http::auth::Caller;
+use crate::http::PUBLISHER;
 use crate::http::extract::JsonBody;
 use crate::http::multipart::check_file_name;
+use crate::manifest::Touches;
 use crate::scopes::Scope;
-use crate::state::{AppState, Touches};
+use crate::state::AppState;
+use crate::tokens::Caller;
 
 /// Largest WSDL, bytes.
 const MAX_WSDL_BYTES: usize = 1024 * 1024;
@@ -45,7 +47,7 @@ async fn get_wsdl(
 ) -> Result<Json<Wsdl>> {
     caller.require(&state, Scope::ApiView)?;
     let api = tenant_api(&state, &caller, &api_id).await?;
-    let Some(row) = store::find(&state.db, &api.id).await? else {
+    let Some(row) = queries::find(&state.db, &api.id).await? else {
         return Err(Error::NotFoundWhy(format!(
             "The API {} has no WSDL",
             api.id
@@ -76,7 +78,7 @@ async fn put_wsdl(
     caller.require(&state, Scope::ApiCreate)?;
     let api = tenant_api(&state, &caller, &api_id).await?;
     let row = check(body)?;
-    store::put(&state.db, &api.id, &row).await?;
+    queries::put(&state.db, &api.id, &row).await?;
     tracing::info!(api = %api.id, name = %row.name, "WSDL stored");
     Ok((Touches::nothing(), StatusCode::OK))
 }
@@ -102,3 +104,9 @@ fn check(body: Wsdl) -> Result<WsdlRow> {
         .map_err(|problem| Error::Invalid(format!("Invalid WSDL: {problem}")))?;
     Ok(WsdlRow { name, definition })
 }
+
+/// This operation in the control plane's OpenAPI document (`PUT`, beside WSO2's `GET` and
+/// `POST`, described by its contract).
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(put_wsdl))]
+pub struct Api;

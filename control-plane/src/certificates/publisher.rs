@@ -11,15 +11,16 @@ use axum::{Json, Router};
 use serde::Deserialize;
 
 use super::parse::{MAX_CERTIFICATE_BYTES, ParsedCertificate, parse_certificate};
+use super::queries;
 use super::records::{CertMetadata, CertificateInfo, CertificateRow, Certificates, Pagination};
-use super::store;
 use crate::error::{Error, OnDuplicate, Result};
-use crate::http::auth::Caller;
 use crate::http::extract::QueryParams;
 use crate::http::pagination::Page;
 use crate::manifest::Touched;
+use crate::manifest::Touches;
 use crate::scopes::Scope;
-use crate::state::{AppState, Touches};
+use crate::state::AppState;
+use crate::tokens::Caller;
 
 const BASE: &str = "/api/am/publisher/v0.14/certificates";
 /// Longest alias and endpoint taken.
@@ -53,7 +54,7 @@ async fn list(
 ) -> Result<Json<Certificates>> {
     caller.require(&state, Scope::ApiCreate)?;
     let page = Page::new(q.limit, q.offset)?;
-    let all = store::list(
+    let all = queries::list(
         &state.db,
         caller.tenant(),
         q.alias.as_deref(),
@@ -193,7 +194,7 @@ async fn upload(
     let parsed = checked_certificate(&upload, now)?;
     check_room(&state, &endpoint, &parsed).await?;
     let row = row_of(caller.tenant(), &alias, &endpoint, parsed, now);
-    store::insert(&state.db, &row)
+    queries::insert(&state.db, &row)
         .await
         .on_duplicate(|| format!("The alias '{alias}' already exists"))?;
     tracing::info!(tenant = caller.tenant(), %alias, "certificate uploaded");
@@ -211,7 +212,7 @@ async fn upload(
 /// bounds.
 async fn check_room(state: &AppState, endpoint: &str, parsed: &ParsedCertificate) -> Result<()> {
     let bound_here = trust::endpoint_of(endpoint);
-    let bindings = store::bindings(&state.db).await?;
+    let bindings = queries::bindings(&state.db).await?;
     let mut pems: Vec<&str> = bindings
         .iter()
         .filter(|(other, _)| trust::endpoint_of(other) == bound_here)
@@ -255,7 +256,7 @@ async fn tenant_certificate(
     caller: &Caller,
     alias: &str,
 ) -> Result<CertificateRow> {
-    store::find(&state.db, caller.tenant(), alias)
+    queries::find(&state.db, caller.tenant(), alias)
         .await?
         .ok_or_else(|| Error::NotFound("certificate", alias.to_string()))
 }
@@ -309,7 +310,7 @@ async fn replace(
     let parsed = checked_certificate(&upload, now)?;
     trust::check(&[&parsed.pem]).map_err(Error::Invalid)?;
     let row = row_of(&existing.tenant, &alias, &existing.endpoint, parsed, now);
-    if !store::replace(&state.db, &row).await? {
+    if !queries::replace(&state.db, &row).await? {
         return Err(Error::NotFound("certificate", alias));
     }
     tracing::info!(tenant = caller.tenant(), %alias, "certificate replaced");
@@ -324,7 +325,7 @@ async fn remove(
 ) -> Result<(Touches, StatusCode)> {
     caller.require(&state, Scope::ApiCreate)?;
     let existing = tenant_certificate(&state, &caller, &alias).await?;
-    if !store::delete(&state.db, caller.tenant(), &alias).await? {
+    if !queries::delete(&state.db, caller.tenant(), &alias).await? {
         return Err(Error::NotFound("certificate", alias));
     }
     tracing::info!(tenant = caller.tenant(), %alias, "certificate deleted");

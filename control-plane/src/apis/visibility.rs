@@ -11,34 +11,17 @@
 //!
 //! An API the caller may not see answers exactly as a missing one does (404).
 
-use axum::extract::{Path, State};
 use axum::http::HeaderMap;
-use axum::routing::get;
-use axum::{Json, Router};
-use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
 
-use super::handlers::ApiInfo;
 use super::queries::{find as find_api, tenant_apis};
 use super::records::StoredApi;
-use super::search;
-use crate::applications::STORE;
 use crate::error::{Error, Result};
-use crate::http::auth::{Caller, MaybeCaller};
-use crate::http::extract::QueryParams;
-use crate::http::pagination::{ListEnvelope, Page};
 use crate::state::AppState;
+use crate::tokens::Caller;
 use crate::users::{self, SUPER_TENANT};
 
 /// Lifecycle states the store shows.
-pub(super) const STORE_STATES: &[&str] = &["PUBLISHED", "PROTOTYPED"];
-
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route(&format!("{STORE}/apis"), get(list_apis))
-        .route(&format!("{STORE}/apis/{{api_id}}"), get(get_api))
-        .merge(super::store_swagger::router())
-}
+pub const STORE_STATES: &[&str] = &["PUBLISHED", "PROTOTYPED"];
 
 /// Who is looking: a user's tenant, name and roles, or no one (anonymous).
 #[derive(Debug, Default)]
@@ -123,7 +106,7 @@ impl Viewer {
 
 /// The tenant whose store is read: `X-WSO2-Tenant` when given (as in WSO2), else the
 /// caller's, else the super tenant's.
-fn store_tenant(headers: &HeaderMap, caller: Option<&Caller>) -> String {
+pub(super) fn store_tenant(headers: &HeaderMap, caller: Option<&Caller>) -> String {
     headers
         .get("x-wso2-tenant")
         .and_then(|v| v.to_str().ok())
@@ -132,95 +115,6 @@ fn store_tenant(headers: &HeaderMap, caller: Option<&Caller>) -> String {
         .map(str::to_string)
         .or_else(|| caller.map(|c| c.tenant().to_string()))
         .unwrap_or_else(|| SUPER_TENANT.to_string())
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ListQuery {
-    limit: Option<i64>,
-    offset: Option<i64>,
-    query: Option<String>,
-}
-
-/// `GET /apis`: the store's published and prototyped APIs the caller sees; anonymous
-/// callers see public ones.
-async fn list_apis(
-    State(state): State<AppState>,
-    MaybeCaller(caller): MaybeCaller,
-    headers: HeaderMap,
-    QueryParams(q): QueryParams<ListQuery>,
-) -> Result<Json<ListEnvelope<ApiInfo>>> {
-    let page = Page::new(q.limit, q.offset)?;
-    let query = q.query.unwrap_or_default();
-    let criteria = search::parse(&query).map_err(Error::Invalid)?;
-    let seen: Vec<StoredApi> = visible_apis(&state, caller.as_ref(), &headers)
-        .await?
-        .into_iter()
-        .filter(|api| criteria.iter().all(|c| c.matches(api)))
-        .collect();
-    let total = seen.len() as i64;
-    let list = page.slice(seen).iter().map(ApiInfo::from).collect();
-    let link = |limit, offset| format!("/apis?limit={limit}&offset={offset}&query={query}");
-    Ok(Json(
-        ListEnvelope::new(list, total, page, link).with_pagination(total, page),
-    ))
-}
-
-/// WSO2's store `API`: what a consumer needs, never endpoints or their credentials.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-struct StoreApi {
-    id: String,
-    name: String,
-    description: Option<String>,
-    context: String,
-    version: String,
-    provider: String,
-    api_definition: Option<String>,
-    status: String,
-    is_default_version: bool,
-    transport: Vec<String>,
-    authorization_header: Option<String>,
-    tags: Vec<String>,
-    tiers: Vec<String>,
-    thumbnail_url: Option<String>,
-    additional_properties: Map<String, Value>,
-    business_information: Option<Value>,
-}
-
-impl From<StoredApi> for StoreApi {
-    fn from(api: StoredApi) -> Self {
-        let record = api.record;
-        StoreApi {
-            id: api.id,
-            name: api.name,
-            description: record.description,
-            context: api.context,
-            version: api.version,
-            provider: api.provider,
-            api_definition: record.api_definition,
-            status: api.status,
-            is_default_version: record.is_default_version.unwrap_or(false),
-            transport: record.transport.unwrap_or_default(),
-            authorization_header: record.authorization_header,
-            tags: record.tags.unwrap_or_default(),
-            tiers: record.tiers.unwrap_or_default(),
-            thumbnail_url: record.thumbnail_uri,
-            additional_properties: record.additional_properties.unwrap_or_default(),
-            business_information: record.business_information,
-        }
-    }
-}
-
-/// `GET /apis/{apiId}`: 404 unless the caller sees it in the store.
-async fn get_api(
-    State(state): State<AppState>,
-    MaybeCaller(caller): MaybeCaller,
-    Path(api_id): Path<String>,
-) -> Result<Json<StoreApi>> {
-    Ok(Json(
-        visible_api(&state, caller.as_ref(), &api_id).await?.into(),
-    ))
 }
 
 /// The API if the caller sees it in the store (its state and visibility); 404 as for a

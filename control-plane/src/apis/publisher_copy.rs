@@ -14,16 +14,15 @@ use super::claim::{self, RouteClaim};
 use super::queries::{self, NewApi};
 use super::records::{ApiRecord, StoredApi};
 use crate::error::{Error, OnDuplicate, Result};
-use crate::http::auth::Caller;
+use crate::http::PUBLISHER;
 use crate::http::extract::QueryParams;
 use crate::scopes::Scope;
 use crate::secrets::{DataKeys, Field};
 use crate::state::AppState;
-
-const BASE: &str = "/api/am/publisher/v0.14";
+use crate::tokens::Caller;
 
 pub fn router() -> Router<AppState> {
-    Router::new().route(&format!("{BASE}/apis/copy-api"), post(copy_api))
+    Router::new().route(&format!("{PUBLISHER}/apis/copy-api"), post(copy_api))
 }
 
 #[derive(Debug, Deserialize)]
@@ -93,7 +92,7 @@ async fn copy_api(
     Ok((
         StatusCode::CREATED,
         touches_apis([id.clone()]),
-        [(header::LOCATION, format!("{BASE}/apis/{id}"))],
+        [(header::LOCATION, format!("{PUBLISHER}/apis/{id}"))],
         Json(record.masked()),
     )
         .into_response())

@@ -10,20 +10,19 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 
-use super::handlers::{SubscriptionDto, api_identifier, to_dto};
+use super::queries;
 use super::records::{BLOCKED, ON_HOLD, PROD_ONLY_BLOCKED, REJECTED, Subscription, UNBLOCKED};
-use super::store;
+use super::store_api::{SubscriptionDto, api_identifier, to_dto};
 use crate::apis::{StoredApi, find as find_api};
 use crate::error::{Error, Result};
-use crate::http::auth::Caller;
+use crate::http::PUBLISHER;
 use crate::http::extract::QueryParams;
 use crate::http::pagination::{ListEnvelope, Page};
 use crate::manifest::Touched;
+use crate::manifest::Touches;
 use crate::scopes::Scope;
-use crate::state::{AppState, Touches};
-
-/// The publisher's REST base path.
-const PUBLISHER: &str = "/api/am/publisher/v0.14";
+use crate::state::AppState;
+use crate::tokens::Caller;
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -70,7 +69,7 @@ async fn tenant_api_of(
 /// a missing one, so that ids of other tenants' subscriptions disclose nothing.
 async fn tenant_subscription(state: &AppState, caller: &Caller, id: &str) -> Result<Subscription> {
     let missing = || Error::NotFound("subscription", id.to_string());
-    let row = store::find(&state.db, id).await?.ok_or_else(missing)?;
+    let row = queries::find(&state.db, id).await?.ok_or_else(missing)?;
     match tenant_api_of(state, caller, &row).await? {
         Some(_) => Ok(row),
         None => Err(missing()),
@@ -105,7 +104,7 @@ async fn list_subscriptions(
     };
     let api_id = api.as_ref().map(|api| api.id.as_str());
     let (total, rows) =
-        store::page_of_tenant_apis(&state.db, caller.tenant(), api_id, page).await?;
+        queries::page_of_tenant_apis(&state.db, caller.tenant(), api_id, page).await?;
     let list = dtos(&state, rows).await?;
     let api_param = q.api_id.unwrap_or_default();
     let link = |limit, offset| {
@@ -217,9 +216,9 @@ async fn change_status(
     if status == UNBLOCKED && !row.is_subscribed() {
         // Its subscriber deleted it while blocked: unblocking ends it, and the application
         // may subscribe again.
-        store::delete(&state.db, &row.id).await?;
+        queries::delete(&state.db, &row.id).await?;
     } else {
-        store::set_status(&state.db, &row.id, status).await?;
+        queries::set_status(&state.db, &row.id, status).await?;
     }
     tracing::info!(subscription = %row.id, %status, by = caller.username(), "subscription status changed");
     let touched = Touched::Subscription {

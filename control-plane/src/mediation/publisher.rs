@@ -12,16 +12,18 @@ use axum::{Json, Router};
 use serde::Deserialize;
 
 use super::defaults::GLOBAL_POLICIES;
+use super::queries;
 use super::records::{Mediation, MediationInfo, MediationRow};
 use super::rules::{self, CheckedPolicy};
-use super::store;
-use crate::apis::{PUBLISHER, tenant_api};
+use crate::apis::tenant_api;
 use crate::error::{Error, Result};
-use crate::http::auth::Caller;
+use crate::http::PUBLISHER;
 use crate::http::extract::{JsonBody, QueryParams};
 use crate::http::pagination::{ListEnvelope, Page};
+use crate::manifest::Touches;
 use crate::scopes::Scope;
-use crate::state::{AppState, Touches};
+use crate::state::AppState;
+use crate::tokens::Caller;
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -59,7 +61,7 @@ async fn list_policies(
     caller.require(&state, Scope::ApiView)?;
     let api = tenant_api(&state, &caller, &api_id).await?;
     let page = Page::new(q.limit, q.offset)?;
-    let (total, rows) = store::page(&state.db, &api.id, page).await?;
+    let (total, rows) = queries::page(&state.db, &api.id, page).await?;
     let list = rows.iter().map(MediationInfo::from).collect();
     let link = |limit, offset| {
         format!(
@@ -106,7 +108,7 @@ async fn create_policy(
     let api = tenant_api(&state, &caller, &api_id).await?;
     let policy = rules::check(body)?;
     let row = row(uuid::Uuid::new_v4().to_string(), api.id.clone(), policy);
-    store::insert(&state.db, &row).await?;
+    queries::insert(&state.db, &row).await?;
     tracing::info!(api = %api.id, policy = %row.id, name = %row.name, "mediation policy created");
     let location = format!("{PUBLISHER}/apis/{}/policies/mediation/{}", api.id, row.id);
     Ok((
@@ -125,7 +127,7 @@ async fn get_policy(
 ) -> Result<Json<Mediation>> {
     caller.require(&state, Scope::ApiView)?;
     let api = tenant_api(&state, &caller, &api_id).await?;
-    store::find(&state.db, &api.id, &policy_id)
+    queries::find(&state.db, &api.id, &policy_id)
         .await?
         .map(|row| Json(row.into()))
         .ok_or(Error::NotFound("Mediation Policy", policy_id))
@@ -142,7 +144,7 @@ async fn update_policy(
     let api = tenant_api(&state, &caller, &api_id).await?;
     let policy = rules::check(body)?;
     let row = row(policy_id.clone(), api.id, policy);
-    if !store::update(&state.db, &row).await? {
+    if !queries::update(&state.db, &row).await? {
         return Err(Error::NotFound("Mediation Policy", policy_id));
     }
     Ok((Touches::nothing(), Json(row.into())))
@@ -156,7 +158,7 @@ async fn delete_policy(
 ) -> Result<(Touches, StatusCode)> {
     caller.require(&state, Scope::ApiCreate)?;
     let api = tenant_api(&state, &caller, &api_id).await?;
-    if !store::delete(&state.db, &api.id, &policy_id).await? {
+    if !queries::delete(&state.db, &api.id, &policy_id).await? {
         return Err(Error::NotFound("Mediation Policy", policy_id));
     }
     tracing::info!(api = %api.id, policy = %policy_id, "mediation policy deleted");

@@ -8,16 +8,16 @@ use axum::routing::get;
 use axum::{Json, Router};
 
 use super::content;
-use super::handlers::{ListQuery, document_list};
+use super::publisher::{ListQuery, document_list};
+use super::queries::{self, Shown};
 use super::records::{Document, DocumentRow, STORE_VISIBILITY};
-use super::store::{self, Shown};
 use crate::apis::visible_api;
-use crate::applications::STORE;
 use crate::error::{Error, Result};
-use crate::http::auth::MaybeCaller;
+use crate::http::STORE;
 use crate::http::extract::QueryParams;
 use crate::http::pagination::ListEnvelope;
 use crate::state::AppState;
+use crate::tokens::MaybeCaller;
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -50,12 +50,12 @@ async fn list_documents(
 /// The store's document of an API the caller sees, or 404.
 async fn visible_document(
     state: &AppState,
-    caller: Option<&crate::http::auth::Caller>,
+    caller: Option<&crate::tokens::Caller>,
     api_id: &str,
     document_id: &str,
 ) -> Result<DocumentRow> {
     let api = visible_api(state, caller, api_id).await?;
-    store::find(&state.db, &api.id, document_id)
+    queries::find(&state.db, &api.id, document_id)
         .await?
         .filter(|doc| doc.visibility == STORE_VISIBILITY)
         .ok_or_else(|| Error::NotFound("Document", document_id.to_string()))

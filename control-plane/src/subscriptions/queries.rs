@@ -284,3 +284,17 @@ pub async fn apis_on_tier(db: &AnyPool, tier: &str) -> sqlx::Result<Vec<String>>
             .await?;
     Ok(rows.into_iter().map(|(id,)| id).collect())
 }
+
+/// The scopes declared by the APIs an application's keys of `key_type` may call (any key
+/// type's when `None`): a blocked subscription's API lends none.
+pub async fn subscribed_api_scopes(
+    db: &sqlx::AnyPool,
+    application_id: &str,
+    key_type: Option<&str>,
+) -> sqlx::Result<Vec<crate::scopes::ApiScope>> {
+    let records = subscribed_records(db, application_id, key_type).await?;
+    Ok(records
+        .iter()
+        .flat_map(|record| crate::scopes::declared_by(record))
+        .collect())
+}

@@ -15,15 +15,16 @@ use serde::Serialize;
 
 use super::jwt::{self as token, Claims};
 use super::opaque;
-use super::store::{self, Redemption, hash};
-use crate::clients::{OAuthClient, Principal};
+use super::queries::{self, Redemption, hash};
+use crate::clients::{ClientCache, OAuthClient, Principal};
 use crate::db::{now, now_ms};
 use crate::http::auth::{ClientAddress, basic_credentials};
 use crate::http::error::OAuthError;
 use crate::manifest::Touched;
+use crate::manifest::Touches;
 use crate::scopes::{self, APPLICATION_SCOPE};
-use crate::state::{AppState, Touches};
-use crate::users::{self, User};
+use crate::state::AppState;
+use crate::users::{self, User, VerifiedLogins};
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -55,10 +56,10 @@ type Params = HashMap<String, String>;
     path = "/oauth2/token",
     tag = "OAuth 2.0",
     summary = "Issues an access token (RFC 6749): password, client_credentials and refresh_token grants",
-    request_body(content = crate::openapi::TokenForm, content_type = "application/x-www-form-urlencoded"),
+    request_body(content = crate::openapi::shapes::TokenForm, content_type = "application/x-www-form-urlencoded"),
     responses(
         (status = 200, description = "The token", body = TokenResponse),
-        (status = "default", description = "An OAuth 2.0 error (RFC 6749 §5.2)", body = crate::openapi::OAuthErrorBody)
+        (status = "default", description = "An OAuth 2.0 error (RFC 6749 §5.2)", body = crate::openapi::shapes::OAuthErrorBody)
     ),
     security(("basic" = []))
 )]
@@ -89,7 +90,7 @@ async fn token_endpoint(
         }
         _ => refresh_grant(&state, client, &params, validity).await?,
     };
-    crate::ops::metrics().token_issued(grant);
+    crate::ops::metrics::metrics().token_issued(grant);
     Ok(no_store(Json(response)))
 }
 
@@ -103,7 +104,7 @@ async fn password_grant(
     let username = param(params, "username")?;
     let password = param(params, "password")?;
     let user = state
-        .logins
+        .shared::<VerifiedLogins>()
         .authenticate(&state.db, username, password, from)
         .await?
         .ok_or_else(|| {
@@ -129,7 +130,7 @@ async fn refresh_grant(
     let lifetime = lifetime(validity);
     let (iat, exp) = (lifetime.iat, lifetime.exp);
     let jti = family_jti(&family);
-    let redeemed = store::redeem(
+    let redeemed = queries::redeem(
         &state.db,
         Redemption {
             presented_hash: hash(presented),
@@ -144,10 +145,10 @@ async fn refresh_grant(
     )
     .await?;
     let redeemed = redeemed.ok_or_else(invalid)?;
-    store::insert_revocation(&state.db, &redeemed.spent_jti, redeemed.spent_exp).await?;
+    queries::insert_revocation(&state.db, &redeemed.spent_jti, redeemed.spent_exp).await?;
     // The replaced access token is revoked now, which gateways must learn.
     state
-        .manifests
+        .shared::<crate::fleet::ManifestHub>()
         .touch([Touched::Revocation(redeemed.spent_jti.clone())]);
     let Some(user) = users::find(&state.db, &redeemed.username).await? else {
         revoke_family(state, &client.client_id, &family, "").await?;
@@ -165,7 +166,7 @@ async fn refresh_grant(
     let scopes = granted_scopes(state, client, &user, &asked).await?;
     let claims = claims(state, client, &user, &scopes, lifetime, jti);
     if claims.scope != redeemed.scope {
-        store::set_family_scope(&state.db, &family, &claims.scope).await?;
+        queries::set_family_scope(&state.db, &family, &claims.scope).await?;
     }
     respond(state, &claims, Some(refresh_token)).await
 }
@@ -196,7 +197,7 @@ pub async fn issue(
     let expires_at = claims
         .iat
         .saturating_add(state.config.refresh_token_validity_secs);
-    store::insert_family(
+    queries::insert_family(
         &state.db,
         &family,
         &hash(&refresh_token),
@@ -223,7 +224,12 @@ async fn granted_scopes(
         .split_whitespace()
         .any(|s| !scopes::is_open(s) && !state.scopes.is_management(s));
     let api_scopes = if needs_api_scopes {
-        scopes::subscribed_api_scopes(&state.db, application_id, client.key_type.as_deref()).await?
+        crate::subscriptions::subscribed_api_scopes(
+            &state.db,
+            application_id,
+            client.key_type.as_deref(),
+        )
+        .await?
     } else {
         Vec::new()
     };
@@ -342,10 +348,10 @@ fn family_of_refresh_token(token: &str) -> String {
     path = "/oauth2/revoke",
     tag = "OAuth 2.0",
     summary = "Revokes a token and its family (RFC 7009)",
-    request_body(content = crate::openapi::RevokeForm, content_type = "application/x-www-form-urlencoded"),
+    request_body(content = crate::openapi::shapes::RevokeForm, content_type = "application/x-www-form-urlencoded"),
     responses(
         (status = 200, description = "The token is revoked, or was not one"),
-        (status = "default", description = "An OAuth 2.0 error (RFC 6749 §5.2)", body = crate::openapi::OAuthErrorBody)
+        (status = "default", description = "An OAuth 2.0 error (RFC 6749 §5.2)", body = crate::openapi::shapes::OAuthErrorBody)
     ),
     security(("basic" = []))
 )]
@@ -359,7 +365,7 @@ async fn revoke_endpoint(
     let presented = param(&params, "token")?;
     let revoked = match presented_access_token(&state, presented).await? {
         Some(claims) if claims.client_id == *client_id => {
-            store::insert_revocation(&state.db, &claims.jti, claims.exp).await?;
+            queries::insert_revocation(&state.db, &claims.jti, claims.exp).await?;
             let family = claims.jti.split_once('.').map_or("", |(family, _)| family);
             let mut revoked = revoke_family(&state, client_id, family, &claims.jti).await?;
             revoked.push(claims.jti);
@@ -371,7 +377,7 @@ async fn revoke_endpoint(
             revoke_family(&state, client_id, &family, "").await?
         }
     };
-    store::prune_revocations(&state.db).await?;
+    queries::prune_revocations(&state.db).await?;
     let touched = Touches(revoked.into_iter().map(Touched::Revocation).collect());
     Ok((touched, no_store(())).into_response())
 }
@@ -397,7 +403,7 @@ async fn revoke_family(
     family: &str,
     access_jti: &str,
 ) -> sqlx::Result<Vec<String>> {
-    let rows = store::delete_families(&state.db, client_id, family, access_jti).await?;
+    let rows = queries::delete_families(&state.db, client_id, family, access_jti).await?;
     let mut revoked = Vec::new();
     for row in rows {
         for (jti, exp) in [
@@ -405,7 +411,7 @@ async fn revoke_family(
             (row.spent_jti, row.spent_exp),
         ] {
             if !jti.is_empty() && exp > now() {
-                store::insert_revocation(&state.db, &jti, exp).await?;
+                queries::insert_revocation(&state.db, &jti, exp).await?;
                 revoked.push(jti);
             }
         }
@@ -418,7 +424,7 @@ async fn revoke_family(
     get,
     path = "/oauth2/jwks",
     tag = "OAuth 2.0",
-    responses((status = 200, description = "The keys that verify access tokens", body = crate::openapi::JwkSet))
+    responses((status = 200, description = "The keys that verify access tokens", body = crate::openapi::shapes::JwkSet))
 )]
 async fn jwks(State(state): State<AppState>) -> impl IntoResponse {
     Json(state.keys.jwks())
@@ -440,7 +446,7 @@ async fn authenticated_form(
             ))
         })
         .ok_or_else(|| OAuthError::invalid_client("Client authentication required"))?;
-    match state.clients.get(&state.db, &id).await? {
+    match state.shared::<ClientCache>().get(&state.db, &id).await? {
         Some(principal) if principal.client.secret_matches(&secret) => Ok((principal, params)),
         _ => Err(OAuthError::invalid_client("Client Authentication failed.")),
     }
@@ -481,3 +487,8 @@ pub(super) fn no_store(body: impl IntoResponse) -> Response {
     );
     response
 }
+
+/// These operations in the control plane's OpenAPI document.
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(token_endpoint, revoke_endpoint, jwks))]
+pub struct Api;

@@ -10,16 +10,18 @@ use axum::{Json, Router};
 use serde::Deserialize;
 
 use super::content;
+use super::queries::{self, Shown};
 use super::records::{Document, DocumentRow};
 use super::rules;
-use super::store::{self, Shown};
-use crate::apis::{PUBLISHER, tenant_api};
+use crate::apis::tenant_api;
 use crate::error::{Error, OnApiConstraint, Result};
-use crate::http::auth::Caller;
+use crate::http::PUBLISHER;
 use crate::http::extract::{JsonBody, QueryParams};
 use crate::http::pagination::{ListEnvelope, Page};
+use crate::manifest::Touches;
 use crate::scopes::Scope;
-use crate::state::{AppState, Touches};
+use crate::state::AppState;
+use crate::tokens::Caller;
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -55,7 +57,7 @@ pub(super) async fn document_list(
     q: ListQuery,
 ) -> Result<ListEnvelope<Document>> {
     let page = Page::new(q.limit, q.offset)?;
-    let (total, rows) = store::page(&state.db, api_id, shown, page).await?;
+    let (total, rows) = queries::page(&state.db, api_id, shown, page).await?;
     let list = rows.into_iter().map(Document::from).collect();
     let link = |limit, offset| format!("/apis/{api_id}/documents?limit={limit}&offset={offset}");
     Ok(ListEnvelope::new(list, total, page, link).with_pagination(total, page))
@@ -85,12 +87,12 @@ async fn create_document(
     let api = tenant_api(&state, &caller, &api_id).await?;
     let checked = rules::check(body)?;
     let already = || format!("Requested document '{}' already exists", checked.name);
-    if store::name_taken(&state.db, &api.id, &checked.name).await? {
+    if queries::name_taken(&state.db, &api.id, &checked.name).await? {
         return Err(Error::AlreadyExists(already()));
     }
     let message = already();
     let row = checked.into_row(uuid::Uuid::new_v4().to_string(), api.id.clone());
-    store::insert(&state.db, &row)
+    queries::insert(&state.db, &row)
         .await
         .on_api_constraint(&api.id, || message)?;
     tracing::info!(api = %api.id, document = %row.id, "document created");
@@ -112,7 +114,7 @@ async fn tenant_document(
     document_id: &str,
 ) -> Result<DocumentRow> {
     let api = tenant_api(state, caller, api_id).await?;
-    store::find(&state.db, &api.id, document_id)
+    queries::find(&state.db, &api.id, document_id)
         .await?
         .ok_or_else(|| Error::NotFound("Document", document_id.to_string()))
 }
@@ -145,7 +147,7 @@ async fn update_document(
         row.file_name = old.file_name;
         row.media_type = old.media_type;
     }
-    store::update(&state.db, &row, source_changed).await?;
+    queries::update(&state.db, &row, source_changed).await?;
     Ok((Touches::nothing(), Json(row.into())))
 }
 
@@ -157,7 +159,7 @@ async fn delete_document(
 ) -> Result<(Touches, StatusCode)> {
     caller.require(&state, Scope::ApiCreate)?;
     let api = tenant_api(&state, &caller, &api_id).await?;
-    if !store::delete(&state.db, &api.id, &document_id).await? {
+    if !queries::delete(&state.db, &api.id, &document_id).await? {
         return Err(Error::NotFound("Document", document_id));
     }
     tracing::info!(api = %api.id, document = %document_id, "document deleted");

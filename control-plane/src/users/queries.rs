@@ -7,7 +7,7 @@ use sqlx::AnyPool;
 use super::password::{hash_password, verify_password};
 use super::records::{USER_COLUMNS, User, UserRow};
 use super::rules::{SUPER_TENANT, tenant_of};
-use crate::tokens;
+use crate::tokens::queries::drop_families_of;
 
 /// Creates a user or replaces the password and roles of an existing one.
 pub async fn upsert(
@@ -171,7 +171,7 @@ pub async fn change_account(
         return Ok(Err(refusal));
     }
     if user.disabled || sessions_end {
-        tokens::drop_families_of(&mut tx, username).await?;
+        drop_families_of(&mut tx, username).await?;
     }
     tx.commit().await?;
     Ok(Ok(true))
@@ -190,7 +190,7 @@ pub async fn reset_password(db: &AnyPool, username: &str, password: &str) -> any
             .bind(username)
             .execute(&mut *tx)
             .await?;
-    tokens::drop_families_of(&mut tx, username).await?;
+    drop_families_of(&mut tx, username).await?;
     forget_failed_logins(&mut tx, username).await?;
     tx.commit().await?;
     Ok(changed.rows_affected() == 1)
@@ -211,7 +211,7 @@ pub async fn delete(db: &AnyPool, username: &str) -> anyhow::Result<Result<bool,
     if let Err(refusal) = keeps_a_platform_admin(&mut tx).await? {
         return Ok(Err(refusal));
     }
-    tokens::drop_families_of(&mut tx, username).await?;
+    drop_families_of(&mut tx, username).await?;
     forget_failed_logins(&mut tx, username).await?;
     tx.commit().await?;
     Ok(Ok(true))

@@ -10,13 +10,13 @@ use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 
 use super::records::StoredApi;
-use super::store_handlers::visible_apis;
-use crate::applications::STORE;
+use super::visibility::visible_apis;
 use crate::error::Result;
-use crate::http::auth::MaybeCaller;
+use crate::http::STORE;
 use crate::http::extract::QueryParams;
 use crate::http::pagination::{ListEnvelope, Page};
 use crate::state::AppState;
+use crate::tokens::MaybeCaller;
 
 pub fn router() -> Router<AppState> {
     Router::new().route(&format!("{STORE}/tags"), get(list_tags))
