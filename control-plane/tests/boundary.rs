@@ -15,7 +15,7 @@ const SHARED: [&str; 9] = [
     "scopes.rs",
     "secrets/keys.rs",
     "secrets/mod.rs",
-    "signing.rs",
+    "signing/mod.rs",
     "state.rs",
     "xml.rs",
 ];

@@ -1,8 +1,11 @@
 //! Per-API analytics for providers: the gateways' per-minute totals of requests, errors
 //! and latencies per API and application (`queries`, `records`), what a report and a query
-//! may be (`rules`), and the resources that take reports and answer queries (`handlers`).
+//! may be (`rules`), how long they are kept (`retention`), and the resources that take reports
+//! (`gateway_api`) and answer queries (`admin`).
 
-pub(crate) mod handlers;
+pub(crate) mod admin;
+pub(crate) mod gateway_api;
 mod queries;
 mod records;
+pub(crate) mod retention;
 mod rules;

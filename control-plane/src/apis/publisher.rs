@@ -84,7 +84,7 @@ struct ListQuery {
     limit: Option<i64>,
     offset: Option<i64>,
     query: Option<String>,
-    #[allow(dead_code)]
+    #[expect(dead_code, reason = "WSO2's clients send it; read and ignored")]
     expand: Option<bool>,
 }
 
@@ -395,7 +395,7 @@ async fn swagger_from_request(
 struct LifecycleQuery {
     api_id: Option<String>,
     action: Option<String>,
-    #[allow(dead_code)]
+    #[expect(dead_code, reason = "WSO2's clients send it; read and ignored")]
     lifecycle_checklist: Option<String>,
 }
 

@@ -100,14 +100,13 @@ struct ApplicationBody {
     group_id: Option<String>,
     token_type: Option<String>,
     attributes: Option<Map<String, Value>>,
-    // Read-only properties clients echo back from a GET; ignored.
-    #[allow(dead_code)]
+    #[expect(dead_code, reason = "read-only; clients echo it back from a GET")]
     application_id: Option<String>,
-    #[allow(dead_code)]
+    #[expect(dead_code, reason = "read-only; clients echo it back from a GET")]
     subscriber: Option<String>,
-    #[allow(dead_code)]
+    #[expect(dead_code, reason = "read-only; clients echo it back from a GET")]
     status: Option<String>,
-    #[allow(dead_code)]
+    #[expect(dead_code, reason = "read-only; clients echo it back from a GET")]
     keys: Option<Vec<Value>>,
 }
 
@@ -228,9 +227,9 @@ struct ListQuery {
     offset: Option<i64>,
     query: Option<String>,
     group_id: Option<String>,
-    #[allow(dead_code)]
+    #[expect(dead_code, reason = "WSO2's clients send it; read and ignored")]
     sort_by: Option<String>,
-    #[allow(dead_code)]
+    #[expect(dead_code, reason = "WSO2's clients send it; read and ignored")]
     sort_order: Option<String>,
 }
 

@@ -18,7 +18,10 @@ pub fn router() -> Router<AppState> {
 /// WSO2's `RegistrationProfile`, including the OIDC fields it accepts and ignores.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-#[allow(dead_code)]
+#[expect(
+    dead_code,
+    reason = "WSO2's profile: some members are read and ignored"
+)]
 struct RegistrationProfile {
     callback_url: Option<String>,
     client_name: Option<String>,

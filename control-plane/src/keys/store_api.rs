@@ -57,9 +57,9 @@ struct GenerateRequest {
     supported_grant_types: Option<Vec<String>>,
     callback_url: Option<String>,
     scopes: Option<Vec<String>>,
-    #[allow(dead_code)]
+    #[expect(dead_code, reason = "WSO2's clients send it; read and ignored")]
     client_id: Option<String>,
-    #[allow(dead_code)]
+    #[expect(dead_code, reason = "WSO2's clients send it; read and ignored")]
     client_secret: Option<String>,
 }
 

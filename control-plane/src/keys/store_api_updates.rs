@@ -48,17 +48,17 @@ pub fn router() -> Router<AppState> {
 pub(super) struct KeyUpdate {
     supported_grant_types: Option<Vec<String>>,
     callback_url: Option<String>,
-    #[allow(dead_code)]
+    #[expect(dead_code, reason = "WSO2's clients send it; read and ignored")]
     consumer_key: Option<String>,
-    #[allow(dead_code)]
+    #[expect(dead_code, reason = "WSO2's clients send it; read and ignored")]
     consumer_secret: Option<String>,
-    #[allow(dead_code)]
+    #[expect(dead_code, reason = "WSO2's clients send it; read and ignored")]
     key_state: Option<String>,
-    #[allow(dead_code)]
+    #[expect(dead_code, reason = "WSO2's clients send it; read and ignored")]
     key_type: Option<String>,
-    #[allow(dead_code)]
+    #[expect(dead_code, reason = "WSO2's clients send it; read and ignored")]
     group_id: Option<String>,
-    #[allow(dead_code)]
+    #[expect(dead_code, reason = "WSO2's clients send it; read and ignored")]
     token: Option<Value>,
 }
 

@@ -64,9 +64,12 @@ fn ours() -> utoipa::openapi::OpenApi {
         crate::tokens::oauth::Api::openapi(),
         crate::tokens::oauth_introspect::Api::openapi(),
         crate::users::admin::Api::openapi(),
+        crate::signing::admin::Api::openapi(),
+        crate::fleet::admin::Api::openapi(),
         crate::workflows::admin::Api::openapi(),
         crate::fleet::gateway_api::Api::openapi(),
-        crate::analytics::handlers::Api::openapi(),
+        crate::analytics::gateway_api::Api::openapi(),
+        crate::analytics::admin::Api::openapi(),
         crate::wsdl::publisher::Api::openapi(),
         Api::openapi(),
     ] {

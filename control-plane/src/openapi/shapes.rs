@@ -2,7 +2,10 @@
 //! forms, JWK sets, small status answers), described here for the document only: these
 //! types are never built, and what the handlers really read and write is checked against
 //! them by the harness, on every answer of the end-to-end tests.
-#![allow(dead_code)]
+#![expect(
+    dead_code,
+    reason = "described for the OpenAPI document only, never built"
+)]
 
 use utoipa::ToSchema;
 
@@ -126,7 +129,6 @@ pub struct PageReport {
 /// What one gateway process has counted, per minute, API and application.
 #[derive(ToSchema)]
 #[schema(as = AnalyticsReport)]
-#[allow(dead_code)]
 pub struct AnalyticsReport {
     /// The gateway's id.
     gateway: String,
@@ -139,7 +141,6 @@ pub struct AnalyticsReport {
 /// One process's totals of one (minute, API, application).
 #[derive(ToSchema)]
 #[serde(rename_all = "camelCase")]
-#[allow(dead_code)]
 pub struct MinuteCounts {
     /// Unix minute.
     minute: i64,

@@ -55,9 +55,9 @@ struct SubscriptionBody {
     tier: Option<String>,
     api_identifier: Option<String>,
     application_id: Option<String>,
-    #[allow(dead_code)]
+    #[expect(dead_code, reason = "WSO2's clients send it; read and ignored")]
     subscription_id: Option<String>,
-    #[allow(dead_code)]
+    #[expect(dead_code, reason = "WSO2's clients send it; read and ignored")]
     status: Option<String>,
 }
 
@@ -317,7 +317,7 @@ pub(super) async fn to_dto(state: &AppState, row: Subscription) -> Result<Subscr
 struct ListQuery {
     api_id: Option<String>,
     application_id: Option<String>,
-    #[allow(dead_code)]
+    #[expect(dead_code, reason = "WSO2's clients send it; read and ignored")]
     group_id: Option<String>,
     limit: Option<i64>,
     offset: Option<i64>,

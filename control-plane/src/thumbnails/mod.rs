@@ -1,6 +1,9 @@
 //! An API's thumbnail (WSO2 v0.14): what an image may be (`image`), its row and queries
-//! (`queries`), the publisher's and the store's resources (`handlers`).
+//! (`queries`), the stored image as an answer (`answer`), the publisher's and the store's resources
+//! (`publisher`, `store_api`).
 
-pub(crate) mod handlers;
+mod answer;
 mod image;
+pub(crate) mod publisher;
 mod queries;
+pub(crate) mod store_api;

@@ -3,9 +3,12 @@
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use axum::Json;
+
 use super::levels::{TierLevel, UNLIMITED};
-use super::records::TierRow;
+use super::records::{TierDto, TierRow, TierSpec};
 use crate::error::{Error, Result};
+use crate::http::pagination::{ListEnvelope, Page};
 
 /// Longest tier name and description.
 const MAX_NAME_CHARS: usize = 60;
@@ -26,7 +29,7 @@ pub struct TierBody {
     attributes: Option<Map<String, Value>>,
     request_count: Option<i64>,
     unit_time: Option<i64>,
-    #[allow(dead_code)]
+    #[expect(dead_code, reason = "WSO2's clients send it; read and ignored")]
     time_unit: Option<String>,
     tier_plan: Option<String>,
     stop_on_quota_reach: Option<bool>,
@@ -164,6 +167,43 @@ impl PermissionBody {
             serde_json::to_string(&roles).map_err(anyhow::Error::from)?,
         ))
     }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+/// A page of a level's tiers.
+pub(super) struct ListQuery {
+    limit: Option<i64>,
+    offset: Option<i64>,
+}
+
+/// The store knows `api` and `application`; the publisher also `resource`.
+pub(super) fn parse_level(level: &str, publisher: bool) -> Result<TierLevel> {
+    match TierLevel::from_path(level) {
+        Some(TierLevel::Resource) if !publisher => Err(unknown_level(level)),
+        Some(parsed) => Ok(parsed),
+        None => Err(unknown_level(level)),
+    }
+}
+
+fn unknown_level(level: &str) -> Error {
+    Error::Invalid(format!(
+        "tierLevel '{level}' is not one of api, application, resource"
+    ))
+}
+
+/// A page of `all`, with WSO2's list envelope.
+pub(super) fn list(
+    level: TierLevel,
+    all: Vec<TierSpec>,
+    q: ListQuery,
+) -> Result<Json<ListEnvelope<TierDto>>> {
+    let page = Page::new(q.limit, q.offset)?;
+    let total = all.len() as i64;
+    let list = page.slice(all.iter().map(|t| TierDto::new(level, t)).collect());
+    let link =
+        |limit, offset| format!("/tiers/{}?limit={limit}&offset={offset}", level.path_name());
+    Ok(Json(ListEnvelope::new(list, total, page, link)))
 }
 
 #[cfg(test)]

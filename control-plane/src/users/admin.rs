@@ -1,5 +1,5 @@
-//! Administration, `/api/am/admin/v0.14`: accounts and signing keys, by HTTP Basic of an
-//! administrator (the same as `control-plane add-user` / `rotate-signing-key`).
+//! Administration, `/api/am/admin/v0.14`: accounts, by HTTP Basic of an administrator
+//! (the same as `control-plane add-user`).
 //!
 //! A tenant's administrator (`admin` role, `name@domain`) manages that tenant's accounts
 //! only; the super tenant's administrators manage every tenant's and run the platform
@@ -19,7 +19,6 @@ use super::rules::{self, SUPER_TENANT};
 use crate::error::{Error, Result};
 use crate::http::ADMIN;
 use crate::http::extract::JsonBody;
-use crate::manifest::Touched;
 use crate::manifest::Touches;
 use crate::state::AppState;
 use crate::users::BasicUser;
@@ -39,40 +38,12 @@ pub fn router() -> Router<AppState> {
             &format!("{ADMIN}/users/{{username}}/unlock"),
             post(unlock_user),
         )
-        .route(
-            &format!("{ADMIN}/signing-keys/rotate"),
-            post(rotate_signing_key),
-        )
-        .route(&format!("{ADMIN}/gateways"), get(list_gateways))
-}
-
-/// Refuses callers without the admin role (403).
-fn require_admin(user: &User) -> Result<()> {
-    if user.has_role("admin") {
-        Ok(())
-    } else {
-        Err(Error::Forbidden(
-            "Only administrators may manage users and keys".into(),
-        ))
-    }
-}
-
-/// Refuses (403) callers who are not administrators of the super tenant.
-fn require_platform_admin(user: &User) -> Result<()> {
-    require_admin(user)?;
-    if user.is_platform_admin() {
-        Ok(())
-    } else {
-        Err(Error::Forbidden(
-            "Only administrators of the super tenant may manage the platform".into(),
-        ))
-    }
 }
 
 /// The account `username` if the administrator manages it; 404 otherwise, missing or
 /// in another tenant alike.
 async fn managed_account(state: &AppState, admin: &User, username: &str) -> Result<User> {
-    require_admin(admin)?;
+    admin.require_admin()?;
     let found = if admin.manages(username) {
         users::find(&state.db, username).await?
     } else {
@@ -124,7 +95,7 @@ async fn add_user(
     BasicUser(admin): BasicUser,
     JsonBody(body): JsonBody<NewUser>,
 ) -> Result<(StatusCode, Touches, Json<UserDto>)> {
-    require_admin(&admin)?;
+    admin.require_admin()?;
     let (Some(username), Some(password)) = (body.username, body.password) else {
         return Err(Error::InvalidFields(vec![
             ("username".into(), "may not be null".into()),
@@ -172,7 +143,7 @@ async fn list_users(
     State(state): State<AppState>,
     BasicUser(admin): BasicUser,
 ) -> Result<Json<Vec<UserDto>>> {
-    require_admin(&admin)?;
+    admin.require_admin()?;
     let tenant = (admin.tenant != SUPER_TENANT).then_some(admin.tenant.as_str());
     Ok(Json(
         users::list(&state.db, tenant)
@@ -332,95 +303,6 @@ async fn unlock_user(
     Ok((Touches::nothing(), Json(user.into())))
 }
 
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-struct RotatedKey {
-    kid: String,
-}
-
-/// `POST /signing-keys/rotate`: a new key signs from now on; old keys still verify. A
-/// platform operation: the super tenant's administrators only.
-#[utoipa::path(
-    post,
-    path = "/api/am/admin/v0.14/signing-keys/rotate",
-    tag = "Administration",
-    responses((status = 201, description = "The new key's id", body = RotatedKey)),
-    security(("basic" = []))
-)]
-async fn rotate_signing_key(
-    State(state): State<AppState>,
-    BasicUser(admin): BasicUser,
-) -> Result<(StatusCode, Touches, Json<RotatedKey>)> {
-    require_platform_admin(&admin)?;
-    let kid = state.keys.rotate()?;
-    tracing::info!(%kid, "signing key rotated");
-    Ok((
-        StatusCode::CREATED,
-        Touches::one(Touched::SigningKeys),
-        Json(RotatedKey { kid }),
-    ))
-}
-
-/// A gateway as an operator sees it.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-struct GatewayDto {
-    id: String,
-    environment: String,
-    /// The manifest version it holds.
-    version: i64,
-    /// When it last asked for changes, Unix seconds.
-    last_seen: i64,
-    /// Versions it is behind the newest.
-    lag: i64,
-    /// Seconds since it last asked.
-    silent_for: i64,
-}
-
-/// The gateways and the newest manifest version they are measured against.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-struct GatewayList {
-    count: usize,
-    /// The newest manifest version.
-    latest: i64,
-    list: Vec<GatewayDto>,
-}
-
-/// `GET /gateways`: every gateway that has synced, with the version it holds, when it
-/// was last seen and how far behind it is. The platform's administrators only.
-#[utoipa::path(
-    get,
-    path = "/api/am/admin/v0.14/gateways",
-    tag = "Administration",
-    responses((status = 200, description = "Every gateway that has synced", body = GatewayList)),
-    security(("basic" = []))
-)]
-async fn list_gateways(
-    State(state): State<AppState>,
-    BasicUser(admin): BasicUser,
-) -> Result<Json<GatewayList>> {
-    require_platform_admin(&admin)?;
-    let latest =
-        i64::try_from(crate::manifest::latest_version(&state.db).await?).unwrap_or(i64::MAX);
-    let now = crate::db::now();
-    let list: Vec<GatewayDto> = crate::fleet::list(&state.db)
-        .await?
-        .into_iter()
-        .map(|g| GatewayDto {
-            lag: g.lag(latest),
-            silent_for: g.silent_for(now),
-            id: g.id,
-            environment: g.environment,
-            version: g.version,
-            last_seen: g.last_seen,
-        })
-        .collect();
-    Ok(Json(GatewayList {
-        count: list.len(),
-        latest,
-        list,
-    }))
-}
-
 /// These operations in the control plane's OpenAPI document.
 #[derive(utoipa::OpenApi)]
 #[openapi(paths(
@@ -430,8 +312,6 @@ async fn list_gateways(
     update_user,
     reset_password,
     delete_user,
-    unlock_user,
-    rotate_signing_key,
-    list_gateways
+    unlock_user
 ))]
 pub struct Api;

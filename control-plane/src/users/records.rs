@@ -1,6 +1,7 @@
 //! The `users` row and the user it reads as.
 
 use super::rules::{SUPER_TENANT, tenant_of};
+use crate::error::{Error, Result};
 
 /// An authenticated user.
 #[derive(Debug, Clone)]
@@ -52,6 +53,31 @@ impl From<UserRow> for User {
             roles: row.roles.split_whitespace().map(str::to_string).collect(),
             tenant: row.tenant,
             disabled: row.disabled != 0,
+        }
+    }
+}
+
+impl User {
+    /// Refuses callers without the admin role (403).
+    pub fn require_admin(&self) -> Result<()> {
+        if self.has_role("admin") {
+            Ok(())
+        } else {
+            Err(Error::Forbidden(
+                "Only administrators may manage users and keys".into(),
+            ))
+        }
+    }
+
+    /// Refuses (403) callers who are not administrators of the super tenant.
+    pub fn require_platform_admin(&self) -> Result<()> {
+        self.require_admin()?;
+        if self.is_platform_admin() {
+            Ok(())
+        } else {
+            Err(Error::Forbidden(
+                "Only administrators of the super tenant may manage the platform".into(),
+            ))
         }
     }
 }

@@ -3,6 +3,8 @@
 //! The newest key signs; every key on disk verifies and is published in the JWKS, so a
 //! rotation never invalidates tokens that are still in flight.
 
+pub(crate) mod admin;
+
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 

@@ -1,34 +1,29 @@
-//! Throttling tiers: listed and read in the publisher (`apim:tier_view`) and in the store
-//! (anonymously, only those the caller's roles may use); created, changed, deleted and
-//! permitted in the publisher (`apim:tier_manage`), per tenant. A write gateways enforce
-//! touches [`Touched::Tiers`], so the next compile sends the limits along.
+//! Throttling tiers in the publisher: listed and read (`apim:tier_view`); created,
+//! changed, deleted and permitted (`apim:tier_manage`), per tenant. A write gateways
+//! enforce touches [`Touched::Tiers`], so the next compile sends the limits along.
 
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
 
-use super::catalogue::{self, Permissions};
+use super::catalogue;
 use super::levels::TierLevel;
 use super::queries;
 use super::records::{TierDto, TierSpec};
-use super::rules::{PermissionBody, TierBody};
+use super::rules::{ListQuery, PermissionBody, TierBody, list, parse_level};
 use super::usage;
 use crate::error::{Error, OnDuplicate, Result};
 use crate::http::extract::{JsonBody, QueryParams};
-use crate::http::pagination::{ListEnvelope, Page};
-use crate::manifest::Touched;
-use crate::manifest::Touches;
+use crate::http::pagination::ListEnvelope;
+use crate::manifest::{Touched, Touches};
 use crate::scopes::Scope;
 use crate::state::AppState;
 use crate::tokens::Caller;
-use crate::tokens::MaybeCaller;
-use crate::users::SUPER_TENANT;
 
 const PUBLISHER: &str = "/api/am/publisher/v0.14/tiers";
-const STORE: &str = "/api/am/store/v0.14/tiers";
 /// Most tiers a tenant may add to a level (each is in every gateway's meta entry).
 const MAX_OWN_TIERS: usize = 100;
 
@@ -46,15 +41,6 @@ pub fn router() -> Router<AppState> {
             &format!("{PUBLISHER}/update-permission"),
             post(update_permission),
         )
-        .route(&format!("{STORE}/{{level}}"), get(store_list))
-        .route(&format!("{STORE}/{{level}}/{{name}}"), get(store_get))
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ListQuery {
-    limit: Option<i64>,
-    offset: Option<i64>,
 }
 
 async fn publisher_list(
@@ -78,100 +64,6 @@ async fn publisher_get(
     let level = parse_level(&level, true)?;
     let tier = existing(&state, caller.tenant(), level, &name).await?;
     Ok(Json(TierDto::new(level, &tier)))
-}
-
-/// The store's tenant (`X-WSO2-Tenant`, else the caller's, else the super tenant's), and
-/// the roles of the caller (`None`: anonymous).
-async fn store_view(
-    state: &AppState,
-    caller: Option<&Caller>,
-    headers: &HeaderMap,
-) -> Result<(String, Option<Vec<String>>)> {
-    let tenant = headers
-        .get("x-wso2-tenant")
-        .and_then(|v| v.to_str().ok())
-        .map(str::trim)
-        .filter(|t| !t.is_empty())
-        .map(str::to_string)
-        .or_else(|| caller.map(|c| c.tenant().to_string()))
-        .unwrap_or_else(|| SUPER_TENANT.to_string());
-    let roles = match caller {
-        Some(caller) => Some(
-            crate::users::find(&state.db, caller.username())
-                .await?
-                .map(|user| user.roles)
-                .unwrap_or_default(),
-        ),
-        None => None,
-    };
-    Ok((tenant, roles))
-}
-
-/// The tiers of a level the store shows this caller: those its roles may use.
-async fn usable(
-    state: &AppState,
-    caller: Option<&Caller>,
-    headers: &HeaderMap,
-    level: TierLevel,
-) -> Result<Vec<TierSpec>> {
-    let (tenant, roles) = store_view(state, caller, headers).await?;
-    let permissions = Permissions::of(&state.db, &tenant, level).await?;
-    let tiers = catalogue::of_tenant(&state.db, &tenant, level).await?;
-    Ok(tiers
-        .into_iter()
-        .filter(|tier| permissions.allows(&tier.name, roles.as_deref()))
-        .collect())
-}
-
-async fn store_list(
-    State(state): State<AppState>,
-    MaybeCaller(caller): MaybeCaller,
-    headers: HeaderMap,
-    Path(level): Path<String>,
-    QueryParams(q): QueryParams<ListQuery>,
-) -> Result<Json<ListEnvelope<TierDto>>> {
-    let level = parse_level(&level, false)?;
-    let tiers = usable(&state, caller.as_ref(), &headers, level).await?;
-    list(level, tiers, q)
-}
-
-async fn store_get(
-    State(state): State<AppState>,
-    MaybeCaller(caller): MaybeCaller,
-    headers: HeaderMap,
-    Path((level, name)): Path<(String, String)>,
-) -> Result<Json<TierDto>> {
-    let level = parse_level(&level, false)?;
-    let tiers = usable(&state, caller.as_ref(), &headers, level).await?;
-    tiers
-        .iter()
-        .find(|t| t.name == name)
-        .map(|t| Json(TierDto::new(level, t)))
-        .ok_or_else(|| Error::NotFound("Tier", name))
-}
-
-/// The store knows `api` and `application`; the publisher also `resource`.
-fn parse_level(level: &str, publisher: bool) -> Result<TierLevel> {
-    match TierLevel::from_path(level) {
-        Some(TierLevel::Resource) if !publisher => Err(unknown_level(level)),
-        Some(parsed) => Ok(parsed),
-        None => Err(unknown_level(level)),
-    }
-}
-
-fn unknown_level(level: &str) -> Error {
-    Error::Invalid(format!(
-        "tierLevel '{level}' is not one of api, application, resource"
-    ))
-}
-
-fn list(level: TierLevel, all: Vec<TierSpec>, q: ListQuery) -> Result<Json<ListEnvelope<TierDto>>> {
-    let page = Page::new(q.limit, q.offset)?;
-    let total = all.len() as i64;
-    let list = page.slice(all.iter().map(|t| TierDto::new(level, t)).collect());
-    let link =
-        |limit, offset| format!("/tiers/{}?limit={limit}&offset={offset}", level.path_name());
-    Ok(Json(ListEnvelope::new(list, total, page, link)))
 }
 
 /// The tenant's tier of a level; 404 otherwise.

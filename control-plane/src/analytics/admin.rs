@@ -1,6 +1,5 @@
-//! Per-API analytics: gateways report their per-minute totals
-//! (`POST /internal/gateway/analytics`, behind the gateway secret), and an API's
-//! administrators and provider read them (`GET /api/am/admin/v0.14/analytics/apis/{apiId}`,
+//! Per-API analytics as administrators read them: an API's administrators and provider
+//! read the gateways' totals (`GET /api/am/admin/v0.14/analytics/apis/{apiId}`,
 //! HTTP Basic, as the rest of the administration API).
 //!
 //! Who may read an API's analytics follows WSO2's analytics, where the publisher shows an
@@ -10,77 +9,28 @@
 
 use std::collections::BTreeMap;
 
-use apim_manifest::analytics::{AnalyticsReport, NO_APPLICATION};
-use axum::body::Bytes;
+use apim_manifest::analytics::NO_APPLICATION;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
-use axum::routing::{get, post};
+use axum::routing::get;
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
 use super::queries::{self, Selection};
 use super::records::{Figures, SlotTotals, Totals};
-use super::rules::{Window, check_application_id, check_report, minute_of, time_text};
+use super::rules::{Window, check_application_id, time_text};
 use crate::apis::StoredApi;
 use crate::error::{Error, Result};
 use crate::http::ADMIN;
-use crate::http::extract::{QueryParams, parse_json};
+use crate::http::extract::QueryParams;
 use crate::state::AppState;
 use crate::users::BasicUser;
 use crate::users::User;
-
 pub fn router() -> Router<AppState> {
-    Router::new()
-        .route(
-            apim_manifest::paths::CONTROL_PLANE_ANALYTICS,
-            post(receive_report),
-        )
-        .route(
-            &format!("{ADMIN}/analytics/apis/{{api_id}}"),
-            get(api_analytics),
-        )
-}
-
-/// The first minute still kept, at `now`.
-fn retained_from(state: &AppState, now: OffsetDateTime) -> i64 {
-    let days = i64::try_from(state.config.analytics_retention_days).unwrap_or(i64::MAX / 1_440);
-    minute_of(now) - days * 1_440
-}
-
-/// A gateway's report: stored, 204 (the gateway then forgets what it sent). The secret
-/// was checked from the head (`fleet::require_gateway_secret`).
-#[utoipa::path(
-    post,
-    path = "/internal/gateway/analytics",
-    tag = "Gateways",
-    request_body = crate::openapi::shapes::AnalyticsReport,
-    responses((status = 204, description = "The report is stored (a repeated one counts once)")),
-    security(("gateway_secret" = []))
-)]
-async fn receive_report(State(state): State<AppState>, body: Bytes) -> Result<StatusCode> {
-    let report: AnalyticsReport = parse_json(&body)?;
-    let now = OffsetDateTime::now_utc();
-    let report = check_report(report, minute_of(now), retained_from(&state, now))?;
-    queries::store_report(&state.db, &report).await?;
-    Ok(StatusCode::NO_CONTENT)
-}
-
-/// Deletes analytics past the retention, every hour (on every control plane sharing the
-/// database: deleting twice deletes nothing more).
-pub fn spawn_retention(state: AppState) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let mut every = tokio::time::interval(std::time::Duration::from_secs(3_600));
-        loop {
-            every.tick().await;
-            let before = retained_from(&state, OffsetDateTime::now_utc());
-            match queries::forget_before(&state.db, before).await {
-                Ok(0) => {}
-                Ok(rows) => tracing::info!(rows, "analytics past the retention deleted"),
-                Err(err) => tracing::warn!("could not delete old analytics: {err}"),
-            }
-        }
-    })
+    Router::new().route(
+        &format!("{ADMIN}/analytics/apis/{{api_id}}"),
+        get(api_analytics),
+    )
 }
 
 #[derive(Debug, Deserialize)]
@@ -233,5 +183,5 @@ fn answer(api: StoredApi, window: &Window, rows: &[SlotTotals]) -> ApiAnalytics 
 
 /// These operations in the control plane's OpenAPI document.
 #[derive(utoipa::OpenApi)]
-#[openapi(paths(receive_report, api_analytics))]
+#[openapi(paths(api_analytics))]
 pub struct Api;

@@ -1,10 +1,9 @@
-//! An API's thumbnail (WSO2 v0.14): publisher `GET`/`POST /apis/{apiId}/thumbnail`
-//! (`apim:api_view`/`apim:api_create`, the caller's tenant) and store
-//! `GET /apis/{apiId}/thumbnail` (an API the caller sees, anonymously too). Uploading one
-//! changes nothing gateways see, so it asks for no compile.
+//! An API's thumbnail in the publisher: `GET`/`POST /apis/{apiId}/thumbnail`
+//! (`apim:api_view`/`apim:api_create`, the caller's tenant). Uploading one changes nothing
+//! gateways see, so it asks for no compile.
 
 use axum::extract::{Path, Request, State};
-use axum::http::{HeaderValue, header};
+use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
@@ -12,29 +11,23 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use serde::Serialize;
 
+use super::answer::thumbnail;
 use super::image::{MAX_IMAGE_BYTES, image_type};
 use super::queries::{self, ThumbnailRow};
-use crate::apis::{tenant_api, visible_api};
-use crate::documents::untrusted;
+use crate::apis::tenant_api;
 use crate::error::{Error, Result};
+use crate::http::PUBLISHER;
 use crate::http::multipart::{declared_media_type, read_form};
-use crate::http::{PUBLISHER, STORE};
 use crate::manifest::Touches;
 use crate::scopes::Scope;
 use crate::state::AppState;
 use crate::tokens::Caller;
-use crate::tokens::MaybeCaller;
 
 pub fn router() -> Router<AppState> {
-    Router::new()
-        .route(
-            &format!("{PUBLISHER}/apis/{{api_id}}/thumbnail"),
-            get(publisher_thumbnail).post(upload_thumbnail),
-        )
-        .route(
-            &format!("{STORE}/apis/{{api_id}}/thumbnail"),
-            get(store_thumbnail),
-        )
+    Router::new().route(
+        &format!("{PUBLISHER}/apis/{{api_id}}/thumbnail"),
+        get(publisher_thumbnail).post(upload_thumbnail),
+    )
 }
 
 /// WSO2's `FileInfo`.
@@ -94,29 +87,4 @@ async fn publisher_thumbnail(
     caller.require(&state, Scope::ApiView)?;
     let api = tenant_api(&state, &caller, &api_id).await?;
     thumbnail(&state, &api.id).await
-}
-
-/// `GET /apis/{apiId}/thumbnail` (store).
-async fn store_thumbnail(
-    State(state): State<AppState>,
-    MaybeCaller(caller): MaybeCaller,
-    Path(api_id): Path<String>,
-) -> Result<Response> {
-    let api = visible_api(&state, caller.as_ref(), &api_id).await?;
-    thumbnail(&state, &api.id).await
-}
-
-/// The image with its type; 404 when the API has none.
-async fn thumbnail(state: &AppState, api_id: &str) -> Result<Response> {
-    let Some(row) = queries::find(&state.db, api_id).await? else {
-        return Err(Error::NotFoundWhy(format!(
-            "The API {api_id} has no thumbnail"
-        )));
-    };
-    let bytes = STANDARD
-        .decode(&row.image)
-        .map_err(|e| anyhow::anyhow!("stored thumbnail of API {api_id}: {e}"))?;
-    let media_type = HeaderValue::from_str(&row.media_type)
-        .map_err(|e| anyhow::anyhow!("stored thumbnail type of API {api_id}: {e}"))?;
-    Ok(untrusted(([(header::CONTENT_TYPE, media_type)], bytes)))
 }
