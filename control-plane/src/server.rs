@@ -24,13 +24,7 @@ use crate::users::lockout::LockoutPolicy;
 
 /// Runs the command the configuration names (serving by default).
 pub async fn run(config: Config) -> anyhow::Result<()> {
-    config.validate()?;
-    // Owner only: the database, keys and secrets live here.
-    crate::signing::private_dir(&config.data_dir)?;
-    let db = crate::db::connect(&config.effective_database_url()).await?;
-    crate::apis::routes::backfill(&db)
-        .await
-        .context("could not record the routes of existing APIs")?;
+    let db = open_database(&config).await?;
     match config.command.clone().unwrap_or(Command::Serve) {
         Command::Serve => serve(config, db).await,
         Command::AddUser {
@@ -75,7 +69,91 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     }
 }
 
+/// The configuration checked and the database ready: migrated, with the routes of APIs
+/// from before route claims recorded.
+async fn open_database(config: &Config) -> anyhow::Result<AnyPool> {
+    config.validate()?;
+    // Owner only: the database, keys and secrets live here.
+    crate::signing::private_dir(&config.data_dir)?;
+    let db = crate::db::connect(&config.effective_database_url()).await?;
+    crate::apis::routes::backfill(&db)
+        .await
+        .context("could not record the routes of existing APIs")?;
+    Ok(db)
+}
+
+/// The management API in this process, without a listener: the router `serve` serves,
+/// on the configured database, for tests that drive it request by request.
+pub async fn in_process(config: Config) -> anyhow::Result<axum::Router> {
+    let db = open_database(&config).await?;
+    let addr = config.mgmt_addr;
+    let prepared = prepare(config, db, addr, "http").await?;
+    Ok(app(prepared.state))
+}
+
 async fn serve(config: Config, db: AnyPool) -> anyhow::Result<()> {
+    // Before the listener: a certificate file that is missing or wrong stops the start.
+    let tls = apim_tls::Tls::load(config.tls_pairs()?)?;
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let listener = TcpListener::bind(config.mgmt_addr)
+        .await
+        .with_context(|| format!("could not listen on {}", config.mgmt_addr))?;
+    let addr = listener.local_addr()?;
+    let Prepared {
+        state,
+        manifests,
+        config,
+    } = prepare(config, db.clone(), addr, scheme).await?;
+    let limits = listener::Limits {
+        header_timeout: Duration::from_millis(config.header_timeout_ms),
+        idle_timeout: Duration::from_millis(config.idle_timeout_ms),
+        max_connections: config.max_connections,
+    };
+    let ops = match config.ops_addr {
+        Some(ops_addr) => Some(serve_operations(ops_addr, db.clone()).await?),
+        None => None,
+    };
+    let spans = crate::ops::trace::init()?;
+    let signal = shutdown_signal();
+    if let Some(tls) = &tls {
+        apim_tls::reload::spawn(tls.clone())?;
+    }
+    announce(addr, tls.is_some());
+    let hub = manifests.clone();
+    let shutdown = async move {
+        signal.await;
+        hub.close();
+    };
+    let acceptor = tls.as_ref().map(|tls| tls.acceptor());
+    listener::serve(listener, app(state), limits, shutdown, acceptor).await?;
+    if let Some(ops) = ops {
+        ops.abort();
+    }
+    db.close().await;
+    if let Some(spans) = spans {
+        apim_otel::shutdown_provider(spans).await;
+    }
+    tracing::info!("control plane stopped");
+    Ok(())
+}
+
+/// What serving needs once the database is ready: the state every handler shares, with
+/// the compile loop, the fleet's follower and the retention running.
+struct Prepared {
+    state: AppState,
+    manifests: Arc<ManifestHub>,
+    config: Arc<Config>,
+}
+
+/// Everything between the database and the listener: the administrator, secrets
+/// resealed, keys, and the tasks behind the handlers. `addr` is the management listener
+/// as bound, which published endpoints may not point at.
+async fn prepare(
+    config: Config,
+    db: AnyPool,
+    addr: std::net::SocketAddr,
+    scheme: &str,
+) -> anyhow::Result<Prepared> {
     ensure_admin(&config, &db).await?;
     let data_keys = Arc::new(data_keys(&config)?);
     let resealed = secrets::reseal::reseal_all(&db, &data_keys).await?;
@@ -87,13 +165,6 @@ async fn serve(config: Config, db: AnyPool) -> anyhow::Result<()> {
         );
     }
     let keys = Arc::new(KeyRing::load_or_create(&config.data_dir.join("keys"))?);
-    // Before the listener: a certificate file that is missing or wrong stops the start.
-    let tls = apim_tls::Tls::load(config.tls_pairs()?)?;
-    let scheme = if tls.is_some() { "https" } else { "http" };
-    let listener = TcpListener::bind(config.mgmt_addr)
-        .await
-        .with_context(|| format!("could not listen on {}", config.mgmt_addr))?;
-    let addr = listener.local_addr()?;
     // Derived from the configured address, not the bound one, so that tokens stay valid
     // across restarts even when the port is chosen at start-up.
     let issuer = if config.token_issuer.is_empty() {
@@ -149,40 +220,14 @@ async fn serve(config: Config, db: AnyPool) -> anyhow::Result<()> {
         ),
         data_keys,
     };
-    crate::analytics::handlers::spawn_retention(state.clone());
+    crate::analytics::retention::spawn_retention(state.clone());
     users::limit_argon2_queue(config.argon2_queue);
     users::prepare_dummy_hash().await?;
-    let limits = listener::Limits {
-        header_timeout: Duration::from_millis(config.header_timeout_ms),
-        idle_timeout: Duration::from_millis(config.idle_timeout_ms),
-        max_connections: config.max_connections,
-    };
-    let ops = match config.ops_addr {
-        Some(ops_addr) => Some(serve_operations(ops_addr, db.clone()).await?),
-        None => None,
-    };
-    let spans = crate::ops::trace::init()?;
-    let signal = shutdown_signal();
-    if let Some(tls) = &tls {
-        apim_tls::reload::spawn(tls.clone())?;
-    }
-    announce(addr, tls.is_some());
-    let hub = manifests.clone();
-    let shutdown = async move {
-        signal.await;
-        hub.close();
-    };
-    let acceptor = tls.as_ref().map(|tls| tls.acceptor());
-    listener::serve(listener, app(state), limits, shutdown, acceptor).await?;
-    if let Some(ops) = ops {
-        ops.abort();
-    }
-    db.close().await;
-    if let Some(spans) = spans {
-        apim_otel::shutdown_provider(spans).await;
-    }
-    tracing::info!("control plane stopped");
-    Ok(())
+    Ok(Prepared {
+        state,
+        manifests,
+        config,
+    })
 }
 
 /// Prints `Serving HTTP on http://ADDR/` (`Serving HTTPS on https://ADDR/` with TLS),

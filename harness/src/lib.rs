@@ -283,6 +283,23 @@ pub async fn start_control_plane(
     ServerProcess::start(&binary("control-plane"), &env).await
 }
 
+/// A control plane in this process on `backend`, with its data in `data_dir`, set as
+/// [`start_control_plane`] sets a spawned one; a client that answers through its router.
+/// Its compile loop and the tasks behind it run on the caller's runtime.
+pub async fn in_process_control_plane(backend: &Backend, data_dir: &Path) -> Client {
+    use clap::Parser as _;
+    let mut config = control_plane::config::Config::parse_from(["control-plane"]);
+    config.mgmt_addr = "127.0.0.1:9763".parse().expect("an address");
+    config.data_dir = data_dir.to_path_buf();
+    config.database_url = backend.database_url().to_string();
+    config.admin_password = Some(ADMIN_PASSWORD.to_string());
+    config.egress_allow = TEST_EGRESS_ALLOW.to_string();
+    let app = control_plane::server::in_process(config)
+        .await
+        .expect("the control plane starts in process");
+    Client::in_process(app)
+}
+
 /// Where the tests' (and the local stack's) APIs may point and their gateways may go:
 /// their backends, all on 127.0.0.1 (other loopback addresses, link-local ones and the
 /// names of this machine stay refused; so do the control plane's and the gateway's own
@@ -705,6 +722,26 @@ pub fn fault_code(body: &str) -> &str {
 }
 
 impl Reply {
+    /// The reply of `text`: JSON when it parses, else the text; `null` when empty.
+    fn read(
+        status: u16,
+        headers: reqwest::header::HeaderMap,
+        version: reqwest::Version,
+        text: String,
+    ) -> Self {
+        let body = if text.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&text).unwrap_or(Value::String(text))
+        };
+        Reply {
+            status,
+            body,
+            headers,
+            version,
+        }
+    }
+
     /// The code of the WSO2 fault the body holds (see [`fault_code`]).
     pub fn fault_code(&self) -> &str {
         fault_code(self.body.as_str().unwrap_or_default())
@@ -767,6 +804,42 @@ pub struct Client {
     http: reqwest::Client,
     /// Base URL.
     pub base: String,
+    /// The control plane's router when it runs in this process ([`Client::in_process`]).
+    app: Option<axum::Router>,
+}
+
+/// The base URL of [`Client::in_process`]: never dialled, only split off again.
+const IN_PROCESS_BASE: &str = "http://in-process";
+
+/// `request` answered by `app` in this process, its body streamed as the listener would.
+async fn exchange_in_process(app: &axum::Router, mut request: reqwest::Request) -> Reply {
+    use tower::ServiceExt as _;
+    let url = request.url();
+    let target = match url.query() {
+        Some(query) => format!("{}?{query}", url.path()),
+        None => url.path().to_string(),
+    };
+    let body = request
+        .body_mut()
+        .take()
+        .map_or_else(axum::body::Body::empty, axum::body::Body::new);
+    let mut built = axum::http::Request::builder()
+        .method(request.method().clone())
+        .uri(target)
+        .body(body)
+        .expect("request converts");
+    *built.headers_mut() = request.headers().clone();
+    let response = app
+        .clone()
+        .oneshot(built)
+        .await
+        .expect("the router answers");
+    let (parts, body) = response.into_parts();
+    let bytes = axum::body::to_bytes(body, usize::MAX)
+        .await
+        .expect("response body");
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    Reply::read(parts.status.as_u16(), parts.headers, parts.version, text)
 }
 
 /// A reqwest client that trusts the tests' listener authority besides the Mozilla roots
@@ -801,6 +874,17 @@ impl Client {
         Client {
             http: builder.build().expect("HTTP client"),
             base: base.to_string(),
+            app: None,
+        }
+    }
+
+    /// A client of a control plane in this process: each request goes to `app` as the
+    /// listener would hand it over (tower's `oneshot`), without a socket.
+    pub fn in_process(app: axum::Router) -> Self {
+        Client {
+            http: reqwest::Client::new(),
+            base: IN_PROCESS_BASE.to_string(),
+            app: Some(app),
         }
     }
 
@@ -831,22 +915,15 @@ impl Client {
     }
 
     async fn exchange(&self, request: reqwest::Request) -> Reply {
+        if let Some(app) = &self.app {
+            return exchange_in_process(app, request).await;
+        }
         let response = self.http.execute(request).await.expect("request failed");
         let status = response.status().as_u16();
         let headers = response.headers().clone();
         let version = response.version();
         let text = response.text().await.expect("response body");
-        let body = if text.is_empty() {
-            Value::Null
-        } else {
-            serde_json::from_str(&text).unwrap_or(Value::String(text))
-        };
-        Reply {
-            status,
-            body,
-            headers,
-            version,
-        }
+        Reply::read(status, headers, version, text)
     }
 
     fn url(&self, path: &str) -> String {

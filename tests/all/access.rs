@@ -8,7 +8,7 @@ use harness::steps::{Keys, Steps, client_credentials_token, keys_request};
 use harness::{Backend, Client, PUBLISHER, Reply, STORE, spec_api_record};
 use serde_json::{Value, json};
 
-use crate::Env;
+use crate::InProcess;
 
 /// The management scopes plus the publisher's subscription scopes.
 const PUBLISHER_SCOPES: &str = "mgr:api_view mgr:api_create mgr:api_publish mgr:subscribe \
@@ -71,7 +71,7 @@ async fn store_status(api: &Client, token: &str, id: &str) -> Value {
     reply.body["status"].clone()
 }
 
-pub async fn publisher_lists_blocks_and_unblocks_subscriptions(env: Env) {
+pub async fn publisher_lists_blocks_and_unblocks_subscriptions(env: InProcess) {
     let api = &env.api;
     let u = users(api).await;
     let weather = published_api(api, &u.admin, "Weather", json!([])).await;
@@ -251,7 +251,7 @@ pub async fn publisher_lists_blocks_and_unblocks_subscriptions(env: Env) {
     assert_eq!(store_status(api, &u.sam, &on_weather).await, "UNBLOCKED");
 }
 
-pub async fn publisher_reads_applications_of_its_tenant(env: Env) {
+pub async fn publisher_reads_applications_of_its_tenant(env: InProcess) {
     let api = &env.api;
     let u = users(api).await;
     let sam = Steps::new(api, &u.sam);
@@ -298,7 +298,7 @@ async fn user_token(api: &Client, keys: &Keys, user: &str, password: &str) -> Re
     api.token(&keys.key, &keys.secret, &form).await
 }
 
-pub async fn key_grants_and_secrets_change(env: Env) {
+pub async fn key_grants_and_secrets_change(env: InProcess) {
     let api = &env.api;
     let u = users(api).await;
     let sam = Steps::new(api, &u.sam);
@@ -444,7 +444,7 @@ pub async fn key_grants_and_secrets_change(env: Env) {
         .unwrap();
 }
 
-pub async fn application_scopes_and_batch_subscriptions(env: Env) {
+pub async fn application_scopes_and_batch_subscriptions(env: InProcess) {
     let api = &env.api;
     let u = users(api).await;
     let declared = json!([

@@ -13,7 +13,7 @@ use harness::{ADMIN_PASSWORD, Backend, Reply, eventually};
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::Env;
+use crate::InProcess;
 
 const ANALYTICS: &str = "/internal/gateway/analytics";
 /// Latency bucket bounds, microseconds (`apim_manifest::analytics::LATENCY_BOUNDS_US`).
@@ -62,7 +62,7 @@ fn row(
 }
 
 /// Posts a report as gateway process `boot` of `gateway`, with `secret` as bearer token.
-async fn report(env: &Env, secret: &str, gateway: &str, boot: &str, rows: Vec<Value>) -> u16 {
+async fn report(env: &InProcess, secret: &str, gateway: &str, boot: &str, rows: Vec<Value>) -> u16 {
     let body = json!({"gateway": gateway, "boot": boot, "rows": rows});
     env.api
         .send(env.api.request(Method::POST, ANALYTICS, secret).json(&body))
@@ -73,7 +73,7 @@ async fn report(env: &Env, secret: &str, gateway: &str, boot: &str, rows: Vec<Va
 /// Reports add up across gateways and processes and never count twice; the figures are
 /// the provider's and the tenant's administrators' only; hostile queries and reports are
 /// refused with WSO2's error body while the legitimate ones are answered.
-pub async fn reports_add_up_once_and_queries_are_bounded(env: Env) {
+pub async fn reports_add_up_once_and_queries_are_bounded(env: InProcess) {
     let api = &env.api;
     api.add_user("alice", "alice-pw", &["creator", "publisher"])
         .await;
@@ -253,7 +253,7 @@ async fn hostile_queries_are_refused(api: &harness::Client, charted: &str) {
 }
 
 /// Reports without the secret are 401; reports that cannot be a gateway's are 400.
-async fn hostile_reports_are_refused(env: &Env, secret: &str, charted: &str) {
+async fn hostile_reports_are_refused(env: &InProcess, secret: &str, charted: &str) {
     let minute = minute_now();
     let good = || vec![row(minute, charted, "app-1", (0, 0), &[(0, 1)])];
     assert_eq!(report(env, "", "gw-x", "b", good()).await, 401);

@@ -7,7 +7,7 @@ use harness::{ADMIN_PASSWORD, PUBLISHER, Reply, STORE, spec_api_record};
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::Env;
+use crate::InProcess;
 
 const ADMIN_API: &str = "/api/am/admin/v0.14";
 const ADMIN: (&str, &str) = ("admin", ADMIN_PASSWORD);
@@ -22,25 +22,25 @@ fn record(changes: Value) -> Value {
     record
 }
 
-async fn create(env: &Env, token: &str, changes: Value) -> Reply {
+async fn create(env: &InProcess, token: &str, changes: Value) -> Reply {
     env.api
         .post_json(&format!("{PUBLISHER}/apis"), token, &record(changes))
         .await
 }
 
-async fn publish(env: &Env, token: &str, id: &str) {
+async fn publish(env: &InProcess, token: &str, id: &str) {
     Steps::new(&env.api, token)
         .lifecycle(id, "Publish")
         .await
         .unwrap();
 }
 
-async fn new_application(env: &Env, token: &str, name: &str) -> String {
+async fn new_application(env: &InProcess, token: &str, name: &str) -> String {
     let steps = Steps::new(&env.api, token);
     steps.create_application(name, "Unlimited").await.unwrap()
 }
 
-async fn subscribe(env: &Env, token: &str, api: &str, application: &str) -> Reply {
+async fn subscribe(env: &InProcess, token: &str, api: &str, application: &str) -> Reply {
     env.api
         .post_json(
             &format!("{STORE}/subscriptions"),
@@ -51,7 +51,7 @@ async fn subscribe(env: &Env, token: &str, api: &str, application: &str) -> Repl
 }
 
 /// Store API names a caller sees, with an optional `X-WSO2-Tenant`.
-async fn store_names(env: &Env, token: &str, tenant: Option<&str>) -> Vec<String> {
+async fn store_names(env: &InProcess, token: &str, tenant: Option<&str>) -> Vec<String> {
     let mut request = env
         .api
         .request(Method::GET, &format!("{STORE}/apis?limit=100"), token);
@@ -71,7 +71,7 @@ async fn store_names(env: &Env, token: &str, tenant: Option<&str>) -> Vec<String
 
 /// Contexts under `/t/<domain>/` are that tenant's alone, and a gateway route has one
 /// owner across the platform.
-pub async fn tenant_routes_cannot_be_squatted(env: Env) {
+pub async fn tenant_routes_cannot_be_squatted(env: InProcess) {
     let api = &env.api;
     api.add_user("alice@acme.com", "alice-pw", &["creator", "publisher"])
         .await;
@@ -199,7 +199,7 @@ pub async fn tenant_routes_cannot_be_squatted(env: Env) {
 
 /// A tenant's administrator manages that tenant's accounts only; platform operations
 /// need the super tenant's. Accounts can be listed, changed, disabled, reset, deleted.
-pub async fn tenant_admin_is_confined(env: Env) {
+pub async fn tenant_admin_is_confined(env: InProcess) {
     let api = &env.api;
     let users = format!("{ADMIN_API}/users");
     let user = |name: &str| format!("{ADMIN_API}/users/{name}");
@@ -422,7 +422,7 @@ pub async fn tenant_admin_is_confined(env: Env) {
 
 /// A creator cannot deploy (a new API is CREATED whatever the body says; lifecycle needs
 /// api_publish) nor create APIs in another user's name.
-pub async fn creator_cannot_deploy_or_impersonate(env: Env) {
+pub async fn creator_cannot_deploy_or_impersonate(env: InProcess) {
     let api = &env.api;
     api.add_user("cathy", "cathy-pw", &["creator"]).await;
     let cathy = api.login("cathy", "cathy-pw", ALL_SCOPES).await;
@@ -492,7 +492,7 @@ pub async fn creator_cannot_deploy_or_impersonate(env: Env) {
 
 /// RESTRICTED and PRIVATE APIs are invisible and unsubscribable to those they are not
 /// for; subscription availability governs other tenants.
-pub async fn visibility_and_availability(env: Env) {
+pub async fn visibility_and_availability(env: InProcess) {
     let api = &env.api;
     api.add_user("sub", "sub-pw", &["subscriber"]).await;
     api.add_user("partner", "partner-pw", &["subscriber", "publisher"])

@@ -8,21 +8,21 @@ use harness::steps::Steps;
 use harness::{Backend, PUBLISHER, STORE, spec_api_record};
 use serde_json::{Value, json};
 
-use crate::Env;
+use crate::InProcess;
 
-async fn admin_token(env: &Env) -> String {
+async fn admin_token(env: &InProcess) -> String {
     env.api
         .login("admin", harness::ADMIN_PASSWORD, ALL_SCOPES)
         .await
 }
 
 /// A user with only the subscriber role: asking for every scope, it gets `subscribe`.
-async fn subscriber_token(env: &Env, name: &str) -> String {
+async fn subscriber_token(env: &InProcess, name: &str) -> String {
     env.api.add_user(name, "sub-pw-1", &["subscriber"]).await;
     env.api.login(name, "sub-pw-1", ALL_SCOPES).await
 }
 
-pub async fn environments_store_swagger_and_sdks(env: Env) {
+pub async fn environments_store_swagger_and_sdks(env: InProcess) {
     let api = &env.api;
     let admin = admin_token(&env).await;
     let sam = subscriber_token(&env, "sam").await;
@@ -93,7 +93,7 @@ pub async fn environments_store_swagger_and_sdks(env: Env) {
         .expect(401);
 }
 
-pub async fn copy_api_and_default_version(env: Env) {
+pub async fn copy_api_and_default_version(env: InProcess) {
     let api = &env.api;
     let admin = admin_token(&env).await;
     let steps = Steps::new(api, &admin);
@@ -228,7 +228,7 @@ fn certificate_form(
     form
 }
 
-pub async fn certificates_per_tenant(env: Env) {
+pub async fn certificates_per_tenant(env: InProcess) {
     let api = &env.api;
     let admin = admin_token(&env).await;
     let certificates = format!("{PUBLISHER}/certificates");
@@ -519,7 +519,7 @@ fn tier(name: &str, requests: i64, unit_ms: i64) -> Value {
            "stopOnQuotaReach": true, "attributes": {"plan": 1}})
 }
 
-pub async fn tiers_per_tenant(env: Env) {
+pub async fn tiers_per_tenant(env: InProcess) {
     let api = &env.api;
     let admin = api
         .login("admin", harness::ADMIN_PASSWORD, TIER_SCOPES)

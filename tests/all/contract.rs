@@ -6,12 +6,12 @@
 
 use harness::stack::ALL_SCOPES;
 
-use crate::Env;
+use crate::InProcess;
 
 /// The id every path parameter gets: names no API, application, document or tier.
 const NOBODY: &str = "00000000-0000-0000-0000-000000000000";
 
-pub async fn every_operation_of_wso2s_contracts_is_served(env: Env) {
+pub async fn every_operation_of_wso2s_contracts_is_served(env: InProcess) {
     let admin = env
         .api
         .login("admin", harness::ADMIN_PASSWORD, ALL_SCOPES)

@@ -9,7 +9,7 @@ use harness::{Client, PUBLISHER, Reply, STORE};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::Env;
+use crate::{Env, InProcess};
 
 const ADMIN: &str = "/api/am/admin/v0.14";
 
@@ -111,7 +111,7 @@ fn scope(reply: &Reply) -> String {
     reply.str("scope")
 }
 
-pub async fn application_keys_get_application_scopes_only(env: Env) {
+pub async fn application_keys_get_application_scopes_only(env: InProcess) {
     let api = &env.api;
     let admin = api
         .login("admin", harness::ADMIN_PASSWORD, ALL_SCOPES)
@@ -320,7 +320,7 @@ pub async fn lifetimes_are_bounded(mut env: Env) {
         .expect(200);
 }
 
-pub async fn revoking_any_token_revokes_its_family(env: Env) {
+pub async fn revoking_any_token_revokes_its_family(env: InProcess) {
     let api = &env.api;
     let client = management_client(api, "families").await;
     let (id, secret) = (&client.0, &client.1);
@@ -399,7 +399,7 @@ pub async fn revoking_any_token_revokes_its_family(env: Env) {
     assert!(works(&bystander).await);
 }
 
-pub async fn concurrent_refreshes_redeem_once(env: Env) {
+pub async fn concurrent_refreshes_redeem_once(env: InProcess) {
     let api = &env.api;
     let client = management_client(api, "racing").await;
     let first = api

@@ -7,9 +7,9 @@ use harness::steps::{Steps, keys_request};
 use harness::{PUBLISHER, STORE, spec_api_record};
 use serde_json::{Value, json};
 
-use crate::Env;
+use crate::InProcess;
 
-async fn admin_token(env: &Env) -> String {
+async fn admin_token(env: &InProcess) -> String {
     env.api
         .login("admin", harness::ADMIN_PASSWORD, ALL_SCOPES)
         .await
@@ -31,7 +31,7 @@ fn with(mut record: Value, changes: Value) -> Value {
     record
 }
 
-async fn api_count(env: &Env, token: &str) -> i64 {
+async fn api_count(env: &InProcess, token: &str) -> i64 {
     let list = env
         .api
         .get(&format!("{PUBLISHER}/apis"), token)
@@ -110,7 +110,7 @@ fn assert_defaults(record: &Value) {
 /// where WSO2's validation refuses one, an empty transport list, no tiers, no definition
 /// or no endpoints are still refused, and create nothing. Key generation without
 /// `accessAllowDomains` gets none, as WSO2's request model starts with an empty list.
-pub async fn omitted_fields_get_wso2_defaults(env: Env) {
+pub async fn omitted_fields_get_wso2_defaults(env: InProcess) {
     let api = &env.api;
     let token = admin_token(&env).await;
     let apis = format!("{PUBLISHER}/apis");
@@ -209,7 +209,7 @@ pub async fn omitted_fields_get_wso2_defaults(env: Env) {
 /// Padded values: WSO2's REST layer does not trim an API's name, version or context nor an
 /// application's name (its `APIConsumerImpl` refuses a padded one), so neither do we: a
 /// padded value is refused as before and creates nothing, the same value unpadded works.
-pub async fn padded_values_stay_refused(env: Env) {
+pub async fn padded_values_stay_refused(env: InProcess) {
     let api = &env.api;
     let token = admin_token(&env).await;
     let apis = format!("{PUBLISHER}/apis");
@@ -292,7 +292,7 @@ pub async fn padded_values_stay_refused(env: Env) {
 /// contract says: a body that repeats them, changes them or leaves them out gets the
 /// stored ones back with 200 and its other changes applied. Beside it: a PUT without the
 /// scope, one to another tenant's API, or one with an unknown tier changes nothing.
-pub async fn put_keeps_identity_fields(env: Env) {
+pub async fn put_keeps_identity_fields(env: InProcess) {
     let api = &env.api;
     let token = admin_token(&env).await;
     let apis = format!("{PUBLISHER}/apis");

@@ -77,6 +77,17 @@ impl Env {
     }
 }
 
+/// What an in-process scenario gets: a control plane in the test's own process, driven
+/// through its router without a socket, for rules that need no process around them.
+pub struct InProcess {
+    /// Its database.
+    pub backend: Backend,
+    /// Its data directory.
+    pub data_dir: PathBuf,
+    /// A client answered by its router.
+    pub api: Client,
+}
+
 enum Kind {
     Sqlite,
     Postgres,
@@ -84,6 +95,7 @@ enum Kind {
 
 type Scenario = fn(Env) -> BoxedRun;
 type StackScenario = fn(Backend) -> BoxedRun;
+type InProcessScenario = fn(InProcess) -> BoxedRun;
 type BoxedRun = Pin<Box<dyn Future<Output = ()> + Send>>;
 
 /// Runs a scenario with a control plane of its own on the `kind` of database.
@@ -104,6 +116,24 @@ async fn run(kind: Kind, name: &str, scenario: Scenario) {
         })
     };
     on_database(kind, name, with_control_plane).await;
+}
+
+/// Runs a scenario with a control plane of its own in this process on the `kind` of database.
+async fn run_in_process(kind: Kind, name: &str, scenario: InProcessScenario) {
+    let in_process = move |backend: Backend| -> BoxedRun {
+        Box::pin(async move {
+            let data_dir = harness::temp_dir();
+            let api = harness::in_process_control_plane(&backend, &data_dir).await;
+            scenario(InProcess {
+                backend,
+                data_dir: data_dir.clone(),
+                api,
+            })
+            .await;
+            let _ = std::fs::remove_dir_all(&data_dir);
+        })
+    };
+    on_database(kind, name, in_process).await;
 }
 
 /// Runs a scenario that starts a whole stack (gateway too) on the `kind` of database.
@@ -151,32 +181,14 @@ macro_rules! on_both {
 on_both!(
     run, sqlite, postgres;
     flow::spec_flow_end_to_end,
-    registration::registration_follows_wso2,
-    tokens::token_service_grants_and_errors,
-    tokens::refresh_and_revocation,
-    tokens::scopes_follow_roles,
     publisher::api_validation_and_conflicts,
     publisher::lifecycle_state_machine,
     publisher::update_list_search_and_delete,
     publisher::wso2_clients_leniency,
-    leniency::omitted_fields_get_wso2_defaults,
-    leniency::padded_values_stay_refused,
-    leniency::put_keeps_identity_fields,
-    store::applications_and_default_application,
-    store::subscription_rules,
-    store::key_generation,
     restart::restart_keeps_records_and_keys,
-    tenants::tenant_users_and_unique_names,
-    authz::tenant_routes_cannot_be_squatted,
-    authz::tenant_admin_is_confined,
-    authz::creator_cannot_deploy_or_impersonate,
-    authz::visibility_and_availability,
     dev_facade::facade_serves_every_operation_directly_and_through_the_gateway,
-    credentials::application_keys_get_application_scopes_only,
     credentials::management_clients_cannot_call_apis,
     credentials::lifetimes_are_bounded,
-    credentials::revoking_any_token_revokes_its_family,
-    credentials::concurrent_refreshes_redeem_once,
     credentials::failed_logins_lock_until_an_admin_unlocks,
     credentials::failed_logins_are_throttled_per_address,
     credentials::unknown_users_cost_what_wrong_passwords_do,
@@ -186,23 +198,47 @@ on_both!(
     secrets::secrets_stay_sealed_end_to_end,
     secrets::data_key_rotation,
     secrets::add_user_keeps_passwords_out_of_ps,
-    contract::every_operation_of_wso2s_contracts_is_served,
     content::documents_in_publisher_and_store,
     content::thumbnails_and_tags,
     content::wsdl_is_xml_without_doctype,
     content::mediation_policies,
-    access::publisher_lists_blocks_and_unblocks_subscriptions,
-    access::publisher_reads_applications_of_its_tenant,
-    access::key_grants_and_secrets_change,
-    access::application_scopes_and_batch_subscriptions,
+    observability::control_plane_health_and_metrics,
+);
+
+// The control plane's rules, in the test's own process (its router answers each request
+// without a socket), on SQLite and on PostgreSQL.
+on_both!(
+    run_in_process, rules_sqlite, rules_postgres;
+    registration::registration_follows_wso2,
+    tokens::token_service_grants_and_errors,
+    tokens::refresh_and_revocation,
+    tokens::scopes_follow_roles,
     catalogue::environments_store_swagger_and_sdks,
     catalogue::copy_api_and_default_version,
     catalogue::certificates_per_tenant,
     catalogue::tiers_per_tenant,
-    observability::control_plane_health_and_metrics,
-    analytics::reports_add_up_once_and_queries_are_bounded,
-    workflows::approvals_per_tenant,
+    credentials::application_keys_get_application_scopes_only,
+    credentials::revoking_any_token_revokes_its_family,
+    credentials::concurrent_refreshes_redeem_once,
     token_types::opaque_tokens_and_introspection,
+    analytics::reports_add_up_once_and_queries_are_bounded,
+    leniency::omitted_fields_get_wso2_defaults,
+    leniency::padded_values_stay_refused,
+    leniency::put_keeps_identity_fields,
+    store::applications_and_default_application,
+    store::subscription_rules,
+    store::key_generation,
+    tenants::tenant_users_and_unique_names,
+    authz::tenant_routes_cannot_be_squatted,
+    authz::tenant_admin_is_confined,
+    authz::creator_cannot_deploy_or_impersonate,
+    authz::visibility_and_availability,
+    access::publisher_lists_blocks_and_unblocks_subscriptions,
+    access::publisher_reads_applications_of_its_tenant,
+    access::key_grants_and_secrets_change,
+    access::application_scopes_and_batch_subscriptions,
+    workflows::approvals_per_tenant,
+    contract::every_operation_of_wso2s_contracts_is_served,
 );
 
 /// Declares each scenario as a test on SQLite only (in module `$sqlite`), run by `$runner`.

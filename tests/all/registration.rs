@@ -2,9 +2,9 @@
 
 use serde_json::json;
 
-use crate::Env;
+use crate::InProcess;
 
-pub async fn registration_follows_wso2(env: Env) {
+pub async fn registration_follows_wso2(env: InProcess) {
     let api = &env.api;
     let first = api
         .register("admin", harness::ADMIN_PASSWORD, "cli")

@@ -4,10 +4,16 @@ use harness::stack::ALL_SCOPES;
 use harness::{PUBLISHER, STORE, spec_api_record};
 use serde_json::json;
 
-use crate::Env;
+use crate::InProcess;
 
 /// Creates the spec's API (optionally changed) and publishes it unless `publish` is false.
-async fn api_in_state(env: &Env, token: &str, name: &str, tiers: &[&str], publish: bool) -> String {
+async fn api_in_state(
+    env: &InProcess,
+    token: &str,
+    name: &str,
+    tiers: &[&str],
+    publish: bool,
+) -> String {
     let mut record = spec_api_record();
     record["name"] = json!(name);
     record["context"] = json!(format!("/{}", name.to_lowercase()));
@@ -30,7 +36,7 @@ async fn api_in_state(env: &Env, token: &str, name: &str, tiers: &[&str], publis
     id
 }
 
-pub async fn applications_and_default_application(env: Env) {
+pub async fn applications_and_default_application(env: InProcess) {
     let api = &env.api;
     api.add_user("sam", "sam-pw", &["subscriber"]).await;
     let token = api.login("sam", "sam-pw", "mgr:subscribe").await;
@@ -167,7 +173,7 @@ pub async fn applications_and_default_application(env: Env) {
     assert_eq!(resource.body["list"][0]["requestCount"], 50000);
 }
 
-pub async fn subscription_rules(env: Env) {
+pub async fn subscription_rules(env: InProcess) {
     let api = &env.api;
     let token = api
         .login("admin", harness::ADMIN_PASSWORD, ALL_SCOPES)
@@ -279,7 +285,7 @@ pub async fn subscription_rules(env: Env) {
         .expect(404);
 }
 
-pub async fn key_generation(env: Env) {
+pub async fn key_generation(env: InProcess) {
     let api = &env.api;
     let token = api
         .login("admin", harness::ADMIN_PASSWORD, ALL_SCOPES)

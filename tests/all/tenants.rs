@@ -3,9 +3,9 @@
 use harness::{PUBLISHER, STORE, spec_api_record};
 use serde_json::json;
 
-use crate::Env;
+use crate::InProcess;
 
-pub async fn tenant_users_and_unique_names(env: Env) {
+pub async fn tenant_users_and_unique_names(env: InProcess) {
     let api = &env.api;
     api.add_user(
         "alice@acme.com",

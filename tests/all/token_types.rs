@@ -7,7 +7,7 @@ use harness::{Backend, Client, STORE, gateway_secret, jwt_claims};
 use reqwest::Method;
 use serde_json::json;
 
-use crate::Env;
+use crate::InProcess;
 use crate::credentials::revoke;
 use crate::observability::{assert_grew, ops_setting, ops_url, scrape};
 
@@ -37,7 +37,7 @@ async fn active(api: &Client, secret: &str, token: &str) -> bool {
     answer.body["active"] == true
 }
 
-pub async fn opaque_tokens_and_introspection(env: Env) {
+pub async fn opaque_tokens_and_introspection(env: InProcess) {
     let api = &env.api;
     let secret = gateway_secret(&env.data_dir);
     let admin = api

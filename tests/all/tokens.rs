@@ -2,9 +2,9 @@
 
 use harness::{PUBLISHER, STORE, jwt_claims};
 
-use crate::Env;
+use crate::InProcess;
 
-async fn registered(env: &Env) -> (String, String) {
+async fn registered(env: &InProcess) -> (String, String) {
     let client = env
         .api
         .register("admin", harness::ADMIN_PASSWORD, "tokens")
@@ -22,7 +22,7 @@ fn password_form<'a>(password: &'a str, scope: &'a str) -> Vec<(&'a str, &'a str
     ]
 }
 
-pub async fn token_service_grants_and_errors(env: Env) {
+pub async fn token_service_grants_and_errors(env: InProcess) {
     let api = &env.api;
     let (id, secret) = registered(&env).await;
     let good = password_form(harness::ADMIN_PASSWORD, "mgr:api_view");
@@ -110,7 +110,7 @@ pub async fn token_service_grants_and_errors(env: Env) {
     assert_eq!(api.send(json).await.status / 100, 4);
 }
 
-pub async fn refresh_and_revocation(env: Env) {
+pub async fn refresh_and_revocation(env: InProcess) {
     let api = &env.api;
     let (id, secret) = registered(&env).await;
     let first = api
@@ -224,7 +224,7 @@ pub async fn refresh_and_revocation(env: Env) {
     .expect_oauth_error(400, "invalid_request");
 }
 
-pub async fn scopes_follow_roles(env: Env) {
+pub async fn scopes_follow_roles(env: InProcess) {
     let api = &env.api;
     let all = "mgr:api_view mgr:api_create mgr:api_publish mgr:subscribe mgr:tier_view";
     api.add_user("sam", "sam-pw", &["subscriber"]).await;

@@ -9,7 +9,7 @@ use harness::{ADMIN_PASSWORD, Backend, Client, PUBLISHER, Reply, STORE, spec_api
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::Env;
+use crate::InProcess;
 
 const SETTINGS: &str = "/api/am/admin/v0.14/workflows/settings";
 const WAITING: &str = "/api/am/admin/v0.14/workflows";
@@ -103,7 +103,7 @@ async fn published(api: &Client, token: &str, name: &str) -> String {
     Steps::new(api, token).publish_api(&record).await.unwrap()
 }
 
-pub async fn approvals_per_tenant(env: Env) {
+pub async fn approvals_per_tenant(env: InProcess) {
     let api = &env.api;
     let admin_basic = ("admin", ADMIN_PASSWORD);
     api.add_user("sam", "sam-pw", &["subscriber"]).await;
