@@ -48,7 +48,7 @@ use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
 
 use crate::backend_pool::{BackendPool, PooledBody, SendError, default_port};
 use crate::endpoint_trust::TrustBook;
-use crate::wit_host::keyvalue::KvStore;
+use crate::kv::KvStore;
 
 /// Idle pooled connections are closed after this long.
 const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(90);

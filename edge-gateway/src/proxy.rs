@@ -17,13 +17,13 @@ use wasmtime_wasi_http::{Error, RequestOptions, WasiBody};
 
 use apim_http::endpoints::{self, EndpointConfig};
 
+use crate::kv::KvStore;
 use crate::outbound::OutboundClient;
 use crate::responses::{BoxError, ResponseBody};
 use crate::websocket;
 use crate::wit_host::bindings::exports::apim::gateway::policy::{
     self, CacheStore, EndpointSettings, Forward, ReplacedHeaders, RequestHead, Target,
 };
-use crate::wit_host::keyvalue::KvStore;
 use apim_http::contract::{KV_BUCKET, Replaced};
 
 /// The head of a request, as the component reads it.

@@ -12,9 +12,10 @@ use wasmtime::{Engine, Store, StoreContextMut, UpdateDeadline};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
+use crate::kv::KvStore;
 use crate::outbound::OutboundClient;
 use crate::wit_host::config_store::{ConfigView, Variables};
-use crate::wit_host::keyvalue::{KvStore, KvView};
+use crate::wit_host::keyvalue::KvView;
 
 /// An instance with no request for this long is dropped.
 pub const IDLE_INSTANCE_TIMEOUT: Duration = Duration::from_secs(60);

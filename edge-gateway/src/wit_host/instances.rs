@@ -30,6 +30,7 @@ use wasmtime_wasi_http::p2::bindings::{Proxy, ProxyIndices};
 use wasmtime_wasi_http::p3::bindings::ServicePre;
 use wasmtime_wasi_http::{WasiBody, WasiHttpView};
 
+use crate::kv::KvStore;
 use crate::outbound::OutboundClient;
 use crate::wit_host::bindings::exports::apim::gateway::policy::{
     LimitKind, Moment, RequestHead, Response, Verdict,
@@ -39,7 +40,6 @@ use crate::wit_host::instance_state::{
     DeadlineExceeded, HostState, IDLE_INSTANCE_TIMEOUT, Limits, NoInstance, RequestMeta, Shared,
     new_store,
 };
-use crate::wit_host::keyvalue::KvStore;
 use crate::wit_host::p3_service::{Pool, Service};
 use crate::wit_host::{config_store, keyvalue};
 

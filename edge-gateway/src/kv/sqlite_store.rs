@@ -11,7 +11,7 @@ use std::sync::Mutex;
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::common::{KeyPage, KvError};
+use super::store::{KeyPage, KvError};
 
 /// Keys per `list-keys` page.
 const PAGE_SIZE: usize = 1000;

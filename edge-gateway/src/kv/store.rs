@@ -1,5 +1,5 @@
-//! What the store and its backends (memory, Redis, SQLite) exchange: failures, pages of
-//! keys, sliding-window grants and what a compare-and-swap read.
+//! What a store and its callers exchange: failures, pages of keys, sliding-window grants
+//! and what a compare-and-swap read.
 
 /// A backend failure, mapped onto `wasi:keyvalue/store.error`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,4 +89,17 @@ pub fn parse_counter(raw: &[u8]) -> Result<i64, KvError> {
         .ok()
         .and_then(|s| s.trim().parse().ok())
         .ok_or_else(|| KvError::Other("value is not an integer counter".into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_parse_as_decimal_text() {
+        assert_eq!(parse_counter(b"42").unwrap(), 42);
+        assert_eq!(parse_counter(b"-7").unwrap(), -7);
+        assert!(parse_counter(b"4x").is_err());
+        assert!(parse_counter(&[0xff]).is_err());
+    }
 }

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use foldhash::HashMap;
 
-use super::common::{CasSnapshot, Grant, KeyPage, KvError, parse_counter};
+use super::store::{CasSnapshot, Grant, KeyPage, KvError, parse_counter};
 
 /// Most keys returned by one `list-keys` call.
 pub const PAGE_SIZE: usize = 1000;

@@ -13,7 +13,7 @@ use anyhow::Context as _;
 use redis::AsyncCommands as _;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
-use super::common::{GRANT_SHARE, Grant, KeyPage, KvError};
+use super::store::{GRANT_SHARE, Grant, KeyPage, KvError};
 
 /// Keys asked for per `SCAN` round trip.
 const SCAN_COUNT: usize = 500;
