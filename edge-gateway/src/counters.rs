@@ -452,6 +452,7 @@ mod tests {
     use std::time::{SystemTime, UNIX_EPOCH};
 
     use super::*;
+    use crate::kv::Store as _;
     use crate::kv::redis_store::RedisStore;
 
     const REDIS: &str = "redis://127.0.0.1:6379/0";

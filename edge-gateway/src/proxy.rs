@@ -17,7 +17,7 @@ use wasmtime_wasi_http::{Error, RequestOptions, WasiBody};
 
 use apim_http::endpoints::{self, EndpointConfig};
 
-use crate::kv::KvStore;
+use crate::kv::{KvStore, Store as _};
 use crate::outbound::OutboundClient;
 use crate::responses::{BoxError, ResponseBody};
 use crate::websocket;

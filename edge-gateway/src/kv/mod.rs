@@ -25,4 +25,4 @@ pub mod sqlite_store;
 pub mod store;
 
 pub use routing::KvStore;
-pub use store::{CasSnapshot, GRANT_SHARE, Grant, KeyPage, KvError, Made};
+pub use store::{CasSnapshot, GRANT_SHARE, Grant, KeyPage, KvError, Made, Store};

@@ -12,12 +12,13 @@ use super::memory::MemoryStore;
 use super::redis_link::{COMMAND_BUDGET, RedisLink};
 use super::redis_store::RedisStore;
 use super::sqlite_store::SqliteStore;
-use super::store::{CasSnapshot, Grant, KeyPage, KvError, Made};
+use super::store::{CasSnapshot, Grant, KeyPage, KvError, Made, Store};
 
 /// Longest accepted bucket identifier.
 const MAX_BUCKET_NAME: usize = 64;
 
-/// The key-value backend every instance shares.
+/// The key-value backend every instance shares: the [`Store`] behind the components'
+/// buckets, and where the host counts and caches.
 ///
 /// The manifest (every key without a lifetime) is always this node's own, in memory:
 /// each node pulls it from the control plane itself, so no other store's outage can take
@@ -169,104 +170,6 @@ impl KvStore {
         Ok(identifier.into())
     }
 
-    /// The value of `key`, if any.
-    pub async fn get(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>, KvError> {
-        if let Some(db) = &self.sqlite {
-            return db.get(bucket, key);
-        }
-        self.on_store(
-            key,
-            async |r| r.get(bucket, key).await,
-            |m| Ok(m.get(bucket, key)),
-        )
-        .await
-    }
-
-    /// Stores `value` under `key`.
-    pub async fn set(&self, bucket: &str, key: &str, value: Vec<u8>) -> Result<(), KvError> {
-        let set = self.set_anywhere(bucket, key, value).await;
-        self.wrote(bucket, key);
-        set
-    }
-
-    async fn set_anywhere(&self, bucket: &str, key: &str, value: Vec<u8>) -> Result<(), KvError> {
-        if let Some(db) = &self.sqlite {
-            return db.set(bucket, key, &value);
-        }
-        if self.redis.is_none() {
-            // No copy of the value needed for a second try.
-            self.local.set(bucket, key, value);
-            return Ok(());
-        }
-        let retry = value.clone();
-        self.on_store(
-            key,
-            async |r| r.set(bucket, key, value).await,
-            |m| {
-                m.set(bucket, key, retry);
-                Ok(())
-            },
-        )
-        .await
-    }
-
-    /// Removes `key`; absent keys are fine.
-    pub async fn delete(&self, bucket: &str, key: &str) -> Result<(), KvError> {
-        let deleted = self.delete_anywhere(bucket, key).await;
-        self.wrote(bucket, key);
-        deleted
-    }
-
-    async fn delete_anywhere(&self, bucket: &str, key: &str) -> Result<(), KvError> {
-        if let Some(db) = &self.sqlite {
-            return db.delete(bucket, key);
-        }
-        self.on_store(
-            key,
-            async |r| r.delete(bucket, key).await,
-            |m| {
-                m.delete(bucket, key);
-                Ok(())
-            },
-        )
-        .await
-    }
-
-    /// Whether `key` exists.
-    pub async fn exists(&self, bucket: &str, key: &str) -> Result<bool, KvError> {
-        if let Some(db) = &self.sqlite {
-            return db.exists(bucket, key);
-        }
-        self.on_store(
-            key,
-            async |r| r.exists(bucket, key).await,
-            |m| Ok(m.exists(bucket, key)),
-        )
-        .await
-    }
-
-    /// One page of the bucket's keys on this node, starting after `cursor` (the
-    /// manifest's, with whatever keys with a lifetime are kept here).
-    pub fn list_keys(&self, bucket: &str, cursor: Option<&str>) -> Result<KeyPage, KvError> {
-        match &self.sqlite {
-            Some(db) => db.list_keys(bucket, cursor),
-            None => Ok(self.local.list_keys(bucket, cursor)),
-        }
-    }
-
-    /// Atomically adds `delta` to the counter at `key` and returns the new value.
-    pub async fn increment(&self, bucket: &str, key: &str, delta: i64) -> Result<i64, KvError> {
-        if let Some(db) = &self.sqlite {
-            return db.increment(bucket, key, delta);
-        }
-        self.on_store(
-            key,
-            async |r| r.increment(bucket, key, delta).await,
-            |m| m.increment(bucket, key, delta),
-        )
-        .await
-    }
-
     /// Whether counters are shared with other nodes (a Redis store is configured).
     pub fn shares_counters(&self) -> bool {
         self.redis.is_some()
@@ -297,40 +200,40 @@ impl KvStore {
         }
     }
 
-    /// Reads `key` for a later [`KvStore::compare_and_swap`].
-    pub async fn snapshot(&self, bucket: &str, key: &str) -> Result<CasSnapshot, KvError> {
+    async fn set_anywhere(&self, bucket: &str, key: &str, value: Vec<u8>) -> Result<(), KvError> {
         if let Some(db) = &self.sqlite {
-            let value = db.get(bucket, key)?;
-            return Ok(CasSnapshot {
-                value,
-                version: None,
-            });
+            return db.set(bucket, key, &value);
         }
+        if self.redis.is_none() {
+            // No copy of the value needed for a second try.
+            self.local.set(bucket, key, value);
+            return Ok(());
+        }
+        let retry = value.clone();
         self.on_store(
             key,
-            async |r| {
-                Ok(CasSnapshot {
-                    value: r.get(bucket, key).await?,
-                    version: None,
-                })
+            async |r| r.set(bucket, key, value).await,
+            |m| {
+                m.set(bucket, key, retry);
+                Ok(())
             },
-            |m| Ok(m.snapshot(bucket, key)),
         )
         .await
     }
 
-    /// Writes `value` if `key` is unchanged since `snapshot`; `Ok(false)` if it changed
-    /// (or the snapshot was taken where the key no longer is).
-    pub async fn compare_and_swap(
-        &self,
-        bucket: &str,
-        key: &str,
-        snapshot: &CasSnapshot,
-        value: Vec<u8>,
-    ) -> Result<bool, KvError> {
-        let swapped = self.swap_anywhere(bucket, key, snapshot, value).await;
-        self.wrote(bucket, key);
-        swapped
+    async fn delete_anywhere(&self, bucket: &str, key: &str) -> Result<(), KvError> {
+        if let Some(db) = &self.sqlite {
+            return db.delete(bucket, key);
+        }
+        self.on_store(
+            key,
+            async |r| r.delete(bucket, key).await,
+            |m| {
+                m.delete(bucket, key);
+                Ok(())
+            },
+        )
+        .await
     }
 
     async fn swap_anywhere(
@@ -349,13 +252,95 @@ impl KvStore {
         }
         self.on_store(
             key,
-            async |r| {
-                r.compare_and_swap(bucket, key, snapshot.value.as_deref(), value)
-                    .await
-            },
+            async |r| r.compare_and_swap(bucket, key, snapshot, value).await,
             |_| Ok(false),
         )
         .await
+    }
+}
+
+impl Store for KvStore {
+    async fn get(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>, KvError> {
+        if let Some(db) = &self.sqlite {
+            return db.get(bucket, key);
+        }
+        self.on_store(
+            key,
+            async |r| r.get(bucket, key).await,
+            |m| Ok(m.get(bucket, key)),
+        )
+        .await
+    }
+
+    async fn set(&self, bucket: &str, key: &str, value: Vec<u8>) -> Result<(), KvError> {
+        let set = self.set_anywhere(bucket, key, value).await;
+        self.wrote(bucket, key);
+        set
+    }
+
+    async fn delete(&self, bucket: &str, key: &str) -> Result<(), KvError> {
+        let deleted = self.delete_anywhere(bucket, key).await;
+        self.wrote(bucket, key);
+        deleted
+    }
+
+    async fn exists(&self, bucket: &str, key: &str) -> Result<bool, KvError> {
+        if let Some(db) = &self.sqlite {
+            return db.exists(bucket, key);
+        }
+        self.on_store(
+            key,
+            async |r| r.exists(bucket, key).await,
+            |m| Ok(m.exists(bucket, key)),
+        )
+        .await
+    }
+
+    /// One page of the bucket's keys on this node, starting after `cursor` (the
+    /// manifest's, with whatever keys with a lifetime are kept here).
+    async fn list_keys(&self, bucket: &str, cursor: Option<&str>) -> Result<KeyPage, KvError> {
+        match &self.sqlite {
+            Some(db) => db.list_keys(bucket, cursor),
+            None => Ok(self.local.list_keys(bucket, cursor)),
+        }
+    }
+
+    async fn increment(&self, bucket: &str, key: &str, delta: i64) -> Result<i64, KvError> {
+        if let Some(db) = &self.sqlite {
+            return db.increment(bucket, key, delta);
+        }
+        self.on_store(
+            key,
+            async |r| r.increment(bucket, key, delta).await,
+            |m| m.increment(bucket, key, delta),
+        )
+        .await
+    }
+
+    async fn snapshot(&self, bucket: &str, key: &str) -> Result<CasSnapshot, KvError> {
+        if let Some(db) = &self.sqlite {
+            return db.snapshot(bucket, key).await;
+        }
+        self.on_store(
+            key,
+            async |r| r.snapshot(bucket, key).await,
+            |m| Ok(m.snapshot(bucket, key)),
+        )
+        .await
+    }
+
+    /// Writes `value` if `key` is unchanged since `snapshot`; `Ok(false)` if it changed
+    /// (or the snapshot was taken where the key no longer is).
+    async fn compare_and_swap(
+        &self,
+        bucket: &str,
+        key: &str,
+        snapshot: &CasSnapshot,
+        value: Vec<u8>,
+    ) -> Result<bool, KvError> {
+        let swapped = self.swap_anywhere(bucket, key, snapshot, value).await;
+        self.wrote(bucket, key);
+        swapped
     }
 }
 
@@ -476,7 +461,7 @@ mod tests {
                 .await
                 .unwrap()
         );
-        let page = kv.list_keys("default", None).unwrap();
+        let page = kv.list_keys("default", None).await.unwrap();
         assert_eq!(page.keys, ["apim:m:head", "apim:ttl:9:n"]);
         kv.delete("default", "apim:m:head").await.unwrap();
         assert!(!kv.exists("default", "apim:m:head").await.unwrap());

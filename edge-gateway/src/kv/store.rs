@@ -1,5 +1,66 @@
-//! What a store and its callers exchange: failures, pages of keys, sliding-window grants
-//! and what a compare-and-swap read.
+//! The one trait every key-value store answers ([`Store`]), and what a store and its
+//! callers exchange: failures, pages of keys, sliding-window grants and what a
+//! compare-and-swap read.
+
+use std::future::Future;
+
+/// What the components' `wasi:keyvalue` asks of a store. Every backend answers it (memory,
+/// Redis, SQLite), and so does [`super::KvStore`], which places each key in one of them:
+/// the components' buckets reach a store only through it.
+pub trait Store: Send + Sync {
+    /// The value of `key`, if any.
+    fn get(
+        &self,
+        bucket: &str,
+        key: &str,
+    ) -> impl Future<Output = Result<Option<Vec<u8>>, KvError>> + Send;
+
+    /// Stores `value` under `key`.
+    fn set(
+        &self,
+        bucket: &str,
+        key: &str,
+        value: Vec<u8>,
+    ) -> impl Future<Output = Result<(), KvError>> + Send;
+
+    /// Removes `key`; absent keys are fine.
+    fn delete(&self, bucket: &str, key: &str) -> impl Future<Output = Result<(), KvError>> + Send;
+
+    /// Whether `key` exists.
+    fn exists(&self, bucket: &str, key: &str)
+    -> impl Future<Output = Result<bool, KvError>> + Send;
+
+    /// One page of the bucket's keys, starting after `cursor`.
+    fn list_keys(
+        &self,
+        bucket: &str,
+        cursor: Option<&str>,
+    ) -> impl Future<Output = Result<KeyPage, KvError>> + Send;
+
+    /// Atomically adds `delta` to the counter at `key` (absent: 0) and returns the new value.
+    fn increment(
+        &self,
+        bucket: &str,
+        key: &str,
+        delta: i64,
+    ) -> impl Future<Output = Result<i64, KvError>> + Send;
+
+    /// Reads `key` for a later [`Store::compare_and_swap`].
+    fn snapshot(
+        &self,
+        bucket: &str,
+        key: &str,
+    ) -> impl Future<Output = Result<CasSnapshot, KvError>> + Send;
+
+    /// Writes `value` if `key` is unchanged since `snapshot`; `Ok(false)` if it changed.
+    fn compare_and_swap(
+        &self,
+        bucket: &str,
+        key: &str,
+        snapshot: &CasSnapshot,
+        value: Vec<u8>,
+    ) -> impl Future<Output = Result<bool, KvError>> + Send;
+}
 
 /// A backend failure, mapped onto `wasi:keyvalue/store.error`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,6 +144,16 @@ pub struct CasSnapshot {
     pub version: Option<u64>,
 }
 
+impl CasSnapshot {
+    /// What a store that compares bytes read: the key's `value` (`None`: absent).
+    pub fn of_bytes(value: Option<Vec<u8>>) -> Self {
+        Self {
+            value,
+            version: None,
+        }
+    }
+}
+
 /// Parses a stored counter (ASCII decimal, as written by `increment`).
 pub fn parse_counter(raw: &[u8]) -> Result<i64, KvError> {
     std::str::from_utf8(raw)
@@ -91,9 +162,76 @@ pub fn parse_counter(raw: &[u8]) -> Result<i64, KvError> {
         .ok_or_else(|| KvError::Other("value is not an integer counter".into()))
 }
 
+/// Every key of `bucket`, page after page, sorted.
+#[cfg(test)]
+pub async fn every_key(store: &impl Store, bucket: &str) -> Vec<String> {
+    let mut keys = Vec::new();
+    let mut cursor = None;
+    loop {
+        let page = store.list_keys(bucket, cursor.as_deref()).await.unwrap();
+        keys.extend(page.keys);
+        cursor = page.cursor;
+        if cursor.is_none() {
+            break;
+        }
+    }
+    keys.sort();
+    keys
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kv::KvStore;
+    use crate::kv::memory::MemoryStore;
+    use crate::kv::redis_store::RedisStore;
+    use crate::kv::sqlite_store::SqliteStore;
+
+    /// What every store does alike, whatever it keeps values and counters in.
+    async fn keeps_what_it_is_given(store: &impl Store, bucket: &str) {
+        let absent = store.get(bucket, "k").await.unwrap();
+        assert_eq!(absent, None);
+        store.set(bucket, "k", b"v1".to_vec()).await.unwrap();
+        assert_eq!(store.get(bucket, "k").await.unwrap(), Some(b"v1".to_vec()));
+        assert!(store.exists(bucket, "k").await.unwrap());
+        assert_eq!(store.increment(bucket, "n", 2).await.unwrap(), 2);
+        assert_eq!(store.increment(bucket, "n", 3).await.unwrap(), 5);
+
+        let read = store.snapshot(bucket, "k").await.unwrap();
+        assert_eq!(read.value.as_deref(), Some(&b"v1"[..]));
+        let swapped = store.compare_and_swap(bucket, "k", &read, b"v2".to_vec());
+        assert!(swapped.await.unwrap());
+        let stale = store.compare_and_swap(bucket, "k", &read, b"v3".to_vec());
+        assert!(!stale.await.unwrap(), "a stale snapshot must fail");
+        assert_eq!(store.get(bucket, "k").await.unwrap(), Some(b"v2".to_vec()));
+
+        assert_eq!(every_key(store, bucket).await, ["k", "n"]);
+        for key in ["k", "n"] {
+            store.delete(bucket, key).await.unwrap();
+        }
+        assert!(!store.exists(bucket, "k").await.unwrap());
+    }
+
+    #[tokio::test]
+    async fn every_store_keeps_what_it_is_given() {
+        keeps_what_it_is_given(&MemoryStore::default(), "b").await;
+        let sqlite = SqliteStore::open(std::path::Path::new(":memory:")).unwrap();
+        keeps_what_it_is_given(&sqlite, "b").await;
+        keeps_what_it_is_given(&KvStore::memory(), "b").await;
+        let test = "every_store_keeps_what_it_is_given";
+        if !harness::services::available(harness::services::Service::Redis, test) {
+            return;
+        }
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        let namespace = format!("edge-gateway-store-{}-{nanos}", std::process::id());
+        let redis = RedisStore::connect("redis://127.0.0.1:6379/0", &namespace)
+            .await
+            .unwrap();
+        keeps_what_it_is_given(&redis, "b").await;
+    }
 
     #[test]
     fn counters_parse_as_decimal_text() {

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use wasmtime::component::{HasData, Linker, Resource, ResourceTable};
 
-use crate::kv::{KvError, KvStore};
+use crate::kv::{KvError, KvStore, Store as _};
 use crate::wit_host::bindings::wasi::keyvalue::{atomics, store};
 
 pub use handles::{BucketHandle, CasHandle};
@@ -111,7 +111,7 @@ impl store::HostBucket for KvView<'_> {
         cursor: Option<String>,
     ) -> KvResult<store::KeyResponse> {
         let bucket = self.bucket(&bucket)?;
-        let page = self.store.list_keys(&bucket, cursor.as_deref());
+        let page = self.store.list_keys(&bucket, cursor.as_deref()).await;
         Ok(report("list-keys", page).map(|page| store::KeyResponse {
             keys: page.keys,
             cursor: page.cursor,
