@@ -42,7 +42,8 @@ use apim_manifest::{Position, paths};
 use apim_tls::connection::Drain;
 
 use crate::counters::{Counters, Refused};
-use crate::proxy::{self, Failure};
+use crate::failure::{Failure, Kind};
+use crate::proxy::{self, Failure as BackendFailed};
 use crate::responses::{BoxError, ResponseBody, empty};
 use crate::telemetry::access_log::Entry;
 use crate::telemetry::spans::{Finished, RequestTrace};
@@ -51,7 +52,7 @@ use crate::websocket::{self, WebSocketSettings};
 use crate::wit_host::bindings::exports::apim::gateway::policy::{
     self, Call, Decision, Forward, Limit, RequestHead, Response as PolicyResponse, Verdict,
 };
-use crate::wit_host::instance_state::{DeadlineExceeded, NoInstance, RequestMeta};
+use crate::wit_host::instance_state::RequestMeta;
 use crate::wit_host::instances::Runtime;
 
 /// Header carrying the client's socket address, as Spin sets it.
@@ -369,7 +370,7 @@ impl Gateway {
                     apim_http::time::now_ms(),
                 );
             }
-            if failure == Failure::TimedOut && config.discard_on_timeout {
+            if failure == BackendFailed::TimedOut && config.discard_on_timeout {
                 // WSO2 drops a discarded call without a fault.
                 outcome.backend_failed = Some(true);
                 return empty(StatusCode::GATEWAY_TIMEOUT);
@@ -379,7 +380,7 @@ impl Gateway {
                 break;
             }
         }
-        let timed_out = failed == Some(Failure::TimedOut);
+        let timed_out = failed == Some(BackendFailed::TimedOut);
         outcome.backend_failed = Some(timed_out);
         let answer = self
             .runtime
@@ -445,7 +446,7 @@ impl Gateway {
     /// noted in `outcome`); `fallback` (empty) when it cannot give one.
     async fn answer(
         &self,
-        answer: impl Future<Output = wasmtime::Result<PolicyResponse>>,
+        answer: impl Future<Output = Result<PolicyResponse, Failure>>,
         what: &str,
         fallback: StatusCode,
         outcome: &mut Outcome,
@@ -643,13 +644,14 @@ fn prepare_headers(
 /// Status for a request the component did not answer; `overran` tells
 /// whether the failure came after the request deadline (a guest interrupted
 /// by the deadline surfaces only as a missing response).
-fn failure_status(err: &wasmtime::Error, overran: bool) -> StatusCode {
-    if overran || err.is::<DeadlineExceeded>() {
-        StatusCode::GATEWAY_TIMEOUT
-    } else if err.is::<NoInstance>() {
-        StatusCode::SERVICE_UNAVAILABLE
-    } else {
-        StatusCode::INTERNAL_SERVER_ERROR
+fn failure_status(failure: &Failure, overran: bool) -> StatusCode {
+    if overran {
+        return StatusCode::GATEWAY_TIMEOUT;
+    }
+    match failure.kind() {
+        Kind::Deadline => StatusCode::GATEWAY_TIMEOUT,
+        Kind::NoInstance => StatusCode::SERVICE_UNAVAILABLE,
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }
 
@@ -808,24 +810,25 @@ mod tests {
 
     #[test]
     fn failures_map_to_statuses() {
-        let status = |err| failure_status(&err, false);
+        let status = |failure| failure_status(&failure, false);
+        assert_eq!(status(Failure::deadline()), StatusCode::GATEWAY_TIMEOUT);
         assert_eq!(
-            status(wasmtime::Error::new(DeadlineExceeded)),
-            StatusCode::GATEWAY_TIMEOUT
-        );
-        assert_eq!(
-            status(wasmtime::Error::new(NoInstance(wasmtime::Error::msg(
-                "full"
-            )))),
+            status(Failure::no_instance(wasmtime::Error::msg("full"))),
             StatusCode::SERVICE_UNAVAILABLE
         );
         assert_eq!(
-            status(wasmtime::Error::msg("trap")),
+            status(Failure::of_component(wasmtime::Error::msg("trap"))),
             StatusCode::INTERNAL_SERVER_ERROR
         );
-        let deep = wasmtime::Error::new(DeadlineExceeded).context("while handling");
-        assert_eq!(status(deep), StatusCode::GATEWAY_TIMEOUT);
-        let late = wasmtime::Error::msg("guest never invoked `response-outparam::set` method");
+        let deep = wasmtime::Error::new(Failure::deadline()).context("while handling");
+        assert_eq!(
+            status(Failure::of_component(deep)),
+            StatusCode::GATEWAY_TIMEOUT
+        );
+        let late = Failure::new(
+            Kind::Component,
+            "guest never invoked `response-outparam::set` method",
+        );
         assert_eq!(failure_status(&late, true), StatusCode::GATEWAY_TIMEOUT);
     }
 }

@@ -14,6 +14,7 @@ pub mod config;
 pub mod counters;
 pub mod dispatch;
 pub mod endpoint_trust;
+pub mod failure;
 pub mod kv;
 pub mod manifest_watch;
 pub mod outbound;
