@@ -42,8 +42,8 @@ use apim_manifest::{Position, paths};
 use apim_tls::connection::Drain;
 
 use crate::counters::{Counters, Refused};
-use crate::failure::{Failure, Kind};
-use crate::proxy::{self, Failure as BackendFailed};
+use crate::failure::{BackendFailure, ErrorSource, Failure, Kind};
+use crate::proxy;
 use crate::responses::{BoxError, ResponseBody, empty};
 use crate::telemetry::access_log::Entry;
 use crate::telemetry::spans::{Finished, RequestTrace};
@@ -352,15 +352,16 @@ impl Gateway {
                     }
                     return response;
                 }
-                Err(_) if overflow.crossed() => {
-                    // The client's fault, not the endpoint's: nothing counts against it.
-                    let answer = self.runtime.body_too_large(head);
-                    let fallback = StatusCode::PAYLOAD_TOO_LARGE;
-                    let answering = self.answer(answer, "a body over the limit", fallback, outcome);
-                    return Box::pin(answering).await;
-                }
-                Err(failure) => failure,
+                Err(failure) => overflow.blame(failure),
             };
+            if failure.error_source() == ErrorSource::Downstream {
+                // The client's fault, not the endpoint's: nothing counts against it.
+                let answer = self.runtime.body_too_large(head);
+                let fallback = StatusCode::PAYLOAD_TOO_LARGE;
+                let answering = self.answer(answer, "a body over the limit", fallback, outcome);
+                return Box::pin(answering).await;
+            }
+            let failure = failure.backend_failure();
             let config = proxy::endpoint_config(&target.settings);
             if !lone {
                 self.endpoints.failed(
@@ -370,7 +371,7 @@ impl Gateway {
                     apim_http::time::now_ms(),
                 );
             }
-            if failure == BackendFailed::TimedOut && config.discard_on_timeout {
+            if failure == BackendFailure::TimedOut && config.discard_on_timeout {
                 // WSO2 drops a discarded call without a fault.
                 outcome.backend_failed = Some(true);
                 return empty(StatusCode::GATEWAY_TIMEOUT);
@@ -380,7 +381,7 @@ impl Gateway {
                 break;
             }
         }
-        let timed_out = failed == Some(BackendFailed::TimedOut);
+        let timed_out = failed == Some(BackendFailure::TimedOut);
         outcome.backend_failed = Some(timed_out);
         let answer = self
             .runtime
@@ -700,6 +701,16 @@ struct Overflow(Arc<AtomicBool>);
 impl Overflow {
     fn crossed(&self) -> bool {
         self.0.load(Ordering::Relaxed)
+    }
+
+    /// `failure`, put down to the client when its body grew past the limit: that is what
+    /// broke the exchange off, whatever the backend side saw of it.
+    fn blame(&self, failure: Failure) -> Failure {
+        if !self.crossed() {
+            return failure;
+        }
+        let over = "the request body grew past the limit";
+        Failure::because(Kind::BodyTooLarge, over, failure)
     }
 }
 
