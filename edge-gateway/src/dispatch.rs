@@ -373,7 +373,7 @@ impl Gateway {
             }
             if failure == BackendFailure::TimedOut && config.discard_on_timeout {
                 // WSO2 drops a discarded call without a fault.
-                outcome.backend_failed = Some(true);
+                outcome.backend_failed = Some(BackendFailure::TimedOut);
                 return empty(StatusCode::GATEWAY_TIMEOUT);
             }
             failed = Some(failure);
@@ -381,8 +381,9 @@ impl Gateway {
                 break;
             }
         }
+        // With every endpoint suspended, none could be reached.
+        outcome.backend_failed = Some(failed.unwrap_or(BackendFailure::Unreachable));
         let timed_out = failed == Some(BackendFailure::TimedOut);
-        outcome.backend_failed = Some(timed_out);
         let answer = self
             .runtime
             .backend_failed(head, timed_out, failed.is_none());
