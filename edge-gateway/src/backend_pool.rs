@@ -10,10 +10,13 @@
 //!
 //! Each backend is found by its scheme and authority without hashing them more than once
 //! or spawning anything per request: the pool sits on the path of every API call.
+//!
+//! A request that gets no response fails with the host's [`Failure`], its kind told here
+//! from the errors the connector, TLS and hyper give (what the pool was doing, and the
+//! first error along the chain that says what happened).
 
 use std::collections::HashMap;
 use std::error::Error as StdError;
-use std::fmt;
 use std::future::poll_fn;
 use std::io;
 use std::pin::Pin;
@@ -31,7 +34,13 @@ use hyper::rt::{Read, Write};
 use tokio::time::Instant;
 use tower_service::Service;
 
+use crate::failure::{Failure, Kind};
 use crate::responses::BoxError;
+
+/// What a failure to open a connection says the pool was doing.
+const CONNECTING: &str = "connecting to the backend";
+/// What a failure on an open connection says the pool was doing.
+const EXCHANGING: &str = "exchanging with the backend";
 
 /// Connections to backends, shared by clones.
 pub struct BackendPool<C, B> {
@@ -46,17 +55,6 @@ impl<C: Clone, B> Clone for BackendPool<C, B> {
             book: self.book.clone(),
         }
     }
-}
-
-/// Why a request got no response.
-#[derive(Debug)]
-pub enum SendError {
-    /// No connection could be opened (within the connect timeout, TLS included).
-    Connect(BoxError),
-    /// The connection failed while the request was sent or the response head read.
-    Exchange(hyper::Error),
-    /// The request's URI names no scheme and authority.
-    NoAuthority,
 }
 
 impl<C, B> BackendPool<C, B>
@@ -89,10 +87,11 @@ where
         &self,
         mut request: Request<B>,
         connect_timeout: Duration,
-    ) -> Result<Response<PooledBody<B>>, SendError> {
+    ) -> Result<Response<PooledBody<B>>, Failure> {
         let uri = std::mem::take(request.uri_mut());
         let (Some(scheme), Some(authority)) = (uri.scheme(), uri.authority()) else {
-            return Err(SendError::NoAuthority);
+            let unnamed = "the backend URI names no scheme and host";
+            return Err(Failure::new(Kind::InvalidUrl, unnamed));
         };
         let https = *scheme == Scheme::HTTPS;
         if !request.headers().contains_key(http::header::HOST)
@@ -110,7 +109,7 @@ where
                 Err(mut failed) => match failed.take_message() {
                     // Closed before it took the request: try the next connection.
                     Some(unsent) => request = unsent,
-                    None => return Err(SendError::Exchange(failed.into_error())),
+                    None => return Err(exchange_failure(failed.into_error())),
                 },
             }
         }
@@ -119,9 +118,7 @@ where
         // request reuses a connection and never takes this path.
         let mut fresh = Box::pin(self.connect(&uri, https, authority, connect_timeout)).await?;
         let response = fresh.sender.send_request(request).await;
-        Ok(self
-            .book
-            .lend(response.map_err(SendError::Exchange)?, fresh))
+        Ok(self.book.lend(response.map_err(exchange_failure)?, fresh))
     }
 
     /// A new connection to the backend of `uri`, its I/O driven by a task of its own.
@@ -131,7 +128,7 @@ where
         https: bool,
         authority: &Authority,
         timeout: Duration,
-    ) -> Result<Connection<B>, SendError> {
+    ) -> Result<Connection<B>, Failure> {
         let (mut connector, uri) = (self.connector.clone(), uri.clone());
         let opening = async move {
             poll_fn(|cx| connector.poll_ready(cx))
@@ -147,10 +144,10 @@ where
             Ok::<_, BoxError>(sender)
         };
         let sender = match tokio::time::timeout(timeout, opening).await {
-            Ok(opened) => opened.map_err(SendError::Connect)?,
+            Ok(opened) => opened.map_err(connect_failure)?,
             Err(_) => {
                 let late = io::Error::new(io::ErrorKind::TimedOut, "connect timed out");
-                return Err(SendError::Connect(late.into()));
+                return Err(Failure::because(Kind::ConnectTimedOut, CONNECTING, late));
             }
         };
         Ok(Connection {
@@ -161,6 +158,76 @@ where
             },
         })
     }
+}
+
+/// A connection that could not be opened, because of `cause`.
+fn connect_failure(cause: BoxError) -> Failure {
+    Failure::because(kind_of(&*cause, true), CONNECTING, cause)
+}
+
+/// An open connection that failed while the request was sent or the response head read.
+fn exchange_failure(cause: hyper::Error) -> Failure {
+    Failure::because(kind_of(&cause, false), EXCHANGING, cause)
+}
+
+/// What the first error along `cause`'s chain that tells one says happened: TLS, the
+/// socket's kind of failure, hyper's, or the resolver's; else, while `connecting`, the
+/// backend is unreachable, and afterwards the exchange failed.
+fn kind_of(cause: &(dyn StdError + 'static), connecting: bool) -> Kind {
+    let mut next = Some(cause);
+    while let Some(cause) = next {
+        if let Some(tls) = tls_error(cause) {
+            return match tls {
+                rustls::Error::InvalidCertificate(_) | rustls::Error::NoCertificatesPresented => {
+                    Kind::InvalidCertificate
+                }
+                rustls::Error::AlertReceived(alert) => Kind::TlsAlert(*alert),
+                _ => Kind::Tls,
+            };
+        }
+        if let Some(io) = cause.downcast_ref::<io::Error>() {
+            return match io.kind() {
+                io::ErrorKind::TimedOut => Kind::ConnectTimedOut,
+                io::ErrorKind::PermissionDenied => Kind::EgressRefused,
+                io::ErrorKind::ConnectionRefused => Kind::ConnectionRefused,
+                io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe => {
+                    Kind::ConnectionClosed
+                }
+                _ if connecting => Kind::Unreachable,
+                _ => Kind::Exchange,
+            };
+        }
+        if let Some(hyper) = cause.downcast_ref::<hyper::Error>() {
+            if hyper.is_incomplete_message() || hyper.is_closed() || hyper.is_canceled() {
+                return Kind::ConnectionClosed;
+            }
+            if hyper.is_timeout() {
+                return Kind::ReadTimedOut;
+            }
+            if hyper.is_parse() || hyper.is_parse_status() {
+                return Kind::Protocol;
+            }
+        }
+        if cause.to_string().starts_with("dns error") {
+            return Kind::NameNotResolved(cause.to_string());
+        }
+        next = cause.source();
+    }
+    if connecting {
+        Kind::Unreachable
+    } else {
+        Kind::Exchange
+    }
+}
+
+/// The TLS failure behind `cause`, if it is one (rustls reports through `io::Error`).
+fn tls_error<'a>(cause: &'a (dyn StdError + 'static)) -> Option<&'a rustls::Error> {
+    cause.downcast_ref::<rustls::Error>().or_else(|| {
+        cause
+            .downcast_ref::<io::Error>()?
+            .get_ref()?
+            .downcast_ref::<rustls::Error>()
+    })
 }
 
 /// The `Host` header for `uri`: its host, with the port only when it is not the scheme's
@@ -392,26 +459,6 @@ impl<B: Send + 'static> Body for PooledBody<B> {
     }
 }
 
-impl fmt::Display for SendError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            SendError::Connect(err) => write!(f, "connecting to the backend: {err}"),
-            SendError::Exchange(err) => write!(f, "exchanging with the backend: {err}"),
-            SendError::NoAuthority => f.write_str("the backend URI names no scheme and host"),
-        }
-    }
-}
-
-impl StdError for SendError {
-    fn source(&self) -> Option<&(dyn StdError + 'static)> {
-        match self {
-            SendError::Connect(err) => Some(err.as_ref()),
-            SendError::Exchange(err) => Some(err),
-            SendError::NoAuthority => None,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -558,14 +605,14 @@ mod tests {
         let failed = pool
             .send(get("http://backend"), Duration::from_millis(50))
             .await;
-        let err = match failed {
-            Err(SendError::Connect(err)) => err,
-            Err(other) => panic!("not a connect failure: {other}"),
+        let failure = match failed {
+            Err(failure) => failure,
             Ok(_) => panic!("answered"),
         };
+        assert_eq!(failure.kind(), &Kind::ConnectTimedOut, "{failure}");
         assert_eq!(
-            err.downcast_ref::<io::Error>().map(io::Error::kind),
-            Some(io::ErrorKind::TimedOut)
+            failure.to_string(),
+            "connecting to the backend: connect timed out"
         );
         assert!(started.elapsed() < Duration::from_secs(5));
     }
@@ -573,6 +620,6 @@ mod tests {
     #[tokio::test]
     async fn a_uri_without_a_host_is_refused() {
         let failed = pool().send(get(""), CONNECT).await;
-        assert!(matches!(failed, Err(SendError::NoAuthority)));
+        assert!(matches!(failed, Err(failure) if failure.kind() == &Kind::InvalidUrl));
     }
 }

@@ -30,8 +30,8 @@ use apim_http::expiry;
 use foldhash::HashMap;
 use tokio::sync::Notify;
 
+use crate::kv::{Grant, KvStore, Made};
 use crate::wit_host::bindings::exports::apim::gateway::policy::{Limit, LimitKind};
-use crate::wit_host::keyvalue::{Grant, KvStore, Made};
 use apim_http::contract::KV_BUCKET;
 
 /// Most grants a node asks for at once.
@@ -452,7 +452,8 @@ mod tests {
     use std::time::{SystemTime, UNIX_EPOCH};
 
     use super::*;
-    use crate::wit_host::keyvalue::redis_store::RedisStore;
+    use crate::kv::Store as _;
+    use crate::kv::redis_store::RedisStore;
 
     const REDIS: &str = "redis://127.0.0.1:6379/0";
 

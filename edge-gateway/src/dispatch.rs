@@ -42,7 +42,8 @@ use apim_manifest::{Position, paths};
 use apim_tls::connection::Drain;
 
 use crate::counters::{Counters, Refused};
-use crate::proxy::{self, Failure};
+use crate::failure::{BackendFailure, ErrorSource, Failure, Kind};
+use crate::proxy;
 use crate::responses::{BoxError, ResponseBody, empty};
 use crate::telemetry::access_log::Entry;
 use crate::telemetry::spans::{Finished, RequestTrace};
@@ -51,7 +52,7 @@ use crate::websocket::{self, WebSocketSettings};
 use crate::wit_host::bindings::exports::apim::gateway::policy::{
     self, Call, Decision, Forward, Limit, RequestHead, Response as PolicyResponse, Verdict,
 };
-use crate::wit_host::instance_state::{DeadlineExceeded, NoInstance, RequestMeta};
+use crate::wit_host::instance_state::RequestMeta;
 use crate::wit_host::instances::Runtime;
 
 /// Header carrying the client's socket address, as Spin sets it.
@@ -351,15 +352,16 @@ impl Gateway {
                     }
                     return response;
                 }
-                Err(_) if overflow.crossed() => {
-                    // The client's fault, not the endpoint's: nothing counts against it.
-                    let answer = self.runtime.body_too_large(head);
-                    let fallback = StatusCode::PAYLOAD_TOO_LARGE;
-                    let answering = self.answer(answer, "a body over the limit", fallback, outcome);
-                    return Box::pin(answering).await;
-                }
-                Err(failure) => failure,
+                Err(failure) => overflow.blame(failure),
             };
+            if failure.error_source() == ErrorSource::Downstream {
+                // The client's fault, not the endpoint's: nothing counts against it.
+                let answer = self.runtime.body_too_large(head);
+                let fallback = StatusCode::PAYLOAD_TOO_LARGE;
+                let answering = self.answer(answer, "a body over the limit", fallback, outcome);
+                return Box::pin(answering).await;
+            }
+            let failure = failure.backend_failure();
             let config = proxy::endpoint_config(&target.settings);
             if !lone {
                 self.endpoints.failed(
@@ -369,9 +371,9 @@ impl Gateway {
                     apim_http::time::now_ms(),
                 );
             }
-            if failure == Failure::TimedOut && config.discard_on_timeout {
+            if failure == BackendFailure::TimedOut && config.discard_on_timeout {
                 // WSO2 drops a discarded call without a fault.
-                outcome.backend_failed = Some(true);
+                outcome.backend_failed = Some(BackendFailure::TimedOut);
                 return empty(StatusCode::GATEWAY_TIMEOUT);
             }
             failed = Some(failure);
@@ -379,8 +381,9 @@ impl Gateway {
                 break;
             }
         }
-        let timed_out = failed == Some(Failure::TimedOut);
-        outcome.backend_failed = Some(timed_out);
+        // With every endpoint suspended, none could be reached.
+        outcome.backend_failed = Some(failed.unwrap_or(BackendFailure::Unreachable));
+        let timed_out = failed == Some(BackendFailure::TimedOut);
         let answer = self
             .runtime
             .backend_failed(head, timed_out, failed.is_none());
@@ -445,7 +448,7 @@ impl Gateway {
     /// noted in `outcome`); `fallback` (empty) when it cannot give one.
     async fn answer(
         &self,
-        answer: impl Future<Output = wasmtime::Result<PolicyResponse>>,
+        answer: impl Future<Output = Result<PolicyResponse, Failure>>,
         what: &str,
         fallback: StatusCode,
         outcome: &mut Outcome,
@@ -643,13 +646,14 @@ fn prepare_headers(
 /// Status for a request the component did not answer; `overran` tells
 /// whether the failure came after the request deadline (a guest interrupted
 /// by the deadline surfaces only as a missing response).
-fn failure_status(err: &wasmtime::Error, overran: bool) -> StatusCode {
-    if overran || err.is::<DeadlineExceeded>() {
-        StatusCode::GATEWAY_TIMEOUT
-    } else if err.is::<NoInstance>() {
-        StatusCode::SERVICE_UNAVAILABLE
-    } else {
-        StatusCode::INTERNAL_SERVER_ERROR
+fn failure_status(failure: &Failure, overran: bool) -> StatusCode {
+    if overran {
+        return StatusCode::GATEWAY_TIMEOUT;
+    }
+    match failure.kind() {
+        Kind::Deadline => StatusCode::GATEWAY_TIMEOUT,
+        Kind::NoInstance => StatusCode::SERVICE_UNAVAILABLE,
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }
 
@@ -698,6 +702,16 @@ struct Overflow(Arc<AtomicBool>);
 impl Overflow {
     fn crossed(&self) -> bool {
         self.0.load(Ordering::Relaxed)
+    }
+
+    /// `failure`, put down to the client when its body grew past the limit: that is what
+    /// broke the exchange off, whatever the backend side saw of it.
+    fn blame(&self, failure: Failure) -> Failure {
+        if !self.crossed() {
+            return failure;
+        }
+        let over = "the request body grew past the limit";
+        Failure::because(Kind::BodyTooLarge, over, failure)
     }
 }
 
@@ -808,24 +822,25 @@ mod tests {
 
     #[test]
     fn failures_map_to_statuses() {
-        let status = |err| failure_status(&err, false);
+        let status = |failure| failure_status(&failure, false);
+        assert_eq!(status(Failure::deadline()), StatusCode::GATEWAY_TIMEOUT);
         assert_eq!(
-            status(wasmtime::Error::new(DeadlineExceeded)),
-            StatusCode::GATEWAY_TIMEOUT
-        );
-        assert_eq!(
-            status(wasmtime::Error::new(NoInstance(wasmtime::Error::msg(
-                "full"
-            )))),
+            status(Failure::no_instance(wasmtime::Error::msg("full"))),
             StatusCode::SERVICE_UNAVAILABLE
         );
         assert_eq!(
-            status(wasmtime::Error::msg("trap")),
+            status(Failure::of_component(wasmtime::Error::msg("trap"))),
             StatusCode::INTERNAL_SERVER_ERROR
         );
-        let deep = wasmtime::Error::new(DeadlineExceeded).context("while handling");
-        assert_eq!(status(deep), StatusCode::GATEWAY_TIMEOUT);
-        let late = wasmtime::Error::msg("guest never invoked `response-outparam::set` method");
+        let deep = wasmtime::Error::new(Failure::deadline()).context("while handling");
+        assert_eq!(
+            status(Failure::of_component(deep)),
+            StatusCode::GATEWAY_TIMEOUT
+        );
+        let late = Failure::new(
+            Kind::Component,
+            "guest never invoked `response-outparam::set` method",
+        );
         assert_eq!(failure_status(&late, true), StatusCode::GATEWAY_TIMEOUT);
     }
 }

@@ -17,7 +17,7 @@ use apim_manifest::key;
 use apim_manifest::stored::{self, HEAD_KEY, Head};
 use apim_manifest::trust::EndpointTrust;
 
-use crate::wit_host::keyvalue::KvStore;
+use crate::kv::{KvStore, Store as _};
 use apim_http::contract::KV_BUCKET;
 
 /// Most endpoints remembered; past it the book starts afresh (each endpoint is read again

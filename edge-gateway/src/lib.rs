@@ -14,6 +14,8 @@ pub mod config;
 pub mod counters;
 pub mod dispatch;
 pub mod endpoint_trust;
+pub mod failure;
+pub mod kv;
 pub mod manifest_watch;
 pub mod outbound;
 pub mod proxy;
@@ -32,12 +34,12 @@ use tokio::sync::watch;
 
 use crate::config::{Config, Hosted};
 use crate::dispatch::Gateway;
+use crate::kv::KvStore;
 use crate::outbound::{EgressGuard, OutboundClient};
 use crate::telemetry::Telemetry;
 use crate::wit_host::engine::EpochTicker;
 use crate::wit_host::instance_state::{Limits, Shared};
 use crate::wit_host::instances::Runtime;
-use crate::wit_host::keyvalue::KvStore;
 
 /// Validates `config`, listens (on the sockets in `inherited`, passed by a supervisor,
 /// or on sockets of its own), compiles the components (or reads them from the compilation

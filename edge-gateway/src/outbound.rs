@@ -22,6 +22,9 @@
 //! smuggle in an address the policy refuses; this host's own listener is never a
 //! destination, and the control plane's listener only under the name the components'
 //! settings give it.
+//!
+//! A request that fails does so with the host's [`Failure`]; the component gets the
+//! `wasi:http` error code its kind stands for ([`error_code`]).
 
 use std::error::Error as StdError;
 use std::future::Future;
@@ -46,9 +49,10 @@ use tokio::time::{Instant, Sleep};
 use apim_http::egress::EgressPolicy;
 use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
 
-use crate::backend_pool::{BackendPool, PooledBody, SendError, default_port};
+use crate::backend_pool::{BackendPool, PooledBody, default_port};
 use crate::endpoint_trust::TrustBook;
-use crate::wit_host::keyvalue::KvStore;
+use crate::failure::{Failure, Kind};
+use crate::kv::KvStore;
 
 /// Idle pooled connections are closed after this long.
 const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(90);
@@ -276,9 +280,10 @@ impl OutboundClient {
         &self,
         request: http::Request<WasiBody>,
         options: Option<RequestOptions>,
-    ) -> Result<http::Response<WasiBody>, Error> {
+    ) -> Result<http::Response<WasiBody>, Failure> {
         if !request.uri().scheme().is_some_and(supported) {
-            return Err(Error::HttpProtocolError);
+            let unsupported = "a backend is reached by http or https only";
+            return Err(Failure::new(Kind::Protocol, unsupported));
         }
         let timeouts = self.defaults.resolve(options);
         let own = self.endpoint_client(request.uri()).await;
@@ -286,8 +291,11 @@ impl OutboundClient {
         let pending = client.send(request, timeouts.connect);
         let head_deadline = timeouts.connect.saturating_add(timeouts.first_byte);
         let response = match tokio::time::timeout(head_deadline, pending).await {
-            Err(_) => return Err(Error::ConnectionReadTimeout),
-            Ok(Err(err)) => return Err(classify(&err)),
+            Err(_) => {
+                let late = "waiting for the backend's response head";
+                return Err(Failure::new(Kind::ReadTimedOut, late));
+            }
+            Ok(Err(failure)) => return Err(failure),
             Ok(Ok(response)) => response,
         };
         Ok(response.map(|body| TimedBody::new(body, timeouts.between_bytes).boxed_unsync()))
@@ -309,69 +317,46 @@ fn supported(scheme: &Scheme) -> bool {
     *scheme == Scheme::HTTP || *scheme == Scheme::HTTPS
 }
 
-/// Maps a pooled-client failure onto the closest `wasi:http` error code.
-fn classify(err: &SendError) -> Error {
-    let connecting = matches!(err, SendError::Connect(_));
-    let mut source = err.source();
-    while let Some(cause) = source {
-        if let Some(tls) = tls_error(cause) {
-            return match tls {
-                rustls::Error::InvalidCertificate(_) | rustls::Error::NoCertificatesPresented => {
-                    Error::TlsCertificateError
-                }
-                rustls::Error::AlertReceived(alert) => Error::TlsAlertReceived {
-                    alert_id: Some(u8::from(*alert)),
-                    alert_message: Some(format!("{alert:?}")),
-                },
-                _ => Error::TlsProtocolError,
-            };
-        }
-        if let Some(io) = cause.downcast_ref::<io::Error>() {
-            return match io.kind() {
-                io::ErrorKind::TimedOut => Error::ConnectionTimeout,
-                io::ErrorKind::PermissionDenied => Error::DestinationIpProhibited,
-                io::ErrorKind::ConnectionRefused => Error::ConnectionRefused,
-                io::ErrorKind::ConnectionReset | io::ErrorKind::BrokenPipe => {
-                    Error::ConnectionTerminated
-                }
-                _ if connecting => Error::DestinationUnavailable,
-                _ => Error::InternalError(Some(err.to_string())),
-            };
-        }
-        if let Some(hyper) = cause.downcast_ref::<hyper::Error>() {
-            if hyper.is_incomplete_message() || hyper.is_closed() || hyper.is_canceled() {
-                return Error::ConnectionTerminated;
-            }
-            if hyper.is_timeout() {
-                return Error::ConnectionReadTimeout;
-            }
-            if hyper.is_parse() || hyper.is_parse_status() {
-                return Error::HttpProtocolError;
-            }
-        }
-        if cause.to_string().starts_with("dns error") {
-            return Error::DnsError {
-                rcode: Some(cause.to_string()),
-                info_code: None,
-            };
-        }
-        source = cause.source();
-    }
-    if connecting {
-        Error::DestinationUnavailable
-    } else {
-        Error::InternalError(Some(err.to_string()))
+/// The `wasi:http` error code closest to what the failure was, which the component gets.
+pub fn error_code(failure: &Failure) -> Error {
+    match failure.kind() {
+        Kind::ConnectTimedOut => Error::ConnectionTimeout,
+        Kind::ReadTimedOut => Error::ConnectionReadTimeout,
+        Kind::EgressRefused => Error::DestinationIpProhibited,
+        Kind::ConnectionRefused => Error::ConnectionRefused,
+        Kind::ConnectionClosed => Error::ConnectionTerminated,
+        Kind::NameNotResolved(answer) => Error::DnsError {
+            rcode: Some(answer.clone()),
+            info_code: None,
+        },
+        Kind::InvalidCertificate => Error::TlsCertificateError,
+        Kind::TlsAlert(alert) => Error::TlsAlertReceived {
+            alert_id: Some(u8::from(*alert)),
+            alert_message: Some(format!("{alert:?}")),
+        },
+        Kind::Tls => Error::TlsProtocolError,
+        Kind::Protocol => Error::HttpProtocolError,
+        Kind::Unreachable => Error::DestinationUnavailable,
+        _ => Error::InternalError(Some(failure.to_string())),
     }
 }
 
-/// The TLS failure behind `cause`, if it is one (rustls reports through `io::Error`).
-fn tls_error<'a>(cause: &'a (dyn StdError + 'static)) -> Option<&'a rustls::Error> {
-    cause.downcast_ref::<rustls::Error>().or_else(|| {
-        cause
-            .downcast_ref::<io::Error>()?
-            .get_ref()?
-            .downcast_ref::<rustls::Error>()
-    })
+/// The failure of a backend's body that the host reads itself, from the error the
+/// component would get reading it (the between-bytes timeout, or hyper's).
+pub fn body_failure(err: Error) -> Failure {
+    let timed_out = matches!(
+        err,
+        Error::ConnectionTimeout
+            | Error::ConnectionReadTimeout
+            | Error::ConnectionWriteTimeout
+            | Error::HttpResponseTimeout
+    );
+    let kind = if timed_out {
+        Kind::ReadTimedOut
+    } else {
+        Kind::Exchange
+    };
+    Failure::because(kind, "reading the backend's body", err)
 }
 
 impl WasiHttpHooks for OutboundClient {
@@ -404,7 +389,8 @@ impl WasiHttpHooks for OutboundClient {
         drop(fut);
         let client = self.clone();
         Box::new(async move {
-            let response = client.send(request, options).await?;
+            let sent = client.send(request, options).await;
+            let response = sent.map_err(|failure| error_code(&failure))?;
             let io_done: Box<dyn Future<Output = Result<(), Error>> + Send> =
                 Box::new(std::future::ready(Ok(())));
             Ok((response, io_done))
@@ -511,7 +497,8 @@ mod tests {
         let request = http::Request::get(format!("http://127.0.0.1:{port}/"))
             .body(body)
             .unwrap();
-        let err = client.send(request, None).await.unwrap_err();
+        let failure = client.send(request, None).await.unwrap_err();
+        let err = error_code(&failure);
         assert!(matches!(err, Error::ConnectionRefused), "{err:?}");
     }
 }

@@ -13,17 +13,18 @@ use std::time::Duration;
 use http::{HeaderMap, HeaderName, HeaderValue, Request, Response};
 use http_body::Body as _;
 use http_body_util::BodyExt as _;
-use wasmtime_wasi_http::{Error, RequestOptions, WasiBody};
+use wasmtime_wasi_http::{RequestOptions, WasiBody};
 
-use apim_http::endpoints::{self, EndpointConfig};
+use apim_http::endpoints::EndpointConfig;
 
-use crate::outbound::OutboundClient;
+use crate::failure::{Failure, Kind};
+use crate::kv::{KvStore, Store as _};
+use crate::outbound::{self, OutboundClient};
 use crate::responses::{BoxError, ResponseBody};
 use crate::websocket;
 use crate::wit_host::bindings::exports::apim::gateway::policy::{
     self, CacheStore, EndpointSettings, Forward, ReplacedHeaders, RequestHead, Target,
 };
-use crate::wit_host::keyvalue::KvStore;
 use apim_http::contract::{KV_BUCKET, Replaced};
 
 /// The head of a request, as the component reads it.
@@ -55,15 +56,6 @@ pub fn content_length(headers: &http::HeaderMap) -> Option<u64> {
         .ok()
 }
 
-/// Why a forwarded request got no answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Failure {
-    /// The backend was too slow.
-    TimedOut,
-    /// It could not be reached, or broke the exchange.
-    Unreachable,
-}
-
 /// Sends a request (`client` as the client sent it, `body`) to `target`, one of `plan`'s
 /// endpoints; the backend's answer as the client gets it, kept in `kv` first when the
 /// plan says so and the cache rules allow.
@@ -78,7 +70,7 @@ pub async fn send(
     let mut backend = Request::new(body);
     *backend.uri_mut() = backend_uri(target).map_err(|err| {
         tracing::warn!("the component's backend URL is not valid: {err}");
-        Failure::Unreachable
+        Failure::because(Kind::InvalidUrl, "the component's backend URL", err)
     })?;
     *backend.method_mut() = client.method.clone();
     *backend.version_mut() = http::Version::HTTP_11;
@@ -93,16 +85,17 @@ pub async fn send(
         first_byte_timeout: timeout,
         between_bytes_timeout: timeout,
     };
-    let answer = outbound.send(backend, Some(options)).await.map_err(|err| {
-        tracing::debug!("backend failed: {err}");
-        failure(&err)
-    })?;
+    let answer = outbound
+        .send(backend, Some(options))
+        .await
+        .inspect_err(|failure| tracing::debug!("backend failed: {failure}"))?;
     if let Some(key) = offered
         && answer.status() == http::StatusCode::SWITCHING_PROTOCOLS
         && !websocket::accepted(answer.headers(), &key)
     {
-        tracing::warn!("a WebSocket backend switched without accepting the handshake");
-        return Err(Failure::Unreachable);
+        let unaccepted = "a WebSocket backend switched without accepting the handshake";
+        tracing::warn!("{unaccepted}");
+        return Err(Failure::new(Kind::Protocol, unaccepted));
     }
     let (mut parts, body) = answer.into_parts();
     parts.headers = passing_on(&parts.headers, NONE_REMOVED);
@@ -112,16 +105,6 @@ pub async fn send(
     };
     set_headers(&mut parts.headers, &plan.response_headers, true);
     Ok(Response::from_parts(parts, body))
-}
-
-impl Failure {
-    /// WSO2's error code for it, as endpoint settings list them.
-    pub fn code(self) -> u32 {
-        match self {
-            Failure::TimedOut => endpoints::codes::TIMED_OUT,
-            Failure::Unreachable => endpoints::codes::CONNECTION_FAILED,
-        }
-    }
 }
 
 /// An endpoint's settings as the shared decision reads them.
@@ -163,7 +146,7 @@ async fn keep(
         .await
         .map_err(|err| {
             tracing::debug!("backend body failed: {err}");
-            failure(&err)
+            outbound::body_failure(err)
         })?
         .to_bytes();
     let answer = apim_http::Response {
@@ -201,16 +184,6 @@ pub fn response(answer: policy::Response) -> Response<ResponseBody> {
         http::StatusCode::from_u16(answer.status).unwrap_or(http::StatusCode::BAD_GATEWAY);
     set_headers(response.headers_mut(), &answer.headers, false);
     response
-}
-
-fn failure(err: &Error) -> Failure {
-    match err {
-        Error::ConnectionTimeout
-        | Error::ConnectionReadTimeout
-        | Error::ConnectionWriteTimeout
-        | Error::HttpResponseTimeout => Failure::TimedOut,
-        _ => Failure::Unreachable,
-    }
 }
 
 /// Adds headers (replacing those of the same names when `replace`); names or values that

@@ -35,6 +35,7 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::{Registry, Unit};
 use tokio::sync::Semaphore;
 
+use crate::failure::BackendFailure;
 use crate::telemetry::called::Called;
 use crate::wit_host::bindings::exports::apim::gateway::policy::LimitKind;
 
@@ -97,8 +98,8 @@ pub struct Outcome {
     pub throttled: Option<LimitKind>,
     /// The backend's share of the latency, when it was called.
     pub backend: Option<Duration>,
-    /// The backend timed out (`Some(true)`) or could not be reached (`Some(false)`).
-    pub backend_failed: Option<bool>,
+    /// How the backend failed the call, if it did.
+    pub backend_failed: Option<BackendFailure>,
     /// When its parts ran, for its spans.
     pub timeline: super::spans::Timeline,
 }
@@ -346,8 +347,8 @@ impl Metrics {
             self.throttled[limit_index(kind)].inc();
         }
         match outcome.backend_failed {
-            Some(true) => self.backend_timeouts.inc(),
-            Some(false) => self.backend_unreachable.inc(),
+            Some(BackendFailure::TimedOut) => self.backend_timeouts.inc(),
+            Some(BackendFailure::Unreachable) => self.backend_unreachable.inc(),
             None => 0,
         };
     }
@@ -524,6 +525,31 @@ mod tests {
         has(r#"apim_gateway_throttled_total{limit="application_tier"} 1"#);
         has(r#"apim_gateway_backend_duration_seconds_count{api="Pets",version="1.0.0"} 3"#);
         assert!(!text.contains("alice"), "users are never labels");
+    }
+
+    #[test]
+    fn backend_failures_count_by_kind() {
+        let metrics = Metrics::new();
+        let failed = |how| Outcome {
+            backend_failed: Some(how),
+            ..Outcome::default()
+        };
+        let pets = call("Pets", "app-1");
+        metrics.record(
+            "GET",
+            &pets,
+            504,
+            Duration::ZERO,
+            &failed(BackendFailure::TimedOut),
+        );
+        for _ in 0..2 {
+            let unreachable = failed(BackendFailure::Unreachable);
+            metrics.record("GET", &pets, 502, Duration::ZERO, &unreachable);
+        }
+        let text = metrics.encode();
+        let has = |line: &str| assert!(text.contains(line), "{line} not in\n{text}");
+        has(r#"apim_gateway_backend_errors_total{kind="timeout"} 1"#);
+        has(r#"apim_gateway_backend_errors_total{kind="unreachable"} 2"#);
     }
 
     #[test]

@@ -2,7 +2,6 @@
 //! the key-value store and the variables, what every store shares, and the request's
 //! deadline), the limits instances run under, and how a store traps past its deadline.
 
-use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -12,9 +11,11 @@ use wasmtime::{Engine, Store, StoreContextMut, UpdateDeadline};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
+use crate::failure::Failure;
+use crate::kv::KvStore;
 use crate::outbound::OutboundClient;
 use crate::wit_host::config_store::{ConfigView, Variables};
-use crate::wit_host::keyvalue::{KvStore, KvView};
+use crate::wit_host::keyvalue::KvView;
 
 /// An instance with no request for this long is dropped.
 pub const IDLE_INSTANCE_TIMEOUT: Duration = Duration::from_secs(60);
@@ -42,31 +43,6 @@ pub struct RequestMeta {
     /// Sequence number for logs.
     pub id: u64,
 }
-
-/// The guest ran past its request deadline and was interrupted.
-#[derive(Debug)]
-pub struct DeadlineExceeded;
-
-impl fmt::Display for DeadlineExceeded {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("guest exceeded its execution deadline")
-    }
-}
-
-impl std::error::Error for DeadlineExceeded {}
-
-/// No instance could be created (e.g. every pool slot is taken while instances are torn
-/// down); the request may be retried.
-#[derive(Debug)]
-pub struct NoInstance(pub wasmtime::Error);
-
-impl fmt::Display for NoInstance {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "no component instance available: {:#}", self.0)
-    }
-}
-
-impl std::error::Error for NoInstance {}
 
 /// State shared by every store.
 #[derive(Clone)]
@@ -161,10 +137,13 @@ pub(crate) fn new_store(
     store
 }
 
-/// Epoch callback: trap past the deadline, otherwise let other tasks run.
+/// Epoch callback: trap past the deadline (with the failure that says so, which the host
+/// finds again in the trap), otherwise let other tasks run.
 fn on_epoch(store: StoreContextMut<'_, HostState>) -> wasmtime::Result<UpdateDeadline> {
     match store.data().deadline {
-        Some(deadline) if Instant::now() >= deadline => Err(wasmtime::Error::new(DeadlineExceeded)),
+        Some(deadline) if Instant::now() >= deadline => {
+            Err(wasmtime::Error::new(Failure::deadline()))
+        }
         _ => Ok(UpdateDeadline::Yield(1)),
     }
 }

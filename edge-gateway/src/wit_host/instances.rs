@@ -14,7 +14,9 @@
 //!   `p3_reuse` in all, as Spin 4.1 does, through wasmtime's concurrent machinery,
 //!   which only such a component's engine turns on.
 //! - Runaway guests are stopped by epoch interruption ([`super::engine::EpochTicker`]):
-//!   past the request's deadline a store traps with [`DeadlineExceeded`].
+//!   past the request's deadline a store traps with [`Failure::deadline`].
+//! - Every call into the component ends in the host's [`Failure`] when it fails: its
+//!   deadline, no instance to be had, or the component's own failure.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -30,16 +32,16 @@ use wasmtime_wasi_http::p2::bindings::{Proxy, ProxyIndices};
 use wasmtime_wasi_http::p3::bindings::ServicePre;
 use wasmtime_wasi_http::{WasiBody, WasiHttpView};
 
+use crate::failure::{Failure, Kind};
+use crate::kv::KvStore;
 use crate::outbound::OutboundClient;
 use crate::wit_host::bindings::exports::apim::gateway::policy::{
     LimitKind, Moment, RequestHead, Response, Verdict,
 };
 use crate::wit_host::bindings::{Gateway as PolicyExport, GatewayIndices as PolicyIndices};
 use crate::wit_host::instance_state::{
-    DeadlineExceeded, HostState, IDLE_INSTANCE_TIMEOUT, Limits, NoInstance, RequestMeta, Shared,
-    new_store,
+    HostState, IDLE_INSTANCE_TIMEOUT, Limits, RequestMeta, Shared, new_store,
 };
-use crate::wit_host::keyvalue::KvStore;
 use crate::wit_host::p3_service::{Pool, Service};
 use crate::wit_host::{config_store, keyvalue};
 
@@ -202,7 +204,7 @@ impl Runtime {
 
     /// Asks the component what to do with a request (it must have the policy export).
     /// The instance goes back to the pool as soon as it has answered.
-    pub async fn decide(&self, request: &RequestHead) -> wasmtime::Result<Verdict> {
+    pub async fn decide(&self, request: &RequestHead) -> Result<Verdict, Failure> {
         self.with_policy(async |policy, store| {
             // Taken once the instance is in hand, after any write it must see.
             let moment = Moment {
@@ -224,7 +226,7 @@ impl Runtime {
         request: &RequestHead,
         kind: LimitKind,
         window_end_ms: u64,
-    ) -> wasmtime::Result<Response> {
+    ) -> Result<Response, Failure> {
         self.with_policy(async |policy, store| {
             policy
                 .apim_gateway_policy()
@@ -241,7 +243,7 @@ impl Runtime {
         request: &RequestHead,
         timed_out: bool,
         suspended: bool,
-    ) -> wasmtime::Result<Response> {
+    ) -> Result<Response, Failure> {
         self.with_policy(async |policy, store| {
             policy
                 .apim_gateway_policy()
@@ -253,7 +255,7 @@ impl Runtime {
 
     /// The component's answer for a forwarded request whose body grew past the gateway's
     /// limit.
-    pub async fn body_too_large(&self, request: &RequestHead) -> wasmtime::Result<Response> {
+    pub async fn body_too_large(&self, request: &RequestHead) -> Result<Response, Failure> {
         self.with_policy(async |policy, store| {
             policy
                 .apim_gateway_policy()
@@ -266,7 +268,7 @@ impl Runtime {
     /// Has the component pull what its store misses from the control plane
     /// (`apim:gateway/sync`, exported beside the policy): the manifest version it holds
     /// afterwards, or why it could not.
-    pub async fn pull(&self) -> wasmtime::Result<Result<u64, String>> {
+    pub async fn pull(&self) -> Result<Result<u64, String>, Failure> {
         self.with_policy(async |exports, store| exports.apim_gateway_sync().call_pull(store).await)
             .await
     }
@@ -276,18 +278,19 @@ impl Runtime {
     async fn with_policy<T>(
         &self,
         call: impl AsyncFnOnce(&PolicyExport, &mut Store<HostState>) -> wasmtime::Result<T>,
-    ) -> wasmtime::Result<T> {
+    ) -> Result<T, Failure> {
         let mut instance = self.checkout().await?;
         let Some(policy) = instance.policy.take() else {
-            wasmtime::bail!("the component does not export apim:gateway/policy");
+            let missing = "the component does not export apim:gateway/policy";
+            return Err(Failure::new(Kind::Component, missing));
         };
         let data = instance.store.data_mut();
         data.deadline = Some(Instant::now() + self.limits.request_timeout);
         data.requests += 1;
         let limit = self.limits.request_timeout + EXPIRY_GRACE;
         let outcome = match tokio::time::timeout(limit, call(&policy, &mut instance.store)).await {
-            Ok(outcome) => outcome,
-            Err(_) => Err(wasmtime::Error::new(DeadlineExceeded)),
+            Ok(outcome) => outcome.map_err(Failure::of_component),
+            Err(_) => Err(Failure::deadline()),
         };
         instance.policy = Some(policy);
         match &outcome {
@@ -304,7 +307,7 @@ impl Runtime {
         self: &Arc<Self>,
         meta: RequestMeta,
         request: http::Request<WasiBody>,
-    ) -> wasmtime::Result<http::Response<WasiBody>> {
+    ) -> Result<http::Response<WasiBody>, Failure> {
         if let Some(service) = &self.service {
             return service.handle(meta, request).await;
         }
@@ -319,8 +322,12 @@ impl Runtime {
         } else {
             Scheme::Http
         };
-        let incoming = http.new_incoming_request(scheme, request)?;
-        let outparam = http.new_response_outparam(sender)?;
+        let incoming = http
+            .new_incoming_request(scheme, request)
+            .map_err(Failure::of_component)?;
+        let outparam = http
+            .new_response_outparam(sender)
+            .map_err(Failure::of_component)?;
         tracing::trace!(
             request = meta.id,
             instance = data.instance,
@@ -337,24 +344,31 @@ impl Runtime {
                     Ok(())
                 }
                 Ok(Err(err)) => {
-                    runtime.discard(&instance, &err);
-                    Err(err)
+                    let failure = Failure::of_component(err);
+                    runtime.discard(&instance, &failure);
+                    Err(failure)
                 }
                 // Stuck in a host call past the deadline: the instance is dropped.
-                Err(_) => Err(wasmtime::Error::new(DeadlineExceeded)),
+                Err(_) => Err(Failure::deadline()),
             }
         });
         match receiver.await {
             Ok(Ok(response)) => Ok(response),
-            Ok(Err(code)) => Err(wasmtime::format_err!(
-                "the component failed the request: {code:?}"
+            Ok(Err(code)) => Err(Failure::new(
+                Kind::Component,
+                format!("the component failed the request: {code:?}"),
             )),
             Err(_) => match call.await {
-                Ok(Err(err)) => Err(err),
-                Ok(Ok(())) => Err(wasmtime::format_err!(
-                    "guest never invoked `response-outparam::set` method"
+                Ok(Err(failure)) => Err(failure),
+                Ok(Ok(())) => Err(Failure::new(
+                    Kind::Component,
+                    "guest never invoked `response-outparam::set` method",
                 )),
-                Err(join) => Err(wasmtime::format_err!("the request task failed: {join}")),
+                Err(join) => Err(Failure::because(
+                    Kind::Component,
+                    "the request task failed",
+                    join,
+                )),
             },
         }
     }
@@ -362,7 +376,7 @@ impl Runtime {
     /// The most recently used idle instance (its caches are the warmest), or a new one.
     /// Pool slots free up as retired instances are torn down, so a failed instantiation
     /// is retried a few times before the request is given up.
-    async fn checkout(&self) -> wasmtime::Result<Instance> {
+    async fn checkout(&self) -> Result<Instance, Failure> {
         let mut attempt = 1;
         loop {
             if let Some(instance) = self.pop_idle() {
@@ -375,7 +389,7 @@ impl Runtime {
                     tokio::time::sleep(INSTANTIATE_BACKOFF * attempt).await;
                     attempt += 1;
                 }
-                Err(err) => return Err(wasmtime::Error::new(NoInstance(err))),
+                Err(err) => return Err(Failure::no_instance(err)),
             }
         }
     }
@@ -409,7 +423,7 @@ impl Runtime {
             .push(idle);
     }
 
-    fn discard(&self, instance: &Instance, err: &wasmtime::Error) {
+    fn discard(&self, instance: &Instance, err: &Failure) {
         let data = instance.store.data();
         if self.closing.load(Ordering::Relaxed) {
             tracing::debug!(

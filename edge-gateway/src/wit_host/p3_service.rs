@@ -25,9 +25,9 @@ use wasmtime_wasi_http::handler::{
 use wasmtime_wasi_http::p3::bindings::ServicePre;
 use wasmtime_wasi_http::{WasiBody, WasiHttpView};
 
+use crate::failure::Failure;
 use crate::wit_host::instance_state::{
-    DeadlineExceeded, HostState, IDLE_INSTANCE_TIMEOUT, Limits, NoInstance, RequestMeta, Shared,
-    new_store,
+    HostState, IDLE_INSTANCE_TIMEOUT, Limits, RequestMeta, Shared, new_store,
 };
 
 /// The export that makes a component a WASIp3 HTTP service.
@@ -71,19 +71,21 @@ impl Service {
     }
 
     /// Runs one request in an instance (a new one if none takes it); resolves with the
-    /// response once the guest has given it, its body still being written.
+    /// response once the guest has given it, its body still being written. The handler
+    /// tells an instance past its deadline and one that could not be made by their errors'
+    /// types.
     pub async fn handle(
         &self,
         meta: RequestMeta,
         request: http::Request<WasiBody>,
-    ) -> wasmtime::Result<http::Response<WasiBody>> {
+    ) -> Result<http::Response<WasiBody>, Failure> {
         self.0.handle(meta, request).await.map_err(|err| {
             if err.is::<ExpirationError>() {
-                wasmtime::Error::new(DeadlineExceeded)
+                Failure::deadline()
             } else if err.is::<InstantiationError<RequestMeta>>() {
-                wasmtime::Error::new(NoInstance(err))
+                Failure::no_instance(err)
             } else {
-                err
+                Failure::of_component(err)
             }
         })
     }

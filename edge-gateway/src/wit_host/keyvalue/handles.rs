@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::common::CasSnapshot;
+use crate::kv::CasSnapshot;
 
 /// The host side of a `bucket` resource.
 #[derive(Debug, Clone)]

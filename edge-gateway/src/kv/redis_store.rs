@@ -13,7 +13,7 @@ use anyhow::Context as _;
 use redis::AsyncCommands as _;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
-use super::common::{GRANT_SHARE, Grant, KeyPage, KvError};
+use super::store::{CasSnapshot, GRANT_SHARE, Grant, KeyPage, KvError, Store};
 
 /// Keys asked for per `SCAN` round trip.
 const SCAN_COUNT: usize = 500;
@@ -134,58 +134,6 @@ impl RedisStore {
         format!("{}{key}", self.bucket_prefix(bucket))
     }
 
-    /// `GET`.
-    pub async fn get(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>, KvError> {
-        let mut conn = self.conn.clone();
-        conn.get(self.key(bucket, key)).await.map_err(backend_error)
-    }
-
-    /// `SET`.
-    pub async fn set(&self, bucket: &str, key: &str, value: Vec<u8>) -> Result<(), KvError> {
-        let mut conn = self.conn.clone();
-        match apim_http::expiry::ttl_secs(key) {
-            // Keys with a lifetime (`apim:ttl:<s>:...`) expire in Redis too.
-            Some(ttl) => conn.set_ex(self.key(bucket, key), value, ttl).await,
-            None => conn.set(self.key(bucket, key), value).await,
-        }
-        .map_err(backend_error)
-    }
-
-    /// `DEL`.
-    pub async fn delete(&self, bucket: &str, key: &str) -> Result<(), KvError> {
-        let mut conn = self.conn.clone();
-        let _: i64 = conn
-            .del(self.key(bucket, key))
-            .await
-            .map_err(backend_error)?;
-        Ok(())
-    }
-
-    /// `EXISTS`.
-    pub async fn exists(&self, bucket: &str, key: &str) -> Result<bool, KvError> {
-        let mut conn = self.conn.clone();
-        conn.exists(self.key(bucket, key))
-            .await
-            .map_err(backend_error)
-    }
-
-    /// `INCRBY`.
-    pub async fn increment(&self, bucket: &str, key: &str, delta: i64) -> Result<i64, KvError> {
-        let mut conn = self.conn.clone();
-        let full = self.key(bucket, key);
-        let value: i64 = conn.incr(&full, delta).await.map_err(backend_error)?;
-        // A counter with a lifetime gets it when created (the increment that made it).
-        if value == delta
-            && let Some(ttl) = apim_http::expiry::ttl_secs(key)
-        {
-            let _: bool = conn
-                .expire(&full, ttl as i64)
-                .await
-                .map_err(backend_error)?;
-        }
-        Ok(value)
-    }
-
     /// Makes and counts the grants [`Grant::grantable`] allows ([`GRANT_SCRIPT`]).
     pub async fn grant(&self, bucket: &str, grant: &Grant<'_>) -> Result<u64, KvError> {
         let lifetime = apim_http::expiry::ttl_secs(grant.current).unwrap_or(1);
@@ -218,9 +166,63 @@ impl RedisStore {
             .map_err(backend_error)?;
         Ok(())
     }
+}
+
+impl Store for RedisStore {
+    /// `GET`.
+    async fn get(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>, KvError> {
+        let mut conn = self.conn.clone();
+        conn.get(self.key(bucket, key)).await.map_err(backend_error)
+    }
+
+    /// `SET`.
+    async fn set(&self, bucket: &str, key: &str, value: Vec<u8>) -> Result<(), KvError> {
+        let mut conn = self.conn.clone();
+        match apim_http::expiry::ttl_secs(key) {
+            // Keys with a lifetime (`apim:ttl:<s>:...`) expire in Redis too.
+            Some(ttl) => conn.set_ex(self.key(bucket, key), value, ttl).await,
+            None => conn.set(self.key(bucket, key), value).await,
+        }
+        .map_err(backend_error)
+    }
+
+    /// `DEL`.
+    async fn delete(&self, bucket: &str, key: &str) -> Result<(), KvError> {
+        let mut conn = self.conn.clone();
+        let _: i64 = conn
+            .del(self.key(bucket, key))
+            .await
+            .map_err(backend_error)?;
+        Ok(())
+    }
+
+    /// `EXISTS`.
+    async fn exists(&self, bucket: &str, key: &str) -> Result<bool, KvError> {
+        let mut conn = self.conn.clone();
+        conn.exists(self.key(bucket, key))
+            .await
+            .map_err(backend_error)
+    }
+
+    /// `INCRBY`.
+    async fn increment(&self, bucket: &str, key: &str, delta: i64) -> Result<i64, KvError> {
+        let mut conn = self.conn.clone();
+        let full = self.key(bucket, key);
+        let value: i64 = conn.incr(&full, delta).await.map_err(backend_error)?;
+        // A counter with a lifetime gets it when created (the increment that made it).
+        if value == delta
+            && let Some(ttl) = apim_http::expiry::ttl_secs(key)
+        {
+            let _: bool = conn
+                .expire(&full, ttl as i64)
+                .await
+                .map_err(backend_error)?;
+        }
+        Ok(value)
+    }
 
     /// `SCAN` with the bucket's prefix; the cursor is Redis's own.
-    pub async fn list_keys(&self, bucket: &str, cursor: Option<&str>) -> Result<KeyPage, KvError> {
+    async fn list_keys(&self, bucket: &str, cursor: Option<&str>) -> Result<KeyPage, KvError> {
         let mut cursor: u64 = match cursor {
             None => 0,
             Some(raw) => raw
@@ -255,14 +257,20 @@ impl RedisStore {
         Ok(KeyPage { keys, cursor })
     }
 
-    /// Writes `value` if the key still holds `expected` (`None`: still absent).
-    pub async fn compare_and_swap(
+    /// `GET`: the bytes the swap compares.
+    async fn snapshot(&self, bucket: &str, key: &str) -> Result<CasSnapshot, KvError> {
+        Ok(CasSnapshot::of_bytes(self.get(bucket, key).await?))
+    }
+
+    /// Writes `value` if the key still holds the bytes `snapshot` read (or is still absent).
+    async fn compare_and_swap(
         &self,
         bucket: &str,
         key: &str,
-        expected: Option<&[u8]>,
+        snapshot: &CasSnapshot,
         value: Vec<u8>,
     ) -> Result<bool, KvError> {
+        let expected = snapshot.value.as_deref();
         let mut conn = self.conn.clone();
         let written: i64 = self
             .cas
@@ -280,6 +288,11 @@ impl RedisStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What a compare-and-swap read when the key held `value`.
+    fn read(value: Option<&[u8]>) -> CasSnapshot {
+        CasSnapshot::of_bytes(value.map(<[u8]>::to_vec))
+    }
 
     #[test]
     fn glob_metacharacters_are_escaped() {
@@ -316,40 +329,30 @@ mod tests {
 
         assert!(
             !store
-                .compare_and_swap(b, "k", None, b"x".to_vec())
+                .compare_and_swap(b, "k", &read(None), b"x".to_vec())
                 .await
                 .unwrap()
         );
         assert!(
             store
-                .compare_and_swap(b, "k", Some(b"v1"), b"v2".to_vec())
+                .compare_and_swap(b, "k", &read(Some(b"v1")), b"v2".to_vec())
                 .await
                 .unwrap()
         );
         assert!(
             !store
-                .compare_and_swap(b, "k", Some(b"v1"), b"v3".to_vec())
+                .compare_and_swap(b, "k", &read(Some(b"v1")), b"v3".to_vec())
                 .await
                 .unwrap()
         );
         assert!(
             store
-                .compare_and_swap(b, "fresh", None, b"y".to_vec())
+                .compare_and_swap(b, "fresh", &read(None), b"y".to_vec())
                 .await
                 .unwrap()
         );
 
-        let mut keys = Vec::new();
-        let mut cursor = None;
-        loop {
-            let page = store.list_keys(b, cursor.as_deref()).await.unwrap();
-            keys.extend(page.keys);
-            cursor = page.cursor;
-            if cursor.is_none() {
-                break;
-            }
-        }
-        keys.sort();
+        let keys = crate::kv::store::every_key(&store, b).await;
         assert_eq!(keys, ["fresh", "k", "n"]);
 
         // Keys with a lifetime expire in Redis; others do not.

@@ -16,8 +16,8 @@ use std::sync::RwLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use super::common::KvError;
 use super::redis_store::RedisStore;
+use super::store::KvError;
 
 /// How long the link is left alone after a failed command.
 const REST: Duration = Duration::from_secs(1);

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use foldhash::HashMap;
 
-use super::common::{CasSnapshot, Grant, KeyPage, KvError, parse_counter};
+use super::store::{CasSnapshot, Grant, KeyPage, KvError, Store, parse_counter};
 
 /// Most keys returned by one `list-keys` call.
 pub const PAGE_SIZE: usize = 1000;
@@ -444,6 +444,53 @@ impl MemoryStore {
         }
         inner.write(bucket, key, value, now);
         true
+    }
+}
+
+/// The methods above, behind the trait: this process's memory answers at once, so every
+/// future is ready when first polled. [`super::KvStore`] calls the methods themselves, on
+/// the path of every request, without awaiting.
+impl Store for MemoryStore {
+    async fn get(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>, KvError> {
+        Ok(MemoryStore::get(self, bucket, key))
+    }
+
+    async fn set(&self, bucket: &str, key: &str, value: Vec<u8>) -> Result<(), KvError> {
+        MemoryStore::set(self, bucket, key, value);
+        Ok(())
+    }
+
+    async fn delete(&self, bucket: &str, key: &str) -> Result<(), KvError> {
+        MemoryStore::delete(self, bucket, key);
+        Ok(())
+    }
+
+    async fn exists(&self, bucket: &str, key: &str) -> Result<bool, KvError> {
+        Ok(MemoryStore::exists(self, bucket, key))
+    }
+
+    async fn list_keys(&self, bucket: &str, cursor: Option<&str>) -> Result<KeyPage, KvError> {
+        Ok(MemoryStore::list_keys(self, bucket, cursor))
+    }
+
+    async fn increment(&self, bucket: &str, key: &str, delta: i64) -> Result<i64, KvError> {
+        MemoryStore::increment(self, bucket, key, delta)
+    }
+
+    async fn snapshot(&self, bucket: &str, key: &str) -> Result<CasSnapshot, KvError> {
+        Ok(MemoryStore::snapshot(self, bucket, key))
+    }
+
+    async fn compare_and_swap(
+        &self,
+        bucket: &str,
+        key: &str,
+        snapshot: &CasSnapshot,
+        value: Vec<u8>,
+    ) -> Result<bool, KvError> {
+        Ok(MemoryStore::compare_and_swap(
+            self, bucket, key, snapshot, value,
+        ))
     }
 }
 

@@ -11,7 +11,7 @@ use std::sync::Mutex;
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::common::{KeyPage, KvError};
+use super::store::{CasSnapshot, KeyPage, KvError, Store};
 
 /// Keys per `list-keys` page.
 const PAGE_SIZE: usize = 1000;
@@ -191,6 +191,50 @@ impl SqliteStore {
             };
             Ok(changed == 1)
         })
+    }
+}
+
+/// The methods above, behind the trait: each runs to its end when first polled (a write
+/// waits for its commit), as they do for [`super::KvStore`], which calls them directly.
+impl Store for SqliteStore {
+    async fn get(&self, bucket: &str, key: &str) -> Result<Option<Vec<u8>>, KvError> {
+        SqliteStore::get(self, bucket, key)
+    }
+
+    async fn set(&self, bucket: &str, key: &str, value: Vec<u8>) -> Result<(), KvError> {
+        SqliteStore::set(self, bucket, key, &value)
+    }
+
+    async fn delete(&self, bucket: &str, key: &str) -> Result<(), KvError> {
+        SqliteStore::delete(self, bucket, key)
+    }
+
+    async fn exists(&self, bucket: &str, key: &str) -> Result<bool, KvError> {
+        SqliteStore::exists(self, bucket, key)
+    }
+
+    async fn list_keys(&self, bucket: &str, cursor: Option<&str>) -> Result<KeyPage, KvError> {
+        SqliteStore::list_keys(self, bucket, cursor)
+    }
+
+    async fn increment(&self, bucket: &str, key: &str, delta: i64) -> Result<i64, KvError> {
+        SqliteStore::increment(self, bucket, key, delta)
+    }
+
+    /// The bytes the swap compares.
+    async fn snapshot(&self, bucket: &str, key: &str) -> Result<CasSnapshot, KvError> {
+        SqliteStore::get(self, bucket, key).map(CasSnapshot::of_bytes)
+    }
+
+    async fn compare_and_swap(
+        &self,
+        bucket: &str,
+        key: &str,
+        snapshot: &CasSnapshot,
+        value: Vec<u8>,
+    ) -> Result<bool, KvError> {
+        let expected = snapshot.value.as_deref();
+        SqliteStore::compare_and_swap(self, bucket, key, expected, &value)
     }
 }
 
