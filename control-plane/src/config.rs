@@ -237,36 +237,11 @@ pub enum Command {
     RotateDataKey,
 }
 
-/// The secret-bearing settings (those whose values `--help` hides) given as flags: each
-/// flag and the environment variable that should carry it instead.
-fn secrets_given_as_flags(matches: &clap::ArgMatches) -> Vec<(String, String)> {
-    let command = <Config as clap::CommandFactory>::command();
-    let given = |id: &str| matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
-    command
-        .get_arguments()
-        .filter(|arg| arg.is_hide_env_values_set() && given(arg.get_id().as_str()))
-        .map(|arg| {
-            (
-                arg.get_long().unwrap_or_default().to_string(),
-                arg.get_env()
-                    .map(|e| e.to_string_lossy().into_owned())
-                    .unwrap_or_default(),
-            )
-        })
-        .collect()
-}
-
 impl Config {
     /// Parses the command line and the environment, warning of each secret given as a
     /// flag rather than in the environment: `ps` shows it to every user of the machine.
     pub fn parse_warning_of_secrets() -> Self {
-        let matches = <Self as clap::CommandFactory>::command().get_matches();
-        for (flag, variable) in secrets_given_as_flags(&matches) {
-            eprintln!(
-                "warning: --{flag} shows in `ps` to every user of this machine; set {variable} instead"
-            );
-        }
-        <Self as clap::FromArgMatches>::from_arg_matches(&matches).unwrap_or_else(|err| err.exit())
+        apim_config_secrets::parse_warning_of_secrets()
     }
 
     /// Rejects values that cannot work, before anything starts.
@@ -366,6 +341,7 @@ mod tests {
     fn secrets_given_as_flags_are_named() {
         let command = <Config as clap::CommandFactory>::command();
         let matches = command
+            .clone()
             .try_get_matches_from([
                 "control-plane",
                 "--admin-password",
@@ -374,7 +350,10 @@ mod tests {
                 "root",
             ])
             .unwrap();
-        let mut named = secrets_given_as_flags(&matches);
+        let mut named: Vec<_> = apim_config_secrets::secrets_given_as_flags(&command, &matches)
+            .into_iter()
+            .map(|s| (s.flag, s.variable))
+            .collect();
         named.sort();
         let mut expected = vec![(
             "admin-password".to_string(),
@@ -382,10 +361,11 @@ mod tests {
         )];
         expected.sort();
         assert_eq!(named, expected);
-        let none = <Config as clap::CommandFactory>::command()
+        let none = command
+            .clone()
             .try_get_matches_from(["control-plane"])
             .unwrap();
-        assert!(secrets_given_as_flags(&none).is_empty());
+        assert!(apim_config_secrets::secrets_given_as_flags(&command, &none).is_empty());
     }
 
     fn validate(args: &[&str]) -> anyhow::Result<()> {
