@@ -16,14 +16,7 @@ use apim_http::bodies::Carriage;
 
 struct Component;
 
-#[allow(
-    unsafe_code,
-    reason = "wit-bindgen's export glue for wasi:http/handler@0.3.0"
-)]
-mod handler_export {
-    use super::{Component, wasip3};
-    wasip3::http::service::export!(Component);
-}
+http::export_handler!(Component);
 
 impl wasip3::exports::http::handler::Guest for Component {
     async fn handle(request: WasiRequest) -> Result<WasiResponse, ErrorCode> {

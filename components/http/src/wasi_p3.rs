@@ -20,6 +20,26 @@ use wasip3::{wit_future, wit_stream};
 pub use crate::wasi::{BodyError, setting};
 pub use wasip3;
 
+/// Exports `$component`, which implements `wasip3::exports::http::handler::Guest`, as
+/// the component's `wasi:http/handler@0.3.0`.
+pub use crate::__export_handler as export_handler;
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __export_handler {
+    ($component:ident) => {
+        #[allow(
+            unsafe_code,
+            reason = "wit-bindgen's export glue for wasi:http/handler@0.3.0"
+        )]
+        mod handler_export {
+            use super::$component;
+            use $crate::wasi_p3::wasip3;
+            wasip3::http::service::export!($component);
+        }
+    };
+}
+
 use crate::wasi_glue::with_content_length;
 use crate::{
     MAX_BODY_BYTES, Outbound, Request, Response, SendError, content_length, may_have_body,
