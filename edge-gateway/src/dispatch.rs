@@ -276,7 +276,8 @@ impl Gateway {
             response_bytes: proxy::content_length(response.headers())
                 .or_else(|| response.body().size_hint().exact()),
             trace_id: std::str::from_utf8(&trace_id).unwrap_or_default(),
-            ..Entry::of_call(served.call)
+            call: *served.call,
+            ..Entry::default()
         };
         log.write(entry, now);
     }

@@ -10,9 +10,8 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::queries::find as find_api;
 use super::records::StoredApi;
-use super::visibility::{STORE_STATES, Viewer};
+use super::visibility::visible_api;
 use crate::environments::{self, Endpoints};
 use crate::error::{Error, Result};
 use crate::http::STORE;
@@ -32,15 +31,6 @@ pub fn router() -> Router<AppState> {
         .route(&format!("{STORE}/apis/generate-sdk/"), post(generate_sdk))
 }
 
-/// The API if the store shows it to this viewer; 404 as for a missing one otherwise.
-async fn store_api(state: &AppState, caller: Option<&Caller>, api_id: &str) -> Result<StoredApi> {
-    let viewer = Viewer::of(state, caller).await?;
-    match find_api(&state.db, api_id).await? {
-        Some(api) if STORE_STATES.contains(&api.status.as_str()) && viewer.sees(&api) => Ok(api),
-        _ => Err(Error::NotFound("API", api_id.to_string())),
-    }
-}
-
 /// `GET /apis/{apiId}/swagger` (anonymous allowed): the definition with `host`, `basePath`
 /// (`<context>/<version>`) and `schemes` of the gateways, as WSO2's store serves it.
 async fn get_swagger(
@@ -48,7 +38,7 @@ async fn get_swagger(
     MaybeCaller(caller): MaybeCaller,
     Path(api_id): Path<String>,
 ) -> Result<Response> {
-    let api = store_api(&state, caller.as_ref(), &api_id).await?;
+    let api = visible_api(&state, caller.as_ref(), &api_id).await?;
     let endpoints = environments::endpoints(&state.config);
     let definition = with_gateway(&api, &endpoints);
     Ok((
@@ -112,7 +102,7 @@ async fn generate_sdk(
             "Query parameters apiId and language are required".into(),
         ));
     };
-    store_api(&state, Some(&caller), &api_id).await?;
+    visible_api(&state, Some(&caller), &api_id).await?;
     Err(Error::NotImplemented(format!(
         "SDK generation ({language}) is not available on this platform"
     )))

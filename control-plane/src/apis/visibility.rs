@@ -18,7 +18,7 @@ use super::records::StoredApi;
 use crate::error::{Error, Result};
 use crate::state::AppState;
 use crate::tokens::Caller;
-use crate::users::{self, SUPER_TENANT};
+use crate::users;
 
 /// Lifecycle states the store shows.
 pub const STORE_STATES: &[&str] = &["PUBLISHED", "PROTOTYPED"];
@@ -104,19 +104,6 @@ impl Viewer {
     }
 }
 
-/// The tenant whose store is read: `X-WSO2-Tenant` when given (as in WSO2), else the
-/// caller's, else the super tenant's.
-pub(super) fn store_tenant(headers: &HeaderMap, caller: Option<&Caller>) -> String {
-    headers
-        .get("x-wso2-tenant")
-        .and_then(|v| v.to_str().ok())
-        .map(str::trim)
-        .filter(|t| !t.is_empty())
-        .map(str::to_string)
-        .or_else(|| caller.map(|c| c.tenant().to_string()))
-        .unwrap_or_else(|| SUPER_TENANT.to_string())
-}
-
 /// The API if the caller sees it in the store (its state and visibility); 404 as for a
 /// missing one otherwise. Every store resource under `/apis/{apiId}` finds its API so.
 pub async fn visible_api(
@@ -131,7 +118,7 @@ pub async fn visible_api(
     }
 }
 
-/// The APIs of the store's tenant (see [`store_tenant`]) the caller sees, by name and
+/// The APIs of the store's tenant (see [`crate::tokens::store_tenant`]) the caller sees, by name and
 /// version.
 pub async fn visible_apis(
     state: &AppState,
@@ -139,7 +126,7 @@ pub async fn visible_apis(
     headers: &HeaderMap,
 ) -> Result<Vec<StoredApi>> {
     let viewer = Viewer::of(state, caller).await?;
-    let tenant = store_tenant(headers, caller);
+    let tenant = crate::tokens::store_tenant(headers, caller);
     Ok(tenant_apis(&state.db, &tenant, STORE_STATES)
         .await?
         .into_iter()

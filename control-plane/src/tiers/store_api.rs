@@ -14,8 +14,7 @@ use crate::error::{Error, Result};
 use crate::http::extract::QueryParams;
 use crate::http::pagination::ListEnvelope;
 use crate::state::AppState;
-use crate::tokens::{Caller, MaybeCaller};
-use crate::users::SUPER_TENANT;
+use crate::tokens::{Caller, MaybeCaller, store_tenant};
 
 const STORE: &str = "/api/am/store/v0.14/tiers";
 
@@ -32,14 +31,7 @@ async fn store_view(
     caller: Option<&Caller>,
     headers: &HeaderMap,
 ) -> Result<(String, Option<Vec<String>>)> {
-    let tenant = headers
-        .get("x-wso2-tenant")
-        .and_then(|v| v.to_str().ok())
-        .map(str::trim)
-        .filter(|t| !t.is_empty())
-        .map(str::to_string)
-        .or_else(|| caller.map(|c| c.tenant().to_string()))
-        .unwrap_or_else(|| SUPER_TENANT.to_string());
+    let tenant = store_tenant(headers, caller);
     let roles = match caller {
         Some(caller) => Some(
             crate::users::find(&state.db, caller.username())

@@ -79,3 +79,16 @@ impl Caller {
         Ok(Caller { claims })
     }
 }
+
+/// The tenant whose store is read: `X-WSO2-Tenant` when given (as in WSO2), else the
+/// caller's, else the super tenant's.
+pub fn store_tenant(headers: &axum::http::HeaderMap, caller: Option<&Caller>) -> String {
+    headers
+        .get("x-wso2-tenant")
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(str::to_string)
+        .or_else(|| caller.map(|c| c.tenant().to_string()))
+        .unwrap_or_else(|| crate::users::SUPER_TENANT.to_string())
+}

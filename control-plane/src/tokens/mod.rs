@@ -10,6 +10,6 @@ pub(crate) mod oauth_introspect;
 mod opaque;
 pub(crate) mod queries;
 
-pub use caller::{Caller, MaybeCaller};
+pub use caller::{Caller, MaybeCaller, store_tenant};
 pub use jwt::{Claims, TokenError, sign, verify};
 pub use queries::{drop_families_of, is_revoked, live_revocations};
