@@ -193,7 +193,7 @@ fn amend_definitions(document: &mut Value) {
     if let Some(property) = document.pointer_mut(detailed) {
         *property = json!({"type": ["string", "boolean"]});
     }
-    // Documents in Markdown, which the issue asks for beside WSO2 2.6's three sources.
+    // Documents in Markdown, which we take beside WSO2 2.6's three sources.
     if let Some(Value::Array(sources)) =
         document.pointer_mut("/definitions/Document/properties/sourceType/enum")
     {

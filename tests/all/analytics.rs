@@ -1,4 +1,4 @@
-//! Per-API analytics (issue 23): gateways report per-minute totals to the control plane,
+//! Per-API analytics: gateways report per-minute totals to the control plane,
 //! which answers an API's requests, errors and latency per application and over time at
 //! `GET /api/am/admin/v0.14/analytics/apis/{apiId}`. Reports add up across gateways and
 //! gateway processes, never twice for one report; queries are bounded and confined to the

@@ -1,5 +1,5 @@
 //! The management side tried as a hostile tenant, creator or subscriber would: each
-//! refusal next to the legitimate request that must still work (issue 12, items 1–4).
+//! refusal next to the legitimate request that must still work.
 
 use harness::stack::ALL_SCOPES;
 use harness::steps::Steps;

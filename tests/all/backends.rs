@@ -1,4 +1,4 @@
-//! Backends as production has them (issue 21): HTTPS with verified certificates, the
+//! Backends as production has them: HTTPS with verified certificates, the
 //! roots' or an endpoint's own from the certificates API, on the host's forwarding path
 //! and on the component's `wasi:http` path; and Spin's `[[client_tls]]` from the same
 //! certificates.

@@ -1,4 +1,4 @@
-//! Request bodies by one rule (issue 25, item 7): a configured limit refuses a body over it
+//! Request bodies by one rule: a configured limit refuses a body over it
 //! alike whether its length is announced or it comes chunked, with WSO2's 413 fault, on
 //! both forwarding paths, next to bodies at the limit that pass whole; and without a limit
 //! a gigabyte with `Content-Length` streams through edge-gateway's host path while the

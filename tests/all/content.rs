@@ -1,4 +1,4 @@
-//! What the publisher stores per API beside its record (issue 20): documents and their
+//! What the publisher stores per API beside its record: documents and their
 //! content, thumbnails, the store's tags, WSDLs and mediation policies; each refusal
 //! next to the legitimate request that must still work, the store's visibility rules,
 //! and all of it gone with its API.

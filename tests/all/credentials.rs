@@ -1,5 +1,5 @@
-//! Token audiences and lifetimes, refresh families, and credential protection (issue 12,
-//! items 5 and 6), each hostile request beside the legitimate one it must not disturb.
+//! Token audiences and lifetimes, refresh families, and credential protection, each
+//! hostile request beside the legitimate one it must not disturb.
 
 use std::time::{Duration, Instant};
 

@@ -1,4 +1,4 @@
-//! Endpoint types, timeouts and suspension (issue 21): `load_balance` and `failover`
+//! Endpoint types, timeouts and suspension: `load_balance` and `failover`
 //! lists with WSO2's endpoint `config`, executed by the host's forwarding path and by
 //! the component's `wasi:http` path; and the bound on a list's length.
 

@@ -1,4 +1,4 @@
-//! The platform under its own faults (issue 14, item 3): what a gateway does when Redis,
+//! The platform under its own faults: what a gateway does when Redis,
 //! which its nodes share counters and cached answers through, is down at start or goes
 //! away while it serves; a gateway restarted under load (SIGTERM with a hand-over of its
 //! socket, and `kill -9`); the control plane killed during concurrent writes. `cargo run --release -p tools --bin faults` runs these

@@ -1,5 +1,5 @@
 //! Gateways that connect out: current as soon as they reach the control plane, whatever
-//! the pushes did meanwhile, and listed for the operator (issue 14, item 1).
+//! the pushes did meanwhile, and listed for the operator.
 
 use std::time::{Duration, Instant};
 

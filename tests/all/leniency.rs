@@ -1,4 +1,4 @@
-//! WSO2's leniency where WSO2 is lenient (issue 20, part 3): optional and defaulted
+//! WSO2's leniency where WSO2 is lenient: optional and defaulted
 //! properties a client leaves out get WSO2 2.6's values, and a `PUT` keeps an API's
 //! identity as stored; each next to the strictness it must not weaken.
 

@@ -1,4 +1,4 @@
-//! Operating the platform (issue 23): the operations listeners' health and metrics on both
+//! Operating the platform: the operations listeners' health and metrics on both
 //! planes, and the gateway's access log, checked against known sequences of requests.
 //! Metrics are compared before and after a sequence, so the counts are exactly what the
 //! sequence must add, whatever came before it (waiting for pushes, logging in).

@@ -1,5 +1,5 @@
 //! Two control planes on one PostgreSQL database, each followed by an edge gateway of its
-//! own, written to at once (issue 14): the manifest log keeps one total order whichever
+//! own, written to at once: the manifest log keeps one total order whichever
 //! control plane a change went through, and both gateways converge on what the database
 //! holds.
 

@@ -1,4 +1,4 @@
-//! Secrets at rest and in transit (issue 12, item 7): private data files, secrets
+//! Secrets at rest and in transit: private data files, secrets
 //! encrypted in the database, backend credentials write-only over the REST API and sealed
 //! for the gateways (manifest pages, key-value store), the data key's rotation, and no
 //! secret in `--help`, `ps` or the logs of a whole run.

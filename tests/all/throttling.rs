@@ -1,4 +1,4 @@
-//! Throttling across edge-gateway nodes that share Redis (issue 14): each node counts in
+//! Throttling across edge-gateway nodes that share Redis: each node counts in
 //! grants Redis makes only within what the limit leaves (`edge-gateway/src/counters.rs`),
 //! so three nodes taking turns admit exactly what one would.
 

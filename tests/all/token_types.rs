@@ -1,4 +1,4 @@
-//! The application's `tokenType` (issue 20, item 4): `OAUTH`, WSO2's default, gets
+//! The application's `tokenType`: `OAUTH`, WSO2's default, gets
 //! 36-character opaque tokens that gateways introspect at the control plane (RFC 7662,
 //! with the gateway secret) and remember; `JWT` gets self-contained tokens.
 

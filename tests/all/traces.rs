@@ -1,4 +1,4 @@
-//! Traces (issue 23): W3C `traceparent` through the gateway to backends, on both of
+//! Traces: W3C `traceparent` through the gateway to backends, on both of
 //! edge-gateway's forwarding paths, and the spans both planes export over OTLP, received
 //! by a small OTLP/HTTP receiver of the test's own and checked link by link.
 

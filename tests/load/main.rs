@@ -1,4 +1,4 @@
-//! Load held (issue 14, item 5): a gateway holds 10,000 concurrent keep-alive connections
+//! Load held: a gateway holds 10,000 concurrent keep-alive connections
 //! without an error, and slow clients cannot exhaust it. A test binary of its own, so that
 //! it runs alone: its 12,000 sockets and the CPU they take would skew the timed scenarios
 //! of `all` running beside it.

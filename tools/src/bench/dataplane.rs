@@ -11,7 +11,7 @@ use super::proxies;
 use super::stats::median;
 use harness::machine;
 
-/// The cases, in the order of the issue.
+/// The cases, in the order `BENCHMARKS.md` reports them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Case {
     /// 1. The backend directly.

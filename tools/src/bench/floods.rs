@@ -9,7 +9,7 @@
 //!
 //! The attacker runs at the lowest priority (nice 19) on the gateway's CPU, so that it
 //! takes only what the gateway leaves while the kernel's work on its packets falls on the
-//! gateway's core. The issue's bound: the other client's p99 within 2× of its quiet value
+//! gateway's core. The bound held: the other client's p99 within 2× of its quiet value
 //! (medians over the rounds).
 
 use std::fmt::Write as _;
@@ -40,7 +40,7 @@ const CONTINUATIONS_PER_CONNECTION: usize = 64;
 const ATTACK_READ_LIMIT: Duration = Duration::from_secs(5);
 /// Where the attacker runs: the gateway's CPU.
 const ATTACKER_CPU: &str = "1";
-/// The bound of the issue: the other client's p99 against its quiet value.
+/// The bound held: the other client's p99 against its quiet value.
 const P99_BOUND: f64 = 2.0;
 
 /// A flood, or none.

@@ -1,4 +1,4 @@
-//! The fault command behind `cargo run --release -p tools --bin faults` (issue 14, item 3):
+//! The fault command behind `cargo run --release -p tools --bin faults`:
 //! the platform started on loopback and broken on purpose, one case after another, each
 //! printing what was sent, what was acknowledged, what was lost and how long convergence
 //! took. Every loop is bounded and every process is its own (stopped at the end).
