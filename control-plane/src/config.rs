@@ -124,6 +124,11 @@ pub struct Config {
     #[arg(long, env = "APIM_ARGON2_QUEUE", default_value_t = 32)]
     pub argon2_queue: usize,
 
+    /// The work a password hash costs. No flag or variable sets it: only a control plane
+    /// embedded in code (the in-process tests) can choose [`PasswordCost::Minimal`].
+    #[arg(skip)]
+    pub password_cost: PasswordCost,
+
     /// Longest time a client may take to send a request head, and to start the next one
     /// on a kept-alive connection, milliseconds.
     #[arg(long, env = "APIM_MGMT_HEADER_TIMEOUT_MS", default_value_t = 10_000)]
@@ -235,6 +240,18 @@ pub enum Command {
     /// Re-encrypt every secret at rest under a new data key (in `<data dir>/data-keys`), or
     /// under the first of APIM_DATA_KEY_FILE when the operator gives the keys.
     RotateDataKey,
+}
+
+/// The work of an argon2id password hash; a stored hash keeps its own parameters, so
+/// checking a password costs what hashing it did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum PasswordCost {
+    /// argon2's defaults (19 MiB, two passes): OWASP's recommendation.
+    #[default]
+    Standard,
+    /// The least argon2 allows (8 KiB, one pass): for tests that hash and check hundreds
+    /// of passwords, never for a deployment.
+    Minimal,
 }
 
 impl Config {
@@ -366,6 +383,22 @@ mod tests {
             .try_get_matches_from(["control-plane"])
             .unwrap();
         assert!(apim_config_secrets::secrets_given_as_flags(&command, &none).is_empty());
+    }
+
+    /// The cheap password cost is code's choice alone: no flag or variable reaches it.
+    #[test]
+    fn no_flag_or_variable_makes_password_hashes_cheap() {
+        assert!(Config::try_parse_from(["control-plane", "--password-cost", "minimal"]).is_err());
+        let config = Config::try_parse_from(["control-plane"]).unwrap();
+        assert_eq!(config.password_cost, PasswordCost::Standard);
+        let env_names: Vec<String> = <Config as clap::CommandFactory>::command()
+            .get_arguments()
+            .filter_map(|arg| arg.get_env().map(|e| e.to_string_lossy().into_owned()))
+            .collect();
+        assert!(
+            env_names.iter().all(|name| !name.contains("COST")),
+            "{env_names:?}"
+        );
     }
 
     fn validate(args: &[&str]) -> anyhow::Result<()> {

@@ -154,6 +154,7 @@ async fn prepare(
     addr: std::net::SocketAddr,
     scheme: &str,
 ) -> anyhow::Result<Prepared> {
+    users::set_password_cost(config.password_cost);
     ensure_admin(&config, &db).await?;
     let data_keys = Arc::new(data_keys(&config)?);
     let resealed = secrets::reseal::reseal_all(&db, &data_keys).await?;

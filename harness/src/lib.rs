@@ -11,11 +11,11 @@ use std::time::Duration;
 
 use base64::Engine;
 use serde_json::Value;
-use sqlx::Connection;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
 pub mod contract;
+pub mod databases;
 pub mod held;
 pub mod machine;
 pub mod openapi;
@@ -47,35 +47,19 @@ pub enum Backend {
 }
 
 impl Backend {
-    /// A PostgreSQL database made for one test.
+    /// A PostgreSQL database made for one test (see [`databases`]).
     pub async fn fresh_postgres() -> Self {
-        let admin = postgres_admin_url();
-        let name = format!("apim_test_{}", uuid::Uuid::new_v4().simple());
-        let mut conn = sqlx::PgConnection::connect(&admin)
-            .await
-            .unwrap_or_else(|e| panic!("PostgreSQL at {admin} is needed for the tests: {e}"));
-        sqlx::query(&format!("CREATE DATABASE {name}"))
-            .execute(&mut conn)
-            .await
-            .expect("create test database");
-        let base = admin
-            .rsplit_once('/')
-            .map(|(base, _)| base)
-            .unwrap_or(&admin);
+        let name = databases::fresh().await;
         Backend::Postgres {
-            url: format!("{base}/{name}"),
+            url: databases::url_of(&name),
             name,
         }
     }
 
-    /// Drops the test database, if any.
+    /// Hands the test database back, if any, to be dropped without waiting.
     pub async fn cleanup(&self) {
-        if let Backend::Postgres { name, .. } = self
-            && let Ok(mut conn) = sqlx::PgConnection::connect(&postgres_admin_url()).await
-        {
-            let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-                .execute(&mut conn)
-                .await;
+        if let Backend::Postgres { name, .. } = self {
+            databases::hand_back(name.clone());
         }
     }
 
@@ -294,6 +278,8 @@ pub async fn in_process_control_plane(backend: &Backend, data_dir: &Path) -> Cli
     config.database_url = backend.database_url().to_string();
     config.admin_password = Some(ADMIN_PASSWORD.to_string());
     config.egress_allow = TEST_EGRESS_ALLOW.to_string();
+    // Rules, not argon2's cost, are under test here; the binaries keep the standard cost.
+    config.password_cost = control_plane::config::PasswordCost::Minimal;
     let app = control_plane::server::in_process(config)
         .await
         .expect("the control plane starts in process");
@@ -812,7 +798,32 @@ pub struct Client {
 const IN_PROCESS_BASE: &str = "http://in-process";
 
 /// `request` answered by `app` in this process, its body streamed as the listener would.
-async fn exchange_in_process(app: &axum::Router, mut request: reqwest::Request) -> Reply {
+async fn exchange_in_process(app: &axum::Router, request: reqwest::Request) -> Reply {
+    let answer = answer_in_process(app, request).await;
+    let text = String::from_utf8_lossy(&answer.bytes).into_owned();
+    Reply::read(answer.status, answer.headers, answer.version, text)
+}
+
+/// An answer as it came, its body as bytes (a download), redirects not followed.
+#[derive(Debug)]
+pub struct Download {
+    pub status: u16,
+    pub headers: reqwest::header::HeaderMap,
+    pub version: reqwest::Version,
+    pub bytes: Vec<u8>,
+}
+
+impl Download {
+    /// A header's value, empty when absent.
+    pub fn header(&self, name: &str) -> &str {
+        self.headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+    }
+}
+
+async fn answer_in_process(app: &axum::Router, mut request: reqwest::Request) -> Download {
     use tower::ServiceExt as _;
     let url = request.url();
     let target = match url.query() {
@@ -838,8 +849,12 @@ async fn exchange_in_process(app: &axum::Router, mut request: reqwest::Request) 
     let bytes = axum::body::to_bytes(body, usize::MAX)
         .await
         .expect("response body");
-    let text = String::from_utf8_lossy(&bytes).into_owned();
-    Reply::read(parts.status.as_u16(), parts.headers, parts.version, text)
+    Download {
+        status: parts.status.as_u16(),
+        headers: parts.headers,
+        version: parts.version,
+        bytes: bytes.to_vec(),
+    }
 }
 
 /// A reqwest client that trusts the tests' listener authority besides the Mozilla roots
@@ -928,6 +943,31 @@ impl Client {
 
     fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
+    }
+
+    /// GET `path` (with a bearer token unless empty) as a download: the body's bytes and
+    /// the headers as they came, a redirect answered rather than followed. Not checked
+    /// against the contracts (a file is no JSON).
+    pub async fn download(&self, path: &str, token: &str) -> Download {
+        let direct = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .expect("HTTP client");
+        let mut request = direct.get(self.url(path));
+        if !token.is_empty() {
+            request = request.bearer_auth(token);
+        }
+        let request = request.build().expect("request builds");
+        if let Some(app) = &self.app {
+            return answer_in_process(app, request).await;
+        }
+        let response = direct.execute(request).await.expect("request failed");
+        Download {
+            status: response.status().as_u16(),
+            headers: response.headers().clone(),
+            version: response.version(),
+            bytes: response.bytes().await.expect("response body").to_vec(),
+        }
     }
 
     /// A request with a bearer token (none when `token` is empty).

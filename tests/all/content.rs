@@ -10,7 +10,8 @@ use reqwest::Method;
 use reqwest::multipart::{Form, Part};
 use serde_json::{Value, json};
 
-use crate::Env;
+use crate::InProcess;
+use harness::Download;
 
 /// The users of these scenarios and their tokens.
 struct Users {
@@ -24,7 +25,7 @@ struct Users {
     tenant: String,
 }
 
-async fn users(env: &Env) -> Users {
+async fn users(env: &InProcess) -> Users {
     let api = &env.api;
     api.add_user("paula", "paula-pw", &["publisher"]).await;
     api.add_user("sam", "sam-pw", &["subscriber"]).await;
@@ -39,7 +40,7 @@ async fn users(env: &Env) -> Users {
 }
 
 /// Creates an API named `name` (context `/<name lowercase>`) with `changes`; its id.
-async fn create_api(env: &Env, token: &str, name: &str, changes: Value) -> String {
+async fn create_api(env: &InProcess, token: &str, name: &str, changes: Value) -> String {
     let mut record = spec_api_record();
     record["name"] = json!(name);
     record["context"] = json!(format!("/{}", name.to_lowercase()));
@@ -52,7 +53,7 @@ async fn create_api(env: &Env, token: &str, name: &str, changes: Value) -> Strin
         .unwrap()
 }
 
-async fn publish(env: &Env, token: &str, id: &str) {
+async fn publish(env: &InProcess, token: &str, id: &str) {
     Steps::new(&env.api, token)
         .lifecycle(id, "Publish")
         .await
@@ -60,7 +61,7 @@ async fn publish(env: &Env, token: &str, id: &str) {
 }
 
 /// A multipart request.
-async fn upload(env: &Env, method: Method, path: &str, token: &str, form: Form) -> Reply {
+async fn upload(env: &InProcess, method: Method, path: &str, token: &str, form: Form) -> Reply {
     env.api
         .send(env.api.request(method, path, token).multipart(form))
         .await
@@ -75,51 +76,22 @@ fn file_form(field: &str, bytes: Vec<u8>, file_name: &str, media_type: &str) -> 
     Form::new().part(field.to_string(), part)
 }
 
-/// A raw answer: what a download gives, redirects not followed.
-struct Raw {
-    status: u16,
-    headers: reqwest::header::HeaderMap,
-    bytes: Vec<u8>,
-}
-
-impl Raw {
-    fn header(&self, name: &str) -> &str {
-        self.headers
-            .get(name)
-            .map(|v| v.to_str().unwrap())
-            .unwrap_or_default()
-    }
-}
-
-async fn download(env: &Env, path: &str, token: &str) -> Raw {
-    let client = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap();
-    let mut request = client.get(format!("{}{path}", env.api.base));
-    if !token.is_empty() {
-        request = request.bearer_auth(token);
-    }
-    let response = request.send().await.unwrap();
-    Raw {
-        status: response.status().as_u16(),
-        headers: response.headers().clone(),
-        bytes: response.bytes().await.unwrap().to_vec(),
-    }
+async fn download(env: &InProcess, path: &str, token: &str) -> Download {
+    env.api.download(path, token).await
 }
 
 /// How many rows of `table` belong to API `api_id`, read from the database itself.
-async fn rows_of_api(env: &Env, table: &str, api_id: &str) -> i64 {
+async fn rows_of_api(env: &InProcess, table: &str, api_id: &str) -> i64 {
     let sql = format!("SELECT COUNT(*) FROM {table} WHERE api_id = $1");
     query_one(env, &sql, api_id).await
 }
 
 /// The route manifest's version, read from the database itself.
-async fn manifest_version(env: &Env) -> i64 {
+async fn manifest_version(env: &InProcess) -> i64 {
     query_one(env, "SELECT version FROM manifest_state WHERE id = $1", "1").await
 }
 
-async fn query_one(env: &Env, sql: &str, bind: &str) -> i64 {
+async fn query_one(env: &InProcess, sql: &str, bind: &str) -> i64 {
     use sqlx::Connection as _;
     match env.backend.database_url() {
         "" => {
@@ -150,7 +122,7 @@ async fn query_one(env: &Env, sql: &str, bind: &str) -> i64 {
 }
 
 /// The manifest's version once no compile is pending.
-async fn settled_manifest_version(env: &Env) -> i64 {
+async fn settled_manifest_version(env: &InProcess) -> i64 {
     let mut version = manifest_version(env).await;
     loop {
         tokio::time::sleep(std::time::Duration::from_millis(400)).await;
@@ -167,7 +139,7 @@ fn doc(name: &str, source_type: &str, visibility: &str) -> Value {
            "sourceType": source_type, "visibility": visibility})
 }
 
-pub async fn documents_in_publisher_and_store(env: Env) {
+pub async fn documents_in_publisher_and_store(env: InProcess) {
     let users = users(&env).await;
     let (admin, api) = (users.admin.as_str(), &env.api);
     let id = create_api(&env, admin, "Docs", json!({})).await;
@@ -371,7 +343,7 @@ pub async fn documents_in_publisher_and_store(env: Env) {
 
 /// Content uploads: inline text, a file, each refusal beside them.
 async fn check_content_uploads(
-    env: &Env,
+    env: &InProcess,
     admin: &str,
     docs: &str,
     intro: &str,
@@ -534,7 +506,7 @@ async fn check_content_uploads(
 
 /// The store: API_LEVEL documents of an API the caller sees, anonymously too.
 async fn check_store_documents(
-    env: &Env,
+    env: &InProcess,
     users: &Users,
     id: &str,
     intro: &str,
@@ -615,7 +587,7 @@ async fn check_store_documents(
 const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0";
 const JPEG: &[u8] = b"\xff\xd8\xff\xe0\0\x10JFIF\0\x01\x01\0\0\x01\0\x01\0\0\xff\xd9";
 
-pub async fn thumbnails_and_tags(env: Env) {
+pub async fn thumbnails_and_tags(env: InProcess) {
     let users = users(&env).await;
     let (admin, api) = (users.admin.as_str(), &env.api);
     let id = create_api(
@@ -843,7 +815,7 @@ const WSDL: &str = r#"<?xml version="1.0" encoding="UTF-8"?>
   <wsdl:message name="AddRequest"><wsdl:part name="a" type="xsd:int"/></wsdl:message>
 </wsdl:definitions>"#;
 
-pub async fn wsdl_is_xml_without_doctype(env: Env) {
+pub async fn wsdl_is_xml_without_doctype(env: InProcess) {
     let users = users(&env).await;
     let (admin, api) = (users.admin.as_str(), &env.api);
     let id = create_api(&env, admin, "Soap", json!({})).await;
@@ -943,7 +915,7 @@ const SEQUENCE: &str = r#"<sequence xmlns="http://ws.apache.org/ns/synapse" name
     <property name="CustomHeader" scope="transport" value="example"/>
 </sequence>"#;
 
-pub async fn mediation_policies(env: Env) {
+pub async fn mediation_policies(env: InProcess) {
     let users = users(&env).await;
     let (admin, api) = (users.admin.as_str(), &env.api);
     let id = create_api(&env, admin, "Mediated", json!({})).await;

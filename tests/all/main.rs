@@ -136,6 +136,19 @@ async fn run_in_process(kind: Kind, name: &str, scenario: InProcessScenario) {
     on_database(kind, name, in_process).await;
 }
 
+/// Runs an in-process scenario on SQLite and on PostgreSQL at once: each waits mostly on
+/// its database and its clock, so the two overlap; a failure says on which it failed.
+async fn run_in_process_on_both(name: &'static str, scenario: InProcessScenario) {
+    let on = |kind| tokio::spawn(run_in_process(kind, name, scenario));
+    let (sqlite, postgres) = tokio::join!(on(Kind::Sqlite), on(Kind::Postgres));
+    for (database, outcome) in [("SQLite", sqlite), ("PostgreSQL", postgres)] {
+        if let Err(err) = outcome {
+            eprintln!("{name} failed on {database}");
+            std::panic::resume_unwind(err.into_panic());
+        }
+    }
+}
+
 /// Runs a scenario that starts a whole stack (gateway too) on the `kind` of database.
 async fn run_stack(kind: Kind, name: &str, scenario: StackScenario) {
     on_database(kind, name, scenario).await;
@@ -181,10 +194,7 @@ macro_rules! on_both {
 on_both!(
     run, sqlite, postgres;
     flow::spec_flow_end_to_end,
-    publisher::api_validation_and_conflicts,
-    publisher::lifecycle_state_machine,
-    publisher::update_list_search_and_delete,
-    publisher::wso2_clients_leniency,
+    publisher::oversized_bodies_are_refused_on_the_socket,
     restart::restart_keeps_records_and_keys,
     dev_facade::facade_serves_every_operation_directly_and_through_the_gateway,
     credentials::management_clients_cannot_call_apis,
@@ -198,17 +208,35 @@ on_both!(
     secrets::secrets_stay_sealed_end_to_end,
     secrets::data_key_rotation,
     secrets::add_user_keeps_passwords_out_of_ps,
+    observability::control_plane_health_and_metrics,
+);
+
+/// Declares each in-process scenario as one test, `rules::<name>`, that runs it on SQLite
+/// and on PostgreSQL at once.
+macro_rules! on_both_at_once {
+    ($($module:ident :: $name:ident),* $(,)?) => {
+        mod rules {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    crate::run_in_process_on_both(stringify!($name), |x| Box::pin(crate::$module::$name(x))).await;
+                }
+            )*
+        }
+    };
+}
+
+// The control plane's rules, in the test's own process (its router answers each request
+// without a socket), on SQLite and on PostgreSQL.
+on_both_at_once!(
+    publisher::api_validation_and_conflicts,
+    publisher::lifecycle_state_machine,
+    publisher::update_list_search_and_delete,
+    publisher::wso2_clients_leniency,
     content::documents_in_publisher_and_store,
     content::thumbnails_and_tags,
     content::wsdl_is_xml_without_doctype,
     content::mediation_policies,
-    observability::control_plane_health_and_metrics,
-);
-
-// The control plane's rules, in the test's own process (its router answers each request
-// without a socket), on SQLite and on PostgreSQL.
-on_both!(
-    run_in_process, rules_sqlite, rules_postgres;
     registration::registration_follows_wso2,
     tokens::token_service_grants_and_errors,
     tokens::refresh_and_revocation,

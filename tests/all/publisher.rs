@@ -4,9 +4,9 @@ use harness::stack::ALL_SCOPES;
 use harness::{PUBLISHER, STORE, spec_api_record};
 use serde_json::{Value, json};
 
-use crate::Env;
+use crate::{Env, InProcess};
 
-async fn admin_token(env: &Env) -> String {
+async fn admin_token(env: &InProcess) -> String {
     env.api
         .login("admin", harness::ADMIN_PASSWORD, ALL_SCOPES)
         .await
@@ -23,16 +23,15 @@ fn with(mut record: Value, changes: Value) -> Value {
     record
 }
 
-async fn api_count(env: &Env, token: &str) -> i64 {
-    let list = env
-        .api
+async fn api_count(api: &harness::Client, token: &str) -> i64 {
+    let list = api
         .get(&format!("{PUBLISHER}/apis"), token)
         .await
         .expect(200);
     list.body["pagination"]["total"].as_i64().unwrap()
 }
 
-pub async fn api_validation_and_conflicts(env: Env) {
+pub async fn api_validation_and_conflicts(env: InProcess) {
     let api = &env.api;
     let token = admin_token(&env).await;
     let apis = format!("{PUBLISHER}/apis");
@@ -145,11 +144,8 @@ pub async fn api_validation_and_conflicts(env: Env) {
     api.send(raw(record.to_string(), "text/plain"))
         .await
         .expect_error(415, "application/json");
-    let (status, body) = harness::oversized_post(&api.base, &apis, &token, 6 * 1024 * 1024).await;
-    assert_eq!(status, 413, "{body}");
-    assert!(body.contains("\"code\":413"), "{body}");
     assert_eq!(
-        api_count(&env, &token).await,
+        api_count(&env.api, &token).await,
         0,
         "refused requests must create nothing"
     );
@@ -268,7 +264,7 @@ pub async fn api_validation_and_conflicts(env: Env) {
         .expect_error(405, "");
 }
 
-pub async fn lifecycle_state_machine(env: Env) {
+pub async fn lifecycle_state_machine(env: InProcess) {
     let api = &env.api;
     let token = admin_token(&env).await;
     let id = api
@@ -331,7 +327,7 @@ pub async fn lifecycle_state_machine(env: Env) {
     .expect(400);
 }
 
-pub async fn update_list_search_and_delete(env: Env) {
+pub async fn update_list_search_and_delete(env: InProcess) {
     let api = &env.api;
     let token = admin_token(&env).await;
     let apis = format!("{PUBLISHER}/apis");
@@ -521,7 +517,7 @@ pub async fn update_list_search_and_delete(env: Env) {
 /// What WSO2 2.6 lets a client get away with: paths joined with `//` (its own Java clients
 /// do) reach the same resources, and a record without `type` is an HTTP API; an explicit
 /// `"type": null` is still refused, as WSO2 refuses it.
-pub async fn wso2_clients_leniency(env: Env) {
+pub async fn wso2_clients_leniency(env: InProcess) {
     let api = &env.api;
     let token = admin_token(&env).await;
     let mut untyped = spec_api_record();
@@ -568,5 +564,23 @@ pub async fn wso2_clients_leniency(env: Env) {
         .await
         .expect(200);
     assert_eq!(wrong.body["count"], 0, "{}", wrong.body);
-    assert_eq!(api_count(&env, &token).await, 1);
+    assert_eq!(api_count(&env.api, &token).await, 1);
+}
+
+/// A body over the limit is refused on the socket before it is read, and creates nothing.
+pub async fn oversized_bodies_are_refused_on_the_socket(env: Env) {
+    let token = env
+        .api
+        .login("admin", harness::ADMIN_PASSWORD, ALL_SCOPES)
+        .await;
+    let apis = format!("{PUBLISHER}/apis");
+    let (status, body) =
+        harness::oversized_post(&env.api.base, &apis, &token, 6 * 1024 * 1024).await;
+    assert_eq!(status, 413, "{body}");
+    assert!(body.contains("\"code\":413"), "{body}");
+    assert_eq!(
+        api_count(&env.api, &token).await,
+        0,
+        "a refused body creates nothing"
+    );
 }

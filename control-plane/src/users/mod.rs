@@ -11,7 +11,7 @@ mod records;
 pub(crate) mod rules;
 
 pub use login::{BasicUser, VerifiedLogins};
-pub use password::{LoginError, limit_argon2_queue, prepare_dummy_hash};
+pub use password::{LoginError, limit_argon2_queue, prepare_dummy_hash, set_password_cost};
 pub use queries::{
     AccountChange, admin_exists, change_account, delete, find, insert_new, is_active, list,
     reset_password, upsert, upsert_unless_held,

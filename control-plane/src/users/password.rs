@@ -1,14 +1,15 @@
 //! Passwords: argon2 hashing and checking, bounded so that a burst of logins cannot
 //! take every core or gigabytes of memory; why a login could not be checked.
 
+use crate::config::PasswordCost;
 use crate::error::Error;
 use crate::http::error::{BUSY_RETRY_AFTER_SECS, OAuthError};
 use axum::http::StatusCode;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock};
 
-use argon2::Argon2;
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
+use argon2::{Algorithm, Argon2, Params, Version};
 use tokio::sync::Semaphore;
 
 /// Argon2 runs at most this many at once (one per core): each takes about 19 MiB and a
@@ -23,14 +24,32 @@ static ARGON2_ADMITTED: AtomicUsize = AtomicUsize::new(0);
 /// is answered 503 at once rather than queued behind seconds of work.
 static ARGON2_QUEUE: AtomicUsize = AtomicUsize::new(32);
 
+/// Whether new hashes take [`PasswordCost::Minimal`] (set once at start-up).
+static MINIMAL_COST: AtomicBool = AtomicBool::new(false);
+
+/// Sets the work of the hashes made from now on (the dummy one too, if not made yet).
+pub fn set_password_cost(cost: PasswordCost) {
+    MINIMAL_COST.store(cost == PasswordCost::Minimal, Ordering::Relaxed);
+}
+
+/// The hasher of new hashes; checks read their parameters from the stored hash.
+fn hasher() -> Argon2<'static> {
+    if !MINIMAL_COST.load(Ordering::Relaxed) {
+        return Argon2::default();
+    }
+    let least = Params::new(Params::MIN_M_COST, Params::MIN_T_COST, 1, None)
+        .expect("argon2's least parameters are valid");
+    Argon2::new(Algorithm::Argon2id, Version::V0x13, least)
+}
+
 /// What a password is checked against when the user does not exist or may not log in
 /// now, so that the answer takes as long as a wrong password does.
 static DUMMY_HASH: LazyLock<String> = LazyLock::new(|| {
     let salt = SaltString::encode_b64(&rand::random::<[u8; 16]>()).expect("16 bytes of salt");
     let password: [u8; 32] = rand::random();
-    Argon2::default()
+    hasher()
         .hash_password(&password, &salt)
-        .expect("argon2 with default parameters")
+        .expect("argon2 with valid parameters")
         .to_string()
 });
 
@@ -131,7 +150,7 @@ pub(super) async fn hash_password(password: &str) -> anyhow::Result<String> {
     argon2(move || {
         let salt = SaltString::encode_b64(&rand::random::<[u8; 16]>())
             .map_err(|e| anyhow::anyhow!("salt: {e}"))?;
-        Argon2::default()
+        hasher()
             .hash_password(password.as_bytes(), &salt)
             .map(|h| h.to_string())
             .map_err(|e| anyhow::anyhow!("could not hash password: {e}"))
@@ -164,5 +183,22 @@ impl From<LoginError> for OAuthError {
             ),
             LoginError::Internal(err) => err.into(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A hash keeps its parameters, so a cheap one is checked cheaply and still only
+    /// with its own password.
+    #[tokio::test]
+    async fn a_minimal_hash_names_its_cost_and_checks_only_its_password() {
+        set_password_cost(PasswordCost::Minimal);
+        let hash = hash_password("s3cret").await.unwrap();
+        assert!(hash.starts_with("$argon2id$v=19$m=8,t=1,p=1$"), "{hash}");
+        assert!(verify_password("s3cret", Some(hash.clone())).await.unwrap());
+        assert!(!verify_password("s3cret ", Some(hash)).await.unwrap());
+        assert!(!verify_password("s3cret", None).await.unwrap());
     }
 }
