@@ -4,7 +4,9 @@
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
+use tower_http::normalize_path::NormalizePathLayer;
 use tower_http::trace::TraceLayer;
+use tower_layer::Layer as _;
 
 use crate::clients::ClientCache;
 use crate::fleet::ManifestHub;
@@ -30,12 +32,11 @@ pub fn shared(
         .with(Arc::new(endpoints))
 }
 
-/// The whole management API, its paths' repeated slashes collapsed before routing.
+/// The whole management API, its paths' repeated slashes collapsed and trailing ones
+/// trimmed before routing: WSO2's JAX-RS servers serve `/apis/` as `/apis`.
 pub fn app(state: AppState) -> Router {
-    let routed = tower_layer::Layer::layer(
-        &axum::middleware::map_request(collapse_repeated_slashes),
-        routes(state),
-    );
+    let trimmed = NormalizePathLayer::trim_trailing_slash().layer(routes(state));
+    let routed = axum::middleware::map_request(collapse_repeated_slashes).layer(trimmed);
     Router::new().fallback_service(routed)
 }
 

@@ -385,3 +385,102 @@ pub async fn put_keeps_identity_fields(env: InProcess) {
     assert_eq!(reply.body["subscriber"], "admin");
     assert_eq!(reply.body["description"], "kept");
 }
+
+/// A definition with one operation, `get /*`, at `tier`.
+fn definition_with_tier(tier: &str) -> String {
+    json!({"swagger": "2.0", "info": {"title": "Tiered", "version": "v1"},
+           "paths": {"/*": {"get": {"x-auth-type": "Application & Application User",
+                                    "x-throttling-tier": tier,
+                                    "responses": {"200": {"description": "OK"}}}}}})
+    .to_string()
+}
+
+/// An endpoint config with this production URL.
+fn endpoint_config(url: &str) -> String {
+    json!({"endpoint_type": "http", "production_endpoints": {"url": url, "config": null}})
+        .to_string()
+}
+
+/// What WSO2 2.6's own REST tests send and WSO2 accepts: a subscription tier (made with
+/// `POST /tiers/api`) named as an operation's `x-throttling-tier`, an endpoint URL padded
+/// with spaces (trimmed, as WSO2's gateway trims an address URI), and paths with a
+/// trailing slash. Beside each, what stays refused: a tier the tenant has at no level, an
+/// endpoint URL with a space inside or of another scheme, and a path nothing serves.
+pub async fn wso2_rest_tests_as_sent(env: InProcess) {
+    let api = &env.api;
+    let scopes = format!("{ALL_SCOPES} mgr:tier_view mgr:tier_manage");
+    let token = api.login("admin", harness::ADMIN_PASSWORD, &scopes).await;
+    let apis = format!("{PUBLISHER}/apis");
+    let tier = json!({"name": "TwentyPerMin", "tierPlan": "FREE", "requestCount": 20,
+                      "unitTime": 60000, "stopOnQuotaReach": true});
+    api.post_json(&format!("{PUBLISHER}/tiers/api"), &token, &tier)
+        .await
+        .expect(201);
+
+    let tiered = |name: &str, context: &str, tier: &str| {
+        with(
+            minimal_record(),
+            json!({"name": name, "context": context, "tiers": ["TwentyPerMin"],
+                   "apiDefinition": definition_with_tier(tier)}),
+        )
+    };
+    api.post_json(&apis, &token, &tiered("Tiered", "/tiered", "TwentyPerMin"))
+        .await
+        .expect(201);
+    api.post_json(&apis, &token, &tiered("Nowhere", "/nowhere", "NoSuchTier"))
+        .await
+        .expect_error(
+            400,
+            "x-throttling-tier of get /* is not a known resource tier",
+        );
+
+    let padded = with(
+        minimal_record(),
+        json!({"endpointConfig": endpoint_config("  http://127.0.0.1:8080/devs ")}),
+    );
+    let created = api.post_json(&apis, &token, &padded).await.expect(201);
+    let stored: Value = serde_json::from_str(created.str("endpointConfig").as_str()).unwrap();
+    assert_eq!(
+        stored["production_endpoints"]["url"],
+        "http://127.0.0.1:8080/devs"
+    );
+    let id = created.str("id");
+    for (url, refusal) in [
+        ("http://127.0.0.1:8080/de vs", "has no host"),
+        (
+            " ftp://127.0.0.1/devs",
+            "must be an http:// or https:// URL",
+        ),
+    ] {
+        let changed = with(
+            created.body.clone(),
+            json!({"endpointConfig": endpoint_config(url)}),
+        );
+        api.put_json(&format!("{apis}/{id}"), &token, &changed)
+            .await
+            .expect_error(400, refusal);
+    }
+    let read = api.get(&format!("{apis}/{id}"), &token).await.expect(200);
+    assert_eq!(
+        read.body["endpointConfig"], created.body["endpointConfig"],
+        "a refused update changes nothing"
+    );
+
+    // A trailing slash is served as without it, on any operation.
+    let environments = api
+        .get(&format!("{PUBLISHER}/environments/?apiId={id}"), &token)
+        .await
+        .expect(200);
+    assert!(environments.body["count"].as_i64().unwrap() >= 1);
+    api.get(&format!("{apis}/{id}/"), &token).await.expect(200);
+    api.get(&format!("{apis}/?limit=1"), &token)
+        .await
+        .expect(200);
+    api.get(&format!("{STORE}/apis/{id}/"), &token)
+        .await
+        .expect(404);
+    api.get(&format!("{PUBLISHER}/no-such-resource/"), &token)
+        .await
+        .expect(404);
+    assert_eq!(api_count(&env, &token).await, 2);
+}

@@ -88,7 +88,7 @@ pub async fn api_validation_and_conflicts(env: InProcess) {
         (
             with(
                 record.clone(),
-                json!({"apiDefinition": swagger_with(json!({"x-throttling-tier": "Gold"}))}),
+                json!({"apiDefinition": swagger_with(json!({"x-throttling-tier": "NoSuchTier"}))}),
             ),
             "x-throttling-tier",
         ),
@@ -169,16 +169,35 @@ pub async fn api_validation_and_conflicts(env: InProcess) {
     )
     .await
     .expect_error(400, "API with name DevManagementAPI already exists.");
+    // The same name and version at another context is refused; a new version may take a
+    // context of its own, as WSO2's apisPost checks the context only against an equal
+    // version (its REST tests add NewAPI at /test v2, then at /test1 v3).
+    let version = record["version"].as_str().unwrap().to_uppercase();
     api.post_json(
         &apis,
         &token,
         &with(
             record.clone(),
-            json!({"version": "v2.0.0", "context": "/elsewhere"}),
+            json!({"version": version, "context": "/elsewhere"}),
         ),
     )
     .await
     .expect_error(400, "already exists with different context");
+    let elsewhere = api
+        .post_json(
+            &apis,
+            &token,
+            &with(
+                record.clone(),
+                json!({"version": "v9.0.0", "context": "/elsewhere"}),
+            ),
+        )
+        .await
+        .expect(201);
+    assert_eq!(elsewhere.body["context"], "/elsewhere");
+    api.delete(&format!("{apis}/{}", elsewhere.str("id")), &token)
+        .await
+        .expect(200);
     api.post_json(
         &apis,
         &token,
@@ -583,4 +602,84 @@ pub async fn oversized_bodies_are_refused_on_the_socket(env: Env) {
         0,
         "a refused body creates nothing"
     );
+}
+
+/// A first publish applies WSO2's lifecycle checklist to the API's older versions: by
+/// default the new version gets their subscriptions (tier and status kept); "Deprecate
+/// Old Versions" deprecates the published ones, which then take no new subscription;
+/// "Require Re-Subscription" leaves the subscriptions behind. Beside them: a publish
+/// that is not the first, or an unknown item, changes no other version.
+pub async fn first_publish_applies_the_checklist(env: InProcess) {
+    let api = &env.api;
+    let scopes = format!("{ALL_SCOPES} mgr:subscription_view");
+    let token = api.login("admin", harness::ADMIN_PASSWORD, &scopes).await;
+    let steps = harness::steps::Steps::new(api, &token);
+    let version = |v: &str| with(spec_api_record(), json!({"version": v}));
+    let v1 = steps.publish_api(&version("v1.0.0")).await.unwrap();
+    let app = steps
+        .create_application("Forwarded", "Unlimited")
+        .await
+        .unwrap();
+    steps.subscribe(&app, &v1, "Unlimited").await.unwrap();
+    let publish = |id: &str, checklist: &str| {
+        let path = format!(
+            "{PUBLISHER}/apis/change-lifecycle?apiId={id}&action=Publish&lifecycleChecklist={}",
+            checklist.replace(' ', "%20")
+        );
+        let token = token.clone();
+        async move { api.post_empty(&path, &token).await.expect(200) }
+    };
+    let status = |id: String| {
+        let token = token.clone();
+        async move {
+            api.get(&format!("{PUBLISHER}/apis/{id}"), &token)
+                .await
+                .expect(200)
+                .str("status")
+        }
+    };
+    let subscribers = |id: String| {
+        let token = token.clone();
+        async move {
+            api.get(&format!("{PUBLISHER}/subscriptions?apiId={id}"), &token)
+                .await
+                .expect(200)
+                .body["count"]
+                .as_i64()
+                .unwrap()
+        }
+    };
+
+    // An unknown item and a second publish of v1 touch no other version.
+    publish(&v1, "Something Else:true").await;
+    assert_eq!(status(v1.clone()).await, "PUBLISHED");
+
+    let v2 = steps.create_api(&version("v2.0.0")).await.unwrap();
+    publish(&v2, "Deprecate Old Versions:true").await;
+    assert_eq!(status(v2.clone()).await, "PUBLISHED");
+    assert_eq!(status(v1.clone()).await, "DEPRECATED");
+    assert_eq!(
+        subscribers(v2.clone()).await,
+        1,
+        "v1's subscription forwarded"
+    );
+    let other = steps.create_application("Late", "Unlimited").await.unwrap();
+    let late = json!({"tier": "Unlimited", "apiIdentifier": v1, "applicationId": other});
+    api.post_json(&format!("{STORE}/subscriptions"), &token, &late)
+        .await
+        .expect_error(404, "DEPRECATED");
+
+    let v3 = steps.create_api(&version("v3.0.0")).await.unwrap();
+    publish(
+        &v3,
+        "Require Re-Subscription:true,Deprecate Old Versions:false",
+    )
+    .await;
+    assert_eq!(subscribers(v3.clone()).await, 0, "re-subscription required");
+    assert_eq!(
+        status(v2.clone()).await,
+        "PUBLISHED",
+        "not asked to deprecate"
+    );
+    assert_eq!(subscribers(v2).await, 1);
 }

@@ -50,6 +50,10 @@ pub(super) fn touches_apis(ids: impl IntoIterator<Item = String>) -> Touches {
 
 /// Refuses (400) tiers the tenant does not have: the API's subscription tiers
 /// (`Specified tier(s) [..] are invalid`, as WSO2 says) and its operations' resource tiers.
+/// An operation may name a subscription tier: WSO2 2.6 does not check `x-throttling-tier`
+/// at all (`APIDefinitionFromOpenAPISpec.getURITemplates` copies it), and its own REST
+/// tests name a tier made with `POST /tiers/api` there; a name the tenant has at no level
+/// stays refused.
 pub(super) async fn check_tiers_exist(
     state: &AppState,
     tenant: &str,
@@ -65,7 +69,14 @@ pub(super) async fn check_tiers_exist(
     }
     let named = resource_tiers(record.api_definition.as_deref().unwrap_or("{}"));
     let names = named.iter().map(|(_, _, tier)| tier.as_str());
-    let unknown = tiers::unknown(&state.db, tenant, TierLevel::Resource, names).await?;
+    let not_resource = tiers::unknown(&state.db, tenant, TierLevel::Resource, names).await?;
+    let unknown = tiers::unknown(
+        &state.db,
+        tenant,
+        TierLevel::Subscription,
+        not_resource.iter().copied(),
+    )
+    .await?;
     match named
         .iter()
         .find(|(_, _, tier)| unknown.contains(&tier.as_str()))

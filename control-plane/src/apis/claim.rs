@@ -73,7 +73,10 @@ fn route_taken(prefix: &str) -> Error {
     ))
 }
 
-/// WSO2's name, version and context rules within a tenant.
+/// WSO2's name, version and context rules within a tenant, as its publisher's `POST
+/// /apis` applies them: a name spelled in another case is taken; the same name and version
+/// (in any case) is a duplicate at the same context and refused at another; a new version
+/// of a name may have a context of its own; a context is another name's only once.
 pub(super) async fn check_unique(
     tx: &mut sqlx::Transaction<'_, sqlx::Any>,
     tenant: &str,
@@ -83,7 +86,8 @@ pub(super) async fn check_unique(
 ) -> Result<()> {
     let others = queries::similar(tx, tenant, name, context).await?;
     for (other_name, other_version, other_context) in &others {
-        if other_name == name && other_version == version {
+        let same_version = other_version.eq_ignore_ascii_case(version);
+        if other_name == name && same_version && other_context == context {
             return Err(Error::AlreadyExists(format!(
                 "A duplicate API already exists for {name}-{version}"
             )));
@@ -93,7 +97,7 @@ pub(super) async fn check_unique(
                 "API with name {other_name} already exists."
             )));
         }
-        if other_name == name && other_context != context {
+        if other_name == name && same_version {
             return Err(Error::Invalid(format!(
                 "API name {name} already exists with different context {other_context}"
             )));

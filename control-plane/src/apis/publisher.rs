@@ -114,6 +114,7 @@ async fn create_api(
     JsonBody(mut record): JsonBody<ApiRecord>,
 ) -> Result<Response> {
     caller.require(&state, Scope::ApiCreate)?;
+    record.trim_endpoint_urls();
     record.validate()?;
     check_endpoints(&state, &record)?;
     let provider = checked_provider(&state, &caller, record.provider.as_deref()).await?;
@@ -233,6 +234,7 @@ async fn update_api(
     caller.require(&state, Scope::ApiCreate)?;
     let api = tenant_api(&state, &caller, &api_id).await?;
     keep_identity(&mut record, &api);
+    record.trim_endpoint_urls();
     record.validate()?;
     check_endpoints(&state, &record)?;
     record.seal_backend_password(&state.data_keys, &api.id, Some(&api.record))?;
@@ -395,7 +397,6 @@ async fn swagger_from_request(
 struct LifecycleQuery {
     api_id: Option<String>,
     action: Option<String>,
-    #[expect(dead_code, reason = "WSO2's clients send it; read and ignored")]
     lifecycle_checklist: Option<String>,
 }
 
@@ -419,12 +420,19 @@ async fn change_lifecycle(
             allowed.join(", ")
         ))
     })?;
-    if !queries::change_status(&state.db, &api.id, &api.status, next).await? {
+    let checklist = lifecycle::Checklist::parse(q.lifecycle_checklist.as_deref());
+    let mut tx = state.db.begin().await?;
+    if !queries::change_status(&mut *tx, &api.id, &api.status, next).await? {
         return Err(Error::Conflict(format!(
             "The lifecycle state of API {} changed concurrently; try again",
             api.id
         )));
     }
+    let mut touched = vec![Touched::Api(api.id.clone())];
+    if lifecycle::is_first_publish(&api.status, next) {
+        touched.extend(apply_checklist(&mut tx, &api, checklist).await?);
+    }
+    tx.commit().await?;
     tracing::info!(api = %api.id, from = %api.status, to = next, %action, "API lifecycle changed");
     if api.record.api_type.as_deref() == Some("WS")
         && apim_manifest::ApiState::deployed(next).is_some()
@@ -435,5 +443,44 @@ async fn change_lifecycle(
             "WebSocket API deployed: edge-gateway with host forwarding relays its connections; gateways that serve through wasi:http (Spin) cannot upgrade and answer its handshakes 501"
         );
     }
-    Ok((Touches::one(Touched::Api(api.id)), StatusCode::OK))
+    Ok((Touches(touched), StatusCode::OK))
+}
+
+/// What a first publish of `api` does to its older versions (same tenant, name and
+/// provider, as WSO2's `APIExecutor`): unless the checklist requires re-subscription,
+/// the subscriptions of each that is not RETIRED are forwarded to it; with "Deprecate old
+/// versions", each that is PUBLISHED becomes DEPRECATED. What changed, to recompile.
+async fn apply_checklist(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    api: &StoredApi,
+    checklist: lifecycle::Checklist,
+) -> Result<Vec<Touched>> {
+    let older: Vec<(String, String, String)> =
+        queries::versions_of(tx, &api.tenant, &api.name, &api.provider)
+            .await?
+            .into_iter()
+            .filter(|(_, version, _)| lifecycle::compare_versions(version, &api.version).is_lt())
+            .collect();
+    let mut touched = Vec::new();
+    if !checklist.require_resubscription {
+        let from: Vec<String> = older
+            .iter()
+            .filter(|(_, _, status)| status != "RETIRED")
+            .map(|(id, _, _)| id.clone())
+            .collect();
+        for application in crate::subscriptions::forward_to_version(tx, &from, &api.id).await? {
+            touched.push(Touched::Subscription {
+                application,
+                api: api.id.clone(),
+            });
+        }
+    }
+    if checklist.deprecate_old_versions {
+        for (id, _, status) in older.iter().filter(|(_, _, s)| s == "PUBLISHED") {
+            if queries::change_status(&mut **tx, id, status, "DEPRECATED").await? {
+                touched.push(Touched::Api(id.clone()));
+            }
+        }
+    }
+    Ok(touched)
 }

@@ -221,10 +221,28 @@ pub(super) async fn delete(tx: &mut Transaction<'_, Any>, id: &str) -> sqlx::Res
     Ok(())
 }
 
+/// The versions of an API of this tenant, name and provider: id, version and state.
+pub(super) async fn versions_of(
+    tx: &mut Transaction<'_, Any>,
+    tenant: &str,
+    name: &str,
+    provider: &str,
+) -> sqlx::Result<Vec<(String, String, String)>> {
+    // language=SQL
+    sqlx::query_as(
+        "SELECT id, version, status FROM apis WHERE tenant = $1 AND name = $2 AND provider = $3",
+    )
+    .bind(tenant)
+    .bind(name)
+    .bind(provider)
+    .fetch_all(&mut **tx)
+    .await
+}
+
 /// Moves an API from lifecycle state `from` to `to`, compare-and-set, so two concurrent
 /// changes cannot both apply to the same state; whether it moved.
-pub(super) async fn change_status(
-    db: &AnyPool,
+pub(super) async fn change_status<'e>(
+    db: impl sqlx::Executor<'e, Database = Any>,
     id: &str,
     from: &str,
     to: &str,

@@ -33,6 +33,38 @@ pub const AUTH_TYPES: &[&str] = &[
 ];
 
 impl ApiRecord {
+    /// Trims the white space around each endpoint URL of `endpointConfig`, as WSO2's
+    /// gateway does with an address endpoint's URI (Synapse's `AddressEndpointFactory`):
+    /// WSO2 2.6 accepts `" http://host/path"`. The rest of the config is kept as sent
+    /// unless a URL changed; a config that is not JSON is left for [`Self::validate`].
+    pub fn trim_endpoint_urls(&mut self) {
+        let Some(config) = self.endpoint_config.as_deref() else {
+            return;
+        };
+        let Ok(mut doc) = serde_json::from_str::<Value>(config) else {
+            return;
+        };
+        let mut trimmed = false;
+        for key in ["production_endpoints", "sandbox_endpoints"] {
+            let endpoints = match &mut doc[key] {
+                Value::Array(list) => list.iter_mut().collect::<Vec<_>>(),
+                endpoint @ Value::Object(_) => vec![endpoint],
+                _ => Vec::new(),
+            };
+            for endpoint in endpoints {
+                if let Some(Value::String(url)) = endpoint.get_mut("url")
+                    && url.trim() != url
+                {
+                    *url = url.trim().to_string();
+                    trimmed = true;
+                }
+            }
+        }
+        if trimmed {
+            self.endpoint_config = Some(doc.to_string());
+        }
+    }
+
     /// Checks a record for create or update; the first problem found, in WSO2's words.
     pub fn validate(&self) -> Result<(), Error> {
         self.check_required()?;
@@ -508,6 +540,29 @@ mod tests {
     use serde_json::Map;
 
     use super::*;
+
+    /// Spaces around an endpoint URL go, in lists too; a config without any keeps its
+    /// text, and one that is not JSON is left to validation.
+    #[test]
+    fn endpoint_urls_are_trimmed_and_nothing_else_changes() {
+        let mut record = ApiRecord::default();
+        let padded = r#"{"endpoint_type":"load_balance","production_endpoints":[{"url":" http://a/x "},{"url":"http://b/"}],"sandbox_endpoints":{"url":"\thttp://c/"}}"#;
+        record.endpoint_config = Some(padded.into());
+        record.trim_endpoint_urls();
+        let trimmed: Value =
+            serde_json::from_str(record.endpoint_config.as_deref().unwrap()).unwrap();
+        assert_eq!(trimmed["production_endpoints"][0]["url"], "http://a/x");
+        assert_eq!(trimmed["production_endpoints"][1]["url"], "http://b/");
+        assert_eq!(trimmed["sandbox_endpoints"]["url"], "http://c/");
+        for kept in [
+            r#"{"production_endpoints": {"url": "http://a/"}}"#,
+            "not json {",
+        ] {
+            record.endpoint_config = Some(kept.into());
+            record.trim_endpoint_urls();
+            assert_eq!(record.endpoint_config.as_deref(), Some(kept));
+        }
+    }
 
     #[test]
     fn tenant_space_belongs_to_its_tenant() {

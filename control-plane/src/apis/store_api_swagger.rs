@@ -28,7 +28,6 @@ pub fn router() -> Router<AppState> {
             get(get_swagger),
         )
         .route(&format!("{STORE}/apis/generate-sdk"), post(generate_sdk))
-        .route(&format!("{STORE}/apis/generate-sdk/"), post(generate_sdk))
 }
 
 /// `GET /apis/{apiId}/swagger` (anonymous allowed): the definition with `host`, `basePath`

@@ -7,7 +7,7 @@ mod records;
 pub(crate) mod store_api;
 
 pub use queries::{
-    Grant, all_grants, apis_on_tier, count_for_api, delete_unsubscribed_of_api, find, grants,
-    grants_of, set_status, subscribed_api_scopes, subscribed_records,
+    Grant, all_grants, apis_on_tier, count_for_api, delete_unsubscribed_of_api, find,
+    forward_to_version, grants, grants_of, set_status, subscribed_api_scopes, subscribed_records,
 };
 pub use records::{ON_HOLD, REJECTED, Subscription, UNBLOCKED};

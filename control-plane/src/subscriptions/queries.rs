@@ -177,6 +177,39 @@ pub async fn count_for_api(tx: &mut Transaction<'_, Any>, api_id: &str) -> sqlx:
     Ok(subscriptions)
 }
 
+/// Gives `to_api` the subscriptions of `from_apis` (older versions of it), each with its
+/// tier and status, as WSO2 forwards them when a new version is published; ON_HOLD and
+/// REJECTED ones, those deleted, and applications already subscribed stay as they are.
+/// The applications given a subscription.
+pub async fn forward_to_version(
+    tx: &mut Transaction<'_, Any>,
+    from_apis: &[String],
+    to_api: &str,
+) -> sqlx::Result<Vec<String>> {
+    let mut forwarded = Vec::new();
+    for from in from_apis {
+        // language=SQL
+        let rows: Vec<(String, String, String)> = sqlx::query_as(
+            "SELECT application_id, tier, status FROM subscriptions
+             WHERE api_id = $1 AND unsubscribed = 0 AND status NOT IN ($2, $3)
+               AND application_id NOT IN (SELECT application_id FROM subscriptions WHERE api_id = $4)
+             ORDER BY created_at",
+        )
+        .bind(from)
+        .bind(super::records::ON_HOLD)
+        .bind(super::records::REJECTED)
+        .bind(to_api)
+        .fetch_all(&mut **tx)
+        .await?;
+        for (application, tier, status) in rows {
+            let id = uuid::Uuid::new_v4().to_string();
+            insert(&mut **tx, &id, &application, to_api, &tier, &status).await?;
+            forwarded.push(application);
+        }
+    }
+    Ok(forwarded)
+}
+
 /// Deletes the subscriptions to an API that their subscribers deleted while blocked, with
 /// the API they remember the block for.
 pub async fn delete_unsubscribed_of_api(
