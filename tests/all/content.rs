@@ -1152,3 +1152,94 @@ pub async fn mediation_policies(env: InProcess) {
         .expect(200);
     assert_eq!(rows_of_api(&env, "api_mediation_policies", &id).await, 0);
 }
+
+/// `copy-api` takes what the publisher stores beside the record to the new version, in
+/// the same transaction: documents with their content, the thumbnail, the WSDL and the
+/// mediation policies; the store shows them once the copy is published. The source keeps
+/// its own, and a refused copy (the version exists) adds nothing.
+pub async fn copies_carry_their_content(env: InProcess) {
+    let api = &env.api;
+    let admin = &api.login("admin", ADMIN_PASSWORD, ALL_SCOPES).await;
+    let v1 = create_api(&env, admin, "Carried", json!({})).await;
+    let base = format!("{PUBLISHER}/apis/{v1}");
+    let doc_id = api
+        .post_json(
+            &format!("{base}/documents"),
+            admin,
+            &doc("Guide", "INLINE", "API_LEVEL"),
+        )
+        .await
+        .expect(201)
+        .str("documentId");
+    upload(
+        &env,
+        Method::POST,
+        &format!("{base}/documents/{doc_id}/content"),
+        admin,
+        Form::new().text("inlineContent", "How to call it"),
+    )
+    .await
+    .expect(200);
+    let png = file_form("file", PNG.to_vec(), "logo.png", "image/png");
+    upload(&env, Method::POST, &format!("{base}/thumbnail"), admin, png)
+        .await
+        .expect(200);
+    let wsdl = json!({"name": "calc.wsdl", "wsdlDefinition": WSDL});
+    api.post_json(&format!("{base}/wsdl"), admin, &wsdl)
+        .await
+        .expect(200);
+    for flow in ["in", "out", "fault"] {
+        let policy = json!({"name": "add_custom_header", "type": flow, "config": SEQUENCE});
+        api.post_json(&format!("{base}/policies/mediation"), admin, &policy)
+            .await
+            .expect(200);
+    }
+
+    let copy = format!("{PUBLISHER}/apis/copy-api?apiId={v1}&newVersion=v2.0.0");
+    let v2 = api.post_empty(&copy, admin).await.expect(201).str("id");
+    api.post_empty(&copy, admin).await.expect(409);
+    for table in ["api_documents", "api_mediation_policies"] {
+        assert_eq!(
+            rows_of_api(&env, table, &v2).await,
+            rows_of_api(&env, table, &v1).await,
+            "{table}"
+        );
+    }
+    publish(&env, admin, &v2).await;
+
+    let store = format!("{STORE}/apis/{v2}");
+    let docs = api
+        .get(&format!("{store}/documents"), admin)
+        .await
+        .expect(200);
+    assert_eq!(docs.body["count"], 1, "{}", docs.body);
+    let copied_doc = docs.body["list"][0]["documentId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_ne!(copied_doc, doc_id, "a copy is a document of its own");
+    let content = download(
+        &env,
+        &format!("{store}/documents/{copied_doc}/content"),
+        admin,
+    )
+    .await;
+    assert_eq!(
+        (content.status, content.bytes.as_slice()),
+        (200, b"How to call it".as_slice())
+    );
+    let thumbnail = download(&env, &format!("{store}/thumbnail"), "").await;
+    assert_eq!((thumbnail.status, thumbnail.bytes.as_slice()), (200, PNG));
+    let read = api
+        .get(&format!("{PUBLISHER}/apis/{v2}/wsdl"), admin)
+        .await
+        .expect(200);
+    assert_eq!(read.body, wsdl);
+    let policies = api
+        .get(&format!("{PUBLISHER}/apis/{v2}/policies/mediation"), admin)
+        .await
+        .expect(200);
+    assert_eq!(policies.body["count"], 3, "{}", policies.body);
+    // The source's own are untouched.
+    assert_eq!(rows_of_api(&env, "api_documents", &v1).await, 1);
+}

@@ -238,6 +238,7 @@ on_both_at_once!(
     content::thumbnails_and_tags,
     content::wsdl_is_xml_without_doctype,
     content::mediation_policies,
+    content::copies_carry_their_content,
     registration::registration_follows_wso2,
     tokens::token_service_grants_and_errors,
     tokens::refresh_and_revocation,

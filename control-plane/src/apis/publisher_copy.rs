@@ -1,5 +1,6 @@
 //! `POST /api/am/publisher/v0.14/apis/copy-api?apiId&newVersion` (`apim:api_create`): a
-//! new version of an API with everything but its subscriptions, CREATED, as WSO2's
+//! new version of an API with everything but its subscriptions (its record, documents,
+//! thumbnail, WSDL and mediation policies, in one transaction), CREATED, as WSO2's
 //! `createNewAPIVersion` makes it.
 
 use axum::extract::State;
@@ -87,6 +88,7 @@ async fn copy_api(
             source.name
         )
     })?;
+    copy_content(&mut tx, &source.id, &id).await?;
     tx.commit().await?;
     tracing::info!(api = %id, from = %source.id, version = %new_version, "API version created");
     Ok((
@@ -96,6 +98,21 @@ async fn copy_api(
         Json(record.masked()),
     )
         .into_response())
+}
+
+/// What the publisher stores beside the record goes with the new version, as WSO2's
+/// `createNewAPIVersion` copies it: documents with their content, the thumbnail, the
+/// WSDL and the API's mediation policies (WSO2 leaves its fault sequences behind; they go
+/// too). Tags are in the record.
+async fn copy_content(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    from: &str,
+    to: &str,
+) -> sqlx::Result<()> {
+    crate::documents::copy_documents_to_version(tx, from, to).await?;
+    crate::thumbnails::copy_thumbnail_to_version(tx, from, to).await?;
+    crate::wsdl::copy_wsdl_to_version(tx, from, to).await?;
+    crate::mediation::copy_mediation_policies_to_version(tx, from, to).await
 }
 
 /// The source's record as the new version's: its id, version and state, its Swagger's

@@ -10,3 +10,5 @@ mod rules;
 pub(crate) mod store_api;
 
 pub use content::untrusted;
+
+pub use queries::copy_documents_to_version;

@@ -1,7 +1,7 @@
 //! The `api_documents` table: every query on it (WSO2's publisher and store document
 //! operations). Rows go with their API by ON DELETE CASCADE.
 
-use sqlx::AnyPool;
+use sqlx::{Any, AnyPool, Transaction};
 
 use super::records::{DOCUMENT_COLUMNS, DocumentRow};
 use crate::db::now;
@@ -184,4 +184,30 @@ pub async fn delete(db: &AnyPool, api_id: &str, id: &str) -> Result<bool> {
         .execute(db)
         .await?;
     Ok(deleted.rows_affected() > 0)
+}
+
+/// Copies API `from`'s documents and their content to API `to` (a new version of it), each under a new id.
+pub async fn copy_documents_to_version(
+    tx: &mut Transaction<'_, Any>,
+    from: &str,
+    to: &str,
+) -> sqlx::Result<()> {
+    // language=SQL
+    let ids: Vec<(String,)> = sqlx::query_as("SELECT id FROM api_documents WHERE api_id = $1")
+        .bind(from)
+        .fetch_all(&mut **tx)
+        .await?;
+    for (id,) in ids {
+        // language=SQL
+        sqlx::query(
+            "INSERT INTO api_documents (id, api_id, name, doc_type, other_type_name, summary, source_type, source_url, visibility, content, file_name, media_type, created_at, updated_at)
+             SELECT $1, $2, name, doc_type, other_type_name, summary, source_type, source_url, visibility, content, file_name, media_type, created_at, updated_at FROM api_documents WHERE id = $3",
+        )
+        .bind(uuid::Uuid::new_v4().to_string())
+        .bind(to)
+        .bind(&id)
+        .execute(&mut **tx)
+        .await?;
+    }
+    Ok(())
 }

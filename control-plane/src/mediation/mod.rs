@@ -7,3 +7,5 @@ pub(crate) mod publisher;
 mod queries;
 mod records;
 mod rules;
+
+pub use queries::copy_mediation_policies_to_version;

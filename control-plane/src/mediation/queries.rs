@@ -1,7 +1,7 @@
 //! The `api_mediation_policies` table: every query on it (WSO2's API-specific mediation
 //! policy operations). Rows go with their API by ON DELETE CASCADE.
 
-use sqlx::AnyPool;
+use sqlx::{Any, AnyPool, Transaction};
 
 use super::records::{MEDIATION_COLUMNS, MediationRow};
 use crate::db::now;
@@ -94,4 +94,31 @@ pub async fn delete(db: &AnyPool, api_id: &str, id: &str) -> Result<bool> {
         .execute(db)
         .await?;
     Ok(deleted.rows_affected() > 0)
+}
+
+/// Copies API `from`'s mediation policies to API `to` (a new version of it), each under a new id.
+pub async fn copy_mediation_policies_to_version(
+    tx: &mut Transaction<'_, Any>,
+    from: &str,
+    to: &str,
+) -> sqlx::Result<()> {
+    // language=SQL
+    let ids: Vec<(String,)> =
+        sqlx::query_as("SELECT id FROM api_mediation_policies WHERE api_id = $1")
+            .bind(from)
+            .fetch_all(&mut **tx)
+            .await?;
+    for (id,) in ids {
+        // language=SQL
+        sqlx::query(
+            "INSERT INTO api_mediation_policies (id, api_id, name, flow, config, created_at, updated_at)
+             SELECT $1, $2, name, flow, config, created_at, updated_at FROM api_mediation_policies WHERE id = $3",
+        )
+        .bind(uuid::Uuid::new_v4().to_string())
+        .bind(to)
+        .bind(&id)
+        .execute(&mut **tx)
+        .await?;
+    }
+    Ok(())
 }

@@ -7,3 +7,5 @@ mod image;
 pub(crate) mod publisher;
 mod queries;
 pub(crate) mod store_api;
+
+pub use queries::copy_thumbnail_to_version;

@@ -1,7 +1,7 @@
 //! The `api_thumbnails` table: an API's one thumbnail (WSO2's publisher and store
 //! thumbnail operations). Rows go with their API by ON DELETE CASCADE.
 
-use sqlx::AnyPool;
+use sqlx::{Any, AnyPool, Transaction};
 
 use crate::db::now;
 use crate::error::{OnApiConstraint, Result};
@@ -38,5 +38,23 @@ pub async fn put(db: &AnyPool, api_id: &str, row: &ThumbnailRow) -> Result<()> {
     .execute(db)
     .await
     .on_api_constraint(api_id, || format!("API {api_id} has a thumbnail"))?;
+    Ok(())
+}
+
+/// Copies API `from`'s thumbnail to API `to` (a new version of it), if it has one.
+pub async fn copy_thumbnail_to_version(
+    tx: &mut Transaction<'_, Any>,
+    from: &str,
+    to: &str,
+) -> sqlx::Result<()> {
+    // language=SQL
+    sqlx::query(
+        "INSERT INTO api_thumbnails (api_id, media_type, image, updated_at)
+         SELECT $1, media_type, image, updated_at FROM api_thumbnails WHERE api_id = $2",
+    )
+    .bind(to)
+    .bind(from)
+    .execute(&mut **tx)
+    .await?;
     Ok(())
 }

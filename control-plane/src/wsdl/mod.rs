@@ -3,3 +3,5 @@
 
 pub(crate) mod publisher;
 mod queries;
+
+pub use queries::copy_wsdl_to_version;

@@ -1,7 +1,7 @@
 //! The `api_wsdls` table: an API's one WSDL (WSO2's publisher WSDL operations). Rows go
 //! with their API by ON DELETE CASCADE.
 
-use sqlx::AnyPool;
+use sqlx::{Any, AnyPool, Transaction};
 
 use crate::db::now;
 use crate::error::{OnApiConstraint, Result};
@@ -38,5 +38,23 @@ pub async fn put(db: &AnyPool, api_id: &str, row: &WsdlRow) -> Result<()> {
     .execute(db)
     .await
     .on_api_constraint(api_id, || format!("API {api_id} has a WSDL"))?;
+    Ok(())
+}
+
+/// Copies API `from`'s WSDL to API `to` (a new version of it), if it has one.
+pub async fn copy_wsdl_to_version(
+    tx: &mut Transaction<'_, Any>,
+    from: &str,
+    to: &str,
+) -> sqlx::Result<()> {
+    // language=SQL
+    sqlx::query(
+        "INSERT INTO api_wsdls (api_id, name, definition, updated_at)
+         SELECT $1, name, definition, updated_at FROM api_wsdls WHERE api_id = $2",
+    )
+    .bind(to)
+    .bind(from)
+    .execute(&mut **tx)
+    .await?;
     Ok(())
 }
