@@ -1242,4 +1242,21 @@ pub async fn copies_carry_their_content(env: InProcess) {
     assert_eq!(policies.body["count"], 3, "{}", policies.body);
     // The source's own are untouched.
     assert_eq!(rows_of_api(&env, "api_documents", &v1).await, 1);
+
+    // `doc:` finds APIs by their documents' text: both versions in the publisher, the
+    // published one in the store; text no document has finds none.
+    let found = |path: String| async move {
+        api.get(&path, admin).await.expect(200).body["count"]
+            .as_i64()
+            .unwrap()
+    };
+    assert_eq!(
+        found(format!("{PUBLISHER}/apis?query=doc:to*call")).await,
+        2
+    );
+    assert_eq!(found(format!("{STORE}/apis?query=doc:to*call")).await, 1);
+    assert_eq!(
+        found(format!("{PUBLISHER}/apis?query=doc:nowhere")).await,
+        0
+    );
 }

@@ -97,7 +97,8 @@ async fn list_apis(
     caller.require(&state, Scope::ApiView)?;
     let page = Page::new(q.limit, q.offset)?;
     let query = q.query.unwrap_or_default();
-    let criteria = search::parse(&query).map_err(Error::Invalid)?;
+    let mut criteria = search::parse(&query).map_err(Error::Invalid)?;
+    search::look_up_documents(&state.db, &mut criteria, false).await?;
     let (total, apis) = queries::search(&state.db, caller.tenant(), &criteria, page).await?;
     let list = apis.iter().map(ApiInfo::from).collect();
     let link = |limit, offset| format!("/apis?limit={limit}&offset={offset}&query={query}");

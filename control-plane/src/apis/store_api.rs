@@ -44,7 +44,8 @@ async fn list_apis(
 ) -> Result<Json<ListEnvelope<ApiInfo>>> {
     let page = Page::new(q.limit, q.offset)?;
     let query = q.query.unwrap_or_default();
-    let criteria = search::parse(&query).map_err(Error::Invalid)?;
+    let mut criteria = search::parse(&query).map_err(Error::Invalid)?;
+    search::look_up_documents(&state.db, &mut criteria, true).await?;
     let seen: Vec<StoredApi> = visible_apis(&state, caller.as_ref(), &headers)
         .await?
         .into_iter()

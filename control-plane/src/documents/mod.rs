@@ -11,4 +11,4 @@ pub(crate) mod store_api;
 
 pub use content::untrusted;
 
-pub use queries::copy_documents_to_version;
+pub use queries::{apis_with_documents_like, copy_documents_to_version};

@@ -186,7 +186,8 @@ pub async fn delete(db: &AnyPool, api_id: &str, id: &str) -> Result<bool> {
     Ok(deleted.rows_affected() > 0)
 }
 
-/// Copies API `from`'s documents and their content to API `to` (a new version of it), each under a new id.
+/// Copies API `from`'s documents and their content to API `to` (a new version of it),
+/// each under a new id.
 pub async fn copy_documents_to_version(
     tx: &mut Transaction<'_, Any>,
     from: &str,
@@ -210,4 +211,29 @@ pub async fn copy_documents_to_version(
         .await?;
     }
     Ok(())
+}
+
+/// The APIs with a document whose name, summary or text (inline or Markdown; not a
+/// file's bytes) is `LIKE` the lower-case `pattern` (`\` escaping); with `store_only`,
+/// only documents the store shows (`API_LEVEL`).
+pub async fn apis_with_documents_like(
+    db: &AnyPool,
+    pattern: &str,
+    store_only: bool,
+) -> sqlx::Result<std::collections::HashSet<String>> {
+    let shown = if store_only {
+        " AND visibility = 'API_LEVEL'"
+    } else {
+        ""
+    };
+    // language=SQL
+    let sql = format!(
+        "SELECT DISTINCT api_id FROM api_documents
+         WHERE (LOWER(name) LIKE $1 ESCAPE '\\'
+                OR LOWER(COALESCE(summary, '')) LIKE $1 ESCAPE '\\'
+                OR (source_type IN ('INLINE', 'MARKDOWN')
+                    AND LOWER(COALESCE(content, '')) LIKE $1 ESCAPE '\\')){shown}"
+    );
+    let ids: Vec<(String,)> = sqlx::query_as(&sql).bind(pattern).fetch_all(db).await?;
+    Ok(ids.into_iter().map(|(id,)| id).collect())
 }
