@@ -403,9 +403,10 @@ fn endpoint_config(url: &str) -> String {
 
 /// What WSO2 2.6's own REST tests send and WSO2 accepts: a subscription tier (made with
 /// `POST /tiers/api`) named as an operation's `x-throttling-tier`, an endpoint URL padded
-/// with spaces (trimmed, as WSO2's gateway trims an address URI), and paths with a
-/// trailing slash. Beside each, what stays refused: a tier the tenant has at no level, an
-/// endpoint URL with a space inside or of another scheme, and a path nothing serves.
+/// with spaces (trimmed, as WSO2's gateway trims an address URI), a definition missing a
+/// comma (json-simple's reading), and paths with a trailing slash. Beside each, what
+/// stays refused: a tier the tenant has at no level, an endpoint URL with a space inside
+/// or of another scheme, a definition with a bare word, and a path nothing serves.
 pub async fn wso2_rest_tests_as_sent(env: InProcess) {
     let api = &env.api;
     let scopes = format!("{ALL_SCOPES} mgr:tier_view mgr:tier_manage");
@@ -466,6 +467,25 @@ pub async fn wso2_rest_tests_as_sent(env: InProcess) {
         "a refused update changes nothing"
     );
 
+    // A definition missing a comma, as WSO2's tests send one, is read as json-simple
+    // reads it and kept as the JSON it means; one with a bare word is still refused.
+    let missing_comma = r#"{"swagger":"2.0","info":{"title":"Commas","version":"v1"},"paths":{"/*":{"get":{"x-auth-type":"Application & Application User" "x-throttling-tier":"Unlimited","responses":{"200":{"description":"OK"}}}}}}"#;
+    let commas = with(
+        minimal_record(),
+        json!({"name": "Commas", "context": "/commas", "apiDefinition": missing_comma}),
+    );
+    let created_commas = api.post_json(&apis, &token, &commas).await.expect(201);
+    let kept: Value = serde_json::from_str(&created_commas.str("apiDefinition")).unwrap();
+    assert_eq!(kept["paths"]["/*"]["get"]["x-throttling-tier"], "Unlimited");
+    let bare = with(
+        minimal_record(),
+        json!({"name": "Bare", "context": "/bare",
+               "apiDefinition": missing_comma.replace("\"OK\"", "OK")}),
+    );
+    api.post_json(&apis, &token, &bare)
+        .await
+        .expect_error(400, "not a valid JSON document");
+
     // A trailing slash is served as without it, on any operation.
     let environments = api
         .get(&format!("{PUBLISHER}/environments/?apiId={id}"), &token)
@@ -482,5 +502,5 @@ pub async fn wso2_rest_tests_as_sent(env: InProcess) {
     api.get(&format!("{PUBLISHER}/no-such-resource/"), &token)
         .await
         .expect(404);
-    assert_eq!(api_count(&env, &token).await, 2);
+    assert_eq!(api_count(&env, &token).await, 3);
 }

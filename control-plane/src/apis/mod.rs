@@ -1,6 +1,7 @@
 //! Published APIs: the record and its row (`records`), its rules (`rules`, `claim`,
 //! `lifecycle`), its queries (`queries`, `routes` for the route owners), the search
-//! language (`search`), who sees an API in the store (`visibility`), and the publisher's and the store's
+//! language (`search`), a definition read as WSO2 reads it (`swagger_json`), who sees an
+//! API in the store (`visibility`), and the publisher's and the store's
 //! resources (`publisher`, `publisher_copy`, `store_api`, `store_api_swagger`,
 //! `store_api_tags`).
 
@@ -17,6 +18,7 @@ mod search;
 pub(crate) mod store_api;
 pub(crate) mod store_api_swagger;
 pub(crate) mod store_api_tags;
+mod swagger_json;
 mod visibility;
 
 pub use checks::tenant_api;

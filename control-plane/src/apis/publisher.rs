@@ -17,6 +17,7 @@ use super::records::{ApiRecord, StoredApi};
 use super::routes;
 use super::rules::{check_tenant_context, normalise_context, validate_swagger};
 use super::search;
+use super::swagger_json;
 use crate::error::{Error, OnDuplicate, Result};
 use crate::http::PUBLISHER;
 use crate::http::extract::{JsonBody, QueryParams, parse_json, read_body};
@@ -115,7 +116,7 @@ async fn create_api(
     JsonBody(mut record): JsonBody<ApiRecord>,
 ) -> Result<Response> {
     caller.require(&state, Scope::ApiCreate)?;
-    record.trim_endpoint_urls();
+    record.read_as_wso2_does();
     record.validate()?;
     check_endpoints(&state, &record)?;
     let provider = checked_provider(&state, &caller, record.provider.as_deref()).await?;
@@ -235,7 +236,7 @@ async fn update_api(
     caller.require(&state, Scope::ApiCreate)?;
     let api = tenant_api(&state, &caller, &api_id).await?;
     keep_identity(&mut record, &api);
-    record.trim_endpoint_urls();
+    record.read_as_wso2_does();
     record.validate()?;
     check_endpoints(&state, &record)?;
     record.seal_backend_password(&state.data_keys, &api.id, Some(&api.record))?;
@@ -341,7 +342,7 @@ async fn put_swagger(
 ) -> Result<Response> {
     caller.require(&state, Scope::ApiCreate)?;
     let api = tenant_api(&state, &caller, &api_id).await?;
-    let definition = swagger_from_request(&state, &headers, request).await?;
+    let definition = swagger_json::forgiven(swagger_from_request(&state, &headers, request).await?);
     validate_swagger(&definition).map_err(Error::Invalid)?;
     let mut record = api.full_record();
     record.api_definition = Some(definition.clone());

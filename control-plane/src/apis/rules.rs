@@ -33,6 +33,17 @@ pub const AUTH_TYPES: &[&str] = &[
 ];
 
 impl ApiRecord {
+    /// Takes what WSO2 2.6 takes as it reads it: endpoint URLs padded with white space
+    /// ([`Self::trim_endpoint_urls`]) and a definition with the commas or colons
+    /// json-simple forgives ([`super::swagger_json`]).
+    pub fn read_as_wso2_does(&mut self) {
+        self.trim_endpoint_urls();
+        self.api_definition = self
+            .api_definition
+            .take()
+            .map(super::swagger_json::forgiven);
+    }
+
     /// Trims the white space around each endpoint URL of `endpointConfig`, as WSO2's
     /// gateway does with an address endpoint's URI (Synapse's `AddressEndpointFactory`):
     /// WSO2 2.6 accepts `" http://host/path"`. The rest of the config is kept as sent
