@@ -195,9 +195,41 @@ pub async fn api_validation_and_conflicts(env: InProcess) {
         .await
         .expect(201);
     assert_eq!(elsewhere.body["context"], "/elsewhere");
-    api.delete(&format!("{apis}/{}", elsewhere.str("id")), &token)
+    // A name has one default version, whatever the contexts of its versions.
+    let at = |context: &str, version: &str| {
+        with(
+            record.clone(),
+            json!({"version": version, "context": context, "isDefaultVersion": true}),
+        )
+    };
+    let first = api
+        .post_json(&apis, &token, &at("/first", "v10.0.0"))
+        .await
+        .expect(201)
+        .str("id");
+    let second = api
+        .post_json(&apis, &token, &at("/second", "v11.0.0"))
+        .await
+        .expect(201)
+        .str("id");
+    let flag = api
+        .get(&format!("{apis}/{second}"), &token)
         .await
         .expect(200);
+    assert_eq!(flag.body["isDefaultVersion"], true);
+    let flag = api
+        .get(&format!("{apis}/{first}"), &token)
+        .await
+        .expect(200);
+    assert_eq!(
+        flag.body["isDefaultVersion"], false,
+        "demoted at its own context"
+    );
+    for id in [elsewhere.str("id"), first, second] {
+        api.delete(&format!("{apis}/{id}"), &token)
+            .await
+            .expect(200);
+    }
     api.post_json(
         &apis,
         &token,

@@ -24,7 +24,7 @@ impl RouteClaim<'_> {
         &self,
         tx: &mut sqlx::Transaction<'_, sqlx::Any>,
         default_version: bool,
-    ) -> Result<Option<String>> {
+    ) -> Result<Vec<String>> {
         let versioned = routes::prefixes(self.context, self.version, false);
         if let Err(taken) = routes::claim(tx, self.api_id, &versioned).await? {
             return Err(route_taken(&taken.prefix));
@@ -32,29 +32,40 @@ impl RouteClaim<'_> {
         if default_version {
             return self.claim_default(tx).await;
         }
-        Ok(None)
+        Ok(Vec::new())
     }
 
+    /// Makes this the name's one default version: the bare context, handed over by a
+    /// version at the same context, and any version that is the default at a context of
+    /// its own gives up its bare context. The versions demoted, to be recompiled.
     pub(super) async fn claim_default(
         &self,
         tx: &mut sqlx::Transaction<'_, sqlx::Any>,
-    ) -> Result<Option<String>> {
+    ) -> Result<Vec<String>> {
         let bare = [self.context.to_string()];
-        let Err(taken) = routes::claim(tx, self.api_id, &bare).await? else {
-            return Ok(None);
-        };
-        let holder = queries::owner_of(tx, &taken.holder).await?;
-        match holder {
-            Some((tenant, name, record)) if tenant == self.tenant && name == self.name => {
-                routes::transfer(tx, self.context, self.api_id).await?;
-                let mut record: ApiRecord = serde_json::from_str(&record)
-                    .map_err(|e| anyhow::anyhow!("stored record of API {}: {e}", taken.holder))?;
-                record.is_default_version = Some(false);
-                queries::save_record(&mut **tx, &taken.holder, &record).await?;
-                Ok(Some(taken.holder))
+        let mut demoted = Vec::new();
+        if let Err(taken) = routes::claim(tx, self.api_id, &bare).await? {
+            let holder = queries::owner_of(tx, &taken.holder).await?;
+            match holder {
+                Some((tenant, name, record)) if tenant == self.tenant && name == self.name => {
+                    routes::transfer(tx, self.context, self.api_id).await?;
+                    demote(tx, &taken.holder, &record).await?;
+                    demoted.push(taken.holder);
+                }
+                _ => return Err(route_taken(&taken.prefix)),
             }
-            _ => Err(route_taken(&taken.prefix)),
         }
+        for (id, context, record) in
+            queries::versions_elsewhere(tx, self.tenant, self.name, self.context).await?
+        {
+            let stored: ApiRecord = parse_record(&id, &record)?;
+            if stored.is_default_version == Some(true) {
+                routes::release(tx, &id, &context).await?;
+                demote(tx, &id, &record).await?;
+                demoted.push(id);
+            }
+        }
+        Ok(demoted)
     }
 
     /// Gives up the bare context (no longer the default version).
@@ -65,6 +76,19 @@ impl RouteClaim<'_> {
         routes::release(tx, self.api_id, self.context).await?;
         Ok(())
     }
+}
+
+fn parse_record(id: &str, record: &str) -> Result<ApiRecord> {
+    serde_json::from_str(record)
+        .map_err(|e| anyhow::anyhow!("stored record of API {id}: {e}").into())
+}
+
+/// Clears a version's default flag in its stored record.
+async fn demote(tx: &mut sqlx::Transaction<'_, sqlx::Any>, id: &str, record: &str) -> Result<()> {
+    let mut record = parse_record(id, record)?;
+    record.is_default_version = Some(false);
+    queries::save_record(&mut **tx, id, &record).await?;
+    Ok(())
 }
 
 fn route_taken(prefix: &str) -> Error {

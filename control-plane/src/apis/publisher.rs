@@ -256,9 +256,9 @@ async fn update_api(
         (false, true) => routes.claim_default(&mut tx).await?,
         (true, false) => {
             routes.release_default(&mut tx).await?;
-            None
+            Vec::new()
         }
-        _ => None,
+        _ => Vec::new(),
     };
     queries::save_record(&mut *tx, &api.id, &record).await?;
     tx.commit().await?;

@@ -221,6 +221,25 @@ pub(super) async fn delete(tx: &mut Transaction<'_, Any>, id: &str) -> sqlx::Res
     Ok(())
 }
 
+/// The tenant's versions of `name` at a context other than `context`: id, context and
+/// stored record.
+pub(super) async fn versions_elsewhere(
+    tx: &mut Transaction<'_, Any>,
+    tenant: &str,
+    name: &str,
+    context: &str,
+) -> sqlx::Result<Vec<(String, String, String)>> {
+    // language=SQL
+    sqlx::query_as(
+        "SELECT id, context, record FROM apis WHERE tenant = $1 AND name = $2 AND context <> $3",
+    )
+    .bind(tenant)
+    .bind(name)
+    .bind(context)
+    .fetch_all(&mut **tx)
+    .await
+}
+
 /// The versions of an API of this tenant, name and provider: id, version and state.
 pub(super) async fn versions_of(
     tx: &mut Transaction<'_, Any>,
