@@ -403,6 +403,25 @@ pub async fn update_list_search_and_delete(env: InProcess) {
     assert_eq!(reply.body["status"], "CREATED");
     let fetched = api.get(&format!("{apis}/{id}"), &token).await.expect(200);
     assert_eq!(fetched.body["cacheTimeout"], 60);
+    // `expand=true` lists whole APIs (secrets masked as a read masks them); without it,
+    // or with `false`, summaries.
+    let expanded = api
+        .get(&format!("{apis}?expand=true"), &token)
+        .await
+        .expect(200);
+    assert_eq!(expanded.body["list"][0], fetched.body);
+    assert_eq!(
+        expanded.body["list"][0]["endpointSecurity"]["password"],
+        "********"
+    );
+    for plain in ["", "?expand=false"] {
+        let listed = api.get(&format!("{apis}{plain}"), &token).await.expect(200);
+        assert!(
+            listed.body["list"][0].get("apiDefinition").is_none(),
+            "{}",
+            listed.body
+        );
+    }
     // The version is the stored one whatever the body says (tests/all/leniency.rs).
     let kept = api
         .put_json(

@@ -85,27 +85,31 @@ struct ListQuery {
     limit: Option<i64>,
     offset: Option<i64>,
     query: Option<String>,
-    #[expect(dead_code, reason = "WSO2's clients send it; read and ignored")]
     expand: Option<bool>,
 }
 
-/// `GET /apis`: the tenant's APIs matching `query`, a page at a time.
+/// `GET /apis`: the tenant's APIs matching `query`, a page at a time; with `expand=true`
+/// each as the whole API (`APIMappingUtil.fromAPIListToDTO` in WSO2), else its summary.
 async fn list_apis(
     State(state): State<AppState>,
     caller: Caller,
     QueryParams(q): QueryParams<ListQuery>,
-) -> Result<Json<ListEnvelope<ApiInfo>>> {
+) -> Result<Response> {
     caller.require(&state, Scope::ApiView)?;
     let page = Page::new(q.limit, q.offset)?;
     let query = q.query.unwrap_or_default();
     let mut criteria = search::parse(&query).map_err(Error::Invalid)?;
     search::look_up_documents(&state.db, &mut criteria, false).await?;
     let (total, apis) = queries::search(&state.db, caller.tenant(), &criteria, page).await?;
-    let list = apis.iter().map(ApiInfo::from).collect();
     let link = |limit, offset| format!("/apis?limit={limit}&offset={offset}&query={query}");
-    Ok(Json(
-        ListEnvelope::new(list, total, page, link).with_pagination(total, page),
-    ))
+    if q.expand == Some(true) {
+        let list: Vec<ApiRecord> = apis.iter().map(|api| api.full_record().masked()).collect();
+        let envelope = ListEnvelope::new(list, total, page, link).with_pagination(total, page);
+        return Ok(Json(envelope).into_response());
+    }
+    let list: Vec<ApiInfo> = apis.iter().map(ApiInfo::from).collect();
+    let envelope = ListEnvelope::new(list, total, page, link).with_pagination(total, page);
+    Ok(Json(envelope).into_response())
 }
 
 /// `POST /apis`: 201 with `Location` and the full record. A new API is always CREATED,
