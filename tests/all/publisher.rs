@@ -709,6 +709,16 @@ pub async fn first_publish_applies_the_checklist(env: InProcess) {
     publish(&v2, "Deprecate Old Versions:true").await;
     assert_eq!(status(v2.clone()).await, "PUBLISHED");
     assert_eq!(status(v1.clone()).await, "DEPRECATED");
+    let in_store = api
+        .get(&format!("{STORE}/apis/{v1}"), &token)
+        .await
+        .expect(200);
+    assert_eq!(in_store.body["status"], "DEPRECATED");
+    let listed = api.get(&format!("{STORE}/apis"), &token).await.expect(200);
+    assert_eq!(
+        listed.body["count"], 1,
+        "the store lists the published version only"
+    );
     assert_eq!(
         subscribers(v2.clone()).await,
         1,

@@ -20,8 +20,13 @@ use crate::state::AppState;
 use crate::tokens::Caller;
 use crate::users;
 
-/// Lifecycle states the store shows.
+/// Lifecycle states the store lists.
 pub const STORE_STATES: &[&str] = &["PUBLISHED", "PROTOTYPED"];
+
+/// Lifecycle states of an API the store shows when asked for it by id: those it lists,
+/// and a DEPRECATED version, which its subscribers still call (new subscriptions to it are
+/// refused), as WSO2's store shows it.
+const STORE_STATES_BY_ID: &[&str] = &["PUBLISHED", "PROTOTYPED", "DEPRECATED"];
 
 /// Who is looking: a user's tenant, name and roles, or no one (anonymous).
 #[derive(Debug, Default)]
@@ -113,13 +118,15 @@ pub async fn visible_api(
 ) -> Result<StoredApi> {
     let viewer = Viewer::of(state, caller).await?;
     match find_api(&state.db, api_id).await? {
-        Some(api) if STORE_STATES.contains(&api.status.as_str()) && viewer.sees(&api) => Ok(api),
+        Some(api) if STORE_STATES_BY_ID.contains(&api.status.as_str()) && viewer.sees(&api) => {
+            Ok(api)
+        }
         _ => Err(Error::NotFound("API", api_id.to_string())),
     }
 }
 
-/// The APIs of the store's tenant (see [`crate::tokens::store_tenant`]) the caller sees, by name and
-/// version.
+/// The APIs of the store's tenant (see [`crate::tokens::store_tenant`]) the caller sees,
+/// by name and version.
 pub async fn visible_apis(
     state: &AppState,
     caller: Option<&Caller>,
