@@ -225,6 +225,16 @@ pub async fn api_validation_and_conflicts(env: InProcess) {
         flag.body["isDefaultVersion"], false,
         "demoted at its own context"
     );
+    // A context that is another version's versioned route is not handed over by
+    // making the new API the default: its route stays its own.
+    api.post_json(&apis, &token, &at("/first/v10.0.0", "v12.0.0"))
+        .await
+        .expect_error(409, "already used by another API");
+    let flag = api
+        .get(&format!("{apis}/{first}"), &token)
+        .await
+        .expect(200);
+    assert_eq!(flag.body["context"], "/first");
     for id in [elsewhere.str("id"), first, second] {
         api.delete(&format!("{apis}/{id}"), &token)
             .await
@@ -742,5 +752,14 @@ pub async fn first_publish_applies_the_checklist(env: InProcess) {
         "PUBLISHED",
         "not asked to deprecate"
     );
-    assert_eq!(subscribers(v2).await, 1);
+    assert_eq!(subscribers(v2.clone()).await, 1);
+
+    // A version shown to other callers gets no subscriptions without their checks.
+    let restricted = with(
+        version("v4.0.0"),
+        json!({"visibility": "RESTRICTED", "visibleRoles": ["admin"]}),
+    );
+    let v4 = steps.create_api(&restricted).await.unwrap();
+    publish(&v4, "").await;
+    assert_eq!(subscribers(v4).await, 0, "another audience");
 }

@@ -46,8 +46,12 @@ impl RouteClaim<'_> {
         let mut demoted = Vec::new();
         if let Err(taken) = routes::claim(tx, self.api_id, &bare).await? {
             let holder = queries::owner_of(tx, &taken.holder).await?;
+            // Only another version's own bare context is handed over, never a versioned
+            // route (a version may now sit at a context that is another's `/ctx/v1`).
             match holder {
-                Some((tenant, name, record)) if tenant == self.tenant && name == self.name => {
+                Some((tenant, name, context, record))
+                    if tenant == self.tenant && name == self.name && context == taken.prefix =>
+                {
                     routes::transfer(tx, self.context, self.api_id).await?;
                     demote(tx, &taken.holder, &record).await?;
                     demoted.push(taken.holder);

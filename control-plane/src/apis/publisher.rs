@@ -99,7 +99,7 @@ async fn list_apis(
     let page = Page::new(q.limit, q.offset)?;
     let query = q.query.unwrap_or_default();
     let mut criteria = search::parse(&query).map_err(Error::Invalid)?;
-    search::look_up_documents(&state.db, &mut criteria, false).await?;
+    search::look_up_documents(&state.db, &mut criteria, caller.tenant(), false).await?;
     let (total, apis) = queries::search(&state.db, caller.tenant(), &criteria, page).await?;
     let link = |limit, offset| format!("/apis?limit={limit}&offset={offset}&query={query}");
     if q.expand == Some(true) {
@@ -452,29 +452,50 @@ async fn change_lifecycle(
     Ok((Touches(touched), StatusCode::OK))
 }
 
+/// Whether two versions are shown to, and may be subscribed by, the same callers: the
+/// same visibility, roles and tenants, and the same subscription availability. Only then
+/// may a subscription pass from one to the other without the checks a new one gets.
+fn same_audience(old: &ApiRecord, new: &ApiRecord) -> bool {
+    old.visibility == new.visibility
+        && old.visible_roles == new.visible_roles
+        && old.visible_tenants == new.visible_tenants
+        && old.subscription_availability == new.subscription_availability
+        && old.subscription_available_tenants == new.subscription_available_tenants
+}
+
 /// What a first publish of `api` does to its older versions (same tenant, name and
 /// provider, as WSO2's `APIExecutor`): unless the checklist requires re-subscription,
-/// the subscriptions of each that is not RETIRED are forwarded to it; with "Deprecate old
-/// versions", each that is PUBLISHED becomes DEPRECATED. What changed, to recompile.
+/// the subscriptions of each that is not RETIRED are forwarded to it, newest version
+/// first (so its block, if any, is the one kept), from versions shown to the same
+/// subscribers ([`same_audience`]) and on tiers the new version offers; with "Deprecate
+/// old versions", each that is PUBLISHED becomes DEPRECATED. What changed, to recompile.
 async fn apply_checklist(
     tx: &mut sqlx::Transaction<'_, sqlx::Any>,
     api: &StoredApi,
     checklist: lifecycle::Checklist,
 ) -> Result<Vec<Touched>> {
-    let older: Vec<(String, String, String)> =
+    let mut older: Vec<(String, String, String, String)> =
         queries::versions_of(tx, &api.tenant, &api.name, &api.provider)
             .await?
             .into_iter()
-            .filter(|(_, version, _)| lifecycle::compare_versions(version, &api.version).is_lt())
+            .filter(|(_, version, _, _)| lifecycle::compare_versions(version, &api.version).is_lt())
             .collect();
+    older.sort_by(|a, b| lifecycle::compare_versions(&b.1, &a.1));
     let mut touched = Vec::new();
     if !checklist.require_resubscription {
         let from: Vec<String> = older
             .iter()
-            .filter(|(_, _, status)| status != "RETIRED")
-            .map(|(id, _, _)| id.clone())
+            .filter(|(_, _, status, record)| {
+                status != "RETIRED"
+                    && serde_json::from_str::<ApiRecord>(record)
+                        .is_ok_and(|old| same_audience(&old, &api.record))
+            })
+            .map(|(id, _, _, _)| id.clone())
             .collect();
-        for application in crate::subscriptions::forward_to_version(tx, &from, &api.id).await? {
+        let offered = api.record.tiers.clone().unwrap_or_default();
+        for application in
+            crate::subscriptions::forward_to_version(tx, &from, &api.id, &offered).await?
+        {
             touched.push(Touched::Subscription {
                 application,
                 api: api.id.clone(),
@@ -482,7 +503,7 @@ async fn apply_checklist(
         }
     }
     if checklist.deprecate_old_versions {
-        for (id, _, status) in older.iter().filter(|(_, _, s)| s == "PUBLISHED") {
+        for (id, _, status, _) in older.iter().filter(|(_, _, s, _)| s == "PUBLISHED") {
             if queries::change_status(&mut **tx, id, status, "DEPRECATED").await? {
                 touched.push(Touched::Api(id.clone()));
             }

@@ -146,13 +146,13 @@ pub(super) async fn similar(
     .await
 }
 
-/// The tenant, name and stored record of the API with this id, if any.
+/// The tenant, name, context and stored record of the API with this id, if any.
 pub(super) async fn owner_of(
     tx: &mut Transaction<'_, Any>,
     id: &str,
-) -> sqlx::Result<Option<(String, String, String)>> {
+) -> sqlx::Result<Option<(String, String, String, String)>> {
     // language=SQL
-    sqlx::query_as("SELECT tenant, name, record FROM apis WHERE id = $1")
+    sqlx::query_as("SELECT tenant, name, context, record FROM apis WHERE id = $1")
         .bind(id)
         .fetch_optional(&mut **tx)
         .await
@@ -240,16 +240,17 @@ pub(super) async fn versions_elsewhere(
     .await
 }
 
-/// The versions of an API of this tenant, name and provider: id, version and state.
+/// The versions of an API of this tenant, name and provider: id, version, state and
+/// stored record.
 pub(super) async fn versions_of(
     tx: &mut Transaction<'_, Any>,
     tenant: &str,
     name: &str,
     provider: &str,
-) -> sqlx::Result<Vec<(String, String, String)>> {
+) -> sqlx::Result<Vec<(String, String, String, String)>> {
     // language=SQL
     sqlx::query_as(
-        "SELECT id, version, status FROM apis WHERE tenant = $1 AND name = $2 AND provider = $3",
+        "SELECT id, version, status, record FROM apis WHERE tenant = $1 AND name = $2 AND provider = $3",
     )
     .bind(tenant)
     .bind(name)

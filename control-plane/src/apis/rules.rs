@@ -57,9 +57,11 @@ impl ApiRecord {
         };
         let mut trimmed = false;
         for key in ["production_endpoints", "sandbox_endpoints"] {
-            let endpoints = match &mut doc[key] {
-                Value::Array(list) => list.iter_mut().collect::<Vec<_>>(),
-                endpoint @ Value::Object(_) => vec![endpoint],
+            // `get_mut`, not indexing: a config that is JSON but not an object is left for
+            // validation to refuse.
+            let endpoints = match doc.get_mut(key) {
+                Some(Value::Array(list)) => list.iter_mut().collect::<Vec<_>>(),
+                Some(endpoint @ Value::Object(_)) => vec![endpoint],
                 _ => Vec::new(),
             };
             for endpoint in endpoints {

@@ -18,8 +18,17 @@ pub struct Criterion {
     documented: Option<HashSet<String>>,
 }
 
-/// Parses a query string into criteria.
+/// Parses a query string into criteria. A `doc:` criterion stands alone, as in WSO2
+/// ("AND based search is not supported for doc"): each is a scan of documents' text.
 pub fn parse(query: &str) -> Result<Vec<Criterion>, String> {
+    let criteria = parse_terms(query)?;
+    if criteria.len() > 1 && criteria.iter().any(|c| c.attribute == "doc") {
+        return Err("AND based search is not supported for doc".into());
+    }
+    Ok(criteria)
+}
+
+fn parse_terms(query: &str) -> Result<Vec<Criterion>, String> {
     query
         .split_whitespace()
         .map(|term| {
@@ -62,17 +71,19 @@ fn escape_like(text: &str) -> String {
     escaped
 }
 
-/// Looks up, for each `doc:` criterion, the APIs whose documents match it; in the store
-/// (`store_only`) only the documents it shows count.
+/// Looks up, for each `doc:` criterion, the `tenant`'s APIs whose documents match it; in
+/// the store (`store_only`) only the documents it shows count.
 pub async fn look_up_documents(
     db: &sqlx::AnyPool,
     criteria: &mut [Criterion],
+    tenant: &str,
     store_only: bool,
 ) -> sqlx::Result<()> {
     for criterion in criteria.iter_mut() {
         if let Some(text) = criterion.on_documents() {
-            let pattern = like_pattern(&text.to_lowercase());
-            let apis = crate::documents::apis_with_documents_like(db, &pattern, store_only).await?;
+            let pattern = like_pattern(&text.to_ascii_lowercase());
+            let apis = crate::documents::apis_with_documents_like(db, tenant, &pattern, store_only)
+                .await?;
             criterion.set_documented(apis);
         }
     }
@@ -85,11 +96,13 @@ fn like_pattern(value: &str) -> String {
     format!("%{}%", pieces.join("%"))
 }
 
-/// Whether `text` holds `pattern`'s `*`-separated pieces in order (ignoring case).
+/// Whether `text` holds `pattern`'s `*`-separated pieces in order (ignoring ASCII case).
 fn contains_pieces(text: &str, pattern: &str) -> bool {
-    let text = text.to_lowercase();
+    // ASCII folding, as SQLite's LOWER folds, so that both databases and the store's
+    // in-memory matching agree.
+    let text = text.to_ascii_lowercase();
     let mut rest = text.as_str();
-    for piece in pattern.to_lowercase().split('*') {
+    for piece in pattern.to_ascii_lowercase().split('*') {
         match rest.find(piece) {
             Some(at) => rest = &rest[at + piece.len()..],
             None => return false,
@@ -218,6 +231,7 @@ mod tests {
             "label:Public-Edge",
             &api("Bare", "admin", serde_json::json!(null))
         ));
+        assert!(parse("doc:guide name:x").is_err(), "doc: stands alone");
         let mut criteria = parse("doc:guide").unwrap();
         assert_eq!(criteria[0].on_documents(), Some("guide"));
         assert!(!criteria[0].matches(&labelled), "nothing looked up yet");

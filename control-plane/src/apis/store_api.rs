@@ -45,7 +45,8 @@ async fn list_apis(
     let page = Page::new(q.limit, q.offset)?;
     let query = q.query.unwrap_or_default();
     let mut criteria = search::parse(&query).map_err(Error::Invalid)?;
-    search::look_up_documents(&state.db, &mut criteria, true).await?;
+    let tenant = crate::tokens::store_tenant(&headers, caller.as_ref());
+    search::look_up_documents(&state.db, &mut criteria, &tenant, true).await?;
     let seen: Vec<StoredApi> = visible_apis(&state, caller.as_ref(), &headers)
         .await?
         .into_iter()

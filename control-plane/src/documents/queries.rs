@@ -213,11 +213,12 @@ pub async fn copy_documents_to_version(
     Ok(())
 }
 
-/// The APIs with a document whose name, summary or text (inline or Markdown; not a
-/// file's bytes) is `LIKE` the lower-case `pattern` (`\` escaping); with `store_only`,
-/// only documents the store shows (`API_LEVEL`).
+/// The `tenant`'s APIs with a document whose name, summary or text (inline or Markdown;
+/// not a file's bytes) is `LIKE` the lower-case `pattern` (`\` escaping); with
+/// `store_only`, only documents the store shows (`API_LEVEL`).
 pub async fn apis_with_documents_like(
     db: &AnyPool,
+    tenant: &str,
     pattern: &str,
     store_only: bool,
 ) -> sqlx::Result<std::collections::HashSet<String>> {
@@ -232,8 +233,13 @@ pub async fn apis_with_documents_like(
          WHERE (LOWER(name) LIKE $1 ESCAPE '\\'
                 OR LOWER(COALESCE(summary, '')) LIKE $1 ESCAPE '\\'
                 OR (source_type IN ('INLINE', 'MARKDOWN')
-                    AND LOWER(COALESCE(content, '')) LIKE $1 ESCAPE '\\')){shown}"
+                    AND LOWER(COALESCE(content, '')) LIKE $1 ESCAPE '\\'))
+           AND api_id IN (SELECT id FROM apis WHERE tenant = $2){shown}"
     );
-    let ids: Vec<(String,)> = sqlx::query_as(&sql).bind(pattern).fetch_all(db).await?;
+    let ids: Vec<(String,)> = sqlx::query_as(&sql)
+        .bind(pattern)
+        .bind(tenant)
+        .fetch_all(db)
+        .await?;
     Ok(ids.into_iter().map(|(id,)| id).collect())
 }

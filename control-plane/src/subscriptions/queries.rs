@@ -177,21 +177,23 @@ pub async fn count_for_api(tx: &mut Transaction<'_, Any>, api_id: &str) -> sqlx:
     Ok(subscriptions)
 }
 
-/// Gives `to_api` the subscriptions of `from_apis` (older versions of it), each with its
-/// tier and status, as WSO2 forwards them when a new version is published; ON_HOLD and
-/// REJECTED ones, those deleted, and applications already subscribed stay as they are.
-/// The applications given a subscription.
+/// Gives `to_api` the subscriptions of `from_apis` (older versions of it, the first
+/// wins for an application subscribed to several) on the tiers in `offered`, as WSO2
+/// forwards them when a new version is published. Each keeps its tier and status; one
+/// its subscriber deleted while blocked arrives BLOCKED; ON_HOLD and REJECTED ones, and
+/// applications already subscribed, stay as they are. The applications given one.
 pub async fn forward_to_version(
     tx: &mut Transaction<'_, Any>,
     from_apis: &[String],
     to_api: &str,
+    offered: &[String],
 ) -> sqlx::Result<Vec<String>> {
-    let mut forwarded = Vec::new();
+    let mut forwarded: Vec<String> = Vec::new();
     for from in from_apis {
         // language=SQL
-        let rows: Vec<(String, String, String)> = sqlx::query_as(
-            "SELECT application_id, tier, status FROM subscriptions
-             WHERE api_id = $1 AND unsubscribed = 0 AND status NOT IN ($2, $3)
+        let rows: Vec<(String, String, String, i64)> = sqlx::query_as(
+            "SELECT application_id, tier, status, unsubscribed FROM subscriptions
+             WHERE api_id = $1 AND status NOT IN ($2, $3)
                AND application_id NOT IN (SELECT application_id FROM subscriptions WHERE api_id = $4)
              ORDER BY created_at",
         )
@@ -201,9 +203,17 @@ pub async fn forward_to_version(
         .bind(to_api)
         .fetch_all(&mut **tx)
         .await?;
-        for (application, tier, status) in rows {
+        for (application, tier, status, unsubscribed) in rows {
+            if !offered.contains(&tier) || forwarded.contains(&application) {
+                continue;
+            }
+            let status = if unsubscribed != 0 {
+                super::records::BLOCKED
+            } else {
+                status.as_str()
+            };
             let id = uuid::Uuid::new_v4().to_string();
-            insert(&mut **tx, &id, &application, to_api, &tier, &status).await?;
+            insert(&mut **tx, &id, &application, to_api, &tier, status).await?;
             forwarded.push(application);
         }
     }

@@ -1,6 +1,7 @@
 //! Whether a tenant's tier is in use, which keeps it from being deleted: a subscription
-//! tier named by a subscription or an API's `tiers`, an application tier by an
-//! application, a resource tier by an operation's `x-throttling-tier`.
+//! tier named by a subscription, an API's `tiers` or an operation's `x-throttling-tier`,
+//! an application tier by an application, a resource tier by an operation's
+//! `x-throttling-tier`.
 
 use sqlx::AnyPool;
 
@@ -30,10 +31,14 @@ pub async fn in_use(
             if apis.iter().any(|api| subscribed.contains(&api.id)) {
                 return Ok(Some("subscriptions use it".into()));
             }
+            if let Some(api) = apis.iter().find(|api| offers(api, name)) {
+                return Ok(Some(format!("API {} offers it", api.id)));
+            }
+            // An operation may name a subscription tier too (as WSO2 2.6 lets it).
             Ok(apis
                 .iter()
-                .find(|api| offers(api, name))
-                .map(|api| format!("API {} offers it", api.id)))
+                .find(|api| throttles_with(api, name))
+                .map(|api| format!("resources of API {} use it", api.id)))
         }
         TierLevel::Resource => {
             let apis = apis::tenant_apis(db, tenant, STATES).await?;
