@@ -132,6 +132,50 @@ fn redact(url: &str) -> String {
 }
 
 /// Seconds since the Unix epoch.
+/// Copies the rows of `table` that belong to API `from` (its `api_id`) to API `to`, the
+/// `columns` as they are; rows keyed by an `id` of their own (`with_new_ids`) each get a
+/// new one. For the content a new version of an API takes along.
+pub async fn copy_api_rows(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    table: &str,
+    columns: &str,
+    from: &str,
+    to: &str,
+    with_new_ids: bool,
+) -> sqlx::Result<()> {
+    if !with_new_ids {
+        // language=SQL
+        let copy = format!(
+            "INSERT INTO {table} (api_id, {columns}) SELECT $1, {columns} FROM {table} WHERE api_id = $2"
+        );
+        sqlx::query(&copy)
+            .bind(to)
+            .bind(from)
+            .execute(&mut **tx)
+            .await?;
+        return Ok(());
+    }
+    // language=SQL
+    let select = format!("SELECT id FROM {table} WHERE api_id = $1");
+    let ids: Vec<(String,)> = sqlx::query_as(&select)
+        .bind(from)
+        .fetch_all(&mut **tx)
+        .await?;
+    // language=SQL
+    let copy = format!(
+        "INSERT INTO {table} (id, api_id, {columns}) SELECT $1, $2, {columns} FROM {table} WHERE id = $3"
+    );
+    for (id,) in ids {
+        sqlx::query(&copy)
+            .bind(uuid::Uuid::new_v4().to_string())
+            .bind(to)
+            .bind(&id)
+            .execute(&mut **tx)
+            .await?;
+    }
+    Ok(())
+}
+
 pub fn now() -> i64 {
     now_ms() / 1000
 }

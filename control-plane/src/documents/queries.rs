@@ -193,24 +193,9 @@ pub async fn copy_documents_to_version(
     from: &str,
     to: &str,
 ) -> sqlx::Result<()> {
-    // language=SQL
-    let ids: Vec<(String,)> = sqlx::query_as("SELECT id FROM api_documents WHERE api_id = $1")
-        .bind(from)
-        .fetch_all(&mut **tx)
-        .await?;
-    for (id,) in ids {
-        // language=SQL
-        sqlx::query(
-            "INSERT INTO api_documents (id, api_id, name, doc_type, other_type_name, summary, source_type, source_url, visibility, content, file_name, media_type, created_at, updated_at)
-             SELECT $1, $2, name, doc_type, other_type_name, summary, source_type, source_url, visibility, content, file_name, media_type, created_at, updated_at FROM api_documents WHERE id = $3",
-        )
-        .bind(uuid::Uuid::new_v4().to_string())
-        .bind(to)
-        .bind(&id)
-        .execute(&mut **tx)
-        .await?;
-    }
-    Ok(())
+    let columns = "name, doc_type, other_type_name, summary, source_type, source_url, \
+                   visibility, content, file_name, media_type, created_at, updated_at";
+    crate::db::copy_api_rows(tx, "api_documents", columns, from, to, true).await
 }
 
 /// The `tenant`'s APIs with a document whose name, summary or text (inline or Markdown;

@@ -102,23 +102,6 @@ pub async fn copy_mediation_policies_to_version(
     from: &str,
     to: &str,
 ) -> sqlx::Result<()> {
-    // language=SQL
-    let ids: Vec<(String,)> =
-        sqlx::query_as("SELECT id FROM api_mediation_policies WHERE api_id = $1")
-            .bind(from)
-            .fetch_all(&mut **tx)
-            .await?;
-    for (id,) in ids {
-        // language=SQL
-        sqlx::query(
-            "INSERT INTO api_mediation_policies (id, api_id, name, flow, config, created_at, updated_at)
-             SELECT $1, $2, name, flow, config, created_at, updated_at FROM api_mediation_policies WHERE id = $3",
-        )
-        .bind(uuid::Uuid::new_v4().to_string())
-        .bind(to)
-        .bind(&id)
-        .execute(&mut **tx)
-        .await?;
-    }
-    Ok(())
+    let columns = "name, flow, config, created_at, updated_at";
+    crate::db::copy_api_rows(tx, "api_mediation_policies", columns, from, to, true).await
 }

@@ -204,7 +204,7 @@ pub async fn forward_to_version(
         .fetch_all(&mut **tx)
         .await?;
         for (application, tier, status, unsubscribed) in rows {
-            if !offered.contains(&tier) || forwarded.contains(&application) {
+            if !offered.contains(&tier) {
                 continue;
             }
             let status = if unsubscribed != 0 {

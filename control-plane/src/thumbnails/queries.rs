@@ -47,14 +47,6 @@ pub async fn copy_thumbnail_to_version(
     from: &str,
     to: &str,
 ) -> sqlx::Result<()> {
-    // language=SQL
-    sqlx::query(
-        "INSERT INTO api_thumbnails (api_id, media_type, image, updated_at)
-         SELECT $1, media_type, image, updated_at FROM api_thumbnails WHERE api_id = $2",
-    )
-    .bind(to)
-    .bind(from)
-    .execute(&mut **tx)
-    .await?;
-    Ok(())
+    let columns = "media_type, image, updated_at";
+    crate::db::copy_api_rows(tx, "api_thumbnails", columns, from, to, false).await
 }

@@ -47,14 +47,6 @@ pub async fn copy_wsdl_to_version(
     from: &str,
     to: &str,
 ) -> sqlx::Result<()> {
-    // language=SQL
-    sqlx::query(
-        "INSERT INTO api_wsdls (api_id, name, definition, updated_at)
-         SELECT $1, name, definition, updated_at FROM api_wsdls WHERE api_id = $2",
-    )
-    .bind(to)
-    .bind(from)
-    .execute(&mut **tx)
-    .await?;
-    Ok(())
+    let columns = "name, definition, updated_at";
+    crate::db::copy_api_rows(tx, "api_wsdls", columns, from, to, false).await
 }
