@@ -208,8 +208,14 @@ impl<'a> Steps<'a> {
         })
     }
 
-    /// Uploads an endpoint certificate (PEM) under `alias`, bound to `endpoint` (a URL).
-    pub async fn add_certificate(&self, alias: &str, endpoint: &str, pem: &str) -> StepResult<()> {
+    /// Uploads an endpoint certificate (PEM) under `alias`, bound to `endpoint` (a URL);
+    /// the answer (WSO2's `CertMetadata`, with how the certificate is trusted).
+    pub async fn add_certificate(
+        &self,
+        alias: &str,
+        endpoint: &str,
+        pem: &str,
+    ) -> StepResult<serde_json::Value> {
         let part = reqwest::multipart::Part::bytes(pem.as_bytes().to_vec()).file_name("cert.pem");
         let form = reqwest::multipart::Form::new()
             .part("certificate", part)
@@ -221,7 +227,7 @@ impl<'a> Steps<'a> {
             .request(reqwest::Method::POST, &path, self.token)
             .multipart(form);
         let reply = self.mgmt.send(request).await;
-        accepted("add the certificate", reply, 200).map(drop)
+        accepted("add the certificate", reply, 200).map(|reply| reply.body)
     }
 
     /// Deletes the endpoint certificate of `alias`.

@@ -45,9 +45,14 @@ impl Authority {
     /// A backend certificate for 127.0.0.1 signed by its own key, no authority behind it:
     /// what a gateway must be given to trust (its `ca_pem`).
     pub fn self_signed(name: &str) -> Self {
+        Self::signed_by_its_key(name, vec!["127.0.0.1".to_string()])
+    }
+
+    /// A certificate named `name` in its CN, with `names` as its subjectAltName (none
+    /// without), signed by its own key.
+    fn signed_by_its_key(name: &str, names: Vec<String>) -> Self {
         let key = KeyPair::generate().expect("key");
-        let mut params =
-            CertificateParams::new(vec!["127.0.0.1".to_string()]).expect("certificate params");
+        let mut params = CertificateParams::new(names).expect("certificate params");
         params.distinguished_name.push(DnType::CommonName, name);
         let certificate = params.self_signed(&key).expect("self-signed certificate");
         Self {
@@ -56,6 +61,73 @@ impl Authority {
             leaf_key: key.serialize_der(),
             handshakes: Arc::default(),
         }
+    }
+
+    /// A self-signed certificate as `openssl req -x509` makes it with its defaults (an RSA
+    /// key, the name in the CN alone, basicConstraints `CA:TRUE`), with `subjectAltName`
+    /// `IP:127.0.0.1` beside when `with_san`.
+    pub fn openssl_self_signed(name: &str, with_san: bool) -> Self {
+        let dir = crate::temp_dir();
+        let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+        let mut req = openssl(&[
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "30",
+        ]);
+        req.arg("-subj").arg(format!("/CN={name}"));
+        req.arg("-keyout").arg(&key).arg("-out").arg(&cert);
+        if with_san {
+            req.args(["-addext", "subjectAltName=IP:127.0.0.1"]);
+        }
+        run(req);
+        Self::read_openssl(dir, &cert, &key)
+    }
+
+    /// A certificate as `openssl x509 -req -signkey` makes it from a request: X.509 v1,
+    /// the name in the CN alone, no extensions at all.
+    pub fn openssl_v1(name: &str) -> Self {
+        let dir = crate::temp_dir();
+        let (request, cert, key) = (
+            dir.join("req.csr"),
+            dir.join("cert.pem"),
+            dir.join("key.pem"),
+        );
+        let mut req = openssl(&["req", "-new", "-newkey", "rsa:2048", "-nodes"]);
+        req.arg("-subj").arg(format!("/CN={name}"));
+        req.arg("-keyout").arg(&key).arg("-out").arg(&request);
+        run(req);
+        let mut sign = openssl(&["x509", "-req", "-days", "30", "-in"]);
+        sign.arg(&request)
+            .arg("-signkey")
+            .arg(&key)
+            .arg("-out")
+            .arg(&cert);
+        run(sign);
+        Self::read_openssl(dir, &cert, &key)
+    }
+
+    /// The certificate and key openssl wrote into `dir`, which goes.
+    fn read_openssl(
+        dir: std::path::PathBuf,
+        cert: &std::path::Path,
+        key: &std::path::Path,
+    ) -> Self {
+        let ca_pem = std::fs::read_to_string(cert).expect("openssl's certificate");
+        let key_pem = std::fs::read(key).expect("openssl's key");
+        let _ = std::fs::remove_dir_all(dir);
+        Self {
+            leaf: CertificateDer::from_pem_slice(ca_pem.as_bytes()).expect("certificate PEM"),
+            leaf_key: PrivatePkcs8KeyDer::from_pem_slice(&key_pem)
+                .expect("a PKCS#8 key")
+                .secret_pkcs8_der()
+                .to_vec(),
+            ca_pem,
+            handshakes: Arc::default(),
+        }
+    }
+
+    /// A self-signed certificate as `keytool -genkeypair` is often used: the name in the
+    /// CN alone, no subjectAltName, no basicConstraints.
+    pub fn keytool_like(name: &str) -> Self {
+        Self::signed_by_its_key(name, Vec::new())
     }
 
     /// Writes the authority's certificate into `dir`; the file's path.
@@ -69,14 +141,39 @@ impl Authority {
     pub fn server_config(&self) -> (Arc<rustls::ServerConfig>, Arc<AtomicUsize>) {
         let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(self.leaf_key.clone()));
         let provider = Arc::new(rustls::crypto::ring::default_provider());
+        // Not `with_single_cert`: its check of the key against the certificate reads v3
+        // certificates only, and a backend may present any.
+        let signing = provider
+            .key_provider
+            .load_private_key(key)
+            .expect("server key");
+        let certified = rustls::sign::CertifiedKey::new(vec![self.leaf.clone()], signing);
         let config = rustls::ServerConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
             .expect("TLS versions")
             .with_no_client_auth()
-            .with_single_cert(vec![self.leaf.clone()], key)
-            .expect("server certificate");
+            .with_cert_resolver(Arc::new(rustls::sign::SingleCertAndKey::from(certified)));
         (Arc::new(config), self.handshakes.clone())
     }
+}
+
+/// The `openssl` command with `args`.
+fn openssl(args: &[&str]) -> std::process::Command {
+    let mut command = std::process::Command::new("openssl");
+    command.args(args);
+    command
+}
+
+/// Runs an openssl command, which must succeed.
+fn run(mut command: std::process::Command) {
+    let done = command
+        .output()
+        .expect("openssl is needed to make certificates");
+    assert!(
+        done.status.success(),
+        "{command:?}: {}",
+        String::from_utf8_lossy(&done.stderr)
+    );
 }
 
 /// Serves `app` over TLS on `listener` until dropped.

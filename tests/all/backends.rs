@@ -152,6 +152,86 @@ async fn endpoint_certificates(database: Backend, settings: &[(&'static str, Str
     stack.gateway.stop().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn certificates_as_people_make_them_on_the_host_path() {
+    certificates_as_people_make_them(&[]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn certificates_as_people_make_them_on_the_component_path() {
+    certificates_as_people_make_them(&[("APIM_HOST_FORWARDING", "false".into())]).await;
+}
+
+/// Self-signed backend certificates as people make them: `openssl req -x509` with its
+/// defaults (basicConstraints `CA:TRUE`, the name in the CN alone), the same with a
+/// `subjectAltName`, one as keytool makes it (CN alone, no extensions), and an X.509 v1
+/// one as `openssl x509 -req -signkey` makes it. Each endpoint
+/// is refused (502) while only an unrelated self-signed certificate is bound to its host
+/// and port, and answers 200 once its own is uploaded; the upload says how it is trusted.
+async fn certificates_as_people_make_them(settings: &[(&'static str, String)]) {
+    let stack = Stack::start_with(&[], settings).await;
+    let shapes = [
+        (
+            "Defaults",
+            Authority::openssl_self_signed("localhost", false),
+            true,
+        ),
+        (
+            "Named",
+            Authority::openssl_self_signed("127.0.0.1", true),
+            true,
+        ),
+        ("Keytool", Authority::keytool_like("backend.example"), false),
+        ("Version1", Authority::openssl_v1("127.0.0.1"), false),
+    ];
+    let mut backends = Vec::new();
+    let mut apis = Vec::new();
+    for (name, certificate, _) in &shapes {
+        let backend = EchoBackend::start_tls(certificate).await;
+        apis.push(https_api(&stack, name, &backend).await);
+        backends.push(backend);
+    }
+    let subscribed: Vec<&str> = apis.iter().map(String::as_str).collect();
+    let (_, key, secret, _) = stack.application("Shapes", "Unlimited", &subscribed).await;
+    let token = stack.app_token(&key, &secret, &[]).await;
+    let steps = stack.steps();
+    let forwarded = |r: &Reply| r.status == 200 || r.status == 502;
+
+    for (((name, certificate, authority), backend), index) in shapes.iter().zip(&backends).zip(0..)
+    {
+        let path = format!("/{}/v1.0.0/devs/alice", name.to_lowercase());
+        let stranger = Authority::openssl_self_signed("127.0.0.1", true);
+        steps
+            .add_certificate(&format!("stranger-{index}"), &backend.url, &stranger.ca_pem)
+            .await
+            .unwrap();
+        let refused = eventually(&stack.gw, Method::GET, &path, &token, forwarded).await;
+        assert_unverified(&refused);
+        assert_eq!(backend.hits.load(Ordering::SeqCst), 0, "{name}");
+
+        let uploaded = steps
+            .add_certificate(&format!("own-{index}"), &backend.url, &certificate.ca_pem)
+            .await
+            .unwrap();
+        let mut trusted_as = vec!["endpoint certificate"];
+        if *authority {
+            trusted_as.push("certificate authority");
+        }
+        assert_eq!(
+            uploaded["trustedAs"],
+            json!(trusted_as),
+            "{name}: {uploaded}"
+        );
+        let answered = eventually(&stack.gw, Method::GET, &path, &token, |r| r.status == 200).await;
+        assert_eq!(
+            answered.body["path"], "/devs/alice",
+            "{name}: {}",
+            answered.body
+        );
+    }
+    stack.gateway.stop().await;
+}
+
 /// An API published on `backend`, context `/<name in lower case>`; its id.
 async fn https_api(stack: &Stack, name: &str, backend: &EchoBackend) -> String {
     let endpoint = json!({"url": format!("{}/", backend.url), "config": null});

@@ -249,7 +249,8 @@ pub async fn certificates_per_tenant(env: InProcess) {
     .expect(200);
     assert_eq!(
         created.body,
-        json!({"alias": "backend1", "endpoint": "https://backend1.example"})
+        json!({"alias": "backend1", "endpoint": "https://backend1.example",
+               "trustedAs": ["endpoint certificate", "certificate authority"]})
     );
     assert!(
         created.headers["location"]

@@ -1,6 +1,7 @@
-//! What an uploaded certificate must be: one X.509 certificate in PEM, within its validity
-//! period, and nothing else: a private key (or anything but that one certificate) in the
-//! upload is refused, never stored.
+//! What an uploaded certificate must be: one X.509 certificate in PEM, within its
+//! validity period, and nothing else: a private key (or anything but that one certificate)
+//! in the upload is refused, never stored. And how gateways will trust it
+//! ([`trusted_as`]).
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
@@ -56,6 +57,40 @@ pub fn parse_certificate(upload: &[u8], now: i64) -> Result<ParsedCertificate, S
         return Err("The certificate has expired".into());
     }
     Ok(certificate)
+}
+
+/// An endpoint certificate is trusted when the endpoint presents it as its own.
+pub const AS_ENDPOINT_CERTIFICATE: &str = "endpoint certificate";
+/// An authority's is trusted, besides, when the endpoint's chain verifies to it.
+pub const AS_CERTIFICATE_AUTHORITY: &str = "certificate authority";
+
+/// How gateways trust a stored certificate (PEM) for its endpoint: as the endpoint's own
+/// certificate always, and as an authority too when it says it is one (basicConstraints
+/// `cA`), as the gateway reads it.
+pub fn trusted_as(pem: &str) -> Vec<&'static str> {
+    let authority = Pem::iter_from_buffer(pem.as_bytes())
+        .next()
+        .and_then(Result::ok)
+        .is_some_and(|block| is_authority(&block.contents));
+    if authority {
+        vec![AS_ENDPOINT_CERTIFICATE, AS_CERTIFICATE_AUTHORITY]
+    } else {
+        vec![AS_ENDPOINT_CERTIFICATE]
+    }
+}
+
+/// Whether the certificate of `der` says it is an authority.
+fn is_authority(der: &[u8]) -> bool {
+    x509_parser::parse_x509_certificate(der)
+        .ok()
+        .and_then(|(_, parsed)| {
+            parsed
+                .basic_constraints()
+                .ok()
+                .flatten()
+                .map(|b| b.value.ca)
+        })
+        .unwrap_or(false)
 }
 
 /// Every PEM block of the upload; an error when one is malformed.
@@ -129,5 +164,15 @@ mod tests {
         );
         let expired = parse_certificate(cert.as_bytes(), parsed.not_after + 1).unwrap_err();
         assert!(expired.contains("expired"));
+    }
+
+    /// openssl's own self-signed certificate says it is an authority: trusted both ways.
+    #[test]
+    fn an_authority_is_trusted_both_ways() {
+        assert_eq!(
+            trusted_as(FIXTURE_CERT),
+            [AS_ENDPOINT_CERTIFICATE, AS_CERTIFICATE_AUTHORITY]
+        );
+        assert_eq!(trusted_as("not a certificate"), [AS_ENDPOINT_CERTIFICATE]);
     }
 }

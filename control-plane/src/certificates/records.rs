@@ -20,11 +20,13 @@ pub struct CertificateRow {
 pub const CERTIFICATE_COLUMNS: &str =
     "tenant, alias, endpoint, pem, subject, version, not_before, not_after, created_at";
 
-/// WSO2's `CertMetadata`.
+/// WSO2's `CertMetadata`, and how gateways trust the certificate (`trustedAs`, ours).
 #[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct CertMetadata {
     alias: String,
     endpoint: String,
+    trusted_as: Vec<&'static str>,
 }
 
 impl From<&CertificateRow> for CertMetadata {
@@ -32,6 +34,7 @@ impl From<&CertificateRow> for CertMetadata {
         CertMetadata {
             alias: row.alias.clone(),
             endpoint: row.endpoint.clone(),
+            trusted_as: super::parse::trusted_as(&row.pem),
         }
     }
 }
