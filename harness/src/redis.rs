@@ -35,7 +35,7 @@ impl Redis {
             .stderr(Stdio::null())
             .kill_on_drop(true)
             .spawn()
-            .expect("redis-server (Debian's redis-server; .ci/run installs it)");
+            .expect("redis-server (Debian's redis-server; run-tests installs it)");
         self.child = Some(child);
         let deadline = Instant::now() + Duration::from_secs(10);
         while tokio::net::TcpStream::connect(("127.0.0.1", self.port))

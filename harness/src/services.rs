@@ -1,7 +1,7 @@
 //! The outside services some tests need. A test that needs one fails when it is missing,
 //! unless `APIM_TEST_SKIP` names it (`redis`, `postgres`, comma separated); then the test
 //! returns at once and says so on the console, past the test runner's capture, with the
-//! count skipped so far. `.ci/run` never sets it.
+//! count skipped so far. `run-tests` never sets it.
 
 use std::io::Write as _;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -51,7 +51,7 @@ pub fn available(service: Service, test: &str) -> bool {
     let named = skipping.split(',').any(|s| s.trim() == service.name());
     assert!(
         named,
-        "{test} needs {} on {address}, which does not answer: start it (.ci/run shows how), \
+        "{test} needs {} on {address}, which does not answer: start it (run-tests shows how), \
          or set {SKIP_VAR}={} to skip such tests",
         service.name(),
         service.name()

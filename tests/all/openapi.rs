@@ -1,6 +1,6 @@
 //! The control plane's own OpenAPI 3.1 document: served unauthenticated at
 //! `/api/am/openapi.json`, the same the harness checks every answer against, and valid by
-//! openapi-spec-validator (PyPI; `.ci/run` installs it). Which routes it describes is
+//! openapi-spec-validator (PyPI; `run-tests` installs it). Which routes it describes is
 //! checked in the control plane's unit tests, against the router itself.
 
 use std::process::Command;
@@ -28,7 +28,7 @@ async fn served_document(env: Env) {
         .args(["-m", "openapi_spec_validator", "--schema", "3.1"])
         .arg(&file)
         .output()
-        .expect("python3 runs: install Python 3 (.ci/run does)");
+        .expect("python3 runs: install Python 3 (run-tests does)");
     let said = format!(
         "{}{}",
         String::from_utf8_lossy(&validation.stdout),
@@ -37,7 +37,7 @@ async fn served_document(env: Env) {
     assert!(
         validation.status.success(),
         "openapi-spec-validator refused the document (pip install openapi-spec-validator if it \
-         is missing; .ci/run does):\n{said}"
+         is missing; run-tests does):\n{said}"
     );
     assert!(said.contains("OK"), "{said}");
 }
