@@ -502,18 +502,23 @@ async fn the_component_writes_the_access_log_where_it_forwards_itself() {
     );
 }
 
-/// How far gateways are behind, seen from both planes, and the pages gateways refused:
-/// the gateway's lag and last sync, the control plane's per-gateway lag and silence, and
-/// its count of refusal reports (only those that prove the gateway secret).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn lag_and_refused_pages_are_metrics_on_both_planes() {
-    let stack = Launch {
+/// A stack whose control plane and gateway both serve their operations listeners.
+async fn with_operations_listeners() -> Stack {
+    Launch {
         gateway: &[ops_setting()],
         control_plane: &[ops_setting()],
         ..Launch::default()
     }
     .start()
-    .await;
+    .await
+}
+
+/// How far gateways are behind, seen from both planes, and the pages gateways refused:
+/// the gateway's lag and last sync, the control plane's per-gateway lag and silence, and
+/// its count of refusal reports (only those that prove the gateway secret).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lag_and_refused_pages_are_metrics_on_both_planes() {
+    let stack = with_operations_listeners().await;
     let control_plane = stack.control_plane.as_ref().expect("running");
     let (gateway_ops, control_ops) = (ops_url(&stack.gateway), ops_url(control_plane));
     let api = stack.api("Lagging", json!({}), &["Publish"]).await;
@@ -563,4 +568,70 @@ async fn lag_and_refused_pages_are_metrics_on_both_planes() {
         &after,
         &[(r#"apim_manifest_pages_refused_total{gateway="pull"}"#, 2.0)],
     );
+}
+
+/// `/metrics` on both planes is the Prometheus text format unless OpenMetrics is asked
+/// for, and `promtool check metrics` (Prometheus's linter) finds nothing in it; a scraper
+/// that prefers OpenMetrics gets it, ending with `# EOF`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_pass_promtool_on_both_planes() {
+    let stack = with_operations_listeners().await;
+    let control_plane = stack.control_plane.as_ref().expect("running");
+    let api = stack.api("Linted", json!({}), &["Publish"]).await;
+    let (_, key, secret, _) = stack.application("Linter", "Unlimited", &[&api]).await;
+    let token = stack.app_token(&key, &secret, &[]).await;
+    let path = "/linted/v1.0.0/devs/alice";
+    eventually(&stack.gw, Method::GET, path, &token, |r| r.status == 200).await;
+    stack
+        .gw
+        .get("/linted/v1.0.0/nowhere/../x", "not-a-token")
+        .await;
+
+    for ops in [ops_url(&stack.gateway), ops_url(control_plane)] {
+        let client = reqwest::Client::new();
+        let plain = client.get(format!("{ops}/metrics")).send().await.unwrap();
+        let content_type = plain.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .to_string();
+        assert_eq!(content_type, "text/plain; version=0.0.4; charset=utf-8");
+        let text = plain.text().await.unwrap();
+        assert!(text.contains("_total"), "{text}");
+        let (clean, said) = promtool_check_metrics(&text).await;
+        assert!(clean && said.is_empty(), "promtool on {ops}:\n{said}");
+
+        let prometheus_accept = "application/openmetrics-text;version=1.0.0;q=0.5,text/plain;version=0.0.4;q=0.3,*/*;q=0.2";
+        let open = client
+            .get(format!("{ops}/metrics"))
+            .header("accept", prometheus_accept)
+            .send()
+            .await
+            .unwrap();
+        let content_type = open.headers()["content-type"].to_str().unwrap().to_string();
+        assert!(content_type.starts_with("application/openmetrics-text; version=1.0.0"));
+        assert!(open.text().await.unwrap().ends_with("# EOF\n"));
+    }
+    stack.gateway.stop().await;
+}
+
+/// Whether `promtool check metrics` passes `text`, and what it said.
+async fn promtool_check_metrics(text: &str) -> (bool, String) {
+    use tokio::io::AsyncWriteExt as _;
+    let mut child = tokio::process::Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("promtool (Debian's prometheus; run-tests installs it)");
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin.write_all(text.as_bytes()).await.unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().await.unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), said.trim().to_string())
 }

@@ -12,6 +12,7 @@
 use std::sync::{LazyLock, Mutex};
 use std::time::Instant;
 
+use apim_metrics_exposition::Format;
 use axum::extract::{MatchedPath, Request};
 use axum::http::{Method, StatusCode};
 use axum::middleware::Next;
@@ -295,16 +296,15 @@ impl Metrics {
             .set(i64::try_from(version).unwrap_or(i64::MAX));
     }
 
-    /// The text exposition, with the pool's figures as they are now.
-    pub fn encode(&self, db: &AnyPool) -> String {
+    /// The text exposition in `format`, with the pool's figures as they are now.
+    pub fn encode(&self, db: &AnyPool, format: Format) -> String {
         self.pool_connections.set(i64::from(db.size()));
         self.pool_idle
             .set(i64::try_from(db.num_idle()).unwrap_or(i64::MAX));
-        let mut text = String::new();
-        if let Err(err) = prometheus_client::encoding::text::encode(&mut text, &self.registry) {
+        apim_metrics_exposition::encode(&self.registry, format).unwrap_or_else(|err| {
             tracing::error!("could not encode the metrics: {err}");
-        }
-        text
+            String::new()
+        })
     }
 
     fn request_answered(

@@ -7,9 +7,10 @@ pub mod health;
 pub mod metrics;
 pub mod trace;
 
+use apim_metrics_exposition::Format;
 use axum::Router;
 use axum::extract::State;
-use axum::http::{HeaderValue, header};
+use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use sqlx::AnyPool;
@@ -43,23 +44,26 @@ pub fn spawn(listener: TcpListener, db: AnyPool) -> tokio::task::JoinHandle<()> 
 pub struct Api;
 
 /// `GET /metrics`: the fleet read from the database (left as last drawn when it does not
-/// answer), then every metric.
+/// answer), then every metric, in the text format the scraper's `Accept` asks for.
 #[utoipa::path(
     get,
     path = "/metrics",
     tag = "Operations",
-    responses((status = 200, description = "The metrics, in the OpenMetrics text format", body = String,
-        content_type = "application/openmetrics-text; version=1.0.0; charset=utf-8"))
+    responses((status = 200, description = "The metrics: the Prometheus text format (0.0.4), or OpenMetrics 1.0 when `Accept` prefers it", 
+        content((String = "text/plain; version=0.0.4; charset=utf-8"),
+                (String = "application/openmetrics-text; version=1.0.0; charset=utf-8"))))
 )]
-pub async fn scrape(State(db): State<AnyPool>) -> Response {
+pub async fn scrape(State(db): State<AnyPool>, headers: HeaderMap) -> Response {
     match fleet_state(&db).await {
         Ok(gauges) => metrics().fleet(&gauges),
         Err(err) => tracing::debug!("metrics: could not read the fleet: {err}"),
     }
-    let mut response = metrics().encode(&db).into_response();
+    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
+    let format = Format::asked_by(accept);
+    let mut response = metrics().encode(&db, format).into_response();
     response.headers_mut().insert(
         header::CONTENT_TYPE,
-        HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
+        HeaderValue::from_static(format.content_type()),
     );
     response
 }

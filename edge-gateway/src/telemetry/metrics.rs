@@ -22,6 +22,8 @@
 //! resolved for that label set, and atomic increments (the histograms take an
 //! uncontended lock each): no allocation once a label set has been seen.
 
+use apim_metrics_exposition::Format;
+
 use std::collections::HashMap;
 use std::hash::{BuildHasher as _, BuildHasherDefault, Hash, Hasher};
 use std::sync::{Arc, LazyLock, Mutex, OnceLock, RwLock};
@@ -406,8 +408,8 @@ impl Metrics {
         }
     }
 
-    /// The text exposition, with the instances in use as they are now.
-    pub fn encode(&self) -> String {
+    /// The text exposition in `format`, with the instances in use as they are now.
+    pub fn encode(&self, format: Format) -> String {
         let in_use: usize = self
             .pools
             .lock()
@@ -417,11 +419,10 @@ impl Metrics {
             .sum();
         self.instances_in_use
             .set(i64::try_from(in_use).unwrap_or(i64::MAX));
-        let mut text = String::new();
-        if let Err(err) = prometheus_client::encoding::text::encode(&mut text, &self.registry) {
+        apim_metrics_exposition::encode(&self.registry, format).unwrap_or_else(|err| {
             tracing::error!("could not encode the metrics: {err}");
-        }
-        text
+            String::new()
+        })
     }
 }
 
@@ -512,7 +513,7 @@ mod tests {
             Duration::ZERO,
             &Outcome::default(),
         );
-        let text = metrics.encode();
+        let text = metrics.encode(Format::OpenMetrics);
         let has = |line: &str| assert!(text.contains(line), "{line} not in\n{text}");
         has(
             r#"apim_gateway_requests_total{api="Pets",version="1.0.0",resource="/pets/{id}",application="app-1",method="GET",class="2xx"} 3"#,
@@ -546,7 +547,7 @@ mod tests {
             let unreachable = failed(BackendFailure::Unreachable);
             metrics.record("GET", &pets, 502, Duration::ZERO, &unreachable);
         }
-        let text = metrics.encode();
+        let text = metrics.encode(Format::OpenMetrics);
         let has = |line: &str| assert!(text.contains(line), "{line} not in\n{text}");
         has(r#"apim_gateway_backend_errors_total{kind="timeout"} 1"#);
         has(r#"apim_gateway_backend_errors_total{kind="unreachable"} 2"#);
@@ -558,7 +559,7 @@ mod tests {
         let forged = "Pets\"} 1\napim_gateway_manifest_version 999\n#";
         let outcome = Outcome::default();
         metrics.record("GET", &call(forged, "app"), 200, Duration::ZERO, &outcome);
-        let text = metrics.encode();
+        let text = metrics.encode(Format::OpenMetrics);
         assert!(
             text.lines()
                 .all(|line| !line.starts_with("apim_gateway_manifest_version 999")),
@@ -584,7 +585,7 @@ mod tests {
             );
         }
         assert!(metrics.series.read().unwrap().len() <= MAX_SERIES + 1);
-        let text = metrics.encode();
+        let text = metrics.encode(Format::OpenMetrics);
         assert!(
             text.contains(
                 r#"api="_other",version="",resource="",application="",method="GET",class="2xx"} 5"#

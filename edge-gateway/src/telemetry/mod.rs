@@ -149,14 +149,14 @@ mod tests {
         assert!(
             telemetry
                 .metrics
-                .encode()
+                .encode(apim_metrics_exposition::Format::Prometheus)
                 .contains("apim_gateway_manifest_lag 5")
         );
         telemetry.manifest_held(5);
         assert!(
             telemetry
                 .metrics
-                .encode()
+                .encode(apim_metrics_exposition::Format::Prometheus)
                 .contains("apim_gateway_manifest_lag 0")
         );
 

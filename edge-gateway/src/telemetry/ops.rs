@@ -7,6 +7,7 @@
 use std::convert::Infallible;
 use std::sync::Arc;
 
+use apim_metrics_exposition::Format;
 use bytes::Bytes;
 use http::{HeaderValue, Method, Request, Response, StatusCode, header};
 use http_body_util::Full;
@@ -69,12 +70,12 @@ fn answer<B>(telemetry: &Telemetry, request: &Request<B>) -> Response<Full<Bytes
             r#"{"status":"unavailable"}"#,
         ),
         "/metrics" => {
-            let mut response = text(StatusCode::OK, telemetry.metrics.encode());
+            let accept = request.headers().get(header::ACCEPT);
+            let format = Format::asked_by(accept.and_then(|v| v.to_str().ok()));
+            let mut response = text(StatusCode::OK, telemetry.metrics.encode(format));
             response.headers_mut().insert(
                 header::CONTENT_TYPE,
-                HeaderValue::from_static(
-                    "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                ),
+                HeaderValue::from_static(format.content_type()),
             );
             response
         }
