@@ -275,10 +275,10 @@ pub struct Config {
     #[arg(long, env = "APIM_REQUEST_TIMEOUT_MS", default_value_t = 30_000)]
     pub request_timeout_ms: u64,
 
-    /// Default connect, first-byte and between-bytes timeout of the
-    /// component's outbound HTTP requests, in milliseconds, used when the
-    /// component does not set its own through `request-options`.
-    #[arg(long, env = "APIM_BACKEND_TIMEOUT_MS", default_value_t = 10_000)]
+    /// Connect, first-byte and between-bytes timeout of backend calls, in
+    /// milliseconds, on both forwarding paths (the gateway's `backend_timeout_ms`
+    /// unless `--var` sets that), and of this host's outbound requests that set none.
+    #[arg(long, env = "APIM_BACKEND_TIMEOUT_MS", default_value_t = 30_000)]
     pub backend_timeout_ms: u64,
 
     /// Interval in seconds between the internal `POST /_apim/sync` requests
@@ -556,6 +556,10 @@ impl Config {
                 settings::TRACE_SPANS.to_owned(),
                 contract::TRACE_SPANS_BY_HOST.to_owned(),
             );
+        }
+        if vars.get(settings::BACKEND_TIMEOUT_MS).is_none() {
+            let timeout = self.backend_timeout_ms.to_string();
+            vars.insert(settings::BACKEND_TIMEOUT_MS.to_owned(), timeout);
         }
         // This host keeps the component current itself (crate::manifest_watch): requests need not.
         if vars.get(settings::CATCH_UP_MS).is_none() {
@@ -911,6 +915,7 @@ mod tests {
         assert_eq!(
             names(gateway),
             [
+                "backend_timeout_ms",
                 "catch_up_interval_ms",
                 "control_plane_url",
                 "egress_allow",

@@ -24,6 +24,11 @@ pub const ENDPOINT_VARIABLES: [&str; 2] = [
 ];
 /// Longest an export may take when none is configured (`OTEL_EXPORTER_OTLP_TIMEOUT`).
 const EXPORT_TIMEOUT: Duration = Duration::from_secs(10);
+/// The variables that set it, in milliseconds, the traces' own first.
+const TIMEOUT_VARIABLES: [&str; 2] = [
+    "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT",
+    "OTEL_EXPORTER_OTLP_TIMEOUT",
+];
 /// Longest the process waits at exit for the spans still queued to go out.
 const SHUTDOWN_WAIT: Duration = Duration::from_secs(3);
 
@@ -52,16 +57,28 @@ pub fn exporter(
     if !enabled() {
         return Ok(None);
     }
+    let timeout = export_timeout(|name| std::env::var(name).ok());
     let client = OnRuntime {
-        client: HyperClient::with_default_connector(EXPORT_TIMEOUT, None),
+        client: HyperClient::with_default_connector(timeout, None),
         runtime,
     };
     SpanExporter::builder()
         .with_http()
         .with_http_client(client)
-        .with_timeout(EXPORT_TIMEOUT)
+        .with_timeout(timeout)
         .build()
         .map(Some)
+}
+
+/// How long an export may take: the first of [`TIMEOUT_VARIABLES`] that `variable` gives
+/// as whole milliseconds, else [`EXPORT_TIMEOUT`] (set here, so the exporter's own
+/// reading of them is replaced, not left to a default of ours).
+fn export_timeout(variable: impl Fn(&str) -> Option<String>) -> Duration {
+    TIMEOUT_VARIABLES
+        .iter()
+        .find_map(|name| variable(name)?.trim().parse::<u64>().ok())
+        .map(Duration::from_millis)
+        .unwrap_or(EXPORT_TIMEOUT)
 }
 
 /// A tracer provider exporting in batches as `service`, when export is on.
@@ -136,5 +153,32 @@ impl HttpClient for OnRuntime {
         self.runtime
             .spawn(async move { client.send_bytes(request).await })
             .await?
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// OTEL_EXPORTER_OTLP_TIMEOUT (milliseconds) sets the export timeout, the traces'
+    /// own variable before it; what does not read leaves the default.
+    #[test]
+    fn the_export_timeout_is_read_from_the_standard_variables() {
+        let given = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                let found = pairs.iter().find(|(n, _)| *n == name);
+                found.map(|(_, value)| value.to_string())
+            }
+        };
+        assert_eq!(export_timeout(given(&[])), EXPORT_TIMEOUT);
+        let general = given(&[("OTEL_EXPORTER_OTLP_TIMEOUT", "2500")]);
+        assert_eq!(export_timeout(general), Duration::from_millis(2500));
+        let both = given(&[
+            ("OTEL_EXPORTER_OTLP_TIMEOUT", "2500"),
+            ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "700"),
+        ]);
+        assert_eq!(export_timeout(both), Duration::from_millis(700));
+        let unreadable = given(&[("OTEL_EXPORTER_OTLP_TIMEOUT", "soon")]);
+        assert_eq!(export_timeout(unreadable), EXPORT_TIMEOUT);
     }
 }
