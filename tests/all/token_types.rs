@@ -364,3 +364,91 @@ async fn token_types_at_the_gateway(database: Backend, settings: &[(&'static str
         "Unclassified Authentication Failure"
     );
 }
+
+/// Made-up opaque tokens cannot drive the control plane one for one: a flood of them from
+/// one client address costs at most its share of introspections a second (the rest are
+/// 503 with `Retry-After` at once, or 401 once found inactive), while a real token's first
+/// use from another address beside the flood is admitted, retried as `Retry-After` says.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_made_up_tokens_is_bounded() {
+    use futures_util::StreamExt as _;
+    let stack = harness::stack::Launch {
+        control_plane: &[ops_setting()],
+        ..Default::default()
+    }
+    .start()
+    .await;
+    let ops = ops_url(stack.control_plane.as_ref().unwrap());
+    let api = stack.api("Flooded", json!({}), &["Publish"]).await;
+    let path = "/flooded/v1.0.0/devs/alice";
+    let (_, key, secret, _) = stack.application("Real", "Unlimited", &[&api]).await;
+    let warm = stack.app_token(&key, &secret, &[]).await;
+    answers(&stack.gw, path, &warm, 200, "").await;
+    let real = stack.app_token(&key, &secret, &[]).await;
+    let from = |address: &str| {
+        reqwest::Client::builder()
+            .local_address(address.parse::<std::net::IpAddr>().unwrap())
+            .build()
+            .unwrap()
+    };
+    let (flooder, user) = (from("127.0.0.1"), from("127.0.0.2"));
+    let url = format!("{}{path}", stack.gw.base);
+
+    let before = scrape(&ops).await;
+    let started = std::time::Instant::now();
+    let flood = futures_util::stream::iter(0..2_000_u32)
+        .map(|n| {
+            let request = flooder
+                .get(&url)
+                .bearer_auth(format!("{n:08x}-1111-4111-8111-111111111111"));
+            async move {
+                let reply = request.send().await.expect("the gateway answers");
+                let retry = reply.headers().contains_key("retry-after");
+                (reply.status().as_u16(), retry)
+            }
+        })
+        .buffer_unordered(32)
+        .collect::<Vec<_>>();
+    let first_use = async {
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        for _ in 0..10 {
+            let reply = user.get(&url).bearer_auth(&real).send().await.unwrap();
+            if reply.status() != 503 {
+                return reply.status().as_u16();
+            }
+            let wait: u64 = reply.headers()["retry-after"]
+                .to_str()
+                .unwrap()
+                .parse()
+                .unwrap();
+            tokio::time::sleep(std::time::Duration::from_secs(wait)).await;
+        }
+        503
+    };
+    let (flooded, real_status) = tokio::join!(flood, first_use);
+    // The windows are the clock's seconds: a flood within one second may touch two.
+    let seconds = started.elapsed().as_secs() + 2;
+    assert_eq!(
+        real_status, 200,
+        "a real token's first use beside the flood"
+    );
+
+    let after = scrape(&ops).await;
+    let asked: f64 = [ACTIVE, INACTIVE]
+        .iter()
+        .map(|series| after.get(*series).unwrap_or(&0.0) - before.get(*series).unwrap_or(&0.0))
+        .sum();
+    let share = gateway::introspect::CLIENT_INTROSPECTIONS_PER_SEC as f64;
+    assert!(
+        asked <= share * seconds as f64 + 1.0,
+        "{asked} introspections for 2,000 made-up tokens within {seconds} clock seconds"
+    );
+    let busy = flooded.iter().filter(|(status, _)| *status == 503).count();
+    assert!(busy > 0, "the bound never engaged: {flooded:?}");
+    assert!(flooded.iter().all(|(status, retry)| match status {
+        401 => true,
+        503 => *retry,
+        _ => false,
+    }));
+    stack.gateway.stop().await;
+}

@@ -120,23 +120,26 @@ pub fn bearer(value: Option<&str>) -> Option<&str> {
     (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
 }
 
-/// Admits the bearer of `token` to `api`, or says why not, the way WSO2 does.
+/// Admits the bearer of `token` to `api`, calling from `client` (its address), or says
+/// why not, the way WSO2 does.
 pub fn admit(
     view: &mut View,
     host: &dyn Host,
     api: &ApiRoute,
     token: &str,
+    client: &str,
     now_secs: i64,
 ) -> Result<Admitted, Fault> {
     let (context, version) = (api.context.as_str(), api.version.as_str());
     let claims = if introspect::is_opaque(token) {
         view.tokens
             .opaque
-            .claims(host, token, now_secs)
+            .claims(host, token, client, now_secs)
             .map_err(|refusal| match refusal {
                 Refusal::Expired => Fault::expired(context, version),
                 Refusal::Invalid => Fault::invalid_credentials(context, version),
                 Refusal::Unavailable => Fault::key_manager_unavailable(context, version),
+                Refusal::Busy => Fault::key_manager_busy(context, version),
             })?
     } else {
         let meta = view.meta_index();

@@ -31,6 +31,8 @@ pub struct Fault {
     pub family: Family,
     /// When a throttled client may try again (`yyyy-MMM-dd HH:mm:ss+0000 UTC`).
     pub next_access_time: Option<String>,
+    /// Seconds after which the same request may be tried again (`Retry-After`).
+    pub retry_after_secs: Option<u32>,
 }
 
 impl Fault {
@@ -48,6 +50,7 @@ impl Fault {
             description,
             family,
             next_access_time: None,
+            retry_after_secs: None,
         }
     }
 
@@ -64,6 +67,23 @@ impl Fault {
             ),
             Family::Security,
         )
+    }
+
+    /// 503 900900 with `Retry-After`: the gateway asks the key manager about no more
+    /// unknown tokens for now (its introspection bound); a real token is admitted on a
+    /// retry.
+    pub fn key_manager_busy(context: &str, version: &str) -> Self {
+        let mut fault = Self::new(
+            503,
+            900900,
+            "Unclassified Authentication Failure",
+            format!(
+                "Access failure for API: {context}, version: {version} status: (900900) - Unclassified Authentication Failure. API key validation is busy: retry shortly"
+            ),
+            Family::Security,
+        );
+        fault.retry_after_secs = Some(1);
+        fault
     }
 
     /// 401 900902: no credentials.
@@ -368,6 +388,9 @@ impl Fault {
                 "www-authenticate",
                 "OAuth2 realm=\"WSO2 API Manager\", error=\"invalid token\", error_description=\"The access token expired\"",
             );
+        }
+        if let Some(secs) = self.retry_after_secs {
+            response = response.with_header("retry-after", secs.to_string());
         }
         response
     }

@@ -332,17 +332,22 @@ impl BackendRequest {
     }
 }
 
-/// `X-Forwarded-For` with the client's address appended (the host reports it in
-/// `spin-client-addr`, as Spin does).
-pub fn forwarded_for(headers: &Headers) -> String {
-    let client = header(headers, apim_http::contract::CLIENT_ADDR_HEADER)
-        .map(|addr| match addr.rsplit_once(':') {
+/// The client's address without its port, as the host reports it (`spin-client-addr`).
+pub fn client_ip(headers: &Headers) -> Option<String> {
+    header(headers, apim_http::contract::CLIENT_ADDR_HEADER).map(|addr| {
+        match addr.rsplit_once(':') {
             Some((ip, port)) if port.chars().all(|c| c.is_ascii_digit()) => {
                 ip.trim_matches(['[', ']']).to_string()
             }
             _ => addr.to_string(),
-        })
-        .unwrap_or_else(|| "unknown".to_string());
+        }
+    })
+}
+
+/// `X-Forwarded-For` with the client's address appended (the host reports it in
+/// `spin-client-addr`, as Spin does).
+pub fn forwarded_for(headers: &Headers) -> String {
+    let client = client_ip(headers).unwrap_or_else(|| "unknown".to_string());
     match header(headers, "x-forwarded-for") {
         Some(existing) if !existing.trim().is_empty() => format!("{existing}, {client}"),
         _ => client,

@@ -350,7 +350,8 @@ impl Gateway {
                             .flatten()
                     })
                     .ok_or_else(Fault::missing_credentials)?;
-                let admitted = auth::admit(view, host, api, token, now_ms / 1000)?;
+                let client = forward::client_ip(&request.headers).unwrap_or_default();
+                let admitted = auth::admit(view, host, api, token, &client, now_ms / 1000)?;
                 admitted.describe(call);
                 Some(admitted)
             }

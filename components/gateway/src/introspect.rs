@@ -6,6 +6,16 @@
 //! uses, on any instance or node sharing the store, cost no round trip. Neither outlives
 //! the token's expiry nor [`CACHE_SECS`]; revocation is checked on every use against the
 //! manifest, as for JWTs, so a cached token is refused as soon as its revocation arrives.
+//!
+//! What an unknown token may cost is bounded, so that tokens made up by anyone do not
+//! drive the control plane one for one: a token found inactive is refused without asking
+//! again for [`INACTIVE_SECS`]; at most [`INTROSPECTIONS_PER_SEC`] questions a second
+//! leave this gateway (the store's counters: per node, or per fleet with Redis), and at
+//! most [`CLIENT_INTROSPECTIONS_PER_SEC`] for one client address, counted before the
+//! gateway's so that one flooder cannot spend the others' share; and each question waits
+//! at most [`INTROSPECT_TIMEOUT_MS`], so that no more than the rate times that wait are
+//! ever in flight. Past a bound the token is neither admitted nor called invalid: 503
+//! with `Retry-After`, at once, so that a real token's first use is retried.
 
 use std::fmt::Write as _;
 use std::rc::Rc;
@@ -30,6 +40,19 @@ pub const INSTANCE_LIMIT: usize = 10_000;
 /// unrevoked.
 pub const CACHE_SECS: u64 = 900;
 
+/// How long a token the control plane called inactive is refused without asking again,
+/// seconds (tokens are active from their issue, so a real one is never in this list).
+pub const INACTIVE_SECS: u64 = 30;
+
+/// Most introspections this gateway asks for in one second.
+pub const INTROSPECTIONS_PER_SEC: i64 = 50;
+
+/// Most introspections asked for in one second on behalf of one client address.
+pub const CLIENT_INTROSPECTIONS_PER_SEC: i64 = 10;
+
+/// Longest an introspection is waited for, milliseconds, whatever the backend timeout.
+pub const INTROSPECT_TIMEOUT_MS: u64 = 2_000;
+
 /// Why an opaque token was not admitted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Refusal {
@@ -39,6 +62,8 @@ pub enum Refusal {
     Invalid,
     /// The control plane could not be asked or did not answer sensibly.
     Unavailable,
+    /// Unknown here, and past the introspection bounds for now.
+    Busy,
 }
 
 /// A token's introspection as this gateway keeps it.
@@ -68,12 +93,14 @@ pub fn is_opaque(token: &str) -> bool {
 }
 
 impl OpaqueTokens {
-    /// The claims of the opaque `token` at `now_secs`: from the instance, the store, or
-    /// the control plane (then remembered in both).
+    /// The claims of the opaque `token`, presented by `client` (its address) at
+    /// `now_secs`: from the instance, the store, or the control plane within its bounds
+    /// (then remembered in both).
     pub fn claims(
         &mut self,
         host: &dyn Host,
         token: &str,
+        client: &str,
         now_secs: i64,
     ) -> Result<Rc<Claims>, Refusal> {
         if let Some((until, claims)) = self.known.get(token) {
@@ -88,7 +115,18 @@ impl OpaqueTokens {
         let known = match remembered(host, &store_key, now_secs) {
             Some(known) => known,
             None => {
-                let known = ask_control_plane(host, token, now_secs)?;
+                let inactive_key = digest_key(INACTIVE_SECS, "inactive", token);
+                if host.kv_get(&inactive_key).ok().flatten().is_some() {
+                    return Err(Refusal::Invalid);
+                }
+                within_bounds(host, client, now_secs)?;
+                let known = match ask_control_plane(host, token, now_secs) {
+                    Err(Refusal::Invalid) => {
+                        let _ = host.kv_set(&inactive_key, b"1");
+                        return Err(Refusal::Invalid);
+                    }
+                    asked => asked?,
+                };
                 if let Ok(bytes) = serde_json::to_vec(&known) {
                     let _ = host.kv_set(&store_key, &bytes);
                 }
@@ -103,6 +141,22 @@ impl OpaqueTokens {
             .insert(Key::from(token), (known.until, claims.clone()));
         Ok(claims)
     }
+}
+
+/// Counts one introspection for `client` and for the gateway in the second `now_secs`;
+/// `Busy` past either bound (the client's first, so that its excess is not counted
+/// against the others). A store that cannot count does not stop the question.
+fn within_bounds(host: &dyn Host, client: &str, now_secs: i64) -> Result<(), Refusal> {
+    let second = now_secs.to_string();
+    let client_key = expiry::key(2, &["introspections", client, &second].join(":"));
+    let gateway_key = expiry::key(2, &["introspections", &second].join(":"));
+    let counted = |key: &str| host.kv_increment(key, 1).unwrap_or(0);
+    if counted(&client_key) > CLIENT_INTROSPECTIONS_PER_SEC
+        || counted(&gateway_key) > INTROSPECTIONS_PER_SEC
+    {
+        return Err(Refusal::Busy);
+    }
+    Ok(())
 }
 
 /// The store key of what is known of a token (`what`: its introspection, its verified
@@ -153,8 +207,9 @@ fn ask_control_plane(host: &dyn Host, token: &str, now_secs: i64) -> Result<Know
         .append_pair("token", token)
         .finish()
         .into_bytes();
-    let request = sync::to_control_plane(host, "POST", CONTROL_PLANE_INTROSPECT, headers, body)
+    let mut request = sync::to_control_plane(host, "POST", CONTROL_PLANE_INTROSPECT, headers, body)
         .map_err(unavailable)?;
+    request.timeout_ms = request.timeout_ms.min(INTROSPECT_TIMEOUT_MS);
     let response = host
         .send(request)
         .map_err(|err| unavailable(format!("control plane unreachable: {err:?}")))?;

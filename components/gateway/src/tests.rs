@@ -2025,10 +2025,15 @@ fn opaque_tokens_are_introspected_once_then_checked_as_jwts_are() {
     assert_eq!(call(&mut world, &not_uuid), (401, "900901".into()));
     assert_eq!(asked.get(), 2);
 
+    // Found inactive, it is refused without asking again for a while.
+    assert_eq!(call(&mut world, &unknown), (401, "900901".into()));
+    assert_eq!(asked.get(), 2);
+
     // The control plane down: a known token still calls, an unknown one is never admitted.
     down.set(true);
     assert_eq!(call(&mut world, &bearer).0, 200);
-    assert_eq!(call(&mut world, &unknown), (500, "900900".into()));
+    let another = format!("Bearer {}", OPAQUE.replace('0', "2"));
+    assert_eq!(call(&mut world, &another), (500, "900900".into()));
     down.set(false);
 
     // A revocation reaches the cached token with the manifest, as for a JWT.
@@ -2050,6 +2055,70 @@ fn opaque_tokens_are_introspected_once_then_checked_as_jwts_are() {
     let asked_before = asked.get();
     assert_eq!(call(&mut world, &bearer).0, 401);
     assert_eq!(asked.get(), asked_before + 1);
+}
+
+/// Unknown tokens cost at most so many introspections a second: past one client's share
+/// its next unknown token is 503 with `Retry-After` at once, without a question, while
+/// another client's are still asked about; past the gateway's, every client's are; the
+/// next second starts afresh, and a real token's first use then goes through. Each
+/// question waits at most the introspection's own short timeout.
+#[test]
+fn introspections_are_bounded_per_client_and_per_gateway() {
+    use crate::introspect::{
+        CLIENT_INTROSPECTIONS_PER_SEC, INTROSPECT_TIMEOUT_MS, INTROSPECTIONS_PER_SEC,
+    };
+    let mut world = World::new();
+    let asked = std::rc::Rc::new(std::cell::Cell::new(0));
+    let inner = introspecting_backend(asked.clone(), std::rc::Rc::default());
+    world.host.backend = Box::new(move |request: &Outbound| {
+        if request.path_with_query.ends_with("/oauth2/introspect") {
+            assert!(request.timeout_ms <= INTROSPECT_TIMEOUT_MS);
+        }
+        inner(request)
+    });
+    let mut made_up = 0_u64;
+    let mut call = |world: &mut World, client: &str, token: Option<&str>| {
+        made_up += 1;
+        let token = token.map_or_else(
+            || format!("{made_up:08x}-0000-4000-8000-000000000000"),
+            str::to_string,
+        );
+        let bearer = format!("Bearer {token}");
+        let headers = [
+            ("authorization", bearer.as_str()),
+            (apim_http::contract::CLIENT_ADDR_HEADER, client),
+        ];
+        let response = world.call("GET", "/dev/v1/devs/a", &headers);
+        let retry = header(&response.headers, "retry-after").map(str::to_string);
+        (response.status, code(&response), retry)
+    };
+    let client_share = usize::try_from(CLIENT_INTROSPECTIONS_PER_SEC).unwrap();
+    for _ in 0..client_share {
+        assert_eq!(call(&mut world, "10.0.0.1:1000", None).0, 401);
+    }
+    assert_eq!(asked.get(), client_share);
+    let busy = call(&mut world, "10.0.0.1:1001", None);
+    assert_eq!(busy, (503, "900900".into(), Some("1".into())));
+    assert_eq!(asked.get(), client_share, "refused without a question");
+    assert_eq!(call(&mut world, "10.0.0.2:1000", None).0, 401);
+    assert_eq!(asked.get(), client_share + 1);
+
+    // Other clients spend the gateway's share; then nobody's unknown token is asked about.
+    let gateway_share = usize::try_from(INTROSPECTIONS_PER_SEC).unwrap();
+    for n in 0.. {
+        if asked.get() == gateway_share {
+            break;
+        }
+        let client = format!("10.0.1.{}:1000", n / client_share);
+        assert_eq!(call(&mut world, &client, None).0, 401);
+    }
+    assert_eq!(call(&mut world, "10.0.9.9:1000", Some(OPAQUE)).0, 503);
+    assert_eq!(asked.get(), gateway_share);
+
+    // The next second: the real token's retry is admitted.
+    *world.host.now_ms.borrow_mut() += 1_000;
+    assert_eq!(call(&mut world, "10.0.9.9:1000", Some(OPAQUE)).0, 200);
+    assert_eq!(asked.get(), gateway_share + 1);
 }
 
 /// A JWT verified by one instance is remembered in the shared store under its digest
