@@ -561,6 +561,14 @@ impl Config {
             let timeout = self.backend_timeout_ms.to_string();
             vars.insert(settings::BACKEND_TIMEOUT_MS.to_owned(), timeout);
         }
+        // On Redis a counter write costs no disk commit: the component, where it counts
+        // (its own forwarding), writes every call.
+        let redis = ["redis://", "rediss://"]
+            .iter()
+            .any(|s| self.kv_url.trim().starts_with(s));
+        if redis && vars.get(settings::EXACT_COUNTING).is_none() {
+            vars.insert(settings::EXACT_COUNTING.to_owned(), "true".to_owned());
+        }
         // This host keeps the component current itself (crate::manifest_watch): requests need not.
         if vars.get(settings::CATCH_UP_MS).is_none() {
             vars.insert(settings::CATCH_UP_MS.to_owned(), "0".to_owned());

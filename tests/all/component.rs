@@ -279,6 +279,7 @@ fn assert_deploys_with_every_setting(
             settings::MANIFEST_PUBLIC_KEY,
             settings::GATEWAY_SECRET,
             settings::BACKEND_TIMEOUT_MS,
+            settings::EXACT_COUNTING,
             settings::GATEWAY_ENVIRONMENT,
             settings::GATEWAY_ID,
             settings::CATCH_UP_MS,

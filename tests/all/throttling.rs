@@ -217,3 +217,85 @@ async fn three_nodes_sharing_redis_admit_exactly_the_limit() {
     forget_namespace(&namespace).await;
     let _ = std::fs::remove_dir_all(&stack.data_dir);
 }
+
+/// On the component's own forwarding path (as on Spin) with Redis as the store, every
+/// call is written to its counters, also far from the limit where a SQLite store's are
+/// batched: 201 calls under a `Gold` subscription (5,000 a minute) add exactly 201 to its
+/// counter (batches would add multiples of their size).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_component_counts_every_call_on_redis() {
+    let test = "the_component_counts_every_call_on_redis";
+    if !harness::services::available(harness::services::Service::Redis, test) {
+        return;
+    }
+    let namespace = format!("apim-e2e-exact-{}", uuid::Uuid::new_v4().simple());
+    let settings = [
+        ("APIM_KV_URL", "redis://127.0.0.1:6379/0".to_string()),
+        ("APIM_KV_NAMESPACE", namespace.clone()),
+        ("APIM_HOST_FORWARDING", "false".to_string()),
+    ];
+    let stack = Stack::start_with(&[], &settings).await;
+    let api = stack
+        .api(
+            "Counted",
+            json!({"tiers": ["Gold", "Unlimited"]}),
+            &["Publish"],
+        )
+        .await;
+    let steps = stack.steps();
+    let application = steps
+        .create_application("Golden", "Unlimited")
+        .await
+        .unwrap();
+    steps.subscribe(&application, &api, "Gold").await.unwrap();
+    let keys = steps
+        .generate_keys(&application, &harness::steps::keys_request())
+        .await
+        .unwrap();
+    let token = stack.app_token(&keys.key, &keys.secret, &[]).await;
+    let path = "/counted/v1.0.0/devs/alice";
+    eventually(&stack.gw, Method::GET, path, &token, |r| r.status == 200).await;
+
+    let before = window_counts(&namespace).await;
+    for _ in 0..201 {
+        stack.gw.get(path, &token).await.expect(200);
+    }
+    let after = window_counts(&namespace).await;
+    // The subscription tier's minute windows (a per-second window's first write deletes
+    // the one two seconds back, so those cannot be summed this way).
+    let added: BTreeMap<&String, i64> = after
+        .iter()
+        .filter(|(family, _)| family.contains(":window:thr:sub:"))
+        .map(|(family, count)| (family, count - before.get(family).copied().unwrap_or(0)))
+        .collect();
+    assert_eq!(added.len(), 1, "one subscription counter: {after:?}");
+    assert!(added.values().all(|added| *added == 201), "{added:?}");
+    forget_namespace(&namespace).await;
+    stack.gateway.stop().await;
+}
+
+/// The sum of each sliding window's counters in the namespace, by counter family (the key
+/// without its window number).
+async fn window_counts(namespace: &str) -> BTreeMap<String, i64> {
+    let client = redis::Client::open("redis://127.0.0.1:6379/0").unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("{namespace}:*:window:*"))
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let mut counts = BTreeMap::new();
+    for key in keys {
+        let value: Option<String> = redis::cmd("GET")
+            .arg(&key)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        let count = value.and_then(|v| v.parse::<i64>().ok()).unwrap_or(0);
+        let family = key
+            .rsplit_once(':')
+            .map_or(key.clone(), |(family, _)| family.to_string());
+        *counts.entry(family).or_default() += count;
+    }
+    counts
+}

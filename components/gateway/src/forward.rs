@@ -104,6 +104,8 @@ const MAX_CHECKED_URLS: usize = 256;
 pub struct ForwardSettings {
     /// Connect, first-byte and between-bytes timeout (an endpoint's own is shorter).
     pub timeout_ms: u64,
+    /// How throttling counters are written where the component counts them.
+    pub counting: crate::throttle::Counting,
     /// Where backends may be.
     pub egress: EgressPolicy,
     /// This gateway's name in `Via`.
@@ -138,6 +140,7 @@ impl ForwardSettings {
             .unwrap_or_else(|| DEFAULT_GATEWAY_ID.to_string());
         Self {
             timeout_ms: sync::timeout_ms(host),
+            counting: crate::throttle::Counting::read(host),
             egress,
             own_via: format!("1.1 {gateway_id}"),
             gateway_id,

@@ -21,7 +21,7 @@ use crate::host::{Headers, Host, MAX_BODY_BYTES, Request, Response, content_leng
 use crate::relay::{token_relay, token_service, token_service_path};
 use crate::state;
 use crate::sync::{self, settings};
-use crate::throttle::Limit;
+use crate::throttle::{Counting, Limit};
 use crate::view::View;
 use crate::{cache, cors, forward, internal, throttle, upgrade};
 
@@ -77,6 +77,8 @@ pub struct Forwarding {
     /// The limits the call counts against before it is forwarded or answered from the
     /// cache.
     pub limits: Vec<Limit>,
+    /// How the component writes them, where it counts them.
+    counting: Counting,
     /// When the call was admitted.
     now_ms: i64,
 }
@@ -188,6 +190,7 @@ impl Gateway {
                     response_headers: Headers::new(),
                     cache: None,
                     limits: Vec::new(),
+                    counting: Counting::Batched,
                     now_ms: host.now_millis(),
                 }),
                 Err(fault) => return refused(Call::default(), &fault, request),
@@ -394,6 +397,7 @@ impl Gateway {
             response_headers,
             cache,
             limits,
+            counting: settings.counting,
             now_ms,
         }))
     }
@@ -476,9 +480,10 @@ fn forward_and_cache(
         response_headers,
         cache,
         limits,
+        counting,
         now_ms,
     } = forwarding;
-    throttle::count(host, &limits, now_ms)?;
+    throttle::count_as(host, &limits, now_ms, counting)?;
     let cached = cache
         .as_ref()
         .and_then(|(key, _)| cache::lookup(host, key, now_ms, &request.headers));

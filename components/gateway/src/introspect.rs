@@ -14,7 +14,8 @@
 //! most [`CLIENT_INTROSPECTIONS_PER_SEC`] for one client address, counted before the
 //! gateway's so that one flooder cannot spend the others' share; and each question waits
 //! at most [`INTROSPECT_TIMEOUT_MS`], so that no more than the rate times that wait are
-//! ever in flight. Past a bound the token is neither admitted nor called invalid: 503
+//! ever in flight. Uses of one token that meet at once are asked about once: the others
+//! wait for that answer in the store ([`ask_once`]). Past a bound the token is neither admitted nor called invalid: 503
 //! with `Retry-After`, at once, so that a real token's first use is retried.
 
 use std::fmt::Write as _;
@@ -114,24 +115,7 @@ impl OpaqueTokens {
         let store_key = digest_key(CACHE_SECS, "introspected", token);
         let known = match remembered(host, &store_key, now_secs) {
             Some(known) => known,
-            None => {
-                let inactive_key = digest_key(INACTIVE_SECS, "inactive", token);
-                if host.kv_get(&inactive_key).ok().flatten().is_some() {
-                    return Err(Refusal::Invalid);
-                }
-                within_bounds(host, client, now_secs)?;
-                let known = match ask_control_plane(host, token, now_secs) {
-                    Err(Refusal::Invalid) => {
-                        let _ = host.kv_set(&inactive_key, b"1");
-                        return Err(Refusal::Invalid);
-                    }
-                    asked => asked?,
-                };
-                if let Ok(bytes) = serde_json::to_vec(&known) {
-                    let _ = host.kv_set(&store_key, &bytes);
-                }
-                known
-            }
+            None => ask_once(host, token, client, &store_key, now_secs)?,
         };
         if self.known.len() >= INSTANCE_LIMIT {
             self.known.clear();
@@ -141,6 +125,69 @@ impl OpaqueTokens {
             .insert(Key::from(token), (known.until, claims.clone()));
         Ok(claims)
     }
+}
+
+/// What the control plane says of `token`, asked once however many instances meet it at
+/// the same moment: the first to mark it asks, within the bounds, and remembers the
+/// answer under `store_key` (or the token as inactive); the others wait for that answer
+/// as long as an introspection may take.
+fn ask_once(
+    host: &dyn Host,
+    token: &str,
+    client: &str,
+    store_key: &str,
+    now_secs: i64,
+) -> Result<Known, Refusal> {
+    let inactive_key = digest_key(INACTIVE_SECS, "inactive", token);
+    if host.kv_get(&inactive_key).ok().flatten().is_some() {
+        return Err(Refusal::Invalid);
+    }
+    // A mark per two clock seconds, so that one a store never expires (Spin's) goes stale.
+    let asking_key = digest_key(4, &format!("asking:{}", now_secs / 2), token);
+    if host.kv_increment(&asking_key, 1).unwrap_or(1) > 1 {
+        return wait_for_answer(host, store_key, &inactive_key, now_secs);
+    }
+    let asked = within_bounds(host, client, now_secs)
+        .and_then(|()| ask_control_plane(host, token, now_secs));
+    match &asked {
+        Ok(known) => {
+            if let Ok(bytes) = serde_json::to_vec(known) {
+                let _ = host.kv_set(store_key, &bytes);
+            }
+        }
+        Err(Refusal::Invalid) => {
+            let _ = host.kv_set(&inactive_key, b"1");
+        }
+        // No answer to wait for: the next use asks again.
+        Err(_) => {
+            let _ = host.kv_delete(&asking_key);
+        }
+    }
+    asked
+}
+
+/// How often a use waiting for another's introspection looks for its answer, ms.
+const WAIT_POLL_MS: u64 = 20;
+
+/// The answer another instance is getting for the token: its claims once remembered,
+/// `Invalid` once it is found inactive, `Busy` when neither comes within
+/// [`INTROSPECT_TIMEOUT_MS`].
+fn wait_for_answer(
+    host: &dyn Host,
+    store_key: &str,
+    inactive_key: &str,
+    now_secs: i64,
+) -> Result<Known, Refusal> {
+    for _ in 0..INTROSPECT_TIMEOUT_MS / WAIT_POLL_MS {
+        host.sleep_ms(WAIT_POLL_MS);
+        if let Some(known) = remembered(host, store_key, now_secs) {
+            return Ok(known);
+        }
+        if host.kv_get(inactive_key).ok().flatten().is_some() {
+            return Err(Refusal::Invalid);
+        }
+    }
+    Err(Refusal::Busy)
 }
 
 /// Counts one introspection for `client` and for the gateway in the second `now_secs`;

@@ -9,13 +9,15 @@
 //! and count them natively ([`crate::gateway::Verdict`]); the `wasi:http` handler (Spin)
 //! counts them here, in the store, where a write can cost a disk commit (Spin's default
 //! store is a SQLite file): so, far from its limit, a window is counted in batches
-//! ([`batch`]).
+//! ([`batch`]), unless the host says its store writes cheaply (`exact_counting`, which
+//! edge-gateway sets on Redis): then every call is written ([`Counting::Exact`]).
 
 use apim_manifest::{ApiRoute, Operation, TierLevel, tenant_of_context};
 
 use crate::auth::{Admitted, Environment};
 use crate::faults::{Fault, access_time};
 use crate::host::Host;
+use crate::sync::settings;
 use apim_http::expiry;
 
 /// Which limit a request counts against; it decides the refusal.
@@ -139,13 +141,44 @@ pub fn batch(room: u64) -> u64 {
     }
 }
 
-/// Counts the request against every limit, in the store; the first limit passed refuses
-/// it, and the request is then taken back out of those it had passed (a refused request
-/// counts against none).
+/// How the component writes its counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Counting {
+    /// Far from the limit, in batches ([`batch`]): right on average.
+    Batched,
+    /// Every call as it comes: exact.
+    Exact,
+}
+
+impl Counting {
+    /// The counting the host's `exact_counting` setting asks for (`true`: exact).
+    pub fn read(host: &dyn Host) -> Self {
+        let exact = host.setting(settings::EXACT_COUNTING);
+        if exact.is_some_and(|v| v.trim().eq_ignore_ascii_case("true")) {
+            Counting::Exact
+        } else {
+            Counting::Batched
+        }
+    }
+}
+
+/// [`count_as`] in batches far from the limit.
 pub fn count(host: &dyn Host, limits: &[Limit], now_ms: i64) -> Result<(), Fault> {
+    count_as(host, limits, now_ms, Counting::Batched)
+}
+
+/// Counts the request against every limit, in the store, as `counting` says; the first
+/// limit passed refuses it, and the request is then taken back out of those it had
+/// passed (a refused request counts against none).
+pub fn count_as(
+    host: &dyn Host,
+    limits: &[Limit],
+    now_ms: i64,
+    counting: Counting,
+) -> Result<(), Fault> {
     let mut counted = Vec::with_capacity(limits.len());
     for limit in limits {
-        match count_one(host, limit, now_ms) {
+        match count_one(host, limit, now_ms, counting) {
             Ok(written) => counted.extend(written),
             Err(fault) => {
                 for (key, delta) in counted {
@@ -164,7 +197,12 @@ pub fn count(host: &dyn Host, limits: &[Limit], now_ms: i64) -> Result<(), Fault
 /// as they would with windows that reset. A refused request is taken back out, so that
 /// only admitted requests weigh on the next window. What was written, if anything: the
 /// counter and how much it was given.
-fn count_one(host: &dyn Host, limit: &Limit, now_ms: i64) -> Result<Option<(String, i64)>, Fault> {
+fn count_one(
+    host: &dyn Host,
+    limit: &Limit,
+    now_ms: i64,
+    counting: Counting,
+) -> Result<Option<(String, i64)>, Fault> {
     let length_ms = limit.window_ms.clamp(1, i64::MAX as u64) as i64;
     let number = now_ms.div_euclid(length_ms);
     let counters = expiry::window_counters(&limit.key, limit.window_ms);
@@ -189,7 +227,10 @@ fn count_one(host: &dyn Host, limit: &Limit, now_ms: i64) -> Result<Option<(Stri
     if room == 0 {
         return refused();
     }
-    let k = batch(room);
+    let k = match counting {
+        Counting::Batched => batch(room),
+        Counting::Exact => 1,
+    };
     if k > 1 && !host.random_u64().is_multiple_of(k) {
         return Ok(None);
     }

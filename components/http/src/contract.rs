@@ -40,6 +40,10 @@ pub mod settings {
     pub const TRACE_SPANS: &str = "trace_spans";
     /// The largest request body the gateway takes, in bytes ([`crate::bodies`]).
     pub const MAX_REQUEST_BODY_BYTES: &str = crate::bodies::SETTING;
+    /// `true`: the `wasi:http` handler writes every throttled call to its counters, never
+    /// in batches, for a store where a write is cheap (Redis); edge-gateway sets it when
+    /// its store is Redis.
+    pub const EXACT_COUNTING: &str = "exact_counting";
 }
 
 /// Default of [`settings::CATCH_UP_MS`].
