@@ -518,10 +518,7 @@ impl Config {
             );
             return Ok(());
         }
-        if !(url.starts_with("redis://")
-            || url.starts_with("redis+unix://")
-            || url.starts_with("unix://"))
-        {
+        if !is_redis_url(url) {
             bail!(
                 "APIM_KV_URL must be empty (in-memory), a redis:// URL or sqlite:PATH, got {:?}",
                 redact_password(url)
@@ -563,10 +560,7 @@ impl Config {
         }
         // On Redis a counter write costs no disk commit: the component, where it counts
         // (its own forwarding), writes every call.
-        let redis = ["redis://", "rediss://"]
-            .iter()
-            .any(|s| self.kv_url.trim().starts_with(s));
-        if redis && vars.get(settings::EXACT_COUNTING).is_none() {
+        if is_redis_url(&self.kv_url) && vars.get(settings::EXACT_COUNTING).is_none() {
             vars.insert(settings::EXACT_COUNTING.to_owned(), "true".to_owned());
         }
         // This host keeps the component current itself (crate::manifest_watch): requests need not.
@@ -676,6 +670,14 @@ pub fn sqlite_path(url: &str) -> Option<PathBuf> {
     url.trim().strip_prefix("sqlite:").map(PathBuf::from)
 }
 
+/// Whether `APIM_KV_URL` names a Redis server (TCP or a Unix socket).
+fn is_redis_url(url: &str) -> bool {
+    let url = url.trim();
+    ["redis://", "redis+unix://", "unix://"]
+        .iter()
+        .any(|scheme| url.starts_with(scheme))
+}
+
 /// A URL with the password of its user information (`scheme://user:password@host`)
 /// replaced by `***`, for errors and logs.
 pub fn redact_password(url: &str) -> String {
@@ -783,6 +785,27 @@ mod tests {
     fn parse(args: &[&str]) -> Config {
         let argv = std::iter::once("edge-gateway").chain(args.iter().copied());
         Config::try_parse_from(argv).expect("arguments parse")
+    }
+
+    /// A Redis store, over TCP or a Unix socket, has the component count every call; any
+    /// other store leaves it batching, and `--var` has the last word.
+    #[test]
+    fn a_redis_store_asks_the_component_for_exact_counting() {
+        let exact = |args: &[&str]| {
+            let vars = parse(args).variables().unwrap();
+            vars.get(settings::EXACT_COUNTING).map(str::to_owned)
+        };
+        for url in [
+            "redis://127.0.0.1:6379/0",
+            "redis+unix:///run/redis.sock",
+            "unix:///run/redis.sock",
+        ] {
+            assert_eq!(exact(&["--kv-url", url]).as_deref(), Some("true"), "{url}");
+        }
+        assert_eq!(exact(&["--kv-url", "sqlite:/tmp/kv.db"]), None);
+        assert_eq!(exact(&[]), None);
+        let told = exact(&["--kv-url", "redis://h/0", "--var", "exact_counting=false"]);
+        assert_eq!(told.as_deref(), Some("false"));
     }
 
     #[test]
