@@ -155,17 +155,39 @@ fn allowed_in_tls13(scheme: SignatureScheme) -> bool {
     )
 }
 
+/// rustls's verification of a handshake signature with a certificate's key.
+type VerifySignature = fn(
+    &[u8],
+    &CertificateDer<'_>,
+    &DigitallySignedStruct,
+    &rustls::crypto::WebPkiSupportedAlgorithms,
+) -> Result<HandshakeSignatureValid, rustls::Error>;
+
 impl PinnedOrChained {
+    /// Verifies a handshake signature: with the pinned key when `certificate` is pinned
+    /// (read whatever its version), else as `by_webpki` does.
+    fn verify_signature(
+        &self,
+        message: &[u8],
+        certificate: &CertificateDer<'_>,
+        signed: &DigitallySignedStruct,
+        by_webpki: VerifySignature,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        match self.pinned_key(certificate) {
+            Some(key) => self.verify_with_key(message, key, signed),
+            None => by_webpki(message, certificate, signed, &self.algorithms),
+        }
+    }
+
     /// The key of `end_entity` when it is pinned, byte for byte.
     fn pinned_key(
         &self,
         end_entity: &CertificateDer<'_>,
     ) -> Option<&SubjectPublicKeyInfoDer<'static>> {
-        let pinned = self.pinned.iter();
-        pinned
-            .filter(|p| p.certificate.as_ref() == end_entity.as_ref())
+        self.pinned
+            .iter()
+            .find(|p| p.certificate.as_ref() == end_entity.as_ref())
             .map(|p| &p.key)
-            .next()
     }
 
     /// Verifies a handshake signature with a pinned certificate's key, read from the
@@ -232,15 +254,8 @@ impl ServerCertVerifier for PinnedOrChained {
         certificate: &CertificateDer<'_>,
         signed: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        match self.pinned_key(certificate) {
-            Some(key) => self.verify_with_key(message, key, signed),
-            None => rustls::crypto::verify_tls12_signature(
-                message,
-                certificate,
-                signed,
-                &self.algorithms,
-            ),
-        }
+        let by_webpki = rustls::crypto::verify_tls12_signature;
+        self.verify_signature(message, certificate, signed, by_webpki)
     }
 
     fn verify_tls13_signature(
@@ -249,18 +264,12 @@ impl ServerCertVerifier for PinnedOrChained {
         certificate: &CertificateDer<'_>,
         signed: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        match self.pinned_key(certificate) {
-            Some(_) if !allowed_in_tls13(signed.scheme) => {
-                Err(rustls::PeerMisbehaved::SignedHandshakeWithUnadvertisedSigScheme.into())
-            }
-            Some(key) => self.verify_with_key(message, key, signed),
-            None => rustls::crypto::verify_tls13_signature(
-                message,
-                certificate,
-                signed,
-                &self.algorithms,
-            ),
+        // webpki's own TLS 1.3 check refuses the same schemes on the chained path.
+        if !allowed_in_tls13(signed.scheme) {
+            return Err(rustls::PeerMisbehaved::SignedHandshakeWithUnadvertisedSigScheme.into());
         }
+        let by_webpki = rustls::crypto::verify_tls13_signature;
+        self.verify_signature(message, certificate, signed, by_webpki)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {

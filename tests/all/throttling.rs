@@ -71,10 +71,15 @@ fn tally(answers: &[(usize, Reply)]) -> BTreeMap<(usize, u16), usize> {
     tally
 }
 
+/// A connection to the shared Redis the nodes use.
+async fn shared_redis() -> redis::aio::MultiplexedConnection {
+    let client = redis::Client::open("redis://127.0.0.1:6379/0").unwrap();
+    client.get_multiplexed_async_connection().await.unwrap()
+}
+
 /// Empties the nodes' Redis namespace.
 async fn forget_namespace(namespace: &str) {
-    let client = redis::Client::open("redis://127.0.0.1:6379/0").unwrap();
-    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let mut conn = shared_redis().await;
     let keys: Vec<String> = redis::cmd("KEYS")
         .arg(format!("{namespace}:*"))
         .query_async(&mut conn)
@@ -277,8 +282,7 @@ async fn the_component_counts_every_call_on_redis() {
 /// The sum of each sliding window's counters in the namespace, by counter family (the key
 /// without its window number).
 async fn window_counts(namespace: &str) -> BTreeMap<String, i64> {
-    let client = redis::Client::open("redis://127.0.0.1:6379/0").unwrap();
-    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let mut conn = shared_redis().await;
     let keys: Vec<String> = redis::cmd("KEYS")
         .arg(format!("{namespace}:*:window:*"))
         .query_async(&mut conn)

@@ -483,7 +483,7 @@ fn forward_and_cache(
         counting,
         now_ms,
     } = forwarding;
-    throttle::count_as(host, &limits, now_ms, counting)?;
+    throttle::count(host, &limits, now_ms, counting)?;
     let cached = cache
         .as_ref()
         .and_then(|(key, _)| cache::lookup(host, key, now_ms, &request.headers));

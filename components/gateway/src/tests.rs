@@ -627,12 +627,23 @@ fn a_refused_call_counts_against_none_of_its_limits() {
     let subscription = limit(LimitKind::SubscriptionTier, "sub", 1);
     let closed = limit(LimitKind::ApplicationTier, "app", 0);
     let now = *world.host.now_ms.borrow();
-    let refused = throttle::count(&world.host, &[subscription.clone(), closed], now);
+    let refused = throttle::count(
+        &world.host,
+        &[subscription.clone(), closed],
+        now,
+        crate::throttle::Counting::Batched,
+    );
     let refusal = refused.unwrap_err().render(&Headers::new());
     assert_eq!(refusal.status, 429);
     assert!(String::from_utf8_lossy(&refusal.body).contains("900803"));
-    assert!(throttle::count(&world.host, std::slice::from_ref(&subscription), now).is_ok());
-    let over = throttle::count(&world.host, &[subscription], now).unwrap_err();
+    assert!(admitted_in_batches(&world, &subscription, now));
+    let over = throttle::count(
+        &world.host,
+        &[subscription],
+        now,
+        crate::throttle::Counting::Batched,
+    )
+    .unwrap_err();
     assert_eq!(over.render(&Headers::new()).status, 429);
 }
 
@@ -2386,11 +2397,17 @@ fn only_lists_with_a_book_name_their_keys() {
     assert!(balanced.targets[0].key.starts_with(&balanced.list));
 }
 
+/// Whether one call within `limit` at `now` is admitted, counted in batches as on Spin.
+fn admitted_in_batches(world: &World, limit: &crate::throttle::Limit, now: i64) -> bool {
+    let limits = std::slice::from_ref(limit);
+    crate::throttle::count(&world.host, limits, now, crate::throttle::Counting::Batched).is_ok()
+}
+
 /// Far from its limit, a window is counted in batches (a write for every few calls), right
 /// on average; its last calls are counted one by one, so the limit still holds.
 #[test]
 fn far_from_the_limit_calls_are_counted_in_batches_and_the_limit_holds() {
-    use crate::throttle::{self, Limit, LimitKind};
+    use crate::throttle::{Limit, LimitKind};
     let world = World::new();
     let limit = Limit {
         kind: LimitKind::SubscriptionTier,
@@ -2401,7 +2418,7 @@ fn far_from_the_limit_calls_are_counted_in_batches_and_the_limit_holds() {
     // At the start of a window, with nothing from the previous one.
     let now = (NOW_SECS * 1000).div_euclid(60_000) * 60_000 + 60_000;
     let admitted = (0..30_000)
-        .take_while(|_| throttle::count(&world.host, std::slice::from_ref(&limit), now).is_ok())
+        .take_while(|_| admitted_in_batches(&world, &limit, now))
         .count();
     assert!(
         (19_000..=20_100).contains(&admitted),
@@ -2419,7 +2436,7 @@ fn far_from_the_limit_calls_are_counted_in_batches_and_the_limit_holds() {
         ..limit
     };
     let admitted = (0..1500)
-        .filter(|_| throttle::count(&world.host, std::slice::from_ref(&exact), now).is_ok())
+        .filter(|_| admitted_in_batches(&world, &exact, now))
         .count();
     assert_eq!(admitted, 1000);
 }
@@ -2432,7 +2449,7 @@ fn far_from_the_limit_calls_are_counted_in_batches_and_the_limit_holds() {
 /// errors: a counter as documented fails either less than once in a million runs.
 #[test]
 fn batched_counting_deviates_as_documented() {
-    use crate::throttle::{self, Limit, LimitKind};
+    use crate::throttle::{Limit, LimitKind};
     const WINDOWS: usize = 300;
     const ALLOWED: u64 = 10_000;
     const WINDOW_MS: i64 = 60_000;
@@ -2448,8 +2465,7 @@ fn batched_counting_deviates_as_documented() {
         .map(|window| {
             // Two windows apart, so that each starts with nothing from the one before.
             let now = (NOW_SECS * 1000).div_euclid(WINDOW_MS) * WINDOW_MS + window * 2 * WINDOW_MS;
-            let counted =
-                || throttle::count(&world.host, std::slice::from_ref(&limit), now).is_ok();
+            let counted = || admitted_in_batches(&world, &limit, now);
             std::iter::repeat_with(counted)
                 .take_while(|admitted| *admitted)
                 .count() as f64

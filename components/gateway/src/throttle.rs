@@ -162,15 +162,10 @@ impl Counting {
     }
 }
 
-/// [`count_as`] in batches far from the limit.
-pub fn count(host: &dyn Host, limits: &[Limit], now_ms: i64) -> Result<(), Fault> {
-    count_as(host, limits, now_ms, Counting::Batched)
-}
-
 /// Counts the request against every limit, in the store, as `counting` says; the first
 /// limit passed refuses it, and the request is then taken back out of those it had
 /// passed (a refused request counts against none).
-pub fn count_as(
+pub fn count(
     host: &dyn Host,
     limits: &[Limit],
     now_ms: i64,
