@@ -1281,13 +1281,27 @@ impl EchoBackend {
     /// Starts it behind TLS, `https://127.0.0.1:<port>`, with a certificate for
     /// 127.0.0.1 from `authority`.
     pub async fn start_tls(authority: &tls::Authority) -> Self {
+        Self::serving_tls(authority.server_config()).await
+    }
+
+    /// The same, speaking TLS 1.2 only.
+    pub async fn start_tls12(authority: &tls::Authority) -> Self {
+        Self::serving_tls(authority.tls12_server_config()).await
+    }
+
+    async fn serving_tls(
+        config: (
+            Arc<rustls::ServerConfig>,
+            Arc<std::sync::atomic::AtomicUsize>,
+        ),
+    ) -> Self {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind backend");
         let url = format!("https://{}", listener.local_addr().expect("addr"));
         let hits = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let app = echo_app(hits.clone());
-        let task = tokio::spawn(tls::serve(listener, authority.server_config(), app));
+        let task = tokio::spawn(tls::serve(listener, config, app));
         EchoBackend { url, hits, task }
     }
 }

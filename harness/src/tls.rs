@@ -139,6 +139,18 @@ impl Authority {
 
     /// A server configuration presenting the certificate, counting handshakes.
     pub fn server_config(&self) -> (Arc<rustls::ServerConfig>, Arc<AtomicUsize>) {
+        self.server_config_of(rustls::DEFAULT_VERSIONS)
+    }
+
+    /// The same, speaking TLS 1.2 only (a backend that never moved to 1.3).
+    pub fn tls12_server_config(&self) -> (Arc<rustls::ServerConfig>, Arc<AtomicUsize>) {
+        self.server_config_of(&[&rustls::version::TLS12])
+    }
+
+    fn server_config_of(
+        &self,
+        versions: &[&'static rustls::SupportedProtocolVersion],
+    ) -> (Arc<rustls::ServerConfig>, Arc<AtomicUsize>) {
         let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(self.leaf_key.clone()));
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         // Not `with_single_cert`: its check of the key against the certificate reads v3
@@ -149,7 +161,7 @@ impl Authority {
             .expect("server key");
         let certified = rustls::sign::CertifiedKey::new(vec![self.leaf.clone()], signing);
         let config = rustls::ServerConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
+            .with_protocol_versions(versions)
             .expect("TLS versions")
             .with_no_client_auth()
             .with_cert_resolver(Arc::new(rustls::sign::SingleCertAndKey::from(certified)));

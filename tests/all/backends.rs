@@ -164,10 +164,11 @@ async fn certificates_as_people_make_them_on_the_component_path() {
 
 /// Self-signed backend certificates as people make them: `openssl req -x509` with its
 /// defaults (basicConstraints `CA:TRUE`, the name in the CN alone), the same with a
-/// `subjectAltName`, one as keytool makes it (CN alone, no extensions), and an X.509 v1
-/// one as `openssl x509 -req -signkey` makes it. Each endpoint
-/// is refused (502) while only an unrelated self-signed certificate is bound to its host
-/// and port, and answers 200 once its own is uploaded; the upload says how it is trusted.
+/// `subjectAltName` (also behind a backend that speaks TLS 1.2 only), one as keytool makes
+/// it (CN alone, no extensions), and an X.509 v1 one as `openssl x509 -req -signkey`
+/// makes it. Each endpoint is refused (502) while only an unrelated self-signed
+/// certificate is bound to its host and port, and answers 200 once its own is uploaded;
+/// the upload says how it is trusted.
 async fn certificates_as_people_make_them(settings: &[(&'static str, String)]) {
     let stack = Stack::start_with(&[], settings).await;
     let shapes = [
@@ -181,13 +182,22 @@ async fn certificates_as_people_make_them(settings: &[(&'static str, String)]) {
             Authority::openssl_self_signed("127.0.0.1", true),
             true,
         ),
+        (
+            "Tls12",
+            Authority::openssl_self_signed("127.0.0.1", true),
+            true,
+        ),
         ("Keytool", Authority::keytool_like("backend.example"), false),
         ("Version1", Authority::openssl_v1("127.0.0.1"), false),
     ];
     let mut backends = Vec::new();
     let mut apis = Vec::new();
     for (name, certificate, _) in &shapes {
-        let backend = EchoBackend::start_tls(certificate).await;
+        let backend = if *name == "Tls12" {
+            EchoBackend::start_tls12(certificate).await
+        } else {
+            EchoBackend::start_tls(certificate).await
+        };
         apis.push(https_api(&stack, name, &backend).await);
         backends.push(backend);
     }

@@ -36,6 +36,7 @@ pub mod spin_like;
 pub mod stats;
 pub mod throttling;
 pub mod tls;
+pub mod token_flood;
 pub mod tools;
 
 use std::path::PathBuf;
@@ -123,9 +124,16 @@ pub struct Options {
     /// Calls the other client makes, timed, under each condition of the floods part.
     #[arg(long, default_value_t = 5_000)]
     pub flood_probes: usize,
-    /// Rounds of the floods part (each quiet, rapid reset, CONTINUATION); medians reported.
+    /// Rounds of the floods part (each quiet, rapid reset, CONTINUATION) and of the
+    /// token-flood part (each quiet, flooded); medians reported.
     #[arg(long, default_value_t = 3)]
     pub flood_rounds: usize,
+    /// Requests with made-up opaque tokens in each flood of the token-flood part.
+    #[arg(long, default_value_t = 10_000)]
+    pub flood_tokens: usize,
+    /// Their pace, a second.
+    #[arg(long, default_value_t = 2_000.0)]
+    pub flood_token_rate: f64,
 }
 
 /// The cases `--only` can pick.
@@ -147,6 +155,8 @@ pub enum Part {
     Tls,
     /// Another client's latency while HTTP/2 floods (rapid reset, CONTINUATION) run.
     Floods,
+    /// Made-up opaque tokens: what they cost the control plane and other clients.
+    TokenFlood,
     /// Cases 1 to 6 alone, with the machine and their targets (a whole run has them in
     /// its main report).
     DataPlane,
@@ -259,5 +269,10 @@ async fn run_parts(options: &Options) {
     if options.runs(Part::Floods) {
         let runs = floods::measure(options).await;
         report::write_section(options, Part::Floods, &floods::section(options, &runs));
+    }
+    if options.runs(Part::TokenFlood) {
+        let rounds = token_flood::measure(options).await;
+        let markdown = token_flood::section(options, &rounds);
+        report::write_section(options, Part::TokenFlood, &markdown);
     }
 }

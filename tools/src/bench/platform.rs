@@ -71,6 +71,8 @@ pub struct Platform {
     /// Case 6: a second edge-gateway on CPU 1 hosting the component as Spin does
     /// ([`harness::stack::spin_like`]), on the same control plane.
     pub spin_like: Option<harness::ServerProcess>,
+    /// The benchmark API's id.
+    pub api: String,
     /// The benchmark application's consumer key.
     pub key: String,
     /// Its consumer secret.
@@ -112,6 +114,8 @@ impl Platform {
                 // Compile and delivery events, timed (see propagation.rs).
                 ("APIM_LOG_JSON", "true".into()),
                 ("RUST_LOG", "warn,control_plane::fleet::hub=info".into()),
+                // Its /metrics, for what the gateways ask of it.
+                ("APIM_OPS_ADDR", "127.0.0.1:0".into()),
             ],
             // The perf map lets the profile name the component's functions.
             gateway: &[("APIM_PERF_MAP", "true".to_string())],
@@ -166,6 +170,7 @@ impl Platform {
             dir: harness::temp_dir(),
             manifest_log: Default::default(),
             stack,
+            api,
             key,
             secret,
             application,
@@ -194,6 +199,15 @@ impl Platform {
     /// Case 6's gateway's process id.
     pub fn spin_like_pid(&self) -> u32 {
         self.spin_like.as_ref().map(|g| g.pid()).unwrap_or_default()
+    }
+
+    /// The base URL of the control plane's operations listener (`/metrics`).
+    pub fn control_plane_ops(&self) -> String {
+        self.stack
+            .control_plane
+            .as_ref()
+            .and_then(|c| c.announced("Serving operations"))
+            .expect("the control plane announces its operations listener")
     }
 
     /// The control plane's process id.
@@ -326,6 +340,17 @@ pub async fn start_pinned_gateway(
         )
     });
     gateway
+}
+
+/// A fresh opaque token (WSO2's default tokenType) of an application subscribed to the
+/// benchmark API: one no gateway has seen.
+pub async fn fresh_opaque_token(platform: &Platform) -> String {
+    let name = format!("Opaque{}", uuid::Uuid::new_v4().simple());
+    let (_, key, secret, _) = platform
+        .stack
+        .application(&name, "Unlimited", &[&platform.api])
+        .await;
+    client_token(&platform.stack.mgmt, &key, &secret).await
 }
 
 /// A fresh client_credentials token of the benchmark application.

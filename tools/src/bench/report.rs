@@ -267,26 +267,31 @@ pub(super) fn profile(whose: &str, under: &str, profile: Option<&Profile>) -> St
     let Some(profile) = profile else {
         return format!("### Where {whose} time goes\n\nNot profiled in this run.\n\n");
     };
+    let shares = |rows: &[(f64, String)]| {
+        rows.iter()
+            .take(PROFILE_ROWS)
+            .map(|(share, name)| format!("{name} {share:.1} %"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     let mut md = format!(
         "### Where {whose} time goes\n\n`perf record -g` on {under} ({}); `perf report \
-         --no-children --sort dso,sym`, self time.\n\n| share | binary |\n|--:|---|\n",
-        profile.samples
+         --no-children`, self time. By binary: {}. By crate of its own code (other binaries \
+         whole): {}.\n\n| share | binary | symbol |\n|--:|---|---|\n",
+        profile.samples,
+        shares(&profile.by_dso),
+        shares(&profile.by_crate),
     );
-    for (share, dso) in &profile.by_dso {
-        let _ = writeln!(md, "| {share:.1} % | {dso} |");
-    }
-    md.push_str("\n| share | its own code by crate, other binaries whole |\n|--:|---|\n");
-    for (share, name) in &profile.by_crate {
-        let _ = writeln!(md, "| {share:.1} % | {name} |");
-    }
-    md.push_str("\n| share | binary | symbol |\n|--:|---|---|\n");
-    for (share, dso, symbol) in &profile.by_symbol {
+    for (share, dso, symbol) in profile.by_symbol.iter().take(PROFILE_ROWS) {
         let symbol = symbol.replace('|', "\\|");
         let _ = writeln!(md, "| {share:.1} % | {dso} | `{symbol}` |");
     }
     md.push('\n');
     md
 }
+
+/// Rows of a profile the report gives, each way of counting.
+const PROFILE_ROWS: usize = 10;
 
 /// When and where a section was measured: the command, the date, the machine in a line.
 pub(super) fn section_head(title: &str, command: &str) -> String {
@@ -441,9 +446,14 @@ pub fn throttling(options: &Options, t: &ThrottlingResults) -> String {
          one window's length, wherever it starts.\n",
         options.overload
     );
-    md.push_str(&windows_table(&t.tps, "second", "503 900801"));
-    md.push_str(&windows_table(&t.app_tier, "minute", "429 900803"));
-    md.push_str(&windows_table(&t.sub_tier, "minute", "429 900804"));
+    md.push_str(WINDOWS_HEADER);
+    for limit in [&t.tps, &t.app_tier, &t.sub_tier] {
+        md.push_str(&windows_row(limit));
+    }
+    md.push_str(
+        "\nRefused: 503 900801 for `maxTps`, 429 900803 and 900804 for the tiers. Later: \
+         every window after the first.\n\n",
+    );
     let _ = writeln!(
         md,
         "The nodes left {} keys in their Redis namespace.\n",
@@ -497,52 +507,40 @@ pub fn throttling(options: &Options, t: &ThrottlingResults) -> String {
     md
 }
 
-/// A limit's windows, one row each, and a summary line.
-fn windows_table(w: &Windows, unit: &str, refusal: &str) -> String {
-    let mut md = format!(
-        "**{}**, offered {:.1} calls/s (latency p50 {:.1} ms, p99 {:.1} ms):\n\n| {unit} | \
-         offered | admitted | refused ({refusal}) | other | admitted − limit | received by \
-         the backend |\n|--:|--:|--:|--:|--:|--:|--:|\n",
-        w.label, w.offered_rate, w.latency.p50_ms, w.latency.p99_ms
-    );
-    for (i, row) in w.rows.iter().enumerate() {
-        let _ = writeln!(
-            md,
-            "| {} | {} | {} | {} | {} | {:+} | {} |",
-            i + 1,
-            int(row.offered as f64),
-            int(row.admitted as f64),
-            int(row.refused as f64),
-            row.other,
-            row.admitted as i64 - w.limit as i64,
-            int(row.received as f64),
-        );
-    }
+/// The header of the table [`windows_row`] fills.
+const WINDOWS_HEADER: &str = "| limit | offered /s | windows | first admitted | later: mean (fewest – most) \
+     | all admitted against the limit | most received in any span | refused | other | p50 / p99 ms |\n\
+     |---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n";
+
+/// A limit's windows in one row: what the first admitted, what the later ones did, the
+/// whole run against the limit, and the most the backend received in any window's length.
+fn windows_row(w: &Windows) -> String {
     let later: Vec<usize> = w.after_first().collect();
     let first = w.rows.first().map_or(0, |r| r.admitted);
     let limit = w.limit as f64;
     let mean = later.iter().sum::<usize>() as f64 / later.len().max(1) as f64;
     let total: usize = w.rows.iter().map(|r| r.admitted).sum();
-    let _ = writeln!(
-        md,
-        "\nFirst {unit}: {} admitted ({:+.1} %). Later {unit}s: {:.1} on average ({:+.2} %), {} \
-         to {}. All {unit}s: {} admitted against {} × {} = {} ({:+.2} %). Most received by \
-         the backend in any span of a {unit}: {} ({:+.1} %).\n",
+    let allowed = limit * w.rows.len() as f64;
+    let refused: usize = w.rows.iter().map(|r| r.refused).sum();
+    let other: usize = w.rows.iter().map(|r| r.other).sum();
+    format!(
+        "| {} | {:.1} | {} | {} | {mean:.1} ({} – {}) | {} of {} ({:+.2} %) | {} ({:+.1} %) | {} | {} | {:.1} / {:.1} |\n",
+        w.label,
+        w.offered_rate,
+        w.rows.len(),
         int(first as f64),
-        (first as f64 / limit - 1.0) * 100.0,
-        mean,
-        (mean / limit - 1.0) * 100.0,
         later.iter().min().copied().unwrap_or(0),
         later.iter().max().copied().unwrap_or(0),
         int(total as f64),
-        w.rows.len(),
-        int(limit),
-        int(limit * w.rows.len() as f64),
-        (total as f64 / (limit * w.rows.len() as f64) - 1.0) * 100.0,
+        int(allowed),
+        (total as f64 / allowed - 1.0) * 100.0,
         int(w.max_in_any_span as f64),
         (w.max_in_any_span as f64 / limit - 1.0) * 100.0,
-    );
-    md
+        int(refused as f64),
+        other,
+        w.latency.p50_ms,
+        w.latency.p99_ms,
+    )
 }
 
 /// 12345.6 → "12,346".
@@ -610,7 +608,7 @@ fn data_plane_targets(d: &DataPlane) -> Vec<Target> {
             Some(gateway > envoy),
         ),
         (
-            "case 6 (Spin-like, full policy) ≥ 2,500 req/s on one core".into(),
+            "case 6 (Spin-like, full policy, the benchmark's API: counters batched) ≥ 2,500 req/s on one core".into(),
             format!("{} req/s", int(spin_like)),
             Some(spin_like >= 2500.0),
         ),
@@ -759,6 +757,7 @@ fn section_markers(part: Part) -> (String, String) {
         Part::Https => "https",
         Part::Tls => "tls",
         Part::Floods => "floods",
+        Part::TokenFlood => "token-flood",
         Part::DataPlane => "data-plane",
     };
     (

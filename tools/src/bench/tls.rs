@@ -518,13 +518,14 @@ fn h2(options: &Options, results: &TlsResults) -> String {
     md
 }
 
-/// "Every round:" and each case's rate per round.
+/// Each case's rate in every round, in a line.
 fn every_round(results: &TlsResults, measure: Measure) -> String {
-    let mut md = String::from("\nEvery round:\n\n");
-    for case in results.of(measure) {
-        let rounds: Vec<String> = case.runs.iter().map(|l| int(l.rate)).collect();
-        let _ = writeln!(md, "- {}: {}", case.server.label(), rounds.join(" / "));
-    }
-    md.push('\n');
-    md
+    let cases: Vec<String> = results
+        .of(measure)
+        .map(|case| {
+            let rounds: Vec<String> = case.runs.iter().map(|l| int(l.rate)).collect();
+            format!("{} {}", case.server.label(), rounds.join(" / "))
+        })
+        .collect();
+    format!("\nEvery round: {}.\n\n", cases.join("; "))
 }
