@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 
 use super::Options;
 use super::backend::FastBackend;
-use super::load::{Load, Wrk};
+use super::load::{Load, Wrk, cpu_cell};
 use super::platform::{BASE, Platform, SECURED, start_pinned_gateway};
 use super::profile::{self, Profile};
 use super::stats::median;
@@ -139,12 +139,7 @@ pub fn table(options: &Options, runs: &[ArtefactRuns], profile: Option<&Profile>
         options.rounds
     );
     for runs in runs {
-        let cpu: Vec<f64> = runs.loaded.iter().filter_map(|l| l.cpu_us).collect();
-        let cpu = if cpu.is_empty() {
-            "–".to_string()
-        } else {
-            format!("{:.1}", median(cpu))
-        };
+        let cpu = cpu_cell(&runs.loaded);
         let errors: u64 = runs
             .loaded
             .iter()

@@ -12,7 +12,7 @@ use serde_json::json;
 
 use super::Options;
 use super::backend::{app, on_cpu_0};
-use super::load::{Load, Wrk, with_cpu_of};
+use super::load::{Load, Wrk, cpu_cell, with_cpu_of};
 use super::platform::{BASE, Platform, RATE_CAP, SECURED, subscribe};
 use super::stats::median;
 use harness::machine;
@@ -157,12 +157,7 @@ pub fn table(options: &Options, runs: &HttpsRuns) -> String {
         ("https", &runs.https, Some(&runs.handshakes_per_1000)),
     ];
     for (backend, loads, handshakes) in rows {
-        let cpu: Vec<f64> = loads.iter().filter_map(|l| l.cpu_us).collect();
-        let cpu = if cpu.is_empty() {
-            "–".to_string()
-        } else {
-            format!("{:.1}", median(cpu))
-        };
+        let cpu = cpu_cell(loads);
         let handshakes = handshakes.map_or("–".to_string(), |h| {
             format!("{:.3}", median(h.iter().copied()))
         });

@@ -90,6 +90,11 @@ pub fn median_cpu_us(runs: &[Load]) -> Option<f64> {
     (!measured.is_empty()).then(|| median(measured))
 }
 
+/// [`median_cpu_us`] as a report's cell: one decimal, a dash where not measured.
+pub fn cpu_cell(runs: &[Load]) -> String {
+    median_cpu_us(runs).map_or("–".to_string(), |us| format!("{us:.1}"))
+}
+
 /// Runs `load` (of `seconds`) and sets its CPU time per request: what process `pid` and its
 /// children (nginx's worker) spent meanwhile, user + system, over the requests answered.
 pub async fn with_cpu_of(

@@ -18,7 +18,7 @@ use serde_json::json;
 use super::Options;
 use super::backend::FastBackend;
 use super::https::{counted, wrk};
-use super::load::{Load, Wrk};
+use super::load::{Load, Wrk, cpu_cell};
 use super::machine::{Writes, filesystem_of};
 use super::platform::{BASE, Platform, SECURED, swagger};
 use super::profile::{self, Profile};
@@ -296,12 +296,7 @@ fn row(
             m(loads, |l| l.p99_us)
         )
     };
-    let cpu: Vec<f64> = at_c.iter().filter_map(|l| l.cpu_us).collect();
-    let cpu = if cpu.is_empty() {
-        "–".to_string()
-    } else {
-        format!("{:.1}", median(cpu))
-    };
+    let cpu = cpu_cell(at_c);
     let written = writes.map_or("–".to_string(), |w| {
         format!(
             "{:.0} B, {:.1} calls",
