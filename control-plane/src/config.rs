@@ -163,6 +163,13 @@ pub struct Config {
     #[arg(long, env = "APIM_EGRESS_ALLOW", default_value = "")]
     pub egress_allow: String,
 
+    /// WSO2's advanced throttling (its default): an operation's `x-throttling-tier`
+    /// names a resource tier (`/tiers/resource`). `false` is WSO2's legacy throttling
+    /// (`EnableAdvanceThrottling` off): it names a subscription tier (`/tiers/api`), which
+    /// the gateways enforce for the resource over all its callers.
+    #[arg(long, env = "APIM_ADVANCED_THROTTLING", default_value_t = true, action = clap::ArgAction::Set)]
+    pub advanced_throttling: bool,
+
     /// Gateways to push route manifests to: comma-separated base URLs, e.g.
     /// `http://127.0.0.1:8280`. Failed pushes are retried.
     #[arg(long, env = "APIM_GATEWAYS", value_delimiter = ',')]

@@ -187,7 +187,8 @@ async fn prepare(
             keys.clone(),
             issuer.clone(),
             Credentials::new(data_keys.clone(), &gateway_secret),
-        ),
+        )
+        .with_legacy_throttling(!config.advanced_throttling),
         fleet::hub::Pusher {
             manifest_keys: manifest_keys.clone(),
             gateways: config

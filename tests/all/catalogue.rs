@@ -430,7 +430,8 @@ pub async fn certificates_per_tenant(env: InProcess) {
 const BACKEND_AUTHORIZATION: &str = "Basic YmFja2VuZDpiYWNrZW5kLXNlY3JldA==";
 
 /// A new version copied from the default one, published and made the default, answers
-/// at the bare context in its place, with the backend credentials it was copied with.
+/// at the bare context in its place, with the backend credentials it was copied with, and
+/// its copied documents, thumbnail and WSDL are readable.
 pub async fn copied_version_becomes_the_default_route(database: Backend) {
     let stack = Launch {
         database,
@@ -441,6 +442,9 @@ pub async fn copied_version_becomes_the_default_route(database: Backend) {
     let v1 = stack
         .api("Pets", json!({"isDefaultVersion": true}), &["Publish"])
         .await;
+    let source_doc =
+        crate::content::add_content(&stack.mgmt, &stack.admin, &format!("{PUBLISHER}/apis/{v1}"))
+            .await;
     let copied = stack
         .mgmt
         .post_empty(
@@ -508,6 +512,7 @@ pub async fn copied_version_becomes_the_default_route(database: Backend) {
         .await
         .expect(200);
     assert_eq!(backend_path(&v1_reply), "/devs/alice");
+    crate::content::check_content_in_store(&stack.mgmt, &stack.admin, &v2, &source_doc).await;
 }
 
 /// Every management scope, the tier ones included.

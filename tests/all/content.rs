@@ -1153,15 +1153,13 @@ pub async fn mediation_policies(env: InProcess) {
     assert_eq!(rows_of_api(&env, "api_mediation_policies", &id).await, 0);
 }
 
-/// `copy-api` takes what the publisher stores beside the record to the new version, in
-/// the same transaction: documents with their content, the thumbnail, the WSDL and the
-/// mediation policies; the store shows them once the copy is published. The source keeps
-/// its own, and a refused copy (the version exists) adds nothing.
-pub async fn copies_carry_their_content(env: InProcess) {
-    let api = &env.api;
-    let admin = &api.login("admin", ADMIN_PASSWORD, ALL_SCOPES).await;
-    let v1 = create_api(&env, admin, "Carried", json!({})).await;
-    let base = format!("{PUBLISHER}/apis/{v1}");
+/// Gives the API at `base` (its publisher path) what a copy must carry: a document with
+/// inline content, a PNG thumbnail, a WSDL and a mediation sequence for each flow. The
+/// document's id.
+pub async fn add_content(api: &harness::Client, admin: &str, base: &str) -> String {
+    let send = |path: String, form: Form| {
+        api.send(api.request(Method::POST, &path, admin).multipart(form))
+    };
     let doc_id = api
         .post_json(
             &format!("{base}/documents"),
@@ -1171,19 +1169,12 @@ pub async fn copies_carry_their_content(env: InProcess) {
         .await
         .expect(201)
         .str("documentId");
-    upload(
-        &env,
-        Method::POST,
-        &format!("{base}/documents/{doc_id}/content"),
-        admin,
-        Form::new().text("inlineContent", "How to call it"),
-    )
-    .await
-    .expect(200);
-    let png = file_form("file", PNG.to_vec(), "logo.png", "image/png");
-    upload(&env, Method::POST, &format!("{base}/thumbnail"), admin, png)
+    let text = Form::new().text("inlineContent", "How to call it");
+    send(format!("{base}/documents/{doc_id}/content"), text)
         .await
         .expect(200);
+    let png = file_form("file", PNG.to_vec(), "logo.png", "image/png");
+    send(format!("{base}/thumbnail"), png).await.expect(200);
     let wsdl = json!({"name": "calc.wsdl", "wsdlDefinition": WSDL});
     api.post_json(&format!("{base}/wsdl"), admin, &wsdl)
         .await
@@ -1194,6 +1185,58 @@ pub async fn copies_carry_their_content(env: InProcess) {
             .await
             .expect(200);
     }
+    doc_id
+}
+
+/// Checks that API `id` has what [`add_content`] gave its source (whose document was
+/// `source_doc`): the document and its content and the thumbnail in the store, the WSDL
+/// through the publisher (the store's contract has no WSDL operation).
+pub async fn check_content_in_store(
+    api: &harness::Client,
+    admin: &str,
+    id: &str,
+    source_doc: &str,
+) {
+    let store = format!("{STORE}/apis/{id}");
+    let docs = api
+        .get(&format!("{store}/documents"), admin)
+        .await
+        .expect(200);
+    assert_eq!(docs.body["count"], 1, "{}", docs.body);
+    let copied_doc = docs.body["list"][0]["documentId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_ne!(copied_doc, source_doc, "a copy is a document of its own");
+    let content = api
+        .download(&format!("{store}/documents/{copied_doc}/content"), admin)
+        .await;
+    assert_eq!(
+        (content.status, content.bytes.as_slice()),
+        (200, b"How to call it".as_slice())
+    );
+    let thumbnail = api.download(&format!("{store}/thumbnail"), "").await;
+    assert_eq!((thumbnail.status, thumbnail.bytes.as_slice()), (200, PNG));
+    let read = api
+        .get(&format!("{PUBLISHER}/apis/{id}/wsdl"), admin)
+        .await
+        .expect(200);
+    assert_eq!(
+        read.body,
+        json!({"name": "calc.wsdl", "wsdlDefinition": WSDL})
+    );
+}
+
+/// `copy-api` takes what the publisher stores beside the record to the new version, in
+/// the same transaction: documents with their content, the thumbnail, the WSDL and the
+/// mediation policies; the store shows them once the copy is published. The source keeps
+/// its own, and a refused copy (the version exists) adds nothing.
+pub async fn copies_carry_their_content(env: InProcess) {
+    let api = &env.api;
+    let admin = &api.login("admin", ADMIN_PASSWORD, ALL_SCOPES).await;
+    let v1 = create_api(&env, admin, "Carried", json!({})).await;
+    let base = format!("{PUBLISHER}/apis/{v1}");
+    let doc_id = add_content(api, admin, &base).await;
 
     let copy = format!("{PUBLISHER}/apis/copy-api?apiId={v1}&newVersion=v2.0.0");
     let v2 = api.post_empty(&copy, admin).await.expect(201).str("id");
@@ -1207,34 +1250,7 @@ pub async fn copies_carry_their_content(env: InProcess) {
     }
     publish(&env, admin, &v2).await;
 
-    let store = format!("{STORE}/apis/{v2}");
-    let docs = api
-        .get(&format!("{store}/documents"), admin)
-        .await
-        .expect(200);
-    assert_eq!(docs.body["count"], 1, "{}", docs.body);
-    let copied_doc = docs.body["list"][0]["documentId"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    assert_ne!(copied_doc, doc_id, "a copy is a document of its own");
-    let content = download(
-        &env,
-        &format!("{store}/documents/{copied_doc}/content"),
-        admin,
-    )
-    .await;
-    assert_eq!(
-        (content.status, content.bytes.as_slice()),
-        (200, b"How to call it".as_slice())
-    );
-    let thumbnail = download(&env, &format!("{store}/thumbnail"), "").await;
-    assert_eq!((thumbnail.status, thumbnail.bytes.as_slice()), (200, PNG));
-    let read = api
-        .get(&format!("{PUBLISHER}/apis/{v2}/wsdl"), admin)
-        .await
-        .expect(200);
-    assert_eq!(read.body, wsdl);
+    check_content_in_store(api, admin, &v2, &doc_id).await;
     let policies = api
         .get(&format!("{PUBLISHER}/apis/{v2}/policies/mediation"), admin)
         .await

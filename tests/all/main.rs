@@ -234,6 +234,7 @@ on_both_at_once!(
     publisher::update_list_search_and_delete,
     publisher::wso2_clients_leniency,
     publisher::first_publish_applies_the_checklist,
+    publisher::forwarding_keeps_a_subscription_made_meanwhile,
     content::documents_in_publisher_and_store,
     content::thumbnails_and_tags,
     content::wsdl_is_xml_without_doctype,

@@ -763,3 +763,86 @@ pub async fn first_publish_applies_the_checklist(env: InProcess) {
     publish(&v4, "").await;
     assert_eq!(subscribers(v4).await, 0, "another audience");
 }
+
+/// A first publish forwards the older version's subscriptions while an application
+/// subscribes to the prototype itself: the subscription made meanwhile is kept and the
+/// publish succeeds. Only PostgreSQL lets the two transactions meet (SQLite takes writers
+/// in turn), so there the subscription is held uncommitted until the publish waits on it.
+pub async fn forwarding_keeps_a_subscription_made_meanwhile(env: InProcess) {
+    let api = &env.api;
+    let scopes = format!("{ALL_SCOPES} mgr:subscription_view");
+    let token = api.login("admin", harness::ADMIN_PASSWORD, &scopes).await;
+    let steps = harness::steps::Steps::new(api, &token);
+    let version = |v: &str| with(spec_api_record(), json!({"version": v}));
+    let v1 = steps.publish_api(&version("v1.0.0")).await.unwrap();
+    let app = steps.create_application("Both", "Unlimited").await.unwrap();
+    steps.subscribe(&app, &v1, "Unlimited").await.unwrap();
+    let v2 = steps.create_api(&version("v2.0.0")).await.unwrap();
+    let lifecycle = |action: &str| {
+        format!(
+            "{PUBLISHER}/apis/change-lifecycle?apiId={v2}&action={}",
+            action.replace(' ', "%20")
+        )
+    };
+    api.post_empty(&lifecycle("Deploy as a Prototype"), &token)
+        .await
+        .expect(200);
+
+    let url = env.backend.database_url();
+    let own = uuid::Uuid::new_v4().to_string();
+    let publish = if url.is_empty() {
+        let own = json!({"tier": "Unlimited", "apiIdentifier": v2, "applicationId": app});
+        let subscriptions = format!("{STORE}/subscriptions");
+        api.post_json(&subscriptions, &token, &own)
+            .await
+            .expect(201);
+        api.post_empty(&lifecycle("Publish"), &token).await
+    } else {
+        let pool = sqlx::PgPool::connect(url).await.unwrap();
+        let mut subscribing = pool.begin().await.unwrap();
+        // language=SQL
+        sqlx::query(
+            "INSERT INTO subscriptions (id, application_id, api_id, tier, status, created_at)
+             VALUES ($1, $2, $3, 'Unlimited', 'UNBLOCKED', 0)",
+        )
+        .bind(&own)
+        .bind(&app)
+        .bind(&v2)
+        .execute(&mut *subscribing)
+        .await
+        .unwrap();
+        let (client, path, token) = (api.clone(), lifecycle("Publish"), token.clone());
+        let publishing = tokio::spawn(async move { client.post_empty(&path, &token).await });
+        wait_for_a_lock_wait(&pool).await;
+        subscribing.commit().await.unwrap();
+        publishing.await.unwrap()
+    };
+    publish.expect(200);
+    let forwarded = api
+        .get(&format!("{PUBLISHER}/subscriptions?apiId={v2}"), &token)
+        .await
+        .expect(200);
+    assert_eq!(forwarded.body["count"], 1, "{}", forwarded.body);
+    if !url.is_empty() {
+        assert_eq!(forwarded.body["list"][0]["subscriptionId"], own.as_str());
+    }
+}
+
+/// Returns once some statement on this database waits on a lock another holds.
+async fn wait_for_a_lock_wait(db: &sqlx::PgPool) {
+    for _ in 0..200 {
+        // language=SQL
+        let (waiting,): (i64,) = sqlx::query_as(
+            "SELECT COUNT(*) FROM pg_stat_activity
+             WHERE datname = current_database() AND wait_event_type = 'Lock'",
+        )
+        .fetch_one(db)
+        .await
+        .unwrap();
+        if waiting > 0 {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    panic!("the publish never waited on the subscription being made");
+}

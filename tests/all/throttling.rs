@@ -303,3 +303,76 @@ async fn window_counts(namespace: &str) -> BTreeMap<String, i64> {
     }
     counts
 }
+
+/// WSO2's legacy throttling (`APIM_ADVANCED_THROTTLING=false`): an operation names a
+/// subscription tier, here one of 2 calls a minute made with `POST /tiers/api`, and the
+/// gateway limits the resource to it over all callers (429 900802); a resource tier of
+/// advanced throttling is then refused at create; a change of the tier reaches the
+/// gateway as any other does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn legacy_throttling_limits_resources_by_subscription_tiers() {
+    let legacy = [("APIM_ADVANCED_THROTTLING", "false".to_string())];
+    let stack = Stack::start_configured(&[], &[], &legacy).await;
+    let scopes = format!(
+        "{} mgr:tier_view mgr:tier_manage",
+        harness::stack::ALL_SCOPES
+    );
+    let admin = stack
+        .mgmt
+        .login("admin", harness::ADMIN_PASSWORD, &scopes)
+        .await;
+    let tiers = format!("{}/tiers/api", harness::PUBLISHER);
+    let trickle = |requests: i64| {
+        json!({"name": "Trickle", "description": "Allows a trickle", "tierPlan": "FREE",
+               "requestCount": requests, "unitTime": 60_000, "stopOnQuotaReach": true,
+               "attributes": {}})
+    };
+    stack
+        .mgmt
+        .post_json(&tiers, &admin, &trickle(2))
+        .await
+        .expect(201);
+    let named = |tier: &str| {
+        let operation = json!({"x-auth-type": "Application & Application User",
+                               "x-throttling-tier": tier});
+        let definition =
+            json!({"swagger": "2.0", "paths": {"/devs/{username}": {"get": operation}}});
+        json!({"tiers": ["Unlimited"], "apiDefinition": definition.to_string()})
+    };
+    let mut resource_tier = harness::stack::api_record("Advanced", "http://127.0.0.1:1/");
+    for (key, value) in named("10KPerMin").as_object().unwrap() {
+        resource_tier[key] = value.clone();
+    }
+    stack
+        .mgmt
+        .post_json(
+            &format!("{}/apis", harness::PUBLISHER),
+            &stack.admin,
+            &resource_tier,
+        )
+        .await
+        .expect_error(400, "not a known subscription tier");
+
+    let api = stack.api("Trickled", named("Trickle"), &["Publish"]).await;
+    let (_, key, secret, _) = stack.application("Callers", "Unlimited", &[&api]).await;
+    let token = stack.app_token(&key, &secret, &[]).await;
+    let path = "/trickled/v1.0.0/devs/alice";
+    room_in_window(60_000, 20_000).await;
+    eventually(&stack.gw, Method::GET, path, &token, |r| r.status == 200).await;
+    stack.gw.get(path, &token).await.expect(200);
+    let over = stack.gw.get(path, &token).await.expect(429);
+    assert_eq!(over.fault_code(), "900802", "{}", over.body);
+
+    // Four a minute now: the two counted leave room for two more (a refused call counts
+    // against none).
+    stack
+        .mgmt
+        .put_json(&format!("{tiers}/Trickle"), &admin, &trickle(4))
+        .await
+        .expect(200);
+    eventually(&stack.gw, Method::GET, path, &token, |r| r.status == 200).await;
+    stack.gw.get(path, &token).await.expect(200);
+    let over = stack.gw.get(path, &token).await.expect(429);
+    assert_eq!(over.fault_code(), "900802", "{}", over.body);
+    stack.gateway.stop().await;
+}

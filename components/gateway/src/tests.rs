@@ -246,6 +246,7 @@ fn manifest(token_x: &str) -> Manifest {
             tiers,
             tenant_tiers: BTreeMap::new(),
             route_depth: 0,
+            legacy_throttling: false,
         },
         apis: vec![DeployedApi {
             route: dev_api(),
@@ -610,6 +611,39 @@ fn throttles_by_application_tier_and_tps() {
     assert_eq!(world.call("GET", "/dev/v1/open", &[]).status, 200);
     let over = world.call("GET", "/dev/v1/open", &[]);
     assert_eq!((over.status, code(&over).as_str()), (503, "900801"));
+}
+
+/// With WSO2's legacy throttling an operation's tier is a subscription tier, counted over
+/// all the resource's callers; with advanced throttling (the default) that name is no
+/// resource tier and the operation has no resource limit.
+#[test]
+fn legacy_throttling_limits_resources_by_subscription_tiers() {
+    let mut world = World::new();
+    world
+        .manifest
+        .meta
+        .tiers
+        .subscription
+        .insert("Trickle".into(), Some(2));
+    let operations = &mut world.manifest.apis[0].route.operations;
+    let open = operations
+        .iter_mut()
+        .find(|o| o.template == "/open")
+        .unwrap();
+    open.throttling_tier = Some("Trickle".into());
+    assert_eq!(world.publish().status, 200);
+    for _ in 0..3 {
+        assert_eq!(world.call("GET", "/dev/v1/open", &[]).status, 200);
+    }
+
+    world.manifest.meta.legacy_throttling = true;
+    assert_eq!(world.publish().status, 200);
+    *world.host.now_ms.borrow_mut() += 120_000;
+    for _ in 0..2 {
+        assert_eq!(world.call("GET", "/dev/v1/open", &[]).status, 200);
+    }
+    let over = world.call("GET", "/dev/v1/open", &[]);
+    assert_eq!((over.status, code(&over).as_str()), (429, "900802"));
 }
 
 /// A call one limit refuses counts against none: the limits it passed before are given

@@ -1,9 +1,10 @@
 //! Throttling: which limits an admitted call counts against, and counting them with
 //! counters in the shared key-value store, so every instance and every node counts
-//! together: the API's maxTps per environment (per second), the resource tier, the
-//! subscription tier and the application tier (per minute). Windows slide: each counts in
-//! a window of the clock and weighs in the share of the previous one that the last
-//! window's length still covers.
+//! together: the API's maxTps per environment (per second), the resource tier (a
+//! subscription tier where throttling is WSO2's legacy kind), the subscription tier and
+//! the application tier (per minute). Windows slide: each counts in a window of the
+//! clock and weighs in the share of the previous one that the last window's length still
+//! covers.
 //!
 //! Hosts that forward by themselves (edge-gateway) are given the limits with the decision
 //! and count them natively ([`crate::gateway::Verdict`]); the `wasi:http` handler (Spin)
@@ -75,9 +76,12 @@ pub fn limits(
         let key = apim_http::joined(["tps:", api.id.as_str(), ":", environment.name()]);
         limits.push(limit(LimitKind::ApiTps, key, allowed, 1000));
     }
-    if let Some((allowed, window_ms)) =
-        rate(TierLevel::Resource, operation.throttling_tier.as_deref())
-    {
+    let resource_level = if meta.legacy_throttling {
+        TierLevel::Subscription
+    } else {
+        TierLevel::Resource
+    };
+    if let Some((allowed, window_ms)) = rate(resource_level, operation.throttling_tier.as_deref()) {
         let key = apim_http::joined([
             "thr:res:",
             api.id.as_str(),

@@ -50,6 +50,11 @@ pub struct Meta {
     /// Most segments a route prefix has (`/t/acme.com/pets/v1` has 4): how many of a
     /// request path's leading segments can name an API.
     pub route_depth: usize,
+    /// WSO2's throttling with advanced throttling off: an operation's `x-throttling-tier`
+    /// names a subscription tier, whose limit the resource gets (counted over all its
+    /// callers). Omitted while off, as manifests had it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub legacy_throttling: bool,
 }
 
 /// An Ed25519 public key for access tokens.

@@ -53,7 +53,8 @@ pub(super) fn touches_apis(ids: impl IntoIterator<Item = String>) -> Touches {
 /// An operation may name a subscription tier: WSO2 2.6 does not check `x-throttling-tier`
 /// at all (`APIDefinitionFromOpenAPISpec.getURITemplates` copies it), and its own REST
 /// tests name a tier made with `POST /tiers/api` there; a name the tenant has at no level
-/// stays refused.
+/// stays refused. With legacy throttling (`APIM_ADVANCED_THROTTLING=false`) an operation's
+/// tier is a subscription tier, the only kind gateways then look up for it.
 pub(super) async fn check_tiers_exist(
     state: &AppState,
     tenant: &str,
@@ -69,20 +70,21 @@ pub(super) async fn check_tiers_exist(
     }
     let named = resource_tiers(record.api_definition.as_deref().unwrap_or("{}"));
     let names = named.iter().map(|(_, _, tier)| tier.as_str());
-    let not_resource = tiers::unknown(&state.db, tenant, TierLevel::Resource, names).await?;
-    let unknown = tiers::unknown(
-        &state.db,
-        tenant,
-        TierLevel::Subscription,
-        not_resource.iter().copied(),
-    )
-    .await?;
+    let (unknown, kind) = if state.config.advanced_throttling {
+        let not_resource = tiers::unknown(&state.db, tenant, TierLevel::Resource, names).await?;
+        let not_any = not_resource.iter().copied();
+        let unknown = tiers::unknown(&state.db, tenant, TierLevel::Subscription, not_any).await?;
+        (unknown, "resource tier")
+    } else {
+        let unknown = tiers::unknown(&state.db, tenant, TierLevel::Subscription, names).await?;
+        (unknown, "subscription tier (advanced throttling is off)")
+    };
     match named
         .iter()
         .find(|(_, _, tier)| unknown.contains(&tier.as_str()))
     {
         Some((method, path, _)) => Err(Error::Invalid(format!(
-            "x-throttling-tier of {method} {path} is not a known resource tier"
+            "x-throttling-tier of {method} {path} is not a known {kind}"
         ))),
         None => Ok(()),
     }

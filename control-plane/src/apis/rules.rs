@@ -56,7 +56,12 @@ impl ApiRecord {
             return;
         };
         let mut trimmed = false;
-        for key in ["production_endpoints", "sandbox_endpoints"] {
+        for key in [
+            "production_endpoints",
+            "sandbox_endpoints",
+            "production_failovers",
+            "sandbox_failovers",
+        ] {
             // `get_mut`, not indexing: a config that is JSON but not an object is left for
             // validation to refuse.
             let endpoints = match doc.get_mut(key) {
@@ -554,12 +559,12 @@ mod tests {
 
     use super::*;
 
-    /// Spaces around an endpoint URL go, in lists too; a config without any keeps its
-    /// text, and one that is not JSON is left to validation.
+    /// Spaces around an endpoint URL go, in lists and failover lists too; a config
+    /// without any keeps its text, and one that is not JSON is left to validation.
     #[test]
     fn endpoint_urls_are_trimmed_and_nothing_else_changes() {
         let mut record = ApiRecord::default();
-        let padded = r#"{"endpoint_type":"load_balance","production_endpoints":[{"url":" http://a/x "},{"url":"http://b/"}],"sandbox_endpoints":{"url":"\thttp://c/"}}"#;
+        let padded = r#"{"endpoint_type":"load_balance","production_endpoints":[{"url":" http://a/x "},{"url":"http://b/"}],"sandbox_endpoints":{"url":"\thttp://c/"},"production_failovers":[{"url":" http://d/"}],"sandbox_failovers":[{"url":"http://e/ "}]}"#;
         record.endpoint_config = Some(padded.into());
         record.trim_endpoint_urls();
         let trimmed: Value =
@@ -567,6 +572,8 @@ mod tests {
         assert_eq!(trimmed["production_endpoints"][0]["url"], "http://a/x");
         assert_eq!(trimmed["production_endpoints"][1]["url"], "http://b/");
         assert_eq!(trimmed["sandbox_endpoints"]["url"], "http://c/");
+        assert_eq!(trimmed["production_failovers"][0]["url"], "http://d/");
+        assert_eq!(trimmed["sandbox_failovers"][0]["url"], "http://e/");
         for kept in [
             r#"{"production_endpoints": {"url": "http://a/"}}"#,
             "not json {",

@@ -63,6 +63,7 @@ pub async fn entries(
     apis: &mut ApiCache,
     token_keys: &KeyRing,
     issuer: &str,
+    legacy_throttling: bool,
     tenant_tiers: &TenantRates,
 ) -> anyhow::Result<Entries> {
     apis.refresh(db).await?;
@@ -90,17 +91,24 @@ pub async fn entries(
     for (jti, exp) in revoked {
         builder.revocation(&jti, &Revocation { exp });
     }
-    Ok(builder.finish(meta(token_keys, issuer, tenant_tiers)))
+    let meta = meta(token_keys, issuer, legacy_throttling, tenant_tiers);
+    Ok(builder.finish(meta))
 }
 
 /// The meta entry before its route depth is known.
-fn meta(token_keys: &KeyRing, issuer: &str, tenant_tiers: &TenantRates) -> Meta {
+fn meta(
+    token_keys: &KeyRing,
+    issuer: &str,
+    legacy_throttling: bool,
+    tenant_tiers: &TenantRates,
+) -> Meta {
     Meta {
         token_issuer: issuer.to_string(),
         token_keys: public_keys(token_keys),
         tiers: tier_limits(),
         tenant_tiers: tenant_tiers.clone(),
         route_depth: 0,
+        legacy_throttling,
     }
 }
 
@@ -109,9 +117,10 @@ pub fn meta_entry(
     apis: &ApiCache,
     token_keys: &KeyRing,
     issuer: &str,
+    legacy_throttling: bool,
     tenant_tiers: &TenantRates,
 ) -> Arc<str> {
-    let mut meta = meta(token_keys, issuer, tenant_tiers);
+    let mut meta = meta(token_keys, issuer, legacy_throttling, tenant_tiers);
     meta.route_depth = apis.route_depth();
     json(&meta)
 }

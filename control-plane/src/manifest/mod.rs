@@ -69,6 +69,8 @@ pub struct Compiler {
     db: AnyPool,
     token_keys: Arc<KeyRing>,
     issuer: String,
+    /// WSO2's legacy throttling: operations' tiers are subscription tiers.
+    legacy_throttling: bool,
     apis: compile::ApiCache,
     log: log::EntryLog,
     /// Tenants' own tiers, as last read (at every full compile, and when touched).
@@ -101,10 +103,18 @@ impl Compiler {
             db,
             token_keys,
             issuer,
+            legacy_throttling: false,
             apis: compile::ApiCache::new(credentials),
             log: log::EntryLog::default(),
             tenant_tiers: compile::TenantRates::new(),
         }
+    }
+
+    /// Tells gateways that operations' tiers are subscription tiers (WSO2's throttling
+    /// with advanced throttling off).
+    pub fn with_legacy_throttling(mut self, legacy: bool) -> Self {
+        self.legacy_throttling = legacy;
+        self
     }
 
     /// The newest version recorded (0 before the first compile).
@@ -163,6 +173,7 @@ impl Compiler {
                         &mut self.apis,
                         &self.token_keys,
                         &self.issuer,
+                        self.legacy_throttling,
                         &self.tenant_tiers,
                     )
                     .await?;
@@ -277,6 +288,7 @@ impl Compiler {
                 &self.apis,
                 &self.token_keys,
                 &self.issuer,
+                self.legacy_throttling,
                 &self.tenant_tiers,
             ),
         );

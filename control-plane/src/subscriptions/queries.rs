@@ -15,20 +15,32 @@ pub(super) async fn insert<'e>(
     tier: &str,
     status: &str,
 ) -> sqlx::Result<()> {
-    // language=SQL
-    sqlx::query(
-        "INSERT INTO subscriptions (id, application_id, api_id, tier, status, created_at)
-         VALUES ($1, $2, $3, $4, $5, $6)",
-    )
-    .bind(id)
-    .bind(application_id)
-    .bind(api_id)
-    .bind(tier)
-    .bind(status)
-    .bind(now())
-    .execute(db)
-    .await?;
+    insert_with(db, INSERT, [id, application_id, api_id, tier, status]).await?;
     Ok(())
+}
+
+// language=SQL
+const INSERT: &str =
+    "INSERT INTO subscriptions (id, application_id, api_id, tier, status, created_at)
+     VALUES ($1, $2, $3, $4, $5, $6)";
+
+// language=SQL
+const INSERT_UNLESS_SUBSCRIBED: &str =
+    "INSERT INTO subscriptions (id, application_id, api_id, tier, status, created_at)
+     VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (api_id, application_id) DO NOTHING";
+
+/// Runs one of the inserts above with `[id, application, api, tier, status]`; the rows
+/// it added.
+async fn insert_with<'e>(
+    db: impl Executor<'e, Database = Any>,
+    statement: &'static str,
+    values: [&str; 5],
+) -> sqlx::Result<u64> {
+    let mut query = sqlx::query(statement);
+    for value in values {
+        query = query.bind(value);
+    }
+    Ok(query.bind(now()).execute(db).await?.rows_affected())
 }
 
 /// An application's subscriptions, oldest first (not those deleted while blocked).
@@ -181,7 +193,8 @@ pub async fn count_for_api(tx: &mut Transaction<'_, Any>, api_id: &str) -> sqlx:
 /// wins for an application subscribed to several) on the tiers in `offered`, as WSO2
 /// forwards them when a new version is published. Each keeps its tier and status; one
 /// its subscriber deleted while blocked arrives BLOCKED; ON_HOLD and REJECTED ones, and
-/// applications already subscribed, stay as they are. The applications given one.
+/// applications already subscribed (or subscribing meanwhile), stay as they are. The
+/// applications given one.
 pub async fn forward_to_version(
     tx: &mut Transaction<'_, Any>,
     from_apis: &[String],
@@ -213,8 +226,11 @@ pub async fn forward_to_version(
                 status.as_str()
             };
             let id = uuid::Uuid::new_v4().to_string();
-            insert(&mut **tx, &id, &application, to_api, &tier, status).await?;
-            forwarded.push(application);
+            // A subscribe committed since the query above keeps the application's own.
+            let values = [id.as_str(), &application, to_api, &tier, status];
+            if insert_with(&mut **tx, INSERT_UNLESS_SUBSCRIBED, values).await? == 1 {
+                forwarded.push(application);
+            }
         }
     }
     Ok(forwarded)
