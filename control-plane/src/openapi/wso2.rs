@@ -84,7 +84,7 @@ fn convert(prefix: &str, swagger: &Value) -> Converted {
         .collect();
     let mut schemas: Map<String, Value> = members(&swagger["definitions"])
         .map(|(name, schema)| {
-            let schema = context.schema(schema);
+            let schema = objects_typed(context.schema(schema));
             (format!("{prefix}.{name}"), with_nullable_members(schema))
         })
         .collect();
@@ -324,6 +324,62 @@ fn without_unset_members(value: Value) -> Value {
     }
 }
 
+/// The schema with `type: object` wherever it has properties and no type: WSO2's
+/// definitions leave it out, and without it a schema also allows `null`, strings and
+/// numbers, which the control plane refuses where it reads one.
+fn objects_typed(schema: Value) -> Value {
+    let Value::Object(mut members) = schema else {
+        return schema;
+    };
+    if members.contains_key("properties") && !members.contains_key("type") {
+        members.insert("type".into(), json!("object"));
+    }
+    for (key, value) in members.iter_mut() {
+        let inner: Vec<&mut Value> = match (key.as_str(), value) {
+            ("properties", Value::Object(properties)) => properties.values_mut().collect(),
+            ("items" | "additionalProperties", inner @ Value::Object(_)) => vec![inner],
+            ("allOf" | "anyOf" | "oneOf", Value::Array(parts)) => parts.iter_mut().collect(),
+            _ => Vec::new(),
+        };
+        for schema in inner {
+            *schema = objects_typed(schema.take());
+        }
+    }
+    Value::Object(members)
+}
+
+/// Bounds the control plane enforces on query parameters and WSO2's contract leaves out:
+/// `limit` at least 1 and `offset` at least 0 (`http::pagination`), both 64-bit; a
+/// required text not empty (an empty one is read as missing).
+fn bound_query_parameters(paths: &mut Map<String, Value>) {
+    let operations = paths
+        .values_mut()
+        .filter_map(Value::as_object_mut)
+        .flat_map(|item| item.values_mut());
+    for operation in operations {
+        let Some(Value::Array(parameters)) = operation.get_mut("parameters") else {
+            continue;
+        };
+        for parameter in parameters.iter_mut().filter(|p| p["in"] == "query") {
+            let required = parameter["required"] == true;
+            let name = parameter["name"].as_str().unwrap_or_default().to_string();
+            let schema = &mut parameter["schema"];
+            let least = match name.as_str() {
+                "limit" => Some(1),
+                "offset" => Some(0),
+                _ => None,
+            };
+            if let Some(least) = least {
+                schema["minimum"] = json!(least);
+                schema["maximum"] = json!(i64::MAX);
+                schema["format"] = json!("int64");
+            } else if required && schema["type"] == "string" {
+                schema["minLength"] = json!(1);
+            }
+        }
+    }
+}
+
 /// The schema with every member it does not require allowed to be `null`, at any depth.
 fn with_nullable_members(mut schema: Value) -> Value {
     let required: Vec<String> = schema["required"]
@@ -377,18 +433,9 @@ fn nullable(mut schema: Value) -> Value {
 /// Where the control plane departs from WSO2's contract on purpose, or the contract
 /// contradicts WSO2's own answers, what the control plane sends.
 fn amend(prefix: &str, contract: &mut Converted) {
-    let schemas = &mut contract.schemas;
-    if prefix == "publisher" {
-        // `destinationStatsEnabled` is a boolean in our specification (§2.3) and a string in
-        // WSO2's publisher model: an API keeps what it was given.
-        let stats = "/publisher.APIDetailed/allOf/1/properties/destinationStatsEnabled";
-        if let Some(property) = pointer_in(schemas, stats) {
-            *property = json!({"type": ["string", "boolean", "null"]});
-        }
-    }
     // Documents in Markdown, beside WSO2 2.6's three sources.
     let sources = format!("/{prefix}.Document/properties/sourceType/enum");
-    if let Some(Value::Array(sources)) = pointer_in(schemas, &sources) {
+    if let Some(Value::Array(sources)) = pointer_in(&mut contract.schemas, &sources) {
         sources.push(json!("MARKDOWN"));
     }
     // Every path is served with and without a trailing slash (the app trims it before
@@ -399,6 +446,36 @@ fn amend(prefix: &str, contract: &mut Converted) {
             .paths
             .insert(sdk.trim_end_matches('/').to_string(), item);
     }
+    if prefix == "publisher" {
+        // `destinationStatsEnabled` is a boolean in our specification (§2.3) and a string in
+        // WSO2's publisher model: an API keeps what it was given.
+        let stats = "/publisher.APIDetailed/allOf/1/properties/destinationStatsEnabled";
+        if let Some(property) = pointer_in(&mut contract.schemas, stats) {
+            *property = json!({"type": ["string", "boolean", "null"]});
+        }
+        // WSO2 2.6 lists every environment when no API is named, and so do we.
+        let environments = "/api/am/publisher/v0.14/environments";
+        if let Some(api_id) = query_parameter(&mut contract.paths, environments, "get", "apiId") {
+            api_id["required"] = json!(false);
+        }
+        // The rules the certificates and tiers rooms check (`certificates::publisher`,
+        // `tiers::rules`), which the contract does not state.
+        let alias = "/post/requestBody/content/multipart~1form-data/schema/properties/alias";
+        if let Some(alias) = contract
+            .paths
+            .get_mut("/api/am/publisher/v0.14/certificates")
+            .and_then(|item| item.pointer_mut(alias))
+        {
+            alias["pattern"] = json!("^[A-Za-z0-9._@-]{1,100}$");
+        }
+        if let Some(unit_time) =
+            pointer_in(&mut contract.schemas, "/publisher.Tier/properties/unitTime")
+        {
+            *unit_time = json!({"type": "integer", "format": "int64", "minimum": 1000,
+                                "maximum": 366_i64 * 86_400_000, "multipleOf": 1000});
+        }
+    }
+    bound_query_parameters(&mut contract.paths);
     if prefix == "store" {
         // The store documents an array of tier lists; its example and its servers send one.
         let tiers = "/api/am/store/v0.14/tiers/{tierLevel}";
@@ -413,6 +490,19 @@ fn amend(prefix: &str, contract: &mut Converted) {
                                    "items": {"$ref": "#/components/schemas/store.Subscription"}});
         replace_schema(&mut contract.paths, multiple, media, subscriptions);
     }
+}
+
+/// The query parameter `name` of the `method` operation at `path`.
+fn query_parameter<'a>(
+    paths: &'a mut Map<String, Value>,
+    path: &str,
+    method: &str,
+    name: &str,
+) -> Option<&'a mut Value> {
+    paths.get_mut(path)?[method]["parameters"]
+        .as_array_mut()?
+        .iter_mut()
+        .find(|p| p["in"] == "query" && p["name"] == name)
 }
 
 /// Sets the schema at `pointer` in the item of `path`.
@@ -490,6 +580,27 @@ mod tests {
             schema["items"]["$ref"],
             "#/components/schemas/store.Subscription"
         );
+    }
+
+    #[test]
+    fn the_bounds_the_control_plane_enforces_are_written_in() {
+        let [publisher, store] = contracts();
+        assert_eq!(store.schemas["store.Application"]["type"], "object");
+        let apis = &store.paths["/api/am/store/v0.14/apis"]["get"]["parameters"];
+        let limit = apis
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == "limit");
+        assert_eq!(limit.unwrap()["schema"]["minimum"], 1);
+        let environments = &publisher.paths["/api/am/publisher/v0.14/environments"]["get"];
+        let parameters = environments["parameters"].as_array().unwrap();
+        let api_id = parameters.iter().find(|p| p["name"] == "apiId");
+        assert_eq!(api_id.unwrap()["required"], false);
+        let block = &publisher.paths["/api/am/publisher/v0.14/subscriptions/block-subscription"];
+        let parameters = block["post"]["parameters"].as_array().unwrap();
+        let id = parameters.iter().find(|p| p["name"] == "subscriptionId");
+        assert_eq!(id.unwrap()["schema"]["minLength"], 1);
     }
 
     #[test]

@@ -282,7 +282,7 @@ pub(super) fn profile(whose: &str, under: &str, profile: Option<&Profile>) -> St
         shares(&profile.by_dso),
         shares(&profile.by_crate),
     );
-    for (share, dso, symbol) in profile.by_symbol.iter().take(PROFILE_ROWS) {
+    for (share, dso, symbol) in profile.by_symbol.iter().take(SYMBOL_ROWS) {
         let symbol = symbol.replace('|', "\\|");
         let _ = writeln!(md, "| {share:.1} % | {dso} | `{symbol}` |");
     }
@@ -290,8 +290,10 @@ pub(super) fn profile(whose: &str, under: &str, profile: Option<&Profile>) -> St
     md
 }
 
-/// Rows of a profile the report gives, each way of counting.
+/// Binaries and crates a profile's sentence names.
 const PROFILE_ROWS: usize = 10;
+/// Symbols a profile's table gives.
+const SYMBOL_ROWS: usize = 4;
 
 /// When and where a section was measured: the command, the date, the machine in a line.
 pub(super) fn section_head(title: &str, command: &str) -> String {
@@ -779,7 +781,7 @@ pub fn write_section(options: &Options, part: Part, generated: &str) {
 }
 
 fn write_between(path: &Path, begin_marker: &str, end_marker: &str, generated: &str) {
-    let block = format!("{begin_marker}\n{generated}\n{end_marker}\n");
+    let block = format!("{begin_marker}\n{}\n\n{end_marker}\n", generated.trim_end());
     let existing = std::fs::read_to_string(path).unwrap_or_default();
     let text = match (existing.find(begin_marker), existing.find(end_marker)) {
         (Some(begin), Some(end)) if begin < end => {
