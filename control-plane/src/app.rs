@@ -10,6 +10,7 @@ use tower_layer::Layer as _;
 
 use crate::clients::ClientCache;
 use crate::fleet::ManifestHub;
+use crate::http::routes::Routes;
 use crate::http::{
     BodyLimits, method_not_allowed, not_found, read_body_in_time, refuse_oversized_bodies,
 };
@@ -69,6 +70,7 @@ async fn collapse_repeated_slashes(mut request: axum::extract::Request) -> axum:
 fn routes(state: AppState) -> Router {
     let body_limit = state.config.max_body_bytes;
     rooms()
+        .into_router()
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(axum::middleware::from_fn_with_state(
@@ -104,8 +106,8 @@ fn routes(state: AppState) -> Router {
 
 /// Every resource's routes, as the rooms declare them: what the management listener serves
 /// and what the OpenAPI document must describe (`crate::openapi`).
-pub fn rooms() -> Router<AppState> {
-    Router::new()
+pub fn rooms() -> Routes {
+    Routes::new()
         .merge(crate::clients::registration::router())
         .merge(crate::tokens::oauth::router())
         .merge(crate::tokens::oauth_introspect::router())

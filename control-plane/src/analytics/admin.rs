@@ -10,9 +10,8 @@
 use std::collections::BTreeMap;
 
 use apim_manifest::analytics::NO_APPLICATION;
+use axum::Json;
 use axum::extract::{Path, State};
-use axum::routing::get;
-use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
@@ -23,11 +22,12 @@ use crate::apis::StoredApi;
 use crate::error::{Error, Result};
 use crate::http::ADMIN;
 use crate::http::extract::QueryParams;
+use crate::http::routes::{Routes, get};
 use crate::state::AppState;
 use crate::users::BasicUser;
 use crate::users::User;
-pub fn router() -> Router<AppState> {
-    Router::new().route(
+pub fn router() -> Routes {
+    Routes::new().route(
         &format!("{ADMIN}/analytics/apis/{{api_id}}"),
         get(api_analytics),
     )

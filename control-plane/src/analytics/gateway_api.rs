@@ -2,11 +2,9 @@
 //! gateway secret).
 
 use apim_manifest::analytics::AnalyticsReport;
-use axum::Router;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::routing::post;
 use time::OffsetDateTime;
 
 use super::queries;
@@ -14,10 +12,11 @@ use super::retention::retained_from;
 use super::rules::{check_report, minute_of};
 use crate::error::Result;
 use crate::http::extract::parse_json;
+use crate::http::routes::{Routes, post};
 use crate::state::AppState;
 
-pub fn router() -> Router<AppState> {
-    Router::new().route(
+pub fn router() -> Routes {
+    Routes::new().route(
         apim_manifest::paths::CONTROL_PLANE_ANALYTICS,
         post(receive_report),
     )

@@ -1,10 +1,9 @@
 //! Publisher APIs, `/api/am/publisher/v0.14/apis` (spec 2.3, 3, 4.3).
 
+use axum::Json;
 use axum::extract::{Path, Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 
 use super::checks::{
@@ -22,6 +21,7 @@ use crate::error::{Error, OnDuplicate, Result};
 use crate::http::PUBLISHER;
 use crate::http::extract::{JsonBody, QueryParams, parse_json, read_body};
 use crate::http::pagination::{ListEnvelope, Page};
+use crate::http::routes::{Routes, get, post};
 use crate::manifest::Touched;
 use crate::manifest::Touches;
 use crate::scopes::Scope;
@@ -29,8 +29,8 @@ use crate::state::AppState;
 use crate::tokens::Caller;
 use crate::users::{self, tenant_of};
 
-pub fn router() -> Router<AppState> {
-    Router::new()
+pub fn router() -> Routes {
+    Routes::new()
         .route(
             &format!("{PUBLISHER}/apis"),
             get(list_apis).post(create_api),

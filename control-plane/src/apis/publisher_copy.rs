@@ -3,11 +3,10 @@
 //! thumbnail, WSDL and mediation policies, in one transaction), CREATED, as WSO2's
 //! `createNewAPIVersion` makes it.
 
+use axum::Json;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
-use axum::{Json, Router};
 use serde::Deserialize;
 
 use super::checks::{check_deployable, check_tiers_exist, tenant_api, touches_apis, unique_name};
@@ -17,13 +16,14 @@ use super::records::{ApiRecord, StoredApi};
 use crate::error::{Error, OnDuplicate, Result};
 use crate::http::PUBLISHER;
 use crate::http::extract::QueryParams;
+use crate::http::routes::{Routes, post};
 use crate::scopes::Scope;
 use crate::secrets::{DataKeys, Field};
 use crate::state::AppState;
 use crate::tokens::Caller;
 
-pub fn router() -> Router<AppState> {
-    Router::new().route(&format!("{PUBLISHER}/apis/copy-api"), post(copy_api))
+pub fn router() -> Routes {
+    Routes::new().route(&format!("{PUBLISHER}/apis/copy-api"), post(copy_api))
 }
 
 #[derive(Debug, Deserialize)]

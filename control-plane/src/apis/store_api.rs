@@ -1,10 +1,9 @@
 //! The store's APIs, `/api/am/store/v0.14/apis`: the list and each API as a consumer sees it
 //! (who sees which: `visibility`).
 
+use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
-use axum::routing::get;
-use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -16,11 +15,12 @@ use crate::error::{Error, Result};
 use crate::http::STORE;
 use crate::http::extract::QueryParams;
 use crate::http::pagination::{ListEnvelope, Page};
+use crate::http::routes::{Routes, get};
 use crate::state::AppState;
 use crate::tokens::MaybeCaller;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
+pub fn router() -> Routes {
+    Routes::new()
         .route(&format!("{STORE}/apis"), get(list_apis))
         .route(&format!("{STORE}/apis/{{api_id}}"), get(get_api))
         .merge(super::store_api_swagger::router())

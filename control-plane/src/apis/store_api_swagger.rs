@@ -2,11 +2,10 @@
 //! filled in; and SDK generation (`POST /apis/generate-sdk`), which this platform does
 //! not do and says so (501) rather than answering a silent 404.
 
+use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -16,13 +15,14 @@ use crate::environments::{self, Endpoints};
 use crate::error::{Error, Result};
 use crate::http::STORE;
 use crate::http::extract::QueryParams;
+use crate::http::routes::{Routes, get, post};
 use crate::scopes::Scope;
 use crate::state::AppState;
 use crate::tokens::Caller;
 use crate::tokens::MaybeCaller;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
+pub fn router() -> Routes {
+    Routes::new()
         .route(
             &format!("{STORE}/apis/{{api_id}}/swagger"),
             get(get_swagger),

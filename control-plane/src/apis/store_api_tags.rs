@@ -3,10 +3,9 @@
 
 use std::collections::BTreeMap;
 
+use axum::Json;
 use axum::extract::State;
 use axum::http::HeaderMap;
-use axum::routing::get;
-use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 
 use super::records::StoredApi;
@@ -15,11 +14,12 @@ use crate::error::Result;
 use crate::http::STORE;
 use crate::http::extract::QueryParams;
 use crate::http::pagination::{ListEnvelope, Page};
+use crate::http::routes::{Routes, get};
 use crate::state::AppState;
 use crate::tokens::MaybeCaller;
 
-pub fn router() -> Router<AppState> {
-    Router::new().route(&format!("{STORE}/tags"), get(list_tags))
+pub fn router() -> Routes {
+    Routes::new().route(&format!("{STORE}/tags"), get(list_tags))
 }
 
 /// WSO2's `Tag`: a tag and the number of visible APIs that carry it.

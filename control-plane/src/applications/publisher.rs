@@ -2,21 +2,21 @@
 //! {applicationId}` (WSO2 v0.14 publisher `Application (Individual)`): who subscribes to
 //! the provider's APIs, without the application's keys.
 
+use axum::Json;
 use axum::extract::{Path, State};
-use axum::routing::get;
-use axum::{Json, Router};
 use serde::Serialize;
 
 use super::queries;
 use crate::error::{Error, Result};
 use crate::http::PUBLISHER;
+use crate::http::routes::{Routes, get};
 use crate::scopes::Scope;
 use crate::state::AppState;
 use crate::tokens::Caller;
 use crate::users::tenant_of;
 
-pub fn router() -> Router<AppState> {
-    Router::new().route(
+pub fn router() -> Routes {
+    Routes::new().route(
         &format!("{PUBLISHER}/applications/{{application_id}}"),
         get(get_application),
     )

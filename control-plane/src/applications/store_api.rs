@@ -1,10 +1,9 @@
 //! Store applications, `/api/am/store/v0.14/applications` (spec 2.4, 4.4).
 
+use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -15,6 +14,7 @@ use crate::error::{Error, OnDuplicate, Result};
 use crate::http::STORE;
 use crate::http::extract::{JsonBody, QueryParams};
 use crate::http::pagination::{ListEnvelope, Page};
+use crate::http::routes::{Routes, get};
 use crate::keys::{ApplicationKey, application_keys};
 use crate::manifest::Touched;
 use crate::manifest::Touches;
@@ -23,8 +23,8 @@ use crate::tiers::{self, TierLevel};
 use crate::tokens::Caller;
 use crate::workflows;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
+pub fn router() -> Routes {
+    Routes::new()
         .route(
             &format!("{STORE}/applications"),
             get(list_applications).post(create_application),

@@ -2,22 +2,22 @@
 //! scopes` and its deprecated twin `/applications/scopes/{applicationId}`: the scopes the
 //! APIs it subscribes to declare, as WSO2 lists them (`ScopeList`).
 
+use axum::Json;
 use axum::extract::{Path, State};
-use axum::routing::get;
-use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 
 use super::access::{StoreUser, owned_application};
 use crate::error::Result;
 use crate::http::STORE;
 use crate::http::extract::QueryParams;
+use crate::http::routes::{Routes, get};
 use crate::scopes::ApiScope;
 use crate::state::AppState;
 use crate::subscriptions::subscribed_api_scopes;
 use crate::users;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
+pub fn router() -> Routes {
+    Routes::new()
         .route(
             &format!("{STORE}/applications/{{application_id}}/scopes"),
             get(application_scopes),

@@ -3,11 +3,10 @@
 //! the caller's tenant; another tenant's alias answers as a missing one (404).
 
 use apim_manifest::trust;
+use axum::Json;
 use axum::extract::{FromRequest, Multipart, Path, Request, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::{Json, Router};
 use serde::Deserialize;
 
 use super::parse::{MAX_CERTIFICATE_BYTES, ParsedCertificate, parse_certificate};
@@ -16,6 +15,7 @@ use super::records::{CertMetadata, CertificateInfo, CertificateRow, Certificates
 use crate::error::{Error, OnDuplicate, Result};
 use crate::http::extract::QueryParams;
 use crate::http::pagination::Page;
+use crate::http::routes::{Routes, get};
 use crate::manifest::Touched;
 use crate::manifest::Touches;
 use crate::scopes::Scope;
@@ -27,8 +27,8 @@ const BASE: &str = "/api/am/publisher/v0.14/certificates";
 const MAX_ALIAS_CHARS: usize = 100;
 const MAX_ENDPOINT_CHARS: usize = 2048;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
+pub fn router() -> Routes {
+    Routes::new()
         .route(BASE, get(list).post(upload))
         .route(
             &format!("{BASE}/{{alias}}"),

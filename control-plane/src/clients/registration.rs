@@ -1,18 +1,18 @@
 //! Dynamic client registration, `POST /client-registration/v0.14/register` (spec 2.1, 4.1).
 //! Behaves as WSO2's DCR v0.14: 200, idempotent per owner and client name.
 
-use axum::routing::post;
-use axum::{Json, Router};
+use axum::Json;
 use serde::{Deserialize, Serialize};
 
 use super::queries::{self as clients, OAuthClient};
 use crate::error::{Error, OnDuplicate, Result};
 use crate::http::extract::JsonBody;
+use crate::http::routes::{Routes, post};
 use crate::state::AppState;
 use crate::users::BasicUser;
 
-pub fn router() -> Router<AppState> {
-    Router::new().route("/client-registration/v0.14/register", post(register))
+pub fn router() -> Routes {
+    Routes::new().route("/client-registration/v0.14/register", post(register))
 }
 
 /// WSO2's `RegistrationProfile`, including the OIDC fields it accepts and ignores.

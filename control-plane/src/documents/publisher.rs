@@ -2,11 +2,10 @@
 //! v0.14): `apim:api_view` reads, `apim:api_create` writes, in the caller's tenant.
 //! Documents change nothing gateways see, so no change here asks for a compile.
 
+use axum::Json;
 use axum::extract::{Path, Request, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::{Json, Router};
 use serde::Deserialize;
 
 use super::content;
@@ -18,13 +17,14 @@ use crate::error::{Error, OnApiConstraint, Result};
 use crate::http::PUBLISHER;
 use crate::http::extract::{JsonBody, QueryParams};
 use crate::http::pagination::{ListEnvelope, Page};
+use crate::http::routes::{Routes, get};
 use crate::manifest::Touches;
 use crate::scopes::Scope;
 use crate::state::AppState;
 use crate::tokens::Caller;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
+pub fn router() -> Routes {
+    Routes::new()
         .route(
             &format!("{PUBLISHER}/apis/{{api_id}}/documents"),
             get(list_documents).post(create_document),

@@ -2,10 +2,9 @@
 //! read-only and anonymous as the store's APIs are: the `API_LEVEL` documents of an API
 //! the caller sees (an API or document they may not see is 404, as a missing one).
 
+use axum::Json;
 use axum::extract::{Path, State};
 use axum::response::Response;
-use axum::routing::get;
-use axum::{Json, Router};
 
 use super::content;
 use super::publisher::{ListQuery, document_list};
@@ -16,11 +15,12 @@ use crate::error::{Error, Result};
 use crate::http::STORE;
 use crate::http::extract::QueryParams;
 use crate::http::pagination::ListEnvelope;
+use crate::http::routes::{Routes, get};
 use crate::state::AppState;
 use crate::tokens::MaybeCaller;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
+pub fn router() -> Routes {
+    Routes::new()
         .route(
             &format!("{STORE}/apis/{{api_id}}/documents"),
             get(list_documents),

@@ -1,19 +1,19 @@
 //! `GET /api/am/publisher/v0.14/environments[?apiId=]` (`apim:api_view`).
 
+use axum::Json;
 use axum::extract::State;
-use axum::routing::get;
-use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 
 use super::records::{self, Environment};
 use crate::error::{Error, Result};
 use crate::http::extract::QueryParams;
+use crate::http::routes::{Routes, get};
 use crate::scopes::Scope;
 use crate::state::AppState;
 use crate::tokens::Caller;
 
-pub fn router() -> Router<AppState> {
-    Router::new().route("/api/am/publisher/v0.14/environments", get(list))
+pub fn router() -> Routes {
+    Routes::new().route("/api/am/publisher/v0.14/environments", get(list))
 }
 
 #[derive(Debug, Deserialize)]

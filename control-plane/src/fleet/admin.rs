@@ -1,18 +1,18 @@
 //! The fleet in the administration API: `GET /api/am/admin/v0.14/gateways`, by HTTP Basic
 //! of a super-tenant administrator.
 
+use axum::Json;
 use axum::extract::State;
-use axum::routing::get;
-use axum::{Json, Router};
 use serde::Serialize;
 
 use crate::error::Result;
 use crate::http::ADMIN;
+use crate::http::routes::{Routes, get};
 use crate::state::AppState;
 use crate::users::BasicUser;
 
-pub fn router() -> Router<AppState> {
-    Router::new().route(&format!("{ADMIN}/gateways"), get(list_gateways))
+pub fn router() -> Routes {
+    Routes::new().route(&format!("{ADMIN}/gateways"), get(list_gateways))
 }
 
 /// A gateway as an operator sees it.

@@ -3,12 +3,11 @@
 //! and where they report a pulled page they could not take.
 
 use apim_manifest::PageReport;
+use axum::Json;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
 use serde::Deserialize;
 use subtle::ConstantTimeEq;
 
@@ -17,12 +16,13 @@ use crate::error::{Error, Result};
 use crate::http::auth::bearer_token;
 use crate::http::error::closing;
 use crate::http::extract::{QueryParams, parse_json};
+use crate::http::routes::{Routes, get, post};
 use crate::manifest;
 use crate::manifest::Touches;
 use crate::state::AppState;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
+pub fn router() -> Routes {
+    Routes::new()
         .route(
             apim_manifest::paths::CONTROL_PLANE_MANIFEST,
             get(manifest_page),

@@ -1,11 +1,13 @@
 //! What every room shares at the HTTP layer: callers, extractors, error bodies, paging,
-//! forms, and the body limits and fallbacks the app puts around every route.
+//! forms, the routes' table, and the body limits and fallbacks the app puts around every
+//! route.
 
 pub(crate) mod auth;
 pub(crate) mod error;
 pub(crate) mod extract;
 pub(crate) mod multipart;
 pub(crate) mod pagination;
+pub(crate) mod routes;
 
 /// Where WSO2's publisher REST API v0.14 is served.
 pub const PUBLISHER: &str = "/api/am/publisher/v0.14";

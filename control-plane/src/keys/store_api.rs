@@ -1,9 +1,8 @@
 //! Application keys (spec 2.6, 4.4): consumer key and secret per key type, usable as
 //! client credentials at the token service.
 
+use axum::Json;
 use axum::extract::{Path, State};
-use axum::routing::{get, post};
-use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -15,6 +14,7 @@ use crate::clients::{self, OAuthClient};
 use crate::error::{Error, OnDuplicate, Result};
 use crate::http::STORE;
 use crate::http::extract::{JsonBody, QueryParams};
+use crate::http::routes::{Routes, get, post};
 use crate::manifest::Touches;
 use crate::state::AppState;
 use crate::tokens::oauth::issue;
@@ -24,8 +24,8 @@ use crate::workflows::{self, Kind};
 /// Grants a key gets when the request names none.
 const DEFAULT_GRANTS: &str = "password client_credentials refresh_token";
 
-pub fn router() -> Router<AppState> {
-    Router::new()
+pub fn router() -> Routes {
+    Routes::new()
         .route(
             &format!("{STORE}/applications/generate-keys"),
             post(generate_keys),

@@ -2,9 +2,8 @@
 //! (`PUT /applications/{applicationId}/keys/{keyType}`) and their secret
 //! (`POST /applications/regenerate-consumersecret`), WSO2 v0.14 store `Application Keys`.
 
+use axum::Json;
 use axum::extract::{Path, State};
-use axum::routing::post;
-use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -15,6 +14,7 @@ use crate::clients::{self, OAuthClient};
 use crate::error::{Error, Result};
 use crate::http::STORE;
 use crate::http::extract::JsonBody;
+use crate::http::routes::{Routes, post};
 use crate::manifest::Touches;
 use crate::state::AppState;
 use crate::tokens::Caller;
@@ -34,8 +34,8 @@ const KNOWN_GRANTS: &[&str] = &[
 /// Longest callback URL taken.
 const MAX_CALLBACK_URL: usize = 2048;
 
-pub fn router() -> Router<AppState> {
-    Router::new().route(
+pub fn router() -> Routes {
+    Routes::new().route(
         &format!("{STORE}/applications/regenerate-consumersecret"),
         post(regenerate_secret),
     )

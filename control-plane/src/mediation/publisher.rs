@@ -4,11 +4,10 @@
 //! (`apim:mediation_policy_view`). They are stored only: gateways do not apply them yet,
 //! so no change here asks for a compile.
 
+use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::{Json, Router};
 use serde::Deserialize;
 
 use super::defaults::GLOBAL_POLICIES;
@@ -20,13 +19,14 @@ use crate::error::{Error, Result};
 use crate::http::PUBLISHER;
 use crate::http::extract::{JsonBody, QueryParams};
 use crate::http::pagination::{ListEnvelope, Page};
+use crate::http::routes::{Routes, get};
 use crate::manifest::Touches;
 use crate::scopes::Scope;
 use crate::state::AppState;
 use crate::tokens::Caller;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
+pub fn router() -> Routes {
+    Routes::new()
         .route(
             &format!("{PUBLISHER}/apis/{{api_id}}/policies/mediation"),
             get(list_policies).post(create_policy),

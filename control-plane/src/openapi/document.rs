@@ -4,15 +4,13 @@
 
 use std::sync::LazyLock;
 
-use axum::Router;
 use axum::http::header;
 use axum::response::IntoResponse;
-use axum::routing::get;
 use serde_json::{Map, Value, json};
 use utoipa::OpenApi as _;
 
 use super::wso2;
-use crate::state::AppState;
+use crate::http::routes::{Routes, get};
 
 /// Where the management listener serves the document.
 pub const PATH: &str = "/api/am/openapi.json";
@@ -31,8 +29,8 @@ fn serialized() -> &'static str {
 }
 
 /// `GET /api/am/openapi.json`, on the management listener.
-pub fn router() -> Router<AppState> {
-    Router::new().route(PATH, get(openapi_document))
+pub fn router() -> Routes {
+    Routes::new().route(PATH, get(openapi_document))
 }
 
 /// The control plane's OpenAPI 3.1 document.
@@ -208,54 +206,16 @@ mod tests {
     use super::*;
 
     /// Every operation the management listener's rooms route, as `METHOD /path` with each
-    /// parameter written `{}`. axum lists its routes nowhere but in its `Debug` output:
-    /// each path by route id (`RouteId(n): "/path"`) and each route's methods in its
-    /// `Allow` header (`allow_header: Bytes(b"GET,HEAD")`); a change of that output fails
-    /// the count below rather than passing.
+    /// parameter written `{}`, from the routes' own table.
     fn served() -> BTreeSet<String> {
-        let whole = format!("{:?}", crate::app::rooms());
-        // The path router's part: the fallback router after it holds axum's own catch-all.
-        let debug = whole.split(", fallback_router:").next().unwrap();
-        let mut operations = BTreeSet::new();
-        let mut routes = 0;
-        for (id, path) in route_paths(debug) {
-            let methods = methods_of_route(debug, &id).unwrap_or_else(|| {
-                panic!("no methods found for route {id} ({path}) in {debug}");
-            });
-            routes += 1;
-            for method in methods {
-                operations.insert(format!("{method} {}", anonymous(&path)));
-            }
-        }
-        assert!(routes > 60, "only {routes} routes found in {debug}");
+        let routes = crate::app::rooms();
+        let operations: BTreeSet<String> = routes
+            .operations()
+            .iter()
+            .map(|(path, method)| format!("{method} {}", anonymous(path)))
+            .collect();
+        assert!(operations.len() > 60, "only {operations:?}");
         operations
-    }
-
-    /// `(route id, path)` for each `RouteId(id): "path"`.
-    fn route_paths(debug: &str) -> Vec<(String, String)> {
-        debug
-            .match_indices("RouteId(")
-            .filter_map(|(at, start)| {
-                let (id, tail) = debug[at + start.len()..].split_once(')')?;
-                let path = tail.strip_prefix(": \"")?.split('"').next()?;
-                Some((id.to_string(), path.to_string()))
-            })
-            .collect()
-    }
-
-    /// The methods of route `id`, from its `Allow` header (HEAD goes with GET).
-    fn methods_of_route(debug: &str, id: &str) -> Option<Vec<String>> {
-        let route = debug.find(&format!("RouteId({id}): MethodRouter("))?;
-        let allow = &debug[route..];
-        let allow = &allow[allow.find("allow_header: Bytes(b\"")? + 22..];
-        let methods = &allow[..allow.find('"')?];
-        Some(
-            methods
-                .split(',')
-                .filter(|m| *m != "HEAD")
-                .map(str::to_string)
-                .collect(),
-        )
     }
 
     /// The operations the document describes on the management listener.

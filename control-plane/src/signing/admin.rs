@@ -2,20 +2,20 @@
 //! by HTTP Basic of a super-tenant administrator (the same as
 //! `control-plane rotate-signing-key`).
 
+use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::routing::post;
-use axum::{Json, Router};
 use serde::Serialize;
 
 use crate::error::Result;
 use crate::http::ADMIN;
+use crate::http::routes::{Routes, post};
 use crate::manifest::{Touched, Touches};
 use crate::state::AppState;
 use crate::users::BasicUser;
 
-pub fn router() -> Router<AppState> {
-    Router::new().route(
+pub fn router() -> Routes {
+    Routes::new().route(
         &format!("{ADMIN}/signing-keys/rotate"),
         post(rotate_signing_key),
     )

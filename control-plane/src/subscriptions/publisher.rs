@@ -4,10 +4,9 @@
 
 use std::collections::HashMap;
 
+use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::routing::{get, post};
-use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 
 use super::queries;
@@ -18,14 +17,15 @@ use crate::error::{Error, Result};
 use crate::http::PUBLISHER;
 use crate::http::extract::QueryParams;
 use crate::http::pagination::{ListEnvelope, Page};
+use crate::http::routes::{Routes, get, post};
 use crate::manifest::Touched;
 use crate::manifest::Touches;
 use crate::scopes::Scope;
 use crate::state::AppState;
 use crate::tokens::Caller;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
+pub fn router() -> Routes {
+    Routes::new()
         .route(
             &format!("{PUBLISHER}/subscriptions"),
             get(list_subscriptions),

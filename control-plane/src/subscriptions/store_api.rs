@@ -1,10 +1,9 @@
 //! Store subscriptions, `/api/am/store/v0.14/subscriptions` (spec 2.5, 4.4).
 
+use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use sqlx::{Any, Executor};
 
@@ -16,14 +15,15 @@ use crate::error::{Error, OnDuplicate, Result};
 use crate::http::STORE;
 use crate::http::extract::{JsonBody, QueryParams};
 use crate::http::pagination::{ListEnvelope, Page};
+use crate::http::routes::{Routes, get, post};
 use crate::manifest::Touched;
 use crate::manifest::Touches;
 use crate::state::AppState;
 use crate::tokens::Caller;
 use crate::workflows::{self, Kind};
 
-pub fn router() -> Router<AppState> {
-    Router::new()
+pub fn router() -> Routes {
+    Routes::new()
         .route(
             &format!("{STORE}/subscriptions"),
             get(list_subscriptions).post(subscribe),

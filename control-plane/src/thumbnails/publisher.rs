@@ -2,11 +2,10 @@
 //! (`apim:api_view`/`apim:api_create`, the caller's tenant). Uploading one changes nothing
 //! gateways see, so it asks for no compile.
 
+use axum::Json;
 use axum::extract::{Path, Request, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::{Json, Router};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use serde::Serialize;
@@ -18,13 +17,14 @@ use crate::apis::tenant_api;
 use crate::error::{Error, Result};
 use crate::http::PUBLISHER;
 use crate::http::multipart::{declared_media_type, read_form};
+use crate::http::routes::{Routes, get};
 use crate::manifest::Touches;
 use crate::scopes::Scope;
 use crate::state::AppState;
 use crate::tokens::Caller;
 
-pub fn router() -> Router<AppState> {
-    Router::new().route(
+pub fn router() -> Routes {
+    Routes::new().route(
         &format!("{PUBLISHER}/apis/{{api_id}}/thumbnail"),
         get(publisher_thumbnail).post(upload_thumbnail),
     )

@@ -1,20 +1,19 @@
 //! An API's thumbnail in the store: `GET /apis/{apiId}/thumbnail`, for an API the caller
 //! sees (anonymously too).
 
-use axum::Router;
 use axum::extract::{Path, State};
 use axum::response::Response;
-use axum::routing::get;
 
 use super::answer::thumbnail;
 use crate::apis::visible_api;
 use crate::error::Result;
 use crate::http::STORE;
+use crate::http::routes::{Routes, get};
 use crate::state::AppState;
 use crate::tokens::MaybeCaller;
 
-pub fn router() -> Router<AppState> {
-    Router::new().route(
+pub fn router() -> Routes {
+    Routes::new().route(
         &format!("{STORE}/apis/{{api_id}}/thumbnail"),
         get(store_thumbnail),
     )

@@ -2,11 +2,10 @@
 //! changed, deleted and permitted (`apim:tier_manage`), per tenant. A write gateways
 //! enforce touches [`Touched::Tiers`], so the next compile sends the limits along.
 
+use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
 use serde::Deserialize;
 
 use super::catalogue;
@@ -18,6 +17,7 @@ use super::usage;
 use crate::error::{Error, OnDuplicate, Result};
 use crate::http::extract::{JsonBody, QueryParams};
 use crate::http::pagination::ListEnvelope;
+use crate::http::routes::{Routes, get, post};
 use crate::manifest::{Touched, Touches};
 use crate::scopes::Scope;
 use crate::state::AppState;
@@ -27,8 +27,8 @@ const PUBLISHER: &str = "/api/am/publisher/v0.14/tiers";
 /// Most tiers a tenant may add to a level (each is in every gateway's meta entry).
 const MAX_OWN_TIERS: usize = 100;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
+pub fn router() -> Routes {
+    Routes::new()
         .route(
             &format!("{PUBLISHER}/{{level}}"),
             get(publisher_list).post(create),

@@ -1,10 +1,9 @@
 //! Throttling tiers in the store: listed and read anonymously too, only those the
 //! caller's roles may use, of the store's tenant.
 
+use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
-use axum::routing::get;
-use axum::{Json, Router};
 
 use super::catalogue::{self, Permissions};
 use super::levels::TierLevel;
@@ -13,13 +12,14 @@ use super::rules::{ListQuery, list, parse_level};
 use crate::error::{Error, Result};
 use crate::http::extract::QueryParams;
 use crate::http::pagination::ListEnvelope;
+use crate::http::routes::{Routes, get};
 use crate::state::AppState;
 use crate::tokens::{Caller, MaybeCaller, store_tenant};
 
 const STORE: &str = "/api/am/store/v0.14/tiers";
 
-pub fn router() -> Router<AppState> {
-    Router::new()
+pub fn router() -> Routes {
+    Routes::new()
         .route(&format!("{STORE}/{{level}}"), get(store_list))
         .route(&format!("{STORE}/{{level}}/{{name}}"), get(store_get))
 }

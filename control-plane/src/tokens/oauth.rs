@@ -9,8 +9,7 @@ use axum::extract::State;
 use axum::extract::rejection::FormRejection;
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Form, Json, Router};
+use axum::{Form, Json};
 use serde::Serialize;
 
 use super::jwt::{self as token, Claims};
@@ -20,14 +19,15 @@ use crate::clients::{ClientCache, OAuthClient, Principal};
 use crate::db::{now, now_ms};
 use crate::http::auth::{ClientAddress, basic_credentials};
 use crate::http::error::OAuthError;
+use crate::http::routes::{Routes, get, post};
 use crate::manifest::Touched;
 use crate::manifest::Touches;
 use crate::scopes::{self, APPLICATION_SCOPE};
 use crate::state::AppState;
 use crate::users::{self, User, VerifiedLogins};
 
-pub fn router() -> Router<AppState> {
-    Router::new()
+pub fn router() -> Routes {
+    Routes::new()
         .route("/oauth2/token", post(token_endpoint))
         .route("/oauth2/revoke", post(revoke_endpoint))
         .route("/oauth2/jwks", get(jwks))

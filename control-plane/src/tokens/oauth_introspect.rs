@@ -10,18 +10,18 @@ use apim_manifest::paths::CONTROL_PLANE_INTROSPECT;
 use axum::extract::State;
 use axum::extract::rejection::FormRejection;
 use axum::response::Response;
-use axum::routing::post;
-use axum::{Form, Json, Router};
+use axum::{Form, Json};
 
 use super::jwt::{self as token, Claims};
 use super::oauth::no_store;
 use super::opaque;
 use super::queries::{self, hash};
 use crate::http::error::OAuthError;
+use crate::http::routes::{Routes, post};
 use crate::state::AppState;
 
-pub fn router() -> Router<AppState> {
-    Router::new().route(CONTROL_PLANE_INTROSPECT, post(introspect))
+pub fn router() -> Routes {
+    Routes::new().route(CONTROL_PLANE_INTROSPECT, post(introspect))
 }
 
 /// RFC 7662 §2: the token's claims while it is active, else `{"active":false}` (unknown,

@@ -6,10 +6,9 @@
 //! (signing keys). An account outside the caller's reach answers exactly as a missing
 //! one does (404), so its existence is not disclosed.
 
+use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::routing::{get, post};
-use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 
 use super::lockout;
@@ -19,12 +18,13 @@ use super::rules::{self, SUPER_TENANT};
 use crate::error::{Error, Result};
 use crate::http::ADMIN;
 use crate::http::extract::JsonBody;
+use crate::http::routes::{Routes, get, post};
 use crate::manifest::Touches;
 use crate::state::AppState;
 use crate::users::BasicUser;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
+pub fn router() -> Routes {
+    Routes::new()
         .route(&format!("{ADMIN}/users"), get(list_users).post(add_user))
         .route(
             &format!("{ADMIN}/users/{{username}}"),

@@ -6,9 +6,8 @@
 
 use std::collections::BTreeMap;
 
+use axum::Json;
 use axum::extract::State;
-use axum::routing::{get, post};
-use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 
 use super::decide::{already_decided, decide};
@@ -17,6 +16,7 @@ use super::records::{APPROVED, Flag, Kind, REJECTED, WAITING, Workflow, Workflow
 use crate::error::{Error, Result};
 use crate::http::extract::{JsonBody, QueryParams};
 use crate::http::pagination::{ListEnvelope, Page};
+use crate::http::routes::{Routes, get, post};
 use crate::http::{ADMIN, PUBLISHER};
 use crate::manifest::Touches;
 use crate::scopes::Scope;
@@ -24,8 +24,8 @@ use crate::state::AppState;
 use crate::tokens::Caller;
 use crate::users::BasicUser;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
+pub fn router() -> Routes {
+    Routes::new()
         .route(&format!("{ADMIN}/workflows"), get(list_waiting))
         .route(
             &format!("{ADMIN}/workflows/settings"),

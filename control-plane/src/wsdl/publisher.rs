@@ -4,10 +4,9 @@
 //! definition must be a WSDL 1.1 document: well-formed XML whose root is `definitions`,
 //! without a DOCTYPE (see `crate::xml`). Storing one changes nothing gateways see.
 
+use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::routing::get;
-use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 
 use super::queries::{self, WsdlRow};
@@ -16,6 +15,7 @@ use crate::error::{Error, Result};
 use crate::http::PUBLISHER;
 use crate::http::extract::JsonBody;
 use crate::http::multipart::check_file_name;
+use crate::http::routes::{Routes, get};
 use crate::manifest::Touches;
 use crate::scopes::Scope;
 use crate::state::AppState;
@@ -24,8 +24,8 @@ use crate::tokens::Caller;
 /// Largest WSDL, bytes.
 const MAX_WSDL_BYTES: usize = 1024 * 1024;
 
-pub fn router() -> Router<AppState> {
-    Router::new().route(
+pub fn router() -> Routes {
+    Routes::new().route(
         &format!("{PUBLISHER}/apis/{{api_id}}/wsdl"),
         get(get_wsdl).post(put_wsdl).put(put_wsdl),
     )
