@@ -781,7 +781,7 @@ pub fn write_section(options: &Options, part: Part, generated: &str) {
 }
 
 fn write_between(path: &Path, begin_marker: &str, end_marker: &str, generated: &str) {
-    let block = format!("{begin_marker}\n{}\n\n{end_marker}\n", generated.trim_end());
+    let block = format!("{begin_marker}\n{}\n{end_marker}\n", generated.trim_end());
     let existing = std::fs::read_to_string(path).unwrap_or_default();
     let text = match (existing.find(begin_marker), existing.find(end_marker)) {
         (Some(begin), Some(end)) if begin < end => {
