@@ -9,6 +9,9 @@ use crate::{Backend, Client, ControlPlane, EchoBackend, ServerProcess};
 
 /// Every management scope the flows need.
 pub const ALL_SCOPES: &str = "mgr:api_view mgr:api_create mgr:api_publish mgr:subscribe";
+/// [`ALL_SCOPES`] and the tier ones: what creating and changing tiers needs.
+pub const TIER_SCOPES: &str =
+    "mgr:api_view mgr:api_create mgr:api_publish mgr:subscribe mgr:tier_view mgr:tier_manage";
 
 /// A control plane pushing to one edge gateway, a backend, and an administrator token.
 pub struct Stack {

@@ -79,6 +79,14 @@ pub fn keys_request() -> Value {
     })
 }
 
+/// The body of a tier of `requests` per `unit_ms` that stops at its quota, for
+/// `POST /tiers/{level}` or its `PUT`.
+pub fn tier_record(name: &str, requests: i64, unit_ms: i64) -> Value {
+    json!({"name": name, "description": format!("Allows {requests} requests"),
+           "tierPlan": "FREE", "requestCount": requests, "unitTime": unit_ms,
+           "stopOnQuotaReach": true, "attributes": {"plan": 1}})
+}
+
 /// The steps, taken on a management listener with a user's token.
 #[derive(Clone, Copy)]
 pub struct Steps<'a> {

@@ -3,8 +3,9 @@
 //! default version, endpoint certificates, and tiers managed per tenant and enforced by
 //! the gateway without a restart.
 
-use harness::stack::{ALL_SCOPES, Launch};
+use harness::stack::{ALL_SCOPES, Launch, TIER_SCOPES};
 use harness::steps::Steps;
+use harness::steps::tier_record as tier;
 use harness::{Backend, PUBLISHER, STORE, spec_api_record};
 use serde_json::{Value, json};
 
@@ -513,16 +514,6 @@ pub async fn copied_version_becomes_the_default_route(database: Backend) {
         .expect(200);
     assert_eq!(backend_path(&v1_reply), "/devs/alice");
     crate::content::check_content_in_store(&stack.mgmt, &stack.admin, &v2, &source_doc).await;
-}
-
-/// Every management scope, the tier ones included.
-const TIER_SCOPES: &str =
-    "mgr:api_view mgr:api_create mgr:api_publish mgr:subscribe mgr:tier_view mgr:tier_manage";
-
-fn tier(name: &str, requests: i64, unit_ms: i64) -> Value {
-    json!({"name": name, "description": format!("Allows {requests} requests"),
-           "tierPlan": "FREE", "requestCount": requests, "unitTime": unit_ms,
-           "stopOnQuotaReach": true, "attributes": {"plan": 1}})
 }
 
 pub async fn tiers_per_tenant(env: InProcess) {

@@ -409,8 +409,13 @@ fn endpoint_config(url: &str) -> String {
 /// or of another scheme, a definition with a bare word, and a path nothing serves.
 pub async fn wso2_rest_tests_as_sent(env: InProcess) {
     let api = &env.api;
-    let scopes = format!("{ALL_SCOPES} mgr:tier_view mgr:tier_manage");
-    let token = api.login("admin", harness::ADMIN_PASSWORD, &scopes).await;
+    let token = api
+        .login(
+            "admin",
+            harness::ADMIN_PASSWORD,
+            harness::stack::TIER_SCOPES,
+        )
+        .await;
     let apis = format!("{PUBLISHER}/apis");
     let tier = json!({"name": "TwentyPerMin", "tierPlan": "FREE", "requestCount": 20,
                       "unitTime": 60000, "stopOnQuotaReach": true});

@@ -665,6 +665,23 @@ pub async fn oversized_bodies_are_refused_on_the_socket(env: Env) {
     );
 }
 
+/// The spec's API record at `v`.
+fn version(v: &str) -> Value {
+    with(spec_api_record(), json!({"version": v}))
+}
+
+/// An administrator's token that may also view subscriptions, the spec's API published at
+/// v1.0.0, and an application `name` subscribed to it on Unlimited: (token, API, application).
+async fn subscribed_first_version(api: &harness::Client, name: &str) -> (String, String, String) {
+    let scopes = format!("{ALL_SCOPES} mgr:subscription_view");
+    let token = api.login("admin", harness::ADMIN_PASSWORD, &scopes).await;
+    let steps = harness::steps::Steps::new(api, &token);
+    let v1 = steps.publish_api(&version("v1.0.0")).await.unwrap();
+    let app = steps.create_application(name, "Unlimited").await.unwrap();
+    steps.subscribe(&app, &v1, "Unlimited").await.unwrap();
+    (token, v1, app)
+}
+
 /// A first publish applies WSO2's lifecycle checklist to the API's older versions: by
 /// default the new version gets their subscriptions (tier and status kept); "Deprecate
 /// Old Versions" deprecates the published ones, which then take no new subscription;
@@ -672,16 +689,8 @@ pub async fn oversized_bodies_are_refused_on_the_socket(env: Env) {
 /// that is not the first, or an unknown item, changes no other version.
 pub async fn first_publish_applies_the_checklist(env: InProcess) {
     let api = &env.api;
-    let scopes = format!("{ALL_SCOPES} mgr:subscription_view");
-    let token = api.login("admin", harness::ADMIN_PASSWORD, &scopes).await;
+    let (token, v1, _) = subscribed_first_version(api, "Forwarded").await;
     let steps = harness::steps::Steps::new(api, &token);
-    let version = |v: &str| with(spec_api_record(), json!({"version": v}));
-    let v1 = steps.publish_api(&version("v1.0.0")).await.unwrap();
-    let app = steps
-        .create_application("Forwarded", "Unlimited")
-        .await
-        .unwrap();
-    steps.subscribe(&app, &v1, "Unlimited").await.unwrap();
     let publish = |id: &str, checklist: &str| {
         let path = format!(
             "{PUBLISHER}/apis/change-lifecycle?apiId={id}&action=Publish&lifecycleChecklist={}",
@@ -770,13 +779,8 @@ pub async fn first_publish_applies_the_checklist(env: InProcess) {
 /// in turn), so there the subscription is held uncommitted until the publish waits on it.
 pub async fn forwarding_keeps_a_subscription_made_meanwhile(env: InProcess) {
     let api = &env.api;
-    let scopes = format!("{ALL_SCOPES} mgr:subscription_view");
-    let token = api.login("admin", harness::ADMIN_PASSWORD, &scopes).await;
+    let (token, _, app) = subscribed_first_version(api, "Both").await;
     let steps = harness::steps::Steps::new(api, &token);
-    let version = |v: &str| with(spec_api_record(), json!({"version": v}));
-    let v1 = steps.publish_api(&version("v1.0.0")).await.unwrap();
-    let app = steps.create_application("Both", "Unlimited").await.unwrap();
-    steps.subscribe(&app, &v1, "Unlimited").await.unwrap();
     let v2 = steps.create_api(&version("v2.0.0")).await.unwrap();
     let lifecycle = |action: &str| {
         format!(

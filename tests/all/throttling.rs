@@ -313,20 +313,16 @@ async fn window_counts(namespace: &str) -> BTreeMap<String, i64> {
 async fn legacy_throttling_limits_resources_by_subscription_tiers() {
     let legacy = [("APIM_ADVANCED_THROTTLING", "false".to_string())];
     let stack = Stack::start_configured(&[], &[], &legacy).await;
-    let scopes = format!(
-        "{} mgr:tier_view mgr:tier_manage",
-        harness::stack::ALL_SCOPES
-    );
     let admin = stack
         .mgmt
-        .login("admin", harness::ADMIN_PASSWORD, &scopes)
+        .login(
+            "admin",
+            harness::ADMIN_PASSWORD,
+            harness::stack::TIER_SCOPES,
+        )
         .await;
     let tiers = format!("{}/tiers/api", harness::PUBLISHER);
-    let trickle = |requests: i64| {
-        json!({"name": "Trickle", "description": "Allows a trickle", "tierPlan": "FREE",
-               "requestCount": requests, "unitTime": 60_000, "stopOnQuotaReach": true,
-               "attributes": {}})
-    };
+    let trickle = |requests| harness::steps::tier_record("Trickle", requests, 60_000);
     stack
         .mgmt
         .post_json(&tiers, &admin, &trickle(2))

@@ -5,15 +5,13 @@
 
 use futures_util::{SinkExt as _, StreamExt as _};
 use harness::Backend;
+use harness::stack::TIER_SCOPES;
 use harness::stack::{Launch, Stack};
 use harness::websocket::{EchoSocketBackend, Message, Socket, connect, refusal, tungstenite};
 use harness::{PUBLISHER, fault_code};
 use serde_json::{Value, json};
 use tungstenite::protocol::frame::coding::CloseCode;
 
-/// Every management scope, the tier ones included.
-const TIER_SCOPES: &str =
-    "mgr:api_view mgr:api_create mgr:api_publish mgr:subscribe mgr:tier_view mgr:tier_manage";
 /// The largest message the gateways of these scenarios relay.
 const MAX_MESSAGE: usize = 4096;
 

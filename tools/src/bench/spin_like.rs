@@ -32,7 +32,7 @@ use harness::steps::TokenType;
 const PUBLISHED: &str = "/published/v1.0.0";
 /// Its subscription tier: requests per minute, as WSO2's `Gold` (5,000), sized above
 /// what `maxTps` admits in a minute, so that only `maxTps` could refuse a call.
-const GOLD_LIKE: (&str, u64) = ("GoldLike", 100_000);
+const GOLD_LIKE: (&str, i64) = ("GoldLike", 100_000);
 
 /// Both cases' runs, one per round.
 #[derive(Debug, Clone, Default)]
@@ -142,18 +142,16 @@ async fn single(options: &Options, url: &str, headers: &[String]) -> Load {
 /// gateway serves the API.
 async fn publish_as_users_do(platform: &Platform, backends: [&str; 2]) -> String {
     let stack = &platform.stack;
-    let scopes = format!(
-        "{} mgr:tier_view mgr:tier_manage",
-        harness::stack::ALL_SCOPES
-    );
     let admin = stack
         .mgmt
-        .login("admin", harness::ADMIN_PASSWORD, &scopes)
+        .login(
+            "admin",
+            harness::ADMIN_PASSWORD,
+            harness::stack::TIER_SCOPES,
+        )
         .await;
     let (name, per_minute) = GOLD_LIKE;
-    let tier = json!({"name": name, "description": format!("Allows {per_minute} requests per minute"),
-        "tierPlan": "FREE", "requestCount": per_minute, "unitTime": 60_000,
-        "stopOnQuotaReach": true});
+    let tier = harness::steps::tier_record(name, per_minute, 60_000);
     stack
         .mgmt
         .post_json(&format!("{}/tiers/api", harness::PUBLISHER), &admin, &tier)
