@@ -63,7 +63,7 @@ const SCOPE_ROLES: &[(Scope, &str, &[&str])] = &[
 pub const ROLES: &[&str] = &["admin", "creator", "publisher", "subscriber"];
 
 /// Scopes any client may ask for, whatever its roles.
-const OPEN_SCOPES: &[&str] = &["default", "am_application_scope", "openid"];
+const OPEN_SCOPES: &[&str] = &["default", "am_application_scope", "openid", "profile"];
 
 /// Whether any client may ask for this scope, whatever its roles.
 pub fn is_open(scope: &str) -> bool {
@@ -98,6 +98,14 @@ impl ScopeNames {
             .map(|(_, suffix, _)| *suffix)
             .unwrap_or_default();
         format!("{}:{suffix}", self.prefix)
+    }
+
+    /// Every management scope's full name.
+    pub fn all(&self) -> Vec<String> {
+        SCOPE_ROLES
+            .iter()
+            .map(|(_, suffix, _)| format!("{}:{suffix}", self.prefix))
+            .collect()
     }
 
     /// The scopes granted for a request: requested scopes the roles allow, in the order

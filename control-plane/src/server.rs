@@ -166,13 +166,11 @@ async fn prepare(
         );
     }
     let keys = Arc::new(KeyRing::load_or_create(&config.data_dir.join("keys"))?);
-    // Derived from the configured address, not the bound one, so that tokens stay valid
-    // across restarts even when the port is chosen at start-up.
-    let issuer = if config.token_issuer.is_empty() {
-        format!("{scheme}://{}/oauth2/token", config.mgmt_addr)
-    } else {
-        config.token_issuer.clone()
-    };
+    let (issuer, issuers) = issuers(&config, scheme);
+    let id_token_keys = Arc::new(KeyRing::load_or_create_of(
+        &config.data_dir.join("id-token-keys"),
+        crate::signing::KeyKind::Rsa,
+    )?);
     let manifest_keys = Arc::new(KeyRing::load_or_create(
         &config.data_dir.join("manifest-keys"),
     )?);
@@ -212,6 +210,8 @@ async fn prepare(
         gateway_secret,
         scopes: ScopeNames::new(&config.scope_prefix),
         issuer,
+        issuers,
+        id_token_keys,
         config: config.clone(),
         store_users: Arc::new(Mutex::new(HashSet::new())),
         shared: crate::app::shared(
@@ -230,6 +230,23 @@ async fn prepare(
         manifests,
         config,
     })
+}
+
+/// The issuer tokens are issued under, and every issuer whose tokens verify. The default
+/// is the management listener's root (where discovery is served, RFC 8414 §3), derived
+/// from the configured address rather than the bound one so that tokens stay valid across
+/// restarts even when the port is chosen at start-up; tokens issued under the default of
+/// before (the token endpoint's URL) still verify.
+fn issuers(config: &Config, scheme: &str) -> (String, Vec<String>) {
+    if !config.token_issuer.is_empty() {
+        return (
+            config.token_issuer.clone(),
+            vec![config.token_issuer.clone()],
+        );
+    }
+    let issuer = format!("{scheme}://{}", config.mgmt_addr);
+    let before = format!("{issuer}/oauth2/token");
+    (issuer.clone(), vec![issuer, before])
 }
 
 /// Prints `Serving HTTP on http://ADDR/` (`Serving HTTPS on https://ADDR/` with TLS),

@@ -24,6 +24,11 @@ pub struct AppState {
     pub scopes: ScopeNames,
     /// `iss` of issued tokens.
     pub issuer: String,
+    /// `iss` values whose tokens verify: [`AppState::issuer`] first, then those tokens
+    /// carried before it (the default issuer had the token endpoint's path).
+    pub issuers: Vec<String>,
+    /// The RS256 keys that sign OpenID Connect id_tokens.
+    pub id_token_keys: Arc<KeyRing>,
     /// The key route manifests are signed with.
     pub manifest_keys: Arc<KeyRing>,
     /// What gateways present to pull the manifest.

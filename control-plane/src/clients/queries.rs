@@ -48,6 +48,12 @@ pub struct OAuthClient {
     pub scopes: String,
     /// Allowed domains, space separated.
     pub allow_domains: String,
+    /// A public client (`token_endpoint_auth_method: none`): it has no secret it could
+    /// keep, so it authenticates by its id alone and may only use the authorization code
+    /// flow (with PKCE) and refresh its tokens.
+    pub public_client: i64,
+    /// Redirect URIs registered beside `callback_url`, space separated.
+    pub redirect_uris: String,
 }
 
 /// Everything but the secret, so that no log can show it.
@@ -77,6 +83,19 @@ impl OAuthClient {
             || self.grant_types.split_whitespace().any(|g| g == grant)
     }
 
+    /// Whether it is a public client.
+    pub fn is_public(&self) -> bool {
+        self.public_client != 0
+    }
+
+    /// The redirect URIs an authorization may send its code to: `callback_url` and the
+    /// others registered, each compared exactly (never a prefix or a pattern).
+    pub fn redirect_uris(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.callback_url.trim())
+            .chain(self.redirect_uris.split_whitespace())
+            .filter(|uri| !uri.is_empty())
+    }
+
     /// Compares a presented secret in constant time.
     pub fn secret_matches(&self, presented: &str) -> bool {
         self.client_secret
@@ -87,7 +106,8 @@ impl OAuthClient {
 }
 
 const COLUMNS: &str = "client_id, client_secret, client_name, owner, callback_url, grant_types, \
-     saas_app, application_id, key_type, validity_secs, scopes, allow_domains";
+     saas_app, application_id, key_type, validity_secs, scopes, allow_domains, public_client, \
+     redirect_uris";
 
 /// The client with this id.
 pub async fn find(
@@ -159,7 +179,7 @@ pub async fn insert<'e>(
 ) -> sqlx::Result<()> {
     sqlx::query(&format!(
         "INSERT INTO oauth_clients ({COLUMNS}, created_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)"
     ))
     .bind(&client.client_id)
     .bind(keys.seal(
@@ -177,6 +197,8 @@ pub async fn insert<'e>(
     .bind(client.validity_secs)
     .bind(&client.scopes)
     .bind(&client.allow_domains)
+    .bind(client.public_client)
+    .bind(&client.redirect_uris)
     .bind(crate::db::now())
     .execute(db)
     .await

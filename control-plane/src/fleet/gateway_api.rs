@@ -255,6 +255,8 @@ mod tests {
             config: Arc::new(Config::parse_from(["control-plane"])),
             scopes: crate::scopes::ScopeNames::new("mgr"),
             issuer: "issuer".into(),
+            issuers: vec!["issuer".into()],
+            id_token_keys: keys.clone(),
             manifest_keys: keys,
             gateway_secret: secret.into(),
             store_users: Arc::default(),

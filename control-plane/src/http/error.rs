@@ -189,6 +189,10 @@ impl OAuthError {
     pub fn invalid_grant(description: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, "invalid_grant", description)
     }
+    /// 400 invalid_target (RFC 8707 §2): a resource the grant does not cover.
+    pub fn invalid_target(description: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "invalid_target", description)
+    }
     /// 400 invalid_request.
     pub fn invalid_request(description: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, "invalid_request", description)

@@ -8,6 +8,7 @@ pub(crate) mod extract;
 pub(crate) mod multipart;
 pub(crate) mod pagination;
 pub(crate) mod routes;
+pub(crate) mod urls;
 
 /// Where WSO2's publisher REST API v0.14 is served.
 pub const PUBLISHER: &str = "/api/am/publisher/v0.14";

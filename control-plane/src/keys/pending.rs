@@ -38,6 +38,8 @@ impl KeyRequest {
             validity_secs: Some(self.validity_secs),
             scopes: self.scopes.clone(),
             allow_domains: self.allow_domains.clone(),
+            public_client: 0,
+            redirect_uris: String::new(),
         }
     }
 }

@@ -17,7 +17,7 @@ use crate::http::extract::{JsonBody, QueryParams};
 use crate::http::routes::{Routes, get, post};
 use crate::manifest::Touches;
 use crate::state::AppState;
-use crate::tokens::oauth::issue;
+use crate::tokens::issue::issue;
 use crate::users;
 use crate::workflows::{self, Kind};
 

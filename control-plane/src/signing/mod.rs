@@ -1,4 +1,7 @@
-//! Token signing keys: Ed25519, one PKCS#8 PEM file per key under `<data dir>/keys`.
+//! Signing keys, one PKCS#8 PEM file per key in a directory of the data directory: Ed25519
+//! for access tokens and manifests (`keys`, `manifest-keys`), RSA for OpenID Connect
+//! id_tokens (`id-token-keys`: RS256 is the one algorithm every OIDC client accepts by
+//! default).
 //!
 //! The newest key signs; every key on disk verifies and is published in the JWKS, so a
 //! rotation never invalidates tokens that are still in flight.
@@ -15,9 +18,31 @@ use ed25519_dalek::SigningKey;
 use ed25519_dalek::pkcs8::{DecodePrivateKey, EncodePrivateKey, spki::der::pem::LineEnding};
 use jsonwebtoken::jwk::{
     AlgorithmParameters, CommonParameters, EllipticCurve, Jwk, JwkSet, KeyAlgorithm,
-    OctetKeyPairParameters, OctetKeyPairType, PublicKeyUse,
+    OctetKeyPairParameters, OctetKeyPairType, PublicKeyUse, RSAKeyParameters, RSAKeyType,
 };
-use jsonwebtoken::{DecodingKey, EncodingKey};
+use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey};
+
+/// Bits of a new RSA key.
+const RSA_BITS: usize = 2048;
+
+/// What a ring's keys are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyKind {
+    /// Ed25519, signing `EdDSA`.
+    Ed25519,
+    /// RSA, signing `RS256`.
+    Rsa,
+}
+
+impl KeyKind {
+    /// The JWS algorithm its keys sign with.
+    pub fn algorithm(self) -> Algorithm {
+        match self {
+            Self::Ed25519 => Algorithm::EdDSA,
+            Self::Rsa => Algorithm::RS256,
+        }
+    }
+}
 
 /// One signing key, ready for use.
 pub struct SigningKeyEntry {
@@ -34,21 +59,33 @@ pub struct SigningKeyEntry {
 /// The key ring: every key in the directory, newest last.
 pub struct KeyRing {
     dir: PathBuf,
+    kind: KeyKind,
     keys: RwLock<Vec<Arc<SigningKeyEntry>>>,
 }
 
 impl KeyRing {
-    /// Loads the keys under `dir`, creating the first one when there is none.
+    /// Loads the Ed25519 keys under `dir`, creating the first one when there is none.
     pub fn load_or_create(dir: &Path) -> anyhow::Result<Self> {
+        Self::load_or_create_of(dir, KeyKind::Ed25519)
+    }
+
+    /// Loads the keys of `kind` under `dir`, creating the first one when there is none.
+    pub fn load_or_create_of(dir: &Path, kind: KeyKind) -> anyhow::Result<Self> {
         private_dir(dir)?;
         let ring = KeyRing {
             dir: dir.to_path_buf(),
-            keys: RwLock::new(read_keys(dir)?),
+            kind,
+            keys: RwLock::new(read_keys(dir, kind)?),
         };
         if ring.keys.read().expect("key ring lock").is_empty() {
             ring.rotate()?;
         }
         Ok(ring)
+    }
+
+    /// What its keys are.
+    pub fn kind(&self) -> KeyKind {
+        self.kind
     }
 
     /// The key that signs new tokens.
@@ -73,8 +110,6 @@ impl KeyRing {
 
     /// Generates a new key, writes it to disk and makes it the active one.
     pub fn rotate(&self) -> anyhow::Result<String> {
-        let seed: [u8; 32] = rand::random();
-        let signing = SigningKey::from_bytes(&seed);
         // Key ids sort by creation time, so the newest file is the active key.
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -84,12 +119,10 @@ impl KeyRing {
             "{nanos:020}-{}",
             &uuid::Uuid::new_v4().simple().to_string()[..8]
         );
-        let pem = signing
-            .to_pkcs8_pem(LineEnding::LF)
-            .context("could not encode signing key")?;
+        let pem = new_private_pem(self.kind)?;
         let path = self.dir.join(format!("{kid}.pem"));
         write_private(&path, pem.as_bytes())?;
-        let entry = entry_from_pem(&kid, &pem)?;
+        let entry = entry_from_pem(&kid, &pem, self.kind)?;
         self.keys
             .write()
             .expect("key ring lock")
@@ -98,7 +131,27 @@ impl KeyRing {
     }
 }
 
-fn read_keys(dir: &Path) -> anyhow::Result<Vec<Arc<SigningKeyEntry>>> {
+/// A new private key of `kind`, as PKCS#8 PEM.
+fn new_private_pem(kind: KeyKind) -> anyhow::Result<String> {
+    let pem = match kind {
+        KeyKind::Ed25519 => {
+            let seed: [u8; 32] = rand::random();
+            SigningKey::from_bytes(&seed)
+                .to_pkcs8_pem(LineEnding::LF)
+                .context("could not encode signing key")?
+        }
+        KeyKind::Rsa => {
+            use rsa::pkcs8::EncodePrivateKey as _;
+            rsa::RsaPrivateKey::new(&mut rand_core_06::OsRng, RSA_BITS)
+                .context("could not generate an RSA key")?
+                .to_pkcs8_pem(rsa::pkcs8::LineEnding::LF)
+                .context("could not encode signing key")?
+        }
+    };
+    Ok(pem.to_string())
+}
+
+fn read_keys(dir: &Path, kind: KeyKind) -> anyhow::Result<Vec<Arc<SigningKeyEntry>>> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|ext| ext == "pem"))
@@ -114,14 +167,47 @@ fn read_keys(dir: &Path) -> anyhow::Result<Vec<Arc<SigningKeyEntry>>> {
             restrict_file(path)?;
             let pem = std::fs::read_to_string(path)
                 .with_context(|| format!("could not read {}", path.display()))?;
-            entry_from_pem(kid, &pem)
+            entry_from_pem(kid, &pem, kind)
                 .with_context(|| format!("bad signing key {}", path.display()))
                 .map(Arc::new)
         })
         .collect()
 }
 
-fn entry_from_pem(kid: &str, pem: &str) -> anyhow::Result<SigningKeyEntry> {
+fn entry_from_pem(kid: &str, pem: &str, kind: KeyKind) -> anyhow::Result<SigningKeyEntry> {
+    match kind {
+        KeyKind::Ed25519 => ed25519_entry(kid, pem),
+        KeyKind::Rsa => rsa_entry(kid, pem),
+    }
+}
+
+fn rsa_entry(kid: &str, pem: &str) -> anyhow::Result<SigningKeyEntry> {
+    use rsa::pkcs8::DecodePrivateKey as _;
+    use rsa::traits::PublicKeyParts as _;
+    let private = rsa::RsaPrivateKey::from_pkcs8_pem(pem).context("not an RSA PKCS#8 key")?;
+    let n = URL_SAFE_NO_PAD.encode(private.n().to_bytes_be());
+    let e = URL_SAFE_NO_PAD.encode(private.e().to_bytes_be());
+    Ok(SigningKeyEntry {
+        kid: kid.to_string(),
+        encoding: EncodingKey::from_rsa_pem(pem.as_bytes())?,
+        decoding: DecodingKey::from_rsa_components(&n, &e)?,
+        jwk: Jwk {
+            common: CommonParameters {
+                public_key_use: Some(PublicKeyUse::Signature),
+                key_algorithm: Some(KeyAlgorithm::RS256),
+                key_id: Some(kid.to_string()),
+                ..Default::default()
+            },
+            algorithm: AlgorithmParameters::RSA(RSAKeyParameters {
+                key_type: RSAKeyType::RSA,
+                n,
+                e,
+            }),
+        },
+    })
+}
+
+fn ed25519_entry(kid: &str, pem: &str) -> anyhow::Result<SigningKeyEntry> {
     let signing = SigningKey::from_pkcs8_pem(pem).context("not an Ed25519 PKCS#8 key")?;
     let public = URL_SAFE_NO_PAD.encode(signing.verifying_key().as_bytes());
     Ok(SigningKeyEntry {
@@ -215,6 +301,26 @@ mod tests {
         assert_eq!(reloaded.active().kid, second);
         assert!(reloaded.by_kid(&first).is_some());
         assert_eq!(reloaded.jwks().keys.len(), 2);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn rsa_keys_sign_rs256_that_their_jwk_verifies() {
+        let dir = std::env::temp_dir().join(format!("keys-{}", uuid::Uuid::new_v4()));
+        let ring = KeyRing::load_or_create_of(&dir, KeyKind::Rsa).unwrap();
+        let key = ring.active();
+        let header = jsonwebtoken::Header::new(ring.kind().algorithm());
+        let token =
+            jsonwebtoken::encode(&header, &serde_json::json!({"sub": "a"}), &key.encoding).unwrap();
+        let jwk = &KeyRing::load_or_create_of(&dir, KeyKind::Rsa)
+            .unwrap()
+            .jwks()
+            .keys[0];
+        let decoding = DecodingKey::from_jwk(jwk).unwrap();
+        let mut validation = jsonwebtoken::Validation::new(Algorithm::RS256);
+        validation.required_spec_claims.clear();
+        validation.validate_exp = false;
+        jsonwebtoken::decode::<serde_json::Value>(&token, &decoding, &validation).unwrap();
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -67,10 +67,12 @@ impl FromRequestParts<AppState> for MaybeCaller {
 impl Caller {
     /// The caller a bearer token names: valid, unrevoked, its user still active.
     async fn with_token(state: &AppState, token: &str) -> Result<Self> {
-        let claims =
-            verify(&state.keys, &state.issuer, token, false).map_err(|_| Error::Unauthenticated)?;
-        // An application's token is for its APIs on the gateways, never for managing.
+        let claims = verify(&state.keys, &state.issuers, token, false)
+            .map_err(|_| Error::Unauthenticated)?;
+        // An application's token is for its APIs on the gateways, never for managing; so
+        // is a token bound to resources (RFC 8707), which name gateways' APIs.
         if claims.application_id.is_some()
+            || !claims.aud.is_empty()
             || is_revoked(&state.db, &claims.jti).await?
             || !is_active(&state.db, &claims.sub, claims.issued_ms()).await?
         {

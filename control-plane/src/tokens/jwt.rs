@@ -32,6 +32,28 @@ pub struct Claims {
     /// PRODUCTION or SANDBOX, for tokens issued to an application's consumer key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key_type: Option<String>,
+    /// The resources (RFC 8707) the token is for, when the client named any: gateways
+    /// admit it to those APIs only. Absent, it is for every API, as before resources.
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "one_or_many"
+    )]
+    pub aud: Vec<String>,
+}
+
+/// `aud` as RFC 7519 §4.1.3 has it: one string or an array of them.
+fn one_or_many<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum OneOrMany {
+        One(String),
+        Many(Vec<String>),
+    }
+    Ok(match OneOrMany::deserialize(d)? {
+        OneOrMany::One(one) => vec![one],
+        OneOrMany::Many(many) => many,
+    })
 }
 
 impl Claims {
@@ -39,6 +61,11 @@ impl Claims {
     /// tokens issued before `iat_ms` was).
     pub fn issued_ms(&self) -> i64 {
         self.iat_ms.unwrap_or(self.iat.saturating_mul(1000))
+    }
+
+    /// The audience as stored beside a refresh family or an opaque token.
+    pub fn audience(&self) -> String {
+        self.aud.join(" ")
     }
 
     /// Whether the token carries this scope.
@@ -66,10 +93,12 @@ pub enum TokenError {
     Invalid,
 }
 
-/// Verifies signature and issuer; checks expiry unless `allow_expired`.
+/// Verifies signature and issuer (`issuers`: the one tokens are issued under, then those
+/// still accepted); checks expiry unless `allow_expired`. The audience is the caller's to
+/// check: a token for an API is taken by its gateways, and refused by the management API.
 pub fn verify(
     keys: &KeyRing,
-    issuer: &str,
+    issuers: &[String],
     token: &str,
     allow_expired: bool,
 ) -> Result<Claims, TokenError> {
@@ -82,7 +111,8 @@ pub fn verify(
     let mut validation = Validation::new(Algorithm::EdDSA);
     validation.leeway = 0;
     validation.validate_exp = !allow_expired;
-    validation.set_issuer(&[issuer]);
+    validation.set_issuer(issuers);
+    validation.validate_aud = false;
     validation.set_required_spec_claims(&["exp", "iss", "sub"]);
     jsonwebtoken::decode::<Claims>(token, &key.decoding, &validation)
         .map(|data| data.claims)

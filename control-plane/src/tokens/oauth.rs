@@ -1,7 +1,6 @@
 //! The OAuth 2.0 token service (spec 2.2, 4.2, 5): token, revocation (RFC 7009) and JWKS.
 //! The gateway listener exposes these as `{gateway_url}/token` and `/revoke`.
 
-use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::Arc;
 
@@ -10,21 +9,22 @@ use axum::extract::rejection::FormRejection;
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use axum::{Form, Json};
-use serde::Serialize;
 
+use super::issue::{
+    Params, TokenResponse, claims, family_jti, family_of_refresh_token, granted_scopes, issue,
+    lifetime, new_refresh_token, param, respond, revoke_family,
+};
 use super::jwt::{self as token, Claims};
 use super::opaque;
 use super::queries::{self, Redemption, hash};
 use crate::clients::{ClientCache, OAuthClient, Principal};
-use crate::db::{now, now_ms};
 use crate::http::auth::{ClientAddress, basic_credentials};
 use crate::http::error::OAuthError;
 use crate::http::routes::{Routes, get, post};
 use crate::manifest::Touched;
 use crate::manifest::Touches;
-use crate::scopes::{self, APPLICATION_SCOPE};
 use crate::state::AppState;
-use crate::users::{self, User, VerifiedLogins};
+use crate::users::{self, VerifiedLogins};
 
 pub fn router() -> Routes {
     Routes::new()
@@ -33,29 +33,11 @@ pub fn router() -> Routes {
         .route("/oauth2/jwks", get(jwks))
 }
 
-/// A successful token response (RFC 6749 §5.1).
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct TokenResponse {
-    /// A JWT, or an opaque token for an application whose `tokenType` is not `JWT`.
-    pub access_token: String,
-    /// For grants that may be refreshed.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub refresh_token: Option<String>,
-    /// Granted scopes, space separated.
-    pub scope: String,
-    /// Always Bearer.
-    pub token_type: &'static str,
-    /// Seconds until the access token expires.
-    pub expires_in: i64,
-}
-
-type Params = HashMap<String, String>;
-
 #[utoipa::path(
     post,
     path = "/oauth2/token",
     tag = "OAuth 2.0",
-    summary = "Issues an access token (RFC 6749): password, client_credentials and refresh_token grants",
+    summary = "Issues an access token (RFC 6749): authorization_code (PKCE), password, client_credentials and refresh_token grants",
     request_body(content = crate::openapi::shapes::TokenForm, content_type = "application/x-www-form-urlencoded"),
     responses(
         (status = 200, description = "The token", body = TokenResponse),
@@ -72,10 +54,14 @@ async fn token_endpoint(
     let (principal, params) = authenticated_form(&state, &headers, form).await?;
     let client = &principal.client;
     let grant = param(&params, "grant_type")?;
-    if !matches!(grant, "password" | "client_credentials" | "refresh_token") {
+    if !matches!(
+        grant,
+        "password" | "client_credentials" | "refresh_token" | "authorization_code"
+    ) {
         return Err(OAuthError::unsupported_grant_type(grant));
     }
-    if !client.allows_grant(grant) {
+    let public_may = !client.is_public() || matches!(grant, "authorization_code" | "refresh_token");
+    if !client.allows_grant(grant) || !public_may {
         return Err(OAuthError::unauthorized_client(grant));
     }
     let validity = validity(&state, client, &params)?;
@@ -87,6 +73,9 @@ async fn token_endpoint(
             })?;
             let scope = params.get("scope").map(String::as_str).unwrap_or_default();
             issue(&state, client, owner, scope, validity, false).await?
+        }
+        "authorization_code" => {
+            super::oauth_code::authorization_code_grant(&state, client, &params, validity).await?
         }
         _ => refresh_grant(&state, client, &params, validity).await?,
     };
@@ -164,180 +153,16 @@ async fn refresh_grant(
         None => redeemed.scope.clone(),
     };
     let scopes = granted_scopes(state, client, &user, &asked).await?;
-    let claims = claims(state, client, &user, &scopes, lifetime, jti);
+    let audience = redeemed
+        .audience
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    let claims = claims(state, client, &user, &scopes, lifetime, jti, audience);
     if claims.scope != redeemed.scope {
         queries::set_family_scope(&state.db, &family, &claims.scope).await?;
     }
     respond(state, &claims, Some(refresh_token)).await
-}
-
-/// Issues an access token (and a refresh token starting a family, when asked) to
-/// `client` acting for `user`.
-pub async fn issue(
-    state: &AppState,
-    client: &OAuthClient,
-    user: &User,
-    requested_scope: &str,
-    validity: i64,
-    with_refresh: bool,
-) -> Result<TokenResponse, OAuthError> {
-    let mut scopes = granted_scopes(state, client, user, requested_scope).await?;
-    if !with_refresh && !scopes.iter().any(|s| s == APPLICATION_SCOPE) {
-        // WSO2 adds the application scope to client_credentials tokens.
-        scopes.push(APPLICATION_SCOPE.to_string());
-    }
-    let lifetime = lifetime(validity);
-    if !with_refresh {
-        let claims = claims(state, client, user, &scopes, lifetime, new_id());
-        return respond(state, &claims, None).await;
-    }
-    let family = new_id();
-    let claims = claims(state, client, user, &scopes, lifetime, family_jti(&family));
-    let refresh_token = new_refresh_token(&family);
-    let expires_at = claims
-        .iat
-        .saturating_add(state.config.refresh_token_validity_secs);
-    queries::insert_family(
-        &state.db,
-        &family,
-        &hash(&refresh_token),
-        &claims,
-        expires_at,
-    )
-    .await?;
-    respond(state, &claims, Some(refresh_token)).await
-}
-
-/// The scopes a token for `client` acting for `user` gets of those requested: by the
-/// user's roles for a registered (management) client; for an application's consumer key
-/// only application scopes, never management ones.
-async fn granted_scopes(
-    state: &AppState,
-    client: &OAuthClient,
-    user: &User,
-    requested: &str,
-) -> sqlx::Result<Vec<String>> {
-    let Some(application_id) = &client.application_id else {
-        return Ok(state.scopes.grant(requested, &user.roles));
-    };
-    let needs_api_scopes = requested
-        .split_whitespace()
-        .any(|s| !scopes::is_open(s) && !state.scopes.is_management(s));
-    let api_scopes = if needs_api_scopes {
-        crate::subscriptions::subscribed_api_scopes(
-            &state.db,
-            application_id,
-            client.key_type.as_deref(),
-        )
-        .await?
-    } else {
-        Vec::new()
-    };
-    Ok(state
-        .scopes
-        .grant_application(requested, &user.roles, &api_scopes))
-}
-
-/// When a token is issued and when it expires.
-#[derive(Debug, Clone, Copy)]
-struct Lifetime {
-    /// Issued at, Unix milliseconds.
-    issued_ms: i64,
-    /// Issued at, Unix seconds.
-    iat: i64,
-    /// Expires at, Unix seconds.
-    exp: i64,
-}
-
-/// The lifetime of a token valid for `validity` seconds from now.
-fn lifetime(validity: i64) -> Lifetime {
-    let issued_ms = now_ms();
-    let iat = issued_ms / 1000;
-    Lifetime {
-        issued_ms,
-        iat,
-        exp: iat.saturating_add(validity),
-    }
-}
-
-fn claims(
-    state: &AppState,
-    client: &OAuthClient,
-    user: &User,
-    scopes: &[String],
-    lifetime: Lifetime,
-    jti: String,
-) -> Claims {
-    Claims {
-        iss: state.issuer.clone(),
-        sub: user.username.clone(),
-        iat: lifetime.iat,
-        iat_ms: Some(lifetime.issued_ms),
-        exp: lifetime.exp,
-        jti,
-        scope: scopes.join(" "),
-        client_id: client.client_id.clone(),
-        application_id: client.application_id.clone(),
-        key_type: client.key_type.clone(),
-    }
-}
-
-/// Issues the access token `claims` describe and answers with it: an opaque token,
-/// stored, for an application whose `tokenType` is not `JWT` (WSO2's default is `OAUTH`),
-/// else a signed JWT (registered clients' management tokens always are).
-async fn respond(
-    state: &AppState,
-    claims: &Claims,
-    refresh_token: Option<String>,
-) -> Result<TokenResponse, OAuthError> {
-    let access_token = if issues_opaque_tokens(state, claims).await? {
-        let token = opaque::new_token();
-        opaque::insert(&state.db, &hash(&token), claims).await?;
-        token
-    } else {
-        token::sign(&state.keys, claims)?
-    };
-    Ok(TokenResponse {
-        access_token,
-        refresh_token,
-        scope: claims.scope.clone(),
-        token_type: "Bearer",
-        expires_in: claims.exp - claims.iat,
-    })
-}
-
-/// Whether the application the token is for (if any) has opaque tokens.
-async fn issues_opaque_tokens(state: &AppState, claims: &Claims) -> sqlx::Result<bool> {
-    let Some(application_id) = &claims.application_id else {
-        return Ok(false);
-    };
-    let application = crate::applications::find(&state.db, application_id).await?;
-    Ok(application.is_some_and(|app| app.token_type != "JWT"))
-}
-
-fn new_id() -> String {
-    uuid::Uuid::new_v4().simple().to_string()
-}
-
-/// A refresh token: its family, a dot, and a secret (opaque, as WSO2's, and 65
-/// characters: naming its family lets any refresh token of a family, spent ones too,
-/// revoke it).
-fn new_refresh_token(family: &str) -> String {
-    format!("{family}.{}", new_id())
-}
-
-/// The `jti` of an access token of a family: the family, a dot, and its own id.
-fn family_jti(family: &str) -> String {
-    format!("{family}.{}", new_id())
-}
-
-/// The family a refresh token names (tokens from before families were their own family,
-/// named by their hash).
-fn family_of_refresh_token(token: &str) -> String {
-    match token.split_once('.') {
-        Some((family, _)) => family.to_string(),
-        None => hash(token),
-    }
 }
 
 /// RFC 7009: revokes an access or refresh token of the authenticated client, and with
@@ -385,7 +210,7 @@ async fn revoke_endpoint(
 /// The claims of an access token this service issued, expired or not: a JWT it signed or
 /// an opaque token it stored.
 async fn presented_access_token(state: &AppState, presented: &str) -> sqlx::Result<Option<Claims>> {
-    if let Ok(claims) = token::verify(&state.keys, &state.issuer, presented, true) {
+    if let Ok(claims) = token::verify(&state.keys, &state.issuers, presented, true) {
         return Ok(Some(claims));
     }
     if !opaque::looks_opaque(presented) {
@@ -393,30 +218,6 @@ async fn presented_access_token(state: &AppState, presented: &str) -> sqlx::Resu
     }
     let stored = opaque::find(&state.db, &hash(presented)).await?;
     Ok(stored.map(|token| token.claims(&state.issuer)))
-}
-
-/// Revokes a family of `client_id`'s: the one named, or the one whose access token in use
-/// is `access_jti`. Returns the access tokens revoked.
-async fn revoke_family(
-    state: &AppState,
-    client_id: &str,
-    family: &str,
-    access_jti: &str,
-) -> sqlx::Result<Vec<String>> {
-    let rows = queries::delete_families(&state.db, client_id, family, access_jti).await?;
-    let mut revoked = Vec::new();
-    for row in rows {
-        for (jti, exp) in [
-            (row.access_jti, row.access_exp),
-            (row.spent_jti, row.spent_exp),
-        ] {
-            if !jti.is_empty() && exp > now() {
-                queries::insert_revocation(&state.db, &jti, exp).await?;
-                revoked.push(jti);
-            }
-        }
-    }
-    Ok(revoked)
 }
 
 /// The public signing keys, for gateways to verify tokens offline.
@@ -427,7 +228,9 @@ async fn revoke_family(
     responses((status = 200, description = "The keys that verify access tokens", body = crate::openapi::shapes::JwkSet))
 )]
 async fn jwks(State(state): State<AppState>) -> impl IntoResponse {
-    Json(state.keys.jwks())
+    let mut set = state.keys.jwks();
+    set.keys.extend(state.id_token_keys.jwks().keys);
+    Json(set)
 }
 
 /// The form parameters and the client they authenticate (with its owner), by HTTP Basic
@@ -438,17 +241,32 @@ async fn authenticated_form(
     form: Result<Form<Params>, FormRejection>,
 ) -> Result<(Arc<Principal>, Params), OAuthError> {
     let Form(params) = form.map_err(|e| OAuthError::invalid_request(e.body_text()))?;
-    let (id, secret) = basic_credentials(headers)
-        .or_else(|| {
-            Some((
-                params.get("client_id")?.clone(),
-                params.get("client_secret")?.clone(),
-            ))
-        })
-        .ok_or_else(|| OAuthError::invalid_client("Client authentication required"))?;
-    match state.shared::<ClientCache>().get(&state.db, &id).await? {
-        Some(principal) if principal.client.secret_matches(&secret) => Ok((principal, params)),
-        _ => Err(OAuthError::invalid_client("Client Authentication failed.")),
+    let credentials = basic_credentials(headers).or_else(|| {
+        Some((
+            params.get("client_id")?.clone(),
+            params.get("client_secret")?.clone(),
+        ))
+    });
+    let clients = state.shared::<ClientCache>();
+    match credentials {
+        Some((id, secret)) => match clients.get(&state.db, &id).await? {
+            Some(principal)
+                if !principal.client.is_public() && principal.client.secret_matches(&secret) =>
+            {
+                Ok((principal, params))
+            }
+            _ => Err(OAuthError::invalid_client("Client Authentication failed.")),
+        },
+        // A public client names itself alone (RFC 6749 §3.2.1); no other client may.
+        None => {
+            let id = params
+                .get("client_id")
+                .ok_or_else(|| OAuthError::invalid_client("Client authentication required"))?;
+            match clients.get(&state.db, id).await? {
+                Some(principal) if principal.client.is_public() => Ok((principal, params)),
+                _ => Err(OAuthError::invalid_client("Client Authentication failed.")),
+            }
+        }
     }
 }
 
@@ -469,14 +287,6 @@ fn validity(state: &AppState, client: &OAuthClient, params: &Params) -> Result<i
             ))),
         },
     }
-}
-
-fn param<'a>(params: &'a Params, name: &str) -> Result<&'a str, OAuthError> {
-    params
-        .get(name)
-        .map(String::as_str)
-        .filter(|v| !v.is_empty())
-        .ok_or_else(|| OAuthError::invalid_request(format!("Missing parameter: {name}")))
 }
 
 pub(super) fn no_store(body: impl IntoResponse) -> Response {

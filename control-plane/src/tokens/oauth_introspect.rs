@@ -63,7 +63,7 @@ async fn active_claims(state: &AppState, token: &str) -> sqlx::Result<Option<Cla
         let stored = opaque::find_active(&state.db, &hash(token)).await?;
         return Ok(stored.map(|token| token.claims(&state.issuer)));
     }
-    match token::verify(&state.keys, &state.issuer, token, false) {
+    match token::verify(&state.keys, &state.issuers, token, false) {
         Ok(claims) if !queries::is_revoked(&state.db, &claims.jti).await? => Ok(Some(claims)),
         _ => Ok(None),
     }

@@ -26,6 +26,8 @@ pub(super) struct OpaqueToken {
     pub key_type: String,
     pub issued_ms: i64,
     pub expires_at: i64,
+    /// The resources it is bound to, space separated.
+    pub audience: String,
 }
 
 impl OpaqueToken {
@@ -42,6 +44,11 @@ impl OpaqueToken {
             client_id: self.client_id,
             application_id: Some(self.application_id),
             key_type: Some(self.key_type),
+            aud: self
+                .audience
+                .split_whitespace()
+                .map(str::to_string)
+                .collect(),
         }
     }
 }
@@ -62,8 +69,9 @@ pub(super) async fn insert(db: &AnyPool, token_hash: &str, claims: &Claims) -> s
     // language=SQL
     sqlx::query(
         "INSERT INTO opaque_tokens
-             (token_hash, jti, client_id, username, scope, application_id, key_type, issued_ms, expires_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+             (token_hash, jti, client_id, username, scope, application_id, key_type, issued_ms,
+              expires_at, audience)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
     )
     .bind(token_hash)
     .bind(&claims.jti)
@@ -74,6 +82,7 @@ pub(super) async fn insert(db: &AnyPool, token_hash: &str, claims: &Claims) -> s
     .bind(claims.key_type.as_deref().unwrap_or_default())
     .bind(claims.issued_ms())
     .bind(claims.exp)
+    .bind(claims.audience())
     .execute(db)
     .await?;
     Ok(())
@@ -83,7 +92,8 @@ pub(super) async fn insert(db: &AnyPool, token_hash: &str, claims: &Claims) -> s
 pub(super) async fn find(db: &AnyPool, token_hash: &str) -> sqlx::Result<Option<OpaqueToken>> {
     // language=SQL
     sqlx::query_as(
-        "SELECT jti, client_id, username, scope, application_id, key_type, issued_ms, expires_at
+        "SELECT jti, client_id, username, scope, application_id, key_type, issued_ms, expires_at,
+                audience
          FROM opaque_tokens WHERE token_hash = $1",
     )
     .bind(token_hash)
@@ -100,7 +110,7 @@ pub(super) async fn find_active(
     // language=SQL
     sqlx::query_as(
         "SELECT t.jti, t.client_id, t.username, t.scope, t.application_id, t.key_type,
-                t.issued_ms, t.expires_at
+                t.issued_ms, t.expires_at, t.audience
          FROM opaque_tokens t JOIN oauth_clients c ON c.client_id = t.client_id
          WHERE t.token_hash = $1 AND t.expires_at > $2
            AND NOT EXISTS (SELECT 1 FROM revoked_tokens r WHERE r.jti = t.jti)",

@@ -12,6 +12,8 @@ use crate::db::{now, rows_in};
 pub(super) struct Redeemed {
     pub username: String,
     pub scope: String,
+    /// The resources the family's tokens are bound to, space separated.
+    pub audience: String,
     /// The access token the refresh replaced.
     pub spent_jti: String,
     pub spent_exp: i64,
@@ -42,7 +44,7 @@ pub(super) async fn redeem(
          SET token_hash = $1, access_jti = $2, access_exp = $3, expires_at = $4,
              spent_jti = access_jti, spent_exp = access_exp
          WHERE token_hash = $5 AND family_id = $6 AND client_id = $7 AND expires_at > $8
-         RETURNING username, scope, spent_jti, spent_exp",
+         RETURNING username, scope, audience, spent_jti, spent_exp",
     )
     .bind(redemption.token_hash)
     .bind(redemption.access_jti)
@@ -78,8 +80,9 @@ pub(super) async fn insert_family(
     // language=SQL
     sqlx::query(
         "INSERT INTO refresh_families
-             (family_id, token_hash, client_id, username, scope, expires_at, access_jti, access_exp)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+             (family_id, token_hash, client_id, username, scope, expires_at, access_jti, access_exp,
+              audience)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
     )
     .bind(family)
     .bind(token_hash)
@@ -89,6 +92,7 @@ pub(super) async fn insert_family(
     .bind(expires_at)
     .bind(&claims.jti)
     .bind(claims.exp)
+    .bind(claims.audience())
     .execute(db)
     .await?;
     Ok(())

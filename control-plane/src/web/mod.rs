@@ -1,0 +1,158 @@
+//! The page kit every room that answers browsers uses: templates (askama, escaped by
+//! default), the headers every page carries (a strict Content-Security-Policy, no framing,
+//! no caching, no referrer), cookies, and CSRF tokens. Pages load nothing from another
+//! host and run no script of their own.
+
+pub(crate) mod cookies;
+pub(crate) mod csrf;
+
+use askama::Template;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+
+use crate::http::routes::{Routes, get};
+
+/// A page that says one thing (an error, a result), with a form when it asks for a click.
+#[derive(Template)]
+#[template(path = "message.html")]
+pub struct MessagePage<'a> {
+    pub title: &'a str,
+    pub message: &'a str,
+    /// Announced at once (`role="alert"`): an error.
+    pub alert: bool,
+    /// Where its form posts, when it has one.
+    pub action: Option<&'a str>,
+    pub button: &'a str,
+    /// The form's hidden fields.
+    pub hidden: Vec<(&'static str, String)>,
+    pub csrf_token: String,
+}
+
+/// Where the pages' one stylesheet is served.
+pub const STYLESHEET: &str = "/assets/apim.css";
+
+/// The stylesheet, built into the binary.
+const STYLESHEET_TEXT: &str = include_str!("../../templates/apim.css");
+
+/// A page to answer with: its HTML and the origins its forms may end up at (a form that
+/// signs someone in redirects, in the end, to the client's redirect URI, which
+/// `form-action` must allow or the browser stops it).
+pub struct Page {
+    status: StatusCode,
+    html: String,
+    form_targets: Vec<String>,
+}
+
+impl Page {
+    /// `template` rendered, answered with `status`.
+    pub fn render(status: StatusCode, template: &impl Template) -> Self {
+        let html = template.render().unwrap_or_else(|err| {
+            tracing::error!(%err, "a page did not render");
+            "<!doctype html><title>Error</title><p>This page could not be shown.".to_string()
+        });
+        Page {
+            status,
+            html,
+            form_targets: Vec::new(),
+        }
+    }
+
+    /// Lets the page's forms end up at `origin` too (a redirect after the form is sent).
+    pub fn with_form_target(mut self, origin: Option<String>) -> Self {
+        self.form_targets.extend(origin);
+        self
+    }
+}
+
+impl IntoResponse for Page {
+    fn into_response(self) -> Response {
+        let policy = content_security_policy(&self.form_targets);
+        let mut response = (self.status, self.html).into_response();
+        let headers = response.headers_mut();
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/html; charset=utf-8"),
+        );
+        if let Ok(policy) = HeaderValue::from_str(&policy) {
+            headers.insert(header::CONTENT_SECURITY_POLICY, policy);
+        }
+        secure_headers(headers);
+        response
+    }
+}
+
+/// The policy of every page: nothing but this host's stylesheet and images, forms sent
+/// here (and to `form_targets`), never framed, no base or plugin.
+fn content_security_policy(form_targets: &[String]) -> String {
+    let mut form_action = String::from("'self'");
+    for origin in form_targets {
+        form_action.push(' ');
+        form_action.push_str(origin);
+    }
+    format!(
+        "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action {form_action}; \
+         frame-ancestors 'none'; base-uri 'none'"
+    )
+}
+
+/// Headers every answer to a browser carries: not framed, not sniffed, not cached, no
+/// referrer (a page's URL may hold an authorization request).
+pub fn secure_headers(headers: &mut axum::http::HeaderMap) {
+    for (name, value) in [
+        (header::X_FRAME_OPTIONS, "DENY"),
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        (header::REFERRER_POLICY, "no-referrer"),
+        (header::CACHE_CONTROL, "no-store"),
+    ] {
+        headers.insert(name, HeaderValue::from_static(value));
+    }
+}
+
+/// The kit's own route: the stylesheet.
+pub fn router() -> Routes {
+    Routes::new().route(STYLESHEET, get(stylesheet))
+}
+
+/// The pages' stylesheet.
+#[utoipa::path(
+    get,
+    path = "/assets/apim.css",
+    tag = "Pages",
+    responses((status = 200, description = "The sign-in pages' stylesheet", content_type = "text/css", body = String))
+)]
+async fn stylesheet() -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "text/css; charset=utf-8"),
+            (header::CACHE_CONTROL, "public, max-age=3600"),
+            (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        ],
+        STYLESHEET_TEXT,
+    )
+        .into_response()
+}
+
+/// The kit's operation in the OpenAPI document.
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(stylesheet))]
+pub struct Api;
+
+/// Whether the pages' cookies are `Secure`: the control plane is reached over HTTPS (its
+/// own TLS, or a proxy's in front of an `https://` issuer).
+pub fn secure_cookies(state: &crate::state::AppState) -> bool {
+    state.issuer.starts_with("https://") || !state.config.tls_certs.is_empty()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_policy_allows_nothing_from_elsewhere() {
+        let policy = content_security_policy(&["https://app.example".to_string()]);
+        assert!(policy.starts_with("default-src 'none';"));
+        assert!(policy.contains("form-action 'self' https://app.example;"));
+        assert!(policy.contains("frame-ancestors 'none'"));
+        assert!(!policy.contains("unsafe"));
+    }
+}
