@@ -21,6 +21,7 @@ pub mod machine;
 pub mod openapi;
 pub mod redis;
 pub mod services;
+pub mod signin;
 pub mod stack;
 pub mod steps;
 pub mod tls;

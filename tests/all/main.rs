@@ -38,6 +38,7 @@ mod registration;
 mod restart;
 mod secrets;
 mod security;
+mod signin;
 mod store;
 mod tenants;
 mod throttling;
@@ -302,6 +303,16 @@ on_sqlite!(
     endpoints::load_balance_and_failover_on_the_p3_artefact,
     endpoints::timeouts_and_suspension_on_the_p3_artefact,
     token_types::token_types_at_the_gateway_on_the_p3_artefact,
+);
+
+on_both!(
+    run_stack, signin_sqlite, signin_postgres;
+    signin::authorization_code_through_the_pages,
+);
+on_sqlite!(
+    run_stack, signin_attacks_sqlite;
+    signin::attacks_on_the_flow_are_refused,
+    signin::tokens_of_the_former_issuer_still_verify,
 );
 
 on_both!(
