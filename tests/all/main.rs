@@ -313,6 +313,7 @@ on_sqlite!(
     run_stack, signin_attacks_sqlite;
     signin::attacks_on_the_flow_are_refused,
     signin::tokens_of_the_former_issuer_still_verify,
+    signin::sign_in_pages_in_chromium,
 );
 
 on_both!(

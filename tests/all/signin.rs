@@ -373,7 +373,7 @@ pub async fn attacks_on_the_flow_are_refused(backend: Backend) {
         "{policy}"
     );
     assert_eq!(login.header("x-frame-options"), "DENY");
-    assert_eq!(login.header("referrer-policy"), "no-referrer");
+    assert_eq!(login.header("referrer-policy"), "same-origin");
     assert_eq!(login.header("cache-control"), "no-store");
     every_control_is_named(&login.body).unwrap();
     let form = login
@@ -588,6 +588,76 @@ pub async fn tokens_of_the_former_issuer_still_verify(backend: Backend) {
         .await;
     assert_eq!(harness::jwt_claims(&fresh)["iss"], format!("http://{addr}"));
     discover(&control_plane.url).await;
+    control_plane.stop().await;
+    let _ = std::fs::remove_dir_all(&data_dir);
+}
+
+pub async fn sign_in_pages_in_chromium(backend: Backend) {
+    let data_dir = harness::temp_dir();
+    let control_plane = control_plane_at_its_issuer(&backend, &data_dir, &[]).await;
+    let base = control_plane.url.clone();
+    let api = Client::new(&base);
+    api.add_user("erin", "erin-pw", &["subscriber"]).await;
+    let client = register_code_client(&api, ("admin", ADMIN_PASSWORD), "portal", REDIRECT, true)
+        .await
+        .expect(200);
+    let (challenge, _) = PkceCodeChallenge::new_random_sha256();
+    let pkce = [
+        ("code_challenge", challenge.as_str()),
+        ("code_challenge_method", "S256"),
+    ];
+    let chromium = harness::browser::Chromium::start().await;
+
+    // The sign-in page, a failed sign-in (its error announced), then a sign-in made with
+    // the keyboard alone.
+    chromium
+        .open(&format!(
+            "{base}{}",
+            authorize_path(&client.str("clientId"), &pkce)
+        ))
+        .await;
+    assert_eq!(
+        chromium.serious_accessibility_violations().await,
+        Vec::<String>::new()
+    );
+    chromium.fill("username", "erin").await;
+    chromium.fill("password", "wrong").await;
+    chromium.click_button("Sign in").await;
+    assert!(chromium.source().await.contains("role=\"alert\""));
+    assert_eq!(
+        chromium.serious_accessibility_violations().await,
+        Vec::<String>::new()
+    );
+    chromium.fill("password", "erin-pw\u{E007}").await;
+
+    // The consent page; Allow sends the browser to the client (the page's form-action
+    // lets the redirect through).
+    chromium.wait_for_text("Allow access?").await;
+    assert_eq!(
+        chromium.serious_accessibility_violations().await,
+        Vec::<String>::new()
+    );
+    chromium.click_button("Allow").await;
+    chromium.wait_for_url(REDIRECT).await;
+    let back = url::Url::parse(&chromium.current_url().await).unwrap();
+    assert!(query_param(&back, "code").is_some(), "{back}");
+
+    // The error page and the sign-out page.
+    chromium
+        .open(&format!("{base}{}", authorize_path("no-such-client", &[])))
+        .await;
+    assert_eq!(
+        chromium.serious_accessibility_violations().await,
+        Vec::<String>::new()
+    );
+    chromium.open(&format!("{base}/oauth2/logout")).await;
+    assert_eq!(
+        chromium.serious_accessibility_violations().await,
+        Vec::<String>::new()
+    );
+    chromium.click_button("Sign out").await;
+    chromium.wait_for_text("You are signed out").await;
+    chromium.close().await;
     control_plane.stop().await;
     let _ = std::fs::remove_dir_all(&data_dir);
 }

@@ -65,14 +65,15 @@ pub fn check(headers: &HeaderMap, key_material: &str, token: Option<&str>) -> bo
 }
 
 /// Whether the browser says the form came from this site: not `cross-site`, and an
-/// `Origin`, when sent, naming the host the request was sent to.
+/// `Origin`, when sent, naming the host the request was sent to (`null`, which a browser
+/// sends under a strict referrer policy, says nothing either way).
 fn from_this_site(headers: &HeaderMap) -> bool {
     let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     if text("sec-fetch-site") == Some("cross-site") {
         return false;
     }
     match (text(header::ORIGIN.as_str()), text(header::HOST.as_str())) {
-        (None, _) => true,
+        (None | Some("null"), _) => true,
         (Some(origin), Some(host)) => origin
             .split_once("://")
             .is_some_and(|(_, authority)| authority.eq_ignore_ascii_case(host)),
@@ -125,6 +126,8 @@ mod tests {
             HeaderValue::from_static("https://evil.example"),
         );
         assert!(!check(&headers, "key", Some(&prepared.token)));
+        headers.insert(header::ORIGIN, HeaderValue::from_static("null"));
+        assert!(check(&headers, "key", Some(&prepared.token)));
         headers.remove(header::ORIGIN);
         headers.insert("sec-fetch-site", HeaderValue::from_static("cross-site"));
         assert!(!check(&headers, "key", Some(&prepared.token)));

@@ -95,13 +95,13 @@ fn content_security_policy(form_targets: &[String]) -> String {
     )
 }
 
-/// Headers every answer to a browser carries: not framed, not sniffed, not cached, no
-/// referrer (a page's URL may hold an authorization request).
+/// Headers every answer to a browser carries: not framed, not sniffed, not cached, and no
+/// referrer to another site (a page's URL may hold an authorization request).
 pub fn secure_headers(headers: &mut axum::http::HeaderMap) {
     for (name, value) in [
         (header::X_FRAME_OPTIONS, "DENY"),
         (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
-        (header::REFERRER_POLICY, "no-referrer"),
+        (header::REFERRER_POLICY, "same-origin"),
         (header::CACHE_CONTROL, "no-store"),
     ] {
         headers.insert(name, HeaderValue::from_static(value));
