@@ -12,6 +12,7 @@ use apim_http::bodies::{self, Carriage};
 use apim_manifest::canon::Target;
 use apim_manifest::{ApiRoute, ApiState, ApiType, AuthType, Operation, paths};
 
+use crate::audience::Addressed;
 use crate::auth::{self, Admitted, Environment};
 use crate::balance;
 pub use crate::call::Call;
@@ -354,7 +355,9 @@ impl Gateway {
                     })
                     .ok_or_else(Fault::missing_credentials)?;
                 let client = forward::client_ip(&request.headers).unwrap_or_default();
-                let admitted = auth::admit(view, host, api, token, &client, now_ms / 1000)?;
+                let addressed = Addressed::of(&target.path, resource, api);
+                let now_secs = now_ms / 1000;
+                let admitted = auth::admit(view, host, api, addressed, token, &client, now_secs)?;
                 admitted.describe(call);
                 Some(admitted)
             }

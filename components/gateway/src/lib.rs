@@ -12,6 +12,7 @@
 //! it is tested natively.
 
 pub mod access;
+pub mod audience;
 pub mod auth;
 pub mod balance;
 pub mod cache;

@@ -2636,3 +2636,5 @@ fn websocket_apis_take_handshakes_with_a_header_or_query_token() {
         String::from_utf8_lossy(&answered.body)
     );
 }
+
+mod oauth;
