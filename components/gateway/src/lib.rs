@@ -26,6 +26,7 @@ pub mod internal;
 pub mod introspect;
 pub mod keys;
 pub mod relay;
+pub mod resource;
 pub mod small_blocks;
 pub mod state;
 pub mod sync;
