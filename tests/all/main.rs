@@ -33,6 +33,7 @@ mod leniency;
 mod observability;
 mod openapi;
 mod ordering;
+mod protected_resource;
 mod publisher;
 mod registration;
 mod restart;

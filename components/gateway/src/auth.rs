@@ -4,15 +4,21 @@
 //! remembered by the instance, and in the shared store under the token's SHA-256 (never
 //! the token) with the key that verified it, so that a fresh instance (Spin's, one per
 //! request) skips the signature check of a token any instance has verified. A remembered
-//! token counts only while the manifest still holds that key and issuer, until its expiry
-//! and at most [`MEMO_SECS`]; its revocation is checked on every use, as for every token.
+//! token counts only while the manifest still holds that key and accepts its issuer, until
+//! its expiry and at most [`MEMO_SECS`]; its revocation is checked on every use, as for
+//! every token.
+//! A token issued for a resource (RFC 8707) is admitted only to the API its audience names
+//! ([`crate::audience`]).
 
+use std::fmt;
 use std::rc::Rc;
 
 use apim_manifest::{ApiRoute, Application, Subscription, TokenKey};
 use jsonwebtoken::{Algorithm, Validation};
-use serde::{Deserialize, Serialize};
+use serde::de::{SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
 
+use crate::audience::{self, Addressed};
 use crate::faults::Fault;
 use crate::host::Host;
 use crate::introspect::{self, OpaqueTokens, Refusal};
@@ -43,6 +49,50 @@ pub struct Claims {
     /// The end user (the application's owner for client credentials).
     #[serde(default)]
     pub sub: Option<String>,
+    /// The resources the token was issued for (RFC 8707); `None` for a token issued
+    /// without one, which every API its application subscribes to takes.
+    #[serde(default)]
+    pub aud: Option<Audience>,
+}
+
+/// A token's `aud`: one URL or several, as RFC 7519 §4.1.3 lets a JWT write it. Kept as a
+/// list; read from JSON as either, and from the store's postcard (which cannot ask what
+/// comes) as the list it was written as.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct Audience(pub Vec<String>);
+
+impl<'de> Deserialize<'de> for Audience {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        if deserializer.is_human_readable() {
+            deserializer.deserialize_any(AudienceVisitor)
+        } else {
+            deserializer.deserialize_seq(AudienceVisitor)
+        }
+    }
+}
+
+/// Reads an [`Audience`] from a string or a sequence of strings.
+struct AudienceVisitor;
+
+impl<'de> Visitor<'de> for AudienceVisitor {
+    type Value = Audience;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+        formatter.write_str("a string or a list of strings")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, one: &str) -> Result<Audience, E> {
+        Ok(Audience(vec![one.to_string()]))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Audience, A::Error> {
+        let mut all = Vec::with_capacity(seq.size_hint().unwrap_or(1).min(16));
+        while let Some(one) = seq.next_element::<String>()? {
+            all.push(one);
+        }
+        Ok(Audience(all))
+    }
 }
 
 /// Tokens whose signature has been checked, so a reused instance verifies each once
@@ -120,12 +170,13 @@ pub fn bearer(value: Option<&str>) -> Option<&str> {
     (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
 }
 
-/// Admits the bearer of `token` to `api`, calling from `client` (its address), or says
-/// why not, the way WSO2 does.
+/// Admits the bearer of `token` to `api` (as the request `addressed` it), calling from
+/// `client` (its address), or says why not, the way WSO2 does.
 pub fn admit(
     view: &mut View,
     host: &dyn Host,
     api: &ApiRoute,
+    addressed: Addressed,
     token: &str,
     client: &str,
     now_secs: i64,
@@ -153,6 +204,11 @@ pub fn admit(
                 }
             })?
     };
+    if let Some(aud) = &claims.aud
+        && !audience::names_api(&aud.0, &view.meta().meta.gateway_urls, api, addressed)
+    {
+        return Err(Fault::invalid_credentials(context, version));
+    }
     if view.is_revoked(host, &claims.jti) {
         return Err(Fault::invalid_credentials(context, version));
     }
@@ -218,7 +274,7 @@ impl TokenCache {
         let claims = match Memo::recall(host, &memo_key, meta, now_secs)? {
             Some(claims) => claims,
             None => {
-                let (claims, key) = check_signature(meta, token)?;
+                let (Signed { iss, claims }, key) = check_signature(meta, token)?;
                 if claims.exp <= now_secs {
                     // Remembered all the same: a client retrying an expired token is
                     // then refused without another signature check, which costs
@@ -226,14 +282,7 @@ impl TokenCache {
                     self.remember(token, Rc::new(claims));
                     return Err(true);
                 }
-                Memo::keep(
-                    host,
-                    &memo_key,
-                    key,
-                    &meta.meta.token_issuer,
-                    &claims,
-                    now_secs,
-                );
+                Memo::keep(host, &memo_key, key, iss, &claims, now_secs);
                 claims
             }
         };
@@ -261,9 +310,18 @@ fn cache_key(token: &str) -> &str {
     token.get(start..).unwrap_or(token)
 }
 
+/// A signed token's claims, with the issuer it names.
+#[derive(Deserialize)]
+struct Signed {
+    iss: String,
+    #[serde(flatten)]
+    claims: Claims,
+}
+
 /// The token's claims and the manifest key whose signature they carry, checked against the
-/// manifest's keys and issuer, but not against the clock; `Err(false)` when invalid.
-fn check_signature<'m>(meta: &'m MetaIndex, token: &str) -> Result<(Claims, &'m TokenKey), bool> {
+/// manifest's keys and issuers, but not against the clock (nor the audience, which
+/// [`admit`] checks per API); `Err(false)` when invalid.
+fn check_signature<'m>(meta: &'m MetaIndex, token: &str) -> Result<(Signed, &'m TokenKey), bool> {
     let header = jsonwebtoken::decode_header(token).map_err(|_| false)?;
     let kid = header.kid.as_deref().ok_or(false)?;
     let key = meta.token_keys.get(kid).ok_or(false)?;
@@ -277,9 +335,14 @@ fn check_signature<'m>(meta: &'m MetaIndex, token: &str) -> Result<(Claims, &'m 
     // The caller checks the expiry, and remembers expired tokens too.
     validation.validate_exp = false;
     validation.leeway = 0;
-    validation.set_issuer(&[meta.meta.token_issuer.as_str()]);
+    validation.validate_aud = false;
+    let issuers = &meta.meta.accepted_issuers;
+    let issuers: Vec<&str> = std::iter::once(meta.meta.token_issuer.as_str())
+        .chain(issuers.iter().map(String::as_str))
+        .collect();
+    validation.set_issuer(&issuers);
     validation.set_required_spec_claims(&["exp", "iss", "sub"]);
-    let claims = jsonwebtoken::decode::<Claims>(token, key, &validation)
+    let claims = jsonwebtoken::decode::<Signed>(token, key, &validation)
         .map(|data| data.claims)
         .map_err(|_| false)?;
     Ok((claims, described))
@@ -291,8 +354,8 @@ struct Memo {
     /// Taken on trust until then (Unix seconds): the token's expiry or [`MEMO_SECS`] after
     /// it was verified, whichever is first.
     until: i64,
-    /// The key that verified it (`kid` and `x`) and the issuer it was checked against: the
-    /// memo counts only while the manifest still has both.
+    /// The key that verified it (`kid` and `x`) and the issuer the token names: the memo
+    /// counts only while the manifest still has the key and accepts the issuer.
     kid: String,
     x: String,
     issuer: String,
@@ -324,10 +387,11 @@ impl Memo {
         Ok(Some(memo.claims))
     }
 
-    /// Whether the manifest still has the key and issuer that verified it, within its time.
+    /// Whether the manifest still has the key that verified it and accepts its issuer,
+    /// within its time.
     fn counts_under(&self, meta: &MetaIndex, now_secs: i64) -> bool {
         self.until > now_secs
-            && self.issuer == meta.meta.token_issuer
+            && meta.meta.accepts_issuer(&self.issuer)
             && meta
                 .meta
                 .token_keys
@@ -341,7 +405,7 @@ impl Memo {
         host: &dyn Host,
         key: &str,
         verified_by: &TokenKey,
-        issuer: &str,
+        issuer: String,
         claims: &Claims,
         now_secs: i64,
     ) {
@@ -349,7 +413,7 @@ impl Memo {
             until: claims.exp.min(now_secs.saturating_add(MEMO_SECS as i64)),
             kid: verified_by.kid.clone(),
             x: verified_by.x.clone(),
-            issuer: issuer.to_string(),
+            issuer,
             claims: claims.clone(),
         };
         if let Ok(bytes) = postcard::to_allocvec(&memo) {

@@ -5,6 +5,9 @@ use quick_xml::escape::escape;
 
 use crate::host::{Headers, Response, header};
 
+/// WSO2's code for a request without credentials.
+const MISSING_CREDENTIALS: u32 = 900902;
+
 /// The XML namespace a fault belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Family {
@@ -33,6 +36,9 @@ pub struct Fault {
     pub next_access_time: Option<String>,
     /// Seconds after which the same request may be tried again (`Retry-After`).
     pub retry_after_secs: Option<u32>,
+    /// A 401's `WWW-Authenticate: Bearer` challenge, sent before WSO2's own
+    /// ([`crate::resource::challenge`]).
+    pub challenge: Option<String>,
 }
 
 impl Fault {
@@ -51,7 +57,21 @@ impl Fault {
             family,
             next_access_time: None,
             retry_after_secs: None,
+            challenge: None,
         }
+    }
+
+    /// The same fault, challenging the client with `challenge` if it is a 401.
+    pub fn with_challenge(mut self, challenge: String) -> Self {
+        if self.status == 401 {
+            self.challenge = Some(challenge);
+        }
+        self
+    }
+
+    /// Whether it says the request sent no credentials at all (900902).
+    pub fn is_missing_credentials(&self) -> bool {
+        self.code == MISSING_CREDENTIALS
     }
 
     /// 500 900900: the key manager (the control plane's introspection) could not be
@@ -90,7 +110,7 @@ impl Fault {
     pub fn missing_credentials() -> Self {
         Self::new(
             401,
-            900902,
+            MISSING_CREDENTIALS,
             "Missing Credentials",
             "Required OAuth credentials not provided. Make sure your API invocation call has a header: \"Authorization: Bearer ACCESS_TOKEN\"".into(),
             Family::Security,
@@ -383,6 +403,10 @@ impl Fault {
             Response::new(self.status, "application/xml", self.xml())
         };
         if self.status == 401 {
+            // First, for clients that read only the first challenge (MCP's SDKs do).
+            if let Some(challenge) = &self.challenge {
+                response = response.with_header("www-authenticate", challenge.as_str());
+            }
             // WSO2 sends this on every 401, whatever the cause.
             response = response.with_header(
                 "www-authenticate",

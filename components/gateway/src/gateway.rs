@@ -1,6 +1,9 @@
 //! The request pipeline: internal routes, then for API calls routing, CORS, resource
 //! matching, authentication, throttling, the response cache and forwarding.
 //!
+//! Each API's protected-resource metadata (RFC 9728) is answered on both paths, without a
+//! token ([`crate::resource`]).
+//!
 //! An API call is first admitted ([`Gateway::plan`]), which ends in an answer or a
 //! [`Forwarding`]. [`Gateway::handle`] (the `wasi:http` handler) then forwards itself;
 //! [`Gateway::decide`] (the `policy` export) leaves counting the call against its limits
@@ -12,6 +15,7 @@ use apim_http::bodies::{self, Carriage};
 use apim_manifest::canon::Target;
 use apim_manifest::{ApiRoute, ApiState, ApiType, AuthType, Operation, paths};
 
+use crate::audience::Addressed;
 use crate::auth::{self, Admitted, Environment};
 use crate::balance;
 pub use crate::call::Call;
@@ -23,7 +27,7 @@ use crate::state;
 use crate::sync::{self, settings};
 use crate::throttle::{Counting, Limit};
 use crate::view::View;
-use crate::{cache, cors, forward, internal, throttle, upgrade};
+use crate::{cache, cors, forward, internal, resource, throttle, upgrade};
 
 /// How long a request waits for another instance to finish pulling the first manifest.
 const FIRST_MANIFEST_WAIT_MS: u64 = 5_000;
@@ -148,6 +152,12 @@ impl Gateway {
             ("POST", paths::GATEWAY_SYNC) => sync::sync_now(host),
             (_, path) if internal::is_internal(path) => Fault::not_found().render(&request.headers),
             (_, "/token" | "/revoke") => token_service(host, &request, &target),
+            (_, path) if resource::metadata_target(path).is_some() => self
+                .protected_resource_metadata(host, &request, &target)
+                .unwrap_or_else(|fault| {
+                    call.fault_code = fault.code;
+                    fault.render(&request.headers)
+                }),
             _ => self
                 .plan(host, &request, &target, call, false)
                 .and_then(|plan| match plan {
@@ -196,6 +206,12 @@ impl Gateway {
                 Err(fault) => return refused(Call::default(), &fault, request),
             }
             .into();
+        }
+        if resource::metadata_target(path).is_some() {
+            return match self.protected_resource_metadata(host, request, &target) {
+                Ok(document) => Verdict::respond(document, Call::default()),
+                Err(fault) => refused(Call::default(), &fault, request),
+            };
         }
         let mut call = Call::default();
         let mut forwarding = match self.plan(host, request, &target, &mut call, true) {
@@ -278,6 +294,52 @@ impl Gateway {
         view.route(host, path).ok_or_else(Fault::not_found)
     }
 
+    /// The protected-resource metadata of the API serving the path after the well-known
+    /// prefix of `target` (a GET or HEAD, on a transport the API takes); 404 otherwise,
+    /// as for any path that names no API.
+    fn protected_resource_metadata(
+        &mut self,
+        host: &dyn Host,
+        request: &Request,
+        target: &Target,
+    ) -> Result<Response, Fault> {
+        let path = resource::metadata_target(&target.path).ok_or_else(Fault::not_found)?;
+        if !matches!(request.method.as_str(), "GET" | "HEAD") {
+            return Err(Fault::not_found());
+        }
+        let (api, rest) = self.route(host, path)?;
+        if !api.transports.serve(request.scheme) {
+            return Err(Fault::not_found());
+        }
+        let addressed = Addressed::of(path, rest, &api);
+        let meta = &self.view.as_ref().ok_or_else(Fault::not_found)?.meta().meta;
+        let base = resource::base_url(&meta.gateway_urls, request).ok_or_else(Fault::not_found)?;
+        Ok(resource::metadata(&base, &api, addressed, meta))
+    }
+
+    /// A 401 refusing a call to `api` with the challenge that says where its metadata is,
+    /// and whether the token sent is the trouble; other faults as they are.
+    fn challenged(
+        &self,
+        fault: Fault,
+        api: &ApiRoute,
+        addressed: Addressed,
+        request: &Request,
+    ) -> Fault {
+        if fault.status != 401 {
+            return fault;
+        }
+        let gateway_urls = self
+            .view
+            .as_ref()
+            .map_or(&[][..], |view| &view.meta().meta.gateway_urls);
+        let metadata_url = resource::base_url(gateway_urls, request)
+            .map(|base| resource::metadata_url(&base, api, addressed));
+        let token_sent = !fault.is_missing_credentials();
+        let challenge = resource::challenge(metadata_url.as_deref(), token_sent);
+        fault.with_challenge(challenge)
+    }
+
     /// Routes and admits an API call to `target`, noting in `call` how far it got; a
     /// WebSocket handshake only where the host `upgrades` connections.
     fn plan(
@@ -292,7 +354,10 @@ impl Gateway {
         call.api.clone_from(&routed.0.name);
         call.api_id.clone_from(&routed.0.id);
         call.version.clone_from(&routed.0.version);
+        let api = routed.0.clone();
+        let addressed = Addressed::of(&target.path, routed.1, &api);
         self.admit(host, request, target, routed, call, upgrades)
+            .map_err(|fault| self.challenged(fault, &api, addressed, request))
     }
 
     /// Admits a call [`Gateway::route`] has just routed (with the view it brought up to
@@ -354,7 +419,9 @@ impl Gateway {
                     })
                     .ok_or_else(Fault::missing_credentials)?;
                 let client = forward::client_ip(&request.headers).unwrap_or_default();
-                let admitted = auth::admit(view, host, api, token, &client, now_ms / 1000)?;
+                let addressed = Addressed::of(&target.path, resource, api);
+                let now_secs = now_ms / 1000;
+                let admitted = auth::admit(view, host, api, addressed, token, &client, now_secs)?;
                 admitted.describe(call);
                 Some(admitted)
             }

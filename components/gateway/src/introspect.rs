@@ -27,7 +27,7 @@ use apim_manifest::paths::CONTROL_PLANE_INTROSPECT;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::auth::Claims;
+use crate::auth::{Audience, Claims};
 use crate::host::Host;
 use crate::keys::{Key, KeyMap};
 use crate::sync::{self, settings};
@@ -289,6 +289,7 @@ fn known_of(answer: Introspection, now_secs: i64) -> Result<Known, Refusal> {
             application_id: answer.application_id,
             key_type: answer.key_type,
             sub: answer.sub.or(answer.username),
+            aud: answer.aud.map(Audience),
         },
     })
 }

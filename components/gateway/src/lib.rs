@@ -12,6 +12,7 @@
 //! it is tested natively.
 
 pub mod access;
+pub mod audience;
 pub mod auth;
 pub mod balance;
 pub mod cache;
@@ -25,6 +26,7 @@ pub mod internal;
 pub mod introspect;
 pub mod keys;
 pub mod relay;
+pub mod resource;
 pub mod small_blocks;
 pub mod state;
 pub mod sync;

@@ -221,6 +221,7 @@ fn dev_api_as(id: &str) -> ApiRoute {
         endpoints: None,
         api_type: ApiType::Http,
         transports: Transports::Both,
+        scopes: Vec::new(),
     }
 }
 
@@ -247,6 +248,8 @@ fn manifest(token_x: &str) -> Manifest {
             tenant_tiers: BTreeMap::new(),
             route_depth: 0,
             legacy_throttling: false,
+            accepted_issuers: Vec::new(),
+            gateway_urls: Vec::new(),
         },
         apis: vec![DeployedApi {
             route: dev_api(),
@@ -2633,3 +2636,5 @@ fn websocket_apis_take_handshakes_with_a_header_or_query_token() {
         String::from_utf8_lossy(&answered.body)
     );
 }
+
+mod oauth;

@@ -75,7 +75,7 @@ impl View {
     }
 
     /// Moves the view to `head`: entries are read afresh; verified tokens are kept unless
-    /// the token keys or issuer changed.
+    /// the token keys or the issuers taken changed.
     pub fn advance(&mut self, host: &dyn Host, head: Head) {
         if head == self.head {
             return;
@@ -90,6 +90,7 @@ impl View {
         {
             if meta.meta.token_keys != self.meta.meta.token_keys
                 || meta.meta.token_issuer != self.meta.meta.token_issuer
+                || meta.meta.accepted_issuers != self.meta.meta.accepted_issuers
             {
                 self.tokens = TokenCache::default();
             }

@@ -55,6 +55,15 @@ pub struct Meta {
     /// callers). Omitted while off, as manifests had it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub legacy_throttling: bool,
+    /// Further `iss` values whose tokens still verify beside [`Meta::token_issuer`]: a
+    /// changed issuer must not void the tokens issued under the old one before they expire.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub accepted_issuers: Vec<String>,
+    /// The base URLs clients reach the gateways at (`http://gw.example.com:8280`): what
+    /// an access token's audience (RFC 8707) must name, and where the protected-resource
+    /// metadata (RFC 9728) says the APIs are. Empty: the request's own scheme and `Host`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gateway_urls: Vec<String>,
 }
 
 /// An Ed25519 public key for access tokens.
@@ -137,6 +146,10 @@ pub struct ApiRoute {
     /// before it have it, for both).
     #[serde(default, skip_serializing_if = "Transports::is_both")]
     pub transports: Transports,
+    /// The OAuth scopes its operations name (Swagger `x-scope`), sorted and once each:
+    /// what its protected-resource metadata offers as `scopes_supported`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scopes: Vec<String>,
 }
 
 /// The schemes an API is served on (WSO2's `transport`, which its gateway applies as the
@@ -426,6 +439,12 @@ pub struct TierRate {
 }
 
 impl Meta {
+    /// Whether tokens naming `issuer` as their `iss` verify: the issuer's own, or one it
+    /// still accepts.
+    pub fn accepts_issuer(&self, issuer: &str) -> bool {
+        self.token_issuer == issuer || self.accepted_issuers.iter().any(|i| i == issuer)
+    }
+
     /// The limit of a tier of `level` (`subscription`, `application` or `resource`) named
     /// `name`, for an API of `tenant`: the tenant's own tier of that name, else the shared
     /// one's per minute; `None` when unlimited or unknown.
@@ -539,6 +558,24 @@ mod tests {
         assert!(!text.contains("tenant_tiers"), "{text}");
         let read: Meta = serde_json::from_str(&text).unwrap();
         assert_eq!(read, Meta::default());
+    }
+
+    #[test]
+    fn accepted_issuers_and_gateway_urls_are_left_out_while_empty() {
+        let mut meta = Meta {
+            token_issuer: "http://cp:9443".into(),
+            ..Meta::default()
+        };
+        let text = serde_json::to_string(&meta).unwrap();
+        assert!(!text.contains("accepted_issuers") && !text.contains("gateway_urls"));
+        assert!(meta.accepts_issuer("http://cp:9443"));
+        assert!(!meta.accepts_issuer("http://cp:9443/oauth2/token"));
+        assert!(!meta.accepts_issuer(""));
+        meta.accepted_issuers = vec!["http://cp:9443/oauth2/token".into()];
+        meta.gateway_urls = vec!["https://gw.example.com:8243".into()];
+        assert!(meta.accepts_issuer("http://cp:9443/oauth2/token"));
+        let read: Meta = serde_json::from_str(&serde_json::to_string(&meta).unwrap()).unwrap();
+        assert_eq!(read, meta);
     }
 
     #[test]

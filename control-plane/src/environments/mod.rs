@@ -4,4 +4,4 @@
 pub(crate) mod publisher;
 mod records;
 
-pub use records::{DEFAULT_ENVIRONMENT, Endpoints, endpoints};
+pub use records::{DEFAULT_ENVIRONMENT, Endpoints, endpoints, gateway_urls};

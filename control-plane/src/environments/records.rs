@@ -56,6 +56,13 @@ pub fn endpoints(config: &Config) -> Endpoints {
     }
 }
 
+/// The gateways' public base URLs as [`endpoints`] finds them, plain HTTP first: what
+/// gateways take as the origins of tokens' audiences (RFC 8707).
+pub fn gateway_urls(config: &Config) -> Vec<String> {
+    let Endpoints { http, https } = endpoints(config);
+    http.into_iter().chain(https).collect()
+}
+
 /// WSO2's `Environment`.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -137,6 +144,11 @@ mod tests {
             endpoints(&config(&[])).http.as_deref(),
             Some(FALLBACK_GATEWAY_URL)
         );
+        assert_eq!(
+            gateway_urls(&both),
+            ["http://gw.example:8280", "https://gw.example:8243"]
+        );
+        assert_eq!(gateway_urls(&config(&[])), [FALLBACK_GATEWAY_URL]);
     }
 
     #[test]

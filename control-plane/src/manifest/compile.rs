@@ -57,13 +57,26 @@ pub type Entries = BTreeMap<String, Arc<str>>;
 /// Tenants' own tiers as gateways enforce them, by tenant domain.
 pub type TenantRates = BTreeMap<String, TenantTiers>;
 
+/// What the meta entry says besides the token keys, tiers and route depth: who issues the
+/// tokens gateways take, and where clients reach the gateways.
+#[derive(Debug, Clone, Default)]
+pub struct MetaSettings {
+    /// The `iss` of the tokens issued now.
+    pub issuer: String,
+    /// Issuers whose tokens still verify (tokens issued before the issuer changed).
+    pub accepted_issuers: Vec<String>,
+    /// The gateways' public base URLs: what tokens' audiences must name.
+    pub gateway_urls: Vec<String>,
+    /// WSO2's legacy throttling: operations' tiers are subscription tiers.
+    pub legacy_throttling: bool,
+}
+
 /// Every entry the database's current state calls for.
 pub async fn entries(
     db: &AnyPool,
     apis: &mut ApiCache,
     token_keys: &KeyRing,
-    issuer: &str,
-    legacy_throttling: bool,
+    settings: &MetaSettings,
     tenant_tiers: &TenantRates,
 ) -> anyhow::Result<Entries> {
     apis.refresh(db).await?;
@@ -91,24 +104,21 @@ pub async fn entries(
     for (jti, exp) in revoked {
         builder.revocation(&jti, &Revocation { exp });
     }
-    let meta = meta(token_keys, issuer, legacy_throttling, tenant_tiers);
+    let meta = meta(token_keys, settings, tenant_tiers);
     Ok(builder.finish(meta))
 }
 
 /// The meta entry before its route depth is known.
-fn meta(
-    token_keys: &KeyRing,
-    issuer: &str,
-    legacy_throttling: bool,
-    tenant_tiers: &TenantRates,
-) -> Meta {
+fn meta(token_keys: &KeyRing, settings: &MetaSettings, tenant_tiers: &TenantRates) -> Meta {
     Meta {
-        token_issuer: issuer.to_string(),
+        token_issuer: settings.issuer.clone(),
         token_keys: public_keys(token_keys),
         tiers: tier_limits(),
         tenant_tiers: tenant_tiers.clone(),
         route_depth: 0,
-        legacy_throttling,
+        legacy_throttling: settings.legacy_throttling,
+        accepted_issuers: settings.accepted_issuers.clone(),
+        gateway_urls: settings.gateway_urls.clone(),
     }
 }
 
@@ -116,11 +126,10 @@ fn meta(
 pub fn meta_entry(
     apis: &ApiCache,
     token_keys: &KeyRing,
-    issuer: &str,
-    legacy_throttling: bool,
+    settings: &MetaSettings,
     tenant_tiers: &TenantRates,
 ) -> Arc<str> {
-    let mut meta = meta(token_keys, issuer, legacy_throttling, tenant_tiers);
+    let mut meta = meta(token_keys, settings, tenant_tiers);
     meta.route_depth = apis.route_depth();
     json(&meta)
 }
@@ -440,6 +449,7 @@ fn api_route(
         Some("WS") => ApiType::Ws,
         _ => ApiType::Http,
     };
+    let definition = swagger(record.api_definition.as_deref().unwrap_or("{}"));
     ApiRoute {
         id,
         name,
@@ -448,7 +458,7 @@ fn api_route(
         state,
         default_version: record.is_default_version.unwrap_or(false),
         operations: match api_type {
-            ApiType::Http => operations(record.api_definition.as_deref().unwrap_or("{}")),
+            ApiType::Http => operations(&definition),
             ApiType::Ws => websocket_operations(),
         },
         production_url: endpoint_url(&endpoints["production_endpoints"]),
@@ -465,29 +475,57 @@ fn api_route(
         endpoints: endpoint_lists(&endpoints),
         api_type,
         transports: Transports::of_list(record.transport.iter().flatten().map(String::as_str)),
+        scopes: match api_type {
+            ApiType::Http => scopes(&definition),
+            ApiType::Ws => Vec::new(),
+        },
     }
 }
 
+/// An API's Swagger document (`apiDefinition`); `null` when it does not read (records are
+/// checked when stored).
+fn swagger(definition: &str) -> Value {
+    serde_json::from_str(definition).unwrap_or(Value::Null)
+}
+
+/// Every operation of the swagger, as each path item's methods.
+fn swagger_operations(doc: &Value) -> impl Iterator<Item = (&String, &str, &Value)> {
+    doc["paths"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .flat_map(|(template, item)| {
+            METHODS
+                .iter()
+                .filter_map(move |method| Some((template, *method, item.get(*method)?)))
+        })
+}
+
+/// The OAuth scopes the swagger's operations name (`x-scope`, the scope key as WSO2 2.6
+/// writes it), sorted and once each.
+fn scopes(doc: &Value) -> Vec<String> {
+    let named: BTreeSet<&str> = swagger_operations(doc)
+        .filter_map(|(_, _, operation)| operation["x-scope"].as_str())
+        .map(str::trim)
+        .filter(|scope| !scope.is_empty())
+        .collect();
+    named.into_iter().map(str::to_string).collect()
+}
+
 /// The swagger's operations, most specific template first.
-fn operations(definition: &str) -> Vec<Operation> {
-    let doc: Value = serde_json::from_str(definition).unwrap_or(Value::Null);
+fn operations(doc: &Value) -> Vec<Operation> {
     let mut operations = Vec::new();
-    for (template, item) in doc["paths"].as_object().into_iter().flatten() {
-        for method in METHODS {
-            let Some(operation) = item.get(*method) else {
-                continue;
-            };
-            operations.push(Operation {
-                method: method.to_ascii_uppercase(),
-                template: template.clone(),
-                segments: compile_template(template),
-                auth: AuthType::from_swagger(operation["x-auth-type"].as_str()),
-                throttling_tier: operation["x-throttling-tier"]
-                    .as_str()
-                    .filter(|t| *t != "Unlimited")
-                    .map(str::to_string),
-            });
-        }
+    for (template, method, operation) in swagger_operations(doc) {
+        operations.push(Operation {
+            method: method.to_ascii_uppercase(),
+            template: template.clone(),
+            segments: compile_template(template),
+            auth: AuthType::from_swagger(operation["x-auth-type"].as_str()),
+            throttling_tier: operation["x-throttling-tier"]
+                .as_str()
+                .filter(|t| *t != "Unlimited")
+                .map(str::to_string),
+        });
     }
     operations.sort_by_key(|op| specificity(&op.segments));
     operations
@@ -522,7 +560,7 @@ mod tests {
             "/*":{"get":{}},
             "/devs/{u}":{"get":{"x-auth-type":"None"},"delete":{"x-throttling-tier":"10KPerMin"}},
             "/devs/{u}/repos":{"get":{"x-throttling-tier":"Unlimited"}}}}"#;
-        let ops = operations(swagger);
+        let ops = operations(&super::swagger(swagger));
         let order: Vec<(&str, &str)> = ops
             .iter()
             .map(|o| (o.method.as_str(), o.template.as_str()))
@@ -537,6 +575,41 @@ mod tests {
         let delete = ops.iter().find(|o| o.method == "DELETE").unwrap();
         assert_eq!(delete.throttling_tier.as_deref(), Some("10KPerMin"));
         assert_eq!(ops[0].throttling_tier, None);
+    }
+
+    /// WSO2 2.6 names each operation's scope by its key in `x-scope`; the API's entry
+    /// lists them once each, sorted, and leaves the list out when there are none.
+    #[test]
+    fn scopes_are_the_operations_x_scope_once_each() {
+        let swagger = super::swagger(
+            r#"{"swagger":"2.0","paths":{
+            "/pizzas":{"get":{"x-scope":"pizza_read"},"post":{"x-scope":"pizza_write"}},
+            "/pizzas/{id}":{"get":{"x-scope":"pizza_read"},"delete":{"x-scope":" "},
+                "put":{"x-scope":7},"parameters":{"x-scope":"not_an_operation"}},
+            "/menu":{"get":{}}}}"#,
+        );
+        assert_eq!(scopes(&swagger), ["pizza_read", "pizza_write"]);
+        assert!(scopes(&super::swagger("not json")).is_empty());
+        let mut record = record_with_paths(["/x".to_string()], &["get"]);
+        let route = |record: &ApiRecord| {
+            api_route(
+                "id".into(),
+                "T".into(),
+                "v1".into(),
+                "/t".into(),
+                ApiState::Published,
+                record,
+                None,
+            )
+        };
+        let without = route(&record);
+        assert!(without.scopes.is_empty());
+        assert!(!json(&without).contains("scopes"));
+        record.api_definition =
+            Some(r#"{"swagger":"2.0","paths":{"/x":{"get":{"x-scope":"t_read"}}}}"#.to_string());
+        let with = route(&record);
+        assert_eq!(with.scopes, ["t_read"]);
+        assert!(json(&with).contains(r#""scopes":["t_read"]"#));
     }
 
     #[test]

@@ -68,9 +68,8 @@ pub enum Touched {
 pub struct Compiler {
     db: AnyPool,
     token_keys: Arc<KeyRing>,
-    issuer: String,
-    /// WSO2's legacy throttling: operations' tiers are subscription tiers.
-    legacy_throttling: bool,
+    /// Issuers, gateway URLs and the throttling mode, as the meta entry tells gateways.
+    meta: compile::MetaSettings,
     apis: compile::ApiCache,
     log: log::EntryLog,
     /// Tenants' own tiers, as last read (at every full compile, and when touched).
@@ -102,8 +101,10 @@ impl Compiler {
         Compiler {
             db,
             token_keys,
-            issuer,
-            legacy_throttling: false,
+            meta: compile::MetaSettings {
+                issuer,
+                ..compile::MetaSettings::default()
+            },
             apis: compile::ApiCache::new(credentials),
             log: log::EntryLog::default(),
             tenant_tiers: compile::TenantRates::new(),
@@ -113,7 +114,23 @@ impl Compiler {
     /// Tells gateways that operations' tiers are subscription tiers (WSO2's throttling
     /// with advanced throttling off).
     pub fn with_legacy_throttling(mut self, legacy: bool) -> Self {
-        self.legacy_throttling = legacy;
+        self.meta.legacy_throttling = legacy;
+        self
+    }
+
+    /// Tells gateways to take tokens of these issuers too, beside the issuer's own: a
+    /// changed issuer then leaves the tokens issued under the old one valid until they
+    /// expire.
+    pub fn with_accepted_issuers(mut self, issuers: Vec<String>) -> Self {
+        self.meta.accepted_issuers = issuers;
+        self
+    }
+
+    /// Tells gateways the base URLs clients reach them at
+    /// (`environments::gateway_urls`): what a token's audience must name, and
+    /// where their protected-resource metadata says the APIs are.
+    pub fn with_gateway_urls(mut self, urls: Vec<String>) -> Self {
+        self.meta.gateway_urls = urls;
         self
     }
 
@@ -172,8 +189,7 @@ impl Compiler {
                         &self.db,
                         &mut self.apis,
                         &self.token_keys,
-                        &self.issuer,
-                        self.legacy_throttling,
+                        &self.meta,
                         &self.tenant_tiers,
                     )
                     .await?;
@@ -284,13 +300,7 @@ impl Compiler {
         scope.keys.insert(key::META.to_string());
         desired.insert(
             key::META.to_string(),
-            compile::meta_entry(
-                &self.apis,
-                &self.token_keys,
-                &self.issuer,
-                self.legacy_throttling,
-                &self.tenant_tiers,
-            ),
+            compile::meta_entry(&self.apis, &self.token_keys, &self.meta, &self.tenant_tiers),
         );
         Ok((scope, desired))
     }

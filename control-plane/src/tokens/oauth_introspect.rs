@@ -83,6 +83,7 @@ fn active(claims: Claims) -> Introspection {
         jti: Some(claims.jti),
         application_id: claims.application_id,
         key_type: claims.key_type,
+        aud: None,
     }
 }
 
