@@ -186,7 +186,9 @@ async fn prepare(
             issuer.clone(),
             Credentials::new(data_keys.clone(), &gateway_secret),
         )
-        .with_legacy_throttling(!config.advanced_throttling),
+        .with_legacy_throttling(!config.advanced_throttling)
+        .with_accepted_issuers(issuers[1..].to_vec())
+        .with_gateway_urls(crate::environments::gateway_urls(&config)),
         fleet::hub::Pusher {
             manifest_keys: manifest_keys.clone(),
             gateways: config

@@ -315,6 +315,7 @@ on_sqlite!(
     signin::attacks_on_the_flow_are_refused,
     signin::tokens_of_the_former_issuer_still_verify,
     signin::sign_in_pages_in_chromium,
+    signin::a_resource_binds_the_token_to_its_api,
 );
 
 on_both!(

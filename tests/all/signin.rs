@@ -661,3 +661,94 @@ pub async fn sign_in_pages_in_chromium(backend: Backend) {
     control_plane.stop().await;
     let _ = std::fs::remove_dir_all(&data_dir);
 }
+
+pub async fn a_resource_binds_the_token_to_its_api(backend: Backend) {
+    let stack = harness::stack::Launch {
+        database: backend,
+        ..Default::default()
+    }
+    .start()
+    .await;
+    let pizza = stack
+        .api("Pizza", serde_json::json!({}), &["Publish"])
+        .await;
+    let pasta = stack
+        .api("Pasta", serde_json::json!({}), &["Publish"])
+        .await;
+    // An application whose key takes the authorization code flow, both token types.
+    for token_type in [
+        harness::steps::TokenType::Jwt,
+        harness::steps::TokenType::Opaque,
+    ] {
+        let steps = stack.steps();
+        let name = format!("Web-{}", token_type.wso2_name());
+        let app = steps
+            .create_typed_application(&name, "Unlimited", token_type)
+            .await
+            .unwrap();
+        for api in [&pizza, &pasta] {
+            steps.subscribe(&app, api, "Unlimited").await.unwrap();
+        }
+        let mut request = harness::steps::keys_request();
+        request["supportedGrantTypes"] = serde_json::json!(["authorization_code", "refresh_token"]);
+        request["callbackUrl"] = REDIRECT.into();
+        let keys = steps.generate_keys(&app, &request).await.unwrap();
+        let browser = Browser::new(&stack.mgmt.base);
+        let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
+        let pizza_resource = format!("{}/pizza/v1.0.0", stack.gw.base);
+        let params = [
+            ("code_challenge", challenge.as_str()),
+            ("code_challenge_method", "S256"),
+            ("resource", pizza_resource.as_str()),
+        ];
+        let page = browser.open(&authorize_path(&keys.key, &params)).await;
+        let back = browser
+            .sign_in_and_allow(page, "admin", ADMIN_PASSWORD)
+            .await;
+        let code = query_param(&back, "code").expect("a code");
+        let tokens = redeem(
+            &stack.mgmt.base,
+            (&keys.key, &keys.secret),
+            &code,
+            Some(verifier.secret()),
+        )
+        .await;
+        assert_eq!(tokens["status"], 200, "{tokens}");
+        let bound = tokens["access_token"].as_str().unwrap().to_string();
+        if token_type == harness::steps::TokenType::Jwt {
+            assert_eq!(
+                harness::jwt_claims(&bound)["aud"],
+                serde_json::json!([pizza_resource])
+            );
+        }
+        let get = reqwest::Method::GET;
+        harness::eventually(
+            &stack.gw,
+            get.clone(),
+            "/pizza/v1.0.0/devs/alice",
+            &bound,
+            |r| r.status == 200,
+        )
+        .await;
+        let elsewhere = stack.gw.get("/pasta/v1.0.0/devs/alice", &bound).await;
+        assert_eq!(
+            (elsewhere.status, elsewhere.fault_code()),
+            (401, "900901"),
+            "{name}"
+        );
+        // A token asked without a resource is for every API, as before.
+        let code = code_for(&browser, &authorize_path(&keys.key, &params[..2])).await;
+        let unbound = redeem(
+            &stack.mgmt.base,
+            (&keys.key, &keys.secret),
+            &code,
+            Some(verifier.secret()),
+        )
+        .await;
+        let unbound = unbound["access_token"].as_str().unwrap().to_string();
+        harness::eventually(&stack.gw, get, "/pasta/v1.0.0/devs/alice", &unbound, |r| {
+            r.status == 200
+        })
+        .await;
+    }
+}

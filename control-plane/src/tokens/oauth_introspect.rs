@@ -83,7 +83,7 @@ fn active(claims: Claims) -> Introspection {
         jti: Some(claims.jti),
         application_id: claims.application_id,
         key_type: claims.key_type,
-        aud: None,
+        aud: (!claims.aud.is_empty()).then_some(claims.aud),
     }
 }
 
