@@ -163,6 +163,12 @@ pub struct Config {
     #[arg(long, env = "APIM_EGRESS_ALLOW", default_value = "")]
     pub egress_allow: String,
 
+    /// A PEM file of certificates the control plane trusts, beside the Mozilla roots, for
+    /// what it fetches over HTTPS itself: client metadata documents (OAuth clients named by
+    /// an `https://` URL).
+    #[arg(long, env = "APIM_OUTBOUND_CA_FILE", value_name = "PEM")]
+    pub outbound_ca_file: Option<PathBuf>,
+
     /// WSO2's advanced throttling (its default): an operation's `x-throttling-tier`
     /// names a resource tier (`/tiers/resource`). `false` is WSO2's legacy throttling
     /// (`EnableAdvanceThrottling` off): it names a subscription tier (`/tiers/api`), which
@@ -325,6 +331,7 @@ impl Config {
         );
         self.egress_policy()?;
         self.tls_pairs()?;
+        self.outbound_roots()?;
         Ok(())
     }
 
@@ -341,6 +348,23 @@ impl Config {
     pub fn egress_policy(&self) -> anyhow::Result<apim_http::egress::EgressPolicy> {
         apim_http::egress::EgressPolicy::parse(&self.egress_allow)
             .map_err(|err| anyhow::anyhow!("APIM_EGRESS_ALLOW: {err}"))
+    }
+
+    /// The certificates of `APIM_OUTBOUND_CA_FILE`, none without it.
+    pub fn outbound_roots(&self) -> anyhow::Result<Vec<reqwest::Certificate>> {
+        let Some(path) = &self.outbound_ca_file else {
+            return Ok(Vec::new());
+        };
+        let pem = std::fs::read(path)
+            .map_err(|e| anyhow::anyhow!("APIM_OUTBOUND_CA_FILE {}: {e}", path.display()))?;
+        let roots = reqwest::Certificate::from_pem_bundle(&pem)
+            .map_err(|e| anyhow::anyhow!("APIM_OUTBOUND_CA_FILE {}: {e}", path.display()))?;
+        anyhow::ensure!(
+            !roots.is_empty(),
+            "APIM_OUTBOUND_CA_FILE {} holds no certificate",
+            path.display()
+        );
+        Ok(roots)
     }
 
     /// The database URL in effect: the configured one, or the SQLite file in the data directory.

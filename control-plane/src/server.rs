@@ -218,7 +218,12 @@ async fn prepare(
         store_users: Arc::new(Mutex::new(HashSet::new())),
         shared: crate::app::shared(
             manifests.clone(),
-            ClientCache::new(data_keys.clone()),
+            ClientCache::new(data_keys.clone()).with_metadata_documents(
+                crate::clients::MetadataFetcher::new(
+                    config.egress_policy()?,
+                    config.outbound_roots()?,
+                ),
+            ),
             users::VerifiedLogins::new(LockoutPolicy::from_config(&config)),
             endpoints,
         ),

@@ -373,12 +373,14 @@ async fn changes_compiled_alone_agree_with_a_full_compile() {
     let _ = (demoted, retired);
 
     // A second control plane compiling everything from the same database finds every
-    // entry as the compiles of single changes recorded it.
+    // entry as the compiles of single changes recorded it (configured alike: gateways are
+    // reached at the same URLs).
     let control_plane = stack.control_plane.as_ref().unwrap();
     let second = harness::start_control_plane(
         &harness::Backend::Sqlite,
         &stack.data_dir,
         &[
+            ("APIM_GATEWAY_URLS", stack.gw.base.clone()),
             ("APIM_LOG_JSON", "true".into()),
             ("RUST_LOG", "warn,control_plane::fleet::hub=info".into()),
         ],

@@ -316,6 +316,7 @@ on_sqlite!(
     signin::tokens_of_the_former_issuer_still_verify,
     signin::sign_in_pages_in_chromium,
     signin::a_resource_binds_the_token_to_its_api,
+    signin::clients_named_by_their_metadata_documents,
 );
 
 on_both!(

@@ -53,12 +53,7 @@ async fn authorize(
     username: &str,
     password: &str,
 ) -> Authorized {
-    let client = CoreClient::from_provider_metadata(
-        metadata.clone(),
-        ClientId::new(client_id.to_string()),
-        None,
-    )
-    .set_redirect_uri(RedirectUrl::new(REDIRECT.to_string()).unwrap());
+    let client = oidc_client(metadata, client_id, None);
     let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
     let (url, state, nonce) = client
         .authorize_url(
@@ -90,6 +85,54 @@ async fn authorize(
     }
 }
 
+/// The client library's client for `client_id` (with its secret, for a confidential one).
+fn oidc_client(
+    metadata: &CoreProviderMetadata,
+    client_id: &str,
+    secret: Option<&str>,
+) -> CoreClient<
+    openidconnect::EndpointSet,
+    openidconnect::EndpointNotSet,
+    openidconnect::EndpointNotSet,
+    openidconnect::EndpointNotSet,
+    openidconnect::EndpointMaybeSet,
+    openidconnect::EndpointMaybeSet,
+> {
+    CoreClient::from_provider_metadata(
+        metadata.clone(),
+        ClientId::new(client_id.to_string()),
+        secret.map(|secret| ClientSecret::new(secret.to_string())),
+    )
+    .set_redirect_uri(RedirectUrl::new(REDIRECT.to_string()).unwrap())
+}
+
+/// Exchanges the code `authorized` holds as the client `client_id` (with its secret, for a
+/// confidential one), and verifies the id_token with the library's defaults: it is for
+/// `username`, from the issuer discovered.
+async fn exchange(
+    metadata: &CoreProviderMetadata,
+    (client_id, secret): (&str, Option<&str>),
+    authorized: Authorized,
+    username: &str,
+) -> openidconnect::core::CoreTokenResponse {
+    let client = oidc_client(metadata, client_id, secret);
+    let tokens = client
+        .exchange_code(AuthorizationCode::new(authorized.code))
+        .unwrap()
+        .set_pkce_verifier(authorized.verifier)
+        .request_async(&oidc_http())
+        .await
+        .expect("the code is exchanged");
+    let claims = tokens
+        .id_token()
+        .expect("an id_token for openid")
+        .claims(&client.id_token_verifier(), &authorized.nonce)
+        .expect("the id_token verifies with the library's defaults");
+    assert_eq!(claims.subject().as_str(), username);
+    assert_eq!(claims.issuer().as_str(), metadata.issuer().as_str());
+    tokens
+}
+
 pub async fn authorization_code_through_the_pages(backend: Backend) {
     let data_dir = harness::temp_dir();
     let control_plane = control_plane_at_its_issuer(&backend, &data_dir, &[]).await;
@@ -107,26 +150,9 @@ pub async fn authorization_code_through_the_pages(backend: Backend) {
     let (client_id, secret) = (registered.str("clientId"), registered.str("clientSecret"));
     let browser = Browser::new(&control_plane.url);
     let authorized = authorize(&browser, &metadata, &client_id, "carol", "carol-pw").await;
-    let client = CoreClient::from_provider_metadata(
-        metadata.clone(),
-        ClientId::new(client_id.clone()),
-        Some(ClientSecret::new(secret.clone())),
-    )
-    .set_redirect_uri(RedirectUrl::new(REDIRECT.to_string()).unwrap());
+    let tokens = exchange(&metadata, (&client_id, Some(&secret)), authorized, "carol").await;
+    let client = oidc_client(&metadata, &client_id, Some(&secret));
     let http = oidc_http();
-    let tokens = client
-        .exchange_code(AuthorizationCode::new(authorized.code))
-        .unwrap()
-        .set_pkce_verifier(authorized.verifier)
-        .request_async(&http)
-        .await
-        .expect("the code is exchanged");
-    let id_token = tokens.id_token().expect("an id_token for openid");
-    let claims = id_token
-        .claims(&client.id_token_verifier(), &authorized.nonce)
-        .expect("the id_token verifies with the library's defaults");
-    assert_eq!(claims.subject().as_str(), "carol");
-    assert_eq!(claims.issuer().as_str(), metadata.issuer().as_str());
     // The access token serves the management API with the scopes carol's roles allow.
     let access = tokens.access_token().secret().clone();
     api.get(&format!("{}/apis", harness::PUBLISHER), &access)
@@ -185,21 +211,7 @@ pub async fn authorization_code_through_the_pages(backend: Backend) {
     assert!(public.body.get("clientSecret").is_none(), "{}", public.body);
     let public_id = public.str("clientId");
     let authorized = authorize(&browser, &metadata, &public_id, "carol", "carol-pw").await;
-    let public_client =
-        CoreClient::from_provider_metadata(metadata.clone(), ClientId::new(public_id), None)
-            .set_redirect_uri(RedirectUrl::new(REDIRECT.to_string()).unwrap());
-    let tokens = public_client
-        .exchange_code(AuthorizationCode::new(authorized.code))
-        .unwrap()
-        .set_pkce_verifier(authorized.verifier)
-        .request_async(&http)
-        .await
-        .expect("the public client's code is exchanged");
-    tokens
-        .id_token()
-        .unwrap()
-        .claims(&public_client.id_token_verifier(), &authorized.nonce)
-        .expect("its id_token verifies");
+    exchange(&metadata, (&public_id, None), authorized, "carol").await;
     control_plane.stop().await;
     let _ = std::fs::remove_dir_all(&data_dir);
 }
@@ -751,4 +763,97 @@ pub async fn a_resource_binds_the_token_to_its_api(backend: Backend) {
         })
         .await;
     }
+}
+
+/// A client metadata document served over HTTPS by the tests' own authority: the client
+/// whose id is its URL, with `redirect_uris`.
+async fn serve_client_document(
+    authority: &harness::tls::Authority,
+) -> (String, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!(
+        "https://{}/agent/client.json",
+        listener.local_addr().unwrap()
+    );
+    let document = serde_json::json!({
+        "client_id": url,
+        "client_name": "Test agent",
+        "redirect_uris": [REDIRECT],
+        "grant_types": ["authorization_code", "refresh_token"],
+        "token_endpoint_auth_method": "none",
+    });
+    let app = axum::Router::new().route(
+        "/agent/client.json",
+        axum::routing::get(move || {
+            let document = document.clone();
+            async move { axum::Json(document) }
+        }),
+    );
+    let task = tokio::spawn(harness::tls::serve(
+        listener,
+        authority.server_config(),
+        app,
+    ));
+    (url, task)
+}
+
+pub async fn clients_named_by_their_metadata_documents(backend: Backend) {
+    let data_dir = harness::temp_dir();
+    let authority = harness::tls::Authority::new("client documents");
+    let ca = authority.write_ca(&data_dir);
+    let settings = [("APIM_OUTBOUND_CA_FILE", ca.display().to_string())];
+    let control_plane = control_plane_at_its_issuer(&backend, &data_dir, &settings).await;
+    let base = control_plane.url.clone();
+    let (client_id, _server) = serve_client_document(&authority).await;
+    let metadata = discover(&base).await;
+    let document: Value = reqwest::get(format!("{base}/.well-known/oauth-authorization-server"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(document["client_id_metadata_document_supported"], true);
+
+    // The agent names itself by its document's URL; the consent page names its host.
+    let browser = Browser::new(&base);
+    let authorized = authorize(&browser, &metadata, &client_id, "admin", ADMIN_PASSWORD).await;
+    exchange(&metadata, (&client_id, None), authorized, "admin").await;
+
+    // A document URL that does not answer, a redirect URI it does not list, and an http
+    // URL are refused with a page, never redirected.
+    let (challenge, _) = PkceCodeChallenge::new_random_sha256();
+    let pkce = [
+        ("code_challenge", challenge.as_str()),
+        ("code_challenge_method", "S256"),
+    ];
+    let missing = client_id.replace("client.json", "missing.json");
+    let plain = client_id.replace("https://", "http://");
+    for refused in [missing.as_str(), plain.as_str()] {
+        let seen = browser.open(&authorize_path(refused, &pkce)).await;
+        assert_eq!(seen.status, 400, "{refused}: {}", seen.body);
+    }
+    let elsewhere = authorize_path(&client_id, &pkce).replace(
+        &url::form_urlencoded::Serializer::new(String::new())
+            .append_pair("redirect_uri", REDIRECT)
+            .finish(),
+        "redirect_uri=https%3A%2F%2Fevil.example%2Fcb",
+    );
+    assert_eq!(browser.open(&elsewhere).await.status, 400);
+    // Without the authority trusted, or where the egress policy refuses the address, the
+    // document is not fetched.
+    control_plane.stop().await;
+    let untrusting = control_plane_at_its_issuer(&backend, &data_dir, &[]).await;
+    let seen = Browser::new(&untrusting.url)
+        .open(&authorize_path(&client_id, &pkce))
+        .await;
+    assert_eq!(seen.status, 400);
+    untrusting.stop().await;
+    let no_egress = [settings[0].clone(), ("APIM_EGRESS_ALLOW", String::new())];
+    let closed = control_plane_at_its_issuer(&backend, &data_dir, &no_egress).await;
+    let seen = Browser::new(&closed.url)
+        .open(&authorize_path(&client_id, &pkce))
+        .await;
+    assert_eq!(seen.status, 400);
+    closed.stop().await;
+    let _ = std::fs::remove_dir_all(&data_dir);
 }

@@ -60,15 +60,7 @@ struct ConsentPage<'a> {
 
 /// An error page for a request that cannot be sent back to its client.
 fn error_page(message: &str) -> Response {
-    let page = MessagePage {
-        title: "Sign-in request refused",
-        message,
-        alert: true,
-        action: None,
-        button: "",
-        hidden: Vec::new(),
-        csrf_token: String::new(),
-    };
+    let page = MessagePage::saying("Sign-in request refused", message, true);
     Page::render(StatusCode::BAD_REQUEST, &page).into_response()
 }
 

@@ -1,8 +1,12 @@
-//! OAuth clients: their records, queries and cache (`queries`) and dynamic client
-//! registration (`registration`).
+//! OAuth clients: their records, queries and cache (`queries`), dynamic client
+//! registration (`registration`), and clients named by the URL of their metadata
+//! document (`metadata_document`).
 
+mod metadata_document;
 mod queries;
 pub(crate) mod registration;
+
+pub use metadata_document::MetadataFetcher;
 
 pub use queries::{
     ClientCache, OAuthClient, Principal, find, find_application_key, find_registered, insert,

@@ -267,10 +267,15 @@ pub struct Principal {
 
 /// Clients as the token endpoint reads them on every request, for a few seconds; cleared
 /// whenever something changes through this control plane. A token request then costs a
-/// signature rather than two queries and a decryption.
+/// signature rather than two queries and a decryption. A client named by the URL of its
+/// metadata document, which no row holds, is read from that document and kept as long as
+/// it says.
 pub struct ClientCache {
     /// What the secrets are decrypted with.
     keys: Arc<DataKeys>,
+    /// What fetches client metadata documents, when they are taken.
+    documents: Option<super::metadata_document::MetadataFetcher>,
+    /// Each client until when it is used without reading it again.
     entries: Mutex<HashMap<String, (Instant, Arc<Principal>)>>,
     /// Bumped at every clearing, so that a client read before a change is not cached after.
     generation: AtomicU64,
@@ -281,9 +286,19 @@ impl ClientCache {
     pub fn new(keys: Arc<DataKeys>) -> Self {
         ClientCache {
             keys,
+            documents: None,
             entries: Mutex::default(),
             generation: AtomicU64::default(),
         }
+    }
+
+    /// The same cache, taking clients named by their metadata documents too.
+    pub fn with_metadata_documents(
+        mut self,
+        fetcher: super::metadata_document::MetadataFetcher,
+    ) -> Self {
+        self.documents = Some(fetcher);
+        self
     }
 
     /// The client with this id and its owner; unknown ids are not cached.
@@ -296,19 +311,45 @@ impl ClientCache {
             return Ok(Some(principal));
         }
         let generation = self.generation.load(Ordering::Acquire);
-        let Some(client) = find(db, &self.keys, client_id).await? else {
-            return Ok(None);
+        let (client, owner, kept_for) = match find(db, &self.keys, client_id).await? {
+            Some(client) => {
+                let owner = users::find(db, &client.owner).await?;
+                (client, owner, CACHED_FOR)
+            }
+            None => match self.read_metadata_document(client_id).await {
+                Some(fetched) => (fetched.client, None, fetched.kept_for),
+                None => return Ok(None),
+            },
         };
-        let owner = users::find(db, &client.owner).await?;
         let principal = Arc::new(Principal { client, owner });
         let mut entries = self.lock();
         if self.generation.load(Ordering::Acquire) == generation {
             if entries.len() >= MAX_CACHED {
                 entries.clear();
             }
-            entries.insert(client_id.to_string(), (Instant::now(), principal.clone()));
+            let until = Instant::now() + kept_for;
+            entries.insert(client_id.to_string(), (until, principal.clone()));
         }
         Ok(Some(principal))
+    }
+
+    /// The client a metadata document at `client_id` describes, if documents are taken,
+    /// `client_id` is such a URL, and the document checks out (why not is logged).
+    async fn read_metadata_document(
+        &self,
+        client_id: &str,
+    ) -> Option<super::metadata_document::Fetched> {
+        let fetcher = self.documents.as_ref()?;
+        if !super::metadata_document::is_metadata_url(client_id) {
+            return None;
+        }
+        match fetcher.fetch(client_id).await {
+            Ok(fetched) => Some(fetched),
+            Err(why) => {
+                tracing::info!(%client_id, %why, "a client metadata document was refused");
+                None
+            }
+        }
     }
 
     /// Forgets every client (something may have changed).
@@ -320,8 +361,8 @@ impl ClientCache {
 
     fn cached(&self, client_id: &str) -> Option<Arc<Principal>> {
         let entries = self.lock();
-        let (at, principal) = entries.get(client_id)?;
-        (at.elapsed() < CACHED_FOR).then(|| principal.clone())
+        let (until, principal) = entries.get(client_id)?;
+        (Instant::now() < *until).then(|| principal.clone())
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (Instant, Arc<Principal>)>> {

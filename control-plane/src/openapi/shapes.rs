@@ -90,17 +90,22 @@ pub struct JwkSet {
     keys: Vec<Jwk>,
 }
 
-/// An Ed25519 public key (RFC 8037 §2).
+/// A public key: Ed25519 (RFC 8037 §2) for access tokens, RSA (RFC 7518 §6.3) for
+/// id_tokens.
 #[derive(ToSchema)]
 pub struct Jwk {
-    /// `OKP`.
+    /// `OKP` or `RSA`.
     kty: String,
-    /// `Ed25519`.
-    crv: String,
-    /// The public key, base64url.
-    x: String,
+    /// `Ed25519`, of an `OKP` key.
+    crv: Option<String>,
+    /// The public key, base64url, of an `OKP` key.
+    x: Option<String>,
+    /// The modulus, base64url, of an `RSA` key.
+    n: Option<String>,
+    /// The exponent, base64url, of an `RSA` key.
+    e: Option<String>,
     kid: Option<String>,
-    /// `EdDSA`.
+    /// `EdDSA` or `RS256`.
     alg: Option<String>,
     /// `sig`.
     #[schema(rename = "use")]

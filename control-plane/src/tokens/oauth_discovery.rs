@@ -67,6 +67,7 @@ fn metadata(state: &AppState) -> Value {
         "claims_supported": ["iss", "sub", "aud", "azp", "exp", "iat", "auth_time", "nonce", "at_hash", "preferred_username"],
         "prompt_values_supported": ["none", "login", "consent"],
         "authorization_response_iss_parameter_supported": true,
+        "client_id_metadata_document_supported": true,
     })
 }
 

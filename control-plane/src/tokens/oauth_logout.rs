@@ -158,15 +158,7 @@ async fn back_to_client(
 }
 
 fn message(message: &str, alert: bool) -> MessagePage<'_> {
-    MessagePage {
-        title: "Sign out",
-        message,
-        alert,
-        action: None,
-        button: "",
-        hidden: Vec::new(),
-        csrf_token: String::new(),
-    }
+    MessagePage::saying("Sign out", message, alert)
 }
 
 /// The logout parameters of a query, to carry through the page's form.

@@ -28,6 +28,21 @@ pub struct MessagePage<'a> {
     pub csrf_token: String,
 }
 
+impl<'a> MessagePage<'a> {
+    /// A page that says `message`, with no form; announced when it is an error (`alert`).
+    pub fn saying(title: &'a str, message: &'a str, alert: bool) -> Self {
+        MessagePage {
+            title,
+            message,
+            alert,
+            action: None,
+            button: "",
+            hidden: Vec::new(),
+            csrf_token: String::new(),
+        }
+    }
+}
+
 /// Where the pages' one stylesheet is served.
 pub const STYLESHEET: &str = "/assets/apim.css";
 
