@@ -14,7 +14,6 @@ use apim_http::egress::EgressPolicy;
 use serde_json::Value;
 use tokio::sync::Semaphore;
 
-use super::queries::OAuthClient;
 use crate::http::urls;
 
 /// Largest document taken, bytes (the draft's suggestion).
@@ -56,9 +55,20 @@ pub struct MetadataFetcher {
     in_flight: Arc<Semaphore>,
 }
 
+/// A client as its document describes it: a public client of the authorization code flow.
+pub struct Described {
+    /// The document's URL.
+    pub client_id: String,
+    /// What the pages call it: its `client_name` with its host, so that a document cannot
+    /// pass for another site's client.
+    pub name: String,
+    /// Its redirect URIs.
+    pub redirect_uris: Vec<String>,
+}
+
 /// A client read from its document, and how long it may be kept.
 pub struct Fetched {
-    pub client: OAuthClient,
+    pub client: Described,
     pub kept_for: Duration,
 }
 
@@ -137,7 +147,7 @@ impl MetadataFetcher {
 
 /// The client a document describes, if it is one this server takes: its `client_id` is
 /// its URL, its redirect URIs are absolute, and it asks for no secret.
-fn client_of(url: &str, host: &str, document: &Value) -> Result<OAuthClient, String> {
+fn client_of(url: &str, host: &str, document: &Value) -> Result<Described, String> {
     if document["client_id"].as_str() != Some(url) {
         return Err(format!("the document at {url} names another client_id"));
     }
@@ -177,26 +187,13 @@ fn client_of(url: &str, host: &str, document: &Value) -> Result<OAuthClient, Str
                 .collect::<String>()
         })
         .filter(|name| !name.trim().is_empty());
-    Ok(OAuthClient {
+    Ok(Described {
         client_id: url.to_string(),
-        client_secret: super::new_client_secret() + &super::new_client_secret(),
-        // The host is part of the name the pages show, so a document cannot pass for
-        // another site's client.
-        client_name: match name {
+        name: match name {
             Some(name) => format!("{name} ({host})"),
             None => host.to_string(),
         },
-        owner: String::new(),
-        callback_url: String::new(),
-        grant_types: "authorization_code refresh_token".into(),
-        saas_app: 0,
-        application_id: None,
-        key_type: None,
-        validity_secs: None,
-        scopes: String::new(),
-        allow_domains: String::new(),
-        public_client: 1,
-        redirect_uris: redirect_uris.join(" "),
+        redirect_uris: redirect_uris.iter().map(|uri| uri.to_string()).collect(),
     })
 }
 
@@ -249,12 +246,8 @@ mod tests {
         let good = serde_json::json!({"client_id": url, "client_name": "Agent",
             "redirect_uris": ["http://127.0.0.1:33418/callback"], "token_endpoint_auth_method": "none"});
         let client = client_of(url, "app.example", &good).unwrap();
-        assert!(client.is_public());
-        assert_eq!(client.client_name, "Agent (app.example)");
-        assert_eq!(
-            client.redirect_uris().collect::<Vec<_>>(),
-            ["http://127.0.0.1:33418/callback"]
-        );
+        assert_eq!(client.name, "Agent (app.example)");
+        assert_eq!(client.redirect_uris, ["http://127.0.0.1:33418/callback"]);
         let mut other = good.clone();
         other["client_id"] = "https://evil.example/client.json".into();
         assert!(client_of(url, "app.example", &other).is_err());

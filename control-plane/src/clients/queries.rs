@@ -83,6 +83,27 @@ impl OAuthClient {
             || self.grant_types.split_whitespace().any(|g| g == grant)
     }
 
+    /// The public client a metadata document describes (its secret random and never
+    /// used: a public client authenticates by its id alone).
+    fn described(described: super::metadata_document::Described) -> Self {
+        OAuthClient {
+            client_id: described.client_id,
+            client_secret: new_client_secret() + &new_client_secret(),
+            client_name: described.name,
+            owner: String::new(),
+            callback_url: String::new(),
+            grant_types: "authorization_code refresh_token".into(),
+            saas_app: 0,
+            application_id: None,
+            key_type: None,
+            validity_secs: None,
+            scopes: String::new(),
+            allow_domains: String::new(),
+            public_client: 1,
+            redirect_uris: described.redirect_uris.join(" "),
+        }
+    }
+
     /// Whether it is a public client.
     pub fn is_public(&self) -> bool {
         self.public_client != 0
@@ -317,7 +338,11 @@ impl ClientCache {
                 (client, owner, CACHED_FOR)
             }
             None => match self.read_metadata_document(client_id).await {
-                Some(fetched) => (fetched.client, None, fetched.kept_for),
+                Some(fetched) => (
+                    OAuthClient::described(fetched.client),
+                    None,
+                    fetched.kept_for,
+                ),
                 None => return Ok(None),
             },
         };
