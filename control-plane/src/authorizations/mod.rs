@@ -12,10 +12,3 @@ pub(crate) mod oauth;
 pub use queries::{Redeemed, prune_codes, redeem, reused_family};
 pub use records::CODE_SECS;
 pub use rules::verifier_matches;
-
-/// What a code is stored as: its SHA-256, never the code.
-pub fn code_digest(code: &str) -> String {
-    use base64::Engine;
-    use sha2::Digest;
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(code.as_bytes()))
-}

@@ -8,13 +8,13 @@ use std::net::IpAddr;
 use askama::Template;
 use axum::body::Bytes;
 use axum::extract::{RawQuery, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
 use super::queries;
-use super::records::{Admitted, IssuedCode};
+use super::records::{Admitted, AuthorizationRequest, IssuedCode};
 use super::rules::{self, Refusal};
 use crate::clients::ClientCache;
 use crate::error::Result;
@@ -24,7 +24,7 @@ use crate::http::urls;
 use crate::sessions::{self, Session};
 use crate::state::AppState;
 use crate::users::{LoginError, VerifiedLogins};
-use crate::web::{MessagePage, Page, csrf};
+use crate::web::{MessagePage, Page, csrf, field, form_pairs, redirect, with_cookie};
 
 pub fn router() -> Routes {
     Routes::new()
@@ -94,7 +94,7 @@ async fn authorize(
     headers: HeaderMap,
     RawQuery(query): RawQuery,
 ) -> Result<Response> {
-    let pairs = pairs_of(query.as_deref().unwrap_or_default().as_bytes());
+    let pairs = form_pairs(query.as_deref().unwrap_or_default().as_bytes());
     let admitted = match admit(&state, &pairs).await? {
         Ok(admitted) => admitted,
         Err(answer) => return Ok(answer),
@@ -143,7 +143,7 @@ async fn sign_in(
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response> {
-    let pairs = pairs_of(&body);
+    let pairs = form_pairs(&body);
     let admitted = match admit(&state, &pairs).await? {
         Ok(admitted) => admitted,
         Err(answer) => return Ok(answer),
@@ -175,10 +175,7 @@ async fn sign_in(
         }
     }
     let started = sessions::start(&state.db, &headers, username).await?;
-    let back = format!(
-        "/oauth2/authorize?{}",
-        query_of(&rules::as_pairs(&admitted.request, false))
-    );
+    let back = back_to_authorize(&admitted.request);
     let mut response = see_other(&back);
     let cookie = crate::web::cookies::set(
         sessions::COOKIE,
@@ -246,16 +243,13 @@ async fn consent(
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response> {
-    let pairs = pairs_of(&body);
+    let pairs = form_pairs(&body);
     let admitted = match admit(&state, &pairs).await? {
         Ok(admitted) => admitted,
         Err(answer) => return Ok(answer),
     };
     let Some(session) = sessions::find(&state.db, &headers).await? else {
-        let back = format!(
-            "/oauth2/authorize?{}",
-            query_of(&rules::as_pairs(&admitted.request, false))
-        );
+        let back = back_to_authorize(&admitted.request);
         return Ok(see_other(&back));
     };
     if !csrf::check(&headers, &state.gateway_secret, field(&pairs, csrf::FIELD)) {
@@ -366,7 +360,7 @@ async fn signed_in(
     headers: &HeaderMap,
     admitted: &Admitted,
     session: &Session,
-    redirect: StatusCode,
+    redirect_status: StatusCode,
 ) -> Result<Response> {
     let asked = scopes_asked(&admitted.request.scope);
     let given =
@@ -377,11 +371,17 @@ async fn signed_in(
             .all(|scope| given.split_whitespace().any(|g| g == *scope))
     });
     if covered && !rules::prompts(&admitted.request, "consent") {
-        return issue_code(state, admitted, session, redirect).await;
+        return issue_code(state, admitted, session, redirect_status).await;
     }
     if rules::prompts(&admitted.request, "none") {
         let why = "The user has not consented to these scopes";
-        return Ok(refuse(state, admitted, "consent_required", why, redirect));
+        return Ok(refuse(
+            state,
+            admitted,
+            "consent_required",
+            why,
+            redirect_status,
+        ));
     }
     let prepared = csrf::prepare(
         headers,
@@ -423,7 +423,7 @@ async fn issue_code(
     state: &AppState,
     admitted: &Admitted,
     session: &Session,
-    redirect: StatusCode,
+    redirect_status: StatusCode,
 ) -> Result<Response> {
     let code = URL_SAFE_NO_PAD.encode(rand::random::<[u8; 32]>());
     let request = &admitted.request;
@@ -438,14 +438,14 @@ async fn issue_code(
         auth_time: session.auth_time,
     };
     queries::prune_codes(&state.db).await?;
-    queries::insert_code(&state.db, &super::code_digest(&code), &issued).await?;
+    queries::insert_code(&state.db, &crate::secrets::stored_digest(&code), &issued).await?;
     let mut params = vec![("code", code.as_str())];
     if let Some(request_state) = &request.state {
         params.push(("state", request_state));
     }
     params.push(("iss", &state.issuer));
-    Ok(redirect_response(
-        redirect,
+    Ok(redirect(
+        redirect_status,
         &rules::redirect_to(&admitted.redirect_uri, &params),
     ))
 }
@@ -456,15 +456,15 @@ fn refuse(
     admitted: &Admitted,
     error: &str,
     description: &str,
-    redirect: StatusCode,
+    redirect_status: StatusCode,
 ) -> Response {
     let mut params = vec![("error", error), ("error_description", description)];
     if let Some(request_state) = &admitted.request.state {
         params.push(("state", request_state));
     }
     params.push(("iss", &state.issuer));
-    redirect_response(
-        redirect,
+    redirect(
+        redirect_status,
         &rules::redirect_to(&admitted.redirect_uri, &params),
     )
 }
@@ -495,43 +495,16 @@ fn login_page(
     with_cookie(page.into_response(), prepared.set_cookie)
 }
 
-fn with_cookie(mut response: Response, cookie: Option<HeaderValue>) -> Response {
-    if let Some(cookie) = cookie {
-        response.headers_mut().append(header::SET_COOKIE, cookie);
-    }
-    response
-}
-
-/// A redirect (302 after a GET, 303 after a form) that no one caches or refers from.
-fn redirect_response(status: StatusCode, location: &str) -> Response {
-    let mut response = status.into_response();
-    if let Ok(location) = HeaderValue::from_str(location) {
-        response.headers_mut().insert(header::LOCATION, location);
-    }
-    crate::web::secure_headers(response.headers_mut());
-    response
-}
-
 fn see_other(location: &str) -> Response {
-    redirect_response(StatusCode::SEE_OTHER, location)
+    redirect(StatusCode::SEE_OTHER, location)
 }
 
-/// Form or query parameters in order, repeated ones kept.
-fn pairs_of(bytes: &[u8]) -> Vec<(String, String)> {
-    url::form_urlencoded::parse(bytes).into_owned().collect()
-}
-
-fn query_of(pairs: &[(&str, String)]) -> String {
-    url::form_urlencoded::Serializer::new(String::new())
-        .extend_pairs(pairs)
-        .finish()
-}
-
-fn field<'p>(pairs: &'p [(String, String)], name: &str) -> Option<&'p str> {
-    pairs
-        .iter()
-        .find(|(n, _)| n == name)
-        .map(|(_, v)| v.as_str())
+/// The authorization endpoint again for `request`, once a form has answered its prompt.
+fn back_to_authorize(request: &AuthorizationRequest) -> String {
+    let query = url::form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(rules::as_pairs(request, false))
+        .finish();
+    format!("/oauth2/authorize?{query}")
 }
 
 /// These operations in the control plane's OpenAPI document.

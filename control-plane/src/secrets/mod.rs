@@ -18,3 +18,11 @@ mod keys;
 pub mod reseal;
 
 pub use keys::{DataKeys, Field};
+
+/// What a bearer secret of the sign-in flow (a code, a session cookie) is stored as: its
+/// SHA-256, base64url, so that the database never holds one that works.
+pub fn stored_digest(secret: &str) -> String {
+    use base64::Engine as _;
+    use sha2::Digest as _;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(secret.as_bytes()))
+}

@@ -3,16 +3,12 @@
 use axum::http::HeaderMap;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use sha2::{Digest, Sha256};
 use sqlx::AnyPool;
 
 use super::records::{COOKIE, SESSION_SECS, Session, Started};
 use crate::db::now;
+use crate::secrets::stored_digest;
 use crate::web::cookies;
-
-fn digest(cookie: &str) -> String {
-    URL_SAFE_NO_PAD.encode(Sha256::digest(cookie.as_bytes()))
-}
 
 /// Starts a session for `username`, ending the one the browser had (a session is never
 /// taken over from before the sign-in).
@@ -26,7 +22,7 @@ pub async fn start(db: &AnyPool, headers: &HeaderMap, username: &str) -> sqlx::R
         "INSERT INTO web_sessions (id_hash, username, auth_time, started_ms, expires_at)
          VALUES ($1, $2, $3, $4, $5)",
     )
-    .bind(digest(&cookie))
+    .bind(stored_digest(&cookie))
     .bind(username)
     .bind(at)
     .bind(started_ms)
@@ -56,7 +52,7 @@ pub async fn find(db: &AnyPool, headers: &HeaderMap) -> sqlx::Result<Option<Sess
          WHERE s.id_hash = $1 AND s.expires_at > $2 AND u.disabled = 0
            AND u.sessions_from <= s.started_ms",
     )
-    .bind(digest(cookie))
+    .bind(stored_digest(cookie))
     .bind(now())
     .fetch_optional(db)
     .await
@@ -67,7 +63,7 @@ pub async fn delete(db: &AnyPool, headers: &HeaderMap) -> sqlx::Result<()> {
     if let Some(cookie) = cookies::read(headers, COOKIE) {
         // language=SQL
         sqlx::query("DELETE FROM web_sessions WHERE id_hash = $1")
-            .bind(digest(cookie))
+            .bind(stored_digest(cookie))
             .execute(db)
             .await?;
     }

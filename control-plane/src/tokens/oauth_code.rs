@@ -23,7 +23,7 @@ pub(super) async fn authorization_code_grant(
     validity: i64,
 ) -> Result<TokenResponse, OAuthError> {
     let code = param(params, "code")?;
-    let digest = authorizations::code_digest(code);
+    let digest = crate::secrets::stored_digest(code);
     let family = new_id();
     let Some(grant) = authorizations::redeem(&state.db, &digest, &family).await? else {
         revoke_what_a_reused_code_issued(state, &digest).await?;

@@ -12,10 +12,9 @@ use axum::extract::rejection::FormRejection;
 use axum::response::Response;
 use axum::{Form, Json};
 
-use super::jwt::{self as token, Claims};
+use super::jwt::Claims;
 use super::oauth::no_store;
 use super::opaque;
-use super::queries::{self, hash};
 use crate::http::error::OAuthError;
 use crate::http::routes::{Routes, post};
 use crate::state::AppState;
@@ -49,24 +48,12 @@ async fn introspect(
         .get("token")
         .filter(|token| !token.is_empty())
         .ok_or_else(|| OAuthError::invalid_request("Missing parameter: token"))?;
-    let answer = match active_claims(&state, token).await? {
+    let answer = match opaque::active_claims(&state, token).await? {
         Some(claims) => active(claims),
         None => Introspection::default(),
     };
     crate::ops::metrics::metrics().token_introspected(answer.active);
     Ok(no_store(Json(answer)))
-}
-
-/// The claims of `token` if it is active now.
-async fn active_claims(state: &AppState, token: &str) -> sqlx::Result<Option<Claims>> {
-    if opaque::looks_opaque(token) {
-        let stored = opaque::find_active(&state.db, &hash(token)).await?;
-        return Ok(stored.map(|token| token.claims(&state.issuer)));
-    }
-    match token::verify(&state.keys, &state.issuers, token, false) {
-        Ok(claims) if !queries::is_revoked(&state.db, &claims.jti).await? => Ok(Some(claims)),
-        _ => Ok(None),
-    }
 }
 
 /// The answer for an active token.

@@ -4,7 +4,7 @@
 
 use axum::body::Bytes;
 use axum::extract::{RawQuery, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use super::id_token;
@@ -12,7 +12,7 @@ use crate::clients::ClientCache;
 use crate::error::Result;
 use crate::http::routes::{Routes, get};
 use crate::state::AppState;
-use crate::web::{MessagePage, Page, cookies, csrf};
+use crate::web::{MessagePage, Page, cookies, csrf, field, form_pairs, redirect, with_cookie};
 
 pub fn router() -> Routes {
     Routes::new().route("/oauth2/logout", get(ask).post(sign_out))
@@ -60,11 +60,10 @@ async fn ask(
         hidden: pairs,
         csrf_token: prepared.token,
     };
-    let mut response = Page::render(StatusCode::OK, &page).into_response();
-    if let Some(cookie) = prepared.set_cookie {
-        response.headers_mut().append(header::SET_COOKIE, cookie);
-    }
-    response
+    with_cookie(
+        Page::render(StatusCode::OK, &page).into_response(),
+        prepared.set_cookie,
+    )
 }
 
 /// Signs the browser out, then sends it back to the client if it named where.
@@ -85,13 +84,8 @@ async fn sign_out(
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response> {
-    let pairs: Vec<(String, String)> = url::form_urlencoded::parse(&body).into_owned().collect();
-    let field = |name: &str| {
-        pairs
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
-    };
+    let pairs = form_pairs(&body);
+    let field = |name: &str| field(&pairs, name);
     if !csrf::check(&headers, &state.gateway_secret, field(csrf::FIELD)) {
         let page = message("This sign-out form has expired. Nothing was changed.", true);
         return Ok(Page::render(StatusCode::FORBIDDEN, &page).into_response());
@@ -110,12 +104,7 @@ async fn sign_out(
             if let Some(given) = field("state") {
                 location.query_pairs_mut().append_pair("state", given);
             }
-            let mut response = StatusCode::SEE_OTHER.into_response();
-            if let Ok(value) = HeaderValue::from_str(location.as_str()) {
-                response.headers_mut().insert(header::LOCATION, value);
-            }
-            crate::web::secure_headers(response.headers_mut());
-            response
+            redirect(StatusCode::SEE_OTHER, location.as_str())
         }
         None => {
             Page::render(StatusCode::OK, &message("You are signed out.", false)).into_response()

@@ -7,8 +7,8 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
-use super::jwt::{Claims, verify};
-use super::{opaque, queries};
+use super::jwt::Claims;
+use super::opaque;
 use crate::http::auth::bearer_token;
 use crate::http::routes::{Routes, get};
 use crate::state::AppState;
@@ -75,20 +75,13 @@ async fn answer(state: &AppState, headers: &HeaderMap) -> Response {
     }
 }
 
-/// The claims of an access token that is valid now: signed or stored, unrevoked, its
+/// The claims of an access token that is active now (as introspection finds it), its
 /// user still active.
 async fn active_claims(state: &AppState, token: &str) -> sqlx::Result<Option<Claims>> {
-    let claims = if opaque::looks_opaque(token) {
-        let stored = opaque::find_active(&state.db, &queries::hash(token)).await?;
-        stored.map(|token| token.claims(&state.issuer))
-    } else {
-        verify(&state.keys, &state.issuers, token, false).ok()
-    };
-    let Some(claims) = claims else {
+    let Some(claims) = opaque::active_claims(state, token).await? else {
         return Ok(None);
     };
-    let live = !queries::is_revoked(&state.db, &claims.jti).await?
-        && is_active(&state.db, &claims.sub, claims.issued_ms()).await?;
+    let live = is_active(&state.db, &claims.sub, claims.issued_ms()).await?;
     Ok(live.then_some(claims))
 }
 

@@ -53,6 +53,25 @@ impl OpaqueToken {
     }
 }
 
+/// The claims of an access token that is active now: an opaque token stored, unexpired,
+/// unrevoked and of a consumer key that is still there; or a JWT this service signed,
+/// unexpired and unrevoked.
+pub(super) async fn active_claims(
+    state: &crate::state::AppState,
+    token: &str,
+) -> sqlx::Result<Option<Claims>> {
+    if looks_opaque(token) {
+        let stored = find_active(&state.db, &super::queries::hash(token)).await?;
+        return Ok(stored.map(|token| token.claims(&state.issuer)));
+    }
+    match super::jwt::verify(&state.keys, &state.issuers, token, false) {
+        Ok(claims) if !super::queries::is_revoked(&state.db, &claims.jti).await? => {
+            Ok(Some(claims))
+        }
+        _ => Ok(None),
+    }
+}
+
 /// A new opaque token: a random (version 4) UUID in its 36-character text form.
 pub(super) fn new_token() -> String {
     uuid::Uuid::new_v4().hyphenated().to_string()

@@ -43,6 +43,37 @@ impl<'a> MessagePage<'a> {
     }
 }
 
+/// A form's (or a query's) parameters in order, repeated ones kept.
+pub fn form_pairs(bytes: &[u8]) -> Vec<(String, String)> {
+    url::form_urlencoded::parse(bytes).into_owned().collect()
+}
+
+/// The first value of the parameter `name`.
+pub fn field<'p>(pairs: &'p [(String, String)], name: &str) -> Option<&'p str> {
+    pairs
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, v)| v.as_str())
+}
+
+/// A redirect (302 after a GET, 303 after a form) to `location`, with the pages' headers.
+pub fn redirect(status: StatusCode, location: &str) -> Response {
+    let mut response = status.into_response();
+    if let Ok(location) = HeaderValue::from_str(location) {
+        response.headers_mut().insert(header::LOCATION, location);
+    }
+    secure_headers(response.headers_mut());
+    response
+}
+
+/// `response` setting `cookie`, when there is one.
+pub fn with_cookie(mut response: Response, cookie: Option<HeaderValue>) -> Response {
+    if let Some(cookie) = cookie {
+        response.headers_mut().append(header::SET_COOKIE, cookie);
+    }
+    response
+}
+
 /// Where the pages' one stylesheet is served.
 pub const STYLESHEET: &str = "/assets/apim.css";
 
