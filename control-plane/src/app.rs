@@ -139,6 +139,8 @@ pub fn rooms() -> Routes {
         .merge(crate::signing::admin::router())
         .merge(crate::fleet::admin::router())
         .merge(crate::workflows::admin::router())
+        .merge(crate::backend_jwt::admin::router())
+        .merge(crate::backend_jwt::oauth::router())
         .merge(crate::fleet::gateway_api::router())
         .merge(crate::analytics::gateway_api::router())
         .merge(crate::analytics::admin::router())

@@ -6,6 +6,7 @@ pub mod apis;
 pub mod app;
 pub mod applications;
 pub mod authorizations;
+pub mod backend_jwt;
 pub mod certificates;
 pub mod clients;
 pub mod config;

@@ -174,6 +174,10 @@ async fn prepare(
     let manifest_keys = Arc::new(KeyRing::load_or_create(
         &config.data_dir.join("manifest-keys"),
     )?);
+    let backend_jwt_keys = Arc::new(KeyRing::load_or_create_of(
+        &config.data_dir.join("backend-jwt-keys"),
+        crate::signing::KeyKind::Rsa,
+    )?);
     let gateway_secret = gateway_secret(&config)?;
     let manifests = ManifestHub::new();
     crate::fleet::follow_database(db.clone(), manifests.clone());
@@ -188,7 +192,8 @@ async fn prepare(
         )
         .with_legacy_throttling(!config.advanced_throttling)
         .with_accepted_issuers(issuers[1..].to_vec())
-        .with_gateway_urls(crate::environments::gateway_urls(&config)),
+        .with_gateway_urls(crate::environments::gateway_urls(&config))
+        .with_backend_jwt_keys(backend_jwt_keys.clone()),
         fleet::hub::Pusher {
             manifest_keys: manifest_keys.clone(),
             gateways: config
@@ -214,6 +219,7 @@ async fn prepare(
         issuer,
         issuers,
         id_token_keys,
+        backend_jwt_keys,
         config: config.clone(),
         store_users: Arc::new(Mutex::new(HashSet::new())),
         shared: crate::app::shared(

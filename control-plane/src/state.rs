@@ -29,6 +29,8 @@ pub struct AppState {
     pub issuers: Vec<String>,
     /// The RS256 keys that sign OpenID Connect id_tokens.
     pub id_token_keys: Arc<KeyRing>,
+    /// The RS256 keys gateways sign backend JWTs (`X-JWT-Assertion`) with.
+    pub backend_jwt_keys: Arc<KeyRing>,
     /// The key route manifests are signed with.
     pub manifest_keys: Arc<KeyRing>,
     /// What gateways present to pull the manifest.

@@ -227,6 +227,13 @@ pub struct Config {
     #[arg(long, env = "APIM_EGRESS_ALLOW", default_value = "")]
     pub egress_allow: String,
 
+    /// `on`: this gateway sends WSO2's backend JWT (`X-JWT-Assertion`) to the backends
+    /// of the tenants whose administrators switched it on; `off` (the default, WSO2's):
+    /// none. Exposed to the component as the variable `backend_jwt` (takes precedence
+    /// over `--var`).
+    #[arg(long, env = "APIM_BACKEND_JWT", default_value = "off", value_parser = ["on", "off"])]
+    pub backend_jwt: String,
+
     /// The largest request body the gateway takes, in bytes, whether its length is
     /// announced (`Content-Length`: refused from the head) or not (chunked: cut off once
     /// it grows past it); either way 413 with WSO2's fault. Unset: no cap where the host
@@ -534,6 +541,7 @@ impl Config {
     pub fn variables(&self) -> anyhow::Result<Variables> {
         let mut vars = variables_of(&self.vars)?;
         let egress_allow = Some(self.egress_allow.clone());
+        let backend_jwt = Some(self.backend_jwt.clone());
         let max_body = self.max_request_body_bytes.map(|bytes| bytes.to_string());
         let dedicated = [
             (settings::CONTROL_PLANE_URL, &self.control_plane_url),
@@ -541,6 +549,7 @@ impl Config {
             (settings::EGRESS_ALLOW, &egress_allow),
             (settings::GATEWAY_SECRET, &self.gateway_secret),
             (settings::MAX_REQUEST_BODY_BYTES, &max_body),
+            (settings::BACKEND_JWT, &backend_jwt),
         ];
         for (name, value) in dedicated {
             if let Some(value) = value.as_deref().filter(|v| !v.is_empty()) {
@@ -946,6 +955,7 @@ mod tests {
         assert_eq!(
             names(gateway),
             [
+                "backend_jwt",
                 "backend_timeout_ms",
                 "catch_up_interval_ms",
                 "control_plane_url",

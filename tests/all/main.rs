@@ -13,6 +13,7 @@ use harness::{Backend, Client, ControlPlane};
 mod access;
 mod analytics;
 mod authz;
+mod backend_jwt;
 mod backends;
 mod blocks;
 mod bodies;
@@ -304,6 +305,15 @@ on_sqlite!(
     endpoints::load_balance_and_failover_on_the_p3_artefact,
     endpoints::timeouts_and_suspension_on_the_p3_artefact,
     token_types::token_types_at_the_gateway_on_the_p3_artefact,
+);
+
+on_both!(
+    run_stack, backend_jwt_sqlite, backend_jwt_postgres;
+    backend_jwt::backend_jwt_on_the_host_path,
+);
+on_sqlite!(
+    run_stack, backend_jwt_component_sqlite;
+    backend_jwt::backend_jwt_on_the_component_path,
 );
 
 on_both!(

@@ -53,6 +53,38 @@ pub struct Claims {
     /// without one, which every API its application subscribes to takes.
     #[serde(default)]
     pub aud: Option<Audience>,
+    /// Whether it is an application's own token (client credentials: its scopes hold
+    /// `am_application_scope`) rather than a user's: read from JSON's `scope`.
+    #[serde(default, rename = "scope", deserialize_with = "application_scope")]
+    pub application_token: bool,
+}
+
+/// The scope an application's own tokens carry (WSO2's `APPLICATION` user type).
+pub const APPLICATION_SCOPE: &str = "am_application_scope";
+
+/// Whether a token's scopes (space separated) make it an application's own.
+pub fn is_application_scope(scope: &str) -> bool {
+    scope.split(' ').any(|s| s == APPLICATION_SCOPE)
+}
+
+/// [`Claims::application_token`]: from a token's JSON, whether `scope` names
+/// [`APPLICATION_SCOPE`]; from what the gateway wrote itself (postcard memos, JSON of
+/// introspected tokens), the flag as it was written.
+fn application_scope<'de, D: Deserializer<'de>>(deserializer: D) -> Result<bool, D::Error> {
+    /// A token's scopes, or the flag made of them.
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum ScopeOrFlag {
+        Flag(bool),
+        Scope(Option<String>),
+    }
+    if !deserializer.is_human_readable() {
+        return bool::deserialize(deserializer);
+    }
+    Ok(match ScopeOrFlag::deserialize(deserializer)? {
+        ScopeOrFlag::Flag(flag) => flag,
+        ScopeOrFlag::Scope(scope) => scope.as_deref().is_some_and(is_application_scope),
+    })
 }
 
 /// A token's `aud`: one URL or several, as RFC 7519 §4.1.3 lets a JWT write it. Kept as a
@@ -136,6 +168,21 @@ pub struct Admitted {
 }
 
 impl Admitted {
+    /// The token's claims.
+    pub fn claims(&self) -> &Rc<Claims> {
+        &self.claims
+    }
+
+    /// The subscription it calls under.
+    pub fn subscription(&self) -> &Rc<Subscription> {
+        &self.subscription
+    }
+
+    /// Its application, if the manifest has it.
+    pub fn application(&self) -> Option<&Rc<Application>> {
+        self.application.as_ref()
+    }
+
     /// Application id.
     pub fn application_id(&self) -> &str {
         self.claims.application_id.as_deref().unwrap_or_default()

@@ -7,6 +7,7 @@ use apim_manifest::sealed::GatewayKey;
 use apim_manifest::{ApiRoute, ApiType};
 
 use crate::auth::Environment;
+use crate::backend_jwt::Assertions;
 use crate::faults::Fault;
 pub use crate::host::end_to_end;
 use crate::host::{
@@ -124,6 +125,9 @@ pub struct ForwardSettings {
     /// opening costs about 2 µs natively, a few percent of a request, paid once per entry
     /// an instance sees (a changed entry brings another sealed text).
     opened: RefCell<KeyMap<(String, String)>>,
+    /// The backend JWTs this instance makes, when this gateway's switch is on and it
+    /// has a secret to open their key.
+    pub backend_jwt: Option<Assertions>,
 }
 
 impl ForwardSettings {
@@ -138,6 +142,12 @@ impl ForwardSettings {
         let gateway_id = host
             .setting(settings::GATEWAY_ID)
             .unwrap_or_else(|| DEFAULT_GATEWAY_ID.to_string());
+        let credentials = host
+            .setting(settings::GATEWAY_SECRET)
+            .filter(|secret| !secret.is_empty())
+            .map(|secret| GatewayKey::derive(&secret));
+        let backend_jwt_on = host.setting(settings::BACKEND_JWT).as_deref()
+            == Some(apim_http::contract::BACKEND_JWT_ON);
         Self {
             timeout_ms: sync::timeout_ms(host),
             counting: crate::throttle::Counting::read(host),
@@ -148,11 +158,9 @@ impl ForwardSettings {
             control_plane: host
                 .setting(settings::CONTROL_PLANE_URL)
                 .and_then(|url| egress::host_and_port(&url)),
-            credentials: host
-                .setting(settings::GATEWAY_SECRET)
-                .filter(|secret| !secret.is_empty())
-                .map(|secret| GatewayKey::derive(&secret)),
+            credentials: credentials.clone(),
             opened: RefCell::default(),
+            backend_jwt: credentials.filter(|_| backend_jwt_on).map(Assertions::new),
         }
     }
 

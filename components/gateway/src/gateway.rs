@@ -27,7 +27,7 @@ use crate::state;
 use crate::sync::{self, settings};
 use crate::throttle::{Counting, Limit};
 use crate::view::View;
-use crate::{cache, cors, forward, internal, resource, throttle, upgrade};
+use crate::{backend_jwt, cache, cors, forward, internal, resource, throttle, upgrade};
 
 /// How long a request waits for another instance to finish pulling the first manifest.
 const FIRST_MANIFEST_WAIT_MS: u64 = 5_000;
@@ -452,8 +452,18 @@ impl Gateway {
                 let key = cache::key(api, environment, caller.as_ref(), &resource_with_query, ttl);
                 (key, ttl)
             });
-        let backend =
+        let mut backend =
             forward::backend_request(&settings, api, environment, &resource_with_query, request)?;
+        if let (Some(assertions), Some(caller), Some(config)) = (
+            &settings.backend_jwt,
+            &caller,
+            &view.meta().meta.backend_jwt,
+        ) && let Some(assertion) = assertions.for_call(config, api, caller, now_ms / 1000)?
+        {
+            backend
+                .added_headers
+                .push((backend_jwt::HEADER.into(), assertion.to_vec()));
+        }
         let response_headers = api
             .cors
             .as_ref()

@@ -14,6 +14,7 @@
 pub mod access;
 pub mod audience;
 pub mod auth;
+pub mod backend_jwt;
 pub mod balance;
 pub mod cache;
 pub mod call;

@@ -232,7 +232,11 @@ fn manifest(token_x: &str) -> Manifest {
     tiers.application.insert("10PerMin".into(), Some(2));
     tiers.application.insert("Unlimited".into(), None);
     tiers.resource.insert("10KPerMin".into(), Some(10000));
-    let application = |tier: &str| Application { tier: tier.into() };
+    let application = |tier: &str| Application {
+        tier: tier.into(),
+        name: String::new(),
+        owner: String::new(),
+    };
     let subscription = Subscription {
         tier: "Unlimited".into(),
         status: "UNBLOCKED".into(),
@@ -250,6 +254,7 @@ fn manifest(token_x: &str) -> Manifest {
             legacy_throttling: false,
             accepted_issuers: Vec::new(),
             gateway_urls: Vec::new(),
+            backend_jwt: None,
         },
         apis: vec![DeployedApi {
             route: dev_api(),
@@ -2637,4 +2642,5 @@ fn websocket_apis_take_handshakes_with_a_header_or_query_token() {
     );
 }
 
+mod backend_jwt;
 mod oauth;

@@ -44,7 +44,13 @@ pub mod settings {
     /// in batches, for a store where a write is cheap (Redis); edge-gateway sets it when
     /// its store is Redis.
     pub const EXACT_COUNTING: &str = "exact_counting";
+    /// [`super::BACKEND_JWT_ON`]: this gateway sends WSO2's backend JWT
+    /// (`X-JWT-Assertion`) to the backends of the tenants that switched it on.
+    pub const BACKEND_JWT: &str = "backend_jwt";
 }
+
+/// The value of [`settings::BACKEND_JWT`] that turns the backend JWT on.
+pub const BACKEND_JWT_ON: &str = "on";
 
 /// Default of [`settings::CATCH_UP_MS`].
 pub const DEFAULT_CATCH_UP_MS: i64 = 1000;
@@ -71,8 +77,9 @@ pub const CLIENT_ADDR_HEADER: &str = "spin-client-addr";
 /// forwards (the host, or the component through `wasi:http`) drops its names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Replaced {
-    /// An API call: the client's credentials, and the `X-Forwarded-For` and `Via` the
-    /// gateway extends.
+    /// An API call: the client's credentials, the `X-Forwarded-For` and `Via` the
+    /// gateway extends, and any `X-JWT-Assertion` (only the gateway's may reach a
+    /// backend, which trusts it to say who called).
     ApiCall,
     /// A WebSocket handshake: an API call's, and the handshake's own, which the host
     /// makes anew for the backend's hop (its key and version; no extensions, since the
@@ -87,11 +94,12 @@ impl Replaced {
     /// The header names (lower case) that do not pass on.
     pub const fn names(self) -> &'static [&'static str] {
         match self {
-            Replaced::ApiCall => &["authorization", "x-forwarded-for", "via"],
+            Replaced::ApiCall => &["authorization", "x-forwarded-for", "via", "x-jwt-assertion"],
             Replaced::WebSocket => &[
                 "authorization",
                 "x-forwarded-for",
                 "via",
+                "x-jwt-assertion",
                 "sec-websocket-key",
                 "sec-websocket-version",
                 "sec-websocket-extensions",

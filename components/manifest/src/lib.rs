@@ -64,6 +64,37 @@ pub struct Meta {
     /// metadata (RFC 9728) says the APIs are. Empty: the request's own scheme and `Host`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub gateway_urls: Vec<String>,
+    /// WSO2's backend JWT (`X-JWT-Assertion`): the key gateways sign it with and the
+    /// tenants that switched it on. Omitted while no tenant has.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend_jwt: Option<BackendJwt>,
+}
+
+/// What gateways need to tell backends who called, as WSO2 2.6's JWT generation does.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BackendJwt {
+    /// The signing key's id, written into every assertion's header (the control plane
+    /// publishes the public half under it).
+    pub kid: String,
+    /// The RSA private key (PKCS#1 DER, base64) sealed for the gateways
+    /// ([`sealed::GatewayKey`], bound to [`BackendJwt::sealing_label`] of `kid`).
+    pub sealed_key: String,
+    /// Tenant domains whose APIs' backends get the assertion, sorted.
+    pub tenants: Vec<String>,
+}
+
+impl BackendJwt {
+    /// What the key of `kid` is sealed for, so it opens as nothing else.
+    pub fn sealing_label(kid: &str) -> String {
+        format!("backend-jwt:{kid}")
+    }
+
+    /// Whether the backends of APIs of `tenant` get the assertion.
+    pub fn covers(&self, tenant: &str) -> bool {
+        self.tenants
+            .binary_search_by(|t| t.as_str().cmp(tenant))
+            .is_ok()
+    }
 }
 
 /// An Ed25519 public key for access tokens.
@@ -386,6 +417,12 @@ pub fn specificity(segments: &[Segment]) -> (usize, usize, bool) {
 pub struct Application {
     /// Application tier.
     pub tier: String,
+    /// Name (the backend JWT's `applicationname`; absent from entries compiled before).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    /// Owner, the subscriber (the backend JWT's `subscriber`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub owner: String,
 }
 
 /// A subscription of an application to an API (the entry's key names both).

@@ -141,12 +141,23 @@ pub(super) async fn delete(db: &AnyPool, id: &str) -> sqlx::Result<()> {
     tx.commit().await
 }
 
-/// `(id, throttling tier)` of these applications (those that exist), for the manifest.
-pub async fn tiers_of(db: &AnyPool, ids: &[&str]) -> sqlx::Result<Vec<(String, String)>> {
+/// These applications (those that exist) as gateways see them.
+pub async fn gateway_rows_of(db: &AnyPool, ids: &[&str]) -> sqlx::Result<Vec<GatewayRow>> {
     // language=SQL
-    let select = "SELECT id, throttling_tier FROM applications WHERE id";
+    let select = "SELECT id, throttling_tier, name, owner FROM applications WHERE id";
     rows_in(db, select, ids).await
 }
+
+/// Every application as gateways see it.
+pub async fn gateway_rows(db: &AnyPool) -> sqlx::Result<Vec<GatewayRow>> {
+    // language=SQL
+    sqlx::query_as("SELECT id, throttling_tier, name, owner FROM applications")
+        .fetch_all(db)
+        .await
+}
+
+/// An application as gateways see it: id, tier, name, owner.
+pub type GatewayRow = (String, String, String, String);
 
 /// The owners of applications on a tier of this name (any tenant's: the caller keeps its
 /// own).

@@ -257,6 +257,7 @@ mod tests {
             issuer: "issuer".into(),
             issuers: vec!["issuer".into()],
             id_token_keys: keys.clone(),
+            backend_jwt_keys: keys.clone(),
             manifest_keys: keys,
             gateway_secret: secret.into(),
             store_users: Arc::default(),

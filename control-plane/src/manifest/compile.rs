@@ -10,8 +10,8 @@ use anyhow::Context;
 use apim_manifest::bounds::MAX_ENTRY_BYTES;
 use apim_manifest::entries::json;
 use apim_manifest::{
-    ApiRoute, ApiState, ApiType, Application, AuthType, EntriesBuilder, Meta, Operation,
-    Revocation, RouteSource, Subscription, TenantTiers, Tiers, TokenKey, Transports,
+    ApiRoute, ApiState, ApiType, Application, AuthType, BackendJwt, EntriesBuilder, Meta,
+    Operation, Revocation, RouteSource, Subscription, TenantTiers, Tiers, TokenKey, Transports,
     compile_template, key, route_table, specificity, websocket_operations,
 };
 use jsonwebtoken::jwk::AlgorithmParameters;
@@ -69,6 +69,8 @@ pub struct MetaSettings {
     pub gateway_urls: Vec<String>,
     /// WSO2's legacy throttling: operations' tiers are subscription tiers.
     pub legacy_throttling: bool,
+    /// The backend JWT's sealed key and tenants, while any tenant has it on.
+    pub backend_jwt: Option<BackendJwt>,
 }
 
 /// Every entry the database's current state calls for.
@@ -84,13 +86,9 @@ pub async fn entries(
     for api in apis.apis.values() {
         builder.api(api.source.clone(), api.json.clone());
     }
-    // language=SQL
-    let applications: Vec<(String, String)> =
-        sqlx::query_as("SELECT id, throttling_tier FROM applications")
-            .fetch_all(db)
-            .await?;
-    for (id, tier) in applications {
-        builder.application(&id, &Application { tier });
+    for row in crate::applications::queries::gateway_rows(db).await? {
+        let (id, application) = gateway_application(row);
+        builder.application(&id, &application);
     }
     for (application, api, tier, status) in subscriptions::all_grants(db).await? {
         builder.subscription(&application, &api, &Subscription { tier, status });
@@ -119,6 +117,7 @@ fn meta(token_keys: &KeyRing, settings: &MetaSettings, tenant_tiers: &TenantRate
         legacy_throttling: settings.legacy_throttling,
         accepted_issuers: settings.accepted_issuers.clone(),
         gateway_urls: settings.gateway_urls.clone(),
+        backend_jwt: settings.backend_jwt.clone(),
     }
 }
 
@@ -136,11 +135,19 @@ pub fn meta_entry(
 
 /// The entries of these applications (those that exist).
 pub async fn application_entries(db: &AnyPool, ids: &[&str]) -> sqlx::Result<Entries> {
-    let rows = crate::applications::queries::tiers_of(db, ids).await?;
+    let rows = crate::applications::queries::gateway_rows_of(db, ids).await?;
     Ok(rows
         .into_iter()
-        .map(|(id, tier)| (key::application(&id), json(&Application { tier })))
+        .map(gateway_application)
+        .map(|(id, application)| (key::application(&id), json(&application)))
         .collect())
+}
+
+/// An application's row as its entry has it.
+fn gateway_application(
+    (id, tier, name, owner): crate::applications::queries::GatewayRow,
+) -> (String, Application) {
+    (id, Application { tier, name, owner })
 }
 
 /// The entry of a subscription row.

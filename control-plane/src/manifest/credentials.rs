@@ -26,6 +26,11 @@ impl Credentials {
         }
     }
 
+    /// What seals for the gateways.
+    pub(super) fn gateway_key(&self) -> GatewayKey {
+        self.gateways.clone()
+    }
+
     /// The sealed `Authorization` value for API `id`'s backend, if it has credentials.
     pub(super) fn backend_authorization(
         &self,

@@ -20,8 +20,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use apim_manifest::Page;
 use apim_manifest::bounds::MAX_PAGE_BYTES;
+use apim_manifest::sealed::GatewayKey;
+use apim_manifest::{BackendJwt, Page};
+use base64::Engine as _;
 use jsonwebtoken::{Algorithm, Header};
 use sqlx::AnyPool;
 
@@ -54,6 +56,9 @@ pub enum Touched {
     SigningKeys,
     /// A tenant's tiers (read again into the meta entry).
     Tiers,
+    /// A tenant's backend JWT switch, or its signing key (read again into the meta
+    /// entry).
+    BackendJwt,
     /// The certificates bound to an endpoint's host (lower-case, without brackets) and
     /// port, whichever tenant's.
     Trust {
@@ -74,6 +79,10 @@ pub struct Compiler {
     log: log::EntryLog,
     /// Tenants' own tiers, as last read (at every full compile, and when touched).
     tenant_tiers: compile::TenantRates,
+    /// The keys gateways sign backend JWTs with, when they may.
+    backend_jwt_keys: Option<Arc<KeyRing>>,
+    /// Seals the backend JWT key for the gateways.
+    sealing: GatewayKey,
 }
 
 /// What a compile recorded.
@@ -98,6 +107,7 @@ impl Compiler {
         issuer: String,
         credentials: Credentials,
     ) -> Self {
+        let sealing = credentials.gateway_key();
         Compiler {
             db,
             token_keys,
@@ -108,7 +118,37 @@ impl Compiler {
             apis: compile::ApiCache::new(credentials),
             log: log::EntryLog::default(),
             tenant_tiers: compile::TenantRates::new(),
+            backend_jwt_keys: None,
+            sealing,
         }
+    }
+
+    /// Gives gateways the active key of `keys`, sealed, to sign the backend JWTs of the
+    /// tenants that switch them on.
+    pub fn with_backend_jwt_keys(mut self, keys: Arc<KeyRing>) -> Self {
+        self.backend_jwt_keys = Some(keys);
+        self
+    }
+
+    /// The backend JWT as the meta entry tells gateways: `None` while no tenant has it
+    /// on.
+    async fn backend_jwt(&self) -> anyhow::Result<Option<BackendJwt>> {
+        let Some(keys) = &self.backend_jwt_keys else {
+            return Ok(None);
+        };
+        let tenants = crate::backend_jwt::queries::enabled_tenants(&self.db).await?;
+        if tenants.is_empty() {
+            return Ok(None);
+        }
+        let key = keys.active();
+        let der = base64::engine::general_purpose::STANDARD.encode(&key.rsa_private_der);
+        Ok(Some(BackendJwt {
+            sealed_key: self
+                .sealing
+                .seal(&BackendJwt::sealing_label(&key.kid), &der),
+            kid: key.kid.clone(),
+            tenants,
+        }))
     }
 
     /// Tells gateways that operations' tiers are subscription tiers (WSO2's throttling
@@ -185,6 +225,7 @@ impl Compiler {
             let changes = match touched {
                 None => {
                     self.tenant_tiers = crate::tiers::tenant_rates(&self.db).await?;
+                    self.meta.backend_jwt = self.backend_jwt().await?;
                     let mut desired = compile::entries(
                         &self.db,
                         &mut self.apis,
@@ -244,6 +285,9 @@ impl Compiler {
                 Touched::SigningKeys => {}
                 Touched::Tiers => {
                     self.tenant_tiers = crate::tiers::tenant_rates(&self.db).await?;
+                }
+                Touched::BackendJwt => {
+                    self.meta.backend_jwt = self.backend_jwt().await?;
                 }
                 Touched::Trust { host, port } => {
                     endpoints.insert((host.clone(), *port));
@@ -393,6 +437,76 @@ mod tests {
         .execute(db)
         .await
         .unwrap();
+    }
+
+    /// The meta entry as the pages from nothing carry it.
+    async fn meta_of(db: &AnyPool) -> apim_manifest::Meta {
+        // language=SQL
+        let (value,): (String,) =
+            sqlx::query_as("SELECT value FROM manifest_entries WHERE key = $1")
+                .bind(key::META)
+                .fetch_one(db)
+                .await
+                .unwrap();
+        serde_json::from_str(&value).unwrap()
+    }
+
+    /// The backend JWT reaches gateways only once a tenant switches it on: the active
+    /// key sealed for the gateway secret and bound to its id, and the tenants, sorted;
+    /// a touch alone brings each change.
+    #[tokio::test]
+    async fn the_backend_jwt_key_is_sealed_into_the_meta_for_the_tenants_that_want_it() {
+        let db = crate::db::connect("sqlite::memory:").await.unwrap();
+        let dir = std::env::temp_dir().join(format!("apim-bjwt-{}", uuid::Uuid::new_v4()));
+        let keys = Arc::new(KeyRing::load_or_create(&dir.join("keys")).unwrap());
+        let backend_keys = Arc::new(
+            KeyRing::load_or_create_of(&dir.join("backend"), crate::signing::KeyKind::Rsa).unwrap(),
+        );
+        let mut compiler = Compiler::new(db.clone(), keys, "issuer".into(), test_credentials())
+            .with_backend_jwt_keys(backend_keys.clone());
+        compiler.compile().await.unwrap();
+        assert_eq!(meta_of(&db).await.backend_jwt, None, "off by default");
+
+        let touched = HashSet::from([Touched::BackendJwt]);
+        for tenant in ["zeta.com", "acme.com"] {
+            // language=SQL
+            sqlx::query("INSERT INTO backend_jwt_tenants (tenant, changed_at) VALUES ($1, 0)")
+                .bind(tenant)
+                .execute(&db)
+                .await
+                .unwrap();
+        }
+        compiler.compile_touched(&touched).await.unwrap();
+        let config = meta_of(&db).await.backend_jwt.expect("switched on");
+        let active = backend_keys.active();
+        assert_eq!(config.kid, active.kid);
+        assert_eq!(config.tenants, ["acme.com", "zeta.com"]);
+        assert!(config.covers("acme.com") && !config.covers("carbon.super"));
+        let label = apim_manifest::BackendJwt::sealing_label(&config.kid);
+        let opened = GatewayKey::derive("test-gateway-secret")
+            .open(&label, &config.sealed_key)
+            .expect("opens with the gateway secret");
+        let der = base64::engine::general_purpose::STANDARD
+            .decode(opened)
+            .unwrap();
+        assert_eq!(der, active.rsa_private_der);
+        assert_eq!(
+            GatewayKey::derive("other").open(&label, &config.sealed_key),
+            None
+        );
+
+        let rotated = backend_keys.rotate().unwrap();
+        compiler.compile_touched(&touched).await.unwrap();
+        assert_eq!(meta_of(&db).await.backend_jwt.unwrap().kid, rotated);
+
+        // language=SQL
+        sqlx::query("DELETE FROM backend_jwt_tenants")
+            .execute(&db)
+            .await
+            .unwrap();
+        compiler.compile_touched(&touched).await.unwrap();
+        assert_eq!(meta_of(&db).await.backend_jwt, None);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// Every entry the pages from nothing carry: value or removal, by key.

@@ -70,6 +70,8 @@ fn ours() -> utoipa::openapi::OpenApi {
         crate::signing::admin::Api::openapi(),
         crate::fleet::admin::Api::openapi(),
         crate::workflows::admin::Api::openapi(),
+        crate::backend_jwt::admin::Api::openapi(),
+        crate::backend_jwt::oauth::Api::openapi(),
         crate::fleet::gateway_api::Api::openapi(),
         crate::analytics::gateway_api::Api::openapi(),
         crate::analytics::admin::Api::openapi(),

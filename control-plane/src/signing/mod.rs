@@ -54,6 +54,9 @@ pub struct SigningKeyEntry {
     pub decoding: DecodingKey,
     /// Public half as a JWK.
     pub jwk: Jwk,
+    /// An RSA key's private half as PKCS#1 DER (what gateways sign backend JWTs with);
+    /// empty for Ed25519.
+    pub rsa_private_der: Vec<u8>,
 }
 
 /// The key ring: every key in the directory, newest last.
@@ -182,9 +185,15 @@ fn entry_from_pem(kid: &str, pem: &str, kind: KeyKind) -> anyhow::Result<Signing
 }
 
 fn rsa_entry(kid: &str, pem: &str) -> anyhow::Result<SigningKeyEntry> {
+    use rsa::pkcs1::EncodeRsaPrivateKey as _;
     use rsa::pkcs8::DecodePrivateKey as _;
     use rsa::traits::PublicKeyParts as _;
     let private = rsa::RsaPrivateKey::from_pkcs8_pem(pem).context("not an RSA PKCS#8 key")?;
+    let rsa_private_der = private
+        .to_pkcs1_der()
+        .context("could not encode an RSA key")?
+        .as_bytes()
+        .to_vec();
     let n = URL_SAFE_NO_PAD.encode(private.n().to_bytes_be());
     let e = URL_SAFE_NO_PAD.encode(private.e().to_bytes_be());
     Ok(SigningKeyEntry {
@@ -204,6 +213,7 @@ fn rsa_entry(kid: &str, pem: &str) -> anyhow::Result<SigningKeyEntry> {
                 e,
             }),
         },
+        rsa_private_der,
     })
 }
 
@@ -215,6 +225,7 @@ fn ed25519_entry(kid: &str, pem: &str) -> anyhow::Result<SigningKeyEntry> {
         encoding: EncodingKey::from_ed_pem(pem.as_bytes())?,
         decoding: DecodingKey::from_ed_components(&public)?,
         jwk: public_jwk(kid, public),
+        rsa_private_der: Vec::new(),
     })
 }
 

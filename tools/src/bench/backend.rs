@@ -2,6 +2,7 @@
 //! thread of its own pinned to CPU 0 (beside wrk), so it costs the same in every case.
 
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Size of every response body.
 pub const BODY_BYTES: usize = 1024;
@@ -45,9 +46,20 @@ where
         .expect("backend thread");
 }
 
+/// Requests that came with an `X-JWT-Assertion` (the gateway's backend JWT).
+static ASSERTED: AtomicU64 = AtomicU64::new(0);
+
+/// How many requests came with an `X-JWT-Assertion` so far.
+pub fn asserted() -> u64 {
+    ASSERTED.load(Ordering::Relaxed)
+}
+
 /// The backend's routes: [`body`] for any request.
 pub fn app() -> axum::Router {
-    axum::Router::new().fallback(|| async {
+    axum::Router::new().fallback(|headers: axum::http::HeaderMap| async move {
+        if headers.contains_key("x-jwt-assertion") {
+            ASSERTED.fetch_add(1, Ordering::Relaxed);
+        }
         (
             [(axum::http::header::CONTENT_TYPE, "application/json")],
             body(),

@@ -1,10 +1,10 @@
 //! Cases 1 to 6: the same keep-alive GET (1 KiB answer) straight at the backend, through
-//! nginx, Envoy and edge-gateway (case 4 with a JWT, 4b with an opaque token; case 6 with
-//! the component hosted as Spin hosts it), interleaved round by round so that every case
+//! nginx, Envoy and edge-gateway (case 4 with a JWT, 4j the same sending the backend JWT,
+//! 4b with an opaque token; case 6 with the component hosted as Spin hosts it), interleaved round by round so that every case
 //! sees the same machine; medians of the rounds are reported.
 
 use super::Options;
-use super::backend::{BODY_BYTES, FastBackend};
+use super::backend::{self, BODY_BYTES, FastBackend};
 use super::load::{Load, Wrk, median_cpu_us, median_rate};
 use super::platform::{BASE, OPEN, Platform, SECURED};
 use super::proxies;
@@ -22,6 +22,8 @@ pub enum Case {
     Envoy,
     /// 4. edge-gateway, full policy, with a JWT.
     Gateway,
+    /// 4j. Case 4 on a gateway that sends the backend JWT (`X-JWT-Assertion`).
+    GatewayBackendJwt,
     /// 4b. edge-gateway, full policy, with an opaque token (introspected once).
     GatewayOpaque,
     /// 5. edge-gateway, `x-auth-type: None`.
@@ -33,11 +35,12 @@ pub enum Case {
 
 impl Case {
     /// Every case.
-    pub const ALL: [Case; 7] = [
+    pub const ALL: [Case; 8] = [
         Case::Backend,
         Case::Nginx,
         Case::Envoy,
         Case::Gateway,
+        Case::GatewayBackendJwt,
         Case::GatewayOpaque,
         Case::GatewayOpen,
         Case::SpinLike,
@@ -50,6 +53,7 @@ impl Case {
             Case::Nginx => "2. nginx, reverse proxy",
             Case::Envoy => "3. Envoy, jwt_authn (cached) + local rate limit",
             Case::Gateway => "4. edge-gateway, full policy, JWT",
+            Case::GatewayBackendJwt => "4j. edge-gateway, full policy, JWT, backend JWT sent",
             Case::GatewayOpaque => "4b. edge-gateway, full policy, opaque token",
             Case::GatewayOpen => "5. edge-gateway, x-auth-type None",
             Case::SpinLike => {
@@ -126,7 +130,7 @@ struct Target {
 struct Cases {
     nginx: proxies::Proxy,
     envoy: proxies::Proxy,
-    targets: [Target; 7],
+    targets: [Target; 8],
 }
 
 impl Cases {
@@ -156,6 +160,11 @@ impl Cases {
                     format!("{gateway}{BASE}{SECURED}"),
                     jwt.clone(),
                     vec![gateway_pid],
+                ),
+                Case::GatewayBackendJwt => (
+                    format!("{}{BASE}{SECURED}", platform.backend_jwt_url()),
+                    jwt.clone(),
+                    vec![platform.backend_jwt_pid()],
                 ),
                 Case::GatewayOpaque => (
                     format!("{gateway}{BASE}{SECURED}"),
@@ -284,6 +293,7 @@ async fn check(targets: &[Target]) {
         if let Some(token) = &target.token {
             request = request.bearer_auth(token);
         }
+        let asserted = backend::asserted();
         let response = request.send().await.expect("check request");
         let status = response.status();
         let body = response.bytes().await.unwrap_or_default();
@@ -294,9 +304,19 @@ async fn check(targets: &[Target]) {
             body.len(),
             target.url
         );
+        assert_eq!(
+            backend::asserted() > asserted,
+            target.case == Case::GatewayBackendJwt,
+            "{}: the backend JWT is sent in case 4j alone",
+            target.case.label()
+        );
         if matches!(
             target.case,
-            Case::Envoy | Case::Gateway | Case::GatewayOpaque | Case::SpinLike
+            Case::Envoy
+                | Case::Gateway
+                | Case::GatewayBackendJwt
+                | Case::GatewayOpaque
+                | Case::SpinLike
         ) {
             let anonymous = client.get(&target.url).send().await.expect("check request");
             assert_eq!(

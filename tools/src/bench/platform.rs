@@ -71,6 +71,9 @@ pub struct Platform {
     /// Case 6: a second edge-gateway on CPU 1 hosting the component as Spin does
     /// ([`harness::stack::spin_like`]), on the same control plane.
     pub spin_like: Option<harness::ServerProcess>,
+    /// Case 4j: a third edge-gateway on CPU 1, as the first but sending the backend JWT
+    /// (`APIM_BACKEND_JWT=on`; the super tenant's switch is on).
+    pub backend_jwt: Option<harness::ServerProcess>,
     /// The benchmark API's id.
     pub api: String,
     /// The benchmark application's consumer key.
@@ -129,7 +132,7 @@ impl Platform {
         Self::with_bench_api(Arc::new(stack), backend, !tls).await
     }
 
-    async fn with_bench_api(stack: Arc<Stack>, backend: &str, spin_like: bool) -> Self {
+    async fn with_bench_api(stack: Arc<Stack>, backend: &str, more_gateways: bool) -> Self {
         let changes = json!({
             "apiDefinition": swagger().to_string(),
             "endpointConfig": json!({
@@ -155,13 +158,19 @@ impl Platform {
             .await;
         let opaque_token = client_token(&stack.mgmt, &opaque_key, &opaque_secret).await;
         let jwks = stack.mgmt.get("/oauth2/jwks", "").await.expect(200).body;
-        let spin_like = if spin_like {
-            Some(start_spin_like(&stack).await)
+        let (spin_like, backend_jwt) = if more_gateways {
+            switch_backend_jwt_on(&stack).await;
+            let spin_like = start_spin_like(&stack).await;
+            (
+                Some(spin_like),
+                Some(start_backend_jwt_gateway(&stack).await),
+            )
         } else {
-            None
+            (None, None)
         };
         let platform = Platform {
             spin_like,
+            backend_jwt,
             issuer: harness::jwt_claims(&token)["iss"]
                 .as_str()
                 .unwrap_or_default()
@@ -183,6 +192,8 @@ impl Platform {
             if platform.spin_like.is_some() {
                 let spin_like = Client::new(&platform.spin_like_url());
                 propagation::poll(&spin_like, &path, token, |r| r.status == 200).await;
+                let backend_jwt = Client::new(&platform.backend_jwt_url());
+                propagation::poll(&backend_jwt, &path, token, |r| r.status == 200).await;
             }
         }
         platform
@@ -199,6 +210,22 @@ impl Platform {
     /// Case 6's gateway's process id.
     pub fn spin_like_pid(&self) -> u32 {
         self.spin_like.as_ref().map(|g| g.pid()).unwrap_or_default()
+    }
+
+    /// Case 4j's gateway's base URL.
+    pub fn backend_jwt_url(&self) -> String {
+        self.backend_jwt
+            .as_ref()
+            .map(|g| g.url.clone())
+            .unwrap_or_default()
+    }
+
+    /// Case 4j's gateway's process id.
+    pub fn backend_jwt_pid(&self) -> u32 {
+        self.backend_jwt
+            .as_ref()
+            .map(|g| g.pid())
+            .unwrap_or_default()
     }
 
     /// The base URL of the control plane's operations listener (`/metrics`).
@@ -231,8 +258,8 @@ impl Platform {
 
     /// Stops the gateway and the control plane and removes their files.
     pub async fn stop(self) {
-        if let Some(spin_like) = self.spin_like {
-            spin_like.stop().await;
+        for gateway in [self.spin_like, self.backend_jwt].into_iter().flatten() {
+            gateway.stop().await;
         }
         let Ok(stack) = Arc::try_unwrap(self.stack) else {
             return;
@@ -244,6 +271,37 @@ impl Platform {
         let _ = std::fs::remove_dir_all(&stack.data_dir);
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// The super tenant's backend JWT switch on: gateways whose own switch is on (case 4j's
+/// alone) send it.
+async fn switch_backend_jwt_on(stack: &Stack) {
+    stack
+        .mgmt
+        .basic(
+            reqwest::Method::PUT,
+            "/api/am/admin/v0.14/backend-jwt",
+            ("admin", harness::ADMIN_PASSWORD),
+            Some(&json!({"enabled": true})),
+        )
+        .await
+        .expect(200);
+}
+
+/// Starts case 4j's gateway on CPU 1, as the first one is but sending the backend JWT.
+async fn start_backend_jwt_gateway(stack: &Stack) -> harness::ServerProcess {
+    let control_plane = stack.control_plane.as_ref().expect("control plane");
+    let addr = format!("127.0.0.1:{}", harness::free_port());
+    let settings = [
+        ("APIM_PERF_MAP", "true".to_string()),
+        ("APIM_BACKEND_JWT", "on".to_string()),
+    ];
+    machine::pin_thread("1");
+    let gateway =
+        harness::start_edge_gateway_with(control_plane, &stack.data_dir, &addr, &[], &settings)
+            .await;
+    machine::pin_thread("0");
+    gateway
 }
 
 /// Starts case 6's gateway on CPU 1 (its runtime then has one worker, as the other's),

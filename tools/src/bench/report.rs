@@ -583,6 +583,13 @@ fn data_plane_targets(d: &DataPlane) -> Vec<Target> {
         ),
         _ => ("not measured".into(), None),
     };
+    let backend_jwt_cost = match (cpu(Case::GatewayBackendJwt), cpu(Case::Gateway)) {
+        (Some(with), Some(without)) => (
+            format!("{:.3} × ({with:.1} vs {without:.1} µs)", with / without),
+            Some(with <= 1.05 * without),
+        ),
+        _ => ("not measured".into(), None),
+    };
     vec![
         (
             "case 4 throughput ≥ 0.6 × nginx (case 2)".to_string(),
@@ -598,6 +605,11 @@ fn data_plane_targets(d: &DataPlane) -> Vec<Target> {
             "case 4 CPU per request ≤ 1.5 × nginx's (case 2)".into(),
             cpu_ratio.0,
             cpu_ratio.1,
+        ),
+        (
+            "case 4j (backend JWT sent) CPU per request ≤ 1.05 × case 4's".into(),
+            backend_jwt_cost.0,
+            backend_jwt_cost.1,
         ),
         (
             "case 4 throughput ahead of Envoy with the same policy (case 3)".into(),
@@ -712,9 +724,11 @@ fn data_plane(o: &Options, data: &DataPlane) -> String {
     let _ = writeln!(
         md,
         "\nRatios of throughput: case 4 / case 2 (nginx) **{:.2}**, case 4 / case 3 (Envoy) \
-         **{:.2}**, case 4b / case 4 (opaque / JWT) {:.2}, case 5 / case 4 {:.2}.\n",
+         **{:.2}**, case 4j / case 4 (backend JWT sent / not) {:.2}, case 4b / case 4 \
+         (opaque / JWT) {:.2}, case 5 / case 4 {:.2}.\n",
         rate(Case::Gateway) / rate(Case::Nginx),
         rate(Case::Gateway) / rate(Case::Envoy),
+        rate(Case::GatewayBackendJwt) / rate(Case::Gateway),
         rate(Case::GatewayOpaque) / rate(Case::Gateway),
         rate(Case::GatewayOpen) / rate(Case::Gateway),
     );
