@@ -31,14 +31,21 @@ pub fn shared(
         .with(Arc::new(clients))
         .with(Arc::new(logins))
         .with(Arc::new(endpoints))
+        .with(Arc::new(crate::web::calls::PublicApi::default()))
 }
 
 /// The whole management API, its paths' repeated slashes collapsed and trailing ones
 /// trimmed before routing: WSO2's JAX-RS servers serve `/apis/` as `/apis`.
 pub fn app(state: AppState) -> Router {
+    let installed = state.clone();
     let trimmed = NormalizePathLayer::trim_trailing_slash().layer(routes(state));
     let routed = axum::middleware::map_request(collapse_repeated_slashes).layer(trimmed);
-    Router::new().fallback_service(routed)
+    let router = Router::new().fallback_service(routed);
+    // The web applications call the management API through this same router.
+    installed
+        .shared::<crate::web::calls::PublicApi>()
+        .install(router.clone());
+    router
 }
 
 /// WSO2 collapses repeated slashes in a path (its own Java clients join base URL and path
@@ -116,6 +123,7 @@ pub fn rooms() -> Routes {
         .merge(crate::tokens::oauth_logout::router())
         .merge(crate::authorizations::oauth::router())
         .merge(crate::web::router())
+        .merge(crate::devportal::pages::router())
         .merge(crate::apis::publisher::router())
         .merge(crate::tiers::publisher::router())
         .merge(crate::tiers::store_api::router())

@@ -11,6 +11,7 @@ pub mod certificates;
 pub mod clients;
 pub mod config;
 pub mod db;
+pub mod devportal;
 pub mod documents;
 pub mod environments;
 pub mod error;

@@ -236,6 +236,16 @@ async fn prepare(
         data_keys,
     };
     crate::analytics::retention::spawn_retention(state.clone());
+    let devportal = &crate::devportal::DEVPORTAL;
+    crate::clients::first_party::register(
+        &state.db,
+        &state.data_keys,
+        devportal.client_id,
+        devportal.name,
+        &devportal.redirect_uri(&state.issuer),
+    )
+    .await
+    .context("could not register the developer portal as an OAuth client")?;
     users::limit_argon2_queue(config.argon2_queue);
     users::prepare_dummy_hash().await?;
     Ok(Prepared {

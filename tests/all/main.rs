@@ -24,6 +24,7 @@ mod content;
 mod contract;
 mod credentials;
 mod dev_facade;
+mod devportal;
 mod endpoints;
 mod faults;
 mod fleet;
@@ -314,6 +315,15 @@ on_both!(
 on_sqlite!(
     run_stack, backend_jwt_component_sqlite;
     backend_jwt::backend_jwt_on_the_component_path,
+);
+
+on_both!(
+    run_stack, devportal_sqlite, devportal_postgres;
+    devportal::the_portal_shows_each_visitor_what_their_token_sees,
+);
+on_sqlite!(
+    run_stack, devportal_browser_sqlite;
+    devportal::the_portal_in_chromium,
 );
 
 on_both!(

@@ -2,6 +2,7 @@
 //! registration (`registration`), and clients named by the URL of their metadata
 //! document (`metadata_document`).
 
+pub mod first_party;
 mod metadata_document;
 mod queries;
 pub(crate) mod registration;

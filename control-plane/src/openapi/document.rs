@@ -66,6 +66,7 @@ fn ours() -> utoipa::openapi::OpenApi {
         crate::tokens::oauth_logout::Api::openapi(),
         crate::authorizations::oauth::Api::openapi(),
         crate::web::Api::openapi(),
+        crate::devportal::pages::Api::openapi(),
         crate::users::admin::Api::openapi(),
         crate::signing::admin::Api::openapi(),
         crate::fleet::admin::Api::openapi(),

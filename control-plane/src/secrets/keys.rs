@@ -36,6 +36,9 @@ pub enum Field {
     ClientSecret,
     /// `endpointSecurity.password` of an API record, by API id.
     BackendPassword,
+    /// A browser's cookie holding what a web application keeps for it (a signed-in
+    /// user's tokens), by cookie name: never stored, only sent back.
+    BrowserCookie,
 }
 
 impl Field {
@@ -43,6 +46,7 @@ impl Field {
         match self {
             Field::ClientSecret => "oauth_clients.client_secret",
             Field::BackendPassword => "apis.record.endpointSecurity.password",
+            Field::BrowserCookie => "cookie",
         }
     }
 
@@ -200,6 +204,16 @@ impl DataKeys {
                 Ok(None)
             }
         }
+    }
+
+    /// A value a client brought back (a cookie), opened only when it is sealed under a
+    /// key this control plane holds now: never taken as clear text, never a reason to
+    /// read the key files again or to log (anyone can send anything).
+    pub fn open_presented(&self, field: Field, row: &str, presented: &str) -> Option<String> {
+        let (id, sealed) = parse(presented)?;
+        let ring = self.ring.read().expect("data key lock");
+        let key = ring.keys.iter().find(|k| k.id == id)?;
+        key.decrypt(field, row, sealed).ok()
     }
 
     /// Opens a stored value; an error only when the key it names cannot be had.
@@ -378,6 +392,37 @@ mod tests {
         );
         assert!(keys.needs_resealing("legacy"));
         assert!(!keys.needs_resealing(&sealed));
+    }
+
+    #[test]
+    fn what_a_client_presents_opens_only_when_sealed_here() {
+        let keys = DataKeys::ephemeral();
+        let sealed = keys.seal(
+            Field::BrowserCookie,
+            "apim_devportal",
+            "{\"user\":\"erin\"}",
+        );
+        let open =
+            |row: &str, presented: &str| keys.open_presented(Field::BrowserCookie, row, presented);
+        assert_eq!(
+            open("apim_devportal", &sealed).as_deref(),
+            Some("{\"user\":\"erin\"}")
+        );
+        assert_eq!(open("apim_publisher", &sealed), None, "bound to its cookie");
+        assert_eq!(
+            open("apim_devportal", "{\"user\":\"admin\"}"),
+            None,
+            "clear text is not taken"
+        );
+        assert_eq!(
+            open("apim_devportal", &sealed.replacen(":test:", ":gone:", 1)),
+            None
+        );
+        assert_eq!(open("apim_devportal", "enc:v1:test:AAAA"), None);
+        assert_eq!(
+            keys.open_presented(Field::ClientSecret, "apim_devportal", &sealed),
+            None
+        );
     }
 
     #[test]

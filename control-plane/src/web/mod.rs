@@ -3,8 +3,11 @@
 //! no caching, no referrer), cookies, and CSRF tokens. Pages load nothing from another
 //! host and run no script of their own.
 
+pub(crate) mod calls;
 pub(crate) mod cookies;
 pub(crate) mod csrf;
+pub(crate) mod portal;
+pub(crate) mod signin;
 
 use askama::Template;
 use axum::http::{HeaderValue, StatusCode, header};

@@ -1,0 +1,229 @@
+//! The developer portal as a browser sees it: the catalogue and API pages for anonymous
+//! visitors and signed-in users (each seeing what their token sees, another tenant's APIs
+//! never), search and paging, sign-in through the authorization code flow and the
+//! sign-in pages, sign-out; the refusals beside (a callback this browser did not start,
+//! a forged session, a sign-out without its token); then the same pages in Chromium,
+//! checked by axe-core.
+
+use harness::signin::{Browser, Seen, control_plane_at_its_issuer, every_control_is_named};
+use harness::stack::ALL_SCOPES;
+use harness::steps::Steps;
+use harness::{ADMIN_PASSWORD, Backend, Client, spec_api_record};
+use serde_json::{Value, json};
+
+/// Publishes the spec's API as `name` with `changes`, by `token`; its id.
+async fn publish(api: &Client, token: &str, name: &str, changes: Value) -> String {
+    let mut record = spec_api_record();
+    record["name"] = json!(name);
+    record["context"] = json!(format!("/{}", name.to_lowercase()));
+    for (key, value) in changes.as_object().unwrap() {
+        record[key] = value.clone();
+    }
+    Steps::new(api, token).publish_api(&record).await.unwrap()
+}
+
+/// A page every portal page must be: HTML under the strict policy, every control named.
+fn checked_page(seen: &Seen) {
+    assert_eq!(seen.status, 200, "{}", seen.body);
+    assert!(seen.header("content-type").starts_with("text/html"));
+    let policy = seen.header("content-security-policy");
+    assert!(policy.starts_with("default-src 'none';"), "{policy}");
+    assert!(policy.contains("frame-ancestors 'none'"));
+    every_control_is_named(&seen.body).unwrap();
+}
+
+/// Signs `user` in from `page`: the portal's sign-in, the sign-in and consent pages, the
+/// callback; the page it comes back to.
+async fn sign_in(browser: &Browser, page: &str, user: &str, password: &str) -> Seen {
+    let next: String = url::form_urlencoded::byte_serialize(page.as_bytes()).collect();
+    let started = browser.open(&format!("/devportal/login?next={next}")).await;
+    assert_eq!(started.status, 302);
+    let authorize = browser.follow(started).await;
+    let callback = browser.sign_in_and_allow(authorize, user, password).await;
+    assert_eq!(callback.path(), "/devportal/callback", "{callback}");
+    let back = browser.open(callback.as_str()).await;
+    assert_eq!(back.status, 303, "{}", back.body);
+    assert!(back.header("set-cookie").contains("HttpOnly"));
+    assert_eq!(back.location().unwrap().path(), page);
+    // The same callback again is not a sign-in this browser started.
+    let replayed = browser.open(callback.as_str()).await;
+    assert_eq!(replayed.status, 400);
+    browser.open(page).await
+}
+
+pub async fn the_portal_shows_each_visitor_what_their_token_sees(backend: Backend) {
+    let data_dir = harness::temp_dir();
+    let control_plane = control_plane_at_its_issuer(&backend, &data_dir, &[]).await;
+    let api = Client::new(&control_plane.url);
+    api.add_user("erin", "erin-pw-1", &["subscriber"]).await;
+    api.add_user(
+        "alice@acme.com",
+        "alice-pw-1",
+        &["admin", "creator", "publisher", "subscriber"],
+    )
+    .await;
+    let admin = api.login("admin", ADMIN_PASSWORD, ALL_SCOPES).await;
+    let alice = api.login("alice@acme.com", "alice-pw-1", ALL_SCOPES).await;
+    let business = json!({"businessOwner": "Pet Team", "technicalOwnerEmail": "pets@example.com"});
+    let pets = publish(
+        &api,
+        &admin,
+        "Pets",
+        json!({"tags": ["animals"],
+        "description": "Everything about pets", "businessInformation": business}),
+    )
+    .await;
+    publish(
+        &api,
+        &admin,
+        "Inner",
+        json!({"visibility": "RESTRICTED", "visibleRoles": ["admin"]}),
+    )
+    .await;
+    publish(
+        &api,
+        &alice,
+        "AcmeOnly",
+        json!({"provider": "alice@acme.com"}),
+    )
+    .await;
+
+    let browser = Browser::new(&control_plane.url);
+    // Anonymous: public APIs of the super tenant only.
+    let catalogue = browser.open("/devportal").await;
+    checked_page(&catalogue);
+    assert!(catalogue.body.contains(&format!("/devportal/apis/{pets}")));
+    assert!(catalogue.body.contains("Everything about pets"));
+    for hidden in ["Inner", "AcmeOnly"] {
+        assert!(!catalogue.body.contains(hidden), "{hidden} is not shown");
+    }
+    assert!(catalogue.body.contains("Sign in"));
+
+    // Search, with the store's syntax, and a search that finds nothing.
+    let found = browser.open("/devportal?q=tag%3Aanimals").await;
+    checked_page(&found);
+    assert!(found.body.contains("Pets"));
+    let none = browser.open("/devportal?q=nothing-like-it").await;
+    checked_page(&none);
+    assert!(none.body.contains("No API matches"));
+    for odd in [
+        "/devportal?page=0",
+        "/devportal?page=99999999999",
+        "/devportal?q=%00%ff&page=x",
+    ] {
+        assert_eq!(browser.open(odd).await.status, 200, "{odd}");
+    }
+
+    // An API's page: overview, business information, operations from its definition.
+    let page = browser.open(&format!("/devportal/apis/{pets}")).await;
+    checked_page(&page);
+    for shown in [
+        "Everything about pets",
+        "Pet Team",
+        "pets@example.com",
+        "/devs/{username}",
+        "Unlimited",
+    ] {
+        assert!(page.body.contains(shown), "{shown} on the API's page");
+    }
+    let unknown = browser.open("/devportal/apis/no-such-api").await;
+    assert_eq!(unknown.status, 404);
+
+    // Signed in: erin (a subscriber) sees the public API and not the restricted one.
+    let here = format!("/devportal/apis/{pets}");
+    let signed_in = sign_in(&browser, &here, "erin", "erin-pw-1").await;
+    checked_page(&signed_in);
+    assert!(
+        signed_in
+            .body
+            .contains("Signed in as <strong>erin</strong>")
+    );
+    let catalogue = browser.open("/devportal").await;
+    assert!(!catalogue.body.contains("Inner"));
+
+    // A callback this browser did not start signs no one in.
+    let forged = browser
+        .open("/devportal/callback?code=abc&state=xyz&iss=http%3A%2F%2Fevil")
+        .await;
+    assert_eq!(forged.status, 400);
+
+    // Sign-out needs its form's token; with it, the session ends.
+    let logout = catalogue
+        .form("/devportal/logout")
+        .expect("a sign-out form");
+    let refused = browser
+        .submit(&logout.clone().with("csrf_token", "forged"))
+        .await;
+    assert_eq!(refused.status, 403);
+    let out = browser.submit(&logout).await;
+    assert_eq!(out.status, 303);
+    assert!(browser.open("/devportal").await.body.contains("Sign in"));
+
+    // Alice of acme.com sees her tenant's API and not the super tenant's restricted one.
+    let alice_browser = Browser::new(&control_plane.url);
+    let acme = sign_in(&alice_browser, "/devportal", "alice@acme.com", "alice-pw-1").await;
+    checked_page(&acme);
+    assert!(acme.body.contains("AcmeOnly"), "{}", acme.body);
+    assert!(!acme.body.contains("Inner"));
+
+    // A session cookie made up by hand is no session.
+    let forger = reqwest::Client::new();
+    let cookie = r#"apim_devportal={"user":"admin","access_token":"x","refresh_token":null,"expires_at":9999999999}"#;
+    let made_up = forger
+        .get(format!("{}/devportal", control_plane.url))
+        .header("cookie", cookie)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(!made_up.contains("Signed in as"));
+    control_plane.stop().await;
+}
+
+pub async fn the_portal_in_chromium(backend: Backend) {
+    let data_dir = harness::temp_dir();
+    let control_plane = control_plane_at_its_issuer(&backend, &data_dir, &[]).await;
+    let base = control_plane.url.clone();
+    let api = Client::new(&base);
+    api.add_user("erin", "erin-pw-1", &["subscriber"]).await;
+    let admin = api.login("admin", ADMIN_PASSWORD, ALL_SCOPES).await;
+    let pets = publish(&api, &admin, "Pets", json!({"tags": ["animals"]})).await;
+    let chromium = harness::browser::Chromium::start().await;
+    let no_violations = Vec::<String>::new();
+
+    chromium.open(&format!("{base}/devportal")).await;
+    chromium.wait_for_text("Pets").await;
+    assert_eq!(
+        chromium.serious_accessibility_violations().await,
+        no_violations
+    );
+    chromium.fill("q", "tag:animals\u{E007}").await;
+    chromium.wait_for_url(&format!("{base}/devportal?q=")).await;
+    chromium.wait_for_text("1 API").await;
+
+    chromium
+        .open(&format!("{base}/devportal/apis/{pets}"))
+        .await;
+    assert_eq!(
+        chromium.serious_accessibility_violations().await,
+        no_violations
+    );
+    chromium
+        .open(&format!("{base}/devportal/login?next=%2Fdevportal"))
+        .await;
+    chromium.fill("username", "erin").await;
+    chromium.fill("password", "erin-pw-1\u{E007}").await;
+    chromium.wait_for_text("Allow access?").await;
+    chromium.click_button("Allow").await;
+    chromium.wait_for_text("Signed in as").await;
+    assert_eq!(
+        chromium.serious_accessibility_violations().await,
+        no_violations
+    );
+    chromium.click_button("Sign out").await;
+    chromium.wait_for_text("Sign in").await;
+    chromium.close().await;
+    control_plane.stop().await;
+}
