@@ -124,6 +124,7 @@ pub fn rooms() -> Routes {
         .merge(crate::authorizations::oauth::router())
         .merge(crate::web::router())
         .merge(crate::devportal::pages::router())
+        .merge(crate::devportal::applications::router())
         .merge(crate::apis::publisher::router())
         .merge(crate::tiers::publisher::router())
         .merge(crate::tiers::store_api::router())

@@ -262,3 +262,24 @@ pub async fn register_code_client(
     )
     .await
 }
+
+/// The text of the first element of `html` that `selector` picks (empty when none).
+pub fn text_of(html: &str, selector: &str) -> String {
+    let document = Html::parse_document(html);
+    let selector = Selector::parse(selector).expect("a selector");
+    document
+        .select(&selector)
+        .next()
+        .map(|element| element.text().collect::<String>())
+        .unwrap_or_default()
+}
+
+/// Where each form of `html` posts, in order.
+pub fn form_actions(html: &str) -> Vec<String> {
+    let document = Html::parse_document(html);
+    let forms = Selector::parse("form[action]").expect("selector");
+    document
+        .select(&forms)
+        .filter_map(|form| form.value().attr("action").map(str::to_string))
+        .collect()
+}

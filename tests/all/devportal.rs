@@ -227,3 +227,112 @@ pub async fn the_portal_in_chromium(backend: Backend) {
     chromium.close().await;
     control_plane.stop().await;
 }
+
+pub async fn applications_keys_and_subscriptions_in_the_portal(backend: Backend) {
+    let data_dir = harness::temp_dir();
+    let control_plane = control_plane_at_its_issuer(&backend, &data_dir, &[]).await;
+    let api = Client::new(&control_plane.url);
+    api.add_user("erin", "erin-pw-1", &["subscriber"]).await;
+    let admin = api.login("admin", ADMIN_PASSWORD, ALL_SCOPES).await;
+    let pets = publish(&api, &admin, "Pets", json!({})).await;
+    let browser = Browser::new(&control_plane.url);
+
+    // Not signed in: the applications send the browser to the sign-in.
+    let anonymous = browser.open("/devportal/applications").await;
+    assert_eq!(anonymous.status, 303);
+    assert!(
+        anonymous
+            .header("location")
+            .starts_with("/devportal/login?next=")
+    );
+
+    let list = sign_in(&browser, "/devportal/applications", "erin", "erin-pw-1").await;
+    checked_page(&list);
+    assert!(
+        list.body.contains("DefaultApplication"),
+        "WSO2's, made on the first call"
+    );
+
+    // Create: without its token refused, a name taken refused with why, then made.
+    let create = list
+        .form("/devportal/applications")
+        .expect("the create form");
+    let forged = browser
+        .submit(&create.clone().with("csrf_token", "x").with("name", "Mine"))
+        .await;
+    assert_eq!(forged.status, 403);
+    let made = browser
+        .submit(
+            &create
+                .clone()
+                .with("name", "Mine")
+                .with("tier", "Unlimited"),
+        )
+        .await;
+    assert_eq!(made.status, 303, "{}", made.body);
+    let app_page = made.location().unwrap().path().to_string();
+    let again = browser
+        .submit(&create.with("name", "Mine").with("tier", "Unlimited"))
+        .await;
+    assert_eq!(again.status, 400, "{}", again.body);
+    assert!(again.body.contains("role=\"alert\""));
+    let page = browser.open(made.location().unwrap().as_str()).await;
+    checked_page(&page);
+    assert!(page.body.contains("The application is created."));
+
+    // Keys: the secret shown once, never again.
+    let generate = page
+        .form(&format!("{app_page}/keys"))
+        .expect("the keys form");
+    let keys = browser.submit(&generate).await;
+    checked_page(&keys);
+    let secret = harness::signin::text_of(&keys.body, "#consumer-secret");
+    assert!(secret.len() > 10, "{}", keys.body);
+    assert_eq!(keys.header("cache-control"), "no-store");
+    let page = browser.open(&app_page).await;
+    assert!(!page.body.contains(&secret), "shown once");
+    let twice = browser.submit(&generate).await;
+    assert_eq!(twice.status, 400);
+
+    // Subscribe from the API's page; the application lists it with what it means.
+    let api_page = browser.open(&format!("/devportal/apis/{pets}")).await;
+    checked_page(&api_page);
+    let application_id = app_page.rsplit('/').next().unwrap();
+    let subscribe = api_page
+        .form("/devportal/subscriptions")
+        .expect("the subscribe form");
+    let bad_tier = browser
+        .submit(
+            &subscribe
+                .clone()
+                .with("application_id", application_id)
+                .with("tier", "NoSuchTier"),
+        )
+        .await;
+    assert_eq!(bad_tier.status, 400);
+    let subscribed = browser
+        .submit(
+            &subscribe
+                .with("application_id", application_id)
+                .with("tier", "Unlimited"),
+        )
+        .await;
+    assert_eq!(subscribed.status, 303, "{}", subscribed.body);
+    let page = browser.open(&app_page).await;
+    checked_page(&page);
+    assert!(page.body.contains("calls go through"), "{}", page.body);
+
+    // Unsubscribe, then delete the application.
+    let unsubscribe_action = harness::signin::form_actions(&page.body)
+        .into_iter()
+        .find(|action| action.starts_with("/devportal/subscriptions/"))
+        .expect("an unsubscribe form");
+    let unsubscribe = page.form(&unsubscribe_action).unwrap();
+    assert_eq!(browser.submit(&unsubscribe).await.status, 303);
+    let page = browser.open(&app_page).await;
+    assert!(page.body.contains("subscribes to no API yet"));
+    let delete = page.form(&format!("{app_page}/delete")).unwrap();
+    assert_eq!(browser.submit(&delete).await.status, 303);
+    assert_eq!(browser.open(&app_page).await.status, 404);
+    control_plane.stop().await;
+}

@@ -320,6 +320,7 @@ on_sqlite!(
 on_both!(
     run_stack, devportal_sqlite, devportal_postgres;
     devportal::the_portal_shows_each_visitor_what_their_token_sees,
+    devportal::applications_keys_and_subscriptions_in_the_portal,
 );
 on_sqlite!(
     run_stack, devportal_browser_sqlite;

@@ -5,8 +5,10 @@
 //! never from the database: `views` turns them into what the templates show, `pages`
 //! serves them.
 
+pub(crate) mod applications;
 pub(crate) mod pages;
 mod views;
+mod visits;
 
 use crate::web::signin::WebApp;
 

@@ -3,21 +3,19 @@
 //! business information, operations from its definition, documents), its thumbnail, and
 //! signing in and out.
 
-use std::net::SocketAddr;
-
 use askama::Template;
-use axum::Extension;
-use axum::extract::{ConnectInfo, Path, RawQuery, State};
+use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use super::DEVPORTAL;
 use super::views::{self, ApiCard, ApiList, DocumentCard, DocumentList, OperationView, StoreApi};
+use super::visits::{NAV, Peer, call, done_message, encoded, peer_of};
 use crate::http::STORE;
 use crate::http::routes::{Routes, get, post};
 use crate::scopes::Scope;
 use crate::state::AppState;
-use crate::web::calls::{Answer, Call, PublicApi};
+use crate::web::calls::{Answer, Call};
 use crate::web::portal::Chrome;
 use crate::web::signin::{self, Session};
 use crate::web::{MessagePage, Page, csrf, field, form_pairs, redirect, with_cookie};
@@ -28,8 +26,6 @@ const PAGE_SIZE: i64 = 24;
 const MAX_PAGE: i64 = 10_000;
 /// Documents an API page lists at most.
 const MAX_DOCUMENTS: usize = 100;
-/// The portal's main navigation.
-const NAV: &[(&str, &str)] = &[("", "APIs")];
 
 pub fn router() -> Routes {
     Routes::new()
@@ -39,13 +35,6 @@ pub fn router() -> Routes {
         .route("/devportal/login", get(login))
         .route("/devportal/callback", get(callback))
         .route("/devportal/logout", post(logout))
-}
-
-/// The browser's address, when the listener gave it (per-address limits count it).
-type Peer = Option<Extension<ConnectInfo<SocketAddr>>>;
-
-fn peer_of(peer: Peer) -> Option<SocketAddr> {
-    peer.map(|Extension(ConnectInfo(addr))| addr)
 }
 
 #[derive(Template)]
@@ -141,12 +130,21 @@ async fn catalogue(
 struct ApiPage {
     title: String,
     chrome: Chrome,
+    done: Option<&'static str>,
+    /// The subscribe form, for a signed-in user.
+    subscribe: Option<SubscribeForm>,
     api: StoreApi,
     /// Each tag, with the search for its APIs.
     tags: Vec<(String, String)>,
     business: Vec<(String, String)>,
     operations: Vec<OperationView>,
     documents: Vec<DocumentCard>,
+}
+
+/// What the subscribe form offers: the user's applications, by id and name.
+struct SubscribeForm {
+    api_id: String,
+    applications: Vec<(String, String)>,
 }
 
 /// `GET /devportal/apis/{apiId}`: an API's page, when the visitor may see the API.
@@ -165,6 +163,7 @@ async fn api_page(
     headers: HeaderMap,
     peer: Peer,
     Path(api_id): Path<String>,
+    RawQuery(query): RawQuery,
 ) -> Response {
     let peer = peer_of(peer);
     let session = signin::session(&state, &DEVPORTAL, &headers);
@@ -207,10 +206,27 @@ async fn api_page(
     .json::<DocumentList>()
     .map(|list| list.list)
     .unwrap_or_default();
+    let subscribe = match &session {
+        Some(_) => {
+            let target = format!("{STORE}/applications?limit=200");
+            let mine = call(&state, &session, peer, Call::get(target)).await;
+            let applications = views::applications(&mine)
+                .into_iter()
+                .map(|app| (app.id, app.name))
+                .collect();
+            Some(SubscribeForm {
+                api_id: api_id.clone(),
+                applications,
+            })
+        }
+        None => None,
+    };
     let (chrome, cookie) = Chrome::of(&state, &DEVPORTAL, NAV, &headers, session.as_ref(), here);
     let template = ApiPage {
         title: api.name.clone(),
         chrome,
+        done: done_message(query.as_deref()),
+        subscribe,
         tags: api
             .tags
             .iter()
@@ -351,20 +367,6 @@ async fn logout(
     signin::end(&state, &DEVPORTAL, &headers, peer_of(peer)).await
 }
 
-/// Sends `call` with the signed-in user's token, if any.
-async fn call(
-    state: &AppState,
-    session: &Option<Session>,
-    peer: Option<SocketAddr>,
-    call: Call<'_>,
-) -> Answer {
-    let token = session.as_ref().map(|s| s.access_token.as_str());
-    state
-        .shared::<PublicApi>()
-        .send(call.bearer(token).from(peer))
-        .await
-}
-
 /// When the user's token was refused (revoked, or their account changed): a fresh
 /// sign-in, back to `here`.
 fn ended_session(
@@ -389,11 +391,6 @@ fn page_query(search: &str, page: i64) -> String {
         (false, 1) => format!("?q={}", encoded(search)),
         (false, page) => format!("?q={}&page={page}", encoded(search)),
     }
-}
-
-/// `text` percent-encoded for a path segment or a query value.
-fn encoded(text: &str) -> String {
-    url::form_urlencoded::byte_serialize(text.as_bytes()).collect()
 }
 
 /// These pages in the control plane's OpenAPI document.

@@ -5,6 +5,8 @@
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use crate::web::calls::Answer;
+
 /// Operations an API page lists at most (a definition may name many more).
 const MAX_OPERATIONS: usize = 500;
 /// Methods of a Swagger path item, in the order a page lists them.
@@ -220,6 +222,116 @@ pub fn business(information: Option<&Value>) -> Vec<(String, String)> {
         .map(|(key, label)| (label.to_string(), text(&information[*key])))
         .filter(|(_, value)| !value.is_empty())
         .collect()
+}
+
+/// An application as its pages show it.
+#[derive(Debug)]
+pub struct ApplicationView {
+    pub id: String,
+    pub name: String,
+    pub tier: String,
+    pub status: String,
+    pub description: String,
+}
+
+impl ApplicationView {
+    /// From the store's `Application` or `ApplicationInfo`.
+    pub fn of(application: &Value) -> Self {
+        ApplicationView {
+            id: text(&application["applicationId"]),
+            name: text(&application["name"]),
+            tier: text(&application["throttlingTier"]),
+            status: text(&application["status"]),
+            description: text(&application["description"]),
+        }
+    }
+}
+
+/// The applications of a store list answer.
+pub fn applications(answer: &Answer) -> Vec<ApplicationView> {
+    listed(answer).iter().map(ApplicationView::of).collect()
+}
+
+/// One key type of an application: its consumer key once generated.
+#[derive(Debug)]
+pub struct KeyView {
+    pub key_type: &'static str,
+    pub label: &'static str,
+    pub consumer_key: Option<String>,
+    pub state: String,
+}
+
+/// The production and sandbox keys of a store `Application`.
+pub fn keys(application: &Value) -> Vec<KeyView> {
+    let keys = application["keys"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    [("PRODUCTION", "Production"), ("SANDBOX", "Sandbox")]
+        .into_iter()
+        .map(|(key_type, label)| {
+            let key = keys.iter().find(|k| k["keyType"] == key_type);
+            KeyView {
+                key_type,
+                label,
+                consumer_key: key
+                    .and_then(|k| k["consumerKey"].as_str())
+                    .map(str::to_string),
+                state: key.map(|k| text(&k["keyState"])).unwrap_or_default(),
+            }
+        })
+        .collect()
+}
+
+/// A subscription as an application's page shows it.
+#[derive(Debug)]
+pub struct SubscriptionView {
+    pub id: String,
+    pub api: String,
+    pub tier: String,
+    pub status: String,
+    /// What the status means for the application's calls.
+    pub meaning: &'static str,
+}
+
+/// The subscriptions of a store list answer.
+pub fn subscriptions(answer: &Answer) -> Vec<SubscriptionView> {
+    listed(answer)
+        .iter()
+        .map(|subscription| {
+            let status = text(&subscription["status"]);
+            SubscriptionView {
+                id: text(&subscription["subscriptionId"]),
+                api: text(&subscription["apiIdentifier"]),
+                tier: text(&subscription["tier"]),
+                meaning: status_meaning(&status),
+                status,
+            }
+        })
+        .collect()
+}
+
+/// What a subscription's status means for the calls made under it.
+pub fn status_meaning(status: &str) -> &'static str {
+    match status {
+        "UNBLOCKED" => "calls go through",
+        "BLOCKED" => "the API's publisher blocked it: every call is refused",
+        "PROD_ONLY_BLOCKED" => {
+            "the API's publisher blocked production calls: sandbox calls go through"
+        }
+        "ON_HOLD" => "it waits for an administrator's approval: calls are refused until then",
+        "REJECTED" => "an administrator rejected it: calls are refused",
+        "TIER_UPDATE_PENDING" => "a change of plan waits for an approval",
+        _ => "",
+    }
+}
+
+/// The `list` of a store list answer (empty when the call failed).
+fn listed(answer: &Answer) -> Vec<Value> {
+    answer
+        .json::<Value>()
+        .and_then(|body| body["list"].as_array().cloned())
+        .unwrap_or_default()
 }
 
 /// A JSON value as text: a string as it is, anything else empty.

@@ -67,6 +67,7 @@ fn ours() -> utoipa::openapi::OpenApi {
         crate::authorizations::oauth::Api::openapi(),
         crate::web::Api::openapi(),
         crate::devportal::pages::Api::openapi(),
+        crate::devportal::applications::Api::openapi(),
         crate::users::admin::Api::openapi(),
         crate::signing::admin::Api::openapi(),
         crate::fleet::admin::Api::openapi(),

@@ -57,6 +57,12 @@ impl<'a> Call<'a> {
         self
     }
 
+    /// With a JSON body.
+    pub fn json(mut self, value: &serde_json::Value) -> Self {
+        self.body = Some(("application/json", value.to_string().into_bytes()));
+        self
+    }
+
     /// With a form body.
     pub fn form(mut self, pairs: &[(&str, &str)]) -> Self {
         let body = url::form_urlencoded::Serializer::new(String::new())

@@ -1,0 +1,59 @@
+//! A visit to the developer portal, what every page of it does: who is signed in and
+//! from where, the store API called as them, the page's frame, and the fixed sentences a
+//! finished form leaves on the next page.
+
+use std::net::SocketAddr;
+
+use axum::Extension;
+use axum::extract::ConnectInfo;
+
+use crate::state::AppState;
+use crate::web::calls::{Answer, Call, PublicApi};
+use crate::web::signin::Session;
+use crate::web::{field, form_pairs};
+
+/// The portal's main navigation.
+pub(super) const NAV: &[(&str, &str)] = &[("", "APIs"), ("/applications", "Applications")];
+
+/// The browser's address, when the listener gave it (per-address limits count it).
+pub(super) type Peer = Option<Extension<ConnectInfo<SocketAddr>>>;
+
+/// The address in `peer`.
+pub(super) fn peer_of(peer: Peer) -> Option<SocketAddr> {
+    peer.map(|Extension(ConnectInfo(addr))| addr)
+}
+
+/// Sends `call` with the signed-in user's token, if any.
+pub(super) async fn call(
+    state: &AppState,
+    session: &Option<Session>,
+    peer: Option<SocketAddr>,
+    call: Call<'_>,
+) -> Answer {
+    let token = session.as_ref().map(|s| s.access_token.as_str());
+    state
+        .shared::<PublicApi>()
+        .send(call.bearer(token).from(peer))
+        .await
+}
+
+/// `text` percent-encoded for a path segment or a query value.
+pub(super) fn encoded(text: &str) -> String {
+    url::form_urlencoded::byte_serialize(text.as_bytes()).collect()
+}
+
+/// What a finished form says on the page it leads to (`?done=`): fixed sentences, so
+/// that no one can make a page say what they like.
+pub(super) fn done_message(query: Option<&str>) -> Option<&'static str> {
+    let pairs = form_pairs(query.unwrap_or_default().as_bytes());
+    match field(&pairs, "done")? {
+        "created" => Some("The application is created."),
+        "saved" => Some("The application is saved."),
+        "deleted" => Some("The application is deleted."),
+        "subscribed" => {
+            Some("Subscribed. If the plan needs an approval, the subscription waits for it.")
+        }
+        "unsubscribed" => Some("Unsubscribed."),
+        _ => None,
+    }
+}
