@@ -22,6 +22,56 @@ async fn publish(api: &Client, token: &str, name: &str, changes: Value) -> Strin
     Steps::new(api, token).publish_api(&record).await.unwrap()
 }
 
+/// Adds three documents to `api`: Markdown (with what would run), a URL, an HTML file;
+/// their ids.
+async fn add_documents(api: &Client, token: &str, id: &str) -> Vec<String> {
+    use reqwest::multipart::{Form, Part};
+    let docs = format!("/api/am/publisher/v0.14/apis/{id}/documents");
+    let mut ids = Vec::new();
+    for (name, source, extra) in [
+        ("Getting started", "MARKDOWN", json!({})),
+        (
+            "Pets site",
+            "URL",
+            json!({"sourceUrl": "https://example.com/pets"}),
+        ),
+        ("Page", "FILE", json!({})),
+    ] {
+        let mut body = json!({"name": name, "type": "HOWTO", "summary": "", "sourceType": source,
+            "visibility": "API_LEVEL"});
+        for (key, value) in extra.as_object().unwrap() {
+            body[key] = value.clone();
+        }
+        ids.push(
+            api.post_json(&docs, token, &body)
+                .await
+                .expect(201)
+                .str("documentId"),
+        );
+    }
+    let content = |doc: &str| format!("{docs}/{doc}/content");
+    let markdown = "## Calling it\n\nSend a **token**. <script>alert(1)</script>\n\n<img src=x onerror=alert(1)> [x](javascript:alert(1))";
+    let form = Form::new().text("inlineContent", markdown);
+    api.send(
+        api.request(reqwest::Method::POST, &content(&ids[0]), token)
+            .multipart(form),
+    )
+    .await
+    .expect(200);
+    let file = Part::bytes(b"<html><script>alert(1)</script></html>".to_vec())
+        .file_name("page.html")
+        .mime_str("text/html")
+        .unwrap();
+    let form = Form::new().part("file", file);
+    api.send(
+        api.request(reqwest::Method::POST, &content(&ids[2]), token)
+            .multipart(form),
+    )
+    .await
+    .expect(200);
+    ids
+}
+
 /// A page every portal page must be: HTML under the strict policy, every control named.
 fn checked_page(seen: &Seen) {
     assert_eq!(seen.status, 200, "{}", seen.body);
@@ -128,6 +178,47 @@ pub async fn the_portal_shows_each_visitor_what_their_token_sees(backend: Backen
     }
     let unknown = browser.open("/devportal/apis/no-such-api").await;
     assert_eq!(unknown.status, 404);
+
+    // Its documents: Markdown rendered with what would run removed, a link, a file.
+    let docs = add_documents(&api, &admin, &pets).await;
+    let page = browser.open(&format!("/devportal/apis/{pets}")).await;
+    assert!(page.body.contains("Getting started"));
+    let guide = browser
+        .open(&format!("/devportal/apis/{pets}/documents/{}", docs[0]))
+        .await;
+    checked_page(&guide);
+    assert!(guide.body.contains("<h2>Calling it</h2>"), "{}", guide.body);
+    assert!(guide.body.contains("<strong>token</strong>"));
+    for gone in ["<script", "onerror", "javascript:"] {
+        assert!(!guide.body.contains(gone), "{gone} in {}", guide.body);
+    }
+    let link = browser
+        .open(&format!("/devportal/apis/{pets}/documents/{}", docs[1]))
+        .await;
+    checked_page(&link);
+    assert!(link.body.contains("href=\"https://example.com/pets\""));
+    let file = browser
+        .open(&format!("/devportal/apis/{pets}/documents/{}", docs[2]))
+        .await;
+    checked_page(&file);
+    let download = browser
+        .open(&format!(
+            "/devportal/apis/{pets}/documents/{}/file",
+            docs[2]
+        ))
+        .await;
+    assert_eq!(download.status, 200);
+    assert!(
+        download
+            .header("content-disposition")
+            .starts_with("attachment")
+    );
+    assert_eq!(download.header("content-type"), "application/octet-stream");
+    assert_eq!(download.body, "<html><script>alert(1)</script></html>");
+    let missing = browser
+        .open(&format!("/devportal/apis/{pets}/documents/none"))
+        .await;
+    assert_eq!(missing.status, 404);
 
     // Signed in: erin (a subscriber) sees the public API and not the restricted one.
     let here = format!("/devportal/apis/{pets}");

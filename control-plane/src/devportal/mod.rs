@@ -6,6 +6,7 @@
 //! serves them.
 
 pub(crate) mod applications;
+pub(crate) mod documents;
 pub(crate) mod pages;
 mod views;
 mod visits;

@@ -130,6 +130,7 @@ async fn catalogue(
 struct ApiPage {
     title: String,
     chrome: Chrome,
+    api_id: String,
     done: Option<&'static str>,
     /// The subscribe form, for a signed-in user.
     subscribe: Option<SubscribeForm>,
@@ -226,6 +227,7 @@ async fn api_page(
         title: api.name.clone(),
         chrome,
         done: done_message(query.as_deref()),
+        api_id: api_id.clone(),
         subscribe,
         tags: api
             .tags

@@ -84,12 +84,18 @@ pub struct DocumentList {
 /// A document as listed.
 #[derive(Debug, Deserialize)]
 pub struct DocumentCard {
+    #[serde(default, rename = "documentId", deserialize_with = "text_or_empty")]
+    pub id: String,
     #[serde(default, deserialize_with = "text_or_empty")]
     pub name: String,
     #[serde(default, rename = "type", deserialize_with = "text_or_empty")]
     pub kind: String,
     #[serde(default, deserialize_with = "text_or_empty")]
     pub summary: String,
+    #[serde(default, rename = "sourceType", deserialize_with = "text_or_empty")]
+    pub source_type: String,
+    #[serde(default, rename = "sourceUrl", deserialize_with = "text_or_empty")]
+    pub source_url: String,
 }
 
 /// One operation of a definition.

@@ -68,6 +68,7 @@ fn ours() -> utoipa::openapi::OpenApi {
         crate::web::Api::openapi(),
         crate::devportal::pages::Api::openapi(),
         crate::devportal::applications::Api::openapi(),
+        crate::devportal::documents::Api::openapi(),
         crate::users::admin::Api::openapi(),
         crate::signing::admin::Api::openapi(),
         crate::fleet::admin::Api::openapi(),

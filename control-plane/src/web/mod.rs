@@ -6,6 +6,7 @@
 pub(crate) mod calls;
 pub(crate) mod cookies;
 pub(crate) mod csrf;
+pub(crate) mod markup;
 pub(crate) mod portal;
 pub(crate) mod signin;
 
