@@ -127,6 +127,29 @@ impl Chromium {
         field.send_keys(text).await.expect("typed");
     }
 
+    /// Replaces what the field `id` holds with `text`.
+    pub async fn replace(&self, id: &str, text: &str) {
+        let field = self
+            .client
+            .find(fantoccini::Locator::Id(id))
+            .await
+            .unwrap_or_else(|err| panic!("a field #{id}: {err}"));
+        field.clear().await.expect("cleared");
+        field.send_keys(text).await.expect("typed");
+    }
+
+    /// Chooses the option labelled `label` of the list `id`.
+    pub async fn choose(&self, id: &str, label: &str) {
+        let list = self
+            .client
+            .find(fantoccini::Locator::Id(id))
+            .await
+            .unwrap_or_else(|err| panic!("a list #{id}: {err}"));
+        list.select_by_label(label)
+            .await
+            .unwrap_or_else(|err| panic!("an option '{label}' of #{id}: {err}"));
+    }
+
     /// Clicks the button whose text is `label`.
     pub async fn click_button(&self, label: &str) {
         let xpath = format!("//button[normalize-space(.)='{label}']");

@@ -427,3 +427,98 @@ pub async fn applications_keys_and_subscriptions_in_the_portal(backend: Backend)
     assert_eq!(browser.open(&app_page).await.status, 404);
     control_plane.stop().await;
 }
+
+pub async fn the_try_it_console_calls_the_real_gateway(backend: Backend) {
+    let mgmt_addr = format!("127.0.0.1:{}", harness::free_port());
+    let settings = [("APIM_MGMT_ADDR", mgmt_addr)];
+    let stack = harness::stack::Launch {
+        database: backend,
+        control_plane: &settings,
+        ..Default::default()
+    }
+    .start()
+    .await;
+    let base = stack.mgmt.base.clone();
+    // The console's calls pass the gateway by the API's CORS configuration.
+    let cors = json!({"corsConfigurationEnabled": true, "accessControlAllowOrigins": ["*"],
+        "accessControlAllowCredentials": false,
+        "accessControlAllowHeaders": ["authorization", "content-type", "accept"],
+        "accessControlAllowMethods": ["GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"]});
+    let pets = stack
+        .api("Pets", json!({"corsConfiguration": cors}), &["Publish"])
+        .await;
+    stack
+        .mgmt
+        .add_user("erin", "erin-pw-1", &["subscriber"])
+        .await;
+    let erin = stack.mgmt.login("erin", "erin-pw-1", "mgr:subscribe").await;
+    let app = Steps::new(&stack.mgmt, &erin)
+        .subscribed_application("Console app", "Unlimited", &[&pets])
+        .await
+        .unwrap();
+    let token = stack.app_token(&app.keys.key, &app.keys.secret, &[]).await;
+    let path = "/pets/v1.0.0/devs/alice";
+    harness::eventually(&stack.gw, reqwest::Method::GET, path, &token, |r| {
+        r.status == 200
+    })
+    .await;
+    let preflight = reqwest::Client::new()
+        .request(reqwest::Method::OPTIONS, format!("{}{path}", stack.gw.base))
+        .header("origin", &base)
+        .header("access-control-request-method", "GET")
+        .header("access-control-request-headers", "authorization,accept")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(preflight.status(), 200, "{:?}", preflight.headers());
+    assert_eq!(
+        preflight.headers()["access-control-allow-origin"],
+        "*",
+        "{:?}",
+        preflight.headers()
+    );
+
+    let chromium = harness::browser::Chromium::start().await;
+    let page = format!("/devportal/apis/{pets}");
+    chromium
+        .open(&format!(
+            "{base}{}",
+            DEVPORTAL_SIGN_IN.replace("{next}", &page.replace('/', "%2F"))
+        ))
+        .await;
+    chromium.fill("username", "erin").await;
+    chromium.fill("password", "erin-pw-1\u{E007}").await;
+    chromium.wait_for_text("Allow access?").await;
+    chromium.click_button("Allow").await;
+    chromium.wait_for_text("Try it").await;
+    chromium.choose("try-application", "Console app").await;
+    chromium.replace("try-path", "/devs/alice").await;
+    chromium.click_button("Send").await;
+    chromium.wait_for_text("200 OK").await;
+    chromium.wait_for_text("curl -X GET").await;
+    assert_eq!(
+        chromium.serious_accessibility_violations().await,
+        Vec::<String>::new()
+    );
+
+    // Blocked by the publisher, the console shows the gateway's refusal.
+    let block = format!(
+        "/api/am/publisher/v0.14/subscriptions/block-subscription?subscriptionId={}&blockState=BLOCKED",
+        app.subscriptions[0]
+    );
+    let blocker = stack
+        .mgmt
+        .login("admin", ADMIN_PASSWORD, "mgr:subscription_block")
+        .await;
+    stack.mgmt.post_empty(&block, &blocker).await.expect(200);
+    harness::eventually(&stack.gw, reqwest::Method::GET, path, &token, |r| {
+        r.fault_code() == "900907"
+    })
+    .await;
+    chromium.click_button("Send").await;
+    chromium.wait_for_text("900907").await;
+    chromium.close().await;
+}
+
+/// Where the portal's sign-in starts, back to `{next}` (percent-encoded).
+const DEVPORTAL_SIGN_IN: &str = "/devportal/login?next={next}";

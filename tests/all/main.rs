@@ -325,6 +325,7 @@ on_both!(
 on_sqlite!(
     run_stack, devportal_browser_sqlite;
     devportal::the_portal_in_chromium,
+    devportal::the_try_it_console_calls_the_real_gateway,
 );
 
 on_both!(

@@ -39,6 +39,9 @@ pub struct Fault {
     /// A 401's `WWW-Authenticate: Bearer` challenge, sent before WSO2's own
     /// ([`crate::resource::challenge`]).
     pub challenge: Option<String>,
+    /// The API's CORS headers for the request's origin: WSO2's fault sequences run its
+    /// CORS handler too, so that a page calling the API reads why it was refused.
+    pub cors: Option<Box<crate::host::Headers>>,
 }
 
 impl Fault {
@@ -58,7 +61,14 @@ impl Fault {
             next_access_time: None,
             retry_after_secs: None,
             challenge: None,
+            cors: None,
         }
+    }
+
+    /// The same fault, carrying the API's CORS headers for the request.
+    pub fn with_cors(mut self, headers: crate::host::Headers) -> Self {
+        self.cors = (!headers.is_empty()).then(|| Box::new(headers));
+        self
     }
 
     /// The same fault, challenging the client with `challenge` if it is a 401.
@@ -415,6 +425,9 @@ impl Fault {
         }
         if let Some(secs) = self.retry_after_secs {
             response = response.with_header("retry-after", secs.to_string());
+        }
+        if let Some(cors) = &self.cors {
+            response.headers.extend(cors.iter().cloned());
         }
         response
     }

@@ -357,7 +357,13 @@ impl Gateway {
         let api = routed.0.clone();
         let addressed = Addressed::of(&target.path, routed.1, &api);
         self.admit(host, request, target, routed, call, upgrades)
-            .map_err(|fault| self.challenged(fault, &api, addressed, request))
+            .map_err(|fault| {
+                let fault = self.challenged(fault, &api, addressed, request);
+                match &api.cors {
+                    Some(cors) => fault.with_cors(cors::headers(cors, &request.headers)),
+                    None => fault,
+                }
+            })
     }
 
     /// Admits a call [`Gateway::route`] has just routed (with the view it brought up to

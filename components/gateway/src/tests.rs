@@ -1002,6 +1002,26 @@ fn cors_preflight_and_token_relay() {
         header(&preflight.headers, "access-control-allow-origin"),
         Some("*")
     );
+    // A refusal carries them too (WSO2's fault sequences run its CORS handler), so that
+    // a page reads why: on the handler and on a decision alike.
+    let from_site = [("origin", "http://site")];
+    let refused = world.call("GET", "/dev/v1/devs/a", &from_site);
+    assert_eq!(refused.status, 401);
+    assert_eq!(
+        header(&refused.headers, "access-control-allow-origin"),
+        Some("*")
+    );
+    let decided = world.gateway.decide(
+        &world.host,
+        &request("GET", "/dev/v1/devs/a", &from_site, b""),
+    );
+    let Decision::Respond(decided) = decided.decision else {
+        panic!("refused");
+    };
+    assert_eq!(
+        header(&decided.headers, "access-control-allow-origin"),
+        Some("*")
+    );
     let relayed = world.gateway.handle(
         &world.host,
         request(

@@ -134,12 +134,25 @@ struct ApiPage {
     done: Option<&'static str>,
     /// The subscribe form, for a signed-in user.
     subscribe: Option<SubscribeForm>,
+    /// The try-it console, for a signed-in user with applications.
+    console: Option<Console>,
     api: StoreApi,
     /// Each tag, with the search for its APIs.
     tags: Vec<(String, String)>,
     business: Vec<(String, String)>,
     operations: Vec<OperationView>,
     documents: Vec<DocumentCard>,
+}
+
+/// What the try-it console offers: the user's applications, the gateways, and the
+/// first operation of the API to start from.
+struct Console {
+    /// The API's base path at a gateway (`/pets/1.0.0`).
+    context: String,
+    applications: Vec<(String, String)>,
+    gateways: Vec<String>,
+    method: String,
+    path: String,
 }
 
 /// What the subscribe form offers: the user's applications, by id and name.
@@ -222,10 +235,26 @@ async fn api_page(
         }
         None => None,
     };
-    let (chrome, cookie) = Chrome::of(&state, &DEVPORTAL, NAV, &headers, session.as_ref(), here);
+    let operations = views::operations(api.api_definition.as_deref());
+    let gateways = crate::environments::gateway_urls(&state.config);
+    let console = subscribe
+        .as_ref()
+        .filter(|form| !form.applications.is_empty())
+        .map(|form| Console {
+            context: format!("{}/{}", api.context.trim_end_matches('/'), api.version),
+            applications: form.applications.clone(),
+            gateways: gateways.clone(),
+            method: first_to_try(&operations).map_or("GET".into(), |op| op.method.clone()),
+            path: first_to_try(&operations).map_or("/".into(), |op| op.path.clone()),
+        });
+    let (mut chrome, cookie) =
+        Chrome::of(&state, &DEVPORTAL, NAV, &headers, session.as_ref(), here);
+    chrome.script = console.is_some();
+    let scripts = console.is_some();
     let template = ApiPage {
         title: api.name.clone(),
         chrome,
+        console,
         done: done_message(query.as_deref()),
         api_id: api_id.clone(),
         subscribe,
@@ -240,14 +269,15 @@ async fn api_page(
             })
             .collect(),
         business: views::business(api.business_information.as_ref()),
-        operations: views::operations(api.api_definition.as_deref()),
+        operations,
         documents,
         api,
     };
-    with_cookie(
-        Page::render(StatusCode::OK, &template).into_response(),
-        cookie,
-    )
+    let mut page = Page::render(StatusCode::OK, &template);
+    if scripts {
+        page = page.with_scripts_calling(gateways);
+    }
+    with_cookie(page.into_response(), cookie)
 }
 
 /// `GET /devportal/apis/{apiId}/thumbnail`: the API's image, as the store answers it to
@@ -383,6 +413,14 @@ fn ended_session(
         let cleared = crate::web::cookies::clear(DEVPORTAL.cookie, secure);
         with_cookie(redirect(StatusCode::SEE_OTHER, &login), Some(cleared))
     })
+}
+
+/// The operation the console starts from: the first GET, else the first.
+fn first_to_try(operations: &[OperationView]) -> Option<&OperationView> {
+    operations
+        .iter()
+        .find(|op| op.method == "GET")
+        .or(operations.first())
 }
 
 /// The catalogue's query for `search` at `page`.

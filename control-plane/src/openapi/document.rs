@@ -69,6 +69,7 @@ fn ours() -> utoipa::openapi::OpenApi {
         crate::devportal::pages::Api::openapi(),
         crate::devportal::applications::Api::openapi(),
         crate::devportal::documents::Api::openapi(),
+        crate::devportal::try_it::Api::openapi(),
         crate::users::admin::Api::openapi(),
         crate::signing::admin::Api::openapi(),
         crate::fleet::admin::Api::openapi(),

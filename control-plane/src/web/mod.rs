@@ -91,6 +91,8 @@ pub struct Page {
     status: StatusCode,
     html: String,
     form_targets: Vec<String>,
+    /// The origins the page's own scripts may call, when it runs any (this host's).
+    scripts_connect_to: Option<Vec<String>>,
 }
 
 impl Page {
@@ -104,7 +106,14 @@ impl Page {
             status,
             html,
             form_targets: Vec::new(),
+            scripts_connect_to: None,
         }
+    }
+
+    /// Lets the page run this host's scripts, which may call this host and `origins`.
+    pub fn with_scripts_calling(mut self, origins: Vec<String>) -> Self {
+        self.scripts_connect_to = Some(origins);
+        self
     }
 
     /// Lets the page's forms end up at `origin` too (a redirect after the form is sent).
@@ -116,7 +125,14 @@ impl Page {
 
 impl IntoResponse for Page {
     fn into_response(self) -> Response {
-        let policy = content_security_policy(&self.form_targets);
+        let mut policy = content_security_policy(&self.form_targets);
+        if let Some(origins) = &self.scripts_connect_to {
+            policy.push_str("; script-src 'self'; connect-src 'self'");
+            for origin in origins {
+                policy.push(' ');
+                policy.push_str(origin);
+            }
+        }
         let mut response = (self.status, self.html).into_response();
         let headers = response.headers_mut();
         headers.insert(

@@ -20,6 +20,8 @@ pub struct Chrome {
     pub csrf_token: String,
     /// Where signing in starts, back to this page after.
     pub sign_in: String,
+    /// Whether the page loads the application's script (`<base>.js`).
+    pub script: bool,
 }
 
 impl Chrome {
@@ -44,6 +46,7 @@ impl Chrome {
             user: session.map(|s| s.user.clone()),
             csrf_token: prepared.token,
             sign_in: app.sign_in_link(&here),
+            script: false,
         };
         (chrome, prepared.set_cookie)
     }
