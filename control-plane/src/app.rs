@@ -127,6 +127,7 @@ pub fn rooms() -> Routes {
         .merge(crate::devportal::applications::router())
         .merge(crate::devportal::documents::router())
         .merge(crate::devportal::try_it::router())
+        .merge(crate::devportal::analytics::router())
         .merge(crate::apis::publisher::router())
         .merge(crate::tiers::publisher::router())
         .merge(crate::tiers::store_api::router())
@@ -155,6 +156,7 @@ pub fn rooms() -> Routes {
         .merge(crate::fleet::gateway_api::router())
         .merge(crate::analytics::gateway_api::router())
         .merge(crate::analytics::admin::router())
+        .merge(crate::analytics::store_api::router())
         .merge(crate::openapi::document::router())
 }
 

@@ -413,6 +413,38 @@ pub async fn applications_keys_and_subscriptions_in_the_portal(backend: Backend)
     checked_page(&page);
     assert!(page.body.contains("calls go through"), "{}", page.body);
 
+    // Its analytics: the page, and the store operation behind it, which answers for
+    // the caller's own applications only.
+    let analytics = browser
+        .open(&format!("{app_page}/analytics?range=1d"))
+        .await;
+    checked_page(&analytics);
+    assert!(
+        analytics.body.contains("0 requests, 0 errors"),
+        "{}",
+        analytics.body
+    );
+    let erin = api.login("erin", "erin-pw-1", "mgr:subscribe").await;
+    let admins = Steps::new(&api, &admin)
+        .create_application("Admin's", "Unlimited")
+        .await
+        .unwrap();
+    let of =
+        |id: &str, query: &str| format!("/api/am/store/v0.14/applications/{id}/analytics{query}");
+    api.get(&of(&admins, ""), &erin).await.expect(403);
+    api.get(&of("no-such-application", ""), &erin)
+        .await
+        .expect(404);
+    api.get(&of(application_id, "?interval=3m"), &erin)
+        .await
+        .expect(400);
+    api.get(&of(application_id, "?from=yesterday"), &erin)
+        .await
+        .expect(400);
+    let figures = api.get(&of(application_id, ""), &erin).await.expect(200);
+    assert_eq!(figures.body["requests"], 0);
+    assert_eq!(figures.body["name"], "Mine");
+
     // Unsubscribe, then delete the application.
     let unsubscribe_action = harness::signin::form_actions(&page.body)
         .into_iter()
@@ -431,9 +463,12 @@ pub async fn applications_keys_and_subscriptions_in_the_portal(backend: Backend)
 pub async fn the_try_it_console_calls_the_real_gateway(backend: Backend) {
     let mgmt_addr = format!("127.0.0.1:{}", harness::free_port());
     let settings = [("APIM_MGMT_ADDR", mgmt_addr)];
+    // Analytics reach the control plane within moments, for the page to show them.
+    let gateway = [("APIM_ANALYTICS_REPORT_MS", "200".to_string())];
     let stack = harness::stack::Launch {
         database: backend,
         control_plane: &settings,
+        gateway: &gateway,
         ..Default::default()
     }
     .start()
@@ -500,6 +535,29 @@ pub async fn the_try_it_console_calls_the_real_gateway(backend: Backend) {
         chromium.serious_accessibility_violations().await,
         Vec::<String>::new()
     );
+
+    // The calls show in the application's analytics, drawn and tabled.
+    let analytics = format!("{base}/devportal/applications/{}/analytics", app.id);
+    let mut shown = false;
+    for _ in 0..100 {
+        chromium.open(&analytics).await;
+        let source = chromium.source().await;
+        if !source.contains(">0 requests") && source.contains(" requests, ") {
+            shown = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    assert!(shown, "{}", chromium.source().await);
+    assert!(chromium.source().await.contains("Pets v1.0.0"));
+    assert_eq!(
+        chromium.serious_accessibility_violations().await,
+        Vec::<String>::new()
+    );
+    chromium.open(&format!("{base}{page}")).await;
+    chromium.wait_for_text("Try it").await;
+    chromium.choose("try-application", "Console app").await;
+    chromium.replace("try-path", "/devs/alice").await;
 
     // Blocked by the publisher, the console shows the gateway's refusal.
     let block = format!(

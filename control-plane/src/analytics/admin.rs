@@ -147,7 +147,7 @@ fn answer(api: StoredApi, window: &Window, rows: &[SlotTotals]) -> ApiAnalytics 
     for row in rows {
         whole.add(&row.totals);
         per_application
-            .entry(row.application_id.as_str())
+            .entry(row.grouped.as_str())
             .or_default()
             .add(&row.totals);
         per_slot.entry(row.slot).or_default().add(&row.totals);

@@ -72,10 +72,24 @@ pub struct Selection<'a> {
     pub slot_minutes: i64,
 }
 
+/// The columns every total adds up.
+fn sums() -> String {
+    let sum = |column: String| format!("CAST(SUM({column}) AS BIGINT) AS {column}");
+    let mut columns: Vec<String> = [
+        "requests",
+        "client_errors",
+        "server_errors",
+        "latency_sum_us",
+    ]
+    .iter()
+    .map(|c| sum(c.to_string()))
+    .collect();
+    columns.push(bucket_columns(|b| sum(format!("bucket_{b}"))));
+    columns.join(", ")
+}
+
 /// The API's totals per slot and application, over every gateway and process.
 pub async fn totals(db: &AnyPool, selection: &Selection<'_>) -> sqlx::Result<Vec<SlotTotals>> {
-    let sum = |column: String| format!("CAST(SUM({column}) AS BIGINT) AS {column}");
-    let sums = bucket_columns(|b| sum(format!("bucket_{b}")));
     let one_application = if selection.application_id.is_some() {
         "AND application_id = $5"
     } else {
@@ -83,16 +97,12 @@ pub async fn totals(db: &AnyPool, selection: &Selection<'_>) -> sqlx::Result<Vec
     };
     // language=SQL
     let select = format!(
-        "SELECT (minute / $2) * $2 AS slot, application_id, {requests}, {client_errors},
-             {server_errors}, {latency}, {sums}
+        "SELECT (minute / $2) * $2 AS slot, application_id AS grouped, {sums}
          FROM analytics_minutes
          WHERE api_id = $1 AND minute >= $3 AND minute < $4 {one_application}
          GROUP BY slot, application_id
          ORDER BY slot, application_id",
-        requests = sum("requests".into()),
-        client_errors = sum("client_errors".into()),
-        server_errors = sum("server_errors".into()),
-        latency = sum("latency_sum_us".into()),
+        sums = sums(),
     );
     let mut query = sqlx::query_as(&select)
         .bind(selection.api_id)
@@ -103,6 +113,31 @@ pub async fn totals(db: &AnyPool, selection: &Selection<'_>) -> sqlx::Result<Vec
         query = query.bind(application);
     }
     query.fetch_all(db).await
+}
+
+/// An application's totals per slot and API, over every gateway and process, from the
+/// Unix minute `from` to before `to`.
+pub async fn application_totals(
+    db: &AnyPool,
+    application_id: &str,
+    (from, to, slot_minutes): (i64, i64, i64),
+) -> sqlx::Result<Vec<SlotTotals>> {
+    // language=SQL
+    let select = format!(
+        "SELECT (minute / $2) * $2 AS slot, api_id AS grouped, {sums}
+         FROM analytics_minutes
+         WHERE application_id = $1 AND minute >= $3 AND minute < $4
+         GROUP BY slot, api_id
+         ORDER BY slot, api_id",
+        sums = sums(),
+    );
+    sqlx::query_as(&select)
+        .bind(application_id)
+        .bind(slot_minutes)
+        .bind(from)
+        .bind(to)
+        .fetch_all(db)
+        .await
 }
 
 /// Deletes what was counted before the Unix minute `before`; how many rows.

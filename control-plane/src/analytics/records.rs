@@ -78,12 +78,13 @@ impl Totals {
     }
 }
 
-/// One row of [`super::queries::totals`]: a slot of time (its first Unix minute), an
-/// application, and their totals.
+/// One row of [`super::queries::totals`] or [`super::queries::application_totals`]: a
+/// slot of time (its first Unix minute), what the totals are grouped by (an application,
+/// or an API), and their totals.
 #[derive(Debug, Clone)]
 pub struct SlotTotals {
     pub slot: i64,
-    pub application_id: String,
+    pub grouped: String,
     pub totals: Totals,
 }
 
@@ -98,7 +99,7 @@ impl<'r> sqlx::FromRow<'r, AnyRow> for SlotTotals {
         }
         Ok(SlotTotals {
             slot: row.try_get("slot")?,
-            application_id: row.try_get("application_id")?,
+            grouped: row.try_get("grouped")?,
             totals: Totals {
                 requests: count("requests")?,
                 client_errors: count("client_errors")?,

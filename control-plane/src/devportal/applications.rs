@@ -13,15 +13,16 @@ use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use super::DEVPORTAL;
 use super::views::{self, ApplicationView, KeyView, SubscriptionView};
-use super::visits::{NAV, Peer, call, done_message, encoded, peer_of};
+use super::visits::{
+    Peer, call, chrome, done_message, encoded, not_found, peer_of, signed_in, to_sign_in,
+};
 use crate::http::STORE;
 use crate::http::routes::{Routes, get, post};
 use crate::state::AppState;
 use crate::web::calls::{Answer, Call};
 use crate::web::portal::Chrome;
-use crate::web::signin::{self, Session};
+use crate::web::signin::Session;
 use crate::web::{MessagePage, Page, csrf, field, form_pairs, redirect, with_cookie};
 
 /// Applications a user's list shows at most.
@@ -544,16 +545,6 @@ async fn unsubscribe(
     )
 }
 
-/// The signed-in user, when there is one.
-fn signed_in(state: &AppState, headers: &HeaderMap) -> Option<Session> {
-    signin::session(state, &DEVPORTAL, headers)
-}
-
-/// To the sign-in, back to `here` after.
-fn to_sign_in(here: &str) -> Response {
-    redirect(StatusCode::SEE_OTHER, &DEVPORTAL.sign_in_link(here))
-}
-
 /// A signed-in user's form: their session and the form's fields.
 type Posted = (Session, Vec<(String, String)>);
 
@@ -629,32 +620,6 @@ fn outcome(state: &AppState, headers: &HeaderMap, message: &str, back: &str) -> 
     with_cookie(
         Page::render(StatusCode::BAD_REQUEST, &page).into_response(),
         cookie,
-    )
-}
-
-/// A 404 page saying `message`.
-fn not_found(message: &str) -> Response {
-    Page::render(
-        StatusCode::NOT_FOUND,
-        &MessagePage::saying("Not found", message, true),
-    )
-    .into_response()
-}
-
-/// The frame of a page of the portal at `here`.
-fn chrome(
-    state: &AppState,
-    headers: &HeaderMap,
-    session: &Option<Session>,
-    here: &str,
-) -> (Chrome, Option<axum::http::HeaderValue>) {
-    Chrome::of(
-        state,
-        &DEVPORTAL,
-        NAV,
-        headers,
-        session.as_ref(),
-        here.to_string(),
     )
 }
 

@@ -5,6 +5,7 @@
 //! never from the database: `views` turns them into what the templates show, `pages`
 //! serves them.
 
+pub(crate) mod analytics;
 pub(crate) mod applications;
 pub(crate) mod documents;
 pub(crate) mod pages;

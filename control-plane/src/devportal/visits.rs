@@ -7,10 +7,15 @@ use std::net::SocketAddr;
 use axum::Extension;
 use axum::extract::ConnectInfo;
 
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+
+use super::DEVPORTAL;
 use crate::state::AppState;
 use crate::web::calls::{Answer, Call, PublicApi};
-use crate::web::signin::Session;
-use crate::web::{field, form_pairs};
+use crate::web::portal::Chrome;
+use crate::web::signin::{self, Session};
+use crate::web::{MessagePage, Page, field, form_pairs, redirect};
 
 /// The portal's main navigation.
 pub(super) const NAV: &[(&str, &str)] = &[("", "APIs"), ("/applications", "Applications")];
@@ -56,4 +61,40 @@ pub(super) fn done_message(query: Option<&str>) -> Option<&'static str> {
         "unsubscribed" => Some("Unsubscribed."),
         _ => None,
     }
+}
+
+/// The signed-in user, when there is one.
+pub(super) fn signed_in(state: &AppState, headers: &HeaderMap) -> Option<Session> {
+    signin::session(state, &DEVPORTAL, headers)
+}
+
+/// To the sign-in, back to `here` after.
+pub(super) fn to_sign_in(here: &str) -> Response {
+    redirect(StatusCode::SEE_OTHER, &DEVPORTAL.sign_in_link(here))
+}
+
+/// A 404 page saying `message`.
+pub(super) fn not_found(message: &str) -> Response {
+    Page::render(
+        StatusCode::NOT_FOUND,
+        &MessagePage::saying("Not found", message, true),
+    )
+    .into_response()
+}
+
+/// The frame of a page of the portal at `here`.
+pub(super) fn chrome(
+    state: &AppState,
+    headers: &HeaderMap,
+    session: &Option<Session>,
+    here: &str,
+) -> (Chrome, Option<axum::http::HeaderValue>) {
+    Chrome::of(
+        state,
+        &DEVPORTAL,
+        NAV,
+        headers,
+        session.as_ref(),
+        here.to_string(),
+    )
 }

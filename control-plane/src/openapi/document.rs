@@ -70,6 +70,7 @@ fn ours() -> utoipa::openapi::OpenApi {
         crate::devportal::applications::Api::openapi(),
         crate::devportal::documents::Api::openapi(),
         crate::devportal::try_it::Api::openapi(),
+        crate::devportal::analytics::Api::openapi(),
         crate::users::admin::Api::openapi(),
         crate::signing::admin::Api::openapi(),
         crate::fleet::admin::Api::openapi(),
@@ -79,6 +80,7 @@ fn ours() -> utoipa::openapi::OpenApi {
         crate::fleet::gateway_api::Api::openapi(),
         crate::analytics::gateway_api::Api::openapi(),
         crate::analytics::admin::Api::openapi(),
+        crate::analytics::store_api::Api::openapi(),
         crate::wsdl::publisher::Api::openapi(),
         Api::openapi(),
     ] {
