@@ -285,6 +285,7 @@ fn assert_deploys_with_every_setting(
             settings::CATCH_UP_MS,
             settings::ACCESS_LOG,
             settings::MAX_REQUEST_BODY_BYTES,
+            settings::BACKEND_JWT,
         ],
         &[(
             settings::EGRESS_ALLOW,

@@ -281,3 +281,47 @@ fn open_cookie<T: DeserializeOwned>(
 fn random_text() -> String {
     URL_SAFE_NO_PAD.encode(rand::random::<[u8; RANDOM_BYTES]>())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const APP: WebApp = WebApp {
+        client_id: "apim-test",
+        name: "Test",
+        base: "/portal",
+        cookie: "apim_test",
+        pending_cookie: "apim_test_signin",
+    };
+
+    #[test]
+    fn a_sign_in_comes_back_only_to_a_page_of_its_application() {
+        for page in ["/portal", "/portal/apis/1", "/portal?q=tag%3Aa"] {
+            assert_eq!(APP.page_or_home(Some(page)), page);
+        }
+        for elsewhere in [
+            "https://evil.example/",
+            "//evil.example/portal",
+            "/portalx",
+            "/portal//evil.example",
+            "/portal/\\evil.example",
+            "/oauth2/authorize",
+            "",
+        ] {
+            assert_eq!(APP.page_or_home(Some(elsewhere)), "/portal", "{elsewhere}");
+        }
+        assert_eq!(APP.page_or_home(None), "/portal");
+    }
+
+    #[test]
+    fn the_redirect_uri_and_sign_in_link_sit_under_the_issuer_and_application() {
+        assert_eq!(
+            APP.redirect_uri("https://apim.example.com/"),
+            "https://apim.example.com/portal/callback"
+        );
+        assert_eq!(
+            APP.sign_in_link("/portal/apis/1?x=y"),
+            "/portal/login?next=%2Fportal%2Fapis%2F1%3Fx%3Dy"
+        );
+    }
+}
