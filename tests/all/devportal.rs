@@ -173,6 +173,8 @@ pub async fn the_portal_shows_each_visitor_what_their_token_sees(backend: Backen
         "pets@example.com",
         "/devs/{username}",
         "Unlimited",
+        // Where the (configured, here the default) gateway serves it.
+        "http://127.0.0.1:8280/pets/v1.0.0",
     ] {
         assert!(page.body.contains(shown), "{shown} on the API's page");
     }

@@ -137,6 +137,8 @@ struct ApiPage {
     /// The try-it console, for a signed-in user with applications.
     console: Option<Console>,
     api: StoreApi,
+    /// Where the gateways serve it.
+    endpoints: Vec<String>,
     /// Each tag, with the search for its APIs.
     tags: Vec<(String, String)>,
     business: Vec<(String, String)>,
@@ -247,6 +249,7 @@ async fn api_page(
             method: first_to_try(&operations).map_or("GET".into(), |op| op.method.clone()),
             path: first_to_try(&operations).map_or("/".into(), |op| op.path.clone()),
         });
+    let endpoints = endpoint_urls(&gateways, &api);
     let (mut chrome, cookie) =
         Chrome::of(&state, &DEVPORTAL, NAV, &headers, session.as_ref(), here);
     chrome.script = console.is_some();
@@ -255,6 +258,7 @@ async fn api_page(
         title: api.name.clone(),
         chrome,
         console,
+        endpoints,
         done: done_message(query.as_deref()),
         api_id: api_id.clone(),
         subscribe,
@@ -413,6 +417,20 @@ fn ended_session(
         let cleared = crate::web::cookies::clear(DEVPORTAL.cookie, secure);
         with_cookie(redirect(StatusCode::SEE_OTHER, &login), Some(cleared))
     })
+}
+
+/// The API's URLs at each configured gateway: with its version, and without it when it
+/// is the default version.
+fn endpoint_urls(gateways: &[String], api: &StoreApi) -> Vec<String> {
+    let context = api.context.trim_end_matches('/');
+    let mut urls = Vec::new();
+    for gateway in gateways {
+        urls.push(format!("{gateway}{context}/{}", api.version));
+        if api.is_default_version {
+            urls.push(format!("{gateway}{context}"));
+        }
+    }
+    urls
 }
 
 /// The operation the console starts from: the first GET, else the first.

@@ -73,6 +73,8 @@ pub struct StoreApi {
     pub tiers: Vec<String>,
     #[serde(default)]
     pub business_information: Option<Value>,
+    #[serde(default)]
+    pub is_default_version: bool,
 }
 
 /// A document in an API's list.
