@@ -7,8 +7,6 @@
 //! the administrators of the API's tenant (the super tenant's: every tenant's) and the
 //! user who provides it. Another tenant's API answers as a missing one does (404).
 
-use std::collections::BTreeMap;
-
 use apim_manifest::analytics::NO_APPLICATION;
 use axum::Json;
 use axum::extract::{Path, State};
@@ -16,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
 use super::queries::{self, Selection};
-use super::records::{Figures, SlotTotals, Totals};
+use super::records::{Figures, SlotFigures, SlotTotals, Summed, summed};
 use super::rules::{Window, check_application_id, time_text};
 use crate::apis::StoredApi;
 use crate::error::{Error, Result};
@@ -47,14 +45,6 @@ struct AnalyticsQuery {
 #[serde(rename_all = "camelCase")]
 struct ApplicationFigures {
     application_id: Option<String>,
-    #[serde(flatten)]
-    figures: Figures,
-}
-
-/// One slot's figures.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-struct SlotFigures {
-    time: String,
     #[serde(flatten)]
     figures: Figures,
 }
@@ -141,30 +131,16 @@ async fn readable_api(state: &AppState, user: &User, api_id: &str) -> Result<Sto
 
 /// The answer: totals added up over the whole range, per application and per slot.
 fn answer(api: StoredApi, window: &Window, rows: &[SlotTotals]) -> ApiAnalytics {
-    let mut whole = Totals::default();
-    let mut per_application: BTreeMap<&str, Totals> = BTreeMap::new();
-    let mut per_slot: BTreeMap<i64, Totals> = BTreeMap::new();
-    for row in rows {
-        whole.add(&row.totals);
-        per_application
-            .entry(row.grouped.as_str())
-            .or_default()
-            .add(&row.totals);
-        per_slot.entry(row.slot).or_default().add(&row.totals);
-    }
-    let mut applications: Vec<ApplicationFigures> = per_application
+    let Summed {
+        whole,
+        groups,
+        series,
+    } = summed(window, rows);
+    let applications = groups
         .into_iter()
-        .map(|(application, totals)| ApplicationFigures {
-            application_id: (application != NO_APPLICATION).then(|| application.to_string()),
-            figures: totals.figures(),
-        })
-        .collect();
-    applications.sort_by_key(|a| std::cmp::Reverse(a.figures.requests));
-    let series = window
-        .slots()
-        .map(|slot| SlotFigures {
-            time: time_text(slot),
-            figures: per_slot.remove(&slot).unwrap_or_default().figures(),
+        .map(|(application, figures)| ApplicationFigures {
+            application_id: (application != NO_APPLICATION).then_some(application),
+            figures,
         })
         .collect();
     ApiAnalytics {
@@ -175,7 +151,7 @@ fn answer(api: StoredApi, window: &Window, rows: &[SlotTotals]) -> ApiAnalytics 
         from: time_text(window.from),
         to: time_text(window.to),
         interval: window.interval,
-        figures: whole.figures(),
+        figures: whole,
         applications,
         series,
     }

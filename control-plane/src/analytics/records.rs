@@ -1,10 +1,14 @@
 //! What the analytics of an API add up to: counts and a merged latency histogram per slot
 //! of time and application, and the figures an answer shows of them.
 
+use std::collections::BTreeMap;
+
 use apim_manifest::analytics::{BUCKETS, LATENCY_BOUNDS_US};
 use serde::Serialize;
 use sqlx::Row as _;
 use sqlx::any::AnyRow;
+
+use super::rules::{Window, time_text};
 
 /// Counts added up over gateways, processes and minutes.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -108,6 +112,56 @@ impl<'r> sqlx::FromRow<'r, AnyRow> for SlotTotals {
                 buckets,
             },
         })
+    }
+}
+
+/// One slot's figures.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct SlotFigures {
+    pub time: String,
+    #[serde(flatten)]
+    pub figures: Figures,
+}
+
+/// Rows added up three ways.
+pub struct Summed {
+    /// Over the whole range.
+    pub whole: Figures,
+    /// Per what the rows are grouped by (an application, an API), most requests first.
+    pub groups: Vec<(String, Figures)>,
+    /// Per slot, every slot of the window, in order.
+    pub series: Vec<SlotFigures>,
+}
+
+/// `rows` of `window` added up over it, per group and per slot.
+pub fn summed(window: &Window, rows: &[SlotTotals]) -> Summed {
+    let mut whole = Totals::default();
+    let mut per_group: BTreeMap<&str, Totals> = BTreeMap::new();
+    let mut per_slot: BTreeMap<i64, Totals> = BTreeMap::new();
+    for row in rows {
+        whole.add(&row.totals);
+        per_group
+            .entry(row.grouped.as_str())
+            .or_default()
+            .add(&row.totals);
+        per_slot.entry(row.slot).or_default().add(&row.totals);
+    }
+    let mut groups: Vec<(String, Figures)> = per_group
+        .into_iter()
+        .map(|(group, totals)| (group.to_string(), totals.figures()))
+        .collect();
+    groups.sort_by_key(|(_, figures)| std::cmp::Reverse(figures.requests));
+    let series = window
+        .slots()
+        .map(|slot| SlotFigures {
+            time: time_text(slot),
+            figures: per_slot.remove(&slot).unwrap_or_default().figures(),
+        })
+        .collect();
+    Summed {
+        whole: whole.figures(),
+        groups,
+        series,
     }
 }
 

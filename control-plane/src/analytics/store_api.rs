@@ -4,15 +4,13 @@
 //! caller's applications, per API and per slot. Someone else's application is refused
 //! (403) and a missing one is 404, as the store's other application resources answer.
 
-use std::collections::BTreeMap;
-
 use axum::Json;
 use axum::extract::{Path, State};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
 use super::queries;
-use super::records::{Figures, SlotTotals, Totals};
+use super::records::{Figures, SlotFigures, Summed, summed};
 use super::rules::{Window, time_text};
 use crate::applications::{StoreUser, owned_application};
 use crate::error::Result;
@@ -44,14 +42,6 @@ struct ApiFigures {
     /// Its name and version, while the API exists.
     name: Option<String>,
     version: Option<String>,
-    #[serde(flatten)]
-    figures: Figures,
-}
-
-/// One slot's figures.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-struct SlotFigures {
-    time: String,
     #[serde(flatten)]
     figures: Figures,
 }
@@ -104,12 +94,20 @@ async fn application_analytics(
     )?;
     let range = (window.from, window.to, window.slot_minutes);
     let rows = queries::application_totals(&state.db, &application.id, range).await?;
-    let mut apis = per_api(&rows);
-    for api in &mut apis {
-        if let Some(found) = crate::apis::find(&state.db, &api.api_id).await? {
-            api.name = Some(found.name);
-            api.version = Some(found.version);
-        }
+    let Summed {
+        whole,
+        groups,
+        series,
+    } = summed(&window, &rows);
+    let mut apis = Vec::with_capacity(groups.len());
+    for (api_id, figures) in groups {
+        let found = crate::apis::find(&state.db, &api_id).await?;
+        apis.push(ApiFigures {
+            name: found.as_ref().map(|api| api.name.clone()),
+            version: found.map(|api| api.version),
+            api_id,
+            figures,
+        });
     }
     Ok(Json(ApplicationAnalytics {
         application_id: application.id,
@@ -117,54 +115,10 @@ async fn application_analytics(
         from: time_text(window.from),
         to: time_text(window.to),
         interval: window.interval,
-        figures: whole(&rows),
+        figures: whole,
         apis,
-        series: series(&window, &rows),
+        series,
     }))
-}
-
-/// Every row added up.
-fn whole(rows: &[SlotTotals]) -> Figures {
-    let mut whole = Totals::default();
-    rows.iter().for_each(|row| whole.add(&row.totals));
-    whole.figures()
-}
-
-/// The rows added up per API, most requests first.
-fn per_api(rows: &[SlotTotals]) -> Vec<ApiFigures> {
-    let mut per_api: BTreeMap<&str, Totals> = BTreeMap::new();
-    for row in rows {
-        per_api
-            .entry(row.grouped.as_str())
-            .or_default()
-            .add(&row.totals);
-    }
-    let mut apis: Vec<ApiFigures> = per_api
-        .into_iter()
-        .map(|(api_id, totals)| ApiFigures {
-            api_id: api_id.to_string(),
-            name: None,
-            version: None,
-            figures: totals.figures(),
-        })
-        .collect();
-    apis.sort_by_key(|a| std::cmp::Reverse(a.figures.requests));
-    apis
-}
-
-/// The rows added up per slot, every slot of the window.
-fn series(window: &Window, rows: &[SlotTotals]) -> Vec<SlotFigures> {
-    let mut per_slot: BTreeMap<i64, Totals> = BTreeMap::new();
-    for row in rows {
-        per_slot.entry(row.slot).or_default().add(&row.totals);
-    }
-    window
-        .slots()
-        .map(|slot| SlotFigures {
-            time: time_text(slot),
-            figures: per_slot.remove(&slot).unwrap_or_default().figures(),
-        })
-        .collect()
 }
 
 /// This operation in the control plane's OpenAPI document.

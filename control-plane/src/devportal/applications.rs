@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use super::views::{self, ApplicationView, KeyView, SubscriptionView};
 use super::visits::{
     Peer, call, chrome, done_message, encoded, not_found, peer_of, signed_in, to_sign_in,
+    unless_from_this_site,
 };
 use crate::http::STORE;
 use crate::http::routes::{Routes, get, post};
@@ -23,7 +24,7 @@ use crate::state::AppState;
 use crate::web::calls::{Answer, Call};
 use crate::web::portal::Chrome;
 use crate::web::signin::Session;
-use crate::web::{MessagePage, Page, csrf, field, form_pairs, redirect, with_cookie};
+use crate::web::{Page, field, form_pairs, redirect, with_cookie};
 
 /// Applications a user's list shows at most.
 const MAX_APPLICATIONS: usize = 200;
@@ -560,15 +561,12 @@ fn posted(
     let Some(session) = signed_in(state, headers) else {
         return Err(Box::new(to_sign_in(here)));
     };
-    if !csrf::check(headers, &state.gateway_secret, field(&pairs, csrf::FIELD)) {
-        let page = MessagePage::saying(
-            "This form has expired",
-            "Go back, reload the page and try again.",
-            true,
-        );
-        return Err(Box::new(
-            Page::render(StatusCode::FORBIDDEN, &page).into_response(),
-        ));
+    let expired = (
+        "This form has expired",
+        "Go back, reload the page and try again.",
+    );
+    if let Some(refused) = unless_from_this_site(state, headers, &pairs, expired) {
+        return Err(Box::new(refused));
     }
     Ok((session, pairs))
 }

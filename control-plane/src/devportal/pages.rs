@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 
 use super::DEVPORTAL;
 use super::views::{self, ApiCard, ApiList, DocumentCard, DocumentList, OperationView, StoreApi};
-use super::visits::{NAV, Peer, call, done_message, encoded, peer_of};
+use super::visits::{NAV, Peer, call, done_message, encoded, peer_of, unless_from_this_site};
 use crate::http::STORE;
 use crate::http::routes::{Routes, get, post};
 use crate::scopes::Scope;
@@ -18,7 +18,7 @@ use crate::state::AppState;
 use crate::web::calls::{Answer, Call};
 use crate::web::portal::Chrome;
 use crate::web::signin::{self, Session};
-use crate::web::{MessagePage, Page, csrf, field, form_pairs, redirect, with_cookie};
+use crate::web::{MessagePage, Page, field, form_pairs, redirect, with_cookie};
 
 /// APIs on a catalogue page.
 const PAGE_SIZE: i64 = 24;
@@ -392,13 +392,12 @@ async fn logout(
     body: axum::body::Bytes,
 ) -> Response {
     let pairs = form_pairs(&body);
-    if !csrf::check(&headers, &state.gateway_secret, field(&pairs, csrf::FIELD)) {
-        let page = MessagePage::saying(
-            "Sign-out failed",
-            "This form has expired. Go back, reload the page and try again.",
-            true,
-        );
-        return Page::render(StatusCode::FORBIDDEN, &page).into_response();
+    let expired = (
+        "Sign-out failed",
+        "This form has expired. Go back, reload the page and try again.",
+    );
+    if let Some(refused) = unless_from_this_site(&state, &headers, &pairs, expired) {
+        return refused;
     }
     signin::end(&state, &DEVPORTAL, &headers, peer_of(peer)).await
 }

@@ -15,7 +15,7 @@ use crate::state::AppState;
 use crate::web::calls::{Answer, Call, PublicApi};
 use crate::web::portal::Chrome;
 use crate::web::signin::{self, Session};
-use crate::web::{MessagePage, Page, field, form_pairs, redirect};
+use crate::web::{MessagePage, Page, csrf, field, form_pairs, redirect};
 
 /// The portal's main navigation.
 pub(super) const NAV: &[(&str, &str)] = &[("", "APIs"), ("/applications", "Applications")];
@@ -97,4 +97,19 @@ pub(super) fn chrome(
         session.as_ref(),
         here.to_string(),
     )
+}
+
+/// A 403 page saying `title` and `message` when the form `pairs` did not come with this
+/// browser's CSRF token from this site; `None` when it did.
+pub(super) fn unless_from_this_site(
+    state: &AppState,
+    headers: &HeaderMap,
+    pairs: &[(String, String)],
+    (title, message): (&str, &str),
+) -> Option<Response> {
+    if csrf::check(headers, &state.gateway_secret, field(pairs, csrf::FIELD)) {
+        return None;
+    }
+    let page = MessagePage::saying(title, message, true);
+    Some(Page::render(StatusCode::FORBIDDEN, &page).into_response())
 }
