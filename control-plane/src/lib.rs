@@ -23,6 +23,7 @@ pub mod manifest;
 pub mod mediation;
 pub mod openapi;
 pub mod ops;
+pub mod publisher_console;
 pub mod scopes;
 pub mod secrets;
 pub mod server;

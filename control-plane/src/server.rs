@@ -236,16 +236,21 @@ async fn prepare(
         data_keys,
     };
     crate::analytics::retention::spawn_retention(state.clone());
-    let devportal = &crate::devportal::DEVPORTAL;
-    crate::clients::first_party::register(
-        &state.db,
-        &state.data_keys,
-        devportal.client_id,
-        devportal.name,
-        &devportal.redirect_uri(&state.issuer),
-    )
-    .await
-    .context("could not register the developer portal as an OAuth client")?;
+    for app in [
+        &crate::devportal::DEVPORTAL,
+        &crate::publisher_console::PUBLISHER_CONSOLE,
+    ] {
+        let redirect_uri = app.redirect_uri(&state.issuer);
+        crate::clients::first_party::register(
+            &state.db,
+            &state.data_keys,
+            app.client_id,
+            app.name,
+            &redirect_uri,
+        )
+        .await
+        .with_context(|| format!("could not register the {} as an OAuth client", app.name))?;
+    }
     users::limit_argon2_queue(config.argon2_queue);
     users::prepare_dummy_hash().await?;
     Ok(Prepared {

@@ -161,6 +161,29 @@ impl Browser {
         self.seen("POST", &url, request).await
     }
 
+    /// Sends `form` as `multipart/form-data`, with `file` (field name, file name, bytes)
+    /// as its file field, as a page's browser sends a form with a file input.
+    pub async fn submit_with_file(&self, form: &Form, file: (&str, &str, Vec<u8>)) -> Seen {
+        let url = self.absolute(&form.action);
+        let mut body = reqwest::multipart::Form::new();
+        for (name, value) in &form.fields {
+            body = body.text(name.clone(), value.clone());
+        }
+        let (field, file_name, bytes) = file;
+        let part = reqwest::multipart::Part::bytes(bytes)
+            .file_name(file_name.to_string())
+            .mime_str("application/json")
+            .expect("a MIME type");
+        body = body.part(field.to_string(), part);
+        let request = self
+            .http
+            .post(&url)
+            .header("origin", &self.base)
+            .header("sec-fetch-site", "same-origin")
+            .multipart(body);
+        self.seen("POST", &url, request).await
+    }
+
     async fn seen(&self, method: &str, url: &str, request: reqwest::RequestBuilder) -> Seen {
         let response = request.send().await.expect("the control plane answers");
         let status = response.status().as_u16();

@@ -9,6 +9,8 @@ use harness::signin::{Browser, Seen, control_plane_at_its_issuer, every_control_
 use harness::stack::ALL_SCOPES;
 use harness::steps::Steps;
 use harness::{ADMIN_PASSWORD, Backend, Client, spec_api_record};
+
+use crate::publisher_console::definition_file;
 use serde_json::{Value, json};
 
 /// Publishes the spec's API as `name` with `changes`, by `token`; its id.
@@ -73,7 +75,7 @@ async fn add_documents(api: &Client, token: &str, id: &str) -> Vec<String> {
 }
 
 /// A page every portal page must be: HTML under the strict policy, every control named.
-fn checked_page(seen: &Seen) {
+pub fn checked_page(seen: &Seen) {
     assert_eq!(seen.status, 200, "{}", seen.body);
     assert!(seen.header("content-type").starts_with("text/html"));
     let policy = seen.header("content-security-policy");
@@ -85,12 +87,24 @@ fn checked_page(seen: &Seen) {
 /// Signs `user` in from `page`: the portal's sign-in, the sign-in and consent pages, the
 /// callback; the page it comes back to.
 async fn sign_in(browser: &Browser, page: &str, user: &str, password: &str) -> Seen {
+    sign_in_to("/devportal", browser, page, user, password).await
+}
+
+/// Signs `user` in to the web application at `app` from its `page`; the page it comes
+/// back to.
+pub async fn sign_in_to(
+    app: &str,
+    browser: &Browser,
+    page: &str,
+    user: &str,
+    password: &str,
+) -> Seen {
     let next: String = url::form_urlencoded::byte_serialize(page.as_bytes()).collect();
-    let started = browser.open(&format!("/devportal/login?next={next}")).await;
+    let started = browser.open(&format!("{app}/login?next={next}")).await;
     assert_eq!(started.status, 302);
     let authorize = browser.follow(started).await;
     let callback = browser.sign_in_and_allow(authorize, user, password).await;
-    assert_eq!(callback.path(), "/devportal/callback", "{callback}");
+    assert_eq!(callback.path(), format!("{app}/callback"), "{callback}");
     let back = browser.open(callback.as_str()).await;
     assert_eq!(back.status, 303, "{}", back.body);
     assert!(back.header("set-cookie").contains("HttpOnly"));
@@ -462,7 +476,7 @@ pub async fn applications_keys_and_subscriptions_in_the_portal(backend: Backend)
     control_plane.stop().await;
 }
 
-pub async fn the_try_it_console_calls_the_real_gateway(backend: Backend) {
+pub async fn a_provider_publishes_and_blocks_while_a_consumer_tries_it(backend: Backend) {
     let mgmt_addr = format!("127.0.0.1:{}", harness::free_port());
     let settings = [("APIM_MGMT_ADDR", mgmt_addr)];
     // Analytics reach the control plane within moments, for the page to show them.
@@ -476,14 +490,49 @@ pub async fn the_try_it_console_calls_the_real_gateway(backend: Backend) {
     .start()
     .await;
     let base = stack.mgmt.base.clone();
-    // The console's calls pass the gateway by the API's CORS configuration.
-    let cors = json!({"corsConfigurationEnabled": true, "accessControlAllowOrigins": ["*"],
-        "accessControlAllowCredentials": false,
-        "accessControlAllowHeaders": ["authorization", "content-type", "accept"],
-        "accessControlAllowMethods": ["GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"]});
-    let pets = stack
-        .api("Pets", json!({"corsConfiguration": cors}), &["Publish"])
+
+    // The provider creates the API from a Swagger file in the publisher console, letting
+    // browsers call it (CORS: the console's calls cross to the gateway), and publishes it.
+    let provider = harness::browser::Chromium::start().await;
+    provider
+        .open(&format!(
+            "{base}/publisher/login?next=%2Fpublisher%2Fapis%2Fnew"
+        ))
         .await;
+    provider.fill("username", "admin").await;
+    provider
+        .fill("password", &format!("{ADMIN_PASSWORD}\u{E007}"))
+        .await;
+    provider.wait_for_text("Allow access?").await;
+    provider.click_button("Allow").await;
+    provider.wait_for_text("Swagger 2.0 definition").await;
+    assert_eq!(
+        provider.serious_accessibility_violations().await,
+        Vec::<String>::new()
+    );
+    let file = stack.data_dir.join("pets-swagger.json");
+    std::fs::write(&file, definition_file("Pets", "/pets")).unwrap();
+    provider.fill("definition", file.to_str().unwrap()).await;
+    provider
+        .fill("endpoint", &format!("{}/", stack.backend.url))
+        .await;
+    provider.fill("cors_origins", "*").await;
+    provider.click_button("Create").await;
+    provider.wait_for_text("The API is created").await;
+    let api_page = provider.current_url().await;
+    let pets = api_page
+        .split('?')
+        .next()
+        .and_then(|page| page.rsplit('/').next())
+        .unwrap()
+        .to_string();
+    provider.click_button("Publish").await;
+    provider.wait_for_text("lifecycle state is changed").await;
+    assert!(provider.source().await.contains("PUBLISHED"));
+    assert_eq!(
+        provider.serious_accessibility_violations().await,
+        Vec::<String>::new()
+    );
     stack
         .mgmt
         .add_user("erin", "erin-pw-1", &["subscriber"])
@@ -561,16 +610,19 @@ pub async fn the_try_it_console_calls_the_real_gateway(backend: Backend) {
     chromium.choose("try-application", "Console app").await;
     chromium.replace("try-path", "/devs/alice").await;
 
-    // Blocked by the publisher, the console shows the gateway's refusal.
-    let block = format!(
-        "/api/am/publisher/v0.14/subscriptions/block-subscription?subscriptionId={}&blockState=BLOCKED",
-        app.subscriptions[0]
-    );
-    let blocker = stack
-        .mgmt
-        .login("admin", ADMIN_PASSWORD, "mgr:subscription_block")
+    // Blocked by the provider in the publisher console, the try-it console shows the
+    // gateway's refusal.
+    provider
+        .open(&format!("{base}/publisher/apis/{pets}"))
         .await;
-    stack.mgmt.post_empty(&block, &blocker).await.expect(200);
+    provider.wait_for_text("Console app").await;
+    assert_eq!(
+        provider.serious_accessibility_violations().await,
+        Vec::<String>::new()
+    );
+    provider.click_button("Block subscription").await;
+    provider.wait_for_text("The subscription is blocked").await;
+    provider.close().await;
     harness::eventually(&stack.gw, reqwest::Method::GET, path, &token, |r| {
         r.fault_code() == "900907"
     })

@@ -37,6 +37,7 @@ mod openapi;
 mod ordering;
 mod protected_resource;
 mod publisher;
+mod publisher_console;
 mod registration;
 mod restart;
 mod secrets;
@@ -322,10 +323,14 @@ on_both!(
     devportal::the_portal_shows_each_visitor_what_their_token_sees,
     devportal::applications_keys_and_subscriptions_in_the_portal,
 );
+on_both!(
+    run_stack, publisher_console_sqlite, publisher_console_postgres;
+    publisher_console::the_console_offers_each_user_what_their_roles_allow,
+);
 on_sqlite!(
     run_stack, devportal_browser_sqlite;
     devportal::the_portal_in_chromium,
-    devportal::the_try_it_console_calls_the_real_gateway,
+    devportal::a_provider_publishes_and_blocks_while_a_consumer_tries_it,
 );
 
 on_both!(

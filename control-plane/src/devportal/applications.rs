@@ -16,7 +16,6 @@ use serde_json::{Value, json};
 use super::views::{self, ApplicationView, KeyView, SubscriptionView};
 use super::visits::{
     Peer, call, chrome, done_message, encoded, not_found, peer_of, signed_in, to_sign_in,
-    unless_from_this_site,
 };
 use crate::http::STORE;
 use crate::http::routes::{Routes, get, post};
@@ -85,15 +84,6 @@ struct KeysPage {
     application_id: String,
     consumer_key: String,
     consumer_secret: String,
-}
-
-#[derive(Template)]
-#[template(path = "devportal/outcome.html")]
-struct OutcomePage {
-    title: &'static str,
-    chrome: Chrome,
-    message: String,
-    back: String,
 }
 
 /// `GET /devportal/applications`: the user's applications and the form that creates one.
@@ -193,10 +183,7 @@ async fn create_application(
         application,
     )
     .await;
-    match answer
-        .json::<Value>()
-        .and_then(|a| a["applicationId"].as_str().map(str::to_string))
-    {
+    match answer.string_member("applicationId") {
         Some(id) => redirect(
             StatusCode::SEE_OTHER,
             &format!("/devportal/applications/{}?done=created", encoded(&id)),
@@ -546,29 +533,14 @@ async fn unsubscribe(
     )
 }
 
-/// A signed-in user's form: their session and the form's fields.
-type Posted = (Session, Vec<(String, String)>);
-
-/// A form a signed-in user sent from this site: their session and its fields; a refusal
-/// (to the sign-in, or 403 for a missing or wrong CSRF token) otherwise.
+/// A form a signed-in user sent from this site (`web::visit::posted`).
 fn posted(
     state: &AppState,
     headers: &HeaderMap,
     body: &[u8],
     here: &str,
-) -> Result<Posted, Box<Response>> {
-    let pairs = form_pairs(body);
-    let Some(session) = signed_in(state, headers) else {
-        return Err(Box::new(to_sign_in(here)));
-    };
-    let expired = (
-        "This form has expired",
-        "Go back, reload the page and try again.",
-    );
-    if let Some(refused) = unless_from_this_site(state, headers, &pairs, expired) {
-        return Err(Box::new(refused));
-    }
-    Ok((session, pairs))
+) -> Result<crate::web::visit::Posted, Box<Response>> {
+    crate::web::visit::posted(state, &super::DEVPORTAL, headers, body, here)
 }
 
 /// Sends `body` as JSON with the user's token.
@@ -609,16 +581,7 @@ fn finished(
 fn outcome(state: &AppState, headers: &HeaderMap, message: &str, back: &str) -> Response {
     let session = signed_in(state, headers);
     let (chrome, cookie) = chrome(state, headers, &session, back);
-    let page = OutcomePage {
-        title: "That did not work",
-        chrome,
-        message: message.to_string(),
-        back: back.to_string(),
-    };
-    with_cookie(
-        Page::render(StatusCode::BAD_REQUEST, &page).into_response(),
-        cookie,
-    )
+    crate::web::portal::refused_form(chrome, cookie, message, back)
 }
 
 /// The names of the tiers of `level` the user may choose.
@@ -628,24 +591,15 @@ async fn tier_names(
     peer: Option<SocketAddr>,
     level: &str,
 ) -> Vec<String> {
-    let answer = call(
+    call(
         state,
         session,
         peer,
         Call::get(format!("{STORE}/tiers/{level}?limit=100")),
     )
-    .await;
-    answer
-        .json::<Value>()
-        .and_then(|list| {
-            list["list"].as_array().map(|tiers| {
-                tiers
-                    .iter()
-                    .filter_map(|t| t["name"].as_str().map(str::to_string))
-                    .collect()
-            })
-        })
-        .unwrap_or_default()
+    .await
+    .names_in_list()
+    .unwrap_or_default()
 }
 
 /// These pages in the control plane's OpenAPI document.

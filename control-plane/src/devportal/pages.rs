@@ -10,15 +10,16 @@ use axum::response::{IntoResponse, Response};
 
 use super::DEVPORTAL;
 use super::views::{self, ApiCard, ApiList, DocumentCard, DocumentList, OperationView, StoreApi};
-use super::visits::{NAV, Peer, call, done_message, encoded, peer_of, unless_from_this_site};
+use super::visits::{NAV, Peer, call, done_message, encoded, peer_of};
 use crate::http::STORE;
 use crate::http::routes::{Routes, get, post};
 use crate::scopes::Scope;
 use crate::state::AppState;
-use crate::web::calls::{Answer, Call};
+use crate::web::calls::Call;
 use crate::web::portal::Chrome;
-use crate::web::signin::{self, Session};
-use crate::web::{MessagePage, Page, field, form_pairs, redirect, with_cookie};
+use crate::web::signin;
+use crate::web::visit::ended_session;
+use crate::web::{MessagePage, Page, field, form_pairs, with_cookie};
 
 /// APIs on a catalogue page.
 const PAGE_SIZE: i64 = 24;
@@ -82,7 +83,7 @@ async fn catalogue(
     );
     let answer = call(&state, &session, peer_of(peer), Call::get(target)).await;
     let here = format!("/devportal{}", page_query(&search, page));
-    if let Some(ended) = ended_session(&state, &session, &answer, &here) {
+    if let Some(ended) = ended_session(&state, &DEVPORTAL, &session, &answer, &here) {
         return ended;
     }
     let (apis, total, error) = match answer.json::<ApiList>() {
@@ -192,7 +193,7 @@ async fn api_page(
         Call::get(format!("{STORE}/apis/{id}")),
     )
     .await;
-    if let Some(ended) = ended_session(&state, &session, &answer, &here) {
+    if let Some(ended) = ended_session(&state, &DEVPORTAL, &session, &answer, &here) {
         return ended;
     }
     let Some(api) = answer.json::<StoreApi>() else {
@@ -391,31 +392,7 @@ async fn logout(
     peer: Peer,
     body: axum::body::Bytes,
 ) -> Response {
-    let pairs = form_pairs(&body);
-    let expired = (
-        "Sign-out failed",
-        "This form has expired. Go back, reload the page and try again.",
-    );
-    if let Some(refused) = unless_from_this_site(&state, &headers, &pairs, expired) {
-        return refused;
-    }
-    signin::end(&state, &DEVPORTAL, &headers, peer_of(peer)).await
-}
-
-/// When the user's token was refused (revoked, or their account changed): a fresh
-/// sign-in, back to `here`.
-fn ended_session(
-    state: &AppState,
-    session: &Option<Session>,
-    answer: &Answer,
-    here: &str,
-) -> Option<Response> {
-    (session.is_some() && answer.status == StatusCode::UNAUTHORIZED).then(|| {
-        let login = DEVPORTAL.sign_in_link(here);
-        let secure = crate::web::secure_cookies(state);
-        let cleared = crate::web::cookies::clear(DEVPORTAL.cookie, secure);
-        with_cookie(redirect(StatusCode::SEE_OTHER, &login), Some(cleared))
-    })
+    crate::web::visit::sign_out(&state, &DEVPORTAL, &headers, peer_of(peer), &body).await
 }
 
 /// The API's URLs at each configured gateway: with its version, and without it when it

@@ -1,51 +1,19 @@
-//! A visit to the developer portal, what every page of it does: who is signed in and
-//! from where, the store API called as them, the page's frame, and the fixed sentences a
-//! finished form leaves on the next page.
-
-use std::net::SocketAddr;
-
-use axum::Extension;
-use axum::extract::ConnectInfo;
+//! A visit to the developer portal: the kit's visit (`web::visit`) with the portal's
+//! navigation, its frame, and the fixed sentences a finished form leaves on the next page.
 
 use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 
 use super::DEVPORTAL;
 use crate::state::AppState;
-use crate::web::calls::{Answer, Call, PublicApi};
 use crate::web::portal::Chrome;
 use crate::web::signin::{self, Session};
-use crate::web::{MessagePage, Page, csrf, field, form_pairs, redirect};
+use crate::web::{field, form_pairs, redirect};
+
+pub(super) use crate::web::visit::{Peer, call, encoded, not_found, peer_of};
 
 /// The portal's main navigation.
 pub(super) const NAV: &[(&str, &str)] = &[("", "APIs"), ("/applications", "Applications")];
-
-/// The browser's address, when the listener gave it (per-address limits count it).
-pub(super) type Peer = Option<Extension<ConnectInfo<SocketAddr>>>;
-
-/// The address in `peer`.
-pub(super) fn peer_of(peer: Peer) -> Option<SocketAddr> {
-    peer.map(|Extension(ConnectInfo(addr))| addr)
-}
-
-/// Sends `call` with the signed-in user's token, if any.
-pub(super) async fn call(
-    state: &AppState,
-    session: &Option<Session>,
-    peer: Option<SocketAddr>,
-    call: Call<'_>,
-) -> Answer {
-    let token = session.as_ref().map(|s| s.access_token.as_str());
-    state
-        .shared::<PublicApi>()
-        .send(call.bearer(token).from(peer))
-        .await
-}
-
-/// `text` percent-encoded for a path segment or a query value.
-pub(super) fn encoded(text: &str) -> String {
-    url::form_urlencoded::byte_serialize(text.as_bytes()).collect()
-}
 
 /// What a finished form says on the page it leads to (`?done=`): fixed sentences, so
 /// that no one can make a page say what they like.
@@ -73,15 +41,6 @@ pub(super) fn to_sign_in(here: &str) -> Response {
     redirect(StatusCode::SEE_OTHER, &DEVPORTAL.sign_in_link(here))
 }
 
-/// A 404 page saying `message`.
-pub(super) fn not_found(message: &str) -> Response {
-    Page::render(
-        StatusCode::NOT_FOUND,
-        &MessagePage::saying("Not found", message, true),
-    )
-    .into_response()
-}
-
 /// The frame of a page of the portal at `here`.
 pub(super) fn chrome(
     state: &AppState,
@@ -97,19 +56,4 @@ pub(super) fn chrome(
         session.as_ref(),
         here.to_string(),
     )
-}
-
-/// A 403 page saying `title` and `message` when the form `pairs` did not come with this
-/// browser's CSRF token from this site; `None` when it did.
-pub(super) fn unless_from_this_site(
-    state: &AppState,
-    headers: &HeaderMap,
-    pairs: &[(String, String)],
-    (title, message): (&str, &str),
-) -> Option<Response> {
-    if csrf::check(headers, &state.gateway_secret, field(pairs, csrf::FIELD)) {
-        return None;
-    }
-    let page = MessagePage::saying(title, message, true);
-    Some(Page::render(StatusCode::FORBIDDEN, &page).into_response())
 }

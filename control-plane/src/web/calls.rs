@@ -89,6 +89,25 @@ impl Answer {
         serde_json::from_slice(&self.body).ok()
     }
 
+    /// The `name` of each item of a WSO2 list answer (`{"list": [{"name": ...}]}`), when
+    /// the call succeeded.
+    pub fn names_in_list(&self) -> Option<Vec<String>> {
+        let list = self.json::<serde_json::Value>()?;
+        let items = list["list"].as_array()?;
+        Some(
+            items
+                .iter()
+                .filter_map(|item| item["name"].as_str().map(str::to_string))
+                .collect(),
+        )
+    }
+
+    /// The member `name` of the JSON body, when the call succeeded and it is a string.
+    pub fn string_member(&self, name: &str) -> Option<String> {
+        let body = self.json::<serde_json::Value>()?;
+        body[name].as_str().map(str::to_string)
+    }
+
     /// The message of WSO2's error body (`description`, else `message`), for the page
     /// to show.
     pub fn error_message(&self) -> String {

@@ -9,6 +9,7 @@ pub(crate) mod csrf;
 pub(crate) mod markup;
 pub(crate) mod portal;
 pub(crate) mod signin;
+pub(crate) mod visit;
 
 use askama::Template;
 use axum::http::{HeaderValue, StatusCode, header};

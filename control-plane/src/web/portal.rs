@@ -2,10 +2,13 @@
 //! name and navigation, who is signed in with the form that signs them out (and its CSRF
 //! token), or the way to sign in back to this page.
 
-use axum::http::{HeaderMap, HeaderValue};
+use askama::Template;
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
 
 use super::csrf;
 use super::signin::{Session, WebApp};
+use super::{Page, with_cookie};
 use crate::state::AppState;
 
 /// The frame of a page ([`portal.html`]'s `chrome`).
@@ -50,4 +53,33 @@ impl Chrome {
         };
         (chrome, prepared.set_cookie)
     }
+}
+
+#[derive(Template)]
+#[template(path = "outcome.html")]
+struct OutcomePage<'a> {
+    title: &'static str,
+    chrome: Chrome,
+    message: &'a str,
+    back: &'a str,
+}
+
+/// A 400 page in `chrome` saying why a form was refused (`message`), with the way back
+/// to `back`; setting `cookie` when there is one.
+pub fn refused_form(
+    chrome: Chrome,
+    cookie: Option<HeaderValue>,
+    message: &str,
+    back: &str,
+) -> Response {
+    let page = OutcomePage {
+        title: "That did not work",
+        chrome,
+        message,
+        back,
+    };
+    with_cookie(
+        Page::render(StatusCode::BAD_REQUEST, &page).into_response(),
+        cookie,
+    )
 }

@@ -84,6 +84,16 @@ pub struct Session {
     pub refresh_token: Option<String>,
     /// When the access token expires, Unix seconds.
     pub expires_at: i64,
+    /// The scopes the user was granted, space-separated: what the pages offer to do.
+    #[serde(default)]
+    pub scope: String,
+}
+
+impl Session {
+    /// Whether the user's token carries the scope `name`.
+    pub fn has_scope(&self, name: &str) -> bool {
+        self.scope.split(' ').any(|s| s == name)
+    }
 }
 
 /// A sign-in under way: what the callback must find.
@@ -186,6 +196,7 @@ pub async fn finish(
         access_token: tokens.access_token,
         refresh_token: tokens.refresh_token,
         expires_at: crate::db::now() + tokens.expires_in.min(SESSION_SECS),
+        scope: tokens.scope,
     };
     let mut response = redirect(StatusCode::SEE_OTHER, &pending.next);
     let secure = super::secure_cookies(state);
@@ -230,6 +241,8 @@ struct Tokens {
     access_token: String,
     refresh_token: Option<String>,
     expires_in: i64,
+    #[serde(default)]
+    scope: String,
 }
 
 /// What the userinfo endpoint answers.

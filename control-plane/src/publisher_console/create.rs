@@ -1,0 +1,341 @@
+//! Creating an API in the console: from a Swagger 2.0 file (its title, version and base
+//! path fill what the form leaves blank) or from scratch, with its endpoint and tiers;
+//! the form becomes one `POST /apis` of the publisher API, which decides it.
+
+use std::net::SocketAddr;
+
+use askama::Template;
+use axum::extract::{FromRequest, Multipart, Request, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+use super::{chrome, may, signed_in, to_sign_in};
+use crate::http::PUBLISHER;
+use crate::http::routes::{Routes, get};
+use crate::scopes::Scope;
+use crate::state::AppState;
+use crate::web::calls::Call;
+use crate::web::portal::Chrome;
+use crate::web::signin::Session;
+use crate::web::visit::{Peer, call, encoded, peer_of, unless_from_this_site};
+use crate::web::{MessagePage, Page, csrf, redirect, with_cookie};
+
+/// The largest definition file the form takes (the publisher API's body limit decides
+/// the rest).
+const MAX_DEFINITION_BYTES: usize = 4 << 20;
+/// The largest other field of the form.
+const MAX_FIELD_BYTES: usize = 4 << 10;
+/// Fields a form may hold at most (a tier is one each).
+const MAX_FIELDS: usize = 64;
+
+pub fn router() -> Routes {
+    Routes::new().route("/publisher/apis/new", get(new_api).post(create_api))
+}
+
+#[derive(Template)]
+#[template(path = "publisher/new.html")]
+struct NewApiPage {
+    title: &'static str,
+    chrome: Chrome,
+    error: Option<String>,
+    form: ApiForm,
+    /// The subscription tiers to offer, each with whether it is chosen.
+    tiers: Vec<(String, bool)>,
+}
+
+/// What the form holds, kept when it is refused.
+#[derive(Default)]
+struct ApiForm {
+    csrf_token: Option<String>,
+    name: String,
+    version: String,
+    context: String,
+    endpoint: String,
+    /// Origins whose pages may call the API (CORS), comma-separated; `*` for any.
+    cors_origins: String,
+    tiers: Vec<String>,
+    definition: Option<Vec<u8>>,
+}
+
+/// `GET /publisher/apis/new`: the form that creates an API.
+#[utoipa::path(
+    get,
+    path = "/publisher/apis/new",
+    tag = "Pages",
+    responses(
+        (status = 200, description = "The form that creates an API", content_type = "text/html", body = String),
+        (status = 303, description = "Not signed in: to the sign-in"),
+        (status = 403, description = "The user may not create APIs", content_type = "text/html", body = String),
+    )
+)]
+async fn new_api(State(state): State<AppState>, headers: HeaderMap, peer: Peer) -> Response {
+    let here = "/publisher/apis/new";
+    let Some(session) = signed_in(&state, &headers) else {
+        return to_sign_in(here);
+    };
+    let session = Some(session);
+    if !may(&state, &session, Scope::ApiCreate) {
+        return may_not_create();
+    }
+    let form = ApiForm {
+        tiers: vec!["Unlimited".to_string()],
+        ..ApiForm::default()
+    };
+    form_page(&state, &headers, &session, peer_of(peer), form, None).await
+}
+
+/// `POST /publisher/apis/new`: the API created from the form (multipart: the definition
+/// file with the fields), then its page; the form again, saying why, when refused.
+#[utoipa::path(
+    post,
+    path = "/publisher/apis/new",
+    tag = "Pages",
+    request_body(content = String, content_type = "multipart/form-data", description = "csrf_token, name, version, context, endpoint, cors_origins, tiers (repeated), definition (a Swagger 2.0 JSON file)"),
+    responses(
+        (status = 303, description = "Created: to the API's page"),
+        (status = 400, description = "Refused, by the form or the publisher API: the form again, saying why", content_type = "text/html", body = String),
+        (status = 403, description = "The form's CSRF token is missing or wrong, or the user may not create APIs", content_type = "text/html", body = String),
+    )
+)]
+async fn create_api(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    peer: Peer,
+    request: Request,
+) -> Response {
+    let peer = peer_of(peer);
+    let Some(session) = signed_in(&state, &headers) else {
+        return to_sign_in("/publisher/apis/new");
+    };
+    let session = Some(session);
+    let form = match read_form(&state, request).await {
+        Ok(form) => form,
+        Err(why) => return refused_upload(&why),
+    };
+    let token = vec![(
+        csrf::FIELD.to_string(),
+        form.csrf_token.clone().unwrap_or_default(),
+    )];
+    let expired = (
+        "This form has expired",
+        "Go back, reload the page and try again.",
+    );
+    if let Some(refused) = unless_from_this_site(&state, &headers, &token, expired) {
+        return refused;
+    }
+    if !may(&state, &session, Scope::ApiCreate) {
+        return may_not_create();
+    }
+    let record = match record_of(&form) {
+        Ok(record) => record,
+        Err(why) => return form_page(&state, &headers, &session, peer, form, Some(why)).await,
+    };
+    let answer = call(
+        &state,
+        &session,
+        peer,
+        Call::new(axum::http::Method::POST, format!("{PUBLISHER}/apis")).json(&record),
+    )
+    .await;
+    match answer
+        .json::<Value>()
+        .and_then(|api| api["id"].as_str().map(str::to_string))
+    {
+        Some(id) => redirect(
+            StatusCode::SEE_OTHER,
+            &format!("/publisher/apis/{}?done=created", encoded(&id)),
+        ),
+        None => {
+            let why = answer.error_message();
+            form_page(&state, &headers, &session, peer, form, Some(why)).await
+        }
+    }
+}
+
+/// The form's fields: text fields within their size, repeated `tiers`, the definition
+/// file; anything else in the form is ignored.
+async fn read_form(state: &AppState, request: Request) -> Result<ApiForm, String> {
+    let mut multipart = Multipart::from_request(request, state)
+        .await
+        .map_err(|e| e.body_text())?;
+    let mut form = ApiForm::default();
+    let mut fields = 0;
+    while let Some(mut field) = multipart.next_field().await.map_err(|e| e.body_text())? {
+        fields += 1;
+        if fields > MAX_FIELDS {
+            return Err("The form has too many fields.".into());
+        }
+        let name = field.name().unwrap_or_default().to_string();
+        let limit = if name == "definition" {
+            MAX_DEFINITION_BYTES
+        } else {
+            MAX_FIELD_BYTES
+        };
+        let mut bytes = Vec::new();
+        while let Some(chunk) = field.chunk().await.map_err(|e| e.body_text())? {
+            if bytes.len() + chunk.len() > limit {
+                return Err(format!("The field '{name}' is too large."));
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        let text = || String::from_utf8_lossy(&bytes).trim().to_string();
+        match name.as_str() {
+            "csrf_token" => form.csrf_token = Some(text()),
+            "name" => form.name = text(),
+            "version" => form.version = text(),
+            "context" => form.context = text(),
+            "endpoint" => form.endpoint = text(),
+            "cors_origins" => form.cors_origins = text(),
+            "tiers" => form.tiers.push(text()),
+            "definition" if !bytes.is_empty() => form.definition = Some(bytes),
+            _ => {}
+        }
+    }
+    Ok(form)
+}
+
+/// The publisher API's body for `form`: what the definition says fills what the form
+/// left blank.
+fn record_of(form: &ApiForm) -> Result<Value, String> {
+    let definition = match &form.definition {
+        Some(bytes) => {
+            let text = std::str::from_utf8(bytes)
+                .map_err(|_| "The definition file is not UTF-8 text.".to_string())?;
+            let value: Value = serde_json::from_str(text).map_err(|_| {
+                "The definition file must be a Swagger 2.0 document in JSON.".to_string()
+            })?;
+            Some((text.to_string(), value))
+        }
+        None => None,
+    };
+    let from_definition = |pointer: &str| {
+        definition
+            .as_ref()
+            .and_then(|(_, value)| value.pointer(pointer))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .unwrap_or_default()
+    };
+    let or = |given: &str, fallback: String| {
+        if given.is_empty() {
+            fallback
+        } else {
+            given.to_string()
+        }
+    };
+    let name = or(&form.name, from_definition("/info/title"));
+    let version = or(&form.version, from_definition("/info/version"));
+    let context = or(&form.context, from_definition("/basePath"));
+    if name.is_empty() || version.is_empty() || context.is_empty() {
+        return Err(
+            "Give the API a name, a version and a context, or a definition that \
+                    names them (info.title, info.version, basePath)."
+                .into(),
+        );
+    }
+    let mut record = json!({
+        "name": name,
+        "version": version,
+        "context": context,
+        "visibility": "PUBLIC",
+        "transport": ["http", "https"],
+        "tiers": form.tiers,
+        "isDefaultVersion": false,
+    });
+    if !form.endpoint.is_empty() {
+        let endpoints = json!({
+            "endpoint_type": "http",
+            "production_endpoints": {"url": form.endpoint},
+            "sandbox_endpoints": {"url": form.endpoint},
+        });
+        record["endpointConfig"] = json!(endpoints.to_string());
+    }
+    let origins: Vec<&str> = form
+        .cors_origins
+        .split(',')
+        .map(str::trim)
+        .filter(|o| !o.is_empty())
+        .collect();
+    if !origins.is_empty() {
+        record["corsConfiguration"] = json!({
+            "corsConfigurationEnabled": true,
+            "accessControlAllowOrigins": origins,
+            "accessControlAllowCredentials": false,
+            "accessControlAllowHeaders": ["authorization", "content-type", "accept"],
+            "accessControlAllowMethods": ["GET", "PUT", "POST", "DELETE", "PATCH", "OPTIONS"],
+        });
+    }
+    if let Some((text, _)) = definition {
+        record["apiDefinition"] = json!(text);
+    }
+    Ok(record)
+}
+
+/// The form, with `error` when it was refused (400) and what it held.
+async fn form_page(
+    state: &AppState,
+    headers: &HeaderMap,
+    session: &Option<Session>,
+    peer: Option<SocketAddr>,
+    form: ApiForm,
+    error: Option<String>,
+) -> Response {
+    let tiers = subscription_tiers(state, session, peer)
+        .await
+        .into_iter()
+        .map(|tier| {
+            let chosen = form.tiers.contains(&tier);
+            (tier, chosen)
+        })
+        .collect();
+    let (chrome, cookie) = chrome(state, headers, session, "/publisher/apis/new");
+    let status = if error.is_some() {
+        StatusCode::BAD_REQUEST
+    } else {
+        StatusCode::OK
+    };
+    let page = NewApiPage {
+        title: "Create an API",
+        chrome,
+        error,
+        form,
+        tiers,
+    };
+    with_cookie(Page::render(status, &page).into_response(), cookie)
+}
+
+/// The names of the tenant's subscription tiers.
+async fn subscription_tiers(
+    state: &AppState,
+    session: &Option<Session>,
+    peer: Option<SocketAddr>,
+) -> Vec<String> {
+    let target = format!("{PUBLISHER}/tiers/api?limit=100");
+    call(state, session, peer, Call::get(target))
+        .await
+        .names_in_list()
+        .unwrap_or_else(|| vec!["Unlimited".to_string()])
+}
+
+/// The 403 page of a user whose roles do not create APIs.
+fn may_not_create() -> Response {
+    let page = MessagePage::saying(
+        "You may not create APIs",
+        "Your account has no creator role: an administrator can give you one.",
+        true,
+    );
+    Page::render(StatusCode::FORBIDDEN, &page).into_response()
+}
+
+/// The 400 page of a form that could not be read.
+fn refused_upload(why: &str) -> Response {
+    let message = format!("The form could not be read: {why}");
+    let page = MessagePage::saying("That did not work", &message, true);
+    Page::render(StatusCode::BAD_REQUEST, &page).into_response()
+}
+
+/// This page in the control plane's OpenAPI document.
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(new_api, create_api))]
+pub struct Api;

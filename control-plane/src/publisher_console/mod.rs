@@ -1,0 +1,92 @@
+//! The publisher console, `/publisher`: WSO2's Publisher in the browser, for providers
+//! and administrators. Like the developer portal its pages render on the server and are
+//! made from the public publisher API's answers, called with the signed-in user's token
+//! (`web::calls`): a page offers an action only when the user's token carries its scope,
+//! and the API decides every action as it does for a script.
+
+pub(crate) mod actions;
+pub(crate) mod create;
+pub(crate) mod pages;
+mod views;
+
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::Response;
+
+use crate::scopes::Scope;
+use crate::state::AppState;
+use crate::web::portal::Chrome;
+use crate::web::signin::{self, Session, WebApp};
+use crate::web::{field, form_pairs, redirect};
+
+/// The console as an OAuth client of the control plane.
+pub const PUBLISHER_CONSOLE: WebApp = WebApp {
+    client_id: "apim-publisher",
+    name: "Publisher",
+    base: "/publisher",
+    cookie: "apim_publisher",
+    pending_cookie: "apim_publisher_signin",
+};
+
+/// The scopes the console asks for; the token carries those the user's roles allow.
+const SCOPES: [Scope; 6] = [
+    Scope::ApiView,
+    Scope::ApiCreate,
+    Scope::ApiPublish,
+    Scope::TierView,
+    Scope::SubscriptionView,
+    Scope::SubscriptionBlock,
+];
+
+/// The console's main navigation.
+const NAV: &[(&str, &str)] = &[("", "APIs"), ("/apis/new", "Create an API")];
+
+/// The signed-in user, when there is one.
+fn signed_in(state: &AppState, headers: &HeaderMap) -> Option<Session> {
+    signin::session(state, &PUBLISHER_CONSOLE, headers)
+}
+
+/// Whether the signed-in `session` may do what `scope` allows.
+fn may(state: &AppState, session: &Option<Session>, scope: Scope) -> bool {
+    session
+        .as_ref()
+        .is_some_and(|s| s.has_scope(&state.scopes.name(scope)))
+}
+
+/// To the sign-in, back to `here` after.
+fn to_sign_in(here: &str) -> Response {
+    redirect(StatusCode::SEE_OTHER, &PUBLISHER_CONSOLE.sign_in_link(here))
+}
+
+/// The frame of a page of the console at `here`.
+fn chrome(
+    state: &AppState,
+    headers: &HeaderMap,
+    session: &Option<Session>,
+    here: &str,
+) -> (Chrome, Option<HeaderValue>) {
+    let nav: &[(&str, &str)] = if may(state, session, Scope::ApiCreate) {
+        NAV
+    } else {
+        &NAV[..1]
+    };
+    Chrome::of(
+        state,
+        &PUBLISHER_CONSOLE,
+        nav,
+        headers,
+        session.as_ref(),
+        here.to_string(),
+    )
+}
+
+/// What a finished form says on the page it leads to (`?done=`): fixed sentences.
+fn done_message(query: Option<&str>) -> Option<&'static str> {
+    let pairs = form_pairs(query.unwrap_or_default().as_bytes());
+    match field(&pairs, "done")? {
+        "created" => Some("The API is created. Publish it to put it on the gateways."),
+        "lifecycle" => Some("The API's lifecycle state is changed."),
+        "blocked" => Some("The subscription is blocked."),
+        "unblocked" => Some("The subscription is unblocked."),
+        _ => None,
+    }
+}

@@ -1,0 +1,124 @@
+//! What the publisher API answers, as the console's templates show it.
+
+use serde::Deserialize;
+use serde_json::Value;
+
+/// A page of `GET /apis`.
+#[derive(Deserialize)]
+pub(super) struct ApiList {
+    #[serde(default)]
+    pub list: Vec<ApiRow>,
+    #[serde(default)]
+    pub pagination: Option<Pagination>,
+    #[serde(default)]
+    pub count: usize,
+}
+
+#[derive(Deserialize)]
+pub(super) struct Pagination {
+    pub total: i64,
+}
+
+/// An API in the list.
+#[derive(Deserialize)]
+pub(super) struct ApiRow {
+    pub id: String,
+    pub name: String,
+    pub version: String,
+    pub context: String,
+    pub provider: String,
+    pub status: String,
+}
+
+/// An API as `GET /apis/{apiId}` answers it, what the console shows of it.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct PublisherApi {
+    pub id: String,
+    pub name: String,
+    pub version: String,
+    pub context: String,
+    pub provider: String,
+    pub status: String,
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub tiers: Vec<String>,
+    #[serde(default)]
+    pub visibility: Option<String>,
+    #[serde(default)]
+    pub endpoint_config: Option<String>,
+    #[serde(default)]
+    pub api_definition: Option<String>,
+}
+
+impl PublisherApi {
+    /// The production endpoint's URL, when the endpoint configuration names one.
+    pub fn production_url(&self) -> Option<String> {
+        let config: Value = serde_json::from_str(self.endpoint_config.as_deref()?).ok()?;
+        let endpoints = &config["production_endpoints"];
+        let first = if endpoints.is_array() {
+            &endpoints[0]
+        } else {
+            endpoints
+        };
+        first["url"].as_str().map(str::to_string)
+    }
+
+    /// The resources of its definition: method and path, in the definition's order.
+    pub fn resources(&self) -> Vec<(String, String)> {
+        let Some(definition) = self
+            .api_definition
+            .as_deref()
+            .and_then(|d| serde_json::from_str::<Value>(d).ok())
+        else {
+            return Vec::new();
+        };
+        let mut resources = Vec::new();
+        for (path, operations) in definition["paths"].as_object().into_iter().flatten() {
+            for method in operations.as_object().into_iter().flatten().map(|(m, _)| m) {
+                if matches!(
+                    method.as_str(),
+                    "get" | "put" | "post" | "delete" | "patch" | "head" | "options"
+                ) {
+                    resources.push((method.to_uppercase(), path.clone()));
+                }
+            }
+        }
+        resources
+    }
+}
+
+/// A subscription to the API, as the console lists it.
+pub(super) struct SubscriptionRow {
+    pub id: String,
+    pub application: String,
+    pub subscriber: String,
+    pub tier: String,
+    pub status: String,
+}
+
+/// A subscription as `GET /subscriptions` lists it.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct Subscription {
+    pub subscription_id: String,
+    pub application_id: String,
+    pub tier: String,
+    pub status: String,
+}
+
+/// A page of `GET /subscriptions`.
+#[derive(Deserialize)]
+pub(super) struct SubscriptionList {
+    #[serde(default)]
+    pub list: Vec<Subscription>,
+}
+
+/// What `GET /applications/{applicationId}` tells of a subscribed application.
+#[derive(Deserialize)]
+pub(super) struct Application {
+    pub name: String,
+    #[serde(default)]
+    pub subscriber: String,
+}

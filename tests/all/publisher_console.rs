@@ -1,0 +1,205 @@
+//! The publisher console as a browser sees it: each user offered what their roles allow
+//! (a subscriber no publisher action), an API created from a Swagger file and published,
+//! a subscription blocked and unblocked, another tenant's APIs never shown; the refusals
+//! beside (a form without its CSRF token, a definition that is not one, an action the
+//! lifecycle does not have), each changing nothing.
+
+use harness::signin::{Browser, control_plane_at_its_issuer, form_actions};
+use harness::steps::Steps;
+use harness::{ADMIN_PASSWORD, Backend, Client, spec_api_record};
+use serde_json::Value;
+
+use crate::devportal::{checked_page, sign_in_to};
+
+/// The spec's Swagger 2.0 definition, titled `title`, served at `base_path`.
+pub fn definition_file(title: &str, base_path: &str) -> Vec<u8> {
+    let text = spec_api_record()["apiDefinition"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut definition: Value = serde_json::from_str(&text).unwrap();
+    definition["info"]["title"] = title.into();
+    definition["basePath"] = base_path.into();
+    serde_json::to_vec_pretty(&definition).unwrap()
+}
+
+/// The number of APIs `token` sees in the publisher.
+async fn api_count(api: &Client, token: &str) -> u64 {
+    api.get("/api/am/publisher/v0.14/apis", token)
+        .await
+        .expect(200)
+        .body["count"]
+        .as_u64()
+        .unwrap()
+}
+
+pub async fn the_console_offers_each_user_what_their_roles_allow(backend: Backend) {
+    let data_dir = harness::temp_dir();
+    let control_plane = control_plane_at_its_issuer(&backend, &data_dir, &[]).await;
+    let api = Client::new(&control_plane.url);
+    api.add_user("pat", "pat-pw-1", &["creator", "publisher"])
+        .await;
+    api.add_user("sam", "sam-pw-1", &["subscriber"]).await;
+    api.add_user("tom@acme.com", "tom-pw-1", &["creator", "publisher"])
+        .await;
+    let admin = api
+        .login("admin", ADMIN_PASSWORD, harness::stack::ALL_SCOPES)
+        .await;
+
+    // Signed out: the way to sign in, no list.
+    let anonymous = Browser::new(&control_plane.url);
+    let first = anonymous.open("/publisher").await;
+    checked_page(&first);
+    assert!(first.body.contains("Sign in to see and publish"));
+    assert_eq!(anonymous.open("/publisher/apis/new").await.status, 303);
+
+    // A subscriber: no publisher action at all, and the forms refuse them.
+    let sam = Browser::new(&control_plane.url);
+    let home = sign_in_to("/publisher", &sam, "/publisher", "sam", "sam-pw-1").await;
+    checked_page(&home);
+    assert!(home.body.contains("no publisher role"), "{}", home.body);
+    assert_eq!(form_actions(&home.body), ["/publisher/logout"]);
+    assert!(!home.body.contains("Create an API"));
+    assert_eq!(sam.open("/publisher/apis/new").await.status, 403);
+
+    // A provider creates an API from a Swagger file; what it leaves blank the file says.
+    let pat = Browser::new(&control_plane.url);
+    let new = sign_in_to("/publisher", &pat, "/publisher/apis/new", "pat", "pat-pw-1").await;
+    checked_page(&new);
+    let form = new.form("/publisher/apis/new").unwrap();
+    let file = definition_file("Pets", "/pets");
+    let filled = form
+        .clone()
+        .with("version", "v1.0.0")
+        .with("endpoint", "http://127.0.0.1:9/")
+        .with("tiers", "Unlimited");
+    let before = api_count(&api, &admin).await;
+
+    // Refused, each changing nothing: no CSRF token; not a definition; no name at all.
+    let forged = filled.clone().without("csrf_token");
+    let refused = pat
+        .submit_with_file(&forged, ("definition", "pets.json", file.clone()))
+        .await;
+    assert_eq!(refused.status, 403);
+    let not_json = pat
+        .submit_with_file(
+            &filled,
+            ("definition", "pets.json", b"swagger: '2.0'".to_vec()),
+        )
+        .await;
+    assert_eq!(not_json.status, 400);
+    assert!(not_json.body.contains("Swagger 2.0 document in JSON"));
+    assert!(
+        not_json.body.contains("value=\"v1.0.0\""),
+        "the form keeps what was typed"
+    );
+    let no_swagger = pat
+        .submit_with_file(&filled, ("definition", "x.json", b"{\"a\": 1}".to_vec()))
+        .await;
+    assert_eq!(no_swagger.status, 400);
+    assert!(no_swagger.body.contains("name, a version and a context"));
+    let wrong_swagger = pat
+        .submit_with_file(
+            &filled.clone().with("name", "X").with("context", "/x"),
+            ("definition", "x.json", b"{\"swagger\": \"1.2\"}".to_vec()),
+        )
+        .await;
+    assert_eq!(wrong_swagger.status, 400);
+    assert!(
+        wrong_swagger.body.contains("Swagger 2.0"),
+        "{}",
+        wrong_swagger.body
+    );
+    assert_eq!(api_count(&api, &admin).await, before);
+
+    let created = pat
+        .submit_with_file(&filled, ("definition", "pets.json", file))
+        .await;
+    assert_eq!(created.status, 303, "{}", created.body);
+    let page_url = created.location().unwrap();
+    let id = page_url.path().rsplit('/').next().unwrap().to_string();
+    let page = pat.open(page_url.as_str()).await;
+    checked_page(&page);
+    for shown in [
+        "The API is created",
+        "CREATED",
+        "/pets",
+        "/devs/{username}",
+        "Publish",
+    ] {
+        assert!(page.body.contains(shown), "{shown}: {}", page.body);
+    }
+    assert_eq!(api_count(&api, &admin).await, before + 1);
+
+    // Lifecycle: an action the state does not have is refused; Publish publishes.
+    let lifecycle = format!("/publisher/apis/{id}/lifecycle");
+    let form = page.form(&lifecycle).unwrap();
+    let odd = pat.submit(&form.clone().with("action", "Retire")).await;
+    assert_eq!(odd.status, 400);
+    assert!(pat.open(page_url.as_str()).await.body.contains("CREATED"));
+    let forged = pat
+        .submit(&form.clone().with("action", "Publish").without("csrf_token"))
+        .await;
+    assert_eq!(forged.status, 403);
+    let published = pat.submit(&form.with("action", "Publish")).await;
+    assert_eq!(published.status, 303, "{}", published.body);
+    let page = pat.open(page_url.as_str()).await;
+    assert!(page.body.contains("PUBLISHED"), "{}", page.body);
+
+    // A consumer subscribes; the provider blocks, then unblocks, the subscription.
+    let consumer = api.login("sam", "sam-pw-1", "mgr:subscribe").await;
+    let app = Steps::new(&api, &consumer)
+        .subscribed_application("Sam app", "Unlimited", &[&id])
+        .await
+        .unwrap();
+    let page = pat.open(page_url.as_str()).await;
+    checked_page(&page);
+    assert!(
+        page.body.contains("<td>Sam app</td><td>sam</td>"),
+        "{}",
+        page.body
+    );
+    let subscription = &app.subscriptions[0];
+    let block = format!("/publisher/apis/{id}/subscriptions/{subscription}/block");
+    let form = page.form(&block).unwrap();
+    assert_eq!(
+        pat.submit(&form.clone().without("csrf_token")).await.status,
+        403
+    );
+    let blocked = pat.submit(&form).await;
+    assert_eq!(blocked.status, 303);
+    let state = |body: Value| body["status"].as_str().unwrap().to_string();
+    let path = format!("/api/am/store/v0.14/subscriptions/{subscription}");
+    assert_eq!(
+        state(api.get(&path, &consumer).await.expect(200).body),
+        "BLOCKED"
+    );
+    let page = pat.open(blocked.location().unwrap().as_str()).await;
+    checked_page(&page);
+    assert!(page.body.contains("The subscription is blocked"));
+    let unblock = format!("/publisher/apis/{id}/subscriptions/{subscription}/unblock");
+    assert_eq!(pat.submit(&page.form(&unblock).unwrap()).await.status, 303);
+    assert_eq!(
+        state(api.get(&path, &consumer).await.expect(200).body),
+        "UNBLOCKED"
+    );
+
+    // Another tenant's provider never sees it.
+    let tom = Browser::new(&control_plane.url);
+    let theirs = sign_in_to("/publisher", &tom, "/publisher", "tom@acme.com", "tom-pw-1").await;
+    checked_page(&theirs);
+    assert!(!theirs.body.contains(&id));
+    assert!(
+        theirs.body.contains("You have no APIs yet"),
+        "{}",
+        theirs.body
+    );
+    assert_eq!(tom.open(page_url.as_str()).await.status, 404);
+
+    // Signing out ends the session.
+    let home = pat.open("/publisher").await;
+    let signed_out = pat.submit(&home.form("/publisher/logout").unwrap()).await;
+    assert_eq!(signed_out.status, 303);
+    assert_eq!(pat.open(page_url.as_str()).await.status, 303);
+    control_plane.stop().await;
+}
