@@ -23,6 +23,8 @@ pub enum Scope {
     MediationPolicyView,
     /// Approve or reject what waits for approval (`/workflows/update-workflow-status`).
     ApiWorkflow,
+    /// The administration operations (`/api/am/admin/v0.14`) by bearer token.
+    Admin,
 }
 
 /// Every scope with the roles that may have it (tenant-conf.json `RESTAPIScopes`).
@@ -57,6 +59,7 @@ const SCOPE_ROLES: &[(Scope, &str, &[&str])] = &[
         &["admin"],
     ),
     (Scope::ApiWorkflow, "api_workflow", &["admin"]),
+    (Scope::Admin, "admin", &["admin"]),
 ];
 
 /// The roles a user can hold.

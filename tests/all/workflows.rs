@@ -128,6 +128,38 @@ pub async fn approvals_per_tenant(env: InProcess) {
         json!({"applicationCreation": false, "subscriptionCreation": false,
                "productionKeyGeneration": false, "sandboxKeyGeneration": false})
     );
+    // The administration operations take a bearer token with the admin scope too; a token
+    // without it, or a user whose roles do not grant it, is refused; a tenant's
+    // administrator by token sees their own tenant, as by Basic.
+    let admin_token = api.login("admin", ADMIN_PASSWORD, "mgr:admin").await;
+    let by_token = api.get(SETTINGS, &admin_token).await.expect(200);
+    assert_eq!(by_token.body, settings.body);
+    api.get(SETTINGS, &admin).await.expect(401);
+    let sam_admin = api.login("sam", "sam-pw", "mgr:admin mgr:subscribe").await;
+    api.get(SETTINGS, &sam_admin).await.expect(401);
+    api.get(SETTINGS, "not-a-token").await.expect(401);
+    let alice_admin = api.login("alice@acme.com", "alice-pw", "mgr:admin").await;
+    api.put_json(
+        SETTINGS,
+        &alice_admin,
+        &json!({"applicationCreation": true}),
+    )
+    .await
+    .expect(200);
+    let acme = api.get(SETTINGS, &alice_admin).await.expect(200);
+    assert_eq!(acme.body["applicationCreation"], true);
+    assert_eq!(
+        api.get(SETTINGS, &admin_token).await.expect(200).body,
+        settings.body,
+        "another tenant's switch changes nothing here"
+    );
+    api.put_json(
+        SETTINGS,
+        &alice_admin,
+        &json!({"applicationCreation": false}),
+    )
+    .await
+    .expect(200);
     let before = create_app(api, &sam, "Before").await;
     assert_eq!(before.body["status"], "APPROVED");
 

@@ -22,7 +22,7 @@ use crate::http::ADMIN;
 use crate::http::extract::QueryParams;
 use crate::http::routes::{Routes, get};
 use crate::state::AppState;
-use crate::users::BasicUser;
+use crate::users::AdminUser;
 use crate::users::User;
 pub fn router() -> Routes {
     Routes::new().route(
@@ -83,11 +83,11 @@ struct ApiAnalytics {
         ("applicationId" = Option<String>, Query, description = "Only this application's calls")
     ),
     responses((status = 200, description = "The API's requests, errors and latency over the range", body = ApiAnalytics)),
-    security(("basic" = []))
+    security(("basic" = []), ("bearer" = []))
 )]
 async fn api_analytics(
     State(state): State<AppState>,
-    BasicUser(user): BasicUser,
+    AdminUser(user): AdminUser,
     Path(api_id): Path<String>,
     QueryParams(query): QueryParams<AnalyticsQuery>,
 ) -> Result<Json<ApiAnalytics>> {

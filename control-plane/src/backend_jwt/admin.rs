@@ -15,7 +15,7 @@ use crate::http::extract::JsonBody;
 use crate::http::routes::{Routes, get, post};
 use crate::manifest::{Touched, Touches};
 use crate::state::AppState;
-use crate::users::BasicUser;
+use crate::users::AdminUser;
 
 pub fn router() -> Routes {
     Routes::new()
@@ -40,11 +40,11 @@ struct BackendJwtSwitch {
     path = "/api/am/admin/v0.14/backend-jwt",
     tag = "Administration",
     responses((status = 200, description = "Whether the tenant's backends get the backend JWT", body = BackendJwtSwitch)),
-    security(("basic" = []))
+    security(("basic" = []), ("bearer" = []))
 )]
 async fn get_switch(
     State(state): State<AppState>,
-    BasicUser(user): BasicUser,
+    AdminUser(user): AdminUser,
 ) -> Result<Json<BackendJwtSwitch>> {
     user.require_admin()?;
     let enabled = queries::is_enabled(&state.db, &user.tenant).await?;
@@ -59,11 +59,11 @@ async fn get_switch(
     tag = "Administration",
     request_body = BackendJwtSwitch,
     responses((status = 200, description = "The switch as changed", body = BackendJwtSwitch)),
-    security(("basic" = []))
+    security(("basic" = []), ("bearer" = []))
 )]
 async fn put_switch(
     State(state): State<AppState>,
-    BasicUser(user): BasicUser,
+    AdminUser(user): AdminUser,
     JsonBody(switch): JsonBody<BackendJwtSwitch>,
 ) -> Result<(Touches, Json<BackendJwtSwitch>)> {
     user.require_admin()?;
@@ -89,11 +89,11 @@ struct RotatedKey {
     path = "/api/am/admin/v0.14/backend-jwt/rotate-key",
     tag = "Administration",
     responses((status = 201, description = "The new key's id", body = RotatedKey)),
-    security(("basic" = []))
+    security(("basic" = []), ("bearer" = []))
 )]
 async fn rotate_key(
     State(state): State<AppState>,
-    BasicUser(admin): BasicUser,
+    AdminUser(admin): AdminUser,
 ) -> Result<(StatusCode, Touches, Json<RotatedKey>)> {
     admin.require_platform_admin()?;
     let kid = state.backend_jwt_keys.rotate()?;

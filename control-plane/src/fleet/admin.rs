@@ -9,7 +9,7 @@ use crate::error::Result;
 use crate::http::ADMIN;
 use crate::http::routes::{Routes, get};
 use crate::state::AppState;
-use crate::users::BasicUser;
+use crate::users::AdminUser;
 
 pub fn router() -> Routes {
     Routes::new().route(&format!("{ADMIN}/gateways"), get(list_gateways))
@@ -47,11 +47,11 @@ struct GatewayList {
     path = "/api/am/admin/v0.14/gateways",
     tag = "Administration",
     responses((status = 200, description = "Every gateway that has synced", body = GatewayList)),
-    security(("basic" = []))
+    security(("basic" = []), ("bearer" = []))
 )]
 async fn list_gateways(
     State(state): State<AppState>,
-    BasicUser(admin): BasicUser,
+    AdminUser(admin): AdminUser,
 ) -> Result<Json<GatewayList>> {
     admin.require_platform_admin()?;
     let latest =

@@ -12,7 +12,7 @@ use crate::http::ADMIN;
 use crate::http::routes::{Routes, post};
 use crate::manifest::{Touched, Touches};
 use crate::state::AppState;
-use crate::users::BasicUser;
+use crate::users::AdminUser;
 
 pub fn router() -> Routes {
     Routes::new().route(
@@ -33,11 +33,11 @@ struct RotatedKey {
     path = "/api/am/admin/v0.14/signing-keys/rotate",
     tag = "Administration",
     responses((status = 201, description = "The new key's id", body = RotatedKey)),
-    security(("basic" = []))
+    security(("basic" = []), ("bearer" = []))
 )]
 async fn rotate_signing_key(
     State(state): State<AppState>,
-    BasicUser(admin): BasicUser,
+    AdminUser(admin): AdminUser,
 ) -> Result<(StatusCode, Touches, Json<RotatedKey>)> {
     admin.require_platform_admin()?;
     let kid = state.keys.rotate()?;

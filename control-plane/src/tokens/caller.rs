@@ -92,5 +92,5 @@ pub fn store_tenant(headers: &axum::http::HeaderMap, caller: Option<&Caller>) ->
         .filter(|t| !t.is_empty())
         .map(str::to_string)
         .or_else(|| caller.map(|c| c.tenant().to_string()))
-        .unwrap_or_else(|| crate::users::SUPER_TENANT.to_string())
+        .unwrap_or_else(|| crate::users::rules::SUPER_TENANT.to_string())
 }

@@ -6,7 +6,7 @@
 //! (`oauth_discovery`), RP-initiated logout (`oauth_logout`) and introspection for
 //! gateways (`oauth_introspect`).
 
-mod caller;
+pub mod caller;
 mod id_token;
 pub(crate) mod issue;
 mod jwt;

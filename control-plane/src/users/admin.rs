@@ -21,7 +21,7 @@ use crate::http::extract::JsonBody;
 use crate::http::routes::{Routes, get, post};
 use crate::manifest::Touches;
 use crate::state::AppState;
-use crate::users::BasicUser;
+use crate::users::AdminUser;
 
 pub fn router() -> Routes {
     Routes::new()
@@ -88,11 +88,11 @@ impl From<User> for UserDto {
     tag = "Administration",
     request_body = NewUser,
     responses((status = 201, description = "The new account", body = UserDto)),
-    security(("basic" = []))
+    security(("basic" = []), ("bearer" = []))
 )]
 async fn add_user(
     State(state): State<AppState>,
-    BasicUser(admin): BasicUser,
+    AdminUser(admin): AdminUser,
     JsonBody(body): JsonBody<NewUser>,
 ) -> Result<(StatusCode, Touches, Json<UserDto>)> {
     admin.require_admin()?;
@@ -137,11 +137,11 @@ fn check_password(password: &str) -> Result<()> {
     path = "/api/am/admin/v0.14/users",
     tag = "Administration",
     responses((status = 200, description = "The accounts the administrator manages", body = Vec<UserDto>)),
-    security(("basic" = []))
+    security(("basic" = []), ("bearer" = []))
 )]
 async fn list_users(
     State(state): State<AppState>,
-    BasicUser(admin): BasicUser,
+    AdminUser(admin): AdminUser,
 ) -> Result<Json<Vec<UserDto>>> {
     admin.require_admin()?;
     let tenant = (admin.tenant != SUPER_TENANT).then_some(admin.tenant.as_str());
@@ -161,11 +161,11 @@ async fn list_users(
     tag = "Administration",
     params(("username" = String, Path, description = "The account's user name")),
     responses((status = 200, description = "The account", body = UserDto)),
-    security(("basic" = []))
+    security(("basic" = []), ("bearer" = []))
 )]
 async fn get_user(
     State(state): State<AppState>,
-    BasicUser(admin): BasicUser,
+    AdminUser(admin): AdminUser,
     Path(username): Path<String>,
 ) -> Result<Json<UserDto>> {
     Ok(Json(
@@ -201,11 +201,11 @@ struct UserChange {
     params(("username" = String, Path, description = "The account's user name")),
     request_body = UserChange,
     responses((status = 200, description = "The account as changed", body = UserDto)),
-    security(("basic" = []))
+    security(("basic" = []), ("bearer" = []))
 )]
 async fn update_user(
     State(state): State<AppState>,
-    BasicUser(admin): BasicUser,
+    AdminUser(admin): AdminUser,
     Path(username): Path<String>,
     JsonBody(body): JsonBody<UserChange>,
 ) -> Result<(Touches, Json<UserDto>)> {
@@ -242,11 +242,11 @@ struct NewPassword {
     params(("username" = String, Path, description = "The account's user name")),
     request_body = NewPassword,
     responses((status = 200, description = "The password is set")),
-    security(("basic" = []))
+    security(("basic" = []), ("bearer" = []))
 )]
 async fn reset_password(
     State(state): State<AppState>,
-    BasicUser(admin): BasicUser,
+    AdminUser(admin): AdminUser,
     Path(username): Path<String>,
     JsonBody(body): JsonBody<NewPassword>,
 ) -> Result<(Touches, StatusCode)> {
@@ -269,11 +269,11 @@ async fn reset_password(
     tag = "Administration",
     params(("username" = String, Path, description = "The account's user name")),
     responses((status = 200, description = "The account is gone")),
-    security(("basic" = []))
+    security(("basic" = []), ("bearer" = []))
 )]
 async fn delete_user(
     State(state): State<AppState>,
-    BasicUser(admin): BasicUser,
+    AdminUser(admin): AdminUser,
     Path(username): Path<String>,
 ) -> Result<(Touches, StatusCode)> {
     managed_account(&state, &admin, &username).await?;
@@ -290,11 +290,11 @@ async fn delete_user(
     tag = "Administration",
     params(("username" = String, Path, description = "The account's user name")),
     responses((status = 200, description = "The account, unlocked", body = UserDto)),
-    security(("basic" = []))
+    security(("basic" = []), ("bearer" = []))
 )]
 async fn unlock_user(
     State(state): State<AppState>,
-    BasicUser(admin): BasicUser,
+    AdminUser(admin): AdminUser,
     Path(username): Path<String>,
 ) -> Result<(Touches, Json<UserDto>)> {
     let user = managed_account(&state, &admin, &username).await?;

@@ -3,6 +3,7 @@
 //! the administration resources (`admin`).
 
 pub(crate) mod admin;
+mod admin_caller;
 pub mod lockout;
 mod login;
 mod password;
@@ -10,6 +11,7 @@ pub(crate) mod queries;
 mod records;
 pub(crate) mod rules;
 
+pub use admin_caller::AdminUser;
 pub use login::{BasicUser, VerifiedLogins};
 pub use password::{LoginError, limit_argon2_queue, prepare_dummy_hash, set_password_cost};
 pub use queries::{

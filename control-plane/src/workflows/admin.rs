@@ -22,7 +22,7 @@ use crate::manifest::Touches;
 use crate::scopes::Scope;
 use crate::state::AppState;
 use crate::tokens::Caller;
-use crate::users::BasicUser;
+use crate::users::AdminUser;
 
 pub fn router() -> Routes {
     Routes::new()
@@ -54,11 +54,11 @@ fn administered_tenant(user: &crate::users::User) -> Result<&str> {
     path = "/api/am/admin/v0.14/workflows/settings",
     tag = "Administration",
     responses((status = 200, description = "Which of the tenant's requests wait for an approval", body = WorkflowSettings)),
-    security(("basic" = []))
+    security(("basic" = []), ("bearer" = []))
 )]
 async fn get_settings(
     State(state): State<AppState>,
-    BasicUser(user): BasicUser,
+    AdminUser(user): AdminUser,
 ) -> Result<Json<WorkflowSettings>> {
     let tenant = administered_tenant(&user)?;
     Ok(Json(queries::settings_of(&state.db, tenant).await?))
@@ -82,11 +82,11 @@ struct SettingsChange {
     tag = "Administration",
     request_body = SettingsChange,
     responses((status = 200, description = "The switches as changed", body = WorkflowSettings)),
-    security(("basic" = []))
+    security(("basic" = []), ("bearer" = []))
 )]
 async fn put_settings(
     State(state): State<AppState>,
-    BasicUser(user): BasicUser,
+    AdminUser(user): AdminUser,
     JsonBody(change): JsonBody<SettingsChange>,
 ) -> Result<(Touches, Json<WorkflowSettings>)> {
     let tenant = administered_tenant(&user)?;
@@ -156,11 +156,11 @@ impl From<Workflow> for WorkflowInfo {
         ("offset" = Option<i64>, Query, description = "Starting point within the list")
     ),
     responses((status = 200, description = "The tenant's requests awaiting an approval", body = ListEnvelope<WorkflowInfo>)),
-    security(("basic" = []))
+    security(("basic" = []), ("bearer" = []))
 )]
 async fn list_waiting(
     State(state): State<AppState>,
-    BasicUser(user): BasicUser,
+    AdminUser(user): AdminUser,
     QueryParams(q): QueryParams<ListQuery>,
 ) -> Result<Json<ListEnvelope<WorkflowInfo>>> {
     let tenant = administered_tenant(&user)?;
