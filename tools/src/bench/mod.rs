@@ -12,6 +12,7 @@
 //! `wasi:http` path, the WASI 0.2 component beside the WASIp3 one hosted with reuse. TLS:
 //! kept-alive TLS, new handshakes and HTTP/2 with many streams, beside nginx and Envoy
 //! with the same certificate. Floods: another client's latency while HTTP/2 floods run.
+//! Portal: the developer portal's pages with 1,000 published APIs.
 //! Prints tables and writes `BENCHMARKS.md`; `--only fleet,throttling,idle,artefacts,tls,floods`
 //! (any of them) runs just those cases and rewrites just their sections.
 
@@ -27,6 +28,7 @@ pub mod idle;
 pub mod load;
 pub mod machine;
 pub mod platform;
+pub mod portal;
 pub mod profile;
 pub mod propagation;
 pub mod proxies;
@@ -134,6 +136,12 @@ pub struct Options {
     /// Their pace, a second.
     #[arg(long, default_value_t = 2_000.0)]
     pub flood_token_rate: f64,
+    /// Published APIs in the portal part.
+    #[arg(long, default_value_t = 1_000)]
+    pub portal_apis: usize,
+    /// Requests for each page in the portal part.
+    #[arg(long, default_value_t = 2_000)]
+    pub portal_requests: usize,
 }
 
 /// The cases `--only` can pick.
@@ -160,6 +168,8 @@ pub enum Part {
     /// Cases 1 to 6 alone, with the machine and their targets (a whole run has them in
     /// its main report).
     DataPlane,
+    /// The developer portal's pages with `--portal-apis` published APIs.
+    Portal,
 }
 
 impl Options {
@@ -269,6 +279,10 @@ async fn run_parts(options: &Options) {
     if options.runs(Part::Floods) {
         let runs = floods::measure(options).await;
         report::write_section(options, Part::Floods, &floods::section(options, &runs));
+    }
+    if options.runs(Part::Portal) {
+        let runs = portal::measure(options).await;
+        report::write_section(options, Part::Portal, &portal::section(options, &runs));
     }
     if options.runs(Part::TokenFlood) {
         let rounds = token_flood::measure(options).await;

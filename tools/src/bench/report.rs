@@ -775,6 +775,7 @@ fn section_markers(part: Part) -> (String, String) {
         Part::Floods => "floods",
         Part::TokenFlood => "token-flood",
         Part::DataPlane => "data-plane",
+        Part::Portal => "portal",
     };
     (
         format!(
