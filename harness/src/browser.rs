@@ -191,6 +191,12 @@ impl Chromium {
         self.client.current_url().await.expect("a URL").to_string()
     }
 
+    /// Saves what the window shows as a PNG at `path`.
+    pub async fn screenshot(&self, path: &std::path::Path) {
+        let png = self.client.screenshot().await.expect("a screenshot");
+        std::fs::write(path, png).unwrap_or_else(|err| panic!("write {}: {err}", path.display()));
+    }
+
     /// Ends the session.
     pub async fn close(self) {
         let _ = self.client.clone().close().await;
