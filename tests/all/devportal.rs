@@ -533,21 +533,88 @@ pub async fn a_provider_publishes_and_blocks_while_a_consumer_tries_it(backend: 
         provider.serious_accessibility_violations().await,
         Vec::<String>::new()
     );
+    // A guide for it, and another tenant's API, which the consumer never sees.
+    let admin = stack.mgmt.login("admin", ADMIN_PASSWORD, ALL_SCOPES).await;
+    let docs = add_documents(&stack.mgmt, &admin, &pets).await;
+    stack
+        .mgmt
+        .add_user("alice@acme.com", "alice-pw-1", &["creator", "publisher"])
+        .await;
+    let alice = stack
+        .mgmt
+        .login("alice@acme.com", "alice-pw-1", ALL_SCOPES)
+        .await;
+    let mut acme = harness::stack::api_record("AcmePets", &format!("{}/", stack.backend.url));
+    acme["provider"] = json!("alice@acme.com");
+    Steps::new(&stack.mgmt, &alice)
+        .publish_api(&acme)
+        .await
+        .unwrap();
     stack
         .mgmt
         .add_user("erin", "erin-pw-1", &["subscriber"])
         .await;
-    let erin = stack.mgmt.login("erin", "erin-pw-1", "mgr:subscribe").await;
-    let app = Steps::new(&stack.mgmt, &erin)
-        .subscribed_application("Console app", "Unlimited", &[&pets])
-        .await
-        .unwrap();
-    let token = stack.app_token(&app.keys.key, &app.keys.secret, &[]).await;
+
+    // A new consumer signs in, finds the API by search, reads its guide, creates an
+    // application, generates its keys and subscribes, all in the portal.
+    let chromium = harness::browser::Chromium::start().await;
+    chromium
+        .open(&format!(
+            "{base}{}",
+            DEVPORTAL_SIGN_IN.replace("{next}", "%2Fdevportal")
+        ))
+        .await;
+    chromium.fill("username", "erin").await;
+    chromium.fill("password", "erin-pw-1\u{E007}").await;
+    chromium.wait_for_text("Allow access?").await;
+    chromium.click_button("Allow").await;
+    chromium.wait_for_text("Signed in as").await;
+    chromium.fill("q", "Pets\u{E007}").await;
+    chromium.wait_for_url(&format!("{base}/devportal?q=")).await;
+    chromium.wait_for_text("1 API").await;
+    assert!(!chromium.source().await.contains("AcmePets"));
+    let page = format!("/devportal/apis/{pets}");
+    chromium.open(&format!("{base}{page}")).await;
+    chromium.wait_for_text("Getting started").await;
+    chromium
+        .open(&format!("{base}{page}/documents/{}", docs[0]))
+        .await;
+    chromium.wait_for_text("Calling it").await;
+    chromium
+        .open(&format!("{base}/devportal/applications"))
+        .await;
+    chromium.fill("name", "Console app").await;
+    chromium.click_button("Create").await;
+    chromium.wait_for_text("The application is created").await;
+    let app_page = chromium.current_url().await;
+    let app_id = app_page
+        .split('?')
+        .next()
+        .and_then(|page| page.rsplit('/').next())
+        .unwrap()
+        .to_string();
+    chromium.click_button("Generate production keys").await;
+    chromium.wait_for_text("Copy the consumer secret now").await;
+    assert_eq!(
+        chromium.serious_accessibility_violations().await,
+        Vec::<String>::new()
+    );
+    chromium.open(&format!("{base}{page}")).await;
+    chromium.choose("application", "Console app").await;
+    chromium.click_button("Subscribe").await;
+    chromium.wait_for_text("Subscribed.").await;
+
+    // The try-it console gets a token of the application and calls the real gateway
+    // (again while the gateway is still learning of the subscription).
+    chromium.choose("try-application", "Console app").await;
+    chromium.replace("try-path", "/devs/alice").await;
+    send_until(&chromium, "200 OK").await;
+    chromium.wait_for_text("curl -X GET").await;
+    assert_eq!(
+        chromium.serious_accessibility_violations().await,
+        Vec::<String>::new()
+    );
     let path = "/pets/v1.0.0/devs/alice";
-    harness::eventually(&stack.gw, reqwest::Method::GET, path, &token, |r| {
-        r.status == 200
-    })
-    .await;
     let preflight = reqwest::Client::new()
         .request(reqwest::Method::OPTIONS, format!("{}{path}", stack.gw.base))
         .header("origin", &base)
@@ -564,31 +631,8 @@ pub async fn a_provider_publishes_and_blocks_while_a_consumer_tries_it(backend: 
         preflight.headers()
     );
 
-    let chromium = harness::browser::Chromium::start().await;
-    let page = format!("/devportal/apis/{pets}");
-    chromium
-        .open(&format!(
-            "{base}{}",
-            DEVPORTAL_SIGN_IN.replace("{next}", &page.replace('/', "%2F"))
-        ))
-        .await;
-    chromium.fill("username", "erin").await;
-    chromium.fill("password", "erin-pw-1\u{E007}").await;
-    chromium.wait_for_text("Allow access?").await;
-    chromium.click_button("Allow").await;
-    chromium.wait_for_text("Try it").await;
-    chromium.choose("try-application", "Console app").await;
-    chromium.replace("try-path", "/devs/alice").await;
-    chromium.click_button("Send").await;
-    chromium.wait_for_text("200 OK").await;
-    chromium.wait_for_text("curl -X GET").await;
-    assert_eq!(
-        chromium.serious_accessibility_violations().await,
-        Vec::<String>::new()
-    );
-
     // The calls show in the application's analytics, drawn and tabled.
-    let analytics = format!("{base}/devportal/applications/{}/analytics", app.id);
+    let analytics = format!("{base}/devportal/applications/{app_id}/analytics");
     let mut shown = false;
     for _ in 0..100 {
         chromium.open(&analytics).await;
@@ -623,13 +667,40 @@ pub async fn a_provider_publishes_and_blocks_while_a_consumer_tries_it(backend: 
     provider.click_button("Block subscription").await;
     provider.wait_for_text("The subscription is blocked").await;
     provider.close().await;
-    harness::eventually(&stack.gw, reqwest::Method::GET, path, &token, |r| {
-        r.fault_code() == "900907"
-    })
-    .await;
-    chromium.click_button("Send").await;
-    chromium.wait_for_text("900907").await;
+    send_until(&chromium, "900907").await;
+
+    // A subscriber signing in to the publisher console is offered nothing to do there.
+    chromium
+        .open(&format!("{base}/publisher/login?next=%2Fpublisher"))
+        .await;
+    chromium.wait_for_text("Allow access?").await;
+    chromium.click_button("Allow").await;
+    chromium.wait_for_text("no publisher role").await;
+    let source = chromium.source().await;
+    assert!(!source.contains("Create an API"), "{source}");
+    assert_eq!(
+        chromium.serious_accessibility_violations().await,
+        Vec::<String>::new()
+    );
     chromium.close().await;
+}
+
+/// Sends the try-it console's request until its answer shows `expected` (the gateway
+/// learns of a subscription or a block within moments).
+async fn send_until(chromium: &harness::browser::Chromium, expected: &str) {
+    for _ in 0..50 {
+        chromium.click_button("Send").await;
+        for _ in 0..10 {
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            if chromium.source().await.contains(expected) {
+                return;
+            }
+        }
+    }
+    panic!(
+        "the console never showed {expected}: {}",
+        chromium.source().await
+    );
 }
 
 /// Where the portal's sign-in starts, back to `{next}` (percent-encoded).

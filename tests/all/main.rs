@@ -327,8 +327,8 @@ on_both!(
     run_stack, publisher_console_sqlite, publisher_console_postgres;
     publisher_console::the_console_offers_each_user_what_their_roles_allow,
 );
-on_sqlite!(
-    run_stack, devportal_browser_sqlite;
+on_both!(
+    run_stack, devportal_browser_sqlite, devportal_browser_postgres;
     devportal::the_portal_in_chromium,
     devportal::a_provider_publishes_and_blocks_while_a_consumer_tries_it,
 );
