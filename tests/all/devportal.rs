@@ -666,6 +666,18 @@ pub async fn a_provider_publishes_and_blocks_while_a_consumer_tries_it(backend: 
     );
     provider.click_button("Block subscription").await;
     provider.wait_for_text("The subscription is blocked").await;
+    for (page, text) in [
+        ("/publisher", "Your tenant's APIs"),
+        ("/publisher/administration", "Waiting for approval"),
+    ] {
+        provider.open(&format!("{base}{page}")).await;
+        provider.wait_for_text(text).await;
+        assert_eq!(
+            provider.serious_accessibility_violations().await,
+            Vec::<String>::new(),
+            "{page}"
+        );
+    }
     provider.close().await;
     send_until(&chromium, "900907").await;
 

@@ -184,6 +184,96 @@ pub async fn the_console_offers_each_user_what_their_roles_allow(backend: Backen
         "UNBLOCKED"
     );
 
+    // An administrator switches on approvals for subscriptions; a new subscription waits
+    // and is approved from the console. Other users see no administration.
+    assert_eq!(pat.open("/publisher/administration").await.status, 403);
+    assert!(!pat.open("/publisher").await.body.contains("Administration"));
+    let admin_browser = Browser::new(&control_plane.url);
+    let administration = sign_in_to(
+        "/publisher",
+        &admin_browser,
+        "/publisher/administration",
+        "admin",
+        ADMIN_PASSWORD,
+    )
+    .await;
+    checked_page(&administration);
+    assert!(administration.body.contains("Nothing waits"));
+    assert!(administration.body.contains("No gateway has synced yet"));
+    let switches = administration
+        .form("/publisher/administration/settings")
+        .unwrap();
+    let forged = switches
+        .clone()
+        .with("subscriptionCreation", "on")
+        .without("csrf_token");
+    assert_eq!(admin_browser.submit(&forged).await.status, 403);
+    let saved = admin_browser
+        .submit(
+            &switches
+                .clone()
+                .with("subscriptionCreation", "on")
+                .without("applicationCreation")
+                .without("productionKeyGeneration")
+                .without("sandboxKeyGeneration"),
+        )
+        .await;
+    assert_eq!(saved.status, 303, "{}", saved.body);
+    let settings = api
+        .basic(
+            reqwest::Method::GET,
+            "/api/am/admin/v0.14/workflows/settings",
+            ("admin", ADMIN_PASSWORD),
+            None,
+        )
+        .await
+        .expect(200);
+    assert_eq!(settings.body["subscriptionCreation"], true);
+    assert_eq!(settings.body["applicationCreation"], false);
+    let second = Steps::new(&api, &consumer)
+        .subscribed_application("Sam second app", "Unlimited", &[&id])
+        .await
+        .unwrap();
+    let waiting_path = format!(
+        "/api/am/store/v0.14/subscriptions/{}",
+        second.subscriptions[0]
+    );
+    assert_eq!(
+        state(api.get(&waiting_path, &consumer).await.expect(200).body),
+        "ON_HOLD"
+    );
+    let administration = admin_browser.open("/publisher/administration").await;
+    checked_page(&administration);
+    assert!(
+        administration.body.contains("Subscription"),
+        "{}",
+        administration.body
+    );
+    let decide = harness::signin::form_actions(&administration.body)
+        .into_iter()
+        .find(|action| action.starts_with("/publisher/administration/workflows/"))
+        .unwrap();
+    let form = administration.form(&decide).unwrap();
+    let odd = admin_browser
+        .submit(&form.clone().with("decision", "MAYBE"))
+        .await;
+    assert_eq!(odd.status, 400);
+    let approved = admin_browser
+        .submit(&form.with("decision", "APPROVED"))
+        .await;
+    assert_eq!(approved.status, 303, "{}", approved.body);
+    assert_eq!(
+        state(api.get(&waiting_path, &consumer).await.expect(200).body),
+        "UNBLOCKED"
+    );
+    assert!(
+        admin_browser
+            .open("/publisher/administration")
+            .await
+            .body
+            .contains("Nothing waits")
+    );
+
     // Another tenant's provider never sees it.
     let tom = Browser::new(&control_plane.url);
     let theirs = sign_in_to("/publisher", &tom, "/publisher", "tom@acme.com", "tom-pw-1").await;

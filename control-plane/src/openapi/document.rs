@@ -74,6 +74,7 @@ fn ours() -> utoipa::openapi::OpenApi {
         crate::publisher_console::pages::Api::openapi(),
         crate::publisher_console::create::Api::openapi(),
         crate::publisher_console::actions::Api::openapi(),
+        crate::publisher_console::administration::Api::openapi(),
         crate::users::admin::Api::openapi(),
         crate::signing::admin::Api::openapi(),
         crate::fleet::admin::Api::openapi(),

@@ -5,6 +5,7 @@
 //! and the API decides every action as it does for a script.
 
 pub(crate) mod actions;
+pub(crate) mod administration;
 pub(crate) mod create;
 pub(crate) mod pages;
 mod views;
@@ -28,17 +29,23 @@ pub const PUBLISHER_CONSOLE: WebApp = WebApp {
 };
 
 /// The scopes the console asks for; the token carries those the user's roles allow.
-const SCOPES: [Scope; 6] = [
+const SCOPES: [Scope; 8] = [
     Scope::ApiView,
     Scope::ApiCreate,
     Scope::ApiPublish,
     Scope::TierView,
     Scope::SubscriptionView,
     Scope::SubscriptionBlock,
+    Scope::ApiWorkflow,
+    Scope::Admin,
 ];
 
-/// The console's main navigation.
-const NAV: &[(&str, &str)] = &[("", "APIs"), ("/apis/new", "Create an API")];
+/// The console's main navigation, each link with the scope it needs.
+const NAV: [(&str, &str, Scope); 3] = [
+    ("", "APIs", Scope::ApiView),
+    ("/apis/new", "Create an API", Scope::ApiCreate),
+    ("/administration", "Administration", Scope::Admin),
+];
 
 /// The signed-in user, when there is one.
 fn signed_in(state: &AppState, headers: &HeaderMap) -> Option<Session> {
@@ -64,15 +71,15 @@ fn chrome(
     session: &Option<Session>,
     here: &str,
 ) -> (Chrome, Option<HeaderValue>) {
-    let nav: &[(&str, &str)] = if may(state, session, Scope::ApiCreate) {
-        NAV
-    } else {
-        &NAV[..1]
-    };
+    let nav: Vec<(&str, &str)> = NAV
+        .iter()
+        .filter(|(path, _, scope)| path.is_empty() || may(state, session, *scope))
+        .map(|(path, label, _)| (*path, *label))
+        .collect();
     Chrome::of(
         state,
         &PUBLISHER_CONSOLE,
-        nav,
+        &nav,
         headers,
         session.as_ref(),
         here.to_string(),
@@ -87,6 +94,8 @@ fn done_message(query: Option<&str>) -> Option<&'static str> {
         "lifecycle" => Some("The API's lifecycle state is changed."),
         "blocked" => Some("The subscription is blocked."),
         "unblocked" => Some("The subscription is unblocked."),
+        "settings" => Some("The approvals are saved."),
+        "decided" => Some("The request is decided."),
         _ => None,
     }
 }
