@@ -666,9 +666,11 @@ pub async fn a_provider_publishes_and_blocks_while_a_consumer_tries_it(backend: 
     );
     provider.click_button("Block subscription").await;
     provider.wait_for_text("The subscription is blocked").await;
+    let edit = format!("/publisher/apis/{pets}/edit");
     for (page, text) in [
         ("/publisher", "Your tenant's APIs"),
         ("/publisher/administration", "Waiting for approval"),
+        (edit.as_str(), "Production URLs"),
     ] {
         provider.open(&format!("{base}{page}")).await;
         provider.wait_for_text(text).await;

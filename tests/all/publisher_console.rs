@@ -146,6 +146,58 @@ pub async fn the_console_offers_each_user_what_their_roles_allow(backend: Backen
     let page = pat.open(page_url.as_str()).await;
     assert!(page.body.contains("PUBLISHED"), "{}", page.body);
 
+    // The provider edits it: load-balanced endpoints with a timeout, caching, a new
+    // description. A form that does not read, or that the API refuses, changes nothing.
+    let edit_path = format!("/publisher/apis/{id}/edit");
+    let edit = pat.open(&edit_path).await;
+    checked_page(&edit);
+    assert!(edit.body.contains("http://127.0.0.1:9/"), "{}", edit.body);
+    let form = edit
+        .form(&edit_path)
+        .unwrap()
+        .with("description", "Pets for everyone")
+        .with("visibility", "PUBLIC")
+        .with("endpoint_type", "load_balance")
+        .with("production", "http://127.0.0.1:9/\nhttp://127.0.0.1:10/")
+        .with("sandbox", "")
+        .with("timeout_ms", "2000")
+        .with("caching", "on")
+        .with("cache_seconds", "60");
+    let record = |body: Value| body;
+    let path = format!("/api/am/publisher/v0.14/apis/{id}");
+    let before = record(api.get(&path, &admin).await.expect(200).body);
+    for (odd, status) in [
+        (form.clone().with("endpoint_type", "http"), 400),
+        (form.clone().with("timeout_ms", "soon"), 400),
+        (form.clone().with("visibility", "EVERYONE"), 400),
+        (
+            form.clone().with("production", "http://169.254.169.254/"),
+            400,
+        ),
+        (form.clone().without("csrf_token"), 403),
+    ] {
+        let refused = pat.submit(&odd).await;
+        assert_eq!(refused.status, status, "{}", refused.body);
+    }
+    assert_eq!(api.get(&path, &admin).await.expect(200).body, before);
+    let saved = pat.submit(&form).await;
+    assert_eq!(saved.status, 303, "{}", saved.body);
+    let after = api.get(&path, &admin).await.expect(200).body;
+    assert_eq!(after["description"], "Pets for everyone");
+    assert_eq!(after["responseCaching"], "Enabled");
+    assert_eq!(after["cacheTimeout"], 60);
+    let endpoints: Value = serde_json::from_str(after["endpointConfig"].as_str().unwrap()).unwrap();
+    assert_eq!(endpoints["endpoint_type"], "load_balance");
+    assert_eq!(
+        endpoints["production_endpoints"][1]["url"],
+        "http://127.0.0.1:10/"
+    );
+    assert_eq!(
+        endpoints["sandbox_endpoints"][0]["config"]["actionDuration"],
+        "2000"
+    );
+    assert_eq!(after["status"], "PUBLISHED");
+
     // A consumer subscribes; the provider blocks, then unblocks, the subscription.
     let consumer = api.login("sam", "sam-pw-1", "mgr:subscribe").await;
     let app = Steps::new(&api, &consumer)

@@ -306,7 +306,7 @@ async fn form_page(
 }
 
 /// The names of the tenant's subscription tiers.
-async fn subscription_tiers(
+pub(super) async fn subscription_tiers(
     state: &AppState,
     session: &Option<Session>,
     peer: Option<SocketAddr>,

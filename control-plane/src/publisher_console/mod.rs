@@ -7,6 +7,7 @@
 pub(crate) mod actions;
 pub(crate) mod administration;
 pub(crate) mod create;
+pub(crate) mod edit;
 pub(crate) mod pages;
 mod views;
 
@@ -92,6 +93,7 @@ fn done_message(query: Option<&str>) -> Option<&'static str> {
     match field(&pairs, "done")? {
         "created" => Some("The API is created. Publish it to put it on the gateways."),
         "lifecycle" => Some("The API's lifecycle state is changed."),
+        "saved" => Some("The API is saved; the gateways have it within moments."),
         "blocked" => Some("The subscription is blocked."),
         "unblocked" => Some("The subscription is unblocked."),
         "settings" => Some("The approvals are saved."),

@@ -141,6 +141,7 @@ struct ApiPage {
     /// `None` when the user may not see subscriptions.
     subscriptions: Option<Vec<SubscriptionRow>>,
     may_block: bool,
+    may_edit: bool,
 }
 
 /// `GET /publisher/apis/{apiId}`: an API of the user's tenant.
@@ -204,6 +205,7 @@ async fn api_page(
         actions,
         subscriptions,
         may_block: may(&state, &session, Scope::SubscriptionBlock),
+        may_edit: may(&state, &session, Scope::ApiCreate),
         api,
     };
     with_cookie(
