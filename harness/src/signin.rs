@@ -170,9 +170,16 @@ impl Browser {
             body = body.text(name.clone(), value.clone());
         }
         let (field, file_name, bytes) = file;
+        // As a browser names a file's type: by its extension.
+        let mime = match file_name.rsplit('.').next() {
+            Some("json") => "application/json",
+            Some("png") => "image/png",
+            Some("md") => "text/markdown",
+            _ => "application/octet-stream",
+        };
         let part = reqwest::multipart::Part::bytes(bytes)
             .file_name(file_name.to_string())
-            .mime_str("application/json")
+            .mime_str(mime)
             .expect("a MIME type");
         body = body.part(field.to_string(), part);
         let request = self

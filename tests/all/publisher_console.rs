@@ -198,6 +198,74 @@ pub async fn the_console_offers_each_user_what_their_roles_allow(backend: Backen
     );
     assert_eq!(after["status"], "PUBLISHED");
 
+    // Documents: a Markdown guide added; a file document without its file, or with a
+    // name the API refuses, leaves nothing behind; the guide deleted. An image saved,
+    // an SVG refused.
+    let docs_path = format!("/api/am/publisher/v0.14/apis/{id}/documents");
+    let doc_count = || async {
+        api.get(&docs_path, &admin).await.expect(200).body["count"]
+            .as_u64()
+            .unwrap()
+    };
+    let page = pat.open(page_url.as_str()).await;
+    checked_page(&page);
+    let add = format!("/publisher/apis/{id}/documents");
+    let form = page
+        .form(&add)
+        .unwrap()
+        .with("name", "Getting started")
+        .with("type", "HOWTO")
+        .with("source", "MARKDOWN")
+        .with("content", "## Calling it\n\nSend a token.");
+    let no_file = ("file", "", Vec::new());
+    let added = pat.submit_with_file(&form, no_file.clone()).await;
+    assert_eq!(added.status, 303, "{}", added.body);
+    assert_eq!(doc_count().await, 1);
+    let file_form = form
+        .clone()
+        .with("name", "Reference")
+        .with("source", "FILE");
+    assert_eq!(
+        pat.submit_with_file(&file_form, no_file.clone())
+            .await
+            .status,
+        400
+    );
+    let bad_name = ("file", "../escape.md", b"# x".to_vec());
+    let refused = pat.submit_with_file(&file_form, bad_name).await;
+    assert_eq!(refused.status, 400, "{}", refused.body);
+    assert_eq!(
+        pat.submit_with_file(&form.clone().without("csrf_token"), no_file.clone())
+            .await
+            .status,
+        403
+    );
+    assert_eq!(doc_count().await, 1);
+    let page = pat.open(page_url.as_str()).await;
+    assert!(page.body.contains("Getting started"));
+    let document_id = api.get(&docs_path, &admin).await.expect(200).body["list"][0]["documentId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let delete = format!("/publisher/apis/{id}/documents/{document_id}/delete");
+    assert_eq!(pat.submit(&page.form(&delete).unwrap()).await.status, 303);
+    assert_eq!(doc_count().await, 0);
+    let image = page
+        .form(&format!("/publisher/apis/{id}/thumbnail"))
+        .unwrap();
+    let png = [b"\x89PNG\r\n\x1a\n".as_slice(), &[0u8; 32]].concat();
+    let saved = pat
+        .submit_with_file(&image, ("file", "pets.png", png))
+        .await;
+    assert_eq!(saved.status, 303, "{}", saved.body);
+    let svg = b"<svg xmlns='http://www.w3.org/2000/svg'><script>alert(1)</script></svg>".to_vec();
+    assert_eq!(
+        pat.submit_with_file(&image, ("file", "pets.png", svg))
+            .await
+            .status,
+        400
+    );
+
     // A consumer subscribes; the provider blocks, then unblocks, the subscription.
     let consumer = api.login("sam", "sam-pw-1", "mgr:subscribe").await;
     let app = Steps::new(&api, &consumer)

@@ -10,5 +10,6 @@ mod rules;
 pub(crate) mod store_api;
 
 pub use content::untrusted;
+pub use records::DOCUMENT_TYPES;
 
 pub use queries::{apis_with_documents_like, copy_documents_to_version};

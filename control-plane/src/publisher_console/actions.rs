@@ -3,16 +3,15 @@
 //! publisher API with the user's token, then back to the API's page.
 
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, Method, StatusCode};
+use axum::http::{HeaderMap, Method};
 use axum::response::Response;
 
-use super::{chrome, signed_in};
 use crate::http::PUBLISHER;
 use crate::http::routes::{Routes, post};
 use crate::state::AppState;
 use crate::web::calls::Call;
+use crate::web::field;
 use crate::web::visit::{Peer, call, encoded, peer_of};
-use crate::web::{field, redirect};
 
 pub fn router() -> Routes {
     Routes::new()
@@ -150,7 +149,7 @@ async fn posted_and_sent(
     };
     let call_of = Call::new(Method::POST, target(&pairs));
     let answer = call(state, &Some(session), peer, call_of).await;
-    finished(state, headers, answer, &back, done)
+    super::after_form(state, headers, &answer, &back, done)
 }
 
 /// The console's page of the API `api_id`.
@@ -166,23 +165,6 @@ fn posted(
     back: &str,
 ) -> Result<crate::web::visit::Posted, Box<Response>> {
     crate::web::visit::posted(state, &super::PUBLISHER_CONSOLE, headers, body, back)
-}
-
-/// Back to the API's page saying `done` when the publisher API did it, else a page
-/// saying why.
-fn finished(
-    state: &AppState,
-    headers: &HeaderMap,
-    answer: crate::web::calls::Answer,
-    back: &str,
-    done: &str,
-) -> Response {
-    if answer.status.is_success() {
-        return redirect(StatusCode::SEE_OTHER, &format!("{back}?done={done}"));
-    }
-    let session = signed_in(state, headers);
-    let (chrome, cookie) = chrome(state, headers, &session, back);
-    crate::web::portal::refused_form(chrome, cookie, &answer.error_message(), back)
 }
 
 /// These forms in the control plane's OpenAPI document.

@@ -19,7 +19,7 @@ use crate::state::AppState;
 use crate::web::calls::Call;
 use crate::web::portal::Chrome;
 use crate::web::visit::{Peer, call, encoded, peer_of, posted};
-use crate::web::{MessagePage, Page, field, redirect, with_cookie};
+use crate::web::{MessagePage, Page, field, with_cookie};
 
 /// The page's address.
 const HERE: &str = "/publisher/administration";
@@ -222,7 +222,7 @@ async fn save_settings(
     let target = format!("{ADMIN}/workflows/settings");
     let request = Call::new(Method::PUT, target).json(&settings);
     let answer = call(&state, &Some(session), peer_of(peer), request).await;
-    finished(&state, &headers, &answer, "settings")
+    super::after_form(&state, &headers, &answer, HERE, "settings")
 }
 
 /// `POST /publisher/administration/workflows/{reference}`: the waiting request approved
@@ -257,22 +257,7 @@ async fn decide(
     );
     let request = Call::new(Method::POST, target).json(&json!({"status": decision}));
     let answer = call(&state, &Some(session), peer_of(peer), request).await;
-    finished(&state, &headers, &answer, "decided")
-}
-
-/// Back to the page saying `done` when the API did it, else a page saying why.
-fn finished(
-    state: &AppState,
-    headers: &HeaderMap,
-    answer: &crate::web::calls::Answer,
-    done: &str,
-) -> Response {
-    if answer.status.is_success() {
-        return redirect(StatusCode::SEE_OTHER, &format!("{HERE}?done={done}"));
-    }
-    let session = signed_in(state, headers);
-    let (chrome, cookie) = chrome(state, headers, &session, HERE);
-    crate::web::portal::refused_form(chrome, cookie, &answer.error_message(), HERE)
+    super::after_form(&state, &headers, &answer, HERE, "decided")
 }
 
 /// The 403 page of a user who is no administrator.

@@ -5,7 +5,7 @@
 use std::net::SocketAddr;
 
 use askama::Template;
-use axum::extract::{FromRequest, Multipart, Request, State};
+use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
@@ -24,10 +24,6 @@ use crate::web::{MessagePage, Page, csrf, redirect, with_cookie};
 /// The largest definition file the form takes (the publisher API's body limit decides
 /// the rest).
 const MAX_DEFINITION_BYTES: usize = 4 << 20;
-/// The largest other field of the form.
-const MAX_FIELD_BYTES: usize = 4 << 10;
-/// Fields a form may hold at most (a tier is one each).
-const MAX_FIELDS: usize = 64;
 
 pub fn router() -> Routes {
     Routes::new().route("/publisher/apis/new", get(new_api).post(create_api))
@@ -153,46 +149,31 @@ async fn create_api(
     }
 }
 
-/// The form's fields: text fields within their size, repeated `tiers`, the definition
-/// file; anything else in the form is ignored.
+/// The form's fields and its definition file; anything else in the form is ignored.
 async fn read_form(state: &AppState, request: Request) -> Result<ApiForm, String> {
-    let mut multipart = Multipart::from_request(request, state)
-        .await
-        .map_err(|e| e.body_text())?;
-    let mut form = ApiForm::default();
-    let mut fields = 0;
-    while let Some(mut field) = multipart.next_field().await.map_err(|e| e.body_text())? {
-        fields += 1;
-        if fields > MAX_FIELDS {
-            return Err("The form has too many fields.".into());
-        }
-        let name = field.name().unwrap_or_default().to_string();
-        let limit = if name == "definition" {
-            MAX_DEFINITION_BYTES
-        } else {
-            MAX_FIELD_BYTES
-        };
-        let mut bytes = Vec::new();
-        while let Some(chunk) = field.chunk().await.map_err(|e| e.body_text())? {
-            if bytes.len() + chunk.len() > limit {
-                return Err(format!("The field '{name}' is too large."));
-            }
-            bytes.extend_from_slice(&chunk);
-        }
-        let text = || String::from_utf8_lossy(&bytes).trim().to_string();
-        match name.as_str() {
-            "csrf_token" => form.csrf_token = Some(text()),
-            "name" => form.name = text(),
-            "version" => form.version = text(),
-            "context" => form.context = text(),
-            "endpoint" => form.endpoint = text(),
-            "cors_origins" => form.cors_origins = text(),
-            "tiers" => form.tiers.push(text()),
-            "definition" if !bytes.is_empty() => form.definition = Some(bytes),
-            _ => {}
-        }
-    }
-    Ok(form)
+    let posted =
+        crate::web::uploads::read(state, request, "definition", MAX_DEFINITION_BYTES).await?;
+    let text = |name: &str| {
+        crate::web::field(&posted.fields, name)
+            .unwrap_or_default()
+            .trim()
+            .to_string()
+    };
+    Ok(ApiForm {
+        csrf_token: crate::web::field(&posted.fields, "csrf_token").map(str::to_string),
+        name: text("name"),
+        version: text("version"),
+        context: text("context"),
+        endpoint: text("endpoint"),
+        cors_origins: text("cors_origins"),
+        tiers: posted
+            .fields
+            .iter()
+            .filter(|(name, _)| name == "tiers")
+            .map(|(_, tier)| tier.trim().to_string())
+            .collect(),
+        definition: posted.file.map(|file| file.bytes),
+    })
 }
 
 /// The publisher API's body for `form`: what the definition says fills what the form

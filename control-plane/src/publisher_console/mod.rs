@@ -7,6 +7,7 @@
 pub(crate) mod actions;
 pub(crate) mod administration;
 pub(crate) mod create;
+pub(crate) mod documents;
 pub(crate) mod edit;
 pub(crate) mod pages;
 mod views;
@@ -98,6 +99,31 @@ fn done_message(query: Option<&str>) -> Option<&'static str> {
         "unblocked" => Some("The subscription is unblocked."),
         "settings" => Some("The approvals are saved."),
         "decided" => Some("The request is decided."),
+        "document" => Some("The document is added."),
+        "document-deleted" => Some("The document is deleted."),
+        "thumbnail" => Some("The image is saved."),
         _ => None,
     }
+}
+
+/// After a form: back to `back` saying `done` when the API did it, else a page saying
+/// why.
+fn after_form(
+    state: &AppState,
+    headers: &HeaderMap,
+    answer: &crate::web::calls::Answer,
+    back: &str,
+    done: &str,
+) -> Response {
+    if answer.status.is_success() {
+        return redirect(StatusCode::SEE_OTHER, &format!("{back}?done={done}"));
+    }
+    refused_form(state, headers, &answer.error_message(), back)
+}
+
+/// A 400 page saying why a form was refused, with the way back to `back`.
+fn refused_form(state: &AppState, headers: &HeaderMap, message: &str, back: &str) -> Response {
+    let session = signed_in(state, headers);
+    let (chrome, cookie) = chrome(state, headers, &session, back);
+    crate::web::portal::refused_form(chrome, cookie, message, back)
 }

@@ -142,6 +142,10 @@ struct ApiPage {
     subscriptions: Option<Vec<SubscriptionRow>>,
     may_block: bool,
     may_edit: bool,
+    /// Its documents: id, name, type, where the content comes from.
+    documents: Vec<(String, String, String, String)>,
+    document_types: &'static [&'static str],
+    sources: &'static [(&'static str, &'static str)],
 }
 
 /// `GET /publisher/apis/{apiId}`: an API of the user's tenant.
@@ -193,6 +197,7 @@ async fn api_page(
     } else {
         Vec::new()
     };
+    let documents = documents_of(&state, &session, peer, &api.id).await;
     let (chrome, cookie) = chrome(&state, &headers, &session, &here);
     let template = ApiPage {
         title: format!("{} {}", api.name, api.version),
@@ -206,12 +211,44 @@ async fn api_page(
         subscriptions,
         may_block: may(&state, &session, Scope::SubscriptionBlock),
         may_edit: may(&state, &session, Scope::ApiCreate),
+        documents,
+        document_types: crate::documents::DOCUMENT_TYPES,
+        sources: &super::documents::SOURCES,
         api,
     };
     with_cookie(
         Page::render(StatusCode::OK, &template).into_response(),
         cookie,
     )
+}
+
+/// The documents of the API `api_id`.
+async fn documents_of(
+    state: &AppState,
+    session: &Option<Session>,
+    peer: Option<std::net::SocketAddr>,
+    api_id: &str,
+) -> Vec<(String, String, String, String)> {
+    let target = format!("{PUBLISHER}/apis/{}/documents?limit=100", encoded(api_id));
+    let list = call(state, session, peer, Call::get(target))
+        .await
+        .json::<serde_json::Value>()
+        .unwrap_or_default();
+    let text =
+        |doc: &serde_json::Value, name: &str| doc[name].as_str().unwrap_or_default().to_string();
+    list["list"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|doc| {
+            (
+                text(doc, "documentId"),
+                text(doc, "name"),
+                text(doc, "type"),
+                text(doc, "sourceType"),
+            )
+        })
+        .collect()
 }
 
 /// The subscriptions to the API `api_id`, each with its application's name and owner.

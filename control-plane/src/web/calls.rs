@@ -24,7 +24,7 @@ pub struct Call<'a> {
     method: Method,
     target: String,
     bearer: Option<&'a str>,
-    body: Option<(&'static str, Vec<u8>)>,
+    body: Option<(String, Vec<u8>)>,
     peer: Option<SocketAddr>,
 }
 
@@ -59,7 +59,7 @@ impl<'a> Call<'a> {
 
     /// With a JSON body.
     pub fn json(mut self, value: &serde_json::Value) -> Self {
-        self.body = Some(("application/json", value.to_string().into_bytes()));
+        self.body = Some(("application/json".into(), value.to_string().into_bytes()));
         self
     }
 
@@ -68,7 +68,20 @@ impl<'a> Call<'a> {
         let body = url::form_urlencoded::Serializer::new(String::new())
             .extend_pairs(pairs)
             .finish();
-        self.body = Some(("application/x-www-form-urlencoded", body.into_bytes()));
+        self.body = Some((
+            "application/x-www-form-urlencoded".into(),
+            body.into_bytes(),
+        ));
+        self
+    }
+
+    /// With a multipart form body of `text` fields and `file`.
+    pub fn multipart(
+        mut self,
+        text: &[(&str, &str)],
+        file: Option<(&str, &super::uploads::Upload)>,
+    ) -> Self {
+        self.body = Some(super::uploads::multipart_body(text, file));
         self
     }
 }
@@ -145,8 +158,12 @@ impl PublicApi {
         *request.uri_mut() = uri;
         let headers = request.headers_mut();
         headers.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
-        if let Some((content_type, _)) = call.body {
-            headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+        if let Some(content_type) = call
+            .body
+            .as_ref()
+            .and_then(|(content_type, _)| HeaderValue::from_str(content_type).ok())
+        {
+            headers.insert(header::CONTENT_TYPE, content_type);
         }
         if let Some(value) = call
             .bearer

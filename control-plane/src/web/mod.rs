@@ -9,6 +9,7 @@ pub(crate) mod csrf;
 pub(crate) mod markup;
 pub(crate) mod portal;
 pub(crate) mod signin;
+pub(crate) mod uploads;
 pub(crate) mod visit;
 
 use askama::Template;
