@@ -126,6 +126,7 @@ pub fn rooms() -> Routes {
         .merge(crate::devportal::pages::router())
         .merge(crate::devportal::applications::router())
         .merge(crate::devportal::documents::router())
+        .merge(crate::devportal::keys::router())
         .merge(crate::devportal::try_it::router())
         .merge(crate::devportal::analytics::router())
         .merge(crate::publisher_console::pages::router())

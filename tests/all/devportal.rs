@@ -401,6 +401,73 @@ pub async fn applications_keys_and_subscriptions_in_the_portal(backend: Backend)
     let twice = browser.submit(&generate).await;
     assert_eq!(twice.status, 400);
 
+    // A new secret, shown once; the old one is refused at the token endpoint at once.
+    let consumer_key = harness::signin::text_of(&keys.body, "#consumer-key");
+    let renew = page
+        .form(&format!("{app_page}/keys/PRODUCTION/secret"))
+        .expect("the new-secret form");
+    assert_eq!(
+        browser
+            .submit(&renew.clone().without("csrf_token"))
+            .await
+            .status,
+        403
+    );
+    let renewed = browser.submit(&renew).await;
+    checked_page(&renewed);
+    let new_secret = harness::signin::text_of(&renewed.body, "#consumer-secret");
+    assert!(new_secret.len() > 10 && new_secret != secret);
+    let grant = [("grant_type", "client_credentials")];
+    let old = api.token(&consumer_key, &secret, &grant).await;
+    assert_eq!(old.status, 401, "{}", old.body);
+    api.token(&consumer_key, &new_secret, &grant)
+        .await
+        .expect(200);
+    let odd_type = renew.clone();
+    let odd_type = harness::signin::Form {
+        action: odd_type.action.replace("PRODUCTION", "NOPE"),
+        ..odd_type
+    };
+    assert_eq!(browser.submit(&odd_type).await.status, 400);
+
+    // Grant types and callback URL: an unknown grant or none at all refused, then saved.
+    let grants = page
+        .form(&format!("{app_page}/keys/PRODUCTION/grants"))
+        .expect("the grants form")
+        .without("grant_types");
+    let keys_path = format!(
+        "/api/am/store/v0.14/applications/{}/keys/PRODUCTION",
+        app_page.rsplit('/').next().unwrap()
+    );
+    let erin = api.login("erin", "erin-pw-1", "mgr:subscribe").await;
+    let before = api.get(&keys_path, &erin).await.expect(200).body;
+    for odd in [
+        grants.clone().with("grant_types", "bogus"),
+        grants.clone(),
+        grants
+            .clone()
+            .with("grant_types", "authorization_code")
+            .with("callback_url", "javascript:alert(1)"),
+    ] {
+        assert_eq!(browser.submit(&odd).await.status, 400);
+    }
+    assert_eq!(api.get(&keys_path, &erin).await.expect(200).body, before);
+    let saved = browser
+        .submit(
+            &grants
+                .clone()
+                .with("grant_types", "authorization_code")
+                .with("callback_url", "https://app.example.com/callback"),
+        )
+        .await;
+    assert_eq!(saved.status, 303, "{}", saved.body);
+    let after = api.get(&keys_path, &erin).await.expect(200).body;
+    assert_eq!(after["supportedGrantTypes"], json!(["authorization_code"]));
+    assert_eq!(after["callbackUrl"], "https://app.example.com/callback");
+    let page = browser.open(saved.location().unwrap().as_str()).await;
+    checked_page(&page);
+    assert!(page.body.contains("grant types and callback URL are saved"));
+
     // Subscribe from the API's page; the application lists it with what it means.
     let api_page = browser.open(&format!("/devportal/apis/{pets}")).await;
     checked_page(&api_page);

@@ -74,16 +74,17 @@ struct ApplicationPage {
     keys: Vec<KeyView>,
     subscriptions: Vec<SubscriptionView>,
     tiers: Vec<String>,
+    grant_types: &'static [(&'static str, &'static str)],
 }
 
 #[derive(Template)]
 #[template(path = "devportal/keys.html")]
-struct KeysPage {
-    title: &'static str,
-    chrome: Chrome,
-    application_id: String,
-    consumer_key: String,
-    consumer_secret: String,
+pub(super) struct KeysPage {
+    pub(super) title: &'static str,
+    pub(super) chrome: Chrome,
+    pub(super) application_id: String,
+    pub(super) consumer_key: String,
+    pub(super) consumer_secret: String,
 }
 
 /// `GET /devportal/applications`: the user's applications and the form that creates one.
@@ -260,6 +261,7 @@ async fn application_page(
         subscriptions: views::subscriptions(&subscriptions),
         app,
         tiers,
+        grant_types: &super::keys::GRANT_TYPES,
     };
     with_cookie(Page::render(StatusCode::OK, &page).into_response(), cookie)
 }
@@ -534,7 +536,7 @@ async fn unsubscribe(
 }
 
 /// A form a signed-in user sent from this site (`web::visit::posted`).
-fn posted(
+pub(super) fn posted(
     state: &AppState,
     headers: &HeaderMap,
     body: &[u8],
@@ -578,7 +580,12 @@ fn finished(
 }
 
 /// A page saying why a form was refused, with the way back to `back`.
-fn outcome(state: &AppState, headers: &HeaderMap, message: &str, back: &str) -> Response {
+pub(super) fn outcome(
+    state: &AppState,
+    headers: &HeaderMap,
+    message: &str,
+    back: &str,
+) -> Response {
     let session = signed_in(state, headers);
     let (chrome, cookie) = chrome(state, headers, &session, back);
     crate::web::portal::refused_form(chrome, cookie, message, back)

@@ -8,6 +8,7 @@
 pub(crate) mod analytics;
 pub(crate) mod applications;
 pub(crate) mod documents;
+pub(crate) mod keys;
 pub(crate) mod pages;
 pub(crate) mod try_it;
 mod views;

@@ -267,6 +267,10 @@ pub struct KeyView {
     pub label: &'static str,
     pub consumer_key: Option<String>,
     pub state: String,
+    /// The grant types the key allows.
+    pub grant_types: Vec<String>,
+    /// Where the authorization code and implicit grants send the browser back.
+    pub callback_url: String,
 }
 
 /// The production and sandbox keys of a store `Application`.
@@ -286,6 +290,14 @@ pub fn keys(application: &Value) -> Vec<KeyView> {
                     .and_then(|k| k["consumerKey"].as_str())
                     .map(str::to_string),
                 state: key.map(|k| text(&k["keyState"])).unwrap_or_default(),
+                grant_types: key
+                    .and_then(|k| k["supportedGrantTypes"].as_array())
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect(),
+                callback_url: key.map(|k| text(&k["callbackUrl"])).unwrap_or_default(),
             }
         })
         .collect()

@@ -27,6 +27,7 @@ pub(super) fn done_message(query: Option<&str>) -> Option<&'static str> {
             Some("Subscribed. If the plan needs an approval, the subscription waits for it.")
         }
         "unsubscribed" => Some("Unsubscribed."),
+        "keys-saved" => Some("The keys' grant types and callback URL are saved."),
         _ => None,
     }
 }

@@ -108,14 +108,54 @@ impl KeyUpdate {
     }
 }
 
-/// A callback URL: bounded, and without whitespace or control characters.
+/// A callback URL: bounded, without whitespace or control characters, and never of a
+/// scheme a browser would run or render in place (apps' own schemes stay allowed, as
+/// WSO2 allows them for mobile clients).
 fn check_callback_url(url: &str) -> Result<()> {
     if url.len() > MAX_CALLBACK_URL || url.chars().any(|c| c.is_whitespace() || c.is_control()) {
         return Err(Error::Invalid(format!(
             "callbackUrl must be at most {MAX_CALLBACK_URL} characters without spaces"
         )));
     }
+    let scheme = url
+        .split_once(':')
+        .map(|(scheme, _)| scheme.to_ascii_lowercase());
+    if matches!(
+        scheme.as_deref(),
+        Some("javascript" | "data" | "vbscript" | "file")
+    ) {
+        return Err(Error::Invalid(
+            "callbackUrl may not be a javascript:, data:, vbscript: or file: URL".into(),
+        ));
+    }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_callback_url;
+
+    #[test]
+    fn callback_urls_that_would_run_in_the_browser_are_refused() {
+        for fine in [
+            "https://app.example.com/cb",
+            "myapp://callback",
+            "http://localhost:8080/",
+            "",
+        ] {
+            assert!(check_callback_url(fine).is_ok(), "{fine}");
+        }
+        for refused in [
+            "javascript:alert(1)",
+            "JavaScript:alert(1)",
+            "data:text/html,x",
+            "vbscript:x",
+            "file:///etc/passwd",
+            "https://a/ b",
+        ] {
+            assert!(check_callback_url(refused).is_err(), "{refused}");
+        }
+    }
 }
 
 /// `PUT /applications/{applicationId}/keys/{keyType}`: 200 with the key as it now is;

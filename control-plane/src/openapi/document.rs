@@ -69,6 +69,7 @@ fn ours() -> utoipa::openapi::OpenApi {
         crate::devportal::pages::Api::openapi(),
         crate::devportal::applications::Api::openapi(),
         crate::devportal::documents::Api::openapi(),
+        crate::devportal::keys::Api::openapi(),
         crate::devportal::try_it::Api::openapi(),
         crate::devportal::analytics::Api::openapi(),
         crate::publisher_console::pages::Api::openapi(),
