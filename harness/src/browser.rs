@@ -22,7 +22,16 @@ pub struct Chromium {
 }
 
 impl Drop for Chromium {
+    /// Ends chromedriver and the Chromium it started (its process group), also when a
+    /// test fails before it closes the session: killed alone, chromedriver would leave
+    /// Chromium running.
     fn drop(&mut self) {
+        if let Some(pid) = self.driver.id() {
+            let _ = std::process::Command::new("kill")
+                .args(["-KILL", "--", &format!("-{pid}")])
+                .stderr(Stdio::null())
+                .status();
+        }
         let _ = self.driver.start_kill();
     }
 }
@@ -50,6 +59,7 @@ impl Chromium {
             .arg(format!("--port={port}"))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
+            .process_group(0)
             .kill_on_drop(true)
             .spawn()
             .expect("chromedriver starts");
