@@ -132,6 +132,7 @@ pub fn rooms() -> Routes {
         .merge(crate::publisher_console::pages::router())
         .merge(crate::publisher_console::create::router())
         .merge(crate::publisher_console::edit::router())
+        .merge(crate::publisher_console::resources::router())
         .merge(crate::publisher_console::documents::router())
         .merge(crate::publisher_console::actions::router())
         .merge(crate::publisher_console::administration::router())

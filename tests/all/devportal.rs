@@ -734,10 +734,12 @@ pub async fn a_provider_publishes_and_blocks_while_a_consumer_tries_it(backend: 
     provider.click_button("Block subscription").await;
     provider.wait_for_text("The subscription is blocked").await;
     let edit = format!("/publisher/apis/{pets}/edit");
+    let resources = format!("/publisher/apis/{pets}/resources");
     for (page, text) in [
         ("/publisher", "Your tenant's APIs"),
         ("/publisher/administration", "Waiting for approval"),
         (edit.as_str(), "Production URLs"),
+        (resources.as_str(), "Save resources"),
     ] {
         provider.open(&format!("{base}{page}")).await;
         provider.wait_for_text(text).await;

@@ -198,6 +198,36 @@ pub async fn the_console_offers_each_user_what_their_roles_allow(backend: Backen
     );
     assert_eq!(after["status"], "PUBLISHED");
 
+    // Resources: an operation made open and its tier changed; an unknown auth type or
+    // tier is refused and changes nothing.
+    let resources_path = format!("/publisher/apis/{id}/resources");
+    let resources = pat.open(&resources_path).await;
+    checked_page(&resources);
+    assert!(resources.body.contains("/devs/{username}/repos"));
+    let swagger_path = format!("/api/am/publisher/v0.14/apis/{id}/swagger");
+    let definition_before = api.get(&swagger_path, &admin).await.expect(200).body;
+    let form = resources.form(&resources_path).unwrap();
+    for odd in [
+        form.clone().with("auth-0", "Nobody"),
+        form.clone().with("tier-0", "NoSuchTier"),
+    ] {
+        assert_eq!(pat.submit(&odd).await.status, 400);
+    }
+    assert_eq!(
+        api.get(&swagger_path, &admin).await.expect(200).body,
+        definition_before
+    );
+    let saved = pat
+        .submit(&form.with("auth-0", "None").with("tier-0", "Unlimited"))
+        .await;
+    assert_eq!(saved.status, 303, "{}", saved.body);
+    let definition = api.get(&swagger_path, &admin).await.expect(200).body;
+    assert_eq!(definition["paths"]["/devs"]["post"]["x-auth-type"], "None");
+    assert_eq!(
+        definition["paths"]["/devs/{username}"]["get"]["x-auth-type"],
+        definition_before["paths"]["/devs/{username}"]["get"]["x-auth-type"]
+    );
+
     // Documents: a Markdown guide added; a file document without its file, or with a
     // name the API refuses, leaves nothing behind; the guide deleted. An image saved,
     // an SVG refused.

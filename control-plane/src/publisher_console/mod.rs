@@ -10,6 +10,7 @@ pub(crate) mod create;
 pub(crate) mod documents;
 pub(crate) mod edit;
 pub(crate) mod pages;
+pub(crate) mod resources;
 mod views;
 
 use axum::http::{HeaderMap, HeaderValue, StatusCode};

@@ -77,10 +77,7 @@ impl PublisherApi {
         let mut resources = Vec::new();
         for (path, operations) in definition["paths"].as_object().into_iter().flatten() {
             for method in operations.as_object().into_iter().flatten().map(|(m, _)| m) {
-                if matches!(
-                    method.as_str(),
-                    "get" | "put" | "post" | "delete" | "patch" | "head" | "options"
-                ) {
+                if crate::apis::METHODS.contains(&method.as_str()) {
                     resources.push((method.to_uppercase(), path.clone()));
                 }
             }
