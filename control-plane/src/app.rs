@@ -32,6 +32,7 @@ pub fn shared(
         .with(Arc::new(logins))
         .with(Arc::new(endpoints))
         .with(Arc::new(crate::web::calls::PublicApi::default()))
+        .with(Arc::new(crate::apis::StoreListing::default()))
 }
 
 /// The whole management API, its paths' repeated slashes collapsed and trailing ones
@@ -196,6 +197,7 @@ async fn after_changes(
             None => state.shared::<ManifestHub>().request_recompile(),
         }
         state.shared::<ClientCache>().clear();
+        state.shared::<crate::apis::StoreListing>().changed();
     }
     response
 }

@@ -33,4 +33,4 @@ pub use rules::{
     AUTH_TYPES, EndpointPolicy, METHODS, check_context_length, check_tenant_context,
     normalise_context, validate_endpoint_config, validate_swagger,
 };
-pub use visibility::{Viewer, visible_api, visible_apis};
+pub use visibility::{StoreListing, Viewer, visible_api, visible_apis};

@@ -47,13 +47,17 @@ async fn list_apis(
     let mut criteria = search::parse(&query).map_err(Error::Invalid)?;
     let tenant = crate::tokens::store_tenant(&headers, caller.as_ref());
     search::look_up_documents(&state.db, &mut criteria, &tenant, true).await?;
-    let seen: Vec<StoredApi> = visible_apis(&state, caller.as_ref(), &headers)
+    let seen: Vec<_> = visible_apis(&state, caller.as_ref(), &headers)
         .await?
         .into_iter()
         .filter(|api| criteria.iter().all(|c| c.matches(api)))
         .collect();
     let total = seen.len() as i64;
-    let list = page.slice(seen).iter().map(ApiInfo::from).collect();
+    let list = page
+        .slice(seen)
+        .iter()
+        .map(|api| ApiInfo::from(&**api))
+        .collect();
     let link = |limit, offset| format!("/apis?limit={limit}&offset={offset}&query={query}");
     Ok(Json(
         ListEnvelope::new(list, total, page, link).with_pagination(total, page),

@@ -52,7 +52,7 @@ async fn list_tags(
 
 /// Every tag of `apis` by name, weighted by the APIs carrying it (an API naming a tag
 /// twice counts once).
-fn count_tags(apis: &[StoredApi]) -> Vec<Tag> {
+fn count_tags(apis: &[std::sync::Arc<StoredApi>]) -> Vec<Tag> {
     let mut weights: BTreeMap<&str, i64> = BTreeMap::new();
     for api in apis {
         let mut tags: Vec<&str> = api

@@ -11,6 +11,11 @@
 //!
 //! An API the caller may not see answers exactly as a missing one does (404).
 
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
 use axum::http::HeaderMap;
 
 use super::queries::{find as find_api, tenant_apis};
@@ -131,12 +136,75 @@ pub async fn visible_apis(
     state: &AppState,
     caller: Option<&Caller>,
     headers: &HeaderMap,
-) -> Result<Vec<StoredApi>> {
+) -> Result<Vec<Arc<StoredApi>>> {
     let viewer = Viewer::of(state, caller).await?;
     let tenant = crate::tokens::store_tenant(headers, caller);
-    Ok(tenant_apis(&state.db, &tenant, STORE_STATES)
-        .await?
-        .into_iter()
+    let listed = state.shared::<StoreListing>().apis(state, &tenant).await?;
+    Ok(listed
+        .iter()
         .filter(|api| viewer.sees(api))
+        .cloned()
         .collect())
+}
+
+/// How long a tenant's listed APIs are reused at most: what another control plane of the
+/// platform changed shows within this (this one's own changes show at once).
+const LISTING_FRESH_FOR: Duration = Duration::from_secs(1);
+/// Tenants whose listings are kept at once; past it all are dropped and read again.
+const MAX_LISTED_TENANTS: usize = 1024;
+
+/// Each tenant's APIs in the store's states, read from the database and parsed once and
+/// reused by every store listing (catalogue pages, searches, tags) until a change
+/// succeeds on this control plane (`changed`) or a second passes: read whole for every
+/// page, a thousand records cost the catalogue most of its time.
+#[derive(Default)]
+pub struct StoreListing {
+    generation: AtomicU64,
+    tenants: Mutex<HashMap<String, Listed>>,
+}
+
+/// A tenant's listing: the generation and time it was read at, and its APIs.
+struct Listed {
+    generation: u64,
+    read_at: Instant,
+    apis: Arc<Vec<Arc<StoredApi>>>,
+}
+
+impl StoreListing {
+    /// Forgets every listing: a change succeeded.
+    pub fn changed(&self) {
+        self.generation.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// The tenant's APIs in the store's states, by name and version.
+    async fn apis(&self, state: &AppState, tenant: &str) -> Result<Arc<Vec<Arc<StoredApi>>>> {
+        let generation = self.generation.load(Ordering::SeqCst);
+        if let Some(listed) = self.tenants.lock().expect("listing lock").get(tenant)
+            && listed.generation == generation
+            && listed.read_at.elapsed() < LISTING_FRESH_FOR
+        {
+            return Ok(listed.apis.clone());
+        }
+        let apis: Vec<Arc<StoredApi>> = tenant_apis(&state.db, tenant, STORE_STATES)
+            .await?
+            .into_iter()
+            .map(Arc::new)
+            .collect();
+        let apis = Arc::new(apis);
+        let mut tenants = self.tenants.lock().expect("listing lock");
+        if tenants.len() >= MAX_LISTED_TENANTS {
+            tenants.clear();
+        }
+        // Read before a change that raced it, it is kept under the older generation and
+        // never served after that change.
+        tenants.insert(
+            tenant.to_string(),
+            Listed {
+                generation,
+                read_at: Instant::now(),
+                apis: apis.clone(),
+            },
+        );
+        Ok(apis)
+    }
 }
