@@ -100,7 +100,11 @@ mod tests {
 
     #[test]
     fn tags_are_counted_once_per_api() {
-        let tags = count_tags(&[api(&["phone", "mobile", "phone"]), api(&["mobile", " "])]);
+        let apis = [
+            api(&["phone", "mobile", "phone"]).into(),
+            api(&["mobile", " "]).into(),
+        ];
+        let tags = count_tags(&apis);
         let tag = |name: &str, weight| Tag {
             name: name.into(),
             weight,
