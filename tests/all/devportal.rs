@@ -329,6 +329,25 @@ pub async fn the_portal_in_chromium(backend: Backend) {
         chromium.serious_accessibility_violations().await,
         no_violations
     );
+    // The pages that refuse: an API no one may see, a page of the console a subscriber
+    // may not open, a sign-in that was not started here.
+    for (page, text) in [
+        ("/devportal/apis/no-such-api", "API not found"),
+        ("/publisher/apis/new", "You may not create APIs"),
+        ("/devportal/callback?state=x&code=y", "Sign-in failed"),
+    ] {
+        chromium.open(&format!("{base}{page}")).await;
+        if page.starts_with("/publisher") && chromium.source().await.contains("Allow access?") {
+            chromium.click_button("Allow").await;
+        }
+        chromium.wait_for_text(text).await;
+        assert_eq!(
+            chromium.serious_accessibility_violations().await,
+            no_violations,
+            "{page}"
+        );
+    }
+    chromium.open(&format!("{base}/devportal")).await;
     chromium.click_button("Sign out").await;
     chromium.wait_for_text("Sign in").await;
     chromium.close().await;
