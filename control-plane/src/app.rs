@@ -33,6 +33,10 @@ pub fn shared(
         .with(Arc::new(endpoints))
         .with(Arc::new(crate::web::calls::PublicApi::default()))
         .with(Arc::new(crate::apis::StoreListing::default()))
+        .with(Arc::new(crate::web::signin::SignedInApps(vec![
+            &crate::devportal::DEVPORTAL,
+            &crate::publisher_console::PUBLISHER_CONSOLE,
+        ])))
 }
 
 /// The whole management API, its paths' repeated slashes collapsed and trailing ones
@@ -81,6 +85,10 @@ fn routes(state: AppState) -> Router {
         .into_router()
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            crate::web::signin::renew_sessions,
+        ))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             after_changes,
@@ -137,6 +145,7 @@ pub fn rooms() -> Routes {
         .merge(crate::publisher_console::documents::router())
         .merge(crate::publisher_console::actions::router())
         .merge(crate::publisher_console::administration::router())
+        .merge(crate::publisher_console::analytics::router())
         .merge(crate::apis::publisher::router())
         .merge(crate::tiers::publisher::router())
         .merge(crate::tiers::store_api::router())

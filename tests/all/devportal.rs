@@ -354,6 +354,36 @@ pub async fn the_portal_in_chromium(backend: Backend) {
     control_plane.stop().await;
 }
 
+pub async fn an_expired_session_is_renewed_with_its_refresh_token(backend: Backend) {
+    // Access tokens of two seconds: a page after them renews the session.
+    let settings = [("APIM_TOKEN_VALIDITY", "2".to_string())];
+    let data_dir = harness::temp_dir();
+    let control_plane = control_plane_at_its_issuer(&backend, &data_dir, &settings).await;
+    let api = Client::new(&control_plane.url);
+    api.add_user("erin", "erin-pw-1", &["subscriber"]).await;
+    let browser = Browser::new(&control_plane.url);
+    let list = sign_in(&browser, "/devportal/applications", "erin", "erin-pw-1").await;
+    checked_page(&list);
+    tokio::time::sleep(std::time::Duration::from_millis(2_500)).await;
+    let renewed = browser.open("/devportal/applications").await;
+    checked_page(&renewed);
+    assert!(renewed.body.contains("Signed in as"), "{}", renewed.body);
+    assert!(renewed.header("set-cookie").starts_with("apim_devportal="));
+    // The renewed session goes on working until the user signs out.
+    let again = browser.open("/devportal/applications").await;
+    assert_eq!(again.status, 200);
+    let home = browser.open("/devportal").await;
+    assert_eq!(
+        browser
+            .submit(&home.form("/devportal/logout").unwrap())
+            .await
+            .status,
+        303
+    );
+    assert_eq!(browser.open("/devportal/applications").await.status, 303);
+    control_plane.stop().await;
+}
+
 pub async fn applications_keys_and_subscriptions_in_the_portal(backend: Backend) {
     let data_dir = harness::temp_dir();
     let control_plane = control_plane_at_its_issuer(&backend, &data_dir, &[]).await;
@@ -754,7 +784,9 @@ pub async fn a_provider_publishes_and_blocks_while_a_consumer_tries_it(backend: 
     provider.wait_for_text("The subscription is blocked").await;
     let edit = format!("/publisher/apis/{pets}/edit");
     let resources = format!("/publisher/apis/{pets}/resources");
+    let analytics = format!("/publisher/apis/{pets}/analytics");
     for (page, text) in [
+        (analytics.as_str(), "Per application"),
         ("/publisher", "Your tenant's APIs"),
         ("/publisher/administration", "Waiting for approval"),
         (edit.as_str(), "Production URLs"),

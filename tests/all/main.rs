@@ -322,6 +322,7 @@ on_both!(
     run_stack, devportal_sqlite, devportal_postgres;
     devportal::the_portal_shows_each_visitor_what_their_token_sees,
     devportal::applications_keys_and_subscriptions_in_the_portal,
+    devportal::an_expired_session_is_renewed_with_its_refresh_token,
 );
 on_both!(
     run_stack, publisher_console_sqlite, publisher_console_postgres;

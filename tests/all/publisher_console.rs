@@ -423,6 +423,22 @@ pub async fn the_console_offers_each_user_what_their_roles_allow(backend: Backen
             .body
             .contains("Nothing waits")
     );
+    // The API's analytics, for administrators (no call went through a gateway here).
+    let analytics = admin_browser
+        .open(&format!("/publisher/apis/{id}/analytics"))
+        .await;
+    checked_page(&analytics);
+    assert!(
+        analytics.body.contains("0 requests, 0 errors"),
+        "{}",
+        analytics.body
+    );
+    assert!(
+        !pat.open(page_url.as_str())
+            .await
+            .body
+            .contains("/analytics\"")
+    );
 
     // Another tenant's provider never sees it.
     let tom = Browser::new(&control_plane.url);

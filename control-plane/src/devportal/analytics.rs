@@ -3,28 +3,18 @@
 //! with the same figures as tables, from the store's
 //! `GET /applications/{applicationId}/analytics`.
 
-use askama::Template;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
-use time::OffsetDateTime;
-use time::format_description::well_known::Rfc3339;
 
-use super::views::{self, ChartView, FiguresRow};
 use super::visits::{Peer, call, chrome, encoded, not_found, peer_of, signed_in, to_sign_in};
 use crate::http::STORE;
 use crate::http::routes::{Routes, get};
 use crate::state::AppState;
 use crate::web::calls::Call;
+use crate::web::charts::{AnalyticsPage, range_of};
 use crate::web::{Page, field, form_pairs, with_cookie};
-
-/// The ranges a page offers: its value, its label, its minutes.
-const RANGES: [(&str, &str, i64); 3] = [
-    ("1h", "Last hour", 60),
-    ("1d", "Last 24 hours", 24 * 60),
-    ("7d", "Last 7 days", 7 * 24 * 60),
-];
 
 pub fn router() -> Routes {
     Routes::new().route(
@@ -33,26 +23,8 @@ pub fn router() -> Routes {
     )
 }
 
-#[derive(Template)]
-#[template(path = "devportal/analytics.html")]
-struct AnalyticsPage {
-    title: String,
-    chrome: crate::web::portal::Chrome,
-    application_id: String,
-    ranges: Vec<(&'static str, &'static str)>,
-    range: &'static str,
-    error: Option<String>,
-    summary: String,
-    interval: String,
-    from: String,
-    to: String,
-    chart: ChartView,
-    apis: Vec<FiguresRow>,
-    rows: Vec<FiguresRow>,
-}
-
-/// `GET /devportal/applications/{applicationId}/analytics?range=`: the application's
-/// analytics over the range (`1h`, `1d` or `7d`).
+/// `GET /devportal/applications/{applicationId}/analytics`: the application's analytics
+/// over `range`.
 #[utoipa::path(
     get,
     path = "/devportal/applications/{application_id}/analytics",
@@ -76,19 +48,12 @@ async fn analytics_page(
 ) -> Response {
     let id = encoded(&application_id);
     let pairs = form_pairs(query.unwrap_or_default().as_bytes());
-    let (range, _, minutes) = RANGES
-        .iter()
-        .find(|(value, _, _)| field(&pairs, "range") == Some(value))
-        .copied()
-        .unwrap_or(RANGES[0]);
+    let (range, from) = range_of(field(&pairs, "range"));
     let here = format!("/devportal/applications/{id}/analytics?range={range}");
     let Some(session) = signed_in(&state, &headers) else {
         return to_sign_in(&here);
     };
     let session = Some(session);
-    let from = (OffsetDateTime::now_utc() - time::Duration::minutes(minutes))
-        .format(&Rfc3339)
-        .unwrap_or_default();
     let target = format!(
         "{STORE}/applications/{id}/analytics?from={}",
         encoded(&from)
@@ -101,50 +66,29 @@ async fn analytics_page(
         Some(body) => (body, None),
         None => (Value::Null, Some(answer.error_message())),
     };
-    let series = body["series"].as_array().cloned().unwrap_or_default();
-    let apis = body["apis"]
-        .as_array()
-        .map(|apis| {
-            apis.iter()
-                .map(|api| {
-                    let name = match (api["name"].as_str(), api["version"].as_str()) {
-                        (Some(name), Some(version)) => format!("{name} {version}"),
-                        _ => api["apiId"].as_str().unwrap_or_default().to_string(),
-                    };
-                    FiguresRow::of(name, api)
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    let total = FiguresRow::of(String::new(), &body);
-    let summary = format!(
-        "{} requests, {} errors; latency p50 {} ms, p95 {} ms, p99 {} ms.",
-        total.requests, total.errors, total.p50, total.p95, total.p99
-    );
     let (chrome, cookie) = chrome(&state, &headers, &session, &here);
-    let text = |name: &str| body[name].as_str().unwrap_or_default().to_string();
-    let page = AnalyticsPage {
-        title: format!("Analytics of {}", text("name")),
-        chrome,
-        application_id,
-        ranges: RANGES
-            .iter()
-            .map(|(value, label, _)| (*value, *label))
-            .collect(),
-        range,
+    let title = format!("Analytics of {}", body["name"].as_str().unwrap_or_default());
+    let application_page = format!("/devportal/applications/{id}");
+    let page = AnalyticsPage::of(
+        (title, chrome),
+        (
+            format!("{application_page}/analytics"),
+            (application_page, "Back to the application"),
+            range,
+        ),
+        &body,
         error,
-        summary,
-        interval: text("interval"),
-        from: text("from"),
-        to: text("to"),
-        chart: views::chart(&series),
-        apis,
-        rows: series
-            .iter()
-            .map(|slot| FiguresRow::of(slot["time"].as_str().unwrap_or_default().to_string(), slot))
-            .collect(),
-    };
+        ("API", "apis", api_name),
+    );
     with_cookie(Page::render(StatusCode::OK, &page).into_response(), cookie)
+}
+
+/// An API of the breakdown, by name and version.
+fn api_name(api: &Value) -> String {
+    match (api["name"].as_str(), api["version"].as_str()) {
+        (Some(name), Some(version)) => format!("{name} {version}"),
+        _ => api["apiId"].as_str().unwrap_or_default().to_string(),
+    }
 }
 
 /// This page in the control plane's OpenAPI document.

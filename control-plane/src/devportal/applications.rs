@@ -261,7 +261,7 @@ async fn application_page(
         subscriptions: views::subscriptions(&subscriptions),
         app,
         tiers,
-        grant_types: &super::keys::GRANT_TYPES,
+        grant_types: &views::GRANT_TYPES,
     };
     with_cookie(Page::render(StatusCode::OK, &page).into_response(), cookie)
 }

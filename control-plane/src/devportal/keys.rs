@@ -15,15 +15,6 @@ use crate::state::AppState;
 use crate::web::calls::Call;
 use crate::web::{Page, field, redirect, with_cookie};
 
-/// The grant types the form offers (the store API knows a few more).
-pub(super) const GRANT_TYPES: [(&str, &str); 5] = [
-    ("client_credentials", "Client credentials"),
-    ("password", "Password"),
-    ("refresh_token", "Refresh token"),
-    ("authorization_code", "Authorization code"),
-    ("implicit", "Implicit"),
-];
-
 pub fn router() -> Routes {
     Routes::new()
         .route(

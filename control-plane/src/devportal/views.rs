@@ -346,132 +346,6 @@ pub fn status_meaning(status: &str) -> &'static str {
     }
 }
 
-/// The charts' drawing box, in SVG units.
-const CHART_WIDTH: f64 = 600.0;
-const CHART_HEIGHT: f64 = 200.0;
-
-/// An application's analytics drawn: a bar per slot (requests, errors over them) and a
-/// line per latency percentile, scaled to the range's largest figure.
-#[derive(Debug)]
-pub struct ChartView {
-    pub width: f64,
-    pub height: f64,
-    pub bars: Vec<BarView>,
-    /// Each percentile's line, as SVG `points`.
-    pub p50: String,
-    pub p95: String,
-    pub p99: String,
-    /// The latency the chart's top stands for, ms.
-    pub max_latency: String,
-}
-
-/// One slot's bar.
-#[derive(Debug)]
-pub struct BarView {
-    pub x: String,
-    pub width: String,
-    pub ok_y: String,
-    pub ok_height: String,
-    pub err_y: String,
-    pub err_height: String,
-    /// What it stands for, in words.
-    pub title: String,
-}
-
-/// One row of figures (a slot, or an API), as text.
-#[derive(Debug)]
-pub struct FiguresRow {
-    pub name: String,
-    pub requests: u64,
-    pub errors: u64,
-    pub p50: String,
-    pub p95: String,
-    pub p99: String,
-}
-
-impl FiguresRow {
-    /// `figures` (the store's `requests`, `errors`, `latencyMs`) named `name`.
-    pub fn of(name: String, figures: &Value) -> Self {
-        let latency = |p: &str| {
-            figures["latencyMs"][p]
-                .as_f64()
-                .map_or("–".to_string(), |ms| format!("{ms:.1}"))
-        };
-        FiguresRow {
-            name,
-            requests: figures["requests"].as_u64().unwrap_or(0),
-            errors: figures["errors"].as_u64().unwrap_or(0),
-            p50: latency("p50"),
-            p95: latency("p95"),
-            p99: latency("p99"),
-        }
-    }
-}
-
-/// The charts of an analytics answer's `series`.
-pub fn chart(series: &[Value]) -> ChartView {
-    let count = series.len().max(1) as f64;
-    let slot_width = CHART_WIDTH / count;
-    let max_requests = series
-        .iter()
-        .filter_map(|s| s["requests"].as_u64())
-        .max()
-        .unwrap_or(0)
-        .max(1) as f64;
-    let latency = |s: &Value, p: &str| s["latencyMs"][p].as_f64();
-    let max_latency = series
-        .iter()
-        .filter_map(|s| latency(s, "p99"))
-        .fold(0.0_f64, f64::max)
-        .max(1.0);
-    let scaled = |value: f64, max: f64| CHART_HEIGHT - value / max * CHART_HEIGHT;
-    let bars = series
-        .iter()
-        .enumerate()
-        .map(|(i, slot)| {
-            let requests = slot["requests"].as_u64().unwrap_or(0) as f64;
-            let errors = slot["errors"].as_u64().unwrap_or(0) as f64;
-            let top = scaled(requests, max_requests);
-            let error_top = scaled(errors, max_requests);
-            BarView {
-                x: format!("{:.2}", i as f64 * slot_width),
-                width: format!("{:.2}", (slot_width * 0.8).max(0.5)),
-                ok_y: format!("{top:.2}"),
-                ok_height: format!("{:.2}", CHART_HEIGHT - top),
-                err_y: format!("{error_top:.2}"),
-                err_height: format!("{:.2}", CHART_HEIGHT - error_top),
-                title: format!(
-                    "{}: {} requests, {} errors",
-                    text(&slot["time"]),
-                    requests as u64,
-                    errors as u64
-                ),
-            }
-        })
-        .collect();
-    let line = |p: &str| {
-        series
-            .iter()
-            .enumerate()
-            .filter_map(|(i, slot)| {
-                let ms = latency(slot, p)?;
-                let x = (i as f64 + 0.4) * slot_width;
-                Some(format!("{x:.2},{:.2}", scaled(ms, max_latency)))
-            })
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
-    ChartView {
-        width: CHART_WIDTH,
-        height: CHART_HEIGHT,
-        bars,
-        p50: line("p50"),
-        p95: line("p95"),
-        p99: line("p99"),
-        max_latency: format!("{max_latency:.1}"),
-    }
-}
-
 /// The `list` of a store list answer (empty when the call failed).
 fn listed(answer: &Answer) -> Vec<Value> {
     answer
@@ -497,6 +371,15 @@ fn shortened(text: &str, chars: usize) -> String {
         None => text.to_string(),
     }
 }
+
+/// The grant types the form offers (the store API knows a few more).
+pub const GRANT_TYPES: [(&str, &str); 5] = [
+    ("client_credentials", "Client credentials"),
+    ("password", "Password"),
+    ("refresh_token", "Refresh token"),
+    ("authorization_code", "Authorization code"),
+    ("implicit", "Implicit"),
+];
 
 #[cfg(test)]
 mod tests {

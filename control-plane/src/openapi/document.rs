@@ -79,6 +79,7 @@ fn ours() -> utoipa::openapi::OpenApi {
         crate::publisher_console::documents::Api::openapi(),
         crate::publisher_console::actions::Api::openapi(),
         crate::publisher_console::administration::Api::openapi(),
+        crate::publisher_console::analytics::Api::openapi(),
         crate::users::admin::Api::openapi(),
         crate::signing::admin::Api::openapi(),
         crate::fleet::admin::Api::openapi(),

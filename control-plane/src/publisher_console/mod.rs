@@ -6,6 +6,7 @@
 
 pub(crate) mod actions;
 pub(crate) mod administration;
+pub(crate) mod analytics;
 pub(crate) mod create;
 pub(crate) mod documents;
 pub(crate) mod edit;

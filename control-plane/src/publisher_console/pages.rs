@@ -142,6 +142,7 @@ struct ApiPage {
     subscriptions: Option<Vec<SubscriptionRow>>,
     may_block: bool,
     may_edit: bool,
+    may_see_analytics: bool,
     /// Its documents: id, name, type, where the content comes from.
     documents: Vec<(String, String, String, String)>,
     document_types: &'static [&'static str],
@@ -211,6 +212,7 @@ async fn api_page(
         subscriptions,
         may_block: may(&state, &session, Scope::SubscriptionBlock),
         may_edit: may(&state, &session, Scope::ApiCreate),
+        may_see_analytics: may(&state, &session, Scope::Admin),
         documents,
         document_types: crate::documents::DOCUMENT_TYPES,
         sources: &super::documents::SOURCES,

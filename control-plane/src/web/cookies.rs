@@ -54,6 +54,26 @@ pub fn clear(name: &str, secure: bool) -> HeaderValue {
     )
 }
 
+/// Puts `value` as the cookie `name` into a request's `Cookie` headers (added when it has
+/// none), so that what runs next reads it as the browser would send it next time.
+pub fn replace_in_request(headers: &mut HeaderMap, name: &str, value: &str) {
+    let mut pairs: Vec<String> = headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .map(str::trim)
+        .filter(|pair| !pair.is_empty())
+        .filter(|pair| pair.split_once('=').map(|(n, _)| n.trim()) != Some(name))
+        .map(str::to_string)
+        .collect();
+    pairs.push(format!("{name}={value}"));
+    headers.remove(header::COOKIE);
+    if let Ok(joined) = HeaderValue::from_str(&pairs.join("; ")) {
+        headers.insert(header::COOKIE, joined);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -80,5 +100,21 @@ mod tests {
             written.to_str().unwrap(),
             "s=v; Path=/; HttpOnly; SameSite=Lax; Secure; Max-Age=5"
         );
+    }
+
+    #[test]
+    fn a_cookie_is_replaced_in_the_request_and_the_others_kept() {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            header::COOKIE,
+            HeaderValue::from_static("a=1; apim_x=old; b=2"),
+        );
+        replace_in_request(&mut headers, "apim_x", "new");
+        assert_eq!(read(&headers, "apim_x"), Some("new"));
+        assert_eq!(read(&headers, "a"), Some("1"));
+        assert_eq!(read(&headers, "b"), Some("2"));
+        let mut empty = HeaderMap::new();
+        replace_in_request(&mut empty, "apim_x", "v");
+        assert_eq!(read(&empty, "apim_x"), Some("v"));
     }
 }

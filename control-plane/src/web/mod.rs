@@ -4,6 +4,7 @@
 //! host and run no script of their own.
 
 pub(crate) mod calls;
+pub(crate) mod charts;
 pub(crate) mod cookies;
 pub(crate) mod csrf;
 pub(crate) mod markup;

@@ -235,6 +235,88 @@ pub async fn end(
     )
 }
 
+/// The web applications whose users' sessions are renewed, as the app lists them.
+pub struct SignedInApps(pub Vec<&'static WebApp>);
+
+/// Renews the session of a page's user whose access token has expired, with their
+/// refresh token (the token endpoint's `refresh_token` grant, as the application's public
+/// client), before the page runs: the page sees the renewed session and the browser gets
+/// its cookie. A session that cannot be renewed is left as it is, and the page sends the
+/// user to sign in again.
+pub async fn renew_sessions(
+    axum::extract::State(state): axum::extract::State<AppState>,
+    mut request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let path = request.uri().path();
+    let app = state
+        .shared::<SignedInApps>()
+        .0
+        .iter()
+        .copied()
+        .find(|app| {
+            (path == app.base || path.starts_with(&format!("{}/", app.base)))
+                && !path.ends_with("/logout")
+        });
+    let Some(app) = app else {
+        return next.run(request).await;
+    };
+    let expired = open_cookie::<Session>(&state, request.headers(), app.cookie)
+        .filter(|session| session.expires_at <= crate::db::now());
+    let Some(session) = expired else {
+        return next.run(request).await;
+    };
+    let peer = request
+        .extensions()
+        .get::<axum::extract::ConnectInfo<SocketAddr>>()
+        .map(|info| info.0);
+    let Some(renewed) = renewed(&state, app, &session, peer).await else {
+        return next.run(request).await;
+    };
+    let (Some(value), Some(cookie)) = (
+        sealed(&state, app.cookie, &renewed),
+        seal_cookie(&state, app.cookie, &renewed, SESSION_SECS),
+    ) else {
+        return next.run(request).await;
+    };
+    cookies::replace_in_request(request.headers_mut(), app.cookie, &value);
+    let mut response = next.run(request).await;
+    response
+        .headers_mut()
+        .append(axum::http::header::SET_COOKIE, cookie);
+    response
+}
+
+/// `session` with new tokens from its refresh token, when the token endpoint gives them.
+async fn renewed(
+    state: &AppState,
+    app: &WebApp,
+    session: &Session,
+    peer: Option<SocketAddr>,
+) -> Option<Session> {
+    let refresh_token = session.refresh_token.as_deref()?;
+    let answer = state
+        .shared::<PublicApi>()
+        .send(Call::new(Method::POST, "/oauth2/token").from(peer).form(&[
+            ("grant_type", "refresh_token"),
+            ("refresh_token", refresh_token),
+            ("client_id", app.client_id),
+        ]))
+        .await;
+    let tokens = answer.json::<Tokens>()?;
+    Some(Session {
+        user: session.user.clone(),
+        access_token: tokens.access_token,
+        refresh_token: tokens.refresh_token.or(session.refresh_token.clone()),
+        expires_at: crate::db::now() + tokens.expires_in.min(SESSION_SECS),
+        scope: if tokens.scope.is_empty() {
+            session.scope.clone()
+        } else {
+            tokens.scope
+        },
+    })
+}
+
 /// What the token endpoint answers.
 #[derive(Deserialize)]
 struct Tokens {
@@ -267,14 +349,19 @@ fn seal_cookie(
     value: &impl Serialize,
     max_age: i64,
 ) -> Option<HeaderValue> {
-    let text = serde_json::to_string(value).ok()?;
-    let sealed = state.data_keys.seal(Field::BrowserCookie, name, &text);
+    let sealed = sealed(state, name, value)?;
     let attributes = Attributes {
         strict: false,
         secure: super::secure_cookies(state),
         max_age: Some(max_age),
     };
     Some(cookies::set(name, &sealed, attributes))
+}
+
+/// `value` sealed with the data key, bound to the cookie `name`.
+fn sealed(state: &AppState, name: &str, value: &impl Serialize) -> Option<String> {
+    let text = serde_json::to_string(value).ok()?;
+    Some(state.data_keys.seal(Field::BrowserCookie, name, &text))
 }
 
 /// The value of the cookie `name`, when it opens with a data key and reads as `T`.
