@@ -263,6 +263,18 @@ mod tests {
     }
 
     #[test]
+    fn every_operation_has_an_id_of_its_own() {
+        let mut seen = BTreeSet::new();
+        for (path, item) in document()["paths"].as_object().unwrap() {
+            for (method, operation) in item.as_object().unwrap() {
+                if let Some(id) = operation.get("operationId").and_then(Value::as_str) {
+                    assert!(seen.insert(id.to_string()), "{id} again at {method} {path}");
+                }
+            }
+        }
+    }
+
+    #[test]
     fn every_route_served_is_described_and_every_operation_described_is_served() {
         let (served, described) = (served(), described());
         let undocumented: Vec<_> = served.difference(&described).collect();

@@ -29,6 +29,7 @@ pub fn router() -> Routes {
 /// `POST /publisher/apis/{apiId}/lifecycle`: the API moved by `action`.
 #[utoipa::path(
     post,
+    operation_id = "console_actions_change_lifecycle",
     path = "/publisher/apis/{api_id}/lifecycle",
     tag = "Pages",
     params(("api_id" = String, Path, description = "The API's id")),
@@ -68,6 +69,7 @@ async fn change_lifecycle(
 /// subscription blocked (`state`: `BLOCKED`, or `PROD_ONLY_BLOCKED` to keep sandbox).
 #[utoipa::path(
     post,
+    operation_id = "console_actions_block",
     path = "/publisher/apis/{api_id}/subscriptions/{subscription_id}/block",
     tag = "Pages",
     params(
@@ -102,6 +104,7 @@ async fn block(
 /// `POST /publisher/apis/{apiId}/subscriptions/{subscriptionId}/unblock`.
 #[utoipa::path(
     post,
+    operation_id = "console_actions_unblock",
     path = "/publisher/apis/{api_id}/subscriptions/{subscription_id}/unblock",
     tag = "Pages",
     params(

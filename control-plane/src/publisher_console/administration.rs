@@ -81,6 +81,7 @@ struct AdministrationPage {
 /// `GET /publisher/administration`: the tenant's switches, what waits, the gateways.
 #[utoipa::path(
     get,
+    operation_id = "console_administration_administration",
     path = "/publisher/administration",
     tag = "Pages",
     params(("done" = Option<String>, Query, description = "What the last form did")),
@@ -196,6 +197,7 @@ fn waiting_rows(list: &Value) -> Vec<WaitingRow> {
 /// form's checkboxes say.
 #[utoipa::path(
     post,
+    operation_id = "console_administration_save_settings",
     path = "/publisher/administration/settings",
     tag = "Pages",
     request_body(content = String, content_type = "application/x-www-form-urlencoded", description = "csrf_token, and each switch that is on (applicationCreation, subscriptionCreation, productionKeyGeneration, sandboxKeyGeneration)"),
@@ -229,6 +231,7 @@ async fn save_settings(
 /// or rejected (`decision`).
 #[utoipa::path(
     post,
+    operation_id = "console_administration_decide",
     path = "/publisher/administration/workflows/{reference}",
     tag = "Pages",
     params(("reference" = String, Path, description = "The workflow's reference")),

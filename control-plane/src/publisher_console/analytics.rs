@@ -24,6 +24,7 @@ pub fn router() -> Routes {
 /// `GET /publisher/apis/{apiId}/analytics`: the API's analytics over `range`.
 #[utoipa::path(
     get,
+    operation_id = "console_analytics_analytics_page",
     path = "/publisher/apis/{api_id}/analytics",
     tag = "Pages",
     params(

@@ -57,6 +57,7 @@ struct ApiForm {
 /// `GET /publisher/apis/new`: the form that creates an API.
 #[utoipa::path(
     get,
+    operation_id = "console_create_new_api",
     path = "/publisher/apis/new",
     tag = "Pages",
     responses(
@@ -85,6 +86,7 @@ async fn new_api(State(state): State<AppState>, headers: HeaderMap, peer: Peer) 
 /// file with the fields), then its page; the form again, saying why, when refused.
 #[utoipa::path(
     post,
+    operation_id = "console_create_create_api",
     path = "/publisher/apis/new",
     tag = "Pages",
     request_body(content = String, content_type = "multipart/form-data", description = "csrf_token, name, version, context, endpoint, cors_origins, tiers (repeated), definition (a Swagger 2.0 JSON file)"),

@@ -41,6 +41,7 @@ pub fn router() -> Routes {
 /// `POST /publisher/apis/{apiId}/documents`: a document added with its content.
 #[utoipa::path(
     post,
+    operation_id = "console_documents_add_document",
     path = "/publisher/apis/{api_id}/documents",
     tag = "Pages",
     params(("api_id" = String, Path, description = "The API's id")),
@@ -136,6 +137,7 @@ async fn forget(
 /// `POST /publisher/apis/{apiId}/documents/{documentId}/delete`: the document deleted.
 #[utoipa::path(
     post,
+    operation_id = "console_documents_delete_document",
     path = "/publisher/apis/{api_id}/documents/{document_id}/delete",
     tag = "Pages",
     params(
@@ -179,6 +181,7 @@ async fn delete_document(
 /// `POST /publisher/apis/{apiId}/thumbnail`: the API's image (PNG, JPEG or GIF).
 #[utoipa::path(
     post,
+    operation_id = "console_documents_upload_thumbnail",
     path = "/publisher/apis/{api_id}/thumbnail",
     tag = "Pages",
     params(("api_id" = String, Path, description = "The API's id")),

@@ -65,6 +65,7 @@ struct EditPage {
 /// `GET /publisher/apis/{apiId}/edit`: the form, filled from the API.
 #[utoipa::path(
     get,
+    operation_id = "console_edit_edit_page",
     path = "/publisher/apis/{api_id}/edit",
     tag = "Pages",
     params(("api_id" = String, Path, description = "The API's id")),
@@ -106,6 +107,7 @@ async fn edit_page(
 /// the form again, saying why, when refused.
 #[utoipa::path(
     post,
+    operation_id = "console_edit_save",
     path = "/publisher/apis/{api_id}/edit",
     tag = "Pages",
     params(("api_id" = String, Path, description = "The API's id")),

@@ -52,6 +52,7 @@ struct ApisPage {
 /// `GET /publisher`: the APIs of the user's tenant they may see, a page at a time.
 #[utoipa::path(
     get,
+    operation_id = "console_pages_home",
     path = "/publisher",
     tag = "Pages",
     params(
@@ -152,6 +153,7 @@ struct ApiPage {
 /// `GET /publisher/apis/{apiId}`: an API of the user's tenant.
 #[utoipa::path(
     get,
+    operation_id = "console_pages_api_page",
     path = "/publisher/apis/{api_id}",
     tag = "Pages",
     params(("api_id" = String, Path, description = "The API's id")),
@@ -296,6 +298,7 @@ async fn subscriptions_of(
 /// `GET /publisher/login`: signs the user in, then back to `next`.
 #[utoipa::path(
     get,
+    operation_id = "console_pages_login",
     path = "/publisher/login",
     tag = "Pages",
     params(("next" = Option<String>, Query, description = "The console's page to come back to")),
@@ -314,6 +317,7 @@ async fn login(State(state): State<AppState>, RawQuery(query): RawQuery) -> Resp
 /// `GET /publisher/callback`: where the authorization server sends the user back.
 #[utoipa::path(
     get,
+    operation_id = "console_pages_callback",
     path = "/publisher/callback",
     tag = "Pages",
     params(
@@ -340,6 +344,7 @@ async fn callback(
 /// `POST /publisher/logout`: signs the user out (a form with its CSRF token).
 #[utoipa::path(
     post,
+    operation_id = "console_pages_logout",
     path = "/publisher/logout",
     tag = "Pages",
     request_body(content = String, content_type = "application/x-www-form-urlencoded", description = "csrf_token"),

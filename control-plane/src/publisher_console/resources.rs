@@ -51,6 +51,7 @@ struct ResourcesPage {
 /// `GET /publisher/apis/{apiId}/resources`: each operation's auth type and tier.
 #[utoipa::path(
     get,
+    operation_id = "console_resources_resources_page",
     path = "/publisher/apis/{api_id}/resources",
     tag = "Pages",
     params(("api_id" = String, Path, description = "The API's id")),
@@ -82,6 +83,7 @@ async fn resources_page(
 /// form says (`auth-<n>`, `tier-<n>`, in the definition's order).
 #[utoipa::path(
     post,
+    operation_id = "console_resources_save",
     path = "/publisher/apis/{api_id}/resources",
     tag = "Pages",
     params(("api_id" = String, Path, description = "The API's id")),
