@@ -201,6 +201,24 @@ impl Chromium {
         self.client.current_url().await.expect("a URL").to_string()
     }
 
+    /// Every URL the page shown has loaded or called since it opened (the Resource Timing
+    /// entries: scripts, styles, images, fetches), and the page's own.
+    pub async fn requested_urls(&self) -> Vec<String> {
+        let urls = self
+            .client
+            .execute(
+                "return [location.href].concat(performance.getEntriesByType('resource').map(e => e.name));",
+                vec![],
+            )
+            .await
+            .expect("the page's resource entries");
+        urls.as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|url| url.as_str().map(str::to_string))
+            .collect()
+    }
+
     /// Saves what the window shows as a PNG at `path`.
     pub async fn screenshot(&self, path: &std::path::Path) {
         let png = self.client.screenshot().await.expect("a screenshot");

@@ -696,12 +696,24 @@ pub async fn a_provider_publishes_and_blocks_while_a_consumer_tries_it(backend: 
         .open(&format!("{base}{page}/documents/{}", docs[0]))
         .await;
     chromium.wait_for_text("Calling it").await;
+    assert_eq!(
+        chromium.serious_accessibility_violations().await,
+        Vec::<String>::new()
+    );
     chromium
         .open(&format!("{base}/devportal/applications"))
         .await;
+    assert_eq!(
+        chromium.serious_accessibility_violations().await,
+        Vec::<String>::new()
+    );
     chromium.fill("name", "Console app").await;
     chromium.click_button("Create").await;
     chromium.wait_for_text("The application is created").await;
+    assert_eq!(
+        chromium.serious_accessibility_violations().await,
+        Vec::<String>::new()
+    );
     let app_page = chromium.current_url().await;
     let app_id = app_page
         .split('?')
@@ -726,6 +738,14 @@ pub async fn a_provider_publishes_and_blocks_while_a_consumer_tries_it(backend: 
     chromium.replace("try-path", "/devs/alice").await;
     send_until(&chromium, "200 OK").await;
     chromium.wait_for_text("curl -X GET").await;
+    // Everything the page loaded or called came from the control plane or the gateway.
+    let gateway = stack.gw.base.clone();
+    for url in chromium.requested_urls().await {
+        assert!(
+            url.starts_with(&base) || url.starts_with(&gateway),
+            "{url} is neither {base} nor {gateway}"
+        );
+    }
     assert_eq!(
         chromium.serious_accessibility_violations().await,
         Vec::<String>::new()
