@@ -18,8 +18,9 @@ use crate::state::AppState;
 use crate::web::calls::Call;
 use crate::web::portal::Chrome;
 use crate::web::signin::Session;
-use crate::web::visit::{Peer, call, encoded, peer_of, unless_from_this_site};
-use crate::web::{MessagePage, Page, csrf, redirect, with_cookie};
+use crate::web::uploads;
+use crate::web::visit::{FORM_EXPIRED, Peer, call, encoded, peer_of, unless_from_this_site};
+use crate::web::{MessagePage, Page, redirect, with_cookie};
 
 /// The largest definition file the form takes (the publisher API's body limit decides
 /// the rest).
@@ -43,7 +44,6 @@ struct NewApiPage {
 /// What the form holds, kept when it is refused.
 #[derive(Default)]
 struct ApiForm {
-    csrf_token: Option<String>,
     name: String,
     version: String,
     context: String,
@@ -107,21 +107,14 @@ async fn create_api(
         return to_sign_in("/publisher/apis/new");
     };
     let session = Some(session);
-    let form = match read_form(&state, request).await {
-        Ok(form) => form,
+    let posted = match uploads::read(&state, request, "definition", MAX_DEFINITION_BYTES).await {
+        Ok(posted) => posted,
         Err(why) => return refused_upload(&why),
     };
-    let token = vec![(
-        csrf::FIELD.to_string(),
-        form.csrf_token.clone().unwrap_or_default(),
-    )];
-    let expired = (
-        "This form has expired",
-        "Go back, reload the page and try again.",
-    );
-    if let Some(refused) = unless_from_this_site(&state, &headers, &token, expired) {
+    if let Some(refused) = unless_from_this_site(&state, &headers, &posted.fields, FORM_EXPIRED) {
         return refused;
     }
+    let form = ApiForm::of(posted);
     if !may(&state, &session, Scope::ApiCreate) {
         return may_not_create();
     }
@@ -136,10 +129,7 @@ async fn create_api(
         Call::new(axum::http::Method::POST, format!("{PUBLISHER}/apis")).json(&record),
     )
     .await;
-    match answer
-        .json::<Value>()
-        .and_then(|api| api["id"].as_str().map(str::to_string))
-    {
+    match answer.string_member("id") {
         Some(id) => redirect(
             StatusCode::SEE_OTHER,
             &format!("/publisher/apis/{}?done=created", encoded(&id)),
@@ -151,31 +141,30 @@ async fn create_api(
     }
 }
 
-/// The form's fields and its definition file; anything else in the form is ignored.
-async fn read_form(state: &AppState, request: Request) -> Result<ApiForm, String> {
-    let posted =
-        crate::web::uploads::read(state, request, "definition", MAX_DEFINITION_BYTES).await?;
-    let text = |name: &str| {
-        crate::web::field(&posted.fields, name)
-            .unwrap_or_default()
-            .trim()
-            .to_string()
-    };
-    Ok(ApiForm {
-        csrf_token: crate::web::field(&posted.fields, "csrf_token").map(str::to_string),
-        name: text("name"),
-        version: text("version"),
-        context: text("context"),
-        endpoint: text("endpoint"),
-        cors_origins: text("cors_origins"),
-        tiers: posted
-            .fields
-            .iter()
-            .filter(|(name, _)| name == "tiers")
-            .map(|(_, tier)| tier.trim().to_string())
-            .collect(),
-        definition: posted.file.map(|file| file.bytes),
-    })
+impl ApiForm {
+    /// The form's fields and its definition file; anything else in it is ignored.
+    fn of(posted: uploads::Posted) -> Self {
+        let text = |name: &str| {
+            crate::web::field(&posted.fields, name)
+                .unwrap_or_default()
+                .trim()
+                .to_string()
+        };
+        ApiForm {
+            name: text("name"),
+            version: text("version"),
+            context: text("context"),
+            endpoint: text("endpoint"),
+            cors_origins: text("cors_origins"),
+            tiers: posted
+                .fields
+                .iter()
+                .filter(|(name, _)| name == "tiers")
+                .map(|(_, tier)| tier.trim().to_string())
+                .collect(),
+            definition: posted.file.map(|file| file.bytes),
+        }
+    }
 }
 
 /// The publisher API's body for `form`: what the definition says fills what the form

@@ -15,7 +15,9 @@ use crate::state::AppState;
 use crate::web::calls::Call;
 use crate::web::signin::Session;
 use crate::web::uploads;
-use crate::web::visit::{Peer, call, encoded, peer_of, posted, unless_from_this_site};
+use crate::web::visit::{
+    FORM_EXPIRED, Peer, call, encoded, peer_of, posted, unless_from_this_site,
+};
 use crate::web::{field, redirect};
 
 /// The largest document file or image the forms take (the API's own caps decide too).
@@ -228,11 +230,7 @@ async fn upload_form(
     let form = uploads::read(state, request, "file", MAX_FILE_BYTES)
         .await
         .map_err(|why| Box::new(refused_form(state, headers, &why, back)))?;
-    let expired = (
-        "This form has expired",
-        "Go back, reload the page and try again.",
-    );
-    if let Some(refused) = unless_from_this_site(state, headers, &form.fields, expired) {
+    if let Some(refused) = unless_from_this_site(state, headers, &form.fields, FORM_EXPIRED) {
         return Err(Box::new(refused));
     }
     Ok((session, form))

@@ -221,15 +221,12 @@ fn form_of(api: &Value) -> EditForm {
         urls.extend(urls_of(&endpoints[format!("{environment}_failovers")]));
         urls.join("\n")
     };
-    let timeout_ms = first_endpoint(&endpoints)["config"]["actionDuration"]
-        .as_str()
-        .map(str::to_string)
-        .or_else(|| {
-            first_endpoint(&endpoints)["config"]["actionDuration"]
-                .as_i64()
-                .map(|ms| ms.to_string())
-        })
-        .unwrap_or_default();
+    // WSO2 writes it as a string; a number reads the same.
+    let timeout_ms = match &first_endpoint(&endpoints)["config"]["actionDuration"] {
+        Value::String(ms) => ms.clone(),
+        Value::Number(ms) => ms.to_string(),
+        _ => String::new(),
+    };
     let cors = &api["corsConfiguration"];
     let cors_origins = if cors["corsConfigurationEnabled"].as_bool() == Some(true) {
         strings(&cors["accessControlAllowOrigins"]).join(", ")

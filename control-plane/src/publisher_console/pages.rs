@@ -134,7 +134,7 @@ struct ApiPage {
     done: Option<&'static str>,
     api: PublisherApi,
     endpoint: Option<String>,
-    resources: Vec<(String, String)>,
+    resources: Vec<super::resources::Operation>,
     /// The lifecycle actions the user may take from the API's state.
     actions: Vec<&'static str>,
     /// Whether the first publish's checklist applies.
@@ -207,7 +207,7 @@ async fn api_page(
         chrome,
         done: done_message(query.as_deref()),
         endpoint: api.production_url(),
-        resources: api.resources(),
+        resources: super::resources::operations(&api.definition()),
         checklist: actions.contains(&"Publish")
             && lifecycle::is_first_publish(&api.status, "PUBLISHED"),
         actions,

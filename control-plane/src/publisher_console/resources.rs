@@ -28,12 +28,12 @@ pub fn router() -> Routes {
     )
 }
 
-/// One operation as the form shows it.
-struct Operation {
-    method: String,
-    path: String,
-    auth_type: String,
-    tier: String,
+/// One operation as the pages show it.
+pub(super) struct Operation {
+    pub(super) method: String,
+    pub(super) path: String,
+    pub(super) auth_type: String,
+    pub(super) tier: String,
 }
 
 #[derive(Template)]
@@ -169,8 +169,8 @@ fn operations_mut(definition: &mut Value) -> Vec<&mut Value> {
         .collect()
 }
 
-/// The operations of `definition` as the form shows them.
-fn operations(definition: &Value) -> Vec<Operation> {
+/// The operations of `definition` as the pages show them, in its order.
+pub(super) fn operations(definition: &Value) -> Vec<Operation> {
     let mut list = Vec::new();
     for (path, item) in definition["paths"].as_object().into_iter().flatten() {
         for (method, operation) in item.as_object().into_iter().flatten() {

@@ -65,24 +65,12 @@ impl PublisherApi {
         first["url"].as_str().map(str::to_string)
     }
 
-    /// The resources of its definition: method and path, in the definition's order.
-    pub fn resources(&self) -> Vec<(String, String)> {
-        let Some(definition) = self
-            .api_definition
+    /// Its definition as JSON (`Null` when it has none or it does not read).
+    pub fn definition(&self) -> Value {
+        self.api_definition
             .as_deref()
-            .and_then(|d| serde_json::from_str::<Value>(d).ok())
-        else {
-            return Vec::new();
-        };
-        let mut resources = Vec::new();
-        for (path, operations) in definition["paths"].as_object().into_iter().flatten() {
-            for method in operations.as_object().into_iter().flatten().map(|(m, _)| m) {
-                if crate::apis::METHODS.contains(&method.as_str()) {
-                    resources.push((method.to_uppercase(), path.clone()));
-                }
-            }
-        }
-        resources
+            .and_then(|d| serde_json::from_str(d).ok())
+            .unwrap_or_default()
     }
 }
 

@@ -254,8 +254,10 @@ pub async fn renew_sessions(
         .0
         .iter()
         .copied()
+        // Before every request of the management API: nothing allocated for the others.
         .find(|app| {
-            (path == app.base || path.starts_with(&format!("{}/", app.base)))
+            path.strip_prefix(app.base)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
                 && !path.ends_with("/logout")
         });
     let Some(app) = app else {
@@ -273,12 +275,10 @@ pub async fn renew_sessions(
     let Some(renewed) = renewed(&state, app, &session, peer).await else {
         return next.run(request).await;
     };
-    let (Some(value), Some(cookie)) = (
-        sealed(&state, app.cookie, &renewed),
-        seal_cookie(&state, app.cookie, &renewed, SESSION_SECS),
-    ) else {
+    let Some(value) = sealed(&state, app.cookie, &renewed) else {
         return next.run(request).await;
     };
+    let cookie = session_cookie(&state, app.cookie, &value, SESSION_SECS);
     cookies::replace_in_request(request.headers_mut(), app.cookie, &value);
     let mut response = next.run(request).await;
     response
@@ -350,12 +350,17 @@ fn seal_cookie(
     max_age: i64,
 ) -> Option<HeaderValue> {
     let sealed = sealed(state, name, value)?;
+    Some(session_cookie(state, name, &sealed, max_age))
+}
+
+/// The cookie `name` holding the `sealed` value, for `max_age` seconds.
+fn session_cookie(state: &AppState, name: &str, sealed: &str, max_age: i64) -> HeaderValue {
     let attributes = Attributes {
         strict: false,
         secure: super::secure_cookies(state),
         max_age: Some(max_age),
     };
-    Some(cookies::set(name, &sealed, attributes))
+    cookies::set(name, sealed, attributes)
 }
 
 /// `value` sealed with the data key, bound to the cookie `name`.

@@ -50,6 +50,12 @@ pub fn not_found(message: &str) -> Response {
     .into_response()
 }
 
+/// What a form refused for a missing or wrong CSRF token says.
+pub const FORM_EXPIRED: (&str, &str) = (
+    "This form has expired",
+    "Go back, reload the page and try again.",
+);
+
 /// A 403 page saying `title` and `message` when the form `pairs` did not come with this
 /// browser's CSRF token from this site; `None` when it did.
 pub fn unless_from_this_site(
@@ -119,11 +125,7 @@ pub fn posted(
         let login = app.sign_in_link(here);
         return Err(Box::new(redirect(StatusCode::SEE_OTHER, &login)));
     };
-    let expired = (
-        "This form has expired",
-        "Go back, reload the page and try again.",
-    );
-    if let Some(refused) = unless_from_this_site(state, headers, &pairs, expired) {
+    if let Some(refused) = unless_from_this_site(state, headers, &pairs, FORM_EXPIRED) {
         return Err(Box::new(refused));
     }
     Ok((session, pairs))
