@@ -62,6 +62,11 @@ pub struct Config {
     )]
     pub database_url: String,
 
+    /// Most connections the control plane holds open to PostgreSQL (SQLite always has
+    /// one writer, so one connection).
+    #[arg(long, env = "APIM_DATABASE_MAX_CONNECTIONS", default_value_t = crate::db::DEFAULT_POOL_SIZE)]
+    pub database_max_connections: u32,
+
     /// User name of the administrator account created or updated at start-up.
     #[arg(long, env = "APIM_ADMIN_USER", default_value = "admin")]
     pub admin_user: String,
@@ -314,6 +319,10 @@ impl Config {
             ("APIM_MGMT_BODY_TIMEOUT_MS", self.body_timeout_ms),
             ("APIM_MGMT_IDLE_TIMEOUT_MS", self.idle_timeout_ms),
             ("APIM_MGMT_MAX_CONNECTIONS", self.max_connections as u64),
+            (
+                "APIM_DATABASE_MAX_CONNECTIONS",
+                u64::from(self.database_max_connections),
+            ),
             (
                 "APIM_ANALYTICS_RETENTION_DAYS",
                 self.analytics_retention_days,

@@ -11,15 +11,23 @@ use sqlx::{AnyPool, Executor};
 /// Migrations embedded at build time; applied at every start.
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
+/// Connections held open to PostgreSQL unless `APIM_DATABASE_MAX_CONNECTIONS` says.
+pub const DEFAULT_POOL_SIZE: u32 = 16;
+
 /// Opens the pool and brings the schema up to date.
 pub async fn connect(url: &str) -> anyhow::Result<AnyPool> {
+    connect_with_pool_size(url, DEFAULT_POOL_SIZE).await
+}
+
+/// Like [`connect`], holding at most `pool_size` connections to PostgreSQL.
+pub async fn connect_with_pool_size(url: &str, pool_size: u32) -> anyhow::Result<AnyPool> {
     sqlx::any::install_default_drivers();
     let is_sqlite = url.starts_with("sqlite:");
     let options = AnyConnectOptions::from_str(url)
         .with_context(|| format!("invalid database URL {}", redact(url)))?;
     // SQLite has one writer at a time; a single connection makes every transaction
     // serial instead of failing with "database is locked" under concurrent writes.
-    let max_connections = if is_sqlite { 1 } else { 16 };
+    let max_connections = if is_sqlite { 1 } else { pool_size };
     if is_sqlite {
         restrict_sqlite_files(url)?;
     }

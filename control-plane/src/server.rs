@@ -75,7 +75,11 @@ async fn open_database(config: &Config) -> anyhow::Result<AnyPool> {
     config.validate()?;
     // Owner only: the database, keys and secrets live here.
     crate::signing::private_dir(&config.data_dir)?;
-    let db = crate::db::connect(&config.effective_database_url()).await?;
+    let db = crate::db::connect_with_pool_size(
+        &config.effective_database_url(),
+        config.database_max_connections,
+    )
+    .await?;
     crate::apis::routes::backfill(&db)
         .await
         .context("could not record the routes of existing APIs")?;

@@ -232,11 +232,27 @@ fn new_name() -> String {
     )
 }
 
+/// A connection to the server; while it has no connection slot free (other tests' control
+/// planes hold them), waited for up to a minute.
 async fn connect_admin() -> PgConnection {
     let admin = postgres_admin_url();
-    PgConnection::connect(&admin)
-        .await
-        .unwrap_or_else(|e| panic!("PostgreSQL at {admin} is needed for the tests: {e}"))
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        match PgConnection::connect(&admin).await {
+            Ok(connection) => return connection,
+            Err(err) if is_full(&err) && std::time::Instant::now() < deadline => {
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await
+            }
+            Err(err) => panic!("PostgreSQL at {admin} is needed for the tests: {err}"),
+        }
+    }
+}
+
+/// Whether PostgreSQL refused a connection for want of a free slot (SQLSTATE 53300).
+fn is_full(err: &sqlx::Error) -> bool {
+    err.as_database_error()
+        .and_then(|e| e.code())
+        .is_some_and(|code| code == "53300")
 }
 
 /// A connection to the server, waited for while it is down.

@@ -262,6 +262,7 @@ pub async fn start_control_plane(
         ("APIM_MGMT_ADDR", "127.0.0.1:0".to_string()),
         ("APIM_DATA_DIR", data_dir.display().to_string()),
         ("APIM_DATABASE_URL", backend.database_url().to_string()),
+        ("APIM_DATABASE_MAX_CONNECTIONS", TEST_POOL_SIZE.to_string()),
         ("APIM_ADMIN_PASSWORD", ADMIN_PASSWORD.to_string()),
         ("APIM_EGRESS_ALLOW", TEST_EGRESS_ALLOW.to_string()),
     ];
@@ -278,6 +279,7 @@ pub async fn in_process_control_plane(backend: &Backend, data_dir: &Path) -> Cli
     config.mgmt_addr = "127.0.0.1:9763".parse().expect("an address");
     config.data_dir = data_dir.to_path_buf();
     config.database_url = backend.database_url().to_string();
+    config.database_max_connections = TEST_POOL_SIZE;
     config.admin_password = Some(ADMIN_PASSWORD.to_string());
     config.egress_allow = TEST_EGRESS_ALLOW.to_string();
     // Rules, not argon2's cost, are under test here; the binaries keep the standard cost.
@@ -287,6 +289,11 @@ pub async fn in_process_control_plane(backend: &Backend, data_dir: &Path) -> Cli
         .expect("the control plane starts in process");
     Client::in_process(app)
 }
+
+/// Connections each test control plane holds to PostgreSQL: tests run side by side and
+/// some start several control planes, all on one server whose stock limit is 100
+/// connections; a test's load needs few.
+pub const TEST_POOL_SIZE: u32 = 4;
 
 /// Where the tests' (and the local stack's) APIs may point and their gateways may go:
 /// their backends, all on 127.0.0.1 (other loopback addresses, link-local ones and the
