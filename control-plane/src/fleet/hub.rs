@@ -179,13 +179,21 @@ impl ManifestHub {
             .map(|(_, span)| span.clone())
     }
 
-    /// These rows changed: compile them now.
+    /// These rows changed: compile them now. The request is noted even when its rows are
+    /// already pending (a create, then at once a publish of the same API): the compile
+    /// takes its change in too.
     pub fn touch(&self, touched: impl IntoIterator<Item = Touched>) {
         let mut pending = self.pending();
         let before = pending.touched.len();
-        pending.touched.extend(touched);
-        if pending.touched.len() > before {
+        let mut any = false;
+        for row in touched {
+            any = true;
+            pending.touched.insert(row);
+        }
+        if any {
             pending.note_request();
+        }
+        if pending.touched.len() > before {
             self.changed.notify_one();
         }
     }
