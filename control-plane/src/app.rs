@@ -164,6 +164,7 @@ pub fn rooms() -> Routes {
         .merge(crate::thumbnails::publisher::router())
         .merge(crate::thumbnails::store_api::router())
         .merge(crate::wsdl::publisher::router())
+        .merge(crate::mcp::publisher::router())
         .merge(crate::mediation::publisher::router())
         .merge(crate::users::admin::router())
         .merge(crate::signing::admin::router())

@@ -20,6 +20,7 @@ pub mod http;
 pub mod keys;
 pub mod listener;
 pub mod manifest;
+pub mod mcp;
 pub mod mediation;
 pub mod openapi;
 pub mod ops;

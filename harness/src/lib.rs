@@ -19,6 +19,7 @@ pub mod contract;
 pub mod databases;
 pub mod held;
 pub mod machine;
+pub mod mcp;
 pub mod openapi;
 pub mod redis;
 pub mod services;
@@ -950,7 +951,8 @@ impl Client {
         Reply::read(status, headers, version, text)
     }
 
-    fn url(&self, path: &str) -> String {
+    /// The URL of `path` on this client's base.
+    pub fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
     }
 

@@ -32,6 +32,7 @@ mod flow;
 mod gateway;
 mod legacy_soap;
 mod leniency;
+mod mcp;
 mod observability;
 mod openapi;
 mod ordering;
@@ -332,6 +333,16 @@ on_both!(
     run_stack, devportal_browser_sqlite, devportal_browser_postgres;
     devportal::the_portal_in_chromium,
     devportal::a_provider_publishes_and_blocks_while_a_consumer_tries_it,
+);
+
+on_both!(
+    run_stack, mcp_sqlite, mcp_postgres;
+    mcp::agents_call_tools_on_the_host_path,
+);
+on_sqlite!(
+    run_stack, mcp_paths_sqlite;
+    mcp::agents_call_tools_on_the_component_path,
+    mcp::agents_call_tools_in_the_spin_like_mode,
 );
 
 on_both!(

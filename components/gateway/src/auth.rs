@@ -53,38 +53,59 @@ pub struct Claims {
     /// without one, which every API its application subscribes to takes.
     #[serde(default)]
     pub aud: Option<Audience>,
-    /// Whether it is an application's own token (client credentials: its scopes hold
-    /// `am_application_scope`) rather than a user's: read from JSON's `scope`.
-    #[serde(default, rename = "scope", deserialize_with = "application_scope")]
-    pub application_token: bool,
+    /// Its scopes: read from JSON's space-separated `scope`.
+    #[serde(default)]
+    pub scope: Scopes,
 }
 
 /// The scope an application's own tokens carry (WSO2's `APPLICATION` user type).
 pub const APPLICATION_SCOPE: &str = "am_application_scope";
 
-/// Whether a token's scopes (space separated) make it an application's own.
-pub fn is_application_scope(scope: &str) -> bool {
-    scope.split(' ').any(|s| s == APPLICATION_SCOPE)
+/// A token's scopes. Read from a token's JSON as its space-separated `scope`; from what
+/// the gateway wrote itself as the list it wrote (postcard memos, JSON of introspected
+/// tokens), or as the flag of application tokens written before scopes were kept.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct Scopes(Vec<String>);
+
+impl Scopes {
+    /// The scopes of a space-separated `scope`.
+    pub fn of_text(text: &str) -> Self {
+        Scopes(text.split_whitespace().map(str::to_string).collect())
+    }
+
+    /// Whether it holds `scope`.
+    pub fn has(&self, scope: &str) -> bool {
+        self.0.iter().any(|held| held == scope)
+    }
+
+    /// Whether it is an application's own token (client credentials: its scopes hold
+    /// [`APPLICATION_SCOPE`]) rather than a user's.
+    pub fn is_application(&self) -> bool {
+        self.has(APPLICATION_SCOPE)
+    }
 }
 
-/// [`Claims::application_token`]: from a token's JSON, whether `scope` names
-/// [`APPLICATION_SCOPE`]; from what the gateway wrote itself (postcard memos, JSON of
-/// introspected tokens), the flag as it was written.
-fn application_scope<'de, D: Deserializer<'de>>(deserializer: D) -> Result<bool, D::Error> {
-    /// A token's scopes, or the flag made of them.
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum ScopeOrFlag {
-        Flag(bool),
-        Scope(Option<String>),
+impl<'de> Deserialize<'de> for Scopes {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        /// What the field may hold in JSON.
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Written {
+            Flag(bool),
+            Text(Option<String>),
+            List(Vec<String>),
+        }
+        if !deserializer.is_human_readable() {
+            return Vec::<String>::deserialize(deserializer).map(Scopes);
+        }
+        Ok(match Written::deserialize(deserializer)? {
+            Written::Flag(true) => Scopes(vec![APPLICATION_SCOPE.to_string()]),
+            Written::Flag(false) => Scopes::default(),
+            Written::Text(text) => Scopes::of_text(text.as_deref().unwrap_or_default()),
+            Written::List(list) => Scopes(list),
+        })
     }
-    if !deserializer.is_human_readable() {
-        return bool::deserialize(deserializer);
-    }
-    Ok(match ScopeOrFlag::deserialize(deserializer)? {
-        ScopeOrFlag::Flag(flag) => flag,
-        ScopeOrFlag::Scope(scope) => scope.as_deref().is_some_and(is_application_scope),
-    })
 }
 
 /// A token's `aud`: one URL or several, as RFC 7519 §4.1.3 lets a JWT write it. Kept as a

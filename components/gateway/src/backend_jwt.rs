@@ -192,7 +192,7 @@ pub fn claims(api: &ApiRoute, caller: &Admitted, exp: i64) -> BTreeMap<String, s
     let application = caller.application();
     let text = |s: &str| serde_json::Value::String(s.to_string());
     let end_user = end_user(token.sub.as_deref().unwrap_or_default());
-    let user_type = if token.application_token {
+    let user_type = if token.scope.is_application() {
         "APPLICATION"
     } else {
         "APPLICATION_USER"

@@ -27,7 +27,7 @@ use crate::state;
 use crate::sync::{self, settings};
 use crate::throttle::{Counting, Limit};
 use crate::view::View;
-use crate::{backend_jwt, cache, cors, forward, internal, resource, throttle, upgrade};
+use crate::{backend_jwt, cache, cors, forward, internal, mcp, resource, throttle, upgrade};
 
 /// How long a request waits for another instance to finish pulling the first manifest.
 const FIRST_MANIFEST_WAIT_MS: u64 = 5_000;
@@ -68,6 +68,9 @@ pub enum Plan {
     Respond(Response),
     /// A request for the backend.
     Forward(Forwarding),
+    /// A message for the API's MCP server, which the component serves itself
+    /// ([`Gateway::serve_mcp`]).
+    Mcp(Rc<ApiRoute>),
 }
 
 /// A request for the backend, and what the answer gets on its way back.
@@ -163,6 +166,7 @@ impl Gateway {
                 .and_then(|plan| match plan {
                     Plan::Respond(response) => Ok(response),
                     Plan::Forward(forwarding) => forward_and_cache(host, &request, forwarding),
+                    Plan::Mcp(api) => self.serve_mcp(host, &request, &target, api, call),
                 })
                 .unwrap_or_else(|fault| {
                     call.fault_code = fault.code;
@@ -218,6 +222,7 @@ impl Gateway {
             Err(fault) => return refused(call, &fault, request),
             Ok(Plan::Respond(response)) => return Verdict::respond(response, call),
             Ok(Plan::Forward(forwarding)) => forwarding,
+            Ok(Plan::Mcp(_)) => return Decision::Handle.into(),
         };
         let limits = std::mem::take(&mut forwarding.limits);
         let cached = forwarding
@@ -340,6 +345,77 @@ impl Gateway {
         fault.with_challenge(challenge)
     }
 
+    /// Serves a message to `api`'s MCP server ([`mcp`]): a POST from a caller whose token
+    /// the API admits, as for any of its operations; a tool call is then the operation's
+    /// request, planned and forwarded as any call to it (its tiers, cache, backend JWT and
+    /// endpoints), and the answer the tool's result.
+    fn serve_mcp(
+        &mut self,
+        host: &dyn Host,
+        request: &Request,
+        target: &Target,
+        api: Rc<ApiRoute>,
+        call: &mut Call,
+    ) -> Result<Response, Fault> {
+        if request.method != "POST" {
+            return Ok(mcp::method_not_allowed());
+        }
+        let Some(server) = api.mcp.as_ref() else {
+            return Err(Fault::not_found());
+        };
+        let addressed = Addressed::of(&target.path, mcp::ENDPOINT, &api);
+        let admitted = self
+            .admit_caller(host, request, &api, addressed)
+            .map_err(|fault| self.challenged(fault, &api, addressed, request))?;
+        admitted.describe(call);
+        let scopes = &admitted.claims().scope;
+        let step = mcp::step(server, request, &|scope| scopes.has(scope));
+        let asked = match step {
+            mcp::Step::Answer(answer) => return Ok(answer),
+            mcp::Step::Call(asked) => asked,
+        };
+        let tool = &server.tools[asked.tool];
+        let base = apim_http::joined([api.context.as_str(), "/", api.version.as_str()]);
+        let operation = mcp::operation_request(tool, &asked.arguments, &base, request);
+        let answer = Target::parse(&operation.path_with_query)
+            .map_err(|why| Fault::bad_request(why.describe()))
+            .and_then(|target| self.plan(host, &operation, &target, call, false))
+            .and_then(|plan| match plan {
+                Plan::Forward(forwarding) if call.resource == tool.template => {
+                    forward_and_cache(host, &operation, forwarding)
+                }
+                Plan::Respond(response) => Ok(response),
+                // The arguments made a path of another operation (or of the endpoint).
+                _ => Err(Fault::resource_mismatch()),
+            });
+        call.resource = apim_http::joined(["mcp:", tool.name.as_str()]);
+        Ok(match answer {
+            Ok(response) => mcp::tool_result(&asked.reply, tool, &response),
+            Err(fault) => {
+                call.fault_code = fault.code;
+                asked
+                    .reply
+                    .refused(fault.status, fault.code, &fault_text(&fault))
+            }
+        })
+    }
+
+    /// The caller of `api` by its bearer token, admitted as for any of its operations.
+    fn admit_caller(
+        &mut self,
+        host: &dyn Host,
+        request: &Request,
+        api: &ApiRoute,
+        addressed: Addressed,
+    ) -> Result<Admitted, Fault> {
+        let token = auth::bearer(header(&request.headers, "authorization"))
+            .ok_or_else(Fault::missing_credentials)?;
+        let client = forward::client_ip(&request.headers).unwrap_or_default();
+        let now_secs = host.now_millis() / 1000;
+        let view = self.view.as_mut().ok_or_else(Fault::not_found)?;
+        auth::admit(view, host, api, addressed, token, &client, now_secs)
+    }
+
     /// Routes and admits an API call to `target`, noting in `call` how far it got; a
     /// WebSocket handshake only where the host `upgrades` connections.
     fn plan(
@@ -387,7 +463,8 @@ impl Gateway {
             .get_or_insert_with(|| Rc::new(ForwardSettings::read(host)))
             .clone();
         let view = self.view.as_mut().ok_or_else(Fault::not_found)?;
-        let api = &*api;
+        let shared = &api;
+        let api = &**shared;
         // WSO2 2.6 (Synapse's `API.canProcess`) leaves a request on a transport the API
         // does not take unclaimed, which its main sequence answers 404: first of all.
         if !api.transports.serve(request.scheme) {
@@ -403,6 +480,9 @@ impl Gateway {
             && cors::is_preflight(&request.method, &request.headers)
         {
             return Ok(Plan::Respond(cors::preflight(cors, &request.headers)));
+        }
+        if mcp::is_endpoint(api, resource) {
+            return Ok(Plan::Mcp(Rc::clone(shared)));
         }
         let websocket = api.api_type == ApiType::Ws;
         check_websocket(api, request, upgrades)?;
@@ -483,6 +563,15 @@ impl Gateway {
             counting: settings.counting,
             now_ms,
         }))
+    }
+}
+
+/// A fault's message and description, as one sentence for a JSON-RPC error.
+fn fault_text(fault: &Fault) -> String {
+    if fault.description.is_empty() {
+        fault.message.to_string()
+    } else {
+        apim_http::joined([fault.message, ". ", fault.description.as_str()])
     }
 }
 

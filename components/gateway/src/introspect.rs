@@ -290,10 +290,7 @@ fn known_of(answer: Introspection, now_secs: i64) -> Result<Known, Refusal> {
             key_type: answer.key_type,
             sub: answer.sub.or(answer.username),
             aud: answer.aud.map(Audience),
-            application_token: answer
-                .scope
-                .as_deref()
-                .is_some_and(crate::auth::is_application_scope),
+            scope: crate::auth::Scopes::of_text(answer.scope.as_deref().unwrap_or_default()),
         },
     })
 }

@@ -26,6 +26,7 @@ pub mod host;
 pub mod internal;
 pub mod introspect;
 pub mod keys;
+pub mod mcp;
 pub mod relay;
 pub mod resource;
 pub mod small_blocks;

@@ -222,6 +222,7 @@ fn dev_api_as(id: &str) -> ApiRoute {
         api_type: ApiType::Http,
         transports: Transports::Both,
         scopes: Vec::new(),
+        mcp: None,
     }
 }
 
@@ -2663,4 +2664,5 @@ fn websocket_apis_take_handshakes_with_a_header_or_query_token() {
 }
 
 mod backend_jwt;
+mod mcp;
 mod oauth;

@@ -15,6 +15,7 @@ pub mod bounds;
 pub mod canon;
 pub mod entries;
 pub mod introspection;
+pub mod mcp;
 pub mod page;
 pub mod sealed;
 pub mod stored;
@@ -181,6 +182,9 @@ pub struct ApiRoute {
     /// what its protected-resource metadata offers as `scopes_supported`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub scopes: Vec<String>,
+    /// Its MCP server, when its provider serves it as one (absent otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp: Option<mcp::McpServer>,
 }
 
 /// The schemes an API is served on (WSO2's `transport`, which its gateway applies as the

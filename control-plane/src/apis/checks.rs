@@ -29,9 +29,9 @@ pub async fn tenant_api(state: &AppState, caller: &Caller, api_id: &str) -> Resu
 /// Refuses (400) a record, as it is about to be stored, that gateways could not take: its
 /// stored context too long, or an entry it compiles into past the bound. Checked on every
 /// write of a record, whatever its state, so that deploying it later cannot fail.
-pub(super) fn check_deployable(record: &ApiRecord) -> Result<()> {
+pub(super) fn check_deployable(record: &ApiRecord, mcp: Option<&str>) -> Result<()> {
     check_context_length(record.context.as_deref().unwrap_or_default()).map_err(Error::Invalid)?;
-    manifest::check_api_entries(record).map_err(Error::Invalid)
+    manifest::check_api_entries(record, mcp).map_err(Error::Invalid)
 }
 
 /// Refuses a record whose endpoints the gateways' egress policy would never reach.

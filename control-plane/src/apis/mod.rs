@@ -31,6 +31,6 @@ pub use records::{
 };
 pub use rules::{
     AUTH_TYPES, EndpointPolicy, METHODS, check_context_length, check_tenant_context,
-    normalise_context, validate_endpoint_config, validate_swagger,
+    normalise_context, swagger_operations, validate_endpoint_config, validate_swagger,
 };
 pub use visibility::{StoreListing, Viewer, visible_api, visible_apis};

@@ -258,11 +258,13 @@ pub struct ApiRow {
     /// Bumped by every write of the row, so the compiler sees which changed.
     pub revision: i64,
     pub record: String,
+    /// Its MCP server's settings (JSON), when its provider set them.
+    pub mcp: Option<String>,
 }
 
 /// The columns of [`ApiRow`], in its order.
 pub const API_COLUMNS: &str =
-    "id, tenant, provider, name, version, context, status, revision, record";
+    "id, tenant, provider, name, version, context, status, revision, record, mcp";
 
 /// An API as stored: indexed columns plus the record.
 #[derive(Debug, Clone)]
@@ -275,6 +277,8 @@ pub struct StoredApi {
     pub context: String,
     pub status: String,
     pub record: ApiRecord,
+    /// Its MCP server's settings (JSON), when its provider set them.
+    pub mcp: Option<String>,
 }
 
 impl TryFrom<ApiRow> for StoredApi {
@@ -292,6 +296,7 @@ impl TryFrom<ApiRow> for StoredApi {
             context: row.context,
             status: row.status,
             record,
+            mcp: row.mcp,
         })
     }
 }

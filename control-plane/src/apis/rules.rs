@@ -23,6 +23,20 @@ const FORBIDDEN_NAME_CHARS: &str = "~!@#;:%^*()+={}|\\<>\"',&$/[]?";
 /// HTTP methods a swagger path item may define.
 pub const METHODS: &[&str] = &["get", "put", "post", "delete", "patch", "head", "options"];
 
+/// Every operation of a Swagger document: each path item's template, method (lower-case)
+/// and operation object.
+pub fn swagger_operations(doc: &Value) -> impl Iterator<Item = (&String, &str, &Value)> {
+    doc["paths"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .flat_map(|(template, item)| {
+            METHODS
+                .iter()
+                .filter_map(move |method| Some((template, *method, item.get(*method)?)))
+        })
+}
+
 /// Values of an operation's `x-auth-type`.
 pub const AUTH_TYPES: &[&str] = &[
     "None",

@@ -192,6 +192,7 @@ mod tests {
             context: format!("/{name}"),
             status: "PUBLISHED".into(),
             record,
+            mcp: None,
         }
     }
 

@@ -127,6 +127,7 @@ mod tests {
             context: "/t/acme.com/pets".into(),
             status: "PUBLISHED".into(),
             record,
+            mcp: None,
         }
     }
 

@@ -95,6 +95,7 @@ mod tests {
                 tags: Some(tags.iter().map(|t| t.to_string()).collect()),
                 ..ApiRecord::default()
             },
+            mcp: None,
         }
     }
 

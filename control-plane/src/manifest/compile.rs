@@ -24,7 +24,8 @@ use super::credentials::{Credentials, basic};
 use super::route_parts::{cors, endpoint_lists, endpoint_url, max_tps};
 use crate::apis::queries as apis;
 use crate::apis::records::{ApiRecord, ApiRow};
-use crate::apis::rules::METHODS;
+use crate::apis::rules::swagger_operations;
+use crate::mcp::records::McpSettings;
 use crate::signing::KeyRing;
 use crate::subscriptions::{self, Grant};
 use crate::tiers::{self, TierLevel, UNLIMITED};
@@ -311,6 +312,7 @@ impl ApiCache {
             status,
             revision,
             record,
+            mcp,
             ..
         } = row;
         let Some(state) = ApiState::deployed(&status) else {
@@ -330,6 +332,7 @@ impl ApiCache {
                     context,
                     state,
                     &record,
+                    mcp.as_deref(),
                     authorization,
                 );
                 let source = RouteSource::of(&route, environments(&record));
@@ -369,8 +372,8 @@ const LONGEST_STATE: ApiState = ApiState::Deprecated;
 
 /// Checks that an API compiles, as the compiler would compile it once deployed, into
 /// entries no larger than [`MAX_ENTRY_BYTES`]; why not, otherwise. The record's id, name,
-/// version and context are those it is (or will be) stored with.
-pub fn check_api_entries(record: &ApiRecord) -> Result<(), String> {
+/// version and context are those it is (or will be) stored with; `mcp`, its MCP settings.
+pub fn check_api_entries(record: &ApiRecord, mcp: Option<&str>) -> Result<(), String> {
     let text = |v: &Option<String>| v.clone().unwrap_or_default();
     // The password as stored (encrypted) is longer than in clear: sealed in its place, it
     // makes an entry at least as long as the one gateways will get.
@@ -388,6 +391,7 @@ pub fn check_api_entries(record: &ApiRecord) -> Result<(), String> {
         text(&record.context),
         LONGEST_STATE,
         record,
+        mcp,
         authorization,
     );
     check_entries(
@@ -437,7 +441,9 @@ fn environments(record: &ApiRecord) -> Vec<String> {
         .collect()
 }
 
-/// The entry of an API; `sealed_backend_authorization` from [`Credentials`].
+/// The entry of an API; `mcp` its MCP settings as stored, `sealed_backend_authorization`
+/// from [`Credentials`].
+#[allow(clippy::too_many_arguments)]
 fn api_route(
     id: String,
     name: String,
@@ -445,6 +451,7 @@ fn api_route(
     context: String,
     state: ApiState,
     record: &ApiRecord,
+    mcp: Option<&str>,
     sealed_backend_authorization: Option<String>,
 ) -> ApiRoute {
     let endpoints: Value = record
@@ -486,6 +493,10 @@ fn api_route(
             ApiType::Http => scopes(&definition),
             ApiType::Ws => Vec::new(),
         },
+        mcp: match api_type {
+            ApiType::Http => crate::mcp::rules::server(&definition, &McpSettings::of_row(mcp)),
+            ApiType::Ws => None,
+        },
     }
 }
 
@@ -493,19 +504,6 @@ fn api_route(
 /// checked when stored).
 fn swagger(definition: &str) -> Value {
     serde_json::from_str(definition).unwrap_or(Value::Null)
-}
-
-/// Every operation of the swagger, as each path item's methods.
-fn swagger_operations(doc: &Value) -> impl Iterator<Item = (&String, &str, &Value)> {
-    doc["paths"]
-        .as_object()
-        .into_iter()
-        .flatten()
-        .flat_map(|(template, item)| {
-            METHODS
-                .iter()
-                .filter_map(move |method| Some((template, *method, item.get(*method)?)))
-        })
 }
 
 /// The OAuth scopes the swagger's operations name (`x-scope`, the scope key as WSO2 2.6
@@ -558,6 +556,7 @@ fn tier_limits() -> Tiers {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::apis::METHODS;
     use crate::secrets::DataKeys;
     use apim_http::endpoints::Balance;
 
@@ -606,6 +605,7 @@ mod tests {
                 "/t".into(),
                 ApiState::Published,
                 record,
+                None,
                 None,
             )
         };
@@ -691,6 +691,7 @@ mod tests {
                 ApiState::Published,
                 &record,
                 None,
+                None,
             );
             (route.transports, json(&route))
         };
@@ -711,14 +712,14 @@ mod tests {
     fn entry_bound_refuses_oversized_apis_and_takes_large_ones() {
         let long_path = format!("/{}", "a".repeat(200 * 1024));
         let oversized = record_with_paths([long_path], METHODS);
-        let why = check_api_entries(&oversized).unwrap_err();
+        let why = check_api_entries(&oversized, None).unwrap_err();
         assert!(why.contains("gateway entry of"), "{why}");
 
         let resources =
             (0..400).map(|i| format!("/customers/{{customerId}}/orders{i}/{{orderId}}/items"));
         let large = record_with_paths(resources, &["get", "put", "post", "delete"]);
         assert!(crate::apis::validate_swagger(large.api_definition.as_deref().unwrap()).is_ok());
-        check_api_entries(&large).unwrap();
+        check_api_entries(&large, None).unwrap();
         let route = api_route(
             "id".into(),
             "Big".into(),
@@ -726,6 +727,7 @@ mod tests {
             "/big".into(),
             LONGEST_STATE,
             &large,
+            None,
             None,
         );
         assert_eq!(route.operations.len(), 1_600);

@@ -91,6 +91,7 @@ fn ours() -> utoipa::openapi::OpenApi {
         crate::analytics::admin::Api::openapi(),
         crate::analytics::store_api::Api::openapi(),
         crate::wsdl::publisher::Api::openapi(),
+        crate::mcp::publisher::Api::openapi(),
         Api::openapi(),
     ] {
         api.merge(part);

@@ -1,0 +1,650 @@
+//! An API's MCP server (`<context>/<version>/mcp`, when its provider serves it): the
+//! Model Context Protocol's stateless revision 2026-07-28 (`server/discover`,
+//! `tools/list`, `tools/call`, the `Mcp-Method` and `Mcp-Name` headers checked against the
+//! body), and the handshake of the revisions before it (`initialize`, never a session id,
+//! so that any instance answers any call). A tool call becomes the operation's request,
+//! which the gateway then decides as any call ([`crate::gateway`]); what this module does
+//! is the protocol: reading a message within bounds, answering it, and turning a call's
+//! arguments into a request and the backend's answer into a tool result.
+
+use apim_manifest::ApiRoute;
+use apim_manifest::mcp::{ArgumentLocation, McpServer, McpTool};
+use base64::Engine as _;
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use crate::host::{Headers, Request, Response, header};
+
+/// The endpoint's path under the API's `/<context>/<version>`.
+pub const ENDPOINT: &str = "/mcp";
+/// The stateless revision.
+pub const MODERN: &str = "2026-07-28";
+/// The handshake revisions answered, newest first.
+const HANDSHAKE: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+/// Most bytes of one message.
+pub const MAX_MESSAGE_BYTES: usize = 1 << 20;
+/// Deepest nesting of a call's arguments.
+const MAX_ARGUMENT_DEPTH: usize = 32;
+/// Longest value of a path, query or header argument, bytes.
+const MAX_PLAIN_ARGUMENT_BYTES: usize = 8 * 1024;
+/// How long a client may keep a tool list: the list follows the caller's token, so it is
+/// cached for that caller only (`cacheScope: private`).
+const LIST_TTL_MS: u64 = 60_000;
+
+/// JSON-RPC's and MCP's error codes.
+mod code {
+    pub const PARSE_ERROR: i64 = -32700;
+    pub const INVALID_REQUEST: i64 = -32600;
+    pub const METHOD_NOT_FOUND: i64 = -32601;
+    pub const INVALID_PARAMS: i64 = -32602;
+    /// A routing header missing or not saying what the body says.
+    pub const HEADER_MISMATCH: i64 = -32020;
+    pub const UNSUPPORTED_VERSION: i64 = -32022;
+    /// The gateway refused the call (its data carries WSO2's fault code).
+    pub const REFUSED: i64 = -32000;
+}
+
+/// Characters kept as they are in a path segment or a query value: RFC 3986's unreserved.
+const ENCODED: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
+/// Whether `resource` (the path within `api`) is the API's MCP endpoint.
+pub fn is_endpoint(api: &ApiRoute, resource: &str) -> bool {
+    api.mcp.is_some() && resource == ENDPOINT
+}
+
+/// The 405 a method other than POST gets.
+pub fn method_not_allowed() -> Response {
+    Response {
+        status: 405,
+        headers: vec![("allow".into(), b"POST".to_vec())],
+        body: Vec::new(),
+    }
+}
+
+/// Which revision a message speaks, by its `MCP-Protocol-Version` header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Era {
+    /// 2026-07-28 and after: every message stands alone.
+    Stateless,
+    /// The revisions with `initialize`.
+    Handshake,
+}
+
+/// A JSON-RPC request or notification.
+#[derive(Debug, Deserialize)]
+pub struct Message {
+    #[serde(default)]
+    jsonrpc: Option<String>,
+    #[serde(default)]
+    id: Option<Value>,
+    method: String,
+    #[serde(default)]
+    params: Option<Value>,
+}
+
+/// What the gateway does with a message.
+pub enum Step {
+    /// Answer this.
+    Answer(Response),
+    /// Call this tool with these arguments, then answer with [`tool_result`].
+    Call(Call),
+}
+
+/// A tool call asked for.
+pub struct Call {
+    /// The message's era and id, for the answer.
+    pub reply: Reply,
+    /// The tool's index in the API's server.
+    pub tool: usize,
+    /// The arguments given.
+    pub arguments: Map<String, Value>,
+}
+
+/// How to answer a message: its era and id.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    era: Era,
+    id: Value,
+}
+
+impl Reply {
+    /// A result.
+    pub fn result(&self, mut result: Value) -> Response {
+        if self.era == Era::Stateless
+            && let Some(result) = result.as_object_mut()
+        {
+            result.entry("resultType").or_insert(json!("complete"));
+            result
+                .entry("_meta")
+                .or_insert(json!({"io.modelcontextprotocol/serverInfo": server_info()}));
+        }
+        json_response(
+            200,
+            &json!({"jsonrpc": "2.0", "id": self.id, "result": result}),
+        )
+    }
+
+    /// An error; the status is 200 in the handshake era, whose clients take any other as
+    /// the transport failing.
+    pub fn error(&self, code: i64, message: &str, data: Option<Value>) -> Response {
+        let status = match (self.era, code) {
+            (Era::Handshake, _) => 200,
+            (_, code::METHOD_NOT_FOUND) => 404,
+            (
+                _,
+                code::PARSE_ERROR
+                | code::INVALID_REQUEST
+                | code::INVALID_PARAMS
+                | code::HEADER_MISMATCH
+                | code::UNSUPPORTED_VERSION,
+            ) => 400,
+            _ => 200,
+        };
+        let mut error = json!({"code": code, "message": message});
+        if let Some(data) = data {
+            error["data"] = data;
+        }
+        json_response(
+            status,
+            &json!({"jsonrpc": "2.0", "id": self.id, "error": error}),
+        )
+    }
+
+    /// The gateway's refusal of a call (a throttled tier, a blocked subscription) as a
+    /// JSON-RPC error carrying WSO2's fault code and the status a REST call would get.
+    pub fn refused(&self, status: u16, wso2_code: u32, message: &str) -> Response {
+        self.error(
+            code::REFUSED,
+            message,
+            Some(json!({"code": wso2_code, "status": status})),
+        )
+    }
+}
+
+/// The era of a request, by its headers.
+pub fn era(headers: &Headers) -> Era {
+    match header(headers, "mcp-protocol-version").map(str::trim) {
+        Some(version) if !HANDSHAKE.contains(&version) => Era::Stateless,
+        _ => Era::Handshake,
+    }
+}
+
+/// Reads a message and decides what it asks; `scopes` says whether the caller's token
+/// carries a scope.
+pub fn step(server: &McpServer, request: &Request, has_scope: &dyn Fn(&str) -> bool) -> Step {
+    let era = era(&request.headers);
+    let unknown_id = Reply {
+        era,
+        id: Value::Null,
+    };
+    if request.body.len() > MAX_MESSAGE_BYTES {
+        return Step::Answer(unknown_id.error(
+            code::INVALID_REQUEST,
+            "The message is too large",
+            None,
+        ));
+    }
+    let value: Value = match serde_json::from_slice(&request.body) {
+        Ok(value) => value,
+        Err(_) => return Step::Answer(unknown_id.error(code::PARSE_ERROR, "Parse error", None)),
+    };
+    if value.is_array() {
+        return Step::Answer(unknown_id.error(
+            code::INVALID_REQUEST,
+            "Body must be a single JSON-RPC request or notification object",
+            None,
+        ));
+    }
+    let Ok(message) = serde_json::from_value::<Message>(value) else {
+        return Step::Answer(unknown_id.error(code::INVALID_REQUEST, "Invalid request", None));
+    };
+    let Some(id) = message.id.clone().filter(is_valid_id) else {
+        // A notification (or a request whose id JSON-RPC does not allow): nothing to say.
+        return Step::Answer(accepted());
+    };
+    let reply = Reply { era, id };
+    if message.jsonrpc.as_deref() != Some("2.0") {
+        return Step::Answer(reply.error(code::INVALID_REQUEST, "Invalid request", None));
+    }
+    if era == Era::Stateless
+        && let Err(answer) = check_stateless(&reply, &message, &request.headers)
+    {
+        return Step::Answer(answer);
+    }
+    let params = message.params.as_ref().unwrap_or(&Value::Null);
+    match (era, message.method.as_str()) {
+        (Era::Stateless, "server/discover") => Step::Answer(reply.result(json!({
+            "supportedVersions": [MODERN],
+            "capabilities": {"tools": {}},
+            "ttlMs": LIST_TTL_MS,
+            "cacheScope": "public",
+        }))),
+        (Era::Handshake, "initialize") => Step::Answer(reply.result(initialized(params))),
+        (Era::Handshake, "ping") => Step::Answer(reply.result(json!({}))),
+        (_, "tools/list") => Step::Answer(list(server, &reply, params, has_scope)),
+        (_, "tools/call") => call(server, reply, params, has_scope),
+        _ => Step::Answer(reply.error(
+            code::METHOD_NOT_FOUND,
+            "Method not found",
+            Some(json!(message.method)),
+        )),
+    }
+}
+
+/// JSON-RPC's ids: a string or a number.
+fn is_valid_id(id: &Value) -> bool {
+    id.is_string() || id.is_number()
+}
+
+/// A stateless message's envelope: `_meta` with the revision and the client's
+/// capabilities, and headers that say what the body says.
+fn check_stateless(reply: &Reply, message: &Message, headers: &Headers) -> Result<(), Response> {
+    let meta = &message.params.as_ref().unwrap_or(&Value::Null)["_meta"];
+    let version = meta["io.modelcontextprotocol/protocolVersion"].as_str();
+    let capabilities = meta.get("io.modelcontextprotocol/clientCapabilities");
+    let (Some(version), Some(_)) = (version, capabilities) else {
+        return Err(reply.error(
+            code::INVALID_PARAMS,
+            "params._meta must carry the protocol version and the client's capabilities",
+            None,
+        ));
+    };
+    let single = |name: &str| {
+        let mut values = headers.iter().filter(|(n, _)| n.eq_ignore_ascii_case(name));
+        let first = values.next().and_then(|(_, v)| std::str::from_utf8(v).ok());
+        match values.next() {
+            Some(_) => None,
+            None => first.map(str::trim),
+        }
+    };
+    let mismatch = |what: &str| reply.error(code::HEADER_MISMATCH, what, None);
+    if single("mcp-protocol-version") != Some(version) {
+        return Err(mismatch(
+            "mcp-protocol-version header does not match params._meta",
+        ));
+    }
+    if single("mcp-method") != Some(message.method.as_str()) {
+        return Err(mismatch(
+            "mcp-method header does not match the request body's method",
+        ));
+    }
+    if message.method == "tools/call" {
+        let name = message.params.as_ref().unwrap_or(&Value::Null)["name"].as_str();
+        let sent = single("mcp-name").map(decoded_name);
+        if sent.is_none() || sent.as_deref() != name {
+            return Err(mismatch(
+                "mcp-name header does not match the request body's 'name' parameter",
+            ));
+        }
+    }
+    if version != MODERN {
+        return Err(reply.error(
+            code::UNSUPPORTED_VERSION,
+            "Unsupported protocol version",
+            Some(json!({"supported": [MODERN], "requested": version})),
+        ));
+    }
+    Ok(())
+}
+
+/// An `Mcp-Name` value, decoded when sent as `=?base64?...?=` (names outside printable
+/// ASCII).
+fn decoded_name(value: &str) -> String {
+    value
+        .strip_prefix("=?base64?")
+        .and_then(|rest| rest.strip_suffix("?="))
+        .and_then(|encoded| {
+            base64::engine::general_purpose::STANDARD
+                .decode(encoded)
+                .ok()
+        })
+        .and_then(|bytes| String::from_utf8(bytes).ok())
+        .unwrap_or_else(|| value.to_string())
+}
+
+/// `initialize`'s result: the client's revision when it is one of the handshake's, else
+/// the newest of them.
+fn initialized(params: &Value) -> Value {
+    let asked = params["protocolVersion"].as_str().unwrap_or_default();
+    let version = HANDSHAKE
+        .iter()
+        .find(|known| **known == asked)
+        .unwrap_or(&HANDSHAKE[0]);
+    json!({
+        "protocolVersion": version,
+        "capabilities": {"tools": {"listChanged": false}},
+        "serverInfo": server_info(),
+    })
+}
+
+fn server_info() -> Value {
+    json!({"name": "apim-gateway", "version": env!("CARGO_PKG_VERSION")})
+}
+
+/// The tools the caller's token may call, all on one page.
+fn list(
+    server: &McpServer,
+    reply: &Reply,
+    params: &Value,
+    has_scope: &dyn Fn(&str) -> bool,
+) -> Response {
+    if params.get("cursor").is_some_and(|cursor| !cursor.is_null()) {
+        // Every list is one page: a cursor is none this server gave.
+        return reply.error(code::INVALID_PARAMS, "Invalid cursor", None);
+    }
+    let tools: Vec<Value> = server
+        .tools
+        .iter()
+        .filter(|tool| tool.scope.as_deref().is_none_or(has_scope))
+        .map(described)
+        .collect();
+    let mut result = json!({"tools": tools});
+    if reply.era == Era::Stateless {
+        result["ttlMs"] = json!(LIST_TTL_MS);
+        result["cacheScope"] = json!("private");
+    }
+    reply.result(result)
+}
+
+/// A tool as `tools/list` shows it.
+fn described(tool: &McpTool) -> Value {
+    let schema = |text: &str| serde_json::from_str::<Value>(text).unwrap_or_else(|_| json!({}));
+    let mut described = json!({
+        "name": tool.name,
+        "description": tool.description,
+        "inputSchema": schema(&tool.input_schema),
+        "annotations": {
+            "readOnlyHint": matches!(tool.method.as_str(), "GET" | "HEAD" | "OPTIONS"),
+            "idempotentHint": matches!(tool.method.as_str(), "GET" | "HEAD" | "OPTIONS" | "PUT" | "DELETE"),
+            "destructiveHint": tool.method == "DELETE",
+            "openWorldHint": true,
+        },
+    });
+    if let Some(output) = &tool.output_schema {
+        described["outputSchema"] = schema(output);
+    }
+    described
+}
+
+/// A `tools/call`: the tool, if the caller may call it, with its arguments checked.
+fn call(
+    server: &McpServer,
+    reply: Reply,
+    params: &Value,
+    has_scope: &dyn Fn(&str) -> bool,
+) -> Step {
+    let name = params["name"].as_str().unwrap_or_default();
+    let found = server
+        .tools
+        .iter()
+        .position(|tool| tool.name == name && tool.scope.as_deref().is_none_or(has_scope));
+    let Some(index) = found else {
+        return Step::Answer(reply.error(
+            code::INVALID_PARAMS,
+            &format!("Unknown tool: {name}"),
+            None,
+        ));
+    };
+    let arguments = match params.get("arguments") {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(arguments)) => arguments.clone(),
+        Some(_) => {
+            return Step::Answer(reply.error(
+                code::INVALID_PARAMS,
+                "arguments must be an object",
+                None,
+            ));
+        }
+    };
+    if let Err(why) = check_arguments(&server.tools[index], &arguments) {
+        return Step::Answer(tool_error(&reply, &why));
+    }
+    Step::Call(Call {
+        reply,
+        tool: index,
+        arguments,
+    })
+}
+
+/// Arguments as the tool's input schema has them: no unknown one, every required one,
+/// each of the type its schema gives, plain ones (path, query, header) plain and short,
+/// none nested deeper than [`MAX_ARGUMENT_DEPTH`].
+fn check_arguments(tool: &McpTool, arguments: &Map<String, Value>) -> Result<(), String> {
+    let schema: Value = serde_json::from_str(&tool.input_schema).unwrap_or_else(|_| json!({}));
+    for name in arguments.keys() {
+        if !tool.arguments.iter().any(|argument| argument.name == *name) {
+            return Err(format!("Unknown argument '{name}'"));
+        }
+    }
+    for argument in &tool.arguments {
+        let Some(value) = arguments.get(&argument.name).filter(|v| !v.is_null()) else {
+            if argument.required {
+                return Err(format!("The argument '{}' is required", argument.name));
+            }
+            continue;
+        };
+        if depth(value) > MAX_ARGUMENT_DEPTH {
+            return Err(format!(
+                "The argument '{}' is nested too deeply",
+                argument.name
+            ));
+        }
+        let property = &schema["properties"][&argument.name];
+        check_type(&argument.name, property, value)?;
+        let text = plain_text(value);
+        if argument.location == ArgumentLocation::Path
+            && (matches!(text.as_str(), "" | "." | "..") || text.contains(['/', '\\']))
+        {
+            return Err(format!(
+                "The argument '{}' names no path segment",
+                argument.name
+            ));
+        }
+        if argument.location != ArgumentLocation::Body {
+            let plain = match value {
+                Value::Array(items) => items.iter().all(is_scalar),
+                other => is_scalar(other),
+            };
+            if !plain || text.len() > MAX_PLAIN_ARGUMENT_BYTES {
+                return Err(format!(
+                    "The argument '{}' must be a short string, number or boolean",
+                    argument.name
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `value` against its schema's `type` and `enum`, at its top level.
+fn check_type(name: &str, schema: &Value, value: &Value) -> Result<(), String> {
+    let kinds: Vec<&str> = match &schema["type"] {
+        Value::String(kind) => vec![kind.as_str()],
+        Value::Array(kinds) => kinds.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    };
+    let fits = |kind: &str| match kind {
+        "string" => value.is_string(),
+        "integer" => value.is_i64() || value.is_u64(),
+        "number" => value.is_number(),
+        "boolean" => value.is_boolean(),
+        "array" => value.is_array(),
+        "object" => value.is_object(),
+        "null" => value.is_null(),
+        _ => true,
+    };
+    if !kinds.is_empty() && !kinds.iter().any(|kind| fits(kind)) {
+        return Err(format!(
+            "The argument '{name}' must be of type {}",
+            kinds.join(" or ")
+        ));
+    }
+    if let Some(allowed) = schema["enum"].as_array()
+        && !allowed.contains(value)
+    {
+        return Err(format!(
+            "The argument '{name}' is not one of the values allowed"
+        ));
+    }
+    Ok(())
+}
+
+fn is_scalar(value: &Value) -> bool {
+    matches!(value, Value::String(_) | Value::Number(_) | Value::Bool(_))
+}
+
+fn depth(value: &Value) -> usize {
+    match value {
+        Value::Array(items) => 1 + items.iter().map(depth).max().unwrap_or(0),
+        Value::Object(members) => 1 + members.values().map(depth).max().unwrap_or(0),
+        _ => 0,
+    }
+}
+
+/// A plain argument's text: a string as it is, anything else as JSON writes it; an array
+/// comma-separated (Swagger's `csv`, its default).
+fn plain_text(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.clone(),
+        Value::Array(items) => items.iter().map(plain_text).collect::<Vec<_>>().join(","),
+        other => other.to_string(),
+    }
+}
+
+/// The operation's request for a call: its path with the path arguments, the query and
+/// header arguments, the body; the caller's credentials and trace carried on. `base` is
+/// the API's `/<context>/<version>`.
+pub fn operation_request(
+    tool: &McpTool,
+    arguments: &Map<String, Value>,
+    base: &str,
+    client: &Request,
+) -> Request {
+    let mut path = String::from(base);
+    for segment in tool.template.split('/').filter(|s| !s.is_empty()) {
+        path.push('/');
+        match segment.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
+            Some(name) => {
+                let value = arguments.get(name).map(plain_text).unwrap_or_default();
+                path.extend(utf8_percent_encode(&value, ENCODED));
+            }
+            None => path.push_str(segment),
+        }
+    }
+    let mut query = Vec::new();
+    let mut headers: Headers = Vec::new();
+    let mut body = Vec::new();
+    for argument in &tool.arguments {
+        let Some(value) = arguments.get(&argument.name).filter(|v| !v.is_null()) else {
+            continue;
+        };
+        match argument.location {
+            ArgumentLocation::Path => {}
+            ArgumentLocation::Query => query.push(format!(
+                "{}={}",
+                utf8_percent_encode(&argument.name, ENCODED),
+                utf8_percent_encode(&plain_text(value), ENCODED)
+            )),
+            ArgumentLocation::Header => {
+                let text: String = plain_text(value)
+                    .chars()
+                    .filter(|c| !c.is_control())
+                    .collect();
+                headers.push((argument.name.to_ascii_lowercase(), text.into_bytes()));
+            }
+            ArgumentLocation::Body => body = value.to_string().into_bytes(),
+        }
+    }
+    if !query.is_empty() {
+        path.push('?');
+        path.push_str(&query.join("&"));
+    }
+    for carried in [
+        "authorization",
+        "traceparent",
+        "tracestate",
+        "x-forwarded-for",
+    ] {
+        headers.retain(|(name, _)| name != carried);
+        if let Some((_, value)) = client
+            .headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(carried))
+        {
+            headers.push((carried.into(), value.clone()));
+        }
+    }
+    headers.push(("accept".into(), b"application/json".to_vec()));
+    if !body.is_empty() {
+        headers.push(("content-type".into(), b"application/json".to_vec()));
+        headers.push(("content-length".into(), body.len().to_string().into_bytes()));
+    }
+    Request {
+        method: tool.method.clone(),
+        path_with_query: path,
+        headers,
+        body,
+        scheme: client.scheme,
+    }
+}
+
+/// The backend's answer as the tool's result: its JSON as `structuredContent` when the
+/// tool has an output schema (and the answer is an object), its text as content; an
+/// answer of 400 or more as a tool error.
+pub fn tool_result(reply: &Reply, tool: &McpTool, answer: &Response) -> Response {
+    let text = String::from_utf8_lossy(&answer.body).into_owned();
+    if answer.status >= 400 {
+        let mut result = json!({
+            "content": [{"type": "text", "text": format!("The API answered {}: {text}", answer.status)}],
+            "isError": true,
+        });
+        if let Ok(body) = serde_json::from_slice::<Value>(&answer.body) {
+            result["_meta"] = json!({"status": answer.status, "body": body});
+        }
+        return reply.result(result);
+    }
+    let mut result = json!({"content": [{"type": "text", "text": text}], "isError": false});
+    if tool.output_schema.is_some() {
+        match serde_json::from_slice::<Value>(&answer.body) {
+            Ok(structured @ Value::Object(_)) => result["structuredContent"] = structured,
+            _ => {
+                return tool_error(
+                    reply,
+                    "The API's answer is not the JSON object its definition describes",
+                );
+            }
+        }
+    }
+    reply.result(result)
+}
+
+/// A tool error with `why` as its text.
+fn tool_error(reply: &Reply, why: &str) -> Response {
+    reply.result(json!({"content": [{"type": "text", "text": why}], "isError": true}))
+}
+
+/// A notification taken.
+fn accepted() -> Response {
+    Response {
+        status: 202,
+        headers: Vec::new(),
+        body: Vec::new(),
+    }
+}
+
+fn json_response(status: u16, body: &Value) -> Response {
+    let body = body.to_string().into_bytes();
+    Response {
+        status,
+        headers: vec![
+            ("content-type".into(), b"application/json".to_vec()),
+            ("content-length".into(), body.len().to_string().into_bytes()),
+        ],
+        body,
+    }
+}

@@ -1,0 +1,397 @@
+//! An API's MCP server: both revisions' messages, a tool call as the operation's call
+//! (token, scopes, tiers, the backend's path), and what is refused.
+
+use apim_manifest::mcp::{ArgumentLocation, McpServer, McpTool, ToolArgument};
+use serde_json::{Value, json};
+
+use super::*;
+
+const ENDPOINT: &str = "/dev/v1/mcp";
+
+fn argument(name: &str, location: ArgumentLocation, required: bool) -> ToolArgument {
+    ToolArgument {
+        name: name.into(),
+        location,
+        required,
+    }
+}
+
+/// The dev API's tools: a developer (with an output schema), and their repos (under a
+/// scope, with a query argument).
+fn server() -> McpServer {
+    McpServer {
+        tools: vec![
+            McpTool {
+                name: "get_developer".into(),
+                description: "A developer".into(),
+                method: "GET".into(),
+                template: "/devs/{username}".into(),
+                scope: None,
+                arguments: vec![argument("username", ArgumentLocation::Path, true)],
+                input_schema: json!({"type": "object", "additionalProperties": false,
+                    "properties": {"username": {"type": "string"}}, "required": ["username"]})
+                .to_string(),
+                output_schema: Some(json!({"type": "object"}).to_string()),
+            },
+            McpTool {
+                name: "repos".into(),
+                description: "Their repos".into(),
+                method: "GET".into(),
+                template: "/devs/{username}/repos".into(),
+                scope: Some("repos_read".into()),
+                arguments: vec![
+                    argument("username", ArgumentLocation::Path, true),
+                    argument("limit", ArgumentLocation::Query, false),
+                ],
+                input_schema: json!({"type": "object",
+                    "properties": {"username": {"type": "string"}, "limit": {"type": "integer"}}})
+                .to_string(),
+                output_schema: None,
+            },
+        ],
+    }
+}
+
+fn world() -> World {
+    let mut world = World::new();
+    world.manifest.apis[0].route.mcp = Some(server());
+    world.manifest.meta.gateway_urls = vec!["http://gw.example".into()];
+    assert_eq!(world.publish().status, 200);
+    world
+}
+
+fn bearer_with_scope(world: &World, application: &str, jti: &str, scope: &str) -> String {
+    let claims = json!({"iss": ISSUER, "sub": "admin", "iat": NOW_SECS, "exp": NOW_SECS + 3600,
+        "jti": jti, "scope": scope, "client_id": "c", "application_id": application,
+        "key_type": "PRODUCTION"});
+    format!("Bearer {}", sign(&world.token_keys, "k1", &claims))
+}
+
+/// A 2026-07-28 message: its `_meta` and the headers that say what it says.
+fn modern(world: &mut World, bearer: &str, id: u64, method: &str, mut params: Value) -> Response {
+    params["_meta"] = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}});
+    let name = params["name"].as_str().unwrap_or_default().to_string();
+    let mut headers = vec![
+        ("authorization", bearer),
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", method),
+        ("content-type", "application/json"),
+    ];
+    if method == "tools/call" {
+        headers.push(("mcp-name", &name));
+    }
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    post(world, &headers, &body.to_string())
+}
+
+fn post(world: &mut World, headers: &[(&str, &str)], body: &str) -> Response {
+    world.gateway.handle(
+        &world.host,
+        request("POST", ENDPOINT, headers, body.as_bytes()),
+    )
+}
+
+fn json_of(response: &Response) -> Value {
+    serde_json::from_slice(&response.body).unwrap_or(Value::Null)
+}
+
+fn tool_names(response: &Response) -> Vec<String> {
+    json_of(response)["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn a_stateless_client_discovers_lists_and_calls_through_the_operation() {
+    let mut world = world();
+    let bearer = world.bearer("app-1");
+    let discovered = modern(&mut world, &bearer, 1, "server/discover", json!({}));
+    assert_eq!(discovered.status, 200);
+    let result = &json_of(&discovered)["result"];
+    assert_eq!(result["supportedVersions"], json!(["2026-07-28"]));
+    assert_eq!(result["resultType"], "complete");
+    assert!(result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"].is_string());
+
+    let listed = modern(&mut world, &bearer, 2, "tools/list", json!({}));
+    assert_eq!(
+        tool_names(&listed),
+        ["get_developer"],
+        "repos needs a scope the token lacks"
+    );
+    let result = &json_of(&listed)["result"];
+    assert_eq!(result["cacheScope"], "private");
+    assert!(result["ttlMs"].as_u64().unwrap() > 0);
+    assert_eq!(result["tools"][0]["annotations"]["readOnlyHint"], true);
+
+    let called = modern(
+        &mut world,
+        &bearer,
+        3,
+        "tools/call",
+        json!({"name": "get_developer", "arguments": {"username": "al ice~é"}}),
+    );
+    assert_eq!(called.status, 200);
+    let result = &json_of(&called)["result"];
+    assert_eq!(result["isError"], false, "{}", json_of(&called));
+    assert_eq!(result["structuredContent"], json!({"ok": true}));
+    let sent = world.host.sent.borrow();
+    let backend = sent.last().unwrap();
+    assert_eq!(backend.path_with_query, "/base/devs/al%20ice~%C3%A9");
+    assert_eq!(backend.method, "GET");
+}
+
+#[test]
+fn a_scoped_tool_is_listed_and_called_only_with_its_scope() {
+    let mut world = world();
+    let without = world.bearer("app-1");
+    let refused = modern(
+        &mut world,
+        &without,
+        1,
+        "tools/call",
+        json!({"name": "repos", "arguments": {"username": "alice"}}),
+    );
+    assert_eq!(json_of(&refused)["error"]["code"], -32602);
+    assert!(
+        world.host.sent.borrow().is_empty(),
+        "nothing reached the backend"
+    );
+
+    let with = bearer_with_scope(&world, "app-1", "t-scoped", "default repos_read");
+    let listed = modern(&mut world, &with, 2, "tools/list", json!({}));
+    assert_eq!(tool_names(&listed), ["get_developer", "repos"]);
+    let called = modern(
+        &mut world,
+        &with,
+        3,
+        "tools/call",
+        json!({"name": "repos", "arguments": {"username": "alice", "limit": 5}}),
+    );
+    assert_eq!(json_of(&called)["result"]["isError"], false);
+    let sent = world.host.sent.borrow();
+    assert_eq!(
+        sent.last().unwrap().path_with_query,
+        "/base/devs/alice/repos?limit=5"
+    );
+}
+
+#[test]
+fn a_handshake_client_initializes_without_a_session_and_calls() {
+    let mut world = world();
+    let bearer = world.bearer("app-1");
+    let auth = [("authorization", bearer.as_str())];
+    let initialized = post(
+        &mut world,
+        &auth,
+        r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}"#,
+    );
+    assert_eq!(initialized.status, 200);
+    assert_eq!(
+        json_of(&initialized)["result"]["protocolVersion"],
+        "2025-06-18"
+    );
+    assert!(header(&initialized.headers, "mcp-session-id").is_none());
+    let noted = post(
+        &mut world,
+        &auth,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    );
+    assert_eq!((noted.status, noted.body.len()), (202, 0));
+
+    let versioned = [
+        ("authorization", bearer.as_str()),
+        ("mcp-protocol-version", "2025-11-25"),
+    ];
+    let listed = post(
+        &mut world,
+        &versioned,
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
+    );
+    assert_eq!(tool_names(&listed), ["get_developer"]);
+    assert!(json_of(&listed)["result"].get("ttlMs").is_none());
+    let called = post(
+        &mut world,
+        &versioned,
+        r#"{"jsonrpc":"2.0","id":"two","method":"tools/call","params":{"name":"get_developer","arguments":{"username":"bob"}}}"#,
+    );
+    let answer = json_of(&called);
+    assert_eq!(answer["id"], "two");
+    assert_eq!(answer["result"]["structuredContent"], json!({"ok": true}));
+    // An error in this era is a 200: its clients take any other status as the transport's.
+    let unknown = post(
+        &mut world,
+        &versioned,
+        r#"{"jsonrpc":"2.0","id":3,"method":"nothing"}"#,
+    );
+    assert_eq!(
+        (unknown.status, json_of(&unknown)["error"]["code"].clone()),
+        (200, json!(-32601))
+    );
+}
+
+#[test]
+fn without_a_token_the_challenge_names_the_metadata_and_other_methods_get_405() {
+    let mut world = world();
+    let refused = post(
+        &mut world,
+        &[],
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
+    );
+    assert_eq!(refused.status, 401);
+    let challenge = header(&refused.headers, "www-authenticate").unwrap();
+    assert!(challenge.contains("resource_metadata="), "{challenge}");
+    let bearer = world.bearer("app-1");
+    let got = world.call("GET", ENDPOINT, &[("authorization", &bearer)]);
+    assert_eq!(
+        (got.status, header(&got.headers, "allow")),
+        (405, Some("POST"))
+    );
+    // Without MCP switched on, the path is an ordinary resource path of the API.
+    let mut plain = World::new();
+    let bearer = plain.bearer("app-1");
+    let missing = plain.call("POST", ENDPOINT, &[("authorization", &bearer)]);
+    assert_ne!(missing.status, 405);
+}
+
+#[test]
+fn malformed_and_mismatched_messages_are_refused_as_the_specification_says() {
+    let mut world = world();
+    let bearer = world.bearer("app-1");
+    let modern_headers = [
+        ("authorization", bearer.as_str()),
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/list"),
+    ];
+    let meta = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
+    let cases = [
+        ("{not json", 400, -32700),
+        (
+            r#"[{"jsonrpc":"2.0","id":1,"method":"tools/list"}]"#,
+            400,
+            -32600,
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}"#,
+            400,
+            -32602,
+        ),
+        (
+            &format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{{{meta}}}}}"#
+            ),
+            400,
+            -32020,
+        ),
+        (
+            &format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{{"cursor":"x",{meta}}}}}"#
+            ),
+            400,
+            -32602,
+        ),
+    ];
+    for (body, status, code) in cases {
+        let answer = post(&mut world, &modern_headers, body);
+        assert_eq!(
+            (answer.status, json_of(&answer)["error"]["code"].as_i64()),
+            (status, Some(code)),
+            "{body}"
+        );
+    }
+    let future = [
+        ("authorization", bearer.as_str()),
+        ("mcp-protocol-version", "2099-01-01"),
+        ("mcp-method", "tools/list"),
+    ];
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+    let answer = json_of(&post(&mut world, &future, body));
+    assert_eq!(answer["error"]["code"], -32022);
+    assert_eq!(answer["error"]["data"]["supported"], json!(["2026-07-28"]));
+    // A name header that is not the body's name.
+    let mut headers = modern_headers.to_vec();
+    headers[2] = ("mcp-method", "tools/call");
+    headers.push(("mcp-name", "repos"));
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"get_developer",{meta}}}}}"#
+    );
+    assert_eq!(
+        json_of(&post(&mut world, &headers, &body))["error"]["code"],
+        -32020
+    );
+    assert!(
+        world.host.sent.borrow().is_empty(),
+        "nothing reached the backend"
+    );
+}
+
+#[test]
+fn arguments_are_checked_before_anything_reaches_the_backend() {
+    let mut world = world();
+    let bearer = world.bearer("app-1");
+    let cases = [
+        json!({}),
+        json!({"username": 7}),
+        json!({"username": "alice", "extra": 1}),
+        json!({"username": ".."}),
+        json!({"username": "a/b"}),
+        json!({"username": ["a"]}),
+    ];
+    for (id, arguments) in cases.into_iter().enumerate() {
+        let answer = modern(
+            &mut world,
+            &bearer,
+            id as u64,
+            "tools/call",
+            json!({"name": "get_developer", "arguments": arguments}),
+        );
+        let result = &json_of(&answer)["result"];
+        assert_eq!(result["isError"], true, "{arguments}: {result}");
+    }
+    assert!(
+        world.host.sent.borrow().is_empty(),
+        "nothing reached the backend"
+    );
+}
+
+#[test]
+fn a_backend_error_is_a_tool_error_and_a_tier_refusal_carries_wso2s_code() {
+    let mut world = world();
+    world.host.backend = Box::new(|_| Ok(Response::new(404, "application/json", "{\"gone\":1}")));
+    let bearer = world.bearer("app-1");
+    let answer = modern(
+        &mut world,
+        &bearer,
+        1,
+        "tools/call",
+        json!({"name": "get_developer", "arguments": {"username": "alice"}}),
+    );
+    let result = &json_of(&answer)["result"];
+    assert_eq!(result["isError"], true);
+    assert!(
+        result["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("404")
+    );
+
+    // app-2's application tier admits two calls a minute.
+    let limited = world.bearer("app-2");
+    let mut refusal = Value::Null;
+    for id in 0..3 {
+        let answer = modern(
+            &mut world,
+            &limited,
+            10 + id,
+            "tools/call",
+            json!({"name": "get_developer", "arguments": {"username": "alice"}}),
+        );
+        refusal = json_of(&answer);
+    }
+    assert_eq!(refusal["error"]["code"], -32000, "{refusal}");
+    assert_eq!(refusal["error"]["data"]["status"], 429);
+    assert!(refusal["error"]["data"]["code"].as_u64().unwrap() >= 900_000);
+}
