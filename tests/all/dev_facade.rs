@@ -5,6 +5,7 @@
 
 use std::path::Path;
 
+use harness::mcp::{Sdk, call_tool};
 use harness::{Client, FacadeSetup, ServerProcess};
 use serde_json::{Value, json};
 use tools::dev_api::{self, Target};
@@ -395,6 +396,7 @@ async fn every_operation_directly_and_through_the_gateway(mut env: Env, p3: bool
     .await;
     let refused = through.get("/devs/athiththan11", "").await;
     assert_eq!(refused.status, 401, "{:?}", refused.body);
+    facade_as_mcp_tools(&control_plane.url, &published).await;
 
     let sent = recorded_requests(&record_dir);
     assert!(
@@ -409,6 +411,62 @@ async fn every_operation_directly_and_through_the_gateway(mut env: Env, p3: bool
     }
 
     facade.stop().await;
+}
+
+/// The facade served as MCP tools by its provider's switch: an agent gets a developer,
+/// lists their repositories and adds one, each a SOAP call behind the facade.
+async fn facade_as_mcp_tools(management_url: &str, published: &dev_api::Published) {
+    let provider = Client::new(management_url)
+        .login(
+            "admin",
+            harness::ADMIN_PASSWORD,
+            "mgr:api_view mgr:api_create",
+        )
+        .await;
+    let switch = format!("/api/am/publisher/v0.14/apis/{}/mcp", published.api_id);
+    Client::new(management_url)
+        .put_json(&switch, &provider, &json!({"enabled": true}))
+        .await
+        .expect(200);
+    let url = format!("{}/mcp", published.base_url);
+    let token = &published.access_token;
+    let through = Client::new(&published.base_url);
+    harness::eventually(&through, reqwest::Method::GET, "/mcp", token, |r| {
+        r.status == 405
+    })
+    .await;
+    let call = async |tool: &str, arguments: Value| {
+        let seen = call_tool(Sdk::Stateless, &url, token, tool, &arguments)
+            .await
+            .unwrap_or_else(|why| panic!("{tool}: {why}"));
+        assert_eq!(seen["protocol"], "2026-07-28", "{seen}");
+        assert_eq!(seen["call"]["isError"], false, "{tool}: {seen}");
+        seen
+    };
+    let developer = call("getDeveloper", json!({"username": "athiththan11"})).await;
+    assert_eq!(
+        developer["call"]["structured"]["username"], "athiththan11",
+        "{developer}"
+    );
+    let tools = developer["tools"].as_array().unwrap();
+    for tool in [
+        "getDeveloper",
+        "getRepos",
+        "addRepo",
+        "addDeveloper",
+        "deleteDeveloper",
+    ] {
+        assert!(
+            tools.contains(&json!(tool)),
+            "{tool} is not listed: {developer}"
+        );
+    }
+    let repo = json!({"name": "mcp-tools", "username": "athiththan11", "forks": 0});
+    let added = call("addRepo", json!({"body": repo})).await;
+    assert_eq!(added["call"]["structured"]["name"], "mcp-tools", "{added}");
+    let repos = call("getRepos", json!({"username": "athiththan11"})).await;
+    let listed = repos["call"]["texts"][0].as_str().unwrap_or_default();
+    assert!(listed.contains("mcp-tools"), "{repos}");
 }
 
 /// A REST call (method, path, JSON body), its status and the SOAP operations it makes.
