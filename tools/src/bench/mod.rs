@@ -12,7 +12,8 @@
 //! `wasi:http` path, the WASI 0.2 component beside the WASIp3 one hosted with reuse. TLS:
 //! kept-alive TLS, new handshakes and HTTP/2 with many streams, beside nginx and Envoy
 //! with the same certificate. Floods: another client's latency while HTTP/2 floods run.
-//! Portal: the developer portal's pages with 1,000 published APIs.
+//! Portal: the developer portal's pages with 1,000 published APIs. MCP: a tool call beside
+//! the same REST call, on edge-gateway and in the Spin-like case.
 //! Prints tables and writes `BENCHMARKS.md`; `--only fleet,throttling,idle,artefacts,tls,floods`
 //! (any of them) runs just those cases and rewrites just their sections.
 
@@ -27,6 +28,7 @@ pub mod https;
 pub mod idle;
 pub mod load;
 pub mod machine;
+pub mod mcp;
 pub mod platform;
 pub mod portal;
 pub mod profile;
@@ -170,6 +172,8 @@ pub enum Part {
     DataPlane,
     /// The developer portal's pages with `--portal-apis` published APIs.
     Portal,
+    /// A tool call through an API's MCP server beside the same REST call.
+    Mcp,
 }
 
 impl Options {
@@ -283,6 +287,10 @@ async fn run_parts(options: &Options) {
     if options.runs(Part::Portal) {
         let runs = portal::measure(options).await;
         report::write_section(options, Part::Portal, &portal::section(options, &runs));
+    }
+    if options.runs(Part::Mcp) {
+        let runs = mcp::measure(options).await;
+        report::write_section(options, Part::Mcp, &mcp::section(options, &runs));
     }
     if options.runs(Part::TokenFlood) {
         let rounds = token_flood::measure(options).await;

@@ -776,6 +776,7 @@ fn section_markers(part: Part) -> (String, String) {
         Part::TokenFlood => "token-flood",
         Part::DataPlane => "data-plane",
         Part::Portal => "portal",
+        Part::Mcp => "mcp",
     };
     (
         format!(
