@@ -165,6 +165,7 @@ pub fn rooms() -> Routes {
         .merge(crate::thumbnails::store_api::router())
         .merge(crate::wsdl::publisher::router())
         .merge(crate::mcp::publisher::router())
+        .merge(crate::mcp::store_api::router())
         .merge(crate::mediation::publisher::router())
         .merge(crate::users::admin::router())
         .merge(crate::signing::admin::router())

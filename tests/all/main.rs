@@ -277,6 +277,7 @@ on_both_at_once!(
     access::application_scopes_and_batch_subscriptions,
     workflows::approvals_per_tenant,
     contract::every_operation_of_wso2s_contracts_is_served,
+    mcp::mcp_settings_are_checked_and_stored,
 );
 
 /// Declares each scenario as a test on SQLite only (in module `$sqlite`), run by `$runner`.

@@ -145,6 +145,8 @@ struct ApiPage {
     business: Vec<(String, String)>,
     operations: Vec<OperationView>,
     documents: Vec<DocumentCard>,
+    /// Its MCP server, when its provider serves one.
+    mcp: Option<views::McpServer>,
 }
 
 /// What the try-it console offers: the user's applications, the gateways, and the
@@ -238,6 +240,14 @@ async fn api_page(
         }
         None => None,
     };
+    let mcp = call(
+        &state,
+        &session,
+        peer,
+        Call::get(format!("{STORE}/apis/{id}/mcp")),
+    )
+    .await
+    .json::<views::McpServer>();
     let operations = views::operations(api.api_definition.as_deref());
     let gateways = crate::environments::gateway_urls(&state.config);
     let console = subscribe
@@ -276,6 +286,7 @@ async fn api_page(
         business: views::business(api.business_information.as_ref()),
         operations,
         documents,
+        mcp,
         api,
     };
     let mut page = Page::render(StatusCode::OK, &template);

@@ -77,6 +77,20 @@ pub struct StoreApi {
     pub is_default_version: bool,
 }
 
+/// An API's MCP server as the store shows it.
+#[derive(Debug, Deserialize)]
+pub struct McpServer {
+    pub urls: Vec<String>,
+    pub tools: Vec<McpTool>,
+}
+
+/// A tool of an API's MCP server.
+#[derive(Debug, Deserialize)]
+pub struct McpTool {
+    pub name: String,
+    pub description: String,
+}
+
 /// A document in an API's list.
 #[derive(Debug, Deserialize)]
 pub struct DocumentList {

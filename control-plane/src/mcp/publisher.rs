@@ -9,7 +9,7 @@ use axum::extract::{Path, State};
 use serde_json::Value;
 
 use super::records::McpSettings;
-use super::rules::{self, ENDPOINT_PATH};
+use super::rules;
 use crate::apis::{StoredApi, tenant_api};
 use crate::error::{Error, Result};
 use crate::http::PUBLISHER;
@@ -102,14 +102,7 @@ fn definition(api: &StoredApi) -> Value {
 fn answer(state: &AppState, api: &StoredApi, settings: &McpSettings) -> McpSettings {
     let url = crate::environments::gateway_urls(&state.config)
         .first()
-        .map(|base| {
-            format!(
-                "{}{}/{}{ENDPOINT_PATH}",
-                base.trim_end_matches('/'),
-                api.context,
-                api.version
-            )
-        });
+        .map(|base| rules::endpoint_url(base, &api.context, &api.version));
     rules::answer(&definition(api), settings, url)
 }
 

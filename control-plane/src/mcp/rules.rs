@@ -21,6 +21,14 @@ const MAX_SETTINGS: usize = 1024;
 /// The path under an API's `/<context>/<version>` its MCP endpoint is served at.
 pub const ENDPOINT_PATH: &str = "/mcp";
 
+/// The MCP endpoint of the API at `context` and `version` on the gateway at `base`.
+pub fn endpoint_url(base: &str, context: &str, version: &str) -> String {
+    format!(
+        "{}{context}/{version}{ENDPOINT_PATH}",
+        base.trim_end_matches('/')
+    )
+}
+
 /// One operation of the API, as a tool or as why it cannot be one.
 struct Planned {
     operation: String,

@@ -92,6 +92,7 @@ fn ours() -> utoipa::openapi::OpenApi {
         crate::analytics::store_api::Api::openapi(),
         crate::wsdl::publisher::Api::openapi(),
         crate::mcp::publisher::Api::openapi(),
+        crate::mcp::store_api::Api::openapi(),
         Api::openapi(),
     ] {
         api.merge(part);
