@@ -411,21 +411,13 @@ fn call(
     })
 }
 
-/// Arguments as the tool's input schema has them: no unknown one, every required one,
-/// each of the type its schema gives, plain ones (path, query, header) plain and short,
-/// none nested deeper than [`MAX_ARGUMENT_DEPTH`].
+/// Arguments as the tool's input schema has them (validated by `jsonschema`, its patterns
+/// by a regex engine without backtracking), and as a request can carry them: plain ones
+/// (path, query, header) plain and short, a path argument one segment, none nested deeper
+/// than [`MAX_ARGUMENT_DEPTH`].
 fn check_arguments(tool: &McpTool, arguments: &Map<String, Value>) -> Result<(), String> {
-    let schema: Value = serde_json::from_str(&tool.input_schema).unwrap_or_else(|_| json!({}));
-    for name in arguments.keys() {
-        if !tool.arguments.iter().any(|argument| argument.name == *name) {
-            return Err(format!("Unknown argument '{name}'"));
-        }
-    }
     for argument in &tool.arguments {
         let Some(value) = arguments.get(&argument.name).filter(|v| !v.is_null()) else {
-            if argument.required {
-                return Err(format!("The argument '{}' is required", argument.name));
-            }
             continue;
         };
         if depth(value) > MAX_ARGUMENT_DEPTH {
@@ -434,8 +426,6 @@ fn check_arguments(tool: &McpTool, arguments: &Map<String, Value>) -> Result<(),
                 argument.name
             ));
         }
-        let property = &schema["properties"][&argument.name];
-        check_type(&argument.name, property, value)?;
         let text = plain_text(value);
         if argument.location == ArgumentLocation::Path
             && (matches!(text.as_str(), "" | "." | "..") || text.contains(['/', '\\']))
@@ -458,40 +448,20 @@ fn check_arguments(tool: &McpTool, arguments: &Map<String, Value>) -> Result<(),
             }
         }
     }
-    Ok(())
-}
-
-/// `value` against its schema's `type` and `enum`, at its top level.
-fn check_type(name: &str, schema: &Value, value: &Value) -> Result<(), String> {
-    let kinds: Vec<&str> = match &schema["type"] {
-        Value::String(kind) => vec![kind.as_str()],
-        Value::Array(kinds) => kinds.iter().filter_map(Value::as_str).collect(),
-        _ => Vec::new(),
-    };
-    let fits = |kind: &str| match kind {
-        "string" => value.is_string(),
-        "integer" => value.is_i64() || value.is_u64(),
-        "number" => value.is_number(),
-        "boolean" => value.is_boolean(),
-        "array" => value.is_array(),
-        "object" => value.is_object(),
-        "null" => value.is_null(),
-        _ => true,
-    };
-    if !kinds.is_empty() && !kinds.iter().any(|kind| fits(kind)) {
-        return Err(format!(
-            "The argument '{name}' must be of type {}",
-            kinds.join(" or ")
-        ));
-    }
-    if let Some(allowed) = schema["enum"].as_array()
-        && !allowed.contains(value)
-    {
-        return Err(format!(
-            "The argument '{name}' is not one of the values allowed"
-        ));
-    }
-    Ok(())
+    let schema: Value = serde_json::from_str(&tool.input_schema).unwrap_or_else(|_| json!({}));
+    let validator = jsonschema::options()
+        .with_pattern_options(jsonschema::PatternOptions::regex())
+        .build(&schema)
+        .map_err(|err| format!("The tool's input schema cannot be used: {err}"))?;
+    let arguments = Value::Object(arguments.clone());
+    validator.validate(&arguments).map_err(|err| {
+        let at = err.instance_path().to_string();
+        if at.is_empty() {
+            format!("The arguments do not fit the tool's input schema: {err}")
+        } else {
+            format!("The argument at {at} does not fit the tool's input schema: {err}")
+        }
+    })
 }
 
 fn is_scalar(value: &Value) -> bool {

@@ -48,13 +48,31 @@ fn server() -> McpServer {
                 .to_string(),
                 output_schema: None,
             },
+            McpTool {
+                name: "add_repo".into(),
+                description: "Adds a repo".into(),
+                method: "POST".into(),
+                template: "/repos".into(),
+                scope: None,
+                arguments: vec![argument("body", ArgumentLocation::Body, true)],
+                input_schema: json!({"type": "object", "required": ["body"],
+                    "properties": {"body": {"$ref": "#/$defs/Repo"}},
+                    "$defs": {"Repo": {"type": "object", "required": ["name"],
+                        "properties": {"name": {"type": "string", "pattern": "^[a-z]+$"}}}}})
+                .to_string(),
+                output_schema: None,
+            },
         ],
     }
 }
 
 fn world() -> World {
     let mut world = World::new();
-    world.manifest.apis[0].route.mcp = Some(server());
+    let route = &mut world.manifest.apis[0].route;
+    route.mcp = Some(server());
+    route
+        .operations
+        .push(operation("POST", "/repos", AuthType::Required, None));
     world.manifest.meta.gateway_urls = vec!["http://gw.example".into()];
     assert_eq!(world.publish().status, 200);
     world
@@ -119,7 +137,7 @@ fn a_stateless_client_discovers_lists_and_calls_through_the_operation() {
     let listed = modern(&mut world, &bearer, 2, "tools/list", json!({}));
     assert_eq!(
         tool_names(&listed),
-        ["get_developer"],
+        ["get_developer", "add_repo"],
         "repos needs a scope the token lacks"
     );
     let result = &json_of(&listed)["result"];
@@ -163,7 +181,7 @@ fn a_scoped_tool_is_listed_and_called_only_with_its_scope() {
 
     let with = bearer_with_scope(&world, "app-1", "t-scoped", "default repos_read");
     let listed = modern(&mut world, &with, 2, "tools/list", json!({}));
-    assert_eq!(tool_names(&listed), ["get_developer", "repos"]);
+    assert_eq!(tool_names(&listed), ["get_developer", "repos", "add_repo"]);
     let called = modern(
         &mut world,
         &with,
@@ -211,7 +229,7 @@ fn a_handshake_client_initializes_without_a_session_and_calls() {
         &versioned,
         r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
     );
-    assert_eq!(tool_names(&listed), ["get_developer"]);
+    assert_eq!(tool_names(&listed), ["get_developer", "add_repo"]);
     assert!(json_of(&listed)["result"].get("ttlMs").is_none());
     let called = post(
         &mut world,
