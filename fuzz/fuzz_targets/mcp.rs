@@ -35,6 +35,7 @@ fn server() -> McpServer {
 
 fuzz_target!(|data: &[u8]| {
     let server = server();
+    let mut validators = mcp::Validators::default();
     for version in ["2026-07-28", "2025-11-25"] {
         let request = Request {
             method: "POST".into(),
@@ -47,7 +48,7 @@ fuzz_target!(|data: &[u8]| {
             body: data.to_vec(),
             scheme: Scheme::Http,
         };
-        if let Step::Call(call) = mcp::step(&server, &request, &|_| true) {
+        if let Step::Call(call) = mcp::step(&server, &request, &|_| true, &mut validators) {
             let operation = mcp::operation_request(&server.tools[call.tool], &call.arguments, "/api/v1", &request);
             let _ = apim_manifest::canon::Target::parse(&operation.path_with_query);
         }

@@ -48,6 +48,8 @@ pub struct Gateway {
     /// The epoch under which the view last read the head; `None` after any read without
     /// one.
     head_epoch: Option<u64>,
+    /// MCP tools' input schemas, compiled once per instance.
+    mcp_validators: mcp::Validators,
 }
 
 /// What a host that decides requests by `apim:gateway/policy` knows as it asks.
@@ -369,7 +371,12 @@ impl Gateway {
             .map_err(|fault| self.challenged(fault, &api, addressed, request))?;
         admitted.describe(call);
         let scopes = &admitted.claims().scope;
-        let step = mcp::step(server, request, &|scope| scopes.has(scope));
+        let step = mcp::step(
+            server,
+            request,
+            &|scope| scopes.has(scope),
+            &mut self.mcp_validators,
+        );
         let asked = match step {
             mcp::Step::Answer(answer) => return Ok(answer),
             mcp::Step::Call(asked) => asked,

@@ -7,6 +7,9 @@
 //! is the protocol: reading a message within bounds, answering it, and turning a call's
 //! arguments into a request and the backend's answer into a tool result.
 
+use std::collections::HashMap;
+use std::rc::Rc;
+
 use apim_manifest::ApiRoute;
 use apim_manifest::mcp::{ArgumentLocation, McpServer, McpTool};
 use base64::Engine as _;
@@ -31,6 +34,9 @@ const MAX_PLAIN_ARGUMENT_BYTES: usize = 8 * 1024;
 /// How long a client may keep a tool list: the list follows the caller's token, so it is
 /// cached for that caller only (`cacheScope: private`).
 const LIST_TTL_MS: u64 = 60_000;
+
+/// Compiled input schemas an instance keeps at most (past it, it starts afresh).
+const MAX_KEPT_VALIDATORS: usize = 64;
 
 /// JSON-RPC's and MCP's error codes.
 mod code {
@@ -63,6 +69,31 @@ pub fn method_not_allowed() -> Response {
         status: 405,
         headers: vec![("allow".into(), b"POST".to_vec())],
         body: Vec::new(),
+    }
+}
+
+/// Tools' input schemas compiled, kept by an instance that serves more than one message
+/// (edge-gateway's reused ones), by the schema's text.
+#[derive(Default)]
+pub struct Validators(HashMap<String, Rc<jsonschema::Validator>>);
+
+impl Validators {
+    /// The validator of `schema` (JSON text), compiled on first use.
+    fn of(&mut self, schema: &str) -> Result<Rc<jsonschema::Validator>, String> {
+        if let Some(validator) = self.0.get(schema) {
+            return Ok(validator.clone());
+        }
+        let parsed: Value = serde_json::from_str(schema).unwrap_or_else(|_| json!({}));
+        let validator = jsonschema::options()
+            .with_pattern_options(jsonschema::PatternOptions::regex())
+            .build(&parsed)
+            .map_err(|err| format!("The tool's input schema cannot be used: {err}"))?;
+        if self.0.len() >= MAX_KEPT_VALIDATORS {
+            self.0.clear();
+        }
+        let validator = Rc::new(validator);
+        self.0.insert(schema.to_string(), validator.clone());
+        Ok(validator)
     }
 }
 
@@ -176,7 +207,12 @@ pub fn era(headers: &Headers) -> Era {
 
 /// Reads a message and decides what it asks; `scopes` says whether the caller's token
 /// carries a scope.
-pub fn step(server: &McpServer, request: &Request, has_scope: &dyn Fn(&str) -> bool) -> Step {
+pub fn step(
+    server: &McpServer,
+    request: &Request,
+    has_scope: &dyn Fn(&str) -> bool,
+    validators: &mut Validators,
+) -> Step {
     let era = era(&request.headers);
     let unknown_id = Reply {
         era,
@@ -227,7 +263,7 @@ pub fn step(server: &McpServer, request: &Request, has_scope: &dyn Fn(&str) -> b
         (Era::Handshake, "initialize") => Step::Answer(reply.result(initialized(params))),
         (Era::Handshake, "ping") => Step::Answer(reply.result(json!({}))),
         (_, "tools/list") => Step::Answer(list(server, &reply, params, has_scope)),
-        (_, "tools/call") => call(server, reply, params, has_scope),
+        (_, "tools/call") => call(server, reply, params, has_scope, validators),
         _ => Step::Answer(reply.error(
             code::METHOD_NOT_FOUND,
             "Method not found",
@@ -377,6 +413,7 @@ fn call(
     reply: Reply,
     params: &Value,
     has_scope: &dyn Fn(&str) -> bool,
+    validators: &mut Validators,
 ) -> Step {
     let name = params["name"].as_str().unwrap_or_default();
     let found = server
@@ -401,7 +438,7 @@ fn call(
             ));
         }
     };
-    if let Err(why) = check_arguments(&server.tools[index], &arguments) {
+    if let Err(why) = check_arguments(&server.tools[index], &arguments, validators) {
         return Step::Answer(tool_error(&reply, &why));
     }
     Step::Call(Call {
@@ -415,7 +452,11 @@ fn call(
 /// by a regex engine without backtracking), and as a request can carry them: plain ones
 /// (path, query, header) plain and short, a path argument one segment, none nested deeper
 /// than [`MAX_ARGUMENT_DEPTH`].
-fn check_arguments(tool: &McpTool, arguments: &Map<String, Value>) -> Result<(), String> {
+fn check_arguments(
+    tool: &McpTool,
+    arguments: &Map<String, Value>,
+    validators: &mut Validators,
+) -> Result<(), String> {
     for argument in &tool.arguments {
         let Some(value) = arguments.get(&argument.name).filter(|v| !v.is_null()) else {
             continue;
@@ -448,11 +489,7 @@ fn check_arguments(tool: &McpTool, arguments: &Map<String, Value>) -> Result<(),
             }
         }
     }
-    let schema: Value = serde_json::from_str(&tool.input_schema).unwrap_or_else(|_| json!({}));
-    let validator = jsonschema::options()
-        .with_pattern_options(jsonschema::PatternOptions::regex())
-        .build(&schema)
-        .map_err(|err| format!("The tool's input schema cannot be used: {err}"))?;
+    let validator = validators.of(&tool.input_schema)?;
     let arguments = Value::Object(arguments.clone());
     validator.validate(&arguments).map_err(|err| {
         let at = err.instance_path().to_string();
