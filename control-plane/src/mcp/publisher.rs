@@ -30,6 +30,7 @@ pub fn router() -> Routes {
 /// `GET /apis/{apiId}/mcp`.
 #[utoipa::path(
     get,
+    operation_id = "publisher_mcp_get",
     path = "/api/am/publisher/v0.14/apis/{apiId}/mcp",
     tag = "MCP",
     params(("apiId" = String, Path, description = "The API's id")),
@@ -53,6 +54,7 @@ async fn get_mcp(
 /// `PUT /apis/{apiId}/mcp`: replaces the settings; answers them as `GET` does.
 #[utoipa::path(
     put,
+    operation_id = "publisher_mcp_put",
     path = "/api/am/publisher/v0.14/apis/{apiId}/mcp",
     tag = "MCP",
     params(("apiId" = String, Path, description = "The API's id")),

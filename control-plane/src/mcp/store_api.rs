@@ -45,6 +45,7 @@ pub struct McpToolInfo {
 /// `GET /apis/{apiId}/mcp`.
 #[utoipa::path(
     get,
+    operation_id = "store_mcp_get",
     path = "/api/am/store/v0.14/apis/{apiId}/mcp",
     tag = "MCP",
     params(("apiId" = String, Path, description = "The API's id")),
