@@ -154,7 +154,7 @@ impl Reply {
                 .entry("_meta")
                 .or_insert(json!({"io.modelcontextprotocol/serverInfo": server_info()}));
         }
-        json_response(
+        Response::json(
             200,
             &json!({"jsonrpc": "2.0", "id": self.id, "result": result}),
         )
@@ -180,7 +180,7 @@ impl Reply {
         if let Some(data) = data {
             error["data"] = data;
         }
-        json_response(
+        Response::json(
             status,
             &json!({"jsonrpc": "2.0", "id": self.id, "error": error}),
         )
@@ -641,17 +641,5 @@ fn accepted() -> Response {
         status: 202,
         headers: Vec::new(),
         body: Vec::new(),
-    }
-}
-
-fn json_response(status: u16, body: &Value) -> Response {
-    let body = body.to_string().into_bytes();
-    Response {
-        status,
-        headers: vec![
-            ("content-type".into(), b"application/json".to_vec()),
-            ("content-length".into(), body.len().to_string().into_bytes()),
-        ],
-        body,
     }
 }

@@ -202,6 +202,15 @@ impl ApiRecord {
             .ok()
             .flatten()
     }
+
+    /// `apiDefinition` read as JSON; `null` when absent or unreadable (stored records are
+    /// checked when written).
+    pub fn definition(&self) -> Value {
+        self.api_definition
+            .as_deref()
+            .and_then(|text| serde_json::from_str(text).ok())
+            .unwrap_or(Value::Null)
+    }
 }
 
 impl ApiRecord {

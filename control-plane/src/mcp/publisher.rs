@@ -48,7 +48,12 @@ async fn get_mcp(
     caller.require(&state, Scope::ApiView)?;
     let api = tenant_api(&state, &caller, &api_id).await?;
     let settings = McpSettings::of_row(api.mcp.as_deref());
-    Ok(Json(answer(&state, &api, &settings)))
+    Ok(Json(answer(
+        &state,
+        &api,
+        &api.record.definition(),
+        &settings,
+    )))
 }
 
 /// `PUT /apis/{apiId}/mcp`: replaces the settings; answers them as `GET` does.
@@ -79,7 +84,8 @@ async fn put_mcp(
             "A WebSocket API cannot be served as MCP".into(),
         ));
     }
-    let settings = rules::check(&definition(&api), body).map_err(Error::Invalid)?;
+    let definition = api.record.definition();
+    let settings = rules::check(&definition, body).map_err(Error::Invalid)?;
     let stored = serde_json::to_string(&settings).map_err(anyhow::Error::from)?;
     crate::manifest::check_api_entries(&api.full_record(), Some(&stored))
         .map_err(Error::Invalid)?;
@@ -87,25 +93,22 @@ async fn put_mcp(
     tracing::info!(api = %api.id, enabled = settings.enabled, "MCP settings stored");
     Ok((
         Touches::one(Touched::Api(api.id.clone())),
-        Json(answer(&state, &api, &settings)),
+        Json(answer(&state, &api, &definition, &settings)),
     ))
 }
 
-/// The API's Swagger document.
-fn definition(api: &StoredApi) -> Value {
-    api.record
-        .api_definition
-        .as_deref()
-        .and_then(|text| serde_json::from_str(text).ok())
-        .unwrap_or(Value::Null)
-}
-
-/// The settings as answered, with the endpoint's URL on the first gateway.
-fn answer(state: &AppState, api: &StoredApi, settings: &McpSettings) -> McpSettings {
+/// The settings as answered for `api`, whose Swagger is `definition`, with the endpoint's
+/// URL on the first gateway.
+fn answer(
+    state: &AppState,
+    api: &StoredApi,
+    definition: &Value,
+    settings: &McpSettings,
+) -> McpSettings {
     let url = crate::environments::gateway_urls(&state.config)
         .first()
         .map(|base| rules::endpoint_url(base, &api.context, &api.version));
-    rules::answer(&definition(api), settings, url)
+    rules::answer(definition, settings, url)
 }
 
 /// These operations in the control plane's OpenAPI document.

@@ -62,14 +62,8 @@ async fn get_mcp(
 ) -> Result<Json<McpServerInfo>> {
     let api = visible_api(&state, caller.as_ref(), &api_id).await?;
     let settings = McpSettings::of_row(api.mcp.as_deref());
-    let definition = api
-        .record
-        .api_definition
-        .as_deref()
-        .and_then(|text| serde_json::from_str(text).ok())
-        .unwrap_or_default();
     let not_served = || Error::NotFoundWhy(format!("The API {api_id} is not served as MCP"));
-    let server = rules::server(&definition, &settings).ok_or_else(not_served)?;
+    let server = rules::server(&api.record.definition(), &settings).ok_or_else(not_served)?;
     let urls = crate::environments::gateway_urls(&state.config)
         .iter()
         .map(|base| rules::endpoint_url(base, &api.context, &api.version))
