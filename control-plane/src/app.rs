@@ -143,6 +143,7 @@ pub fn rooms() -> Routes {
         .merge(crate::publisher_console::edit::router())
         .merge(crate::publisher_console::resources::router())
         .merge(crate::publisher_console::documents::router())
+        .merge(crate::publisher_console::implementation::router())
         .merge(crate::publisher_console::actions::router())
         .merge(crate::publisher_console::administration::router())
         .merge(crate::publisher_console::analytics::router())

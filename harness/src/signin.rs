@@ -69,7 +69,8 @@ impl Form {
     }
 }
 
-/// The form posting to `action` in `html`, with its inputs' names and values.
+/// The form posting to `action` in `html`: its inputs' names and values as a browser would
+/// send them untouched (its selects and text areas left out).
 pub fn form_of(html: &str, action: &str) -> Option<Form> {
     let document = Html::parse_document(html);
     let forms = Selector::parse("form").expect("selector");
@@ -77,14 +78,22 @@ pub fn form_of(html: &str, action: &str) -> Option<Form> {
     let form = document
         .select(&forms)
         .find(|form| form.value().attr("action") == Some(action))?;
+    // As a browser sends it: a checkbox or radio button only when checked ("on" when
+    // it has no value).
     let fields = form
         .select(&inputs)
-        .map(|input| {
-            let value = input.value().attr("value").unwrap_or_default();
-            (
-                input.value().attr("name").unwrap_or_default().to_string(),
+        .filter_map(|input| {
+            let element = input.value();
+            let choice = matches!(element.attr("type"), Some("checkbox" | "radio"));
+            if choice && element.attr("checked").is_none() {
+                return None;
+            }
+            let default = if choice { "on" } else { "" };
+            let value = element.attr("value").unwrap_or(default);
+            Some((
+                element.attr("name").unwrap_or_default().to_string(),
                 value.to_string(),
-            )
+            ))
         })
         .collect();
     Some(Form {

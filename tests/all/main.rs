@@ -329,6 +329,7 @@ on_both!(
 on_both!(
     run_stack, publisher_console_sqlite, publisher_console_postgres;
     publisher_console::the_console_offers_each_user_what_their_roles_allow,
+    publisher_console::an_api_from_a_url_with_its_scopes_wsdl_and_certificates,
 );
 on_both!(
     run_stack, devportal_browser_sqlite, devportal_browser_postgres;

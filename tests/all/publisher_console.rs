@@ -459,3 +459,219 @@ pub async fn the_console_offers_each_user_what_their_roles_allow(backend: Backen
     assert_eq!(pat.open(page_url.as_str()).await.status, 303);
     control_plane.stop().await;
 }
+
+/// A minimal WSDL 1.1 definition.
+const WSDL: &str = r#"<?xml version="1.0"?>
+<wsdl:definitions xmlns:wsdl="http://schemas.xmlsoap.org/wsdl/" name="Orders"
+    targetNamespace="http://example.com/orders"/>"#;
+
+/// Serves `definition` at `/swagger.json` on 127.0.0.1 (everything else 404): where a
+/// provider's definition lives.
+async fn definition_server(definition: Vec<u8>) -> (String, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let app = axum::Router::new().route(
+        "/swagger.json",
+        axum::routing::get(move || {
+            let body = definition.clone();
+            async move { ([("content-type", "application/json")], body) }
+        }),
+    );
+    let task = tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    (url, task)
+}
+
+pub async fn an_api_from_a_url_with_its_scopes_wsdl_and_certificates(backend: Backend) {
+    let data_dir = harness::temp_dir();
+    let control_plane = control_plane_at_its_issuer(&backend, &data_dir, &[]).await;
+    let api = Client::new(&control_plane.url);
+    api.add_user("pat", "pat-pw-1", &["creator", "publisher"])
+        .await;
+    let admin = api
+        .login("admin", ADMIN_PASSWORD, harness::stack::ALL_SCOPES)
+        .await;
+    let (served_at, server) = definition_server(definition_file("Orders", "/orders")).await;
+    let port = served_at.rsplit(':').next().unwrap();
+
+    // A definition by URL: fetched where the egress policy allows, and only there.
+    let pat = Browser::new(&control_plane.url);
+    let new = sign_in_to("/publisher", &pat, "/publisher/apis/new", "pat", "pat-pw-1").await;
+    assert!(new.body.contains("name=\"definition_url\""));
+    let endpoint = "https://127.0.0.1:9443/orders";
+    let form = new
+        .form("/publisher/apis/new")
+        .unwrap()
+        .with("version", "v1")
+        .with("endpoint", endpoint)
+        .with("tiers", "Unlimited");
+    let no_file = ("definition", "", Vec::new());
+    let before = api_count(&api, &admin).await;
+    for (url, why) in [
+        (
+            format!("http://localhost:{port}/swagger.json"),
+            "this machine",
+        ),
+        (format!("{served_at}/missing.json"), "404"),
+        (
+            "http://169.254.169.254/latest".to_string(),
+            "could not be fetched",
+        ),
+        ("file:///etc/passwd".to_string(), "http:// or https://"),
+    ] {
+        let refused = pat
+            .submit_with_file(&form.clone().with("definition_url", &url), no_file.clone())
+            .await;
+        assert_eq!(refused.status, 400, "{url}: {}", refused.body);
+        assert!(refused.body.contains(why), "{url}: {}", refused.body);
+    }
+    assert_eq!(api_count(&api, &admin).await, before);
+    let url = format!("{served_at}/swagger.json");
+    let created = pat
+        .submit_with_file(&form.with("definition_url", &url), no_file)
+        .await;
+    assert_eq!(created.status, 303, "{}", created.body);
+    server.abort();
+    let page_url = created.location().unwrap();
+    let id = page_url.path().rsplit('/').next().unwrap().to_string();
+    let swagger_path = format!("/api/am/publisher/v0.14/apis/{id}/swagger");
+    let definition = api.get(&swagger_path, &admin).await.expect(200).body;
+    assert_eq!(definition["info"]["title"], "Orders");
+    assert!(definition["paths"]["/devs/{username}"].is_object());
+
+    // Scopes: one declared and given to an operation; a key tokens cannot carry, an
+    // undeclared scope, a form without its CSRF token: refused, changing nothing.
+    let resources_path = format!("/publisher/apis/{id}/resources");
+    let resources = pat.open(&resources_path).await;
+    checked_page(&resources);
+    assert!(resources.body.contains("The API declares no scope"));
+    let form = resources.form(&resources_path).unwrap();
+    let with_scope = form
+        .clone()
+        .with("scope-key", "orders:write")
+        .with("scope-name", "Write orders")
+        .with("scope-roles", "creator")
+        .with("scope-0", "orders:write");
+    for (odd, status) in [
+        (with_scope.clone().with("scope-key", "two words"), 400),
+        (form.clone().with("scope-1", "undeclared"), 400),
+        (with_scope.clone().without("csrf_token"), 403),
+    ] {
+        let refused = pat.submit(&odd).await;
+        assert_eq!(refused.status, status, "{}", refused.body);
+    }
+    assert_eq!(
+        api.get(&swagger_path, &admin).await.expect(200).body,
+        definition
+    );
+    let saved = pat.submit(&with_scope).await;
+    assert_eq!(saved.status, 303, "{}", saved.body);
+    let scoped = |definition: &Value| -> Vec<String> {
+        let mut found = Vec::new();
+        for item in definition["paths"].as_object().unwrap().values() {
+            for operation in item.as_object().unwrap().values() {
+                if let Some(scope) = operation["x-scope"].as_str() {
+                    found.push(scope.to_string());
+                }
+            }
+        }
+        found
+    };
+    let definition = api.get(&swagger_path, &admin).await.expect(200).body;
+    let declared = &definition["x-wso2-security"]["apim"]["x-wso2-scopes"];
+    assert_eq!(declared[0]["key"], "orders:write");
+    assert_eq!(declared[0]["roles"], "creator");
+    assert_eq!(scoped(&definition), ["orders:write"]);
+    let resources = pat.open(&resources_path).await;
+    checked_page(&resources);
+    assert!(resources.body.contains("Write orders"));
+    let removed = resources
+        .form(&resources_path)
+        .unwrap()
+        .with("remove-scope", "orders:write")
+        .with("scope-0", "");
+    assert_eq!(pat.submit(&removed).await.status, 303);
+    let definition = api.get(&swagger_path, &admin).await.expect(200).body;
+    assert_eq!(
+        definition["x-wso2-security"]["apim"]["x-wso2-scopes"],
+        serde_json::json!([])
+    );
+    assert!(scoped(&definition).is_empty());
+
+    // The WSDL: a file that is not one refused, a WSDL 1.1 saved.
+    let wsdl_path = format!("/api/am/publisher/v0.14/apis/{id}/wsdl");
+    let page = pat.open(page_url.as_str()).await;
+    checked_page(&page);
+    let wsdl_form = page.form(&format!("/publisher/apis/{id}/wsdl")).unwrap();
+    let refused = pat
+        .submit_with_file(&wsdl_form, ("file", "x.wsdl", b"<html/>".to_vec()))
+        .await;
+    assert_eq!(refused.status, 400, "{}", refused.body);
+    api.get(&wsdl_path, &admin).await.expect(404);
+    let saved = pat
+        .submit_with_file(
+            &wsdl_form,
+            ("file", "orders.wsdl", WSDL.as_bytes().to_vec()),
+        )
+        .await;
+    assert_eq!(saved.status, 303, "{}", saved.body);
+    assert_eq!(
+        api.get(&wsdl_path, &admin).await.expect(200).body["name"],
+        "orders.wsdl"
+    );
+
+    // An endpoint certificate: added for the API's endpoint, shown, deleted; a bad alias
+    // or a file that is no certificate refused.
+    let certificates = "/api/am/publisher/v0.14/certificates";
+    let count = || async {
+        api.get(certificates, &admin).await.expect(200).body["count"]
+            .as_u64()
+            .unwrap()
+    };
+    let page = pat.open(page_url.as_str()).await;
+    assert!(page.body.contains("orders.wsdl"));
+    assert!(page.body.contains("No certificate for its endpoints"));
+    let add = page
+        .form(&format!("/publisher/apis/{id}/certificates"))
+        .unwrap()
+        .with("alias", "orders-backend")
+        .with("endpoint", endpoint);
+    let pem = harness::tls::Authority::new("Orders CA")
+        .ca_pem
+        .into_bytes();
+    for (odd, file) in [
+        (add.clone().with("alias", "bad alias"), pem.clone()),
+        (add.clone(), b"not a certificate".to_vec()),
+    ] {
+        let refused = pat
+            .submit_with_file(&odd, ("file", "orders.pem", file))
+            .await;
+        assert_eq!(refused.status, 400, "{}", refused.body);
+    }
+    assert_eq!(count().await, 0);
+    let added = pat
+        .submit_with_file(&add, ("file", "orders.pem", pem))
+        .await;
+    assert_eq!(added.status, 303, "{}", added.body);
+    assert_eq!(count().await, 1);
+    let page = pat.open(added.location().unwrap().as_str()).await;
+    checked_page(&page);
+    assert!(page.body.contains("The certificate is added"));
+    assert!(
+        page.body.contains("<td>orders-backend</td>"),
+        "{}",
+        page.body
+    );
+    let delete = format!("/publisher/apis/{id}/certificates/orders-backend/delete");
+    let delete = page.form(&delete).unwrap();
+    assert_eq!(
+        pat.submit(&delete.clone().without("csrf_token"))
+            .await
+            .status,
+        403
+    );
+    assert_eq!(pat.submit(&delete).await.status, 303);
+    assert_eq!(count().await, 0);
+    control_plane.stop().await;
+}

@@ -369,7 +369,49 @@ pub fn validate_swagger(definition: &str) -> Result<Value, String> {
             "apiDefinition has {operations} operations; at most {MAX_OPERATIONS_PER_API} are allowed"
         ));
     }
+    check_declared_scopes(&doc)?;
     Ok(doc)
+}
+
+/// Longest scope key an API may declare.
+const MAX_SCOPE_KEY_CHARS: usize = 100;
+/// Scopes an API may declare at most.
+const MAX_DECLARED_SCOPES: usize = 100;
+
+/// The scopes an API declares (`x-wso2-security.apim.x-wso2-scopes`) are tokens can
+/// carry: each key a scope-token of RFC 6749 (printable ASCII but space, `"` and `\`),
+/// declared once.
+fn check_declared_scopes(doc: &Value) -> Result<(), String> {
+    let declared = &doc["x-wso2-security"]["apim"]["x-wso2-scopes"];
+    if declared.is_null() {
+        return Ok(());
+    }
+    let scopes = declared
+        .as_array()
+        .ok_or("x-wso2-scopes in apiDefinition must be a list")?;
+    if scopes.len() > MAX_DECLARED_SCOPES {
+        return Err(format!(
+            "apiDefinition declares {} scopes; at most {MAX_DECLARED_SCOPES} are allowed",
+            scopes.len()
+        ));
+    }
+    let mut keys = std::collections::HashSet::new();
+    for scope in scopes {
+        let key = scope["key"].as_str().unwrap_or_default().trim();
+        let token_char = |c: char| c.is_ascii_graphic() && c != '"' && c != '\\';
+        if key.is_empty()
+            || key.chars().count() > MAX_SCOPE_KEY_CHARS
+            || !key.chars().all(token_char)
+        {
+            return Err(format!(
+                "Each scope's key must be 1 to {MAX_SCOPE_KEY_CHARS} printable ASCII characters without spaces, '\"' or '\\'"
+            ));
+        }
+        if !keys.insert(key) {
+            return Err(format!("The scope '{key}' is declared twice"));
+        }
+    }
+    Ok(())
 }
 
 /// A path template gateways can route: starting with `/`, within
@@ -569,7 +611,7 @@ pub fn resource_tiers(definition: &str) -> Vec<(String, String, String)> {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::Map;
+    use serde_json::{Map, json};
 
     use super::*;
 
@@ -656,6 +698,28 @@ mod tests {
         assert!(validate_swagger(r#"{"swagger":"2.0","paths":{"/a":{"get":{}}}}"#).is_ok());
         assert!(validate_swagger(r#"{"swagger":"2.0"}"#).is_err());
         assert!(validate_swagger(r#"{"openapi":"3.0.0","paths":{}}"#).is_err());
+    }
+
+    #[test]
+    fn declared_scopes_are_scope_tokens_each_declared_once() {
+        let with = |scopes: Value| {
+            let doc = json!({"swagger": "2.0", "paths": {},
+                "x-wso2-security": {"apim": {"x-wso2-scopes": scopes}}});
+            validate_swagger(&doc.to_string())
+        };
+        assert!(with(json!([{"key": "pets:read", "name": "Read", "roles": "admin"}])).is_ok());
+        assert!(with(json!([])).is_ok());
+        for refused in [
+            json!({"key": "a"}),
+            json!([{"key": "two words"}]),
+            json!([{"key": ""}]),
+            json!([{"name": "no key"}]),
+            json!([{"key": "quote\""}]),
+            json!([{"key": "x".repeat(101)}]),
+            json!([{"key": "a"}, {"key": " a "}]),
+        ] {
+            assert!(with(refused.clone()).is_err(), "{refused}");
+        }
         assert!(validate_swagger("not json").is_err());
         assert!(
             validate_swagger(

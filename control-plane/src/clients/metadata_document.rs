@@ -6,7 +6,6 @@
 //! time, and kept as long as its `Cache-Control` says (a minute to a day). Such a client
 //! is public: it has no secret, and takes the authorization code flow with PKCE only.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,6 +13,7 @@ use apim_http::egress::EgressPolicy;
 use serde_json::Value;
 use tokio::sync::Semaphore;
 
+use crate::http::egress_fetch::Fetch;
 use crate::http::urls;
 
 /// Largest document taken, bytes (the draft's suggestion).
@@ -88,60 +88,22 @@ impl MetadataFetcher {
             .in_flight
             .try_acquire()
             .map_err(|_| "too many client metadata documents are being fetched".to_string())?;
-        let (host, port) =
+        let (host, _) =
             apim_http::egress::host_and_port(url).ok_or_else(|| format!("{url} names no host"))?;
-        let addresses = self.checked_addresses(&host, port).await?;
-        let mut builder = reqwest::Client::builder()
-            .timeout(FETCH_TIMEOUT)
-            .redirect(reqwest::redirect::Policy::none())
-            .resolve_to_addrs(&host, &addresses);
-        for root in &self.roots {
-            builder = builder.add_root_certificate(root.clone());
-        }
-        let http = builder.build().map_err(|e| e.to_string())?;
-        let mut response = http
-            .get(url)
-            .header(reqwest::header::ACCEPT, "application/json")
-            .send()
-            .await
-            .map_err(|e| format!("{url} could not be fetched: {e}"))?;
-        if response.status() != reqwest::StatusCode::OK {
-            return Err(format!("{url} answered {}", response.status()));
-        }
-        let kept_for = kept_for(response.headers());
-        let mut body = Vec::new();
-        while let Some(chunk) = response.chunk().await.map_err(|e| e.to_string())? {
-            body.extend_from_slice(&chunk);
-            if body.len() > MAX_DOCUMENT_BYTES {
-                return Err(format!("{url} is larger than {MAX_DOCUMENT_BYTES} bytes"));
-            }
-        }
+        let fetch = Fetch {
+            egress: &self.egress,
+            roots: &self.roots,
+            accept: "application/json",
+            max_bytes: MAX_DOCUMENT_BYTES,
+            timeout: FETCH_TIMEOUT,
+        };
+        let fetched = fetch.get(url).await?;
         let document: Value =
-            serde_json::from_slice(&body).map_err(|e| format!("{url} is not JSON: {e}"))?;
+            serde_json::from_slice(&fetched.body).map_err(|e| format!("{url} is not JSON: {e}"))?;
         Ok(Fetched {
             client: client_of(url, &host, &document)?,
-            kept_for,
+            kept_for: kept_for(&fetched.headers),
         })
-    }
-
-    /// The addresses `host` resolves to, each allowed by the egress policy.
-    async fn checked_addresses(&self, host: &str, port: u16) -> Result<Vec<SocketAddr>, String> {
-        self.egress
-            .check_url(&format!("https://{host}:{port}/"))
-            .map_err(|d| d.to_string())?;
-        let resolved: Vec<SocketAddr> = tokio::net::lookup_host((host, port))
-            .await
-            .map_err(|e| format!("{host} does not resolve: {e}"))?
-            .collect();
-        if resolved.is_empty() {
-            return Err(format!("{host} does not resolve"));
-        }
-        for address in &resolved {
-            self.egress
-                .check_address(host, address.ip(), port)
-                .map_err(|d| d.to_string())?;
-        }
-        Ok(resolved)
     }
 }
 

@@ -3,6 +3,7 @@
 //! route.
 
 pub(crate) mod auth;
+pub(crate) mod egress_fetch;
 pub(crate) mod error;
 pub(crate) mod extract;
 pub(crate) mod multipart;

@@ -77,6 +77,7 @@ fn ours() -> utoipa::openapi::OpenApi {
         crate::publisher_console::edit::Api::openapi(),
         crate::publisher_console::resources::Api::openapi(),
         crate::publisher_console::documents::Api::openapi(),
+        crate::publisher_console::implementation::Api::openapi(),
         crate::publisher_console::actions::Api::openapi(),
         crate::publisher_console::administration::Api::openapi(),
         crate::publisher_console::analytics::Api::openapi(),

@@ -1,6 +1,9 @@
-//! Creating an API in the console: from a Swagger 2.0 file (its title, version and base
-//! path fill what the form leaves blank) or from scratch, with its endpoint and tiers;
-//! the form becomes one `POST /apis` of the publisher API, which decides it.
+//! Creating an API in the console: from a Swagger 2.0 file or URL (its title, version and
+//! base path fill what the form leaves blank) or from scratch, with its endpoint and
+//! tiers; the form becomes one `POST /apis` of the publisher API, which decides it. A
+//! definition's URL is fetched as a client's metadata document is: under the gateways'
+//! egress policy, pinned to the addresses checked, without redirects, within a time and
+//! the same size as a file.
 
 use std::net::SocketAddr;
 
@@ -12,6 +15,7 @@ use serde_json::{Value, json};
 
 use super::{chrome, may, signed_in, to_sign_in};
 use crate::http::PUBLISHER;
+use crate::http::egress_fetch::Fetch;
 use crate::http::routes::{Routes, get};
 use crate::scopes::Scope;
 use crate::state::AppState;
@@ -25,6 +29,10 @@ use crate::web::{MessagePage, Page, redirect, with_cookie};
 /// The largest definition file the form takes (the publisher API's body limit decides
 /// the rest).
 const MAX_DEFINITION_BYTES: usize = 4 << 20;
+/// Longest a definition's fetch may take.
+const FETCH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+/// Definitions fetched at once; more are refused rather than queued.
+static FETCHES: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(4);
 
 pub fn router() -> Routes {
     Routes::new().route("/publisher/apis/new", get(new_api).post(create_api))
@@ -51,6 +59,8 @@ struct ApiForm {
     /// Origins whose pages may call the API (CORS), comma-separated; `*` for any.
     cors_origins: String,
     tiers: Vec<String>,
+    /// Where to fetch the definition from, when no file is given.
+    definition_url: String,
     definition: Option<Vec<u8>>,
 }
 
@@ -89,7 +99,7 @@ async fn new_api(State(state): State<AppState>, headers: HeaderMap, peer: Peer) 
     operation_id = "console_create_create_api",
     path = "/publisher/apis/new",
     tag = "Pages",
-    request_body(content = String, content_type = "multipart/form-data", description = "csrf_token, name, version, context, endpoint, cors_origins, tiers (repeated), definition (a Swagger 2.0 JSON file)"),
+    request_body(content = String, content_type = "multipart/form-data", description = "csrf_token, name, version, context, endpoint, cors_origins, tiers (repeated), definition (a Swagger 2.0 JSON file) or definition_url (where to fetch one)"),
     responses(
         (status = 303, description = "Created: to the API's page"),
         (status = 400, description = "Refused, by the form or the publisher API: the form again, saying why", content_type = "text/html", body = String),
@@ -114,9 +124,18 @@ async fn create_api(
     if let Some(refused) = unless_from_this_site(&state, &headers, &posted.fields, FORM_EXPIRED) {
         return refused;
     }
-    let form = ApiForm::of(posted);
+    let mut form = ApiForm::of(posted);
     if !may(&state, &session, Scope::ApiCreate) {
         return may_not_create();
+    }
+    if form.definition.is_none() && !form.definition_url.is_empty() {
+        match fetch_definition(&state, &form.definition_url).await {
+            Ok(bytes) => form.definition = Some(bytes),
+            Err(why) => {
+                let why = format!("The definition could not be fetched: {why}");
+                return form_page(&state, &headers, &session, peer, form, Some(why)).await;
+            }
+        }
     }
     let record = match record_of(&form) {
         Ok(record) => record,
@@ -162,9 +181,34 @@ impl ApiForm {
                 .filter(|(name, _)| name == "tiers")
                 .map(|(_, tier)| tier.trim().to_string())
                 .collect(),
+            definition_url: text("definition_url"),
             definition: posted.file.map(|file| file.bytes),
         }
     }
+}
+
+/// The definition at `url`, fetched under the gateways' egress policy.
+async fn fetch_definition(state: &AppState, url: &str) -> Result<Vec<u8>, String> {
+    if !url.starts_with("https://") && !url.starts_with("http://") {
+        return Err("give an http:// or https:// URL".into());
+    }
+    let _permit = FETCHES
+        .try_acquire()
+        .map_err(|_| "too many definitions are being fetched; try again".to_string())?;
+    let settings = |e: anyhow::Error| {
+        tracing::warn!(error = %e, "the egress settings do not read");
+        "this control plane fetches nothing".to_string()
+    };
+    let egress = state.config.egress_policy().map_err(settings)?;
+    let roots = state.config.outbound_roots().map_err(settings)?;
+    let fetch = Fetch {
+        egress: &egress,
+        roots: &roots,
+        accept: "application/json",
+        max_bytes: MAX_DEFINITION_BYTES,
+        timeout: FETCH_TIMEOUT,
+    };
+    Ok(fetch.get(url).await?.body)
 }
 
 /// The publisher API's body for `form`: what the definition says fills what the form

@@ -8,20 +8,15 @@ use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::Response;
 use serde_json::json;
 
-use super::{PUBLISHER_CONSOLE, after_form, refused_form, signed_in, to_sign_in};
+use super::{after_form, api_page, delete_by_form, refused_form, upload_form};
 use crate::http::PUBLISHER;
 use crate::http::routes::{Routes, post};
 use crate::state::AppState;
 use crate::web::calls::Call;
 use crate::web::signin::Session;
-use crate::web::uploads;
-use crate::web::visit::{
-    FORM_EXPIRED, Peer, call, encoded, peer_of, posted, unless_from_this_site,
-};
+use crate::web::visit::{Peer, call, encoded, peer_of};
 use crate::web::{field, redirect};
 
-/// The largest document file or image the forms take (the API's own caps decide too).
-const MAX_FILE_BYTES: usize = 4 << 20;
 /// Where a document's content comes from: WSO2's name, and what the page calls it.
 pub(super) const SOURCES: [(&str, &str); 4] = [
     ("MARKDOWN", "Markdown, below"),
@@ -160,24 +155,14 @@ async fn delete_document(
     Path((api_id, document_id)): Path<(String, String)>,
     body: axum::body::Bytes,
 ) -> Response {
-    let back = api_page(&api_id);
-    let (session, _) = match posted(&state, &PUBLISHER_CONSOLE, &headers, &body, &back) {
-        Ok(posted) => posted,
-        Err(refused) => return *refused,
-    };
     let target = format!(
         "{PUBLISHER}/apis/{}/documents/{}",
         encoded(&api_id),
         encoded(&document_id)
     );
-    let answer = call(
-        &state,
-        &Some(session),
-        peer_of(peer),
-        Call::new(Method::DELETE, target),
-    )
-    .await;
-    after_form(&state, &headers, &answer, &back, "document-deleted")
+    let back = api_page(&api_id);
+    let what = (target, "document-deleted");
+    delete_by_form(&state, &headers, peer_of(peer), &body, &back, what).await
 }
 
 /// `POST /publisher/apis/{apiId}/thumbnail`: the API's image (PNG, JPEG or GIF).
@@ -213,32 +198,6 @@ async fn upload_thumbnail(
     let request = Call::new(Method::POST, target).multipart(&[], Some(("file", file)));
     let answer = call(&state, &Some(session), peer_of(peer), request).await;
     after_form(&state, &headers, &answer, &back, "thumbnail")
-}
-
-/// A multipart form a signed-in user sent from this site, with its file: their session
-/// and the form; a refusal otherwise (to the sign-in, 403, or 400 for a form that does
-/// not read).
-async fn upload_form(
-    state: &AppState,
-    headers: &HeaderMap,
-    request: Request,
-    back: &str,
-) -> Result<(Session, uploads::Posted), Box<Response>> {
-    let Some(session) = signed_in(state, headers) else {
-        return Err(Box::new(to_sign_in(back)));
-    };
-    let form = uploads::read(state, request, "file", MAX_FILE_BYTES)
-        .await
-        .map_err(|why| Box::new(refused_form(state, headers, &why, back)))?;
-    if let Some(refused) = unless_from_this_site(state, headers, &form.fields, FORM_EXPIRED) {
-        return Err(Box::new(refused));
-    }
-    Ok((session, form))
-}
-
-/// The console's page of the API `api_id`.
-fn api_page(api_id: &str) -> String {
-    format!("/publisher/apis/{}", encoded(api_id))
 }
 
 /// These forms in the control plane's OpenAPI document.

@@ -10,17 +10,22 @@ pub(crate) mod analytics;
 pub(crate) mod create;
 pub(crate) mod documents;
 pub(crate) mod edit;
+pub(crate) mod implementation;
 pub(crate) mod pages;
 pub(crate) mod resources;
 mod views;
 
+use axum::extract::Request;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::Response;
 
 use crate::scopes::Scope;
 use crate::state::AppState;
+use crate::web::calls::Call;
 use crate::web::portal::Chrome;
 use crate::web::signin::{self, Session, WebApp};
+use crate::web::uploads;
+use crate::web::visit::{FORM_EXPIRED, call, encoded, posted, unless_from_this_site};
 use crate::web::{field, form_pairs, redirect};
 
 /// The console as an OAuth client of the control plane.
@@ -104,6 +109,9 @@ fn done_message(query: Option<&str>) -> Option<&'static str> {
         "document" => Some("The document is added."),
         "document-deleted" => Some("The document is deleted."),
         "thumbnail" => Some("The image is saved."),
+        "wsdl" => Some("The WSDL is saved."),
+        "certificate" => Some("The certificate is added; the gateways trust it within moments."),
+        "certificate-deleted" => Some("The certificate is deleted."),
         _ => None,
     }
 }
@@ -128,4 +136,53 @@ fn refused_form(state: &AppState, headers: &HeaderMap, message: &str, back: &str
     let session = signed_in(state, headers);
     let (chrome, cookie) = chrome(state, headers, &session, back);
     crate::web::portal::refused_form(chrome, cookie, message, back)
+}
+
+/// The largest file a form takes: a document, an image, a WSDL or a certificate (the
+/// publisher API's own caps decide too).
+const MAX_FILE_BYTES: usize = 4 << 20;
+
+/// A multipart form a signed-in user sent from this site, with its file: their session
+/// and the form; a refusal otherwise (to the sign-in, 403, or 400 for a form that does
+/// not read).
+pub(super) async fn upload_form(
+    state: &AppState,
+    headers: &HeaderMap,
+    request: Request,
+    back: &str,
+) -> Result<(Session, uploads::Posted), Box<Response>> {
+    let Some(session) = signed_in(state, headers) else {
+        return Err(Box::new(to_sign_in(back)));
+    };
+    let form = uploads::read(state, request, "file", MAX_FILE_BYTES)
+        .await
+        .map_err(|why| Box::new(refused_form(state, headers, &why, back)))?;
+    if let Some(refused) = unless_from_this_site(state, headers, &form.fields, FORM_EXPIRED) {
+        return Err(Box::new(refused));
+    }
+    Ok((session, form))
+}
+
+/// The console's page of the API `api_id`.
+pub(super) fn api_page(api_id: &str) -> String {
+    format!("/publisher/apis/{}", encoded(api_id))
+}
+
+/// A form that deletes what `target` names through the publisher API: back to `back`
+/// saying `done`, or a page saying why not.
+async fn delete_by_form(
+    state: &AppState,
+    headers: &HeaderMap,
+    peer: Option<std::net::SocketAddr>,
+    body: &[u8],
+    back: &str,
+    (target, done): (String, &str),
+) -> Response {
+    let (session, _) = match posted(state, &PUBLISHER_CONSOLE, headers, body, back) {
+        Ok(posted) => posted,
+        Err(refused) => return *refused,
+    };
+    let request = Call::new(axum::http::Method::DELETE, target);
+    let answer = call(state, &Some(session), peer, request).await;
+    after_form(state, headers, &answer, back, done)
 }

@@ -146,6 +146,12 @@ struct ApiPage {
     may_see_analytics: bool,
     /// Its documents: id, name, type, where the content comes from.
     documents: Vec<(String, String, String, String)>,
+    /// Every endpoint URL of the API, for its certificates.
+    endpoints: Vec<String>,
+    /// The certificates gateways use for those endpoints.
+    certificates: Vec<super::implementation::Certificate>,
+    /// The file name of its WSDL, when it has one.
+    wsdl: Option<String>,
     document_types: &'static [&'static str],
     sources: &'static [(&'static str, &'static str)],
 }
@@ -201,6 +207,10 @@ async fn api_page(
         Vec::new()
     };
     let documents = documents_of(&state, &session, peer, &api.id).await;
+    let endpoints = api.endpoint_urls();
+    let certificates =
+        super::implementation::certificates_of(&state, &session, peer, &endpoints).await;
+    let wsdl = super::implementation::wsdl_of(&state, &session, peer, &api.id).await;
     let (chrome, cookie) = chrome(&state, &headers, &session, &here);
     let template = ApiPage {
         title: format!("{} {}", api.name, api.version),
@@ -216,6 +226,9 @@ async fn api_page(
         may_edit: may(&state, &session, Scope::ApiCreate),
         may_see_analytics: may(&state, &session, Scope::Admin),
         documents,
+        endpoints,
+        certificates,
+        wsdl,
         document_types: crate::documents::DOCUMENT_TYPES,
         sources: &super::documents::SOURCES,
         api,

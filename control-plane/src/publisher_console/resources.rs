@@ -1,14 +1,15 @@
 //! An API's resources in the console (`/publisher/apis/{apiId}/resources`): each
-//! operation's auth type and throttling tier, as its Swagger definition holds them
-//! (`x-auth-type`, `x-throttling-tier`). The form changes those two of each operation in
-//! the definition the publisher API answers and sends it back (`PUT /apis/{apiId}/swagger`),
-//! which validates it as for a script.
+//! operation's auth type, throttling tier and scope, and the scopes the API declares, as
+//! its Swagger definition holds them (`x-auth-type`, `x-throttling-tier`, `x-scope`,
+//! `x-wso2-security.apim.x-wso2-scopes`, as WSO2 2.6 writes them). The form changes those
+//! in the definition the publisher API answers and sends it back
+//! (`PUT /apis/{apiId}/swagger`), which validates it as for a script.
 
 use askama::Template;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::{PUBLISHER_CONSOLE, chrome, signed_in, to_sign_in};
 use crate::apis::{AUTH_TYPES, METHODS};
@@ -34,6 +35,15 @@ pub(super) struct Operation {
     pub(super) path: String,
     pub(super) auth_type: String,
     pub(super) tier: String,
+    /// The scope a token needs for it; empty for none.
+    pub(super) scope: String,
+}
+
+/// A scope the API declares, as the page shows it.
+struct DeclaredScope {
+    key: String,
+    name: String,
+    roles: String,
 }
 
 #[derive(Template)]
@@ -46,6 +56,7 @@ struct ResourcesPage {
     operations: Vec<Operation>,
     auth_types: &'static [&'static str],
     tiers: Vec<String>,
+    scopes: Vec<DeclaredScope>,
 }
 
 /// `GET /publisher/apis/{apiId}/resources`: each operation's auth type and tier.
@@ -79,15 +90,17 @@ async fn resources_page(
     render(&state, &headers, &session, peer, &api_id, &definition, None).await
 }
 
-/// `POST /publisher/apis/{apiId}/resources`: each operation's auth type and tier as the
-/// form says (`auth-<n>`, `tier-<n>`, in the definition's order).
+/// `POST /publisher/apis/{apiId}/resources`: the scopes the form removes
+/// (`remove-scope`) and adds (`scope-key`, `scope-name`, `scope-roles`), then each
+/// operation's auth type, tier and scope as it says (`auth-<n>`, `tier-<n>`,
+/// `scope-<n>`, in the definition's order).
 #[utoipa::path(
     post,
     operation_id = "console_resources_save",
     path = "/publisher/apis/{api_id}/resources",
     tag = "Pages",
     params(("api_id" = String, Path, description = "The API's id")),
-    request_body(content = String, content_type = "application/x-www-form-urlencoded", description = "csrf_token, auth-<n> and tier-<n> for each operation"),
+    request_body(content = String, content_type = "application/x-www-form-urlencoded", description = "csrf_token; remove-scope (repeated), scope-key, scope-name, scope-roles; auth-<n>, tier-<n> and scope-<n> for each operation"),
     responses(
         (status = 303, description = "Saved (or not signed in): to the API's page (or the sign-in)"),
         (status = 400, description = "The publisher API refused it: the form again, saying why", content_type = "text/html", body = String),
@@ -112,22 +125,19 @@ async fn save(
     let Some(mut definition) = definition_of(&state, &session, peer, &api_id).await else {
         return not_found("There is no API with this id that you may see.");
     };
-    for (n, operation) in operations_mut(&mut definition).into_iter().enumerate() {
-        if let Some(auth) = field(&pairs, &format!("auth-{n}")) {
-            operation["x-auth-type"] = Value::from(auth);
+    let error = match apply_form(&mut definition, &pairs) {
+        Ok(()) => {
+            let target = format!("{PUBLISHER}/apis/{}/swagger", encoded(&api_id));
+            let request = Call::new(Method::PUT, target).json(&definition);
+            let answer = call(&state, &session, peer, request).await;
+            if answer.status.is_success() {
+                let page = format!("/publisher/apis/{}?done=saved", encoded(&api_id));
+                return redirect(StatusCode::SEE_OTHER, &page);
+            }
+            answer.error_message()
         }
-        if let Some(tier) = field(&pairs, &format!("tier-{n}")) {
-            operation["x-throttling-tier"] = Value::from(tier);
-        }
-    }
-    let target = format!("{PUBLISHER}/apis/{}/swagger", encoded(&api_id));
-    let request = Call::new(Method::PUT, target).json(&definition);
-    let answer = call(&state, &session, peer, request).await;
-    if answer.status.is_success() {
-        let page = format!("/publisher/apis/{}?done=saved", encoded(&api_id));
-        return redirect(StatusCode::SEE_OTHER, &page);
-    }
-    let error = Some(answer.error_message());
+        Err(why) => why,
+    };
     render(
         &state,
         &headers,
@@ -135,9 +145,91 @@ async fn save(
         peer,
         &api_id,
         &definition,
-        error,
+        Some(error),
     )
     .await
+}
+
+/// The form's changes applied to `definition`: scopes removed and added, then each
+/// operation's auth type, tier and scope; why not, when an operation names a scope the
+/// API does not declare or a new scope's key is taken.
+fn apply_form(definition: &mut Value, pairs: &[(String, String)]) -> Result<(), String> {
+    let removed: Vec<&str> = pairs
+        .iter()
+        .filter(|(name, _)| name == "remove-scope")
+        .map(|(_, key)| key.as_str())
+        .collect();
+    let text = |name: &str| field(pairs, name).unwrap_or_default().trim();
+    let mut keys = declared_keys(definition);
+    keys.retain(|key| !removed.contains(&key.as_str()));
+    let mut declared: Vec<Value> = definition["x-wso2-security"]["apim"]["x-wso2-scopes"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    declared.retain(|scope| !removed.contains(&scope["key"].as_str().unwrap_or_default().trim()));
+    let new_key = text("scope-key");
+    if !new_key.is_empty() {
+        if keys.iter().any(|key| key == new_key) {
+            return Err(format!("The API declares the scope '{new_key}' already."));
+        }
+        let name = Some(text("scope-name"))
+            .filter(|name| !name.is_empty())
+            .unwrap_or(new_key);
+        declared.push(
+            json!({"key": new_key, "name": name, "roles": text("scope-roles"), "description": ""}),
+        );
+        keys.push(new_key.to_string());
+    }
+    if !declared.is_empty() || !removed.is_empty() {
+        set_declared_scopes(definition, declared);
+    }
+    for (n, operation) in operations_mut(definition).into_iter().enumerate() {
+        if let Some(auth) = field(pairs, &format!("auth-{n}")) {
+            operation["x-auth-type"] = Value::from(auth);
+        }
+        if let Some(tier) = field(pairs, &format!("tier-{n}")) {
+            operation["x-throttling-tier"] = Value::from(tier);
+        }
+        let Some(scope) = field(pairs, &format!("scope-{n}")).map(str::trim) else {
+            continue;
+        };
+        let Some(operation) = operation.as_object_mut() else {
+            continue;
+        };
+        if scope.is_empty() {
+            operation.remove("x-scope");
+        } else if keys.iter().any(|key| key == scope) {
+            operation.insert("x-scope".into(), Value::from(scope));
+        } else {
+            return Err(format!(
+                "The API does not declare the scope '{scope}'; add it first."
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The keys of the scopes `definition` declares.
+fn declared_keys(definition: &Value) -> Vec<String> {
+    definition["x-wso2-security"]["apim"]["x-wso2-scopes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|scope| scope["key"].as_str())
+        .map(|key| key.trim().to_string())
+        .collect()
+}
+
+/// The scopes `definition` declares (as WSO2 writes them) made `scopes`.
+fn set_declared_scopes(definition: &mut Value, scopes: Vec<Value>) {
+    let mut place = definition;
+    for member in ["x-wso2-security", "apim"] {
+        if !place[member].is_object() {
+            place[member] = json!({});
+        }
+        place = &mut place[member];
+    }
+    place["x-wso2-scopes"] = Value::Array(scopes);
 }
 
 /// The API's definition as the publisher API answers it to the user.
@@ -184,6 +276,7 @@ pub(super) fn operations(definition: &Value) -> Vec<Operation> {
                 path: path.clone(),
                 auth_type: text("x-auth-type", "Application & Application User"),
                 tier: text("x-throttling-tier", "Unlimited"),
+                scope: text("x-scope", ""),
             });
         }
     }
@@ -219,8 +312,25 @@ async fn render(
         operations: operations(definition),
         auth_types: AUTH_TYPES,
         tiers,
+        scopes: declared_scopes(definition),
     };
     with_cookie(Page::render(status, &page).into_response(), cookie)
+}
+
+/// The scopes `definition` declares, as the page shows them.
+fn declared_scopes(definition: &Value) -> Vec<DeclaredScope> {
+    let text = |scope: &Value, name: &str| scope[name].as_str().unwrap_or_default().to_string();
+    definition["x-wso2-security"]["apim"]["x-wso2-scopes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|scope| scope["key"].is_string())
+        .map(|scope| DeclaredScope {
+            key: text(scope, "key"),
+            name: text(scope, "name"),
+            roles: text(scope, "roles"),
+        })
+        .collect()
 }
 
 /// The resources form's address of the API `api_id`.

@@ -65,6 +65,33 @@ impl PublisherApi {
         first["url"].as_str().map(str::to_string)
     }
 
+    /// Every endpoint URL of its configuration: production and sandbox, failovers too.
+    pub fn endpoint_urls(&self) -> Vec<String> {
+        let config: Value = self
+            .endpoint_config
+            .as_deref()
+            .and_then(|c| serde_json::from_str(c).ok())
+            .unwrap_or_default();
+        let mut urls = Vec::new();
+        for key in [
+            "production_endpoints",
+            "sandbox_endpoints",
+            "production_failovers",
+            "sandbox_failovers",
+        ] {
+            let endpoints = match &config[key] {
+                Value::Array(list) => list.iter().collect(),
+                endpoint => vec![endpoint],
+            };
+            for url in endpoints.into_iter().filter_map(|e| e["url"].as_str()) {
+                if !urls.iter().any(|known| known == url) {
+                    urls.push(url.to_string());
+                }
+            }
+        }
+        urls
+    }
+
     /// Its definition as JSON (`Null` when it has none or it does not read).
     pub fn definition(&self) -> Value {
         self.api_definition
