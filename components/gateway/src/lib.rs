@@ -23,6 +23,7 @@ pub mod faults;
 pub mod forward;
 pub mod gateway;
 pub mod host;
+pub mod input_schema;
 pub mod internal;
 pub mod introspect;
 pub mod keys;

@@ -18,6 +18,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::host::{Headers, Request, Response, header};
+use crate::input_schema::InputSchema;
 
 /// The endpoint's path under the API's `/<context>/<version>`.
 pub const ENDPOINT: &str = "/mcp";
@@ -72,21 +73,18 @@ pub fn method_not_allowed() -> Response {
     }
 }
 
-/// Tools' input schemas compiled, kept by an instance that serves more than one message
+/// Tools' input schemas read, kept by an instance that serves more than one message
 /// (edge-gateway's reused ones), by the schema's text.
 #[derive(Default)]
-pub struct Validators(HashMap<String, Rc<jsonschema::Validator>>);
+pub struct Validators(HashMap<String, Rc<InputSchema>>);
 
 impl Validators {
-    /// The validator of `schema` (JSON text), compiled on first use.
-    fn of(&mut self, schema: &str) -> Result<Rc<jsonschema::Validator>, String> {
+    /// The input schema of `schema` (JSON text), read on first use.
+    fn of(&mut self, schema: &str) -> Result<Rc<InputSchema>, String> {
         if let Some(validator) = self.0.get(schema) {
             return Ok(validator.clone());
         }
-        let parsed: Value = serde_json::from_str(schema).unwrap_or_else(|_| json!({}));
-        let validator = jsonschema::options()
-            .with_pattern_options(jsonschema::PatternOptions::regex())
-            .build(&parsed)
+        let validator = InputSchema::parse(schema)
             .map_err(|err| format!("The tool's input schema cannot be used: {err}"))?;
         if self.0.len() >= MAX_KEPT_VALIDATORS {
             self.0.clear();
@@ -448,8 +446,8 @@ fn call(
     })
 }
 
-/// Arguments as the tool's input schema has them (validated by `jsonschema`, its patterns
-/// by a regex engine without backtracking), and as a request can carry them: plain ones
+/// Arguments as the tool's input schema has them (its patterns matched by a regex engine
+/// without backtracking), and as a request can carry them: plain ones
 /// (path, query, header) plain and short, a path argument one segment, none nested deeper
 /// than [`MAX_ARGUMENT_DEPTH`].
 fn check_arguments(
@@ -491,12 +489,17 @@ fn check_arguments(
     }
     let validator = validators.of(&tool.input_schema)?;
     let arguments = Value::Object(arguments.clone());
-    validator.validate(&arguments).map_err(|err| {
-        let at = err.instance_path().to_string();
-        if at.is_empty() {
-            format!("The arguments do not fit the tool's input schema: {err}")
+    validator.check(&arguments).map_err(|misfit| {
+        if misfit.at.is_empty() {
+            format!(
+                "The arguments do not fit the tool's input schema: {}",
+                misfit.why
+            )
         } else {
-            format!("The argument at {at} does not fit the tool's input schema: {err}")
+            format!(
+                "The argument at {} does not fit the tool's input schema: {}",
+                misfit.at, misfit.why
+            )
         }
     })
 }

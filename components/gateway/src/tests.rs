@@ -2664,5 +2664,6 @@ fn websocket_apis_take_handshakes_with_a_header_or_query_token() {
 }
 
 mod backend_jwt;
+mod input_schema;
 mod mcp;
 mod oauth;

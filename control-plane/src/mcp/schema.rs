@@ -3,7 +3,8 @@
 //! by reference, so a cycle of references stays a cycle of references rather than an
 //! endless expansion; Swagger's draft-4 forms (boolean `exclusiveMinimum`, `x-nullable`,
 //! `example`) are written as 2020-12 has them, and what has no meaning there (`x-`
-//! extensions, `discriminator`, `xml`, `file`) is left out.
+//! extensions, `discriminator`, `xml`, `file`) or is no Swagger 2.0 keyword is left out,
+//! so that a tool's schema holds only the keywords the gateway checks.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -16,6 +17,32 @@ const MAX_DEFINITIONS: usize = 256;
 /// Where Swagger 2.0 keeps named schemas, and where 2020-12 keeps them.
 const SWAGGER_DEFINITIONS: &str = "#/definitions/";
 const DEFS: &str = "#/$defs/";
+
+/// The keywords of a Swagger 2.0 schema kept as they are: each means the same in 2020-12,
+/// and the gateway checks arguments by exactly these (its `input_schema.rs`) besides the
+/// ones converted here (`$ref`, `properties`, `patternProperties`, `items`,
+/// `additionalProperties`, `not`, `allOf`, `anyOf`, `oneOf`, the exclusive bounds).
+const KEPT: [&str; 19] = [
+    "type",
+    "format",
+    "title",
+    "description",
+    "default",
+    "multipleOf",
+    "maximum",
+    "minimum",
+    "maxLength",
+    "minLength",
+    "pattern",
+    "maxItems",
+    "minItems",
+    "uniqueItems",
+    "maxProperties",
+    "minProperties",
+    "required",
+    "enum",
+    "readOnly",
+];
 
 /// The JSON Schema dialect of every tool schema.
 pub const DIALECT: &str = "https://json-schema.org/draft/2020-12/schema";
@@ -153,11 +180,15 @@ impl<'d> Converter<'d> {
                         out.insert(key.clone(), limit.clone());
                     }
                 }
-                "discriminator" | "xml" | "externalDocs" | "x-nullable" => {}
-                _ if key.starts_with("x-") => {}
-                _ => {
+                "additionalProperties" if value.is_boolean() => {
                     out.insert(key.clone(), value.clone());
                 }
+                _ if KEPT.contains(&key.as_str()) => {
+                    out.insert(key.clone(), value.clone());
+                }
+                // Swagger's own (discriminator, xml, externalDocs, x- extensions), and
+                // keywords Swagger 2.0 does not have: no meaning for a tool's arguments.
+                _ => {}
             }
         }
         // A bound made exclusive above no longer stands as an inclusive one.
@@ -230,6 +261,20 @@ mod tests {
         assert_eq!(
             parameter,
             json!({"type": "integer", "description": "at most"})
+        );
+    }
+
+    #[test]
+    fn keywords_swagger_2_does_not_have_are_left_out() {
+        let doc = json!({});
+        let mut converter = Converter::new(&doc);
+        let schema = converter.schema(&json!({
+            "type": "object", "additionalProperties": false, "required": ["a"],
+            "unevaluatedProperties": false, "$dynamicRef": "#x", "dependentSchemas": {},
+            "items": [{"type": "string"}], "if": {"type": "object"}, "then": false}));
+        assert_eq!(
+            schema,
+            json!({"type": "object", "additionalProperties": false, "required": ["a"]})
         );
     }
 
