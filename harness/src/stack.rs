@@ -295,7 +295,8 @@ impl Stack {
         (app.id, app.keys.key, app.keys.secret, app.subscriptions)
     }
 
-    /// Spec §5 step 3: a token for the consumer key, from {gateway_url}/token.
+    /// Spec §5 step 3: a token for the consumer key, from {gateway_url}/token; `extra`
+    /// fields added (a `scope` in it replaces the default one).
     pub async fn app_token(&self, key: &str, secret: &str, extra: &[(&str, &str)]) -> String {
         let mut form = vec![
             ("grant_type", "password"),
@@ -303,7 +304,12 @@ impl Stack {
             ("password", crate::ADMIN_PASSWORD),
             ("scope", "default"),
         ];
-        form.extend(extra.iter().copied());
+        for (name, value) in extra {
+            match form.iter_mut().find(|(known, _)| known == name) {
+                Some(field) => field.1 = value,
+                None => form.push((name, value)),
+            }
+        }
         self.gw
             .token_at("/token", key, secret, &form)
             .await

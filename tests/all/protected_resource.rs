@@ -1,7 +1,8 @@
 //! OAuth sign-in for agents through a real gateway: a call refused for its credentials
 //! names the API's protected-resource metadata (RFC 9728) in `WWW-Authenticate`, and that
 //! document names the control plane's token issuer as the authorization server, while
-//! WSO2's fault bodies and the calls that work stay as they were.
+//! WSO2's fault bodies and the calls that work stay as they were; a token without an
+//! operation's scope gets WSO2's 403 900910 and RFC 6750's `insufficient_scope`.
 
 use harness::stack::Launch;
 use harness::steps::TokenType;
@@ -45,7 +46,9 @@ async fn refused_calls_name_the_apis_protected_resource_metadata() {
     let (_, key, secret, _) = stack
         .typed_application("Agent", "Unlimited", TokenType::Jwt, &[&api])
         .await;
-    let token = stack.app_token(&key, &secret, &[]).await;
+    let token = stack
+        .app_token(&key, &secret, &[("scope", "default pizza_read")])
+        .await;
     let path = "/pizza/v1.0.0/devs/alice";
     eventually(gw, get.clone(), path, &token, |r| r.status == 200).await;
 
@@ -110,6 +113,25 @@ async fn refused_calls_name_the_apis_protected_resource_metadata() {
         challenges(&garbage)[0],
         format!("Bearer resource_metadata=\"{metadata_url}\", error=\"invalid_token\"")
     );
+
+    // A token without the operation's scope: WSO2's 403 900910, and a challenge naming
+    // the scope to ask for; the operations without one still take it.
+    let unscoped = stack.app_token(&key, &secret, &[]).await;
+    let refused = gw.get(path, &unscoped).await;
+    assert_eq!(
+        (refused.status, refused.fault_code()),
+        (403, "900910"),
+        "{}",
+        refused.body
+    );
+    assert_eq!(
+        challenges(&refused),
+        [format!(
+            "Bearer resource_metadata=\"{metadata_url}\", error=\"insufficient_scope\", scope=\"pizza_read\""
+        )]
+    );
+    let open = gw.get("/pizza/v1.0.0/devs/alice/repos", &unscoped).await;
+    assert_eq!(open.status, 200, "{}", open.body);
 
     // The call that works still works.
     let reply = gw.get(path, &token).await;

@@ -7,6 +7,8 @@ use crate::host::{Headers, Response, header};
 
 /// WSO2's code for a request without credentials.
 const MISSING_CREDENTIALS: u32 = 900902;
+/// WSO2's code for a token without the operation's scope.
+const INSUFFICIENT_SCOPE: u32 = 900910;
 
 /// The XML namespace a fault belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,9 +38,13 @@ pub struct Fault {
     pub next_access_time: Option<String>,
     /// Seconds after which the same request may be tried again (`Retry-After`).
     pub retry_after_secs: Option<u32>,
-    /// A 401's `WWW-Authenticate: Bearer` challenge, sent before WSO2's own
-    /// ([`crate::resource::challenge`]).
+    /// A 401's (or a missing scope's 403's) `WWW-Authenticate: Bearer` challenge, sent
+    /// before WSO2's own ([`crate::resource::challenge`]).
     pub challenge: Option<String>,
+    /// The scope a token lacked (900910), for its challenge. Boxed: every `Result` of the
+    /// request path carries a `Fault`, so it stays small.
+    #[allow(clippy::box_collection)]
+    pub needed_scope: Option<Box<String>>,
     /// The API's CORS headers for the request's origin: WSO2's fault sequences run its
     /// CORS handler too, so that a page calling the API reads why it was refused.
     pub cors: Option<Box<crate::host::Headers>>,
@@ -61,6 +67,7 @@ impl Fault {
             next_access_time: None,
             retry_after_secs: None,
             challenge: None,
+            needed_scope: None,
             cors: None,
         }
     }
@@ -71,9 +78,10 @@ impl Fault {
         self
     }
 
-    /// The same fault, challenging the client with `challenge` if it is a 401.
+    /// The same fault, challenging the client with `challenge` if it is a 401 or says the
+    /// token lacks a scope.
     pub fn with_challenge(mut self, challenge: String) -> Self {
-        if self.status == 401 {
+        if self.status == 401 || self.is_insufficient_scope() {
             self.challenge = Some(challenge);
         }
         self
@@ -138,6 +146,30 @@ impl Fault {
             ),
             Family::Security,
         )
+    }
+
+    /// 403 900910: the token lacks the scope the operation needs.
+    pub fn insufficient_scope(context: &str, version: &str) -> Self {
+        Self::new(
+            403,
+            INSUFFICIENT_SCOPE,
+            "The access token does not allow you to access the requested resource",
+            format!(
+                "Access failure for API: {context}, version: {version} status: (900910) - The access token does not allow you to access the requested resource"
+            ),
+            Family::Security,
+        )
+    }
+
+    /// The same fault, naming the scope the token lacked.
+    pub fn needing(mut self, scope: &str) -> Self {
+        self.needed_scope = Some(Box::new(scope.to_string()));
+        self
+    }
+
+    /// Whether it says the token lacks the operation's scope (900910).
+    pub fn is_insufficient_scope(&self) -> bool {
+        self.code == INSUFFICIENT_SCOPE
     }
 
     /// 401 900903: expired token.
@@ -412,11 +444,11 @@ impl Fault {
         } else {
             Response::new(self.status, "application/xml", self.xml())
         };
+        // First, for clients that read only the first challenge (MCP's SDKs do).
+        if let Some(challenge) = &self.challenge {
+            response = response.with_header("www-authenticate", challenge.as_str());
+        }
         if self.status == 401 {
-            // First, for clients that read only the first challenge (MCP's SDKs do).
-            if let Some(challenge) = &self.challenge {
-                response = response.with_header("www-authenticate", challenge.as_str());
-            }
             // WSO2 sends this on every 401, whatever the cause.
             response = response.with_header(
                 "www-authenticate",

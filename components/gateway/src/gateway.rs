@@ -333,7 +333,7 @@ impl Gateway {
         addressed: Addressed,
         request: &Request,
     ) -> Fault {
-        if fault.status != 401 {
+        if fault.status != 401 && !fault.is_insufficient_scope() {
             return fault;
         }
         let gateway_urls = self
@@ -342,8 +342,10 @@ impl Gateway {
             .map_or(&[][..], |view| &view.meta().meta.gateway_urls);
         let metadata_url = resource::base_url(gateway_urls, request)
             .map(|base| resource::metadata_url(&base, api, addressed));
-        let token_sent = !fault.is_missing_credentials();
-        let challenge = resource::challenge(metadata_url.as_deref(), token_sent);
+        let challenge = match &fault.needed_scope {
+            Some(scope) => resource::scope_challenge(metadata_url.as_deref(), scope),
+            None => resource::challenge(metadata_url.as_deref(), !fault.is_missing_credentials()),
+        };
         fault.with_challenge(challenge)
     }
 
@@ -516,6 +518,13 @@ impl Gateway {
                 let now_secs = now_ms / 1000;
                 let admitted = auth::admit(view, host, api, addressed, token, &client, now_secs)?;
                 admitted.describe(call);
+                if let Some(scope) = &operation.scope
+                    && !admitted.claims().scope.has(scope)
+                {
+                    return Err(
+                        Fault::insufficient_scope(&api.context, &api.version).needing(scope)
+                    );
+                }
                 Some(admitted)
             }
         };

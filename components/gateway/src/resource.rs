@@ -119,6 +119,24 @@ pub fn challenge(metadata_url: Option<&str>, token_sent: bool) -> String {
     challenge
 }
 
+/// The `WWW-Authenticate` challenge of a token without the operation's scope (RFC 6750
+/// §3.1's `insufficient_scope`, with the scope to ask for, so that a client such as an
+/// MCP SDK can ask for a token that has it).
+pub fn scope_challenge(metadata_url: Option<&str>, scope: &str) -> String {
+    let mut challenge = String::from("Bearer ");
+    if let Some(url) = metadata_url.and_then(quoted) {
+        challenge.push_str("resource_metadata=");
+        challenge.push_str(&url);
+        challenge.push_str(", ");
+    }
+    challenge.push_str("error=\"insufficient_scope\"");
+    if let Some(scope) = quoted(scope) {
+        challenge.push_str(", scope=");
+        challenge.push_str(&scope);
+    }
+    challenge
+}
+
 /// `value` as an HTTP quoted-string (RFC 9110 §5.6.4), `"` and `\` escaped; `None` for a
 /// value with control or non-ASCII characters, which no quoted-string should carry.
 fn quoted(value: &str) -> Option<String> {

@@ -176,6 +176,7 @@ fn operation(method: &str, template: &str, auth: AuthType, tier: Option<&str>) -
         segments: compile_template(template),
         auth,
         throttling_tier: tier.map(str::to_string),
+        scope: None,
     }
 }
 

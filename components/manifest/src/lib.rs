@@ -260,6 +260,7 @@ pub fn websocket_operations() -> Vec<Operation> {
         segments: compile_template(template),
         auth: AuthType::Required,
         throttling_tier: None,
+        scope: None,
     }]
 }
 
@@ -341,6 +342,9 @@ pub struct Operation {
     pub auth: AuthType,
     /// Resource tier (`x-throttling-tier`), if limited.
     pub throttling_tier: Option<String>,
+    /// The OAuth scope a token needs for it (`x-scope`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
 }
 
 /// A path template segment.

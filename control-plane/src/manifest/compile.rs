@@ -509,12 +509,19 @@ fn swagger(definition: &str) -> Value {
 /// The OAuth scopes the swagger's operations name (`x-scope`, the scope key as WSO2 2.6
 /// writes it), sorted and once each.
 fn scopes(doc: &Value) -> Vec<String> {
-    let named: BTreeSet<&str> = swagger_operations(doc)
-        .filter_map(|(_, _, operation)| operation["x-scope"].as_str())
+    let named: BTreeSet<String> = swagger_operations(doc)
+        .filter_map(|(_, _, operation)| scope_of(operation))
+        .collect();
+    named.into_iter().collect()
+}
+
+/// The scope an operation needs (`x-scope`), when it names one.
+fn scope_of(operation: &Value) -> Option<String> {
+    operation["x-scope"]
+        .as_str()
         .map(str::trim)
         .filter(|scope| !scope.is_empty())
-        .collect();
-    named.into_iter().map(str::to_string).collect()
+        .map(str::to_string)
 }
 
 /// The swagger's operations, most specific template first.
@@ -530,6 +537,7 @@ fn operations(doc: &Value) -> Vec<Operation> {
                 .as_str()
                 .filter(|t| *t != "Unlimited")
                 .map(str::to_string),
+            scope: scope_of(operation),
         });
     }
     operations.sort_by_key(|op| specificity(&op.segments));

@@ -413,3 +413,42 @@ fn a_backend_error_is_a_tool_error_and_a_tier_refusal_carries_wso2s_code() {
     assert_eq!(refusal["error"]["data"]["status"], 429);
     assert!(refusal["error"]["data"]["code"].as_u64().unwrap() >= 900_000);
 }
+
+#[test]
+fn a_rest_call_without_the_operations_scope_is_refused_with_900910() {
+    let mut world = World::new();
+    world.manifest.apis[0].route.operations[0].scope = Some("repos_read".into());
+    world.manifest.meta.gateway_urls = vec!["http://gw.example".into()];
+    assert_eq!(world.publish().status, 200);
+    let path = "/dev/v1/devs/alice/repos";
+
+    let without = world.bearer("app-1");
+    let refused = world.call("GET", path, &[("authorization", &without)]);
+    assert_eq!(refused.status, 403);
+    let body = String::from_utf8_lossy(&refused.body).to_string();
+    assert!(body.contains("<ams:code>900910</ams:code>"), "{body}");
+    let challenge = refused
+        .headers
+        .iter()
+        .find(|(name, _)| name == "www-authenticate")
+        .map(|(_, value)| String::from_utf8_lossy(value).to_string())
+        .unwrap();
+    assert_eq!(
+        challenge,
+        "Bearer resource_metadata=\"http://gw.example/.well-known/oauth-protected-resource/dev/v1\", \
+         error=\"insufficient_scope\", scope=\"repos_read\""
+    );
+    assert!(
+        world.host.sent.borrow().is_empty(),
+        "nothing reached the backend"
+    );
+
+    // The scope among others: the call goes through; operations without one are as before.
+    let with = bearer_with_scope(&world, "app-1", "t-scoped", "default repos_read");
+    assert_eq!(
+        world.call("GET", path, &[("authorization", &with)]).status,
+        200
+    );
+    let other = world.call("GET", "/dev/v1/devs/alice", &[("authorization", &without)]);
+    assert_eq!(other.status, 200);
+}
