@@ -297,6 +297,11 @@ pub async fn the_portal_in_chromium(backend: Backend) {
     api.add_user("erin", "erin-pw-1", &["subscriber"]).await;
     let admin = api.login("admin", ADMIN_PASSWORD, ALL_SCOPES).await;
     let pets = publish(&api, &admin, "Pets", json!({"tags": ["animals"]})).await;
+    // Served as MCP too, so that its page shows the MCP server's section.
+    let switch = format!("/api/am/publisher/v0.14/apis/{pets}/mcp");
+    api.put_json(&switch, &admin, &json!({"enabled": true}))
+        .await
+        .expect(200);
     let chromium = harness::browser::Chromium::start().await;
     let no_violations = Vec::<String>::new();
 
@@ -313,6 +318,7 @@ pub async fn the_portal_in_chromium(backend: Backend) {
     chromium
         .open(&format!("{base}/devportal/apis/{pets}"))
         .await;
+    chromium.wait_for_text("MCP server").await;
     assert_eq!(
         chromium.serious_accessibility_violations().await,
         no_violations
