@@ -1,13 +1,14 @@
-// The developer portal's try-it console: the page's one script. It asks the portal for an
-// access token of the chosen application (a same-origin form post with the page's CSRF
+// The developer portal's one script. Its try-it console asks the portal for an access token of the chosen application (a same-origin form post with the page's CSRF
 // token), then sends the request straight to the chosen gateway, which must allow this
 // origin by the API's CORS configuration; it shows the status, the headers the gateway
-// exposes and the body, as text only, and the same call as curl.
+// exposes and the body, as text only, and the same call as curl. The keys' page uses it to
+// copy a key or secret.
 'use strict';
+
+const show = (id, text) => { document.getElementById(id).textContent = text; };
 
 function tryIt(form) {
   const result = document.getElementById('try-result');
-  const show = (id, text) => { document.getElementById(id).textContent = text; };
   form.hidden = false;
   form.addEventListener('submit', async (event) => {
     event.preventDefault();
@@ -57,7 +58,25 @@ function tryIt(form) {
   });
 }
 
+// Buttons that copy a value shown on the page (the keys'): hidden until this script runs,
+// since they do nothing without it.
+function copyButtons() {
+  for (const button of document.querySelectorAll('button[data-copy]')) {
+    button.hidden = false;
+    button.addEventListener('click', async () => {
+      const text = document.getElementById(button.dataset.copy).textContent;
+      try {
+        await navigator.clipboard.writeText(text);
+        show('copied', 'Copied.');
+      } catch (error) {
+        show('copied', 'The browser did not let this page copy: select the text instead.');
+      }
+    });
+  }
+}
+
 document.addEventListener('DOMContentLoaded', () => {
   const form = document.getElementById('try-it');
   if (form) tryIt(form);
+  copyButtons();
 });

@@ -423,16 +423,42 @@ pub async fn applications_keys_and_subscriptions_in_the_portal(backend: Backend)
         .submit(&create.clone().with("csrf_token", "x").with("name", "Mine"))
         .await;
     assert_eq!(forged.status, 403);
+    let odd_tokens = browser
+        .submit(
+            &create
+                .clone()
+                .with("name", "Odd")
+                .with("tier", "Unlimited")
+                .with("token_type", "BOGUS"),
+        )
+        .await;
+    assert_eq!(odd_tokens.status, 400, "{}", odd_tokens.body);
     let made = browser
         .submit(
             &create
                 .clone()
                 .with("name", "Mine")
-                .with("tier", "Unlimited"),
+                .with("tier", "Unlimited")
+                .with("token_type", "JWT"),
         )
         .await;
     assert_eq!(made.status, 303, "{}", made.body);
     let app_page = made.location().unwrap().path().to_string();
+    let erin = api.login("erin", "erin-pw-1", "mgr:subscribe").await;
+    let app_id = app_page.rsplit('/').next().unwrap();
+    let stored = api
+        .get(&format!("/api/am/store/v0.14/applications/{app_id}"), &erin)
+        .await
+        .expect(200);
+    assert_eq!(stored.body["tokenType"], "JWT");
+    let listed = api
+        .get("/api/am/store/v0.14/applications", &erin)
+        .await
+        .expect(200);
+    assert!(
+        !listed.body.to_string().contains("\"Odd\""),
+        "the refused form made nothing"
+    );
     let again = browser
         .submit(&create.with("name", "Mine").with("tier", "Unlimited"))
         .await;
@@ -451,6 +477,12 @@ pub async fn applications_keys_and_subscriptions_in_the_portal(backend: Backend)
     let secret = harness::signin::text_of(&keys.body, "#consumer-secret");
     assert!(secret.len() > 10, "{}", keys.body);
     assert_eq!(keys.header("cache-control"), "no-store");
+    // Copy buttons, which the portal's own script shows.
+    assert!(keys.body.contains("data-copy=\"consumer-secret\""));
+    assert!(
+        keys.header("content-security-policy")
+            .contains("script-src 'self'")
+    );
     let page = browser.open(&app_page).await;
     assert!(!page.body.contains(&secret), "shown once");
     let twice = browser.submit(&generate).await;
@@ -732,6 +764,21 @@ pub async fn a_provider_publishes_and_blocks_while_a_consumer_tries_it(backend: 
     assert_eq!(
         chromium.serious_accessibility_violations().await,
         Vec::<String>::new()
+    );
+    // The portal's script shows the copy buttons; a click copies, or says why not where
+    // the browser keeps the clipboard from the page.
+    chromium.click_button("Copy the consumer secret").await;
+    let mut said = String::new();
+    for _ in 0..50 {
+        said = chromium.source().await;
+        if said.contains("Copied.") || said.contains("did not let this page copy") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(
+        said.contains("Copied.") || said.contains("did not let this page copy"),
+        "{said}"
     );
     chromium.open(&format!("{base}{page}")).await;
     chromium.choose("application", "Console app").await;

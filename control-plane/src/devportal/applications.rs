@@ -152,7 +152,7 @@ async fn list_page(
     post,
     path = "/devportal/applications",
     tag = "Pages",
-    request_body(content = String, content_type = "application/x-www-form-urlencoded", description = "name, tier, description, csrf_token"),
+    request_body(content = String, content_type = "application/x-www-form-urlencoded", description = "name, tier, description, token_type (OAUTH or JWT), csrf_token"),
     responses(
         (status = 303, description = "Created: to its page"),
         (status = 400, description = "Refused, with why", content_type = "text/html", body = String),
@@ -174,6 +174,7 @@ async fn create_application(
         "name": field(&pairs, "name").unwrap_or_default().trim(),
         "throttlingTier": field(&pairs, "tier").unwrap_or_default(),
         "description": field(&pairs, "description").unwrap_or_default(),
+        "tokenType": field(&pairs, "token_type").unwrap_or("OAUTH"),
     });
     let answer = send_json(
         &state,
@@ -272,7 +273,7 @@ async fn application_page(
     path = "/devportal/applications/{application_id}",
     tag = "Pages",
     params(("application_id" = String, Path, description = "The application's id")),
-    request_body(content = String, content_type = "application/x-www-form-urlencoded", description = "name, tier, description, csrf_token"),
+    request_body(content = String, content_type = "application/x-www-form-urlencoded", description = "name, tier, description, token_type (OAUTH or JWT), csrf_token"),
     responses(
         (status = 303, description = "Saved: to its page"),
         (status = 400, description = "Refused, with why", content_type = "text/html", body = String),
@@ -307,6 +308,9 @@ async fn update_application(
     application["name"] = json!(field(&pairs, "name").unwrap_or_default().trim());
     application["throttlingTier"] = json!(field(&pairs, "tier").unwrap_or_default());
     application["description"] = json!(field(&pairs, "description").unwrap_or_default());
+    if let Some(token_type) = field(&pairs, "token_type") {
+        application["tokenType"] = json!(token_type);
+    }
     if let Some(fields) = application.as_object_mut() {
         // What the store answers beside the application's own fields.
         fields.remove("keys");
@@ -431,7 +435,9 @@ async fn generate_keys(
         };
         return outcome(&state, &headers, &message, &here);
     };
-    let (chrome, cookie) = chrome(&state, &headers, &Some(session), &here);
+    let (mut chrome, cookie) = chrome(&state, &headers, &Some(session), &here);
+    // The buttons that copy the key and the secret.
+    chrome.script = true;
     let page = KeysPage {
         title: "Your new keys",
         chrome,
@@ -439,7 +445,8 @@ async fn generate_keys(
         consumer_key: consumer_key.to_string(),
         consumer_secret: consumer_secret.to_string(),
     };
-    with_cookie(Page::render(StatusCode::OK, &page).into_response(), cookie)
+    let page = Page::render(StatusCode::OK, &page).with_scripts_calling(Vec::new());
+    with_cookie(page.into_response(), cookie)
 }
 
 /// `POST /devportal/subscriptions`: subscribes an application to an API on a plan.

@@ -74,7 +74,9 @@ async fn regenerate_secret(
     let Some(consumer_secret) = answer.string_member("consumerSecret") else {
         return outcome(&state, &headers, &answer.error_message(), &here);
     };
-    let (chrome, cookie) = chrome(&state, &headers, &session, &here);
+    let (mut chrome, cookie) = chrome(&state, &headers, &session, &here);
+    // The buttons that copy the key and the secret.
+    chrome.script = true;
     let page = KeysPage {
         title: "Your new consumer secret",
         chrome,
@@ -82,7 +84,8 @@ async fn regenerate_secret(
         consumer_key,
         consumer_secret,
     };
-    with_cookie(Page::render(StatusCode::OK, &page).into_response(), cookie)
+    let page = Page::render(StatusCode::OK, &page).with_scripts_calling(Vec::new());
+    with_cookie(page.into_response(), cookie)
 }
 
 /// `POST /devportal/applications/{applicationId}/keys/{keyType}/grants`: the grant types

@@ -254,6 +254,8 @@ pub struct ApplicationView {
     pub tier: String,
     pub status: String,
     pub description: String,
+    /// `OAUTH` (opaque access tokens) or `JWT`.
+    pub token_type: String,
 }
 
 impl ApplicationView {
@@ -265,6 +267,7 @@ impl ApplicationView {
             tier: text(&application["throttlingTier"]),
             status: text(&application["status"]),
             description: text(&application["description"]),
+            token_type: text(&application["tokenType"]),
         }
     }
 }
