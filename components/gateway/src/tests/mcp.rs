@@ -452,3 +452,38 @@ fn a_rest_call_without_the_operations_scope_is_refused_with_900910() {
     let other = world.call("GET", "/dev/v1/devs/alice", &[("authorization", &without)]);
     assert_eq!(other.status, 200);
 }
+
+#[test]
+fn a_tool_call_is_logged_under_the_tools_name() {
+    let mut world = world();
+    let bearer = world.bearer("app-1");
+    let params = json!({"name": "get_developer", "arguments": {"username": "alice"},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}}});
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params});
+    let headers = [
+        ("authorization", bearer.as_str()),
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "tools/call"),
+        ("mcp-name", "get_developer"),
+        ("content-type", "application/json"),
+    ];
+    let mut call = crate::gateway::Call::default();
+    let answer = world.gateway.handle_described(
+        &world.host,
+        request("POST", ENDPOINT, &headers, body.to_string().as_bytes()),
+        &mut call,
+    );
+    assert_eq!(answer.status, 200);
+    assert_eq!(
+        (call.api.as_str(), call.resource.as_str()),
+        ("Dev", "mcp:get_developer")
+    );
+    let logged = crate::access::Logged {
+        method: "POST".into(),
+        client: "10.0.0.9:4444".into(),
+    };
+    let line = crate::access::line(&call, &logged, &[b'a'; 32], 200, (1_764_134_485_123, 3));
+    let line: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(line["resource"], "mcp:get_developer");
+}
