@@ -48,7 +48,7 @@ pub struct Gateway {
     /// The epoch under which the view last read the head; `None` after any read without
     /// one.
     head_epoch: Option<u64>,
-    /// MCP tools' input schemas, compiled once per instance.
+    /// MCP tools' input schemas, each read once per instance.
     mcp_validators: mcp::Validators,
 }
 
@@ -342,10 +342,12 @@ impl Gateway {
             .map_or(&[][..], |view| &view.meta().meta.gateway_urls);
         let metadata_url = resource::base_url(gateway_urls, request)
             .map(|base| resource::metadata_url(&base, api, addressed));
-        let challenge = match &fault.needed_scope {
-            Some(scope) => resource::scope_challenge(metadata_url.as_deref(), scope),
-            None => resource::challenge(metadata_url.as_deref(), !fault.is_missing_credentials()),
+        let problem = match &fault.needed_scope {
+            Some(scope) => resource::Problem::InsufficientScope(scope),
+            None if fault.is_missing_credentials() => resource::Problem::NoToken,
+            None => resource::Problem::InvalidToken,
         };
+        let challenge = resource::challenge(metadata_url.as_deref(), problem);
         fault.with_challenge(challenge)
     }
 

@@ -130,8 +130,8 @@ pub struct Call {
     pub reply: Reply,
     /// The tool's index in the API's server.
     pub tool: usize,
-    /// The arguments given.
-    pub arguments: Map<String, Value>,
+    /// The arguments given: an object.
+    pub arguments: Value,
 }
 
 /// How to answer a message: its era and id.
@@ -426,8 +426,8 @@ fn call(
         ));
     };
     let arguments = match params.get("arguments") {
-        None | Some(Value::Null) => Map::new(),
-        Some(Value::Object(arguments)) => arguments.clone(),
+        None | Some(Value::Null) => Value::Object(Map::new()),
+        Some(arguments @ Value::Object(_)) => arguments.clone(),
         Some(_) => {
             return Step::Answer(reply.error(
                 code::INVALID_PARAMS,
@@ -452,7 +452,7 @@ fn call(
 /// than [`MAX_ARGUMENT_DEPTH`].
 fn check_arguments(
     tool: &McpTool,
-    arguments: &Map<String, Value>,
+    arguments: &Value,
     validators: &mut Validators,
 ) -> Result<(), String> {
     for argument in &tool.arguments {
@@ -488,8 +488,7 @@ fn check_arguments(
         }
     }
     let validator = validators.of(&tool.input_schema)?;
-    let arguments = Value::Object(arguments.clone());
-    validator.check(&arguments).map_err(|misfit| {
+    validator.check(arguments).map_err(|misfit| {
         if misfit.at.is_empty() {
             format!(
                 "The arguments do not fit the tool's input schema: {}",
@@ -531,7 +530,7 @@ fn plain_text(value: &Value) -> String {
 /// the API's `/<context>/<version>`.
 pub fn operation_request(
     tool: &McpTool,
-    arguments: &Map<String, Value>,
+    arguments: &Value,
     base: &str,
     client: &Request,
 ) -> Request {

@@ -100,41 +100,40 @@ fn bearer_methods(api: &ApiRoute) -> &'static [&'static str] {
     }
 }
 
-/// The `WWW-Authenticate` challenge of a 401: `Bearer`, with the metadata document's URL
-/// when there is one that can be quoted, and `error="invalid_token"` when the request
-/// sent a token (RFC 6750 §3.1: none when it sent no credentials).
-pub fn challenge(metadata_url: Option<&str>, token_sent: bool) -> String {
-    let mut challenge = String::from("Bearer");
-    let mut separator = " ";
-    if let Some(url) = metadata_url.and_then(quoted) {
-        challenge.push_str(separator);
-        challenge.push_str("resource_metadata=");
-        challenge.push_str(&url);
-        separator = ", ";
-    }
-    if token_sent {
-        challenge.push_str(separator);
-        challenge.push_str("error=\"invalid_token\"");
-    }
-    challenge
+/// What a `Bearer` challenge says went wrong (RFC 6750 §3.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Problem<'a> {
+    /// The request sent no credentials: no error is named.
+    NoToken,
+    /// The token is unknown, expired or revoked.
+    InvalidToken,
+    /// The token lacks this scope, which a client (an MCP SDK) can then ask for.
+    InsufficientScope(&'a str),
 }
 
-/// The `WWW-Authenticate` challenge of a token without the operation's scope (RFC 6750
-/// §3.1's `insufficient_scope`, with the scope to ask for, so that a client such as an
-/// MCP SDK can ask for a token that has it).
-pub fn scope_challenge(metadata_url: Option<&str>, scope: &str) -> String {
-    let mut challenge = String::from("Bearer ");
+/// The `WWW-Authenticate` challenge of a refusal: `Bearer`, with the metadata document's
+/// URL when there is one that can be quoted, and the `problem`'s error (and scope, when
+/// it can be quoted).
+pub fn challenge(metadata_url: Option<&str>, problem: Problem) -> String {
+    let mut params = Vec::new();
     if let Some(url) = metadata_url.and_then(quoted) {
-        challenge.push_str("resource_metadata=");
-        challenge.push_str(&url);
-        challenge.push_str(", ");
+        params.push(format!("resource_metadata={url}"));
     }
-    challenge.push_str("error=\"insufficient_scope\"");
-    if let Some(scope) = quoted(scope) {
-        challenge.push_str(", scope=");
-        challenge.push_str(&scope);
+    match problem {
+        Problem::NoToken => {}
+        Problem::InvalidToken => params.push("error=\"invalid_token\"".to_string()),
+        Problem::InsufficientScope(scope) => {
+            params.push("error=\"insufficient_scope\"".to_string());
+            if let Some(scope) = quoted(scope) {
+                params.push(format!("scope={scope}"));
+            }
+        }
     }
-    challenge
+    if params.is_empty() {
+        "Bearer".to_string()
+    } else {
+        format!("Bearer {}", params.join(", "))
+    }
 }
 
 /// `value` as an HTTP quoted-string (RFC 9110 §5.6.4), `"` and `\` escaped; `None` for a
@@ -220,20 +219,23 @@ mod tests {
     }
 
     #[test]
-    fn challenges_quote_the_url_and_say_invalid_token_only_for_a_token() {
+    fn challenges_quote_the_url_and_name_only_what_went_wrong() {
         let url = "http://gw/.well-known/oauth-protected-resource/pizza/1.0.0";
         assert_eq!(
-            challenge(Some(url), false),
+            challenge(Some(url), Problem::NoToken),
             format!("Bearer resource_metadata=\"{url}\"")
         );
         assert_eq!(
-            challenge(Some(url), true),
+            challenge(Some(url), Problem::InvalidToken),
             format!("Bearer resource_metadata=\"{url}\", error=\"invalid_token\"")
         );
-        assert_eq!(challenge(None, true), "Bearer error=\"invalid_token\"");
-        assert_eq!(challenge(None, false), "Bearer");
         assert_eq!(
-            challenge(Some("http://gw/a\"b\\c"), false),
+            challenge(None, Problem::InvalidToken),
+            "Bearer error=\"invalid_token\""
+        );
+        assert_eq!(challenge(None, Problem::NoToken), "Bearer");
+        assert_eq!(
+            challenge(Some("http://gw/a\"b\\c"), Problem::NoToken),
             "Bearer resource_metadata=\"http://gw/a\\\"b\\\\c\""
         );
         for unsafe_url in [
@@ -242,10 +244,20 @@ mod tests {
             "http://gw/é",
         ] {
             assert_eq!(
-                challenge(Some(unsafe_url), false),
+                challenge(Some(unsafe_url), Problem::NoToken),
                 "Bearer",
                 "{unsafe_url:?}"
             );
         }
+        assert_eq!(
+            challenge(Some(url), Problem::InsufficientScope("pets:read")),
+            format!(
+                "Bearer resource_metadata=\"{url}\", error=\"insufficient_scope\", scope=\"pets:read\""
+            )
+        );
+        assert_eq!(
+            challenge(None, Problem::InsufficientScope("a\r\nb")),
+            "Bearer error=\"insufficient_scope\""
+        );
     }
 }
