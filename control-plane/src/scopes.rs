@@ -208,6 +208,11 @@ pub fn declared_by(record: &str) -> Vec<ApiScope> {
         .and_then(|record| record["apiDefinition"].as_str().map(str::to_string))
         .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
         .unwrap_or_default();
+    declared_in(&definition)
+}
+
+/// The scopes a Swagger definition declares.
+pub fn declared_in(definition: &serde_json::Value) -> Vec<ApiScope> {
     let Some(declared) = definition["x-wso2-security"]["apim"]["x-wso2-scopes"].as_array() else {
         return Vec::new();
     };

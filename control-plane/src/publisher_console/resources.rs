@@ -15,6 +15,7 @@ use super::{PUBLISHER_CONSOLE, chrome, signed_in, to_sign_in};
 use crate::apis::{AUTH_TYPES, METHODS};
 use crate::http::PUBLISHER;
 use crate::http::routes::{Routes, get};
+use crate::scopes::ApiScope;
 use crate::state::AppState;
 use crate::web::calls::Call;
 use crate::web::portal::Chrome;
@@ -39,13 +40,6 @@ pub(super) struct Operation {
     pub(super) scope: String,
 }
 
-/// A scope the API declares, as the page shows it.
-struct DeclaredScope {
-    key: String,
-    name: String,
-    roles: String,
-}
-
 #[derive(Template)]
 #[template(path = "publisher/resources.html")]
 struct ResourcesPage {
@@ -56,7 +50,7 @@ struct ResourcesPage {
     operations: Vec<Operation>,
     auth_types: &'static [&'static str],
     tiers: Vec<String>,
-    scopes: Vec<DeclaredScope>,
+    scopes: Vec<ApiScope>,
 }
 
 /// `GET /publisher/apis/{apiId}/resources`: each operation's auth type and tier.
@@ -160,16 +154,16 @@ fn apply_form(definition: &mut Value, pairs: &[(String, String)]) -> Result<(), 
         .map(|(_, key)| key.as_str())
         .collect();
     let text = |name: &str| field(pairs, name).unwrap_or_default().trim();
-    let mut keys = declared_keys(definition);
-    keys.retain(|key| !removed.contains(&key.as_str()));
+    let key_of = |scope: &Value| scope["key"].as_str().unwrap_or_default().trim().to_string();
+    // The declarations as written (their descriptions and roles kept), less those removed.
     let mut declared: Vec<Value> = definition["x-wso2-security"]["apim"]["x-wso2-scopes"]
         .as_array()
         .cloned()
         .unwrap_or_default();
-    declared.retain(|scope| !removed.contains(&scope["key"].as_str().unwrap_or_default().trim()));
+    declared.retain(|scope| !removed.contains(&key_of(scope).as_str()));
     let new_key = text("scope-key");
     if !new_key.is_empty() {
-        if keys.iter().any(|key| key == new_key) {
+        if declared.iter().any(|scope| key_of(scope) == new_key) {
             return Err(format!("The API declares the scope '{new_key}' already."));
         }
         let name = Some(text("scope-name"))
@@ -178,8 +172,8 @@ fn apply_form(definition: &mut Value, pairs: &[(String, String)]) -> Result<(), 
         declared.push(
             json!({"key": new_key, "name": name, "roles": text("scope-roles"), "description": ""}),
         );
-        keys.push(new_key.to_string());
     }
+    let keys: Vec<String> = declared.iter().map(key_of).collect();
     if !declared.is_empty() || !removed.is_empty() {
         set_declared_scopes(definition, declared);
     }
@@ -207,17 +201,6 @@ fn apply_form(definition: &mut Value, pairs: &[(String, String)]) -> Result<(), 
         }
     }
     Ok(())
-}
-
-/// The keys of the scopes `definition` declares.
-fn declared_keys(definition: &Value) -> Vec<String> {
-    definition["x-wso2-security"]["apim"]["x-wso2-scopes"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|scope| scope["key"].as_str())
-        .map(|key| key.trim().to_string())
-        .collect()
 }
 
 /// The scopes `definition` declares (as WSO2 writes them) made `scopes`.
@@ -312,25 +295,9 @@ async fn render(
         operations: operations(definition),
         auth_types: AUTH_TYPES,
         tiers,
-        scopes: declared_scopes(definition),
+        scopes: crate::scopes::declared_in(definition),
     };
     with_cookie(Page::render(status, &page).into_response(), cookie)
-}
-
-/// The scopes `definition` declares, as the page shows them.
-fn declared_scopes(definition: &Value) -> Vec<DeclaredScope> {
-    let text = |scope: &Value, name: &str| scope[name].as_str().unwrap_or_default().to_string();
-    definition["x-wso2-security"]["apim"]["x-wso2-scopes"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|scope| scope["key"].is_string())
-        .map(|scope| DeclaredScope {
-            key: text(scope, "key"),
-            name: text(scope, "name"),
-            roles: text(scope, "roles"),
-        })
-        .collect()
 }
 
 /// The resources form's address of the API `api_id`.

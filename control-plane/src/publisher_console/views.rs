@@ -65,25 +65,18 @@ impl PublisherApi {
         first["url"].as_str().map(str::to_string)
     }
 
-    /// Every endpoint URL of its configuration: production and sandbox, failovers too.
+    /// Every endpoint URL gateways may send its calls to (production and sandbox, their
+    /// failovers when it fails over), each once, as the endpoint configuration is read for
+    /// the gateways; none when it does not read.
     pub fn endpoint_urls(&self) -> Vec<String> {
         let config: Value = self
             .endpoint_config
             .as_deref()
             .and_then(|c| serde_json::from_str(c).ok())
             .unwrap_or_default();
-        let mut urls = Vec::new();
-        for key in [
-            "production_endpoints",
-            "sandbox_endpoints",
-            "production_failovers",
-            "sandbox_failovers",
-        ] {
-            let endpoints = match &config[key] {
-                Value::Array(list) => list.iter().collect(),
-                endpoint => vec![endpoint],
-            };
-            for url in endpoints.into_iter().filter_map(|e| e["url"].as_str()) {
+        let mut urls: Vec<String> = Vec::new();
+        if let Ok(endpoints) = apim_http::endpoints::Endpoints::from_wso2(&config) {
+            for url in endpoints.urls() {
                 if !urls.iter().any(|known| known == url) {
                     urls.push(url.to_string());
                 }
