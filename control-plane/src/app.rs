@@ -24,6 +24,7 @@ pub fn shared(
     clients: ClientCache,
     logins: VerifiedLogins,
     endpoints: crate::apis::EndpointPolicy,
+    outbound: std::sync::Arc<crate::http::egress_fetch::Outbound>,
 ) -> Shared {
     use std::sync::Arc;
     Shared::default()
@@ -31,6 +32,7 @@ pub fn shared(
         .with(Arc::new(clients))
         .with(Arc::new(logins))
         .with(Arc::new(endpoints))
+        .with(outbound)
         .with(Arc::new(crate::web::calls::PublicApi::default()))
         .with(Arc::new(crate::apis::StoreListing::default()))
         .with(Arc::new(crate::web::signin::SignedInApps(vec![

@@ -214,6 +214,10 @@ async fn prepare(
         listener: addr,
     };
     let config = Arc::new(config);
+    let outbound = Arc::new(crate::http::egress_fetch::Outbound {
+        egress: config.egress_policy()?,
+        roots: config.outbound_roots()?,
+    });
     let state = AppState {
         db: db.clone(),
         keys,
@@ -228,14 +232,11 @@ async fn prepare(
         store_users: Arc::new(Mutex::new(HashSet::new())),
         shared: crate::app::shared(
             manifests.clone(),
-            ClientCache::new(data_keys.clone()).with_metadata_documents(
-                crate::clients::MetadataFetcher::new(
-                    config.egress_policy()?,
-                    config.outbound_roots()?,
-                ),
-            ),
+            ClientCache::new(data_keys.clone())
+                .with_metadata_documents(crate::clients::MetadataFetcher::new(outbound.clone())),
             users::VerifiedLogins::new(LockoutPolicy::from_config(&config)),
             endpoints,
+            outbound,
         ),
         data_keys,
     };

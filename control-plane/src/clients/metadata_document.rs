@@ -9,11 +9,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use apim_http::egress::EgressPolicy;
 use serde_json::Value;
 use tokio::sync::Semaphore;
 
-use crate::http::egress_fetch::Fetch;
+use crate::http::egress_fetch::{Fetch, Outbound};
 use crate::http::urls;
 
 /// Largest document taken, bytes (the draft's suggestion).
@@ -47,11 +46,10 @@ pub fn is_metadata_url(client_id: &str) -> bool {
             .any(|segment| matches!(segment, "." | ".." | "%2e" | "%2E" | "%2e%2e" | "%2E%2E"))
 }
 
-/// What fetches documents: the egress policy, the roots trusted beside the Mozilla ones,
-/// and the bound on fetches at once.
+/// What fetches documents: where the control plane may fetch from, and the bound on
+/// fetches at once.
 pub struct MetadataFetcher {
-    egress: EgressPolicy,
-    roots: Vec<reqwest::Certificate>,
+    outbound: Arc<Outbound>,
     in_flight: Arc<Semaphore>,
 }
 
@@ -73,11 +71,10 @@ pub struct Fetched {
 }
 
 impl MetadataFetcher {
-    /// A fetcher under `egress`, trusting `roots` too.
-    pub fn new(egress: EgressPolicy, roots: Vec<reqwest::Certificate>) -> Self {
+    /// A fetcher under `outbound`'s policy, trusting its roots.
+    pub fn new(outbound: Arc<Outbound>) -> Self {
         MetadataFetcher {
-            egress,
-            roots,
+            outbound,
             in_flight: Arc::new(Semaphore::new(MAX_FETCHES)),
         }
     }
@@ -91,8 +88,7 @@ impl MetadataFetcher {
         let (host, _) =
             apim_http::egress::host_and_port(url).ok_or_else(|| format!("{url} names no host"))?;
         let fetch = Fetch {
-            egress: &self.egress,
-            roots: &self.roots,
+            outbound: &self.outbound,
             accept: "application/json",
             max_bytes: MAX_DOCUMENT_BYTES,
             timeout: FETCH_TIMEOUT,

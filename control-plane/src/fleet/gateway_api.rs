@@ -269,6 +269,7 @@ mod tests {
                     egress: Default::default(),
                     listener: "127.0.0.1:9763".parse().unwrap(),
                 },
+                Default::default(),
             ),
             data_keys,
         };

@@ -8,6 +8,14 @@ use std::time::Duration;
 
 use apim_http::egress::EgressPolicy;
 
+/// Where the control plane may fetch from, read once at start and shared: the gateways'
+/// egress policy, and the roots trusted beside the Mozilla ones.
+#[derive(Default)]
+pub struct Outbound {
+    pub egress: EgressPolicy,
+    pub roots: Vec<reqwest::Certificate>,
+}
+
 /// What a fetch got: the answer's headers and its body.
 pub struct Fetched {
     pub headers: reqwest::header::HeaderMap,
@@ -16,9 +24,7 @@ pub struct Fetched {
 
 /// How a fetch goes.
 pub struct Fetch<'a> {
-    pub egress: &'a EgressPolicy,
-    /// Roots trusted beside the Mozilla ones.
-    pub roots: &'a [reqwest::Certificate],
+    pub outbound: &'a Outbound,
     /// The `Accept` header sent.
     pub accept: &'a str,
     pub max_bytes: usize,
@@ -30,13 +36,16 @@ impl Fetch<'_> {
     pub async fn get(&self, url: &str) -> Result<Fetched, String> {
         let (host, port) =
             apim_http::egress::host_and_port(url).ok_or_else(|| format!("{url} names no host"))?;
-        self.egress.check_url(url).map_err(|d| d.to_string())?;
+        self.outbound
+            .egress
+            .check_url(url)
+            .map_err(|d| d.to_string())?;
         let addresses = self.checked_addresses(&host, port).await?;
         let mut builder = reqwest::Client::builder()
             .timeout(self.timeout)
             .redirect(reqwest::redirect::Policy::none())
             .resolve_to_addrs(&host, &addresses);
-        for root in self.roots {
+        for root in &self.outbound.roots {
             builder = builder.add_root_certificate(root.clone());
         }
         let http = builder.build().map_err(|e| e.to_string())?;
@@ -72,7 +81,8 @@ impl Fetch<'_> {
             return Err(format!("{host} does not resolve"));
         }
         for address in &resolved {
-            self.egress
+            self.outbound
+                .egress
                 .check_address(host, address.ip(), port)
                 .map_err(|d| d.to_string())?;
         }

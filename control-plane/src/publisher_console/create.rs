@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 use super::{chrome, may, signed_in, to_sign_in};
 use crate::http::PUBLISHER;
-use crate::http::egress_fetch::Fetch;
+use crate::http::egress_fetch::{Fetch, Outbound};
 use crate::http::routes::{Routes, get};
 use crate::scopes::Scope;
 use crate::state::AppState;
@@ -195,15 +195,8 @@ async fn fetch_definition(state: &AppState, url: &str) -> Result<Vec<u8>, String
     let _permit = FETCHES
         .try_acquire()
         .map_err(|_| "too many definitions are being fetched; try again".to_string())?;
-    let settings = |e: anyhow::Error| {
-        tracing::warn!(error = %e, "the egress settings do not read");
-        "this control plane fetches nothing".to_string()
-    };
-    let egress = state.config.egress_policy().map_err(settings)?;
-    let roots = state.config.outbound_roots().map_err(settings)?;
     let fetch = Fetch {
-        egress: &egress,
-        roots: &roots,
+        outbound: state.shared::<Outbound>(),
         accept: "application/json",
         max_bytes: MAX_DEFINITION_BYTES,
         timeout: FETCH_TIMEOUT,
