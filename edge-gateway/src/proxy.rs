@@ -77,6 +77,9 @@ pub async fn send(
     let headers = backend.headers_mut();
     // The pool sets the backend's `Host`; the client's does not pass on.
     *headers = passing_on(&client.headers, replaced(plan.replaced).names());
+    for name in &plan.removed_headers {
+        headers.remove(name.as_str());
+    }
     set_headers(headers, &plan.added_headers, false);
     let offered = plan.upgrade.then(|| websocket::offer(headers));
     let timeout = Some(Duration::from_millis(target.timeout_ms));
@@ -103,6 +106,9 @@ pub async fn send(
         Some(store) => Box::pin(keep(kv, store, &parts, body, &client.headers)).await?,
         None => body.map_err(BoxError::from).boxed_unsync(),
     };
+    for name in &plan.response_removed {
+        parts.headers.remove(name.as_str());
+    }
     set_headers(&mut parts.headers, &plan.response_headers, true);
     Ok(Response::from_parts(parts, body))
 }
@@ -172,6 +178,21 @@ fn header_list(headers: &HeaderMap) -> apim_http::Headers {
         .iter()
         .map(|(name, value)| (name.as_str().to_string(), value.as_bytes().to_vec()))
         .collect()
+}
+
+/// The component's answer with `extra` headers set on it, replacing any of the same
+/// names (an API's fault flow on the answer to a failed backend).
+pub fn with_headers(
+    mut answer: policy::Response,
+    extra: Vec<(String, Vec<u8>)>,
+) -> policy::Response {
+    for (name, value) in extra {
+        answer
+            .headers
+            .retain(|(n, _)| !n.eq_ignore_ascii_case(&name));
+        answer.headers.push((name, value));
+    }
+    answer
 }
 
 /// A response of the component's own.

@@ -743,6 +743,11 @@ impl Reply {
         fault_code(self.body.as_str().unwrap_or_default())
     }
 
+    /// A response header's first value, if it is text.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
     /// A string member of the body.
     pub fn str(&self, key: &str) -> String {
         self.body[key]

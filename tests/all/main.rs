@@ -33,6 +33,7 @@ mod gateway;
 mod legacy_soap;
 mod leniency;
 mod mcp;
+mod mediation;
 mod observability;
 mod openapi;
 mod ordering;
@@ -318,6 +319,15 @@ on_both!(
 on_sqlite!(
     run_stack, backend_jwt_component_sqlite;
     backend_jwt::backend_jwt_on_the_component_path,
+);
+
+on_both!(
+    run_stack, mediation_sqlite, mediation_postgres;
+    mediation::sequences_on_the_host_path,
+);
+on_sqlite!(
+    run_stack, mediation_component_sqlite;
+    mediation::sequences_on_the_component_path,
 );
 
 on_both!(

@@ -45,9 +45,10 @@ pub struct Fault {
     /// request path carries a `Fault`, so it stays small.
     #[allow(clippy::box_collection)]
     pub needed_scope: Option<Box<String>>,
-    /// The API's CORS headers for the request's origin: WSO2's fault sequences run its
-    /// CORS handler too, so that a page calling the API reads why it was refused.
-    pub cors: Option<Box<crate::host::Headers>>,
+    /// Headers the answer carries besides its own: the API's CORS headers for the
+    /// request's origin (WSO2's fault sequences run its CORS handler too, so that a page
+    /// calling the API reads why it was refused), and what the API's fault flow sets.
+    pub extra_headers: Option<Box<crate::host::Headers>>,
 }
 
 impl Fault {
@@ -68,13 +69,21 @@ impl Fault {
             retry_after_secs: None,
             challenge: None,
             needed_scope: None,
-            cors: None,
+            extra_headers: None,
         }
     }
 
-    /// The same fault, carrying the API's CORS headers for the request.
-    pub fn with_cors(mut self, headers: crate::host::Headers) -> Self {
-        self.cors = (!headers.is_empty()).then(|| Box::new(headers));
+    /// The same fault, its answer carrying `headers` too (replacing any it carried of
+    /// the same names).
+    pub fn with_headers(mut self, headers: crate::host::Headers) -> Self {
+        if headers.is_empty() {
+            return self;
+        }
+        let extra = self.extra_headers.get_or_insert_with(Box::default);
+        for (name, value) in headers {
+            extra.retain(|(n, _)| !n.eq_ignore_ascii_case(&name));
+            extra.push((name, value));
+        }
         self
     }
 
@@ -458,8 +467,8 @@ impl Fault {
         if let Some(secs) = self.retry_after_secs {
             response = response.with_header("retry-after", secs.to_string());
         }
-        if let Some(cors) = &self.cors {
-            response.headers.extend(cors.iter().cloned());
+        if let Some(extra) = &self.extra_headers {
+            response.headers.extend(extra.iter().cloned());
         }
         response
     }

@@ -14,6 +14,7 @@ use crate::host::{
     Headers, Host, Outbound, Request, Response, SendError, connection_tokens, header, passes_on,
 };
 use crate::keys::{Key, KeyMap};
+use crate::mediate::Patterns;
 use crate::sync::{self, DEFAULT_GATEWAY_ID, settings};
 use crate::upgrade;
 use apim_http::contract::Replaced;
@@ -33,7 +34,11 @@ pub struct BackendRequest {
     pub list: String,
     /// Client headers that do not pass on (besides hop-by-hop ones).
     pub replaced: Replaced,
-    /// The endpoint credentials, if any, `X-Forwarded-For` and `Via`.
+    /// Client headers that do not pass on either (an API's mediation removed or set
+    /// them), lower-case.
+    pub removed_headers: Vec<String>,
+    /// The endpoint credentials, if any, `X-Forwarded-For` and `Via`, and what an
+    /// API's mediation sets.
     pub added_headers: Headers,
     /// A WebSocket handshake, for a host that relays the connection once the backend
     /// accepts it.
@@ -80,6 +85,7 @@ impl BackendRequest {
             balance: Balance::Single,
             list: String::new(),
             replaced,
+            removed_headers: Vec::new(),
             added_headers,
             upgrade: false,
         }
@@ -128,6 +134,8 @@ pub struct ForwardSettings {
     /// The backend JWTs this instance makes, when this gateway's switch is on and it
     /// has a secret to open their key.
     pub backend_jwt: Option<Assertions>,
+    /// Mediation filters' patterns, compiled once.
+    pub patterns: Patterns,
 }
 
 impl ForwardSettings {
@@ -161,6 +169,7 @@ impl ForwardSettings {
             credentials: credentials.clone(),
             opened: RefCell::default(),
             backend_jwt: credentials.filter(|_| backend_jwt_on).map(Assertions::new),
+            patterns: Patterns::default(),
         }
     }
 
@@ -314,12 +323,22 @@ pub fn backend_request(
         } else {
             Replaced::ApiCall
         },
+        removed_headers: Vec::new(),
         added_headers,
         upgrade,
     })
 }
 
 impl BackendRequest {
+    /// Takes what an API's mediation does to the request: the client headers it removed
+    /// or set do not pass on, nor do the gateway's own of those names; its values do.
+    pub fn mediate(&mut self, removed: Vec<String>, added: Headers) {
+        self.added_headers
+            .retain(|(name, _)| !removed.iter().any(|r| name.eq_ignore_ascii_case(r)));
+        self.added_headers.extend(added);
+        self.removed_headers = removed;
+    }
+
     /// The whole request for the endpoint `target`, with the client's headers that pass
     /// on and its body.
     pub fn outbound(&self, target: &BackendTarget, request: &Request) -> Outbound {
@@ -327,7 +346,13 @@ impl BackendRequest {
         let mut headers: Headers = request
             .headers
             .iter()
-            .filter(|(name, _)| passes_on(name, &connection, self.replaced.names()))
+            .filter(|(name, _)| {
+                passes_on(name, &connection, self.replaced.names())
+                    && !self
+                        .removed_headers
+                        .iter()
+                        .any(|removed| name.eq_ignore_ascii_case(removed))
+            })
             .cloned()
             .collect();
         headers.extend(self.added_headers.iter().cloned());

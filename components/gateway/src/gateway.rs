@@ -22,6 +22,7 @@ pub use crate::call::Call;
 use crate::faults::Fault;
 use crate::forward::{BackendRequest, ForwardSettings};
 use crate::host::{Headers, Host, MAX_BODY_BYTES, Request, Response, content_length, header};
+use crate::mediate::{self, Facts, Rewrite};
 use crate::relay::{token_relay, token_service, token_service_path};
 use crate::state;
 use crate::sync::{self, settings};
@@ -79,8 +80,12 @@ pub enum Plan {
 pub struct Forwarding {
     /// The request, as it differs from the client's.
     pub backend: BackendRequest,
-    /// Headers set on the answer (CORS).
+    /// Headers set on the answer (CORS, an API's out flow).
     pub response_headers: Headers,
+    /// Headers taken off the backend's answer (an API's out flow).
+    pub response_removed: Vec<String>,
+    /// Headers set on the gateway's answer when the backend fails (its fault flow).
+    pub fault_headers: Headers,
     /// Cache key and seconds, for a GET of an API that caches responses.
     pub cache: Option<(String, u64)>,
     /// The limits the call counts against before it is forwarded or answered from the
@@ -204,6 +209,8 @@ impl Gateway {
                 Ok(backend) => Decision::Forward(Forwarding {
                     backend,
                     response_headers: Headers::new(),
+                    response_removed: Vec::new(),
+                    fault_headers: Headers::new(),
                     cache: None,
                     limits: Vec::new(),
                     counting: Counting::Batched,
@@ -233,6 +240,7 @@ impl Gateway {
             .and_then(|(key, _)| cache::lookup(host, key, forwarding.now_ms, &request.headers));
         let decision = match cached {
             Some(mut hit) => {
+                remove_headers(&mut hit, &forwarding.response_removed);
                 set_headers(&mut hit, forwarding.response_headers);
                 call.cached = true;
                 Decision::Respond(hit)
@@ -447,7 +455,7 @@ impl Gateway {
             .map_err(|fault| {
                 let fault = self.challenged(fault, &api, addressed, request);
                 match &api.cors {
-                    Some(cors) => fault.with_cors(cors::headers(cors, &request.headers)),
+                    Some(cors) => fault.with_headers(cors::headers(cors, &request.headers)),
                     None => fault,
                 }
             })
@@ -568,14 +576,31 @@ impl Gateway {
                 .added_headers
                 .push((backend_jwt::HEADER.into(), assertion.to_vec()));
         }
-        let response_headers = api
+        let mut response_headers = api
             .cors
             .as_ref()
             .map(|cors| cors::headers(cors, &request.headers))
             .unwrap_or_default();
+        let mut rewrite = Rewrite::default();
+        if let Some(plan) = &api.mediation {
+            let facts = Facts {
+                api,
+                method: &request.method,
+                query: target.query.as_deref(),
+                user: &call.user,
+                application: &call.application,
+                now_ms,
+            };
+            rewrite = mediate::run(plan, &request.headers, &facts, &settings.patterns);
+            backend.mediate(rewrite.removed, rewrite.added);
+            response_headers.retain(|(name, _)| !rewrite.response_removed.contains(name));
+            set_named(&mut response_headers, rewrite.response_set);
+        }
         Ok(Plan::Forward(Forwarding {
             backend,
             response_headers,
+            response_removed: rewrite.response_removed,
+            fault_headers: rewrite.fault_set,
             cache,
             limits,
             counting: settings.counting,
@@ -668,6 +693,8 @@ fn forward_and_cache(
     let Forwarding {
         backend,
         response_headers,
+        response_removed,
+        fault_headers,
         cache,
         limits,
         counting,
@@ -680,25 +707,37 @@ fn forward_and_cache(
     let mut response = match cached {
         Some(hit) => hit,
         None => {
-            let response = balance::send(host, &backend, request)?;
+            let response = balance::send(host, &backend, request)
+                .map_err(|fault| fault.with_headers(fault_headers))?;
             if let Some((key, ttl)) = &cache {
                 cache::store(host, key, &response, *ttl, now_ms, &request.headers);
             }
             response
         }
     };
+    remove_headers(&mut response, &response_removed);
     set_headers(&mut response, response_headers);
     Ok(response)
 }
 
 /// Sets headers on a response, replacing any of the same names.
 fn set_headers(response: &mut Response, headers: Headers) {
+    set_named(&mut response.headers, headers);
+}
+
+/// Sets `headers` in `list`, replacing any of the same names.
+fn set_named(list: &mut Headers, headers: Headers) {
     for (name, value) in headers {
-        response
-            .headers
-            .retain(|(n, _)| !n.eq_ignore_ascii_case(&name));
-        response.headers.push((name, value));
+        list.retain(|(n, _)| !n.eq_ignore_ascii_case(&name));
+        list.push((name, value));
     }
+}
+
+/// Takes headers of these (lower-case) names off a response.
+fn remove_headers(response: &mut Response, names: &[String]) {
+    response
+        .headers
+        .retain(|(n, _)| !names.iter().any(|name| n.eq_ignore_ascii_case(name)));
 }
 
 /// The head once the first manifest is in the store: pulled by this request, or by

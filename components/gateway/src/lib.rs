@@ -28,6 +28,7 @@ pub mod internal;
 pub mod introspect;
 pub mod keys;
 pub mod mcp;
+pub mod mediate;
 pub mod relay;
 pub mod resource;
 pub mod small_blocks;

@@ -224,6 +224,7 @@ fn dev_api_as(id: &str) -> ApiRoute {
         transports: Transports::Both,
         scopes: Vec::new(),
         mcp: None,
+        mediation: None,
     }
 }
 
@@ -1992,6 +1993,7 @@ fn calls_go_round_the_list_and_skip_suspended_endpoints_in_the_store() {
         balance: Balance::LoadBalance,
         list: "api:production".into(),
         replaced: Replaced::ApiCall,
+        removed_headers: Vec::new(),
         added_headers: Headers::new(),
         upgrade: false,
     };
@@ -2667,4 +2669,5 @@ fn websocket_apis_take_handshakes_with_a_header_or_query_token() {
 mod backend_jwt;
 mod input_schema;
 mod mcp;
+mod mediation;
 mod oauth;

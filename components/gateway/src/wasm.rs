@@ -119,8 +119,11 @@ impl policy::Guest for Component {
                         Replaced::WebSocket => policy::ReplacedHeaders::Websocket,
                         Replaced::TokenRelay => policy::ReplacedHeaders::TokenRelay,
                     },
+                    removed_headers: backend.removed_headers,
                     added_headers: backend.added_headers,
+                    response_removed: forwarding.response_removed,
                     response_headers: forwarding.response_headers,
+                    fault_headers: forwarding.fault_headers,
                     cache: forwarding
                         .cache
                         .map(|(key, ttl_secs)| policy::CacheStore { key, ttl_secs }),

@@ -16,6 +16,7 @@ pub mod canon;
 pub mod entries;
 pub mod introspection;
 pub mod mcp;
+pub mod mediation;
 pub mod page;
 pub mod sealed;
 pub mod stored;
@@ -185,6 +186,9 @@ pub struct ApiRoute {
     /// Its MCP server, when its provider serves it as one (absent otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mcp: Option<mcp::McpServer>,
+    /// Its sequences, compiled (absent when it has none that does anything).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mediation: Option<mediation::Mediation>,
 }
 
 /// The schemes an API is served on (WSO2's `transport`, which its gateway applies as the

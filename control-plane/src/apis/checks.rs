@@ -7,6 +7,8 @@ use super::rules::{check_context_length, resource_tiers};
 use crate::error::{Error, Result};
 use crate::manifest::Touches;
 use crate::manifest::{self, Touched};
+use crate::mediation::records::MediationRow;
+use crate::mediation::{self, sequences};
 use crate::state::AppState;
 use crate::tiers::{self, TierLevel};
 use crate::tokens::Caller;
@@ -29,9 +31,32 @@ pub async fn tenant_api(state: &AppState, caller: &Caller, api_id: &str) -> Resu
 /// Refuses (400) a record, as it is about to be stored, that gateways could not take: its
 /// stored context too long, or an entry it compiles into past the bound. Checked on every
 /// write of a record, whatever its state, so that deploying it later cannot fail.
-pub(super) fn check_deployable(record: &ApiRecord, mcp: Option<&str>) -> Result<()> {
+/// Its `sequences` are checked too: each names one of the API's own mediation policies
+/// (those of API `policies_of`, the one it is or is copied from; none for a new API) or a
+/// global one, and runs at the gateway.
+pub async fn check_deployable(
+    state: &AppState,
+    record: &ApiRecord,
+    mcp: Option<&str>,
+    policies_of: Option<&str>,
+) -> Result<()> {
+    let own: Vec<MediationRow> = match policies_of {
+        Some(id) => mediation::queries::of_apis(&state.db, &[id]).await?,
+        None => Vec::new(),
+    };
+    check_deployable_with(record, mcp, &own)
+}
+
+/// [`check_deployable`] with the API's own mediation policies as `own` (as a write of
+/// one of them is about to leave them).
+pub fn check_deployable_with(
+    record: &ApiRecord,
+    mcp: Option<&str>,
+    own: &[MediationRow],
+) -> Result<()> {
     check_context_length(record.context.as_deref().unwrap_or_default()).map_err(Error::Invalid)?;
-    manifest::check_api_entries(record, mcp).map_err(Error::Invalid)
+    let mediation = sequences::plan(&record.sequence_names(), own).map_err(Error::Invalid)?;
+    manifest::check_api_entries(record, mcp, mediation).map_err(Error::Invalid)
 }
 
 /// Refuses a record whose endpoints the gateways' egress policy would never reach.

@@ -21,7 +21,7 @@ pub(crate) mod store_api_tags;
 mod swagger_json;
 mod visibility;
 
-pub use checks::tenant_api;
+pub use checks::{check_deployable, check_deployable_with, tenant_api};
 pub use queries::{
     all_rows, find, records_with_password, replace_record, revisions, rows_of, tenant_apis,
 };

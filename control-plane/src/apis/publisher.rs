@@ -137,7 +137,7 @@ async fn create_api(
     record.context = Some(context.clone());
     record.status = Some(status.to_string());
     record.seal_backend_password(&state.data_keys, &id, None)?;
-    check_deployable(&record, None)?;
+    check_deployable(&state, &record, None, None).await?;
     check_tiers_exist(&state, &tenant, &record).await?;
 
     let mut tx = state.db.begin().await?;
@@ -244,7 +244,7 @@ async fn update_api(
     record.validate()?;
     check_endpoints(&state, &record)?;
     record.seal_backend_password(&state.data_keys, &api.id, Some(&api.record))?;
-    check_deployable(&record, api.mcp.as_deref())?;
+    check_deployable(&state, &record, api.mcp.as_deref(), Some(&api.id)).await?;
     check_tiers_exist(&state, &api.tenant, &record).await?;
     let routes = RouteClaim {
         api_id: &api.id,
@@ -350,7 +350,7 @@ async fn put_swagger(
     validate_swagger(&definition).map_err(Error::Invalid)?;
     let mut record = api.full_record();
     record.api_definition = Some(definition.clone());
-    check_deployable(&record, api.mcp.as_deref())?;
+    check_deployable(&state, &record, api.mcp.as_deref(), Some(&api.id)).await?;
     check_tiers_exist(&state, &api.tenant, &record).await?;
     queries::save_record(&state.db, &api.id, &record).await?;
     Ok((

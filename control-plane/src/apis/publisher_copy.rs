@@ -51,7 +51,8 @@ async fn copy_api(
     let source = tenant_api(&state, &caller, &api_id).await?;
     let id = uuid::Uuid::new_v4().to_string();
     let record = new_version_record(&state.data_keys, &source, &id, &new_version)?;
-    check_deployable(&record, None)?;
+    // The copy takes the source's mediation policies with it.
+    check_deployable(&state, &record, None, Some(&source.id)).await?;
     check_tiers_exist(&state, &source.tenant, &record).await?;
 
     let mut tx = state.db.begin().await?;

@@ -196,6 +196,23 @@ impl ApiRecord {
             .flatten()
     }
 
+    /// `sequences` as (name, type) pairs, in order (a part missing is empty text, which
+    /// names no policy).
+    pub fn sequence_names(&self) -> Vec<(String, String)> {
+        typed::<Vec<Sequence>>("sequences", &self.sequences)
+            .ok()
+            .flatten()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|s| {
+                (
+                    s.name.unwrap_or_default(),
+                    s.sequence_type.unwrap_or_default(),
+                )
+            })
+            .collect()
+    }
+
     /// `corsConfiguration` in its typed shape.
     pub fn cors(&self) -> Option<CorsConfiguration> {
         typed("corsConfiguration", &self.cors_configuration)

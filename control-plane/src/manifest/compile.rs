@@ -9,6 +9,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use apim_manifest::bounds::MAX_ENTRY_BYTES;
 use apim_manifest::entries::json;
+use apim_manifest::mediation::Mediation;
 use apim_manifest::{
     ApiRoute, ApiState, ApiType, Application, AuthType, BackendJwt, EntriesBuilder, Meta,
     Operation, Revocation, RouteSource, Subscription, TenantTiers, Tiers, TokenKey, Transports,
@@ -26,6 +27,8 @@ use crate::apis::queries as apis;
 use crate::apis::records::{ApiRecord, ApiRow};
 use crate::apis::rules::swagger_operations;
 use crate::mcp::records::McpSettings;
+use crate::mediation::records::MediationRow;
+use crate::mediation::{self, sequences};
 use crate::signing::KeyRing;
 use crate::subscriptions::{self, Grant};
 use crate::tiers::{self, TierLevel, UNLIMITED};
@@ -252,12 +255,13 @@ impl ApiCache {
     /// deployed.
     pub async fn refresh_some(&mut self, db: &AnyPool, ids: &[&str]) -> anyhow::Result<()> {
         let rows = apis::rows_of(db, ids).await?;
+        let policies = policies_by_api(mediation::queries::of_apis(db, ids).await?);
         for id in ids {
             self.remove(id);
             self.refused.remove(*id);
         }
         for row in rows {
-            self.compile(row)?;
+            self.compile(row, &policies)?;
         }
         Ok(())
     }
@@ -292,8 +296,9 @@ impl ApiCache {
             .collect();
         if stale.len() > BULK_FETCH {
             let rows = apis::all_rows(db).await?;
+            let policies = policies_by_api(mediation::queries::all(db).await?);
             for row in rows.into_iter().filter(|row| stale.contains(&row.id)) {
-                self.compile(row)?;
+                self.compile(row, &policies)?;
             }
         } else {
             let ids: Vec<&str> = stale.iter().map(String::as_str).collect();
@@ -302,8 +307,9 @@ impl ApiCache {
         Ok(())
     }
 
-    /// Compiles a row (as read now, which may be newer than a scan before), if deployed.
-    fn compile(&mut self, row: ApiRow) -> anyhow::Result<()> {
+    /// Compiles a row (as read now, which may be newer than a scan before), if deployed,
+    /// with its mediation policies among `policies`.
+    fn compile(&mut self, row: ApiRow, policies: &PoliciesByApi) -> anyhow::Result<()> {
         let ApiRow {
             id,
             name,
@@ -325,6 +331,8 @@ impl ApiCache {
             .backend_authorization(&id, &record)
             .map_err(|err| format!("{err:#}"))
             .and_then(|authorization| {
+                let own = policies.get(&id).map_or(&[][..], Vec::as_slice);
+                let mediation = mediation_of(&id, &record, own);
                 let route = api_route(
                     id.clone(),
                     name,
@@ -334,6 +342,7 @@ impl ApiCache {
                     &record,
                     mcp.as_deref(),
                     authorization,
+                    mediation,
                 );
                 let source = RouteSource::of(&route, environments(&record));
                 let json = json(&route);
@@ -366,6 +375,29 @@ impl ApiCache {
     }
 }
 
+/// Mediation policies by API id.
+type PoliciesByApi = HashMap<String, Vec<MediationRow>>;
+
+fn policies_by_api(rows: Vec<MediationRow>) -> PoliciesByApi {
+    let mut by_api = PoliciesByApi::new();
+    for row in rows {
+        by_api.entry(row.api_id.clone()).or_default().push(row);
+    }
+    by_api
+}
+
+/// An API's sequences compiled for gateways. Writes are checked, so a plan fails only
+/// for rows stored before a check existed: the API is still served, without its
+/// mediation, and the log says why.
+fn mediation_of(id: &str, record: &ApiRecord, own: &[MediationRow]) -> Option<Mediation> {
+    sequences::plan(&record.sequence_names(), own)
+        .inspect_err(|why| {
+            tracing::error!(api = %id, "{why}; the API is served without its sequences until they are fixed");
+        })
+        .ok()
+        .flatten()
+}
+
 /// Lifecycle state an API is checked in before it is deployed: the one with the longest
 /// name, so that an API that passes fits in every state (the state is in its entry).
 const LONGEST_STATE: ApiState = ApiState::Deprecated;
@@ -373,7 +405,12 @@ const LONGEST_STATE: ApiState = ApiState::Deprecated;
 /// Checks that an API compiles, as the compiler would compile it once deployed, into
 /// entries no larger than [`MAX_ENTRY_BYTES`]; why not, otherwise. The record's id, name,
 /// version and context are those it is (or will be) stored with; `mcp`, its MCP settings.
-pub fn check_api_entries(record: &ApiRecord, mcp: Option<&str>) -> Result<(), String> {
+/// `mediation`, its sequences' plan.
+pub fn check_api_entries(
+    record: &ApiRecord,
+    mcp: Option<&str>,
+    mediation: Option<Mediation>,
+) -> Result<(), String> {
     let text = |v: &Option<String>| v.clone().unwrap_or_default();
     // The password as stored (encrypted) is longer than in clear: sealed in its place, it
     // makes an entry at least as long as the one gateways will get.
@@ -393,6 +430,7 @@ pub fn check_api_entries(record: &ApiRecord, mcp: Option<&str>) -> Result<(), St
         record,
         mcp,
         authorization,
+        mediation,
     );
     check_entries(
         &json(&route),
@@ -453,6 +491,7 @@ fn api_route(
     record: &ApiRecord,
     mcp: Option<&str>,
     sealed_backend_authorization: Option<String>,
+    mediation: Option<Mediation>,
 ) -> ApiRoute {
     let endpoints: Value = record
         .endpoint_config
@@ -497,6 +536,7 @@ fn api_route(
             ApiType::Http => crate::mcp::rules::server(&definition, &McpSettings::of_row(mcp)),
             ApiType::Ws => None,
         },
+        mediation,
     }
 }
 
@@ -615,6 +655,7 @@ mod tests {
                 record,
                 None,
                 None,
+                None,
             )
         };
         let without = route(&record);
@@ -700,6 +741,7 @@ mod tests {
                 &record,
                 None,
                 None,
+                None,
             );
             (route.transports, json(&route))
         };
@@ -720,14 +762,14 @@ mod tests {
     fn entry_bound_refuses_oversized_apis_and_takes_large_ones() {
         let long_path = format!("/{}", "a".repeat(200 * 1024));
         let oversized = record_with_paths([long_path], METHODS);
-        let why = check_api_entries(&oversized, None).unwrap_err();
+        let why = check_api_entries(&oversized, None, None).unwrap_err();
         assert!(why.contains("gateway entry of"), "{why}");
 
         let resources =
             (0..400).map(|i| format!("/customers/{{customerId}}/orders{i}/{{orderId}}/items"));
         let large = record_with_paths(resources, &["get", "put", "post", "delete"]);
         assert!(crate::apis::validate_swagger(large.api_definition.as_deref().unwrap()).is_ok());
-        check_api_entries(&large, None).unwrap();
+        check_api_entries(&large, None, None).unwrap();
         let route = api_route(
             "id".into(),
             "Big".into(),
@@ -735,6 +777,7 @@ mod tests {
             "/big".into(),
             LONGEST_STATE,
             &large,
+            None,
             None,
             None,
         );

@@ -87,8 +87,7 @@ async fn put_mcp(
     let definition = api.record.definition();
     let settings = rules::check(&definition, body).map_err(Error::Invalid)?;
     let stored = serde_json::to_string(&settings).map_err(anyhow::Error::from)?;
-    crate::manifest::check_api_entries(&api.full_record(), Some(&stored))
-        .map_err(Error::Invalid)?;
+    crate::apis::check_deployable(&state, &api.full_record(), Some(&stored), Some(&api.id)).await?;
     super::queries::put(&state.db, &api.id, &stored).await?;
     tracing::info!(api = %api.id, enabled = settings.enabled, "MCP settings stored");
     Ok((

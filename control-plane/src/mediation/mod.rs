@@ -1,11 +1,14 @@
 //! Mediation policies (WSO2 v0.14): the record and its row (`records`), its rules
-//! (`rules`), its queries (`queries`), the global policies (`defaults`) and the
-//! publisher's resources (`publisher`).
+//! (`rules`), its queries (`queries`), the global policies (`defaults`), Synapse
+//! sequences compiled for gateways (`synapse`), an API's sequences resolved into its plan
+//! (`sequences`) and the publisher's resources (`publisher`).
 
 mod defaults;
 pub(crate) mod publisher;
-mod queries;
-mod records;
+pub mod queries;
+pub mod records;
 mod rules;
+pub mod sequences;
+mod synapse;
 
 pub use queries::copy_mediation_policies_to_version;

@@ -1,8 +1,8 @@
 //! Mediation policies in the publisher (WSO2 v0.14): an API's own under
 //! `/apis/{apiId}/policies/mediation` (`apim:api_view` reads, `apim:api_create` writes,
 //! in the caller's tenant) and the global ones at `/policies/mediation`
-//! (`apim:mediation_policy_view`). They are stored only: gateways do not apply them yet,
-//! so no change here asks for a compile.
+//! (`apim:mediation_policy_view`). A change to a policy the API's `sequences` name is
+//! checked as they would run and compiled for gateways; any other is stored only.
 
 use axum::Json;
 use axum::extract::{Path, State};
@@ -14,13 +14,15 @@ use super::defaults::GLOBAL_POLICIES;
 use super::queries;
 use super::records::{Mediation, MediationInfo, MediationRow};
 use super::rules::{self, CheckedPolicy};
-use crate::apis::tenant_api;
+use super::sequences;
+use crate::apis::records::StoredApi;
+use crate::apis::{check_deployable_with, tenant_api};
 use crate::error::{Error, Result};
 use crate::http::PUBLISHER;
 use crate::http::extract::{JsonBody, QueryParams};
 use crate::http::pagination::{ListEnvelope, Page};
 use crate::http::routes::{Routes, get};
-use crate::manifest::Touches;
+use crate::manifest::{Touched, Touches};
 use crate::scopes::Scope;
 use crate::state::AppState;
 use crate::tokens::Caller;
@@ -108,11 +110,14 @@ async fn create_policy(
     let api = tenant_api(&state, &caller, &api_id).await?;
     let policy = rules::check(body)?;
     let row = row(uuid::Uuid::new_v4().to_string(), api.id.clone(), policy);
+    let mut after = own_policies(&state, &api).await?;
+    after.push(row.clone());
+    let named = named_in_sequences(&api, &[&row], &after)?;
     queries::insert(&state.db, &row).await?;
     tracing::info!(api = %api.id, policy = %row.id, name = %row.name, "mediation policy created");
     let location = format!("{PUBLISHER}/apis/{}/policies/mediation/{}", api.id, row.id);
     Ok((
-        Touches::nothing(),
+        recompiled(&state, &api, named).await?,
         [(header::LOCATION, location)],
         Json(Mediation::from(row)),
     )
@@ -143,11 +148,17 @@ async fn update_policy(
     caller.require(&state, Scope::ApiCreate)?;
     let api = tenant_api(&state, &caller, &api_id).await?;
     let policy = rules::check(body)?;
-    let row = row(policy_id.clone(), api.id, policy);
+    let row = row(policy_id.clone(), api.id.clone(), policy);
+    let mut after = own_policies(&state, &api).await?;
+    let Some(before) = after.iter().position(|p| p.id == policy_id) else {
+        return Err(Error::NotFound("Mediation Policy", policy_id));
+    };
+    let before = std::mem::replace(&mut after[before], row.clone());
+    let named = named_in_sequences(&api, &[&before, &row], &after)?;
     if !queries::update(&state.db, &row).await? {
         return Err(Error::NotFound("Mediation Policy", policy_id));
     }
-    Ok((Touches::nothing(), Json(row.into())))
+    Ok((recompiled(&state, &api, named).await?, Json(row.into())))
 }
 
 /// `DELETE /apis/{apiId}/policies/mediation/{mediationPolicyId}`: 200 with no body.
@@ -158,9 +169,55 @@ async fn delete_policy(
 ) -> Result<(Touches, StatusCode)> {
     caller.require(&state, Scope::ApiCreate)?;
     let api = tenant_api(&state, &caller, &api_id).await?;
+    let mut after = own_policies(&state, &api).await?;
+    if let Some(at) = after.iter().position(|p| p.id == policy_id) {
+        let before = after.remove(at);
+        named_in_sequences(&api, &[&before], &after)?;
+    }
     if !queries::delete(&state.db, &api.id, &policy_id).await? {
         return Err(Error::NotFound("Mediation Policy", policy_id));
     }
     tracing::info!(api = %api.id, policy = %policy_id, "mediation policy deleted");
     Ok((Touches::nothing(), StatusCode::OK))
+}
+
+async fn own_policies(state: &AppState, api: &StoredApi) -> Result<Vec<MediationRow>> {
+    Ok(queries::of_apis(&state.db, &[&api.id]).await?)
+}
+
+/// Whether the API's `sequences` name one of `changed` (a policy as it was or will be),
+/// checked with its own policies as the write leaves them (`after`): a 409 when a policy
+/// they name would be gone, a 400 when they would not run.
+fn named_in_sequences(
+    api: &StoredApi,
+    changed: &[&MediationRow],
+    after: &[MediationRow],
+) -> Result<bool> {
+    let named = api.record.sequence_names();
+    let names = |p: &MediationRow| sequences::names(&named, &p.name, &p.flow);
+    if !changed.iter().any(|p| names(p)) {
+        return Ok(false);
+    }
+    for gone in changed.iter().filter(|p| names(p)) {
+        if !after
+            .iter()
+            .any(|p| p.name == gone.name && p.flow == gone.flow)
+        {
+            return Err(Error::Conflict(format!(
+                "The API's sequences name mediation policy '{}' of type '{}'; take it out of them first",
+                gone.name, gone.flow
+            )));
+        }
+    }
+    check_deployable_with(&api.full_record(), api.mcp.as_deref(), after)?;
+    Ok(true)
+}
+
+/// What a write compiles for gateways: the API again when its sequences name the policy.
+async fn recompiled(state: &AppState, api: &StoredApi, named: bool) -> Result<Touches> {
+    if !named {
+        return Ok(Touches::nothing());
+    }
+    queries::touch_api(&state.db, &api.id).await?;
+    Ok(Touches::one(Touched::Api(api.id.clone())))
 }

@@ -105,3 +105,32 @@ pub async fn copy_mediation_policies_to_version(
     let columns = "name, flow, config, created_at, updated_at";
     crate::db::copy_api_rows(tx, "api_mediation_policies", columns, from, to, true).await
 }
+
+/// Every policy of these APIs (for the manifest compiler).
+pub async fn of_apis(db: &AnyPool, api_ids: &[&str]) -> sqlx::Result<Vec<MediationRow>> {
+    // language=SQL
+    let select = format!("SELECT {MEDIATION_COLUMNS} FROM api_mediation_policies WHERE api_id");
+    crate::db::rows_in(db, &select, api_ids).await
+}
+
+/// Every API's policies (for a compile of every API).
+pub async fn all(db: &AnyPool) -> sqlx::Result<Vec<MediationRow>> {
+    // language=SQL
+    sqlx::query_as(&format!(
+        "SELECT {MEDIATION_COLUMNS} FROM api_mediation_policies"
+    ))
+    .fetch_all(db)
+    .await
+}
+
+/// A new revision of API `api_id`, whose sequences name a policy that changed: the
+/// compiler reads it again.
+pub async fn touch_api(db: &AnyPool, api_id: &str) -> Result<()> {
+    // language=SQL
+    sqlx::query("UPDATE apis SET updated_at = $1, revision = revision + 1 WHERE id = $2")
+        .bind(now())
+        .bind(api_id)
+        .execute(db)
+        .await?;
+    Ok(())
+}

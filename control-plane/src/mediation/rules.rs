@@ -1,8 +1,10 @@
 //! What a mediation policy may be: a name fit for a file (WSO2 keeps each as
 //! `<type>/<name>.xml` in its registry), one of the three flows, and a Synapse
-//! `sequence` as well-formed XML without a DOCTYPE (see `crate::xml`), at most 256 KiB.
+//! `sequence` as well-formed XML without a DOCTYPE (see `crate::xml`), at most 256 KiB,
+//! whose mediators gateways run in that flow (`synapse`).
 
 use super::records::{FLOWS, Mediation};
+use super::synapse::{self, Flow};
 use crate::error::{Error, Result};
 
 /// Largest policy, bytes.
@@ -36,13 +38,13 @@ pub fn check(body: Mediation) -> Result<CheckedPolicy> {
         )));
     }
     let flow = body.flow.unwrap_or_default();
-    if !FLOWS.contains(&flow.as_str()) {
+    let Some(runs_in) = Flow::named(&flow) else {
         return Err(Error::Invalid(format!(
             "Invalid type '{}': one of {}",
             flow.escape_default(),
             FLOWS.join(", ")
         )));
-    }
+    };
     let config = body.config.unwrap_or_default();
     if config.len() > MAX_CONFIG_BYTES {
         return Err(Error::PayloadTooLarge);
@@ -53,6 +55,7 @@ pub fn check(body: Mediation) -> Result<CheckedPolicy> {
         ));
     }
     crate::xml::check_document(&config, "sequence")
+        .and_then(|()| synapse::compile(&config, runs_in).map(drop))
         .map_err(|problem| Error::Invalid(format!("Invalid mediation policy: {problem}")))?;
     Ok(CheckedPolicy { name, flow, config })
 }
@@ -72,8 +75,7 @@ mod tests {
 
     #[test]
     fn policies_are_named_sequences() {
-        let sequence =
-            r#"<sequence xmlns="http://ws.apache.org/ns/synapse" name="h"><log/></sequence>"#;
+        let sequence = r#"<sequence xmlns="http://ws.apache.org/ns/synapse" name="h"><property name="a" value="b"/></sequence>"#;
         assert!(check(body("add_header-1.xml", "fault", sequence)).is_ok());
         for (name, flow, config) in [
             ("../in/x", "in", sequence),
@@ -83,6 +85,8 @@ mod tests {
             ("h", "request", sequence),
             ("h", "in", "<definitions/>"),
             ("h", "in", "<!DOCTYPE s><sequence/>"),
+            ("h", "in", "<sequence><send/></sequence>"),
+            ("h", "fault", "<sequence><log/></sequence>"),
         ] {
             assert!(
                 matches!(check(body(name, flow, config)), Err(Error::Invalid(_))),

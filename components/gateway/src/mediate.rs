@@ -1,0 +1,346 @@
+//! An API's mediation ([`apim_manifest::mediation`]) run on an admitted call, from its
+//! head: what the backend's request and the client's answer get, as a [`Rewrite`] both
+//! forwarding paths apply (the host's, through `apim:gateway/policy`'s `forward`, and the
+//! component's own).
+//!
+//! Every flow runs when the call is decided: the in flow on the request's headers, the
+//! out and fault flows on the properties it left (the control plane refuses steps of
+//! those flows that would read the backend's answer).
+
+use std::cell::RefCell;
+
+use apim_manifest::ApiRoute;
+use apim_manifest::mediation::{CallFact, Mediation, Step, Value};
+use regex::Regex;
+
+use apim_http::text;
+
+use crate::host::Headers;
+
+/// Patterns an instance keeps compiled at most (cleared when full).
+const MAX_PATTERNS: usize = 256;
+/// Longest value a log line shows, bytes.
+const MAX_LOGGED_BYTES: usize = 1024;
+/// Headers whose values a log never shows.
+const CREDENTIALS: &[&str] = &[
+    "authorization",
+    "proxy-authorization",
+    "cookie",
+    "set-cookie",
+    "apikey",
+    "x-jwt-assertion",
+];
+
+/// Filters' patterns, compiled once per instance.
+#[derive(Debug, Clone, Default)]
+pub struct Patterns(RefCell<Vec<(String, Option<Regex>)>>);
+
+impl Patterns {
+    /// Whether `text` matches `pattern` (anchored by the control plane); a pattern that
+    /// does not compile here matches nothing.
+    fn matches(&self, pattern: &str, text: &str) -> bool {
+        let mut known = self.0.borrow_mut();
+        if let Some((_, regex)) = known.iter().find(|(p, _)| p == pattern) {
+            return regex.as_ref().is_some_and(|r| r.is_match(text));
+        }
+        if known.len() >= MAX_PATTERNS {
+            known.clear();
+        }
+        let regex = regex::RegexBuilder::new(pattern)
+            .size_limit(1 << 20)
+            .build()
+            .ok();
+        let matched = regex.as_ref().is_some_and(|r| r.is_match(text));
+        known.push((pattern.to_string(), regex));
+        matched
+    }
+}
+
+/// What a call's mediation changes.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Rewrite {
+    /// Client headers that do not pass on to the backend (removed, or set anew).
+    pub removed: Vec<String>,
+    /// Headers the backend's request gets.
+    pub added: Headers,
+    /// Headers taken off the backend's answer.
+    pub response_removed: Vec<String>,
+    /// Headers the backend's answer gets, replacing any of the same names.
+    pub response_set: Headers,
+    /// Headers the gateway's answer gets when the backend fails.
+    pub fault_set: Headers,
+}
+
+/// What the gateway knows of the call.
+pub struct Facts<'a> {
+    pub api: &'a ApiRoute,
+    pub method: &'a str,
+    /// The request's query, canonical, without `?`.
+    pub query: Option<&'a str>,
+    /// The token's end user (empty when none).
+    pub user: &'a str,
+    /// The calling application's id (empty when none).
+    pub application: &'a str,
+    pub now_ms: i64,
+}
+
+/// Runs every flow of `plan` for a call whose client headers are `request`.
+pub fn run(plan: &Mediation, request: &Headers, facts: &Facts, patterns: &Patterns) -> Rewrite {
+    let mut properties = Properties::default();
+    let mut rewrite = Rewrite::default();
+    let mut incoming = Message::new(Some(request));
+    incoming.run(&plan.request, facts, &mut properties, patterns);
+    (rewrite.removed, rewrite.added) = incoming.into_changes();
+    let mut outgoing = Message::new(None);
+    outgoing.run(&plan.response, facts, &mut properties, patterns);
+    (rewrite.response_removed, rewrite.response_set) = outgoing.into_changes();
+    let mut fault = Message::new(None);
+    fault.run(&plan.fault, facts, &mut properties, patterns);
+    rewrite.fault_set = fault.into_changes().1;
+    rewrite
+}
+
+/// Message properties, by name, in the order first set.
+#[derive(Default)]
+struct Properties(Vec<(String, String)>);
+
+impl Properties {
+    fn get(&self, name: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn set(&mut self, name: &str, value: String) {
+        match self.0.iter_mut().find(|(n, _)| n == name) {
+            Some((_, old)) => *old = value,
+            None => self.0.push((name.to_string(), value)),
+        }
+    }
+
+    fn remove(&mut self, name: &str) {
+        self.0.retain(|(n, _)| n != name);
+    }
+}
+
+/// One message's headers as a flow changes them: the headers it came with (a request's;
+/// none for an answer, which the flow never reads) and each name's last change.
+struct Message<'r> {
+    original: Option<&'r Headers>,
+    /// Lower-case name and its new value; `None` removed.
+    changes: Vec<(String, Option<Vec<u8>>)>,
+}
+
+impl<'r> Message<'r> {
+    fn new(original: Option<&'r Headers>) -> Self {
+        Self {
+            original,
+            changes: Vec::new(),
+        }
+    }
+
+    fn header(&self, name: &str) -> Option<String> {
+        match self.changes.iter().find(|(n, _)| n == name) {
+            Some((_, value)) => value.as_deref().and_then(text).map(str::to_string),
+            None => self
+                .original
+                .and_then(|headers| crate::host::header(headers, name))
+                .map(str::to_string),
+        }
+    }
+
+    fn change(&mut self, name: &str, value: Option<Vec<u8>>) {
+        self.changes.retain(|(n, _)| n != name);
+        self.changes.push((name.to_string(), value));
+    }
+
+    /// The names changed (none pass on as they came) and the values set.
+    fn into_changes(self) -> (Vec<String>, Headers) {
+        let mut names = Vec::with_capacity(self.changes.len());
+        let mut set = Headers::new();
+        for (name, value) in self.changes {
+            if let Some(value) = value {
+                set.push((name.clone(), value));
+            }
+            names.push(name);
+        }
+        (names, set)
+    }
+
+    fn run(
+        &mut self,
+        steps: &[Step],
+        facts: &Facts,
+        properties: &mut Properties,
+        patterns: &Patterns,
+    ) {
+        for step in steps {
+            match step {
+                Step::SetHeader { name, value } => {
+                    if let Some(value) = self.value(value, facts, properties)
+                        && fits_a_header(&value)
+                    {
+                        self.change(name, Some(value.into_bytes()));
+                    }
+                }
+                Step::RemoveHeader { name } => self.change(name, None),
+                Step::SetProperty { name, value } => match self.value(value, facts, properties) {
+                    Some(value) => properties.set(name, value),
+                    None => properties.remove(name),
+                },
+                Step::RemoveProperty { name } => properties.remove(name),
+                Step::Log {
+                    category,
+                    properties: logged,
+                } => eprintln!("{}", self.log_line(category, logged, facts, properties)),
+                Step::Filter {
+                    source,
+                    regex,
+                    then,
+                    otherwise,
+                } => {
+                    let source = self.value(source, facts, properties).unwrap_or_default();
+                    let branch = if patterns.matches(regex, &source) {
+                        then
+                    } else {
+                        otherwise
+                    };
+                    self.run(branch, facts, properties, patterns);
+                }
+            }
+        }
+    }
+
+    /// What a value reads now; `None` when unset.
+    fn value(&self, value: &Value, facts: &Facts, properties: &Properties) -> Option<String> {
+        match value {
+            Value::Text(text) => Some(text.clone()),
+            Value::Header(name) => self.header(name),
+            Value::Property(name) => properties.get(name).map(str::to_string),
+            Value::Query(name) => query_parameter(facts.query, name),
+            Value::Call(fact) => fact_of(*fact, facts),
+        }
+    }
+
+    /// A line for the gateway's log: the API and each property, credentials masked.
+    fn log_line(
+        &self,
+        category: &str,
+        logged: &[(String, Value)],
+        facts: &Facts,
+        properties: &Properties,
+    ) -> String {
+        let mut line = format!(
+            "mediation {category} API {}:{}",
+            facts.api.name, facts.api.version
+        );
+        for (name, value) in logged {
+            let shown = match value {
+                Value::Header(header) if CREDENTIALS.contains(&header.as_str()) => {
+                    "****".to_string()
+                }
+                _ => self
+                    .value(value, facts, properties)
+                    .map_or_else(|| "null".to_string(), |v| printable(&v)),
+            };
+            line.push_str(&format!(", {} = {shown}", printable(name)));
+        }
+        line
+    }
+}
+
+/// Whether a value may travel as a header's: no control character but tab (a query
+/// parameter decoded may hold any).
+fn fits_a_header(value: &str) -> bool {
+    !value.chars().any(|c| c.is_control() && c != '\t')
+}
+
+/// A value as a log line shows it: one line, bounded.
+fn printable(value: &str) -> String {
+    let mut shown: String = value
+        .chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect();
+    if shown.len() > MAX_LOGGED_BYTES {
+        let mut end = MAX_LOGGED_BYTES;
+        while !shown.is_char_boundary(end) {
+            end -= 1;
+        }
+        shown.truncate(end);
+        shown.push_str("...");
+    }
+    shown
+}
+
+/// A query parameter's first value, decoded.
+fn query_parameter(query: Option<&str>, name: &str) -> Option<String> {
+    form_urlencoded::parse(query?.as_bytes())
+        .find(|(n, _)| n == name)
+        .map(|(_, v)| v.into_owned())
+}
+
+fn fact_of(fact: CallFact, facts: &Facts) -> Option<String> {
+    let known = |text: &str| (!text.is_empty()).then(|| text.to_string());
+    match fact {
+        CallFact::ApiName => Some(facts.api.name.clone()),
+        CallFact::ApiVersion => Some(facts.api.version.clone()),
+        CallFact::ApiContext => Some(facts.api.context.clone()),
+        CallFact::UserName => known(facts.user),
+        CallFact::ApplicationId => known(facts.application),
+        CallFact::HttpMethod => Some(facts.method.to_string()),
+        CallFact::SystemTime => Some(facts.now_ms.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn api() -> ApiRoute {
+        serde_json::from_value(serde_json::json!({
+            "id": "a", "name": "Pets", "version": "v1", "context": "/pets",
+            "state": "PUBLISHED", "default_version": false, "operations": [],
+            "production_url": null, "sandbox_url": null,
+            "sealed_backend_authorization": null,
+            "max_tps": {"production": null, "sandbox": null},
+            "cors": null, "cache_timeout_secs": null
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn log_lines_mask_credentials_and_keep_to_one_bounded_line() {
+        let api = api();
+        let facts = Facts {
+            api: &api,
+            method: "GET",
+            query: Some("q=a%0Ab"),
+            user: "",
+            application: "",
+            now_ms: 7,
+        };
+        let headers: Headers = vec![
+            ("authorization".into(), b"Bearer secret".to_vec()),
+            ("x-long".into(), "é".repeat(600).into_bytes()),
+        ];
+        let message = Message::new(Some(&headers));
+        let logged = vec![
+            ("auth".to_string(), Value::Header("authorization".into())),
+            ("q".to_string(), Value::Query("q".into())),
+            ("who".to_string(), Value::Call(CallFact::UserName)),
+            ("at".to_string(), Value::Call(CallFact::SystemTime)),
+            ("long".to_string(), Value::Header("x-long".into())),
+        ];
+        let line = message.log_line("INFO", &logged, &facts, &Properties::default());
+        assert!(
+            line.starts_with(
+                "mediation INFO API Pets:v1, auth = ****, q = a?b, who = null, at = 7, long = é"
+            ),
+            "{line}"
+        );
+        assert!(!line.contains("secret") && !line.contains('\n'));
+        assert!(line.ends_with("..."), "{line}");
+        assert!(line.len() < 1200);
+    }
+}

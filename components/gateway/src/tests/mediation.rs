@@ -1,0 +1,244 @@
+//! An API's sequences at the gateway: the in flow changes what the backend gets, the out
+//! flow what the client gets, the fault flow the answer to a failed backend; the same on
+//! the handler's forwarding and in the decision a forwarding host carries out.
+
+use apim_manifest::mediation::{CallFact, Mediation, Step, Value};
+
+use super::*;
+use crate::gateway::Decision;
+
+fn set(name: &str, value: Value) -> Step {
+    Step::SetHeader {
+        name: name.into(),
+        value,
+    }
+}
+
+fn text(value: &str) -> Value {
+    Value::Text(value.into())
+}
+
+/// A world whose API runs `plan`, and whose backend answers with `x-internal` and
+/// `server` headers.
+fn mediated(plan: Mediation) -> World {
+    let mut world = World::new();
+    world.host.backend = Box::new(|_| {
+        let mut answer = Response::new(200, "application/json", "{}");
+        answer
+            .headers
+            .push(("x-internal".into(), b"secret-host".to_vec()));
+        answer
+            .headers
+            .push(("server".into(), b"legacy/1.0".to_vec()));
+        Ok(answer)
+    });
+    world.manifest.apis[0].route.mediation = Some(plan);
+    assert_eq!(world.publish().status, 200);
+    world
+}
+
+/// The headers the backend got with the last call.
+fn sent_headers(world: &World) -> Headers {
+    world
+        .host
+        .sent
+        .borrow()
+        .last()
+        .expect("sent")
+        .headers
+        .clone()
+}
+
+fn in_flow() -> Mediation {
+    Mediation {
+        request: vec![
+            set("x-tenant", text("acme")),
+            Step::RemoveHeader {
+                name: "x-debug".into(),
+            },
+            Step::SetProperty {
+                name: "agent".into(),
+                value: Value::Header("user-agent".into()),
+            },
+            set("x-agent", Value::Property("agent".into())),
+            set("x-page", Value::Query("page".into())),
+            set("x-api", Value::Call(CallFact::ApiName)),
+            set("x-app", Value::Call(CallFact::ApplicationId)),
+            set("x-note", Value::Query("note".into())),
+            set("authorization", text("Basic b3duOmNyZWRz")),
+            Step::Filter {
+                source: Value::Header("x-env".into()),
+                regex: "^(?:prod|live)$".into(),
+                then: vec![set("x-branch", text("then"))],
+                otherwise: vec![set("x-branch", text("else"))],
+            },
+        ],
+        ..Mediation::default()
+    }
+}
+
+#[test]
+fn the_in_flow_changes_what_the_backend_gets_on_both_paths() {
+    let mut world = mediated(in_flow());
+    let bearer = world.bearer("app-1");
+    let client = [
+        ("authorization", bearer.as_str()),
+        ("x-debug", "1"),
+        ("x-tenant", "forged"),
+        ("user-agent", "curl/8"),
+        ("x-env", "live"),
+    ];
+    // A query parameter decoded into a line break is not a header's value.
+    let path = "/dev/v1/devs/alice/repos?page=2&note=a%0D%0Ab";
+    let response = world.call("GET", path, &client);
+    assert_eq!(response.status, 200);
+    let sent = sent_headers(&world);
+    let values = |name: &str| -> Vec<&str> {
+        sent.iter()
+            .filter(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| std::str::from_utf8(v).unwrap())
+            .collect()
+    };
+    assert_eq!(values("x-tenant"), ["acme"], "set replaces the client's");
+    assert!(values("x-debug").is_empty());
+    assert_eq!(values("x-agent"), ["curl/8"]);
+    assert_eq!(values("x-page"), ["2"]);
+    assert_eq!(values("x-api"), ["Dev"]);
+    assert_eq!(values("x-app"), ["app-1"]);
+    assert!(values("x-note").is_empty());
+    assert_eq!(
+        values("authorization"),
+        ["Basic b3duOmNyZWRz"],
+        "the sequence's credentials replace the endpoint's"
+    );
+    assert_eq!(values("x-branch"), ["then"]);
+    assert_eq!(values("x-forwarded-for").len(), 1, "the gateway's own stay");
+
+    // The decision says the same for a host that forwards.
+    let head = request("GET", path, &client, b"");
+    let Decision::Forward(forwarding) = world.gateway.decide(&world.host, &head).decision else {
+        panic!("forwarded");
+    };
+    let outbound = forwarding
+        .backend
+        .outbound(&forwarding.backend.targets[0], &head);
+    let mut decided = outbound.headers.clone();
+    let mut handled = sent.clone();
+    decided.sort();
+    handled.sort();
+    assert_eq!(decided, handled);
+    for name in ["x-debug", "x-tenant", "authorization"] {
+        assert!(
+            forwarding.backend.removed_headers.iter().any(|n| n == name),
+            "{name} in {:?}",
+            forwarding.backend.removed_headers
+        );
+    }
+
+    // Without the header the filter reads, its other branch.
+    world.call("GET", path, &client[..4]);
+    assert_eq!(header(&sent_headers(&world), "x-branch"), Some("else"));
+}
+
+#[test]
+fn the_out_flow_changes_what_the_client_gets_and_reads_the_in_flows_properties() {
+    let plan = Mediation {
+        request: vec![Step::SetProperty {
+            name: "accept".into(),
+            value: Value::Header("accept".into()),
+        }],
+        response: vec![
+            Step::RemoveHeader {
+                name: "x-internal".into(),
+            },
+            set("server", text("gateway")),
+            set("x-asked", Value::Property("accept".into())),
+            Step::RemoveHeader {
+                name: "access-control-allow-origin".into(),
+            },
+        ],
+        ..Mediation::default()
+    };
+    let mut world = mediated(plan);
+    let bearer = world.bearer("app-1");
+    let client = [
+        ("authorization", bearer.as_str()),
+        ("accept", "application/xml"),
+        ("origin", "http://site"),
+    ];
+    let response = world.call("GET", "/dev/v1/devs/alice/repos", &client);
+    assert_eq!(response.status, 200);
+    assert_eq!(header(&response.headers, "x-internal"), None);
+    assert_eq!(header(&response.headers, "server"), Some("gateway"));
+    assert_eq!(
+        header(&response.headers, "x-asked"),
+        Some("application/xml")
+    );
+    assert_eq!(
+        header(&response.headers, "access-control-allow-origin"),
+        None,
+        "the out flow runs after CORS"
+    );
+    let head = request("GET", "/dev/v1/devs/alice/repos", &client, b"");
+    let Decision::Forward(forwarding) = world.gateway.decide(&world.host, &head).decision else {
+        panic!("forwarded");
+    };
+    // Every name the flow changed comes off the backend's answer; those it set go back
+    // with their new values.
+    assert_eq!(
+        forwarding.response_removed,
+        [
+            "x-internal",
+            "server",
+            "x-asked",
+            "access-control-allow-origin"
+        ]
+    );
+    assert_eq!(
+        header(&forwarding.response_headers, "server"),
+        Some("gateway")
+    );
+}
+
+#[test]
+fn the_fault_flow_marks_the_answer_to_a_failed_backend() {
+    let plan = Mediation {
+        fault: vec![set("x-fault-by", Value::Call(CallFact::ApiName))],
+        ..Mediation::default()
+    };
+    let mut world = mediated(plan);
+    world.host.backend = Box::new(|_| Err(SendError::Unreachable("refused".into())));
+    let bearer = world.bearer("app-1");
+    let client = [("authorization", bearer.as_str())];
+    let response = world.call("GET", "/dev/v1/devs/alice/repos", &client);
+    assert_eq!(code(&response), "101503");
+    assert_eq!(header(&response.headers, "x-fault-by"), Some("Dev"));
+    let head = request("GET", "/dev/v1/devs/alice/repos", &client, b"");
+    let Decision::Forward(forwarding) = world.gateway.decide(&world.host, &head).decision else {
+        panic!("forwarded");
+    };
+    assert_eq!(header(&forwarding.fault_headers, "x-fault-by"), Some("Dev"));
+
+    // A refusal before the backend is not a fault of the flow's.
+    let refused = world.call("GET", "/dev/v1/devs/alice/repos", &[]);
+    assert_eq!(refused.status, 401);
+    assert_eq!(header(&refused.headers, "x-fault-by"), None);
+}
+
+#[test]
+fn an_api_without_sequences_is_forwarded_as_before() {
+    let mut world = World::new();
+    let bearer = world.bearer("app-1");
+    let head = request(
+        "GET",
+        "/dev/v1/devs/alice/repos",
+        &[("authorization", &bearer)],
+        b"",
+    );
+    let Decision::Forward(forwarding) = world.gateway.decide(&world.host, &head).decision else {
+        panic!("forwarded");
+    };
+    assert!(forwarding.backend.removed_headers.is_empty());
+    assert!(forwarding.response_removed.is_empty());
+    assert!(forwarding.fault_headers.is_empty());
+}

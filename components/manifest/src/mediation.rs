@@ -1,0 +1,209 @@
+//! An API's mediation as gateways run it: the steps the control plane compiled once from
+//! its Synapse sequences (WSO2's `in`, `out` and `fault` flows), so that the request path
+//! never reads XML. Each flow is a list of [`Step`]s run in order; a step reads [`Value`]s
+//! the request already holds, so the whole of it is decided with the request's head.
+
+use serde::{Deserialize, Serialize};
+
+/// Most steps in all of an API's flows, filters' branches included.
+pub const MAX_STEPS: usize = 256;
+/// Deepest nesting of filters.
+pub const MAX_DEPTH: usize = 8;
+/// Longest name, literal or pattern a step holds, bytes.
+pub const MAX_TEXT_BYTES: usize = 4096;
+
+/// The steps of an API's flows.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Mediation {
+    /// Run on the request before it goes to the backend (WSO2's `in` flow).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub request: Vec<Step>,
+    /// Run on the backend's answer before it goes to the client (`out`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub response: Vec<Step>,
+    /// Run on the gateway's answer when the backend fails (`fault`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fault: Vec<Step>,
+}
+
+impl Mediation {
+    /// Whether no flow has a step.
+    pub fn is_empty(&self) -> bool {
+        self.request.is_empty() && self.response.is_empty() && self.fault.is_empty()
+    }
+}
+
+/// One step of a flow.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Step {
+    /// Sets a transport header (`property` or `header` of scope `transport`), replacing
+    /// any of that name; nothing when the value is unset.
+    SetHeader {
+        /// Lower-case name.
+        name: String,
+        /// Its value.
+        value: Value,
+    },
+    /// Removes a transport header.
+    RemoveHeader {
+        /// Lower-case name.
+        name: String,
+    },
+    /// Sets a message property (`property` of scope `default`), which later steps, of
+    /// this flow or a later one, read.
+    SetProperty {
+        /// Its name, as written.
+        name: String,
+        /// Its value.
+        value: Value,
+    },
+    /// Removes a message property.
+    RemoveProperty {
+        /// Its name.
+        name: String,
+    },
+    /// Writes a line to the gateway's log (`log` of level `custom` or `simple`).
+    Log {
+        /// The log's `category` (`INFO` when not given).
+        category: String,
+        /// Each property's name and value, in order.
+        properties: Vec<(String, Value)>,
+    },
+    /// Runs `then` when the source's whole text matches the pattern (as Java's
+    /// `Matcher.matches`, which Synapse's `filter` uses), `otherwise` when not.
+    Filter {
+        /// What is matched; an unset value matches as empty text.
+        source: Value,
+        /// The pattern, anchored at both ends.
+        regex: String,
+        /// Steps when it matches.
+        then: Vec<Step>,
+        /// Steps when it does not.
+        otherwise: Vec<Step>,
+    },
+}
+
+/// What a step reads.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Value {
+    /// This text.
+    Text(String),
+    /// A request header (`$trp:` or `get-property('transport', ...)`), by lower-case name;
+    /// unset when the request has none.
+    Header(String),
+    /// A message property set by an earlier step (`get-property('...')`, `$ctx:`).
+    Property(String),
+    /// A query parameter of the request (`$url:`), decoded; unset when absent.
+    Query(String),
+    /// What the gateway knows of the call (`get-property('api.ut.api')`, ...).
+    Call(CallFact),
+}
+
+/// What the gateway knows of a call, by the property names WSO2's handlers set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallFact {
+    /// `api.ut.api`: the API's name.
+    ApiName,
+    /// `api.ut.version`: its version.
+    ApiVersion,
+    /// `api.ut.context`: its context.
+    ApiContext,
+    /// `api.ut.userName`: the token's end user (unset for an open operation).
+    UserName,
+    /// `api.ut.application.id`: the calling application's id.
+    ApplicationId,
+    /// `api.ut.HTTP_METHOD`: the request's method.
+    HttpMethod,
+    /// `SYSTEM_TIME`: milliseconds since the Unix epoch.
+    SystemTime,
+}
+
+impl CallFact {
+    /// The fact a property name reads, if it is one.
+    pub fn named(name: &str) -> Option<Self> {
+        Some(match name {
+            "api.ut.api" => Self::ApiName,
+            "api.ut.version" => Self::ApiVersion,
+            "api.ut.context" => Self::ApiContext,
+            "api.ut.userName" => Self::UserName,
+            "api.ut.application.id" => Self::ApplicationId,
+            "api.ut.HTTP_METHOD" => Self::HttpMethod,
+            "SYSTEM_TIME" => Self::SystemTime,
+            _ => return None,
+        })
+    }
+
+    /// The property names that read a fact.
+    pub const NAMES: &[&str] = &[
+        "api.ut.api",
+        "api.ut.version",
+        "api.ut.context",
+        "api.ut.userName",
+        "api.ut.application.id",
+        "api.ut.HTTP_METHOD",
+        "SYSTEM_TIME",
+    ];
+}
+
+/// How many steps a flow holds, its filters' branches included, and its deepest nesting.
+pub fn size(steps: &[Step]) -> (usize, usize) {
+    let mut count = 0;
+    let mut depth = 0;
+    for step in steps {
+        count += 1;
+        if let Step::Filter {
+            then, otherwise, ..
+        } = step
+        {
+            let (a, da) = size(then);
+            let (b, db) = size(otherwise);
+            count += a + b;
+            depth = depth.max(1 + da.max(db));
+        }
+    }
+    (count, depth)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_filter_counts_its_branches_and_nests_one_deeper() {
+        let set = || Step::RemoveHeader { name: "x".into() };
+        let inner = Step::Filter {
+            source: Value::Header("a".into()),
+            regex: "b".into(),
+            then: vec![set(), set()],
+            otherwise: vec![],
+        };
+        let outer = Step::Filter {
+            source: Value::Text("t".into()),
+            regex: "t".into(),
+            then: vec![inner],
+            otherwise: vec![set()],
+        };
+        assert_eq!(size(&[set(), outer]), (6, 2));
+        assert_eq!(size(&[]), (0, 0));
+    }
+
+    #[test]
+    fn plans_travel_as_compact_json() {
+        let plan = Mediation {
+            request: vec![Step::SetHeader {
+                name: "x-a".into(),
+                value: Value::Call(CallFact::ApiName),
+            }],
+            ..Mediation::default()
+        };
+        let json = serde_json::to_string(&plan).unwrap();
+        assert_eq!(
+            json,
+            r#"{"request":[{"set_header":{"name":"x-a","value":{"call":"api_name"}}}]}"#
+        );
+        assert_eq!(serde_json::from_str::<Mediation>(&json).unwrap(), plan);
+    }
+}

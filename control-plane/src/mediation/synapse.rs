@@ -1,0 +1,718 @@
+//! Synapse sequences compiled into the steps gateways run ([`apim_manifest::mediation`]):
+//! the subset of WSO2's mediators a gateway can apply from a request's head (`property`
+//! and `header` on transport headers and message properties, `log`, `filter`), each
+//! checked once here. Anything else is refused naming the mediator and the subset, never
+//! accepted and ignored.
+
+use apim_manifest::mediation::{
+    CallFact, MAX_DEPTH, MAX_STEPS, MAX_TEXT_BYTES, Mediation, Step, Value, size,
+};
+use quick_xml::Reader;
+use quick_xml::events::{BytesStart, Event};
+
+/// The mediators a sequence may hold.
+pub const SUPPORTED: &[&str] = &["property", "header", "log", "filter"];
+
+/// Headers no sequence sets or removes: they frame the message or name its hop, which
+/// the gateway and its host own.
+const FRAMING: &[&str] = &[
+    "host",
+    "content-length",
+    "transfer-encoding",
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "upgrade",
+];
+
+/// Which of an API's flows a sequence runs in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    /// `in`: the request.
+    In,
+    /// `out`: the backend's answer.
+    Out,
+    /// `fault`: the answer to a failed call.
+    Fault,
+}
+
+impl Flow {
+    /// The flow a WSO2 `type` names.
+    pub fn named(name: &str) -> Option<Self> {
+        match name {
+            "in" => Some(Self::In),
+            "out" => Some(Self::Out),
+            "fault" => Some(Self::Fault),
+            _ => None,
+        }
+    }
+
+    /// Its steps in a plan.
+    pub fn steps_of(self, plan: &mut Mediation) -> &mut Vec<Step> {
+        match self {
+            Self::In => &mut plan.request,
+            Self::Out => &mut plan.response,
+            Self::Fault => &mut plan.fault,
+        }
+    }
+}
+
+/// Why a sequence cannot run; said as a 400.
+pub type Refusal = String;
+
+/// An element of a sequence: its local name, attributes and child elements (text and
+/// comments are not part of any supported mediator).
+#[derive(Debug, Default)]
+struct Element {
+    name: String,
+    attributes: Vec<(String, String)>,
+    children: Vec<Element>,
+}
+
+impl Element {
+    fn attribute(&self, name: &str) -> Option<&str> {
+        self.attributes
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Refuses attributes other than `known` (namespace declarations aside).
+    fn only(&self, known: &[&str]) -> Result<(), Refusal> {
+        match self
+            .attributes
+            .iter()
+            .find(|(n, _)| !known.contains(&n.as_str()) && n != "xmlns" && !n.starts_with("xmlns:"))
+        {
+            Some((name, _)) => Err(format!(
+                "The attribute '{name}' of '{}' is not supported (supported: {})",
+                self.name,
+                known.join(", ")
+            )),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Compiles a sequence (checked as well-formed by `crate::xml`) for `flow`.
+pub fn compile(config: &str, flow: Flow) -> Result<Vec<Step>, Refusal> {
+    let root = parse(config)?;
+    root.only(&["name", "trace", "statistics", "description"])?;
+    let steps = mediators(&root.children, flow)?;
+    let (count, depth) = size(&steps);
+    if count > MAX_STEPS {
+        return Err(format!(
+            "The sequence has {count} mediators; at most {MAX_STEPS} are allowed"
+        ));
+    }
+    if depth > MAX_DEPTH {
+        return Err(format!(
+            "The sequence nests filters {depth} deep; at most {MAX_DEPTH} are allowed"
+        ));
+    }
+    Ok(steps)
+}
+
+/// The sequence's root element with its descendants.
+fn parse(config: &str) -> Result<Element, Refusal> {
+    let mut reader = Reader::from_str(config);
+    let mut open: Vec<Element> = Vec::new();
+    loop {
+        let event = reader
+            .read_event()
+            .map_err(|e| format!("The XML is not well formed: {e}"))?;
+        match event {
+            Event::Start(start) => {
+                if open.len() > 2 * MAX_DEPTH + 2 {
+                    return Err(format!(
+                        "The sequence nests elements deeper than {MAX_DEPTH} filters need"
+                    ));
+                }
+                open.push(element(&start)?);
+            }
+            Event::Empty(start) => {
+                let element = element(&start)?;
+                match open.last_mut() {
+                    Some(parent) => parent.children.push(element),
+                    None => return Ok(element),
+                }
+            }
+            Event::End(_) => {
+                let done = open.pop().ok_or("The XML is not well formed")?;
+                match open.last_mut() {
+                    Some(parent) => parent.children.push(done),
+                    None => return Ok(done),
+                }
+            }
+            Event::Eof => return Err("The sequence has no root element".into()),
+            _ => {}
+        }
+    }
+}
+
+fn element(start: &BytesStart) -> Result<Element, Refusal> {
+    let name = String::from_utf8_lossy(start.local_name().as_ref()).into_owned();
+    let mut attributes = Vec::new();
+    for attribute in start.attributes() {
+        let attribute = attribute.map_err(|e| format!("The XML is not well formed: {e}"))?;
+        let key = String::from_utf8_lossy(attribute.key.as_ref()).into_owned();
+        let value = attribute
+            .unescape_value()
+            .map_err(|e| format!("The XML is not well formed: {e}"))?
+            .into_owned();
+        if value.len() > MAX_TEXT_BYTES {
+            return Err(format!(
+                "The attribute '{key}' of '{name}' is longer than {MAX_TEXT_BYTES} bytes"
+            ));
+        }
+        attributes.push((key, value));
+    }
+    Ok(Element {
+        name,
+        attributes,
+        children: Vec::new(),
+    })
+}
+
+/// The steps of a list of mediators.
+fn mediators(elements: &[Element], flow: Flow) -> Result<Vec<Step>, Refusal> {
+    let mut steps = Vec::new();
+    for element in elements {
+        match element.name.as_str() {
+            "description" => {}
+            "property" => steps.push(property(element, flow)?),
+            "header" => steps.push(header(element, flow)?),
+            "log" => steps.push(log(element, flow)?),
+            "filter" => steps.push(filter(element, flow)?),
+            other => {
+                return Err(format!(
+                    "The mediator '{other}' is not supported at the gateway (supported: {})",
+                    SUPPORTED.join(", ")
+                ));
+            }
+        }
+    }
+    Ok(steps)
+}
+
+/// Whether a mediator sets or removes.
+fn removes(element: &Element) -> Result<bool, Refusal> {
+    match element.attribute("action") {
+        None | Some("set") => Ok(false),
+        Some("remove") => Ok(true),
+        Some(other) => Err(format!(
+            "The action '{other}' of '{}' is not supported (set or remove)",
+            element.name
+        )),
+    }
+}
+
+/// `property`: a transport header or a message property, set or removed.
+fn property(element: &Element, flow: Flow) -> Result<Step, Refusal> {
+    element.only(&["name", "value", "expression", "scope", "action", "type"])?;
+    no_children(element)?;
+    let name = required(element, "name")?;
+    if let Some(kind) = element.attribute("type")
+        && !matches!(
+            kind,
+            "STRING" | "INTEGER" | "LONG" | "BOOLEAN" | "DOUBLE" | "FLOAT" | "SHORT"
+        )
+    {
+        return Err(format!(
+            "The property type '{kind}' is not supported (STRING or a number or boolean, kept as text)"
+        ));
+    }
+    let remove = removes(element)?;
+    match element.attribute("scope").unwrap_or("default") {
+        "transport" => header_step(element, name, remove, flow),
+        "default" | "synapse" => {
+            if CallFact::named(name).is_some() {
+                return Err(format!(
+                    "The property '{name}' is the gateway's own and cannot be changed"
+                ));
+            }
+            Ok(if remove {
+                Step::RemoveProperty { name: name.into() }
+            } else {
+                Step::SetProperty {
+                    name: name.into(),
+                    value: value(element, flow)?,
+                }
+            })
+        }
+        other => Err(format!(
+            "The property scope '{other}' is not supported (default, synapse or transport)"
+        )),
+    }
+}
+
+/// `header`: a transport header, set or removed (SOAP headers are not supported).
+fn header(element: &Element, flow: Flow) -> Result<Step, Refusal> {
+    element.only(&["name", "value", "expression", "scope", "action"])?;
+    no_children(element)?;
+    if element.attribute("scope") != Some("transport") {
+        return Err(
+            "The header mediator is supported for transport headers only (scope=\"transport\"); SOAP headers are not"
+                .into(),
+        );
+    }
+    let name = required(element, "name")?;
+    header_step(element, name, removes(element)?, flow)
+}
+
+fn header_step(element: &Element, name: &str, remove: bool, flow: Flow) -> Result<Step, Refusal> {
+    let name = header_name(name)?;
+    Ok(if remove {
+        Step::RemoveHeader { name }
+    } else {
+        Step::SetHeader {
+            name,
+            value: value(element, flow)?,
+        }
+    })
+}
+
+/// A header name a sequence may change, lower-cased.
+fn header_name(name: &str) -> Result<String, Refusal> {
+    let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
+    if name.is_empty() || !name.chars().all(token) {
+        return Err(format!("'{}' is not a header name", name.escape_default()));
+    }
+    let lower = name.to_ascii_lowercase();
+    if FRAMING.contains(&lower.as_str()) || lower.starts_with("spin-") {
+        return Err(format!(
+            "The header '{name}' frames the message and cannot be changed by a sequence"
+        ));
+    }
+    Ok(lower)
+}
+
+/// `log` of level `custom` or `simple`: its properties, as a line in the gateway's log.
+fn log(element: &Element, flow: Flow) -> Result<Step, Refusal> {
+    element.only(&["level", "category", "separator", "description"])?;
+    if flow != Flow::In {
+        return Err("The log mediator is supported in the in flow only".into());
+    }
+    match element.attribute("level").unwrap_or("simple") {
+        "custom" | "simple" => {}
+        "headers" | "full" => {
+            return Err(
+                "The log levels 'headers' and 'full' would write credentials and bodies to the gateway's log; use 'custom' with the properties to log"
+                    .into(),
+            );
+        }
+        other => return Err(format!("The log level '{other}' is not supported")),
+    }
+    let category = element.attribute("category").unwrap_or("INFO");
+    if !matches!(
+        category,
+        "INFO" | "DEBUG" | "WARN" | "ERROR" | "TRACE" | "FATAL"
+    ) {
+        return Err(format!("The log category '{category}' is not supported"));
+    }
+    let mut properties = Vec::new();
+    for child in &element.children {
+        if child.name != "property" {
+            return Err(format!("A log holds properties only, not '{}'", child.name));
+        }
+        child.only(&["name", "value", "expression"])?;
+        no_children(child)?;
+        properties.push((required(child, "name")?.to_string(), value(child, flow)?));
+    }
+    Ok(Step::Log {
+        category: category.into(),
+        properties,
+    })
+}
+
+/// `filter` with `source` and `regex`: `then` (or its direct children) and `else`.
+fn filter(element: &Element, flow: Flow) -> Result<Step, Refusal> {
+    if element.attribute("xpath").is_some() {
+        return Err(
+            "A filter on 'xpath' reads the body, which is not supported; use 'source' and 'regex'"
+                .into(),
+        );
+    }
+    element.only(&["source", "regex", "description"])?;
+    let source = expression(required(element, "source")?, flow)?;
+    let regex = required(element, "regex")?;
+    let anchored = format!("^(?:{regex})$");
+    regex::RegexBuilder::new(&anchored)
+        .size_limit(1 << 20)
+        .build()
+        .map_err(|e| format!("The filter's regex is not supported: {e}"))?;
+    let branch = |name: &str| element.children.iter().find(|c| c.name == name);
+    let (then, otherwise) = match (branch("then"), branch("else")) {
+        (None, None) => (mediators(&element.children, flow)?, Vec::new()),
+        (then, otherwise) => {
+            if let Some(stray) = element
+                .children
+                .iter()
+                .find(|c| c.name != "then" && c.name != "else")
+            {
+                return Err(format!(
+                    "A filter with then or else holds nothing else, not '{}'",
+                    stray.name
+                ));
+            }
+            let steps = |branch: Option<&Element>| {
+                branch.map_or(Ok(Vec::new()), |b| mediators(&b.children, flow))
+            };
+            (steps(then)?, steps(otherwise)?)
+        }
+    };
+    Ok(Step::Filter {
+        source,
+        regex: anchored,
+        then,
+        otherwise,
+    })
+}
+
+fn required<'e>(element: &'e Element, name: &str) -> Result<&'e str, Refusal> {
+    element
+        .attribute(name)
+        .filter(|v| !v.is_empty())
+        .ok_or_else(|| format!("'{}' needs '{name}'", element.name))
+}
+
+fn no_children(element: &Element) -> Result<(), Refusal> {
+    match element.children.first() {
+        Some(child) => Err(format!(
+            "'{}' with inline XML ('{}') is not supported",
+            element.name, child.name
+        )),
+        None => Ok(()),
+    }
+}
+
+/// A mediator's `value` or `expression`.
+fn value(element: &Element, flow: Flow) -> Result<Value, Refusal> {
+    match (element.attribute("value"), element.attribute("expression")) {
+        (Some(text), None) => literal(text),
+        (None, Some(expression)) => self::expression(expression, flow),
+        _ => Err(format!(
+            "'{}' needs either 'value' or 'expression'",
+            element.name
+        )),
+    }
+}
+
+fn literal(text: &str) -> Result<Value, Refusal> {
+    if text.chars().any(|c| c.is_control() && c != '\t') {
+        return Err("A value must not hold control characters".into());
+    }
+    Ok(Value::Text(text.into()))
+}
+
+/// The supported expressions: `$trp:`, `$ctx:`, `$url:` and `get-property(...)`.
+fn expression(text: &str, flow: Flow) -> Result<Value, Refusal> {
+    let text = text.trim();
+    let value = if let Some(name) = text.strip_prefix("$trp:") {
+        Some(Value::Header(name.to_ascii_lowercase()))
+    } else if let Some(name) = text.strip_prefix("$ctx:") {
+        Some(property_value(name))
+    } else if let Some(name) = text.strip_prefix("$url:") {
+        Some(Value::Query(name.into()))
+    } else {
+        get_property(text)
+    };
+    let Some(value) = value else {
+        return Err(format!(
+            "The expression '{}' is not supported (supported: $trp:name, $ctx:name, $url:name, get-property('name'), get-property('transport', 'name'))",
+            text.escape_default()
+        ));
+    };
+    if flow != Flow::In && matches!(value, Value::Header(_) | Value::Query(_)) {
+        return Err(
+            "In the out and fault flows an expression may read properties and the call's facts, not headers or the query (set a property in the in flow)"
+                .into(),
+        );
+    }
+    match &value {
+        Value::Header(name) | Value::Property(name) | Value::Query(name) if name.is_empty() => Err(
+            format!("The expression '{}' names nothing", text.escape_default()),
+        ),
+        _ => Ok(value),
+    }
+}
+
+/// A property's value: the call's facts by WSO2's names, `query.param.*` the query.
+fn property_value(name: &str) -> Value {
+    if let Some(fact) = CallFact::named(name) {
+        Value::Call(fact)
+    } else if let Some(parameter) = name.strip_prefix("query.param.") {
+        Value::Query(parameter.into())
+    } else {
+        Value::Property(name.into())
+    }
+}
+
+/// `get-property('name')`, `get-property('default', 'name')`, `get-property('transport',
+/// 'name')`.
+fn get_property(text: &str) -> Option<Value> {
+    let inner = text.strip_prefix("get-property(")?.strip_suffix(')')?;
+    let quoted = |part: &str| {
+        let part = part.trim();
+        part.strip_prefix('\'')
+            .and_then(|p| p.strip_suffix('\''))
+            .or_else(|| part.strip_prefix('"').and_then(|p| p.strip_suffix('"')))
+            .filter(|p| !p.contains(['\'', '"']))
+            .map(str::to_string)
+    };
+    let parts: Vec<&str> = inner.split(',').collect();
+    match parts.as_slice() {
+        [name] => Some(property_value(&quoted(name)?)),
+        [scope, name] => match quoted(scope)?.as_str() {
+            "transport" => Some(Value::Header(quoted(name)?.to_ascii_lowercase())),
+            "default" | "synapse" => Some(property_value(&quoted(name)?)),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sequence(body: &str) -> String {
+        format!(r#"<sequence xmlns="http://ws.apache.org/ns/synapse" name="s">{body}</sequence>"#)
+    }
+
+    fn steps(body: &str, flow: Flow) -> Result<Vec<Step>, Refusal> {
+        compile(&sequence(body), flow)
+    }
+
+    #[test]
+    fn transport_properties_and_headers_set_and_remove_headers() {
+        let compiled = steps(
+            r#"<property name="X-Tenant" value="acme" scope="transport"/>
+               <property name="X-Debug" scope="transport" action="remove"/>
+               <header name="X-From" expression="$trp:User-Agent" scope="transport"/>
+               <header name="Authorization" expression="get-property('transport','X-Key')" scope="transport"/>"#,
+            Flow::In,
+        )
+        .unwrap();
+        assert_eq!(
+            compiled,
+            vec![
+                Step::SetHeader {
+                    name: "x-tenant".into(),
+                    value: Value::Text("acme".into())
+                },
+                Step::RemoveHeader {
+                    name: "x-debug".into()
+                },
+                Step::SetHeader {
+                    name: "x-from".into(),
+                    value: Value::Header("user-agent".into())
+                },
+                Step::SetHeader {
+                    name: "authorization".into(),
+                    value: Value::Header("x-key".into())
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn properties_read_the_call_the_query_and_one_another() {
+        let compiled = steps(
+            r#"<property name="who" expression="get-property('api.ut.userName')"/>
+               <property name="page" expression="$url:page"/>
+               <property name="size" expression="get-property('query.param.size')"/>
+               <property name="copy" expression="$ctx:who"/>
+               <property name="who" action="remove"/>"#,
+            Flow::In,
+        )
+        .unwrap();
+        assert_eq!(
+            compiled,
+            vec![
+                Step::SetProperty {
+                    name: "who".into(),
+                    value: Value::Call(CallFact::UserName)
+                },
+                Step::SetProperty {
+                    name: "page".into(),
+                    value: Value::Query("page".into())
+                },
+                Step::SetProperty {
+                    name: "size".into(),
+                    value: Value::Query("size".into())
+                },
+                Step::SetProperty {
+                    name: "copy".into(),
+                    value: Value::Property("who".into())
+                },
+                Step::RemoveProperty { name: "who".into() },
+            ]
+        );
+    }
+
+    #[test]
+    fn filters_branch_on_an_anchored_pattern() {
+        let compiled = steps(
+            r#"<filter source="$trp:X-Env" regex="prod|live">
+                 <then><header name="X-A" value="1" scope="transport"/></then>
+                 <else><log level="custom"><property name="env" expression="$trp:X-Env"/></log></else>
+               </filter>
+               <filter source="$ctx:p" regex="a.*"><property name="b" value="c"/></filter>"#,
+            Flow::In,
+        )
+        .unwrap();
+        let Step::Filter {
+            regex,
+            then,
+            otherwise,
+            ..
+        } = &compiled[0]
+        else {
+            panic!("{compiled:?}")
+        };
+        assert_eq!(regex, "^(?:prod|live)$");
+        assert_eq!((then.len(), otherwise.len()), (1, 1));
+        assert!(
+            matches!(&compiled[1], Step::Filter { then, otherwise, .. } if then.len() == 1 && otherwise.is_empty())
+        );
+    }
+
+    #[test]
+    fn what_the_gateway_cannot_do_is_refused_naming_it() {
+        for (body, flow, says) in [
+            (
+                r#"<send/>"#,
+                Flow::In,
+                "The mediator 'send' is not supported",
+            ),
+            (r#"<payloadFactory/>"#, Flow::In, "'payloadFactory'"),
+            (
+                r#"<property name="a" value="b" scope="axis2"/>"#,
+                Flow::In,
+                "scope 'axis2'",
+            ),
+            (
+                r#"<property name="a" value="b" type="OM"/>"#,
+                Flow::In,
+                "type 'OM'",
+            ),
+            (
+                r#"<property name="a" expression="//foo"/>"#,
+                Flow::In,
+                "expression '//foo'",
+            ),
+            (
+                r#"<property name="a" expression="json-eval($.a)"/>"#,
+                Flow::In,
+                "json-eval",
+            ),
+            (
+                r#"<property name="a"/>"#,
+                Flow::In,
+                "either 'value' or 'expression'",
+            ),
+            (
+                r#"<property name="a" value="b" expression="$trp:c"/>"#,
+                Flow::In,
+                "either",
+            ),
+            (
+                r#"<property name="api.ut.api" value="b"/>"#,
+                Flow::In,
+                "gateway's own",
+            ),
+            (r#"<header name="h" value="v"/>"#, Flow::In, "SOAP headers"),
+            (
+                r#"<header name="Content-Length" value="1" scope="transport"/>"#,
+                Flow::In,
+                "frames",
+            ),
+            (
+                r#"<header name="Host" scope="transport" action="remove"/>"#,
+                Flow::In,
+                "frames",
+            ),
+            (
+                r#"<header name="a b" value="v" scope="transport"/>"#,
+                Flow::In,
+                "not a header name",
+            ),
+            (
+                r#"<header name="h" value="a&#10;b" scope="transport"/>"#,
+                Flow::In,
+                "control characters",
+            ),
+            (
+                r#"<header name="h" expression="$trp:x" scope="transport"/>"#,
+                Flow::Out,
+                "not headers",
+            ),
+            (r#"<log level="full"/>"#, Flow::In, "credentials"),
+            (r#"<log level="custom"/>"#, Flow::Out, "in flow only"),
+            (r#"<filter xpath="//a"/>"#, Flow::In, "xpath"),
+            (
+                r#"<filter source="$trp:a" regex="(?=x)"/>"#,
+                Flow::In,
+                "regex",
+            ),
+            (
+                r#"<filter source="$trp:a" regex="a"><then/><log/></filter>"#,
+                Flow::In,
+                "nothing else",
+            ),
+            (
+                r#"<property name="a" value="b" action="toggle"/>"#,
+                Flow::In,
+                "action 'toggle'",
+            ),
+            (
+                r#"<property name="a" value="b" pattern="x"/>"#,
+                Flow::In,
+                "attribute 'pattern'",
+            ),
+        ] {
+            let refusal = steps(body, flow).expect_err(body);
+            assert!(refusal.contains(says), "{body}: {refusal}");
+        }
+        let refusal = steps("<send/>", Flow::In).unwrap_err();
+        assert!(
+            refusal.contains("property, header, log, filter"),
+            "{refusal}"
+        );
+        let on_error =
+            r#"<sequence xmlns="http://ws.apache.org/ns/synapse" name="s" onError="f"/>"#;
+        assert!(compile(on_error, Flow::In).unwrap_err().contains("onError"));
+    }
+
+    #[test]
+    fn sequences_are_bounded_in_size_and_nesting() {
+        let many = r#"<property name="a" value="b"/>"#.repeat(MAX_STEPS + 1);
+        assert!(steps(&many, Flow::In).unwrap_err().contains("at most"));
+        let mut nested = String::from(r#"<property name="a" value="b"/>"#);
+        for _ in 0..=MAX_DEPTH {
+            nested = format!(r#"<filter source="$ctx:a" regex="b">{nested}</filter>"#);
+        }
+        assert!(steps(&nested, Flow::In).is_err());
+        let fits = r#"<property name="a" value="b"/>"#.repeat(MAX_STEPS);
+        assert_eq!(steps(&fits, Flow::In).unwrap().len(), MAX_STEPS);
+    }
+
+    #[test]
+    fn wso2s_documented_samples_compile() {
+        // The publisher's guide: a trace log in the request flow.
+        let trace = r#"<sequence xmlns="http://ws.apache.org/ns/synapse" name="custom_policy">
+          <log level="custom"><property name="TRACE" value="API Mediation Policy"/></log>
+        </sequence>"#;
+        assert!(
+            matches!(&compile(trace, Flow::In).unwrap()[0], Step::Log { properties, .. } if properties.len() == 1)
+        );
+        // Adding a header to the backend's request.
+        let add = r#"<sequence xmlns="http://ws.apache.org/ns/synapse" name="add_header">
+          <header name="CustomHeader" scope="transport" value="CustomHeaderValue"/>
+        </sequence>"#;
+        assert_eq!(compile(add, Flow::In).unwrap().len(), 1);
+    }
+}

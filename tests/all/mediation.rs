@@ -1,0 +1,187 @@
+//! An API's sequences at a real gateway: policies uploaded through WSO2's mediation
+//! operations and named in the API's `sequences` change what the backend gets (`in`),
+//! what the client gets (`out`) and the answer to a failed backend (`fault`); a change
+//! to a named policy reaches the gateways as any change does. What cannot run is refused
+//! at upload or update, changing nothing.
+
+use harness::stack::Stack;
+use harness::{Backend, Client, Reply, free_port};
+use serde_json::{Value, json};
+
+const PUBLISHER: &str = "/api/am/publisher/v0.14";
+
+pub async fn sequences_on_the_host_path(database: Backend) {
+    sequences_apply_at_the_gateway(database, &[]).await;
+}
+
+pub async fn sequences_on_the_component_path(database: Backend) {
+    let component = [("APIM_HOST_FORWARDING", "false".into())];
+    sequences_apply_at_the_gateway(database, &component).await;
+}
+
+/// WSO2's documented sample (adding a header to the backend's request), and a removal.
+const ADD_HEADER: &str = r#"<sequence xmlns="http://ws.apache.org/ns/synapse" name="add_header">
+    <header name="CustomHeader" scope="transport" value="CustomHeaderValue"/>
+    <property name="X-Debug" scope="transport" action="remove"/>
+    <property name="asked" expression="get-property('transport', 'Accept')"/>
+</sequence>"#;
+
+const OUT_HEADER: &str = r#"<sequence xmlns="http://ws.apache.org/ns/synapse" name="out_header">
+    <property name="X-Mediated" scope="transport" value="out"/>
+    <header name="X-Asked" expression="$ctx:asked" scope="transport"/>
+</sequence>"#;
+
+const FAULT_HEADER: &str = r#"<sequence xmlns="http://ws.apache.org/ns/synapse" name="fault_header">
+    <property name="X-Fault" scope="transport" value="by-sequence"/>
+</sequence>"#;
+
+fn policy(name: &str, flow: &str, config: &str) -> Value {
+    json!({"name": name, "type": flow, "config": config})
+}
+
+/// The API's record with `sequences`.
+async fn with_sequences(mgmt: &Client, admin: &str, api: &str, sequences: Value) -> Reply {
+    let path = format!("{PUBLISHER}/apis/{api}");
+    let mut record = mgmt.get(&path, admin).await.expect(200).body;
+    record["sequences"] = sequences;
+    mgmt.put_json(&path, admin, &record).await
+}
+
+fn sent_header<'r>(reply: &'r Reply, name: &str) -> Option<&'r str> {
+    reply.body["headers"][name].as_str()
+}
+
+async fn sequences_apply_at_the_gateway(database: Backend, settings: &[(&'static str, String)]) {
+    let stack = Stack::start_on(&database, harness::temp_dir(), &[], settings, &[]).await;
+    let (mgmt, gw, admin) = (&stack.mgmt, &stack.gw, stack.admin.as_str());
+    let api = stack.api("Mediated", json!({}), &[]).await;
+    let policies = format!("{PUBLISHER}/apis/{api}/policies/mediation");
+    let mut ids = Vec::new();
+    for (name, flow, config) in [
+        ("add_header", "in", ADD_HEADER),
+        ("out_header", "out", OUT_HEADER),
+        ("fault_header", "fault", FAULT_HEADER),
+    ] {
+        let created = mgmt
+            .post_json(&policies, admin, &policy(name, flow, config))
+            .await;
+        ids.push(created.expect(200).str("id"));
+    }
+
+    // A mediator the gateway cannot run is refused at upload, naming it and the subset;
+    // nothing is stored.
+    let unsupported = r#"<sequence xmlns="http://ws.apache.org/ns/synapse" name="p">
+        <payloadFactory media-type="json"><format>{}</format><args/></payloadFactory></sequence>"#;
+    let refused = mgmt
+        .post_json(&policies, admin, &policy("p", "in", unsupported))
+        .await
+        .expect_error(400, "The mediator 'payloadFactory' is not supported");
+    assert!(
+        refused
+            .body
+            .to_string()
+            .contains("property, header, log, filter")
+    );
+    assert_eq!(
+        mgmt.get(&policies, admin).await.expect(200).body["count"],
+        3
+    );
+
+    // Sequences naming no policy are refused, the record unchanged; the API's own and
+    // the seed's global ones are taken.
+    with_sequences(mgmt, admin, &api, json!([{"name": "nope", "type": "in"}]))
+        .await
+        .expect_error(400, "Unknown mediation policy 'nope'");
+    with_sequences(
+        mgmt,
+        admin,
+        &api,
+        json!([{"name": "out_header", "type": "in"}]),
+    )
+    .await
+    .expect_error(400, "Unknown mediation policy 'out_header' of type 'in'");
+    let record = mgmt
+        .get(&format!("{PUBLISHER}/apis/{api}"), admin)
+        .await
+        .expect(200);
+    assert_eq!(record.body["sequences"][0]["name"], "json_validator");
+    let named = json!([
+        {"name": "add_header", "type": "in"},
+        {"name": "out_header", "type": "out"},
+        {"name": "fault_header", "type": "fault"},
+    ]);
+    with_sequences(mgmt, admin, &api, named).await.expect(200);
+
+    stack.lifecycle(&api, "Publish").await;
+    let (_, key, secret, _) = stack.application("Mediator", "Unlimited", &[&api]).await;
+    let token = stack.app_token(&key, &secret, &[]).await;
+    let path = "/mediated/v1.0.0/devs/alice";
+    let call = gw
+        .request(reqwest::Method::GET, path, &token)
+        .header("x-debug", "on")
+        .header("accept", "application/json");
+    let reply = gw.send(call).await.expect(200);
+    assert_eq!(
+        sent_header(&reply, "customheader"),
+        Some("CustomHeaderValue")
+    );
+    assert_eq!(sent_header(&reply, "x-debug"), None);
+    assert_eq!(reply.header("x-mediated"), Some("out"));
+    assert_eq!(reply.header("x-asked"), Some("application/json"));
+
+    // A change to a policy the sequences name reaches the gateway.
+    let changed = ADD_HEADER.replace("CustomHeaderValue", "Changed");
+    mgmt.put_json(
+        &format!("{policies}/{}", ids[0]),
+        admin,
+        &policy("add_header", "in", &changed),
+    )
+    .await
+    .expect(200);
+    harness::eventually(gw, reqwest::Method::GET, path, &token, |reply| {
+        sent_header(reply, "customheader") == Some("Changed")
+    })
+    .await;
+
+    // A named policy cannot go, nor be renamed away, nor become one that cannot run.
+    mgmt.delete(&format!("{policies}/{}", ids[1]), admin)
+        .await
+        .expect_error(409, "take it out of them first");
+    mgmt.put_json(
+        &format!("{policies}/{}", ids[1]),
+        admin,
+        &policy("renamed", "out", OUT_HEADER),
+    )
+    .await
+    .expect(409);
+    assert_eq!(
+        mgmt.get(&policies, admin).await.expect(200).body["count"],
+        3
+    );
+    let reply = gw
+        .send(gw.request(reqwest::Method::GET, path, &token))
+        .await;
+    assert_eq!(reply.expect(200).header("x-mediated"), Some("out"));
+
+    // The fault flow runs when the backend cannot be reached.
+    let path_of = format!("{PUBLISHER}/apis/{api}");
+    let mut record = mgmt.get(&path_of, admin).await.expect(200).body;
+    let dead = format!("http://127.0.0.1:{}/", free_port());
+    record["endpointConfig"] = json!(
+        json!({"production_endpoints": {"url": dead}, "sandbox_endpoints": {"url": dead},
+               "endpoint_type": "http"})
+        .to_string()
+    );
+    mgmt.put_json(&path_of, admin, &record).await.expect(200);
+    let failed = harness::eventually(gw, reqwest::Method::GET, path, &token, |reply| {
+        reply.status >= 500
+    })
+    .await;
+    assert_eq!(failed.fault_code(), "101503");
+    assert_eq!(failed.header("x-fault"), Some("by-sequence"));
+    assert_eq!(
+        failed.header("x-mediated"),
+        None,
+        "the out flow is not the fault's"
+    );
+}
