@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use harness::machine;
 
+use super::Options;
 use super::stats::median;
 
 /// What one wrk run measured.
@@ -77,6 +78,25 @@ impl Wrk<'_> {
         }
         load
     }
+}
+
+/// A warm-up, then a measured run with the CPU time per request of `pid`.
+pub async fn counted(
+    options: &Options,
+    url: &str,
+    headers: &[String],
+    lua: Option<&std::path::Path>,
+    pid: u32,
+) -> Load {
+    let wrk = |seconds| Wrk {
+        url,
+        connections: options.connections,
+        duration: Duration::from_secs(seconds),
+        headers,
+        script: lua,
+    };
+    wrk(options.warmup).run().await;
+    with_cpu_of(pid, options.seconds as f64, wrk(options.seconds).run()).await
 }
 
 /// Median requests/s of `runs`.

@@ -11,7 +11,7 @@ use serde_json::json;
 
 use super::Options;
 use super::backend::FastBackend;
-use super::load::{Load, Wrk, cpu_cell, median_cpu_us, median_rate, script, with_cpu_of};
+use super::load::{Load, counted, cpu_cell, median_cpu_us, median_rate, script};
 use super::platform::{BASE, Platform, SECURED};
 use super::stats::median;
 use harness::machine;
@@ -125,25 +125,6 @@ async fn answers_the_tool_call(url: &str, headers: &[String], message: &str) {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-}
-
-/// A warm-up, then a measured run with the CPU time per request of `pid`.
-async fn counted(
-    options: &Options,
-    url: &str,
-    headers: &[String],
-    lua: Option<&std::path::Path>,
-    pid: u32,
-) -> Load {
-    let wrk = |seconds| Wrk {
-        url,
-        connections: options.connections,
-        duration: Duration::from_secs(seconds),
-        headers,
-        script: lua,
-    };
-    wrk(options.warmup).run().await;
-    with_cpu_of(pid, options.seconds as f64, wrk(options.seconds).run()).await
 }
 
 /// The report's table.

@@ -29,6 +29,7 @@ pub mod idle;
 pub mod load;
 pub mod machine;
 pub mod mcp;
+pub mod mediation;
 pub mod platform;
 pub mod portal;
 pub mod profile;
@@ -174,6 +175,8 @@ pub enum Part {
     Portal,
     /// A tool call through an API's MCP server beside the same REST call.
     Mcp,
+    /// A call through an API with a header-setting sequence beside one without.
+    Mediation,
 }
 
 impl Options {
@@ -291,6 +294,11 @@ async fn run_parts(options: &Options) {
     if options.runs(Part::Mcp) {
         let runs = mcp::measure(options).await;
         report::write_section(options, Part::Mcp, &mcp::section(options, &runs));
+    }
+    if options.runs(Part::Mediation) {
+        let runs = mediation::measure(options).await;
+        let markdown = mediation::section(options, &runs);
+        report::write_section(options, Part::Mediation, &markdown);
     }
     if options.runs(Part::TokenFlood) {
         let rounds = token_flood::measure(options).await;

@@ -777,6 +777,7 @@ fn section_markers(part: Part) -> (String, String) {
         Part::DataPlane => "data-plane",
         Part::Portal => "portal",
         Part::Mcp => "mcp",
+        Part::Mediation => "mediation",
     };
     (
         format!(
