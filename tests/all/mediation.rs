@@ -24,6 +24,16 @@ const ADD_HEADER: &str = r#"<sequence xmlns="http://ws.apache.org/ns/synapse" na
     <header name="CustomHeader" scope="transport" value="CustomHeaderValue"/>
     <property name="X-Debug" scope="transport" action="remove"/>
     <property name="asked" expression="get-property('transport', 'Accept')"/>
+    <filter source="$trp:X-Mock" regex="yes">
+        <then>
+            <payloadFactory media-type="json">
+                <format>{"mock": true, "user": "$1"}</format>
+                <args><arg expression="$url:user"/></args>
+            </payloadFactory>
+            <property name="HTTP_SC" value="201" scope="axis2"/>
+            <respond/>
+        </then>
+    </filter>
 </sequence>"#;
 
 const OUT_HEADER: &str = r#"<sequence xmlns="http://ws.apache.org/ns/synapse" name="out_header">
@@ -71,11 +81,11 @@ async fn sequences_apply_at_the_gateway(database: Backend, settings: &[(&'static
     // A mediator the gateway cannot run is refused at upload, naming it and the subset;
     // nothing is stored.
     let unsupported = r#"<sequence xmlns="http://ws.apache.org/ns/synapse" name="p">
-        <payloadFactory media-type="json"><format>{}</format><args/></payloadFactory></sequence>"#;
+        <call><endpoint key="other"/></call></sequence>"#;
     let refused = mgmt
         .post_json(&policies, admin, &policy("p", "in", unsupported))
         .await
-        .expect_error(400, "The mediator 'payloadFactory' is not supported");
+        .expect_error(400, "The mediator 'call' is not supported");
     assert!(
         refused
             .body
@@ -128,6 +138,24 @@ async fn sequences_apply_at_the_gateway(database: Backend, settings: &[(&'static
     assert_eq!(sent_header(&reply, "x-debug"), None);
     assert_eq!(reply.header("x-mediated"), Some("out"));
     assert_eq!(reply.header("x-asked"), Some("application/json"));
+
+    // A payload factory and respond answer for the backend, which is not called.
+    let hits = stack.backend.hits.load(std::sync::atomic::Ordering::SeqCst);
+    let mock = gw
+        .request(reqwest::Method::GET, &format!("{path}?user=ann"), &token)
+        .header("x-mock", "yes");
+    let mocked = gw.send(mock).await.expect(201);
+    assert_eq!(mocked.body, json!({"mock": true, "user": "ann"}));
+    assert_eq!(mocked.header("content-type"), Some("application/json"));
+    assert_eq!(
+        mocked.header("x-mediated"),
+        None,
+        "respond skips the out flow"
+    );
+    assert_eq!(
+        stack.backend.hits.load(std::sync::atomic::Ordering::SeqCst),
+        hits
+    );
 
     // A change to a policy the sequences name reaches the gateway.
     let changed = ADD_HEADER.replace("CustomHeaderValue", "Changed");

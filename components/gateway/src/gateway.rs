@@ -86,6 +86,9 @@ pub struct Forwarding {
     pub response_removed: Vec<String>,
     /// Headers set on the gateway's answer when the backend fails (its fault flow).
     pub fault_headers: Headers,
+    /// The answer an API's in flow gave (`respond`), instead of the backend's, once the
+    /// call has counted against its limits.
+    pub answer: Option<Box<Response>>,
     /// Cache key and seconds, for a GET of an API that caches responses.
     pub cache: Option<(String, u64)>,
     /// The limits the call counts against before it is forwarded or answered from the
@@ -211,6 +214,7 @@ impl Gateway {
                     response_headers: Headers::new(),
                     response_removed: Vec::new(),
                     fault_headers: Headers::new(),
+                    answer: None,
                     cache: None,
                     limits: Vec::new(),
                     counting: Counting::Batched,
@@ -234,6 +238,13 @@ impl Gateway {
             Ok(Plan::Mcp(_)) => return Decision::Handle.into(),
         };
         let limits = std::mem::take(&mut forwarding.limits);
+        if let Some(answer) = forwarding.answer.take() {
+            return Verdict {
+                limits,
+                decision: Decision::Respond(*answer),
+                call,
+            };
+        }
         let cached = forwarding
             .cache
             .as_ref()
@@ -592,7 +603,13 @@ impl Gateway {
                 now_ms,
             };
             rewrite = mediate::run(plan, &request.headers, &facts, &settings.patterns);
-            backend.mediate(rewrite.removed, rewrite.added);
+            if let Some(answer) = &mut rewrite.answer {
+                set_named(&mut answer.headers, response_headers.clone());
+            }
+            backend.mediate(
+                std::mem::take(&mut rewrite.removed),
+                std::mem::take(&mut rewrite.added),
+            );
             response_headers.retain(|(name, _)| !rewrite.response_removed.contains(name));
             set_named(&mut response_headers, rewrite.response_set);
         }
@@ -601,6 +618,7 @@ impl Gateway {
             response_headers,
             response_removed: rewrite.response_removed,
             fault_headers: rewrite.fault_set,
+            answer: rewrite.answer.map(Box::new),
             cache,
             limits,
             counting: settings.counting,
@@ -695,12 +713,16 @@ fn forward_and_cache(
         response_headers,
         response_removed,
         fault_headers,
+        answer,
         cache,
         limits,
         counting,
         now_ms,
     } = forwarding;
     throttle::count(host, &limits, now_ms, counting)?;
+    if let Some(answer) = answer {
+        return Ok(*answer);
+    }
     let cached = cache
         .as_ref()
         .and_then(|(key, _)| cache::lookup(host, key, now_ms, &request.headers));

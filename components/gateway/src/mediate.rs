@@ -10,12 +10,12 @@
 use std::cell::RefCell;
 
 use apim_manifest::ApiRoute;
-use apim_manifest::mediation::{CallFact, Mediation, Step, Value};
+use apim_manifest::mediation::{CallFact, Media, Mediation, Step, Value};
 use regex::Regex;
 
 use apim_http::text;
 
-use crate::host::Headers;
+use crate::host::{Headers, Response};
 
 /// Patterns an instance keeps compiled at most (cleared when full).
 const MAX_PATTERNS: usize = 256;
@@ -69,6 +69,8 @@ pub struct Rewrite {
     pub response_set: Headers,
     /// Headers the gateway's answer gets when the backend fails.
     pub fault_set: Headers,
+    /// The answer the in flow gave (`respond`): the call goes no further.
+    pub answer: Option<Response>,
 }
 
 /// What the gateway knows of the call.
@@ -90,6 +92,10 @@ pub fn run(plan: &Mediation, request: &Headers, facts: &Facts, patterns: &Patter
     let mut rewrite = Rewrite::default();
     let mut incoming = Message::new(Some(request));
     incoming.run(&plan.request, facts, &mut properties, patterns);
+    if incoming.responded {
+        rewrite.answer = Some(incoming.into_answer());
+        return rewrite;
+    }
     (rewrite.removed, rewrite.added) = incoming.into_changes();
     let mut outgoing = Message::new(None);
     outgoing.run(&plan.response, facts, &mut properties, patterns);
@@ -130,6 +136,12 @@ struct Message<'r> {
     original: Option<&'r Headers>,
     /// Lower-case name and its new value; `None` removed.
     changes: Vec<(String, Option<Vec<u8>>)>,
+    /// The body a payload factory made, and its media type.
+    payload: Option<(Media, Vec<u8>)>,
+    /// The status set (`HTTP_SC`).
+    status: Option<u16>,
+    /// Whether a `respond` ended the flow.
+    responded: bool,
 }
 
 impl<'r> Message<'r> {
@@ -137,6 +149,9 @@ impl<'r> Message<'r> {
         Self {
             original,
             changes: Vec::new(),
+            payload: None,
+            status: None,
+            responded: false,
         }
     }
 
@@ -168,6 +183,25 @@ impl<'r> Message<'r> {
         (names, set)
     }
 
+    /// The answer a `respond` gives: the status set (200 otherwise), the payload's
+    /// content type, the headers the flow set (never the client's), the payload.
+    fn into_answer(self) -> Response {
+        let status = self.status.unwrap_or(200);
+        let mut answer = match &self.payload {
+            Some((media, body)) => Response::new(status, media.content_type(), body.clone()),
+            None => Response {
+                status,
+                headers: Headers::new(),
+                body: Vec::new(),
+            },
+        };
+        for (name, value) in self.into_changes().1 {
+            answer.headers.retain(|(n, _)| *n != name);
+            answer.headers.push((name, value));
+        }
+        answer
+    }
+
     fn run(
         &mut self,
         steps: &[Step],
@@ -176,6 +210,9 @@ impl<'r> Message<'r> {
         patterns: &Patterns,
     ) {
         for step in steps {
+            if self.responded {
+                return;
+            }
             match step {
                 Step::SetHeader { name, value } => {
                     if let Some(value) = self.value(value, facts, properties)
@@ -190,6 +227,27 @@ impl<'r> Message<'r> {
                     None => properties.remove(name),
                 },
                 Step::RemoveProperty { name } => properties.remove(name),
+                Step::Payload {
+                    media,
+                    format,
+                    args,
+                } => {
+                    let values: Vec<Option<String>> = args
+                        .iter()
+                        .map(|arg| self.value(arg, facts, properties))
+                        .collect();
+                    self.payload = Some((*media, fill(*media, format, &values).into_bytes()));
+                }
+                Step::SetStatus { value } => {
+                    if let Some(status) = self
+                        .value(value, facts, properties)
+                        .and_then(|v| v.trim().parse::<u16>().ok())
+                        .filter(|s| (100..=599).contains(s))
+                    {
+                        self.status = Some(status);
+                    }
+                }
+                Step::Respond => self.responded = true,
                 Step::Log {
                     category,
                     properties: logged,
@@ -250,6 +308,48 @@ impl<'r> Message<'r> {
     }
 }
 
+/// A payload's format with each `$n` replaced by the n-th value, escaped for `media`
+/// (an unset value, or a number past the values, as empty text).
+fn fill(media: Media, format: &str, values: &[Option<String>]) -> String {
+    let mut body = String::with_capacity(format.len());
+    let mut rest = format;
+    while let Some(at) = rest.find('$') {
+        body.push_str(&rest[..at]);
+        let after = &rest[at + 1..];
+        let digits = after.chars().take_while(char::is_ascii_digit).count();
+        match after[..digits].parse::<usize>() {
+            Ok(n) if n >= 1 => {
+                let value = values.get(n - 1).and_then(Option::as_deref).unwrap_or("");
+                escape_into(&mut body, media, value);
+                rest = &after[digits..];
+            }
+            _ => {
+                body.push('$');
+                rest = after;
+            }
+        }
+    }
+    body.push_str(rest);
+    body
+}
+
+/// Appends `value` escaped for `media`: inside a JSON string, or as XML text.
+fn escape_into(body: &mut String, media: Media, value: &str) {
+    for c in value.chars() {
+        match (media, c) {
+            (Media::Json, '"') => body.push_str("\\\""),
+            (Media::Json, '\\') => body.push_str("\\\\"),
+            (Media::Json, c) if c.is_control() => body.push_str(&format!("\\u{:04x}", c as u32)),
+            (Media::Xml, '&') => body.push_str("&amp;"),
+            (Media::Xml, '<') => body.push_str("&lt;"),
+            (Media::Xml, '>') => body.push_str("&gt;"),
+            (Media::Xml, '"') => body.push_str("&quot;"),
+            (Media::Xml, '\'') => body.push_str("&apos;"),
+            (_, c) => body.push(c),
+        }
+    }
+}
+
 /// Whether a value may travel as a header's: no control character but tab (a query
 /// parameter decoded may hold any).
 fn fits_a_header(value: &str) -> bool {
@@ -307,6 +407,20 @@ mod tests {
             "cors": null, "cache_timeout_secs": null
         }))
         .unwrap()
+    }
+
+    #[test]
+    fn payloads_escape_their_arguments_for_their_media_type() {
+        let values = [Some("<a & 'b'>".to_string()), None];
+        assert_eq!(
+            fill(Media::Xml, "<v>$1</v><w>$2</w><x>$3 $ $x $0</x>", &values),
+            "<v>&lt;a &amp; &apos;b&apos;&gt;</v><w></w><x> $ $x $0</x>"
+        );
+        let values = [Some("say \"hi\"\\\n".to_string())];
+        assert_eq!(
+            fill(Media::Json, r#"{"a": "$1", "cost": "$12"}"#, &values),
+            r#"{"a": "say \"hi\"\\\u000a", "cost": ""}"#
+        );
     }
 
     #[test]

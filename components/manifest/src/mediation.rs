@@ -70,6 +70,25 @@ pub enum Step {
         /// Each property's name and value, in order.
         properties: Vec<(String, Value)>,
     },
+    /// Makes the message's body (`payloadFactory`): `format` with each `$n` replaced by
+    /// the n-th argument's value, escaped for the media type (unset: empty).
+    Payload {
+        /// What the body is.
+        media: Media,
+        /// The body with its `$1`, `$2`, ... placeholders.
+        format: String,
+        /// The arguments, in order.
+        args: Vec<Value>,
+    },
+    /// Sets the status the message answers with (`property` `HTTP_SC`, scope `axis2`).
+    SetStatus {
+        /// A status code from 100 to 599 once read; another value leaves it unchanged.
+        value: Value,
+    },
+    /// Answers the client with the message as the flow made it (`respond`): its status
+    /// (200 unless set), the headers the flow set, the body its payload factory made.
+    /// The flow ends there; the call still counts against its limits.
+    Respond,
     /// Runs `then` when the source's whole text matches the pattern (as Java's
     /// `Matcher.matches`, which Synapse's `filter` uses), `otherwise` when not.
     Filter {
@@ -82,6 +101,26 @@ pub enum Step {
         /// Steps when it does not.
         otherwise: Vec<Step>,
     },
+}
+
+/// A payload's media type (`payloadFactory`'s `media-type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Media {
+    /// `application/xml`: arguments escaped as XML text.
+    Xml,
+    /// `application/json`: arguments escaped as the inside of a JSON string.
+    Json,
+}
+
+impl Media {
+    /// Its content type.
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Media::Xml => "application/xml",
+            Media::Json => "application/json",
+        }
+    }
 }
 
 /// What a step reads.

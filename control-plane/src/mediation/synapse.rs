@@ -5,13 +5,25 @@
 //! accepted and ignored.
 
 use apim_manifest::mediation::{
-    CallFact, MAX_DEPTH, MAX_STEPS, MAX_TEXT_BYTES, Mediation, Step, Value, size,
+    CallFact, MAX_DEPTH, MAX_STEPS, MAX_TEXT_BYTES, Media, Mediation, Step, Value, size,
 };
 use quick_xml::Reader;
 use quick_xml::events::{BytesStart, Event};
 
 /// The mediators a sequence may hold.
-pub const SUPPORTED: &[&str] = &["property", "header", "log", "filter"];
+pub const SUPPORTED: &[&str] = &[
+    "property",
+    "header",
+    "log",
+    "filter",
+    "payloadFactory",
+    "respond",
+];
+
+/// Longest payload format, bytes.
+const MAX_FORMAT_BYTES: usize = 64 * 1024;
+/// Most arguments a payload factory takes.
+const MAX_ARGS: usize = 64;
 
 /// Headers no sequence sets or removes: they frame the message or name its hop, which
 /// the gateway and its host own.
@@ -69,6 +81,8 @@ struct Element {
     name: String,
     attributes: Vec<(String, String)>,
     children: Vec<Element>,
+    /// A payload factory's `format`: its content as written.
+    raw: Option<String>,
 }
 
 impl Element {
@@ -101,6 +115,7 @@ pub fn compile(config: &str, flow: Flow) -> Result<Vec<Step>, Refusal> {
     let root = parse(config)?;
     root.only(&["name", "trace", "statistics", "description"])?;
     let steps = mediators(&root.children, flow)?;
+    check_payloads_answer(&steps, false)?;
     let (count, depth) = size(&steps);
     if count > MAX_STEPS {
         return Err(format!(
@@ -130,7 +145,24 @@ fn parse(config: &str) -> Result<Element, Refusal> {
                         "The sequence nests elements deeper than {MAX_DEPTH} filters need"
                     ));
                 }
-                open.push(element(&start)?);
+                let mut element = element(&start)?;
+                let in_factory = open.last().is_some_and(|p| p.name == "payloadFactory");
+                if element.name == "format" && in_factory {
+                    let raw = reader
+                        .read_text(start.name())
+                        .map_err(|e| format!("The XML is not well formed: {e}"))?;
+                    if raw.len() > MAX_FORMAT_BYTES {
+                        return Err(format!(
+                            "A payload format is longer than {MAX_FORMAT_BYTES} bytes"
+                        ));
+                    }
+                    element.raw = Some(raw.into_owned());
+                    if let Some(parent) = open.last_mut() {
+                        parent.children.push(element);
+                    }
+                    continue;
+                }
+                open.push(element);
             }
             Event::Empty(start) => {
                 let element = element(&start)?;
@@ -173,6 +205,7 @@ fn element(start: &BytesStart) -> Result<Element, Refusal> {
         name,
         attributes,
         children: Vec::new(),
+        raw: None,
     })
 }
 
@@ -186,6 +219,12 @@ fn mediators(elements: &[Element], flow: Flow) -> Result<Vec<Step>, Refusal> {
             "header" => steps.push(header(element, flow)?),
             "log" => steps.push(log(element, flow)?),
             "filter" => steps.push(filter(element, flow)?),
+            "payloadFactory" => steps.push(payload(element, flow)?),
+            "respond" => {
+                element.only(&["description"])?;
+                in_flow_only("respond", flow)?;
+                steps.push(Step::Respond);
+            }
             other => {
                 return Err(format!(
                     "The mediator '{other}' is not supported at the gateway (supported: {})",
@@ -227,6 +266,12 @@ fn property(element: &Element, flow: Flow) -> Result<Step, Refusal> {
     let remove = removes(element)?;
     match element.attribute("scope").unwrap_or("default") {
         "transport" => header_step(element, name, remove, flow),
+        "axis2" if name == "HTTP_SC" && !remove => {
+            in_flow_only("The property HTTP_SC", flow)?;
+            Ok(Step::SetStatus {
+                value: value(element, flow)?,
+            })
+        }
         "default" | "synapse" => {
             if CallFact::named(name).is_some() {
                 return Err(format!(
@@ -243,7 +288,7 @@ fn property(element: &Element, flow: Flow) -> Result<Step, Refusal> {
             })
         }
         other => Err(format!(
-            "The property scope '{other}' is not supported (default, synapse or transport)"
+            "The property scope '{other}' is not supported (default, synapse or transport; axis2 for HTTP_SC alone)"
         )),
     }
 }
@@ -369,6 +414,135 @@ fn filter(element: &Element, flow: Flow) -> Result<Step, Refusal> {
         then,
         otherwise,
     })
+}
+
+/// `payloadFactory` with an inline `format` and arguments the request's head holds.
+fn payload(element: &Element, flow: Flow) -> Result<Step, Refusal> {
+    element.only(&["media-type", "description", "template-type"])?;
+    in_flow_only("payloadFactory", flow)?;
+    let media = match element.attribute("media-type").unwrap_or("xml") {
+        "xml" => Media::Xml,
+        "json" => Media::Json,
+        other => {
+            return Err(format!(
+                "The payload media-type '{other}' is not supported (xml or json)"
+            ));
+        }
+    };
+    if element
+        .attribute("template-type")
+        .is_some_and(|t| t != "default")
+    {
+        return Err("Only the default template-type is supported".into());
+    }
+    let format = element
+        .children
+        .iter()
+        .find(|c| c.name == "format")
+        .ok_or("'payloadFactory' needs a 'format'")?;
+    format.only(&[])?;
+    let raw = format.raw.as_deref().unwrap_or_default().trim();
+    let format = match media {
+        Media::Xml => raw.to_string(),
+        Media::Json => json_format(raw)?,
+    };
+    let mut args = Vec::new();
+    if let Some(list) = element.children.iter().find(|c| c.name == "args") {
+        for arg in &list.children {
+            if arg.name != "arg" {
+                return Err(format!("'args' holds 'arg' only, not '{}'", arg.name));
+            }
+            arg.only(&["value", "expression", "evaluator", "literal"])?;
+            args.push(value(arg, flow)?);
+        }
+    }
+    if args.len() > MAX_ARGS {
+        return Err(format!(
+            "A payload factory takes at most {MAX_ARGS} arguments"
+        ));
+    }
+    if let Some(stray) = element
+        .children
+        .iter()
+        .find(|c| c.name != "format" && c.name != "args")
+    {
+        return Err(format!(
+            "'payloadFactory' holds format and args, not '{}'",
+            stray.name
+        ));
+    }
+    if let Some(index) = placeholders(&format).find(|&n| n == 0 || n > args.len()) {
+        return Err(format!(
+            "The payload format names ${index}, but {} arguments are given",
+            args.len()
+        ));
+    }
+    Ok(Step::Payload {
+        media,
+        format,
+        args,
+    })
+}
+
+/// A JSON format as written between `<format>` and `</format>`: text (its entities
+/// read) or a CDATA section.
+fn json_format(raw: &str) -> Result<String, Refusal> {
+    if let Some(inner) = raw
+        .strip_prefix("<![CDATA[")
+        .and_then(|r| r.strip_suffix("]]>"))
+    {
+        return Ok(inner.to_string());
+    }
+    if raw.contains('<') {
+        return Err("A JSON payload format is text, not XML".into());
+    }
+    quick_xml::escape::unescape(raw)
+        .map(|text| text.into_owned())
+        .map_err(|e| format!("The payload format is not well formed: {e}"))
+}
+
+/// The argument numbers a format names (`$1` is 1).
+pub fn placeholders(format: &str) -> impl Iterator<Item = usize> + '_ {
+    format.match_indices('$').filter_map(|(at, _)| {
+        let digits: String = format[at + 1..]
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        digits.parse().ok()
+    })
+}
+
+/// Refuses a payload made for no answer: a payload factory must be followed by a
+/// `respond` (in its list, or after the filter it is in), since a payload for the backend
+/// is not supported yet.
+fn check_payloads_answer(steps: &[Step], responds_after: bool) -> Result<(), Refusal> {
+    for (at, step) in steps.iter().enumerate() {
+        let later = responds_after || steps[at + 1..].contains(&Step::Respond);
+        match step {
+            Step::Payload { .. } if !later => {
+                return Err(
+                    "A payloadFactory must be followed by a respond: a payload for the backend is not supported yet"
+                        .into(),
+                );
+            }
+            Step::Filter {
+                then, otherwise, ..
+            } => {
+                check_payloads_answer(then, later)?;
+                check_payloads_answer(otherwise, later)?;
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+fn in_flow_only(what: &str, flow: Flow) -> Result<(), Refusal> {
+    if flow == Flow::In {
+        Ok(())
+    } else {
+        Err(format!("{what} is supported in the in flow only"))
+    }
 }
 
 fn required<'e>(element: &'e Element, name: &str) -> Result<&'e str, Refusal> {
@@ -588,7 +762,33 @@ mod tests {
                 Flow::In,
                 "The mediator 'send' is not supported",
             ),
-            (r#"<payloadFactory/>"#, Flow::In, "'payloadFactory'"),
+            (r#"<payloadFactory/>"#, Flow::In, "needs a 'format'"),
+            (
+                r#"<payloadFactory><format>{}</format></payloadFactory>"#,
+                Flow::In,
+                "followed by a respond",
+            ),
+            (
+                r#"<payloadFactory media-type="json"><format>{"a":"$2"}</format><args><arg value="x"/></args></payloadFactory><respond/>"#,
+                Flow::In,
+                "names $2",
+            ),
+            (
+                r#"<payloadFactory><format key="conf:/p"/></payloadFactory><respond/>"#,
+                Flow::In,
+                "attribute 'key'",
+            ),
+            (
+                r#"<payloadFactory media-type="json"><format>{}</format><args><arg expression="$.a" evaluator="json"/></args></payloadFactory><respond/>"#,
+                Flow::In,
+                "expression '$.a'",
+            ),
+            (r#"<respond/>"#, Flow::Out, "in flow only"),
+            (
+                r#"<property name="HTTP_SC" value="404" scope="axis2"/>"#,
+                Flow::Out,
+                "in flow only",
+            ),
             (
                 r#"<property name="a" value="b" scope="axis2"/>"#,
                 Flow::In,
@@ -685,6 +885,61 @@ mod tests {
         let on_error =
             r#"<sequence xmlns="http://ws.apache.org/ns/synapse" name="s" onError="f"/>"#;
         assert!(compile(on_error, Flow::In).unwrap_err().contains("onError"));
+    }
+
+    #[test]
+    fn a_payload_factory_answers_with_its_format_and_arguments() {
+        let compiled = steps(
+            r#"<filter source="$trp:X-Mock" regex="yes">
+                 <then>
+                   <payloadFactory media-type="json">
+                     <format>{"user": "$1", "page": $2, "note": "&lt;$1&gt;"}</format>
+                     <args><arg expression="$trp:X-User"/><arg expression="$url:page"/></args>
+                   </payloadFactory>
+                 </then>
+                 <else>
+                   <payloadFactory>
+                     <format><m:ok xmlns:m="urn:m"><m:v>$1</m:v></m:ok></format>
+                     <args><arg value="fixed"/></args>
+                   </payloadFactory>
+                 </else>
+               </filter>
+               <property name="HTTP_SC" value="201" scope="axis2"/>
+               <respond/>"#,
+            Flow::In,
+        )
+        .unwrap();
+        let Step::Filter {
+            then, otherwise, ..
+        } = &compiled[0]
+        else {
+            panic!("{compiled:?}")
+        };
+        assert_eq!(
+            then[0],
+            Step::Payload {
+                media: Media::Json,
+                format: r#"{"user": "$1", "page": $2, "note": "<$1>"}"#.into(),
+                args: vec![Value::Header("x-user".into()), Value::Query("page".into())],
+            }
+        );
+        assert!(
+            matches!(&otherwise[0], Step::Payload { media: Media::Xml, format, .. }
+            if format == r#"<m:ok xmlns:m="urn:m"><m:v>$1</m:v></m:ok>"#)
+        );
+        assert_eq!(
+            compiled[1],
+            Step::SetStatus {
+                value: Value::Text("201".into())
+            }
+        );
+        assert_eq!(compiled[2], Step::Respond);
+        let cdata = steps(
+            r#"<payloadFactory media-type="json"><format><![CDATA[{"a": "<b>"}]]></format></payloadFactory><respond/>"#,
+            Flow::In,
+        )
+        .unwrap();
+        assert!(matches!(&cdata[0], Step::Payload { format, .. } if format == r#"{"a": "<b>"}"#));
     }
 
     #[test]

@@ -242,3 +242,77 @@ fn an_api_without_sequences_is_forwarded_as_before() {
     assert!(forwarding.response_removed.is_empty());
     assert!(forwarding.fault_headers.is_empty());
 }
+
+#[test]
+fn a_respond_answers_with_the_payload_after_counting_the_limits() {
+    let mock = Step::Filter {
+        source: Value::Header("x-mock".into()),
+        regex: "^(?:yes)$".into(),
+        then: vec![
+            Step::Payload {
+                media: apim_manifest::mediation::Media::Json,
+                format: r#"{"user": "$1", "api": "$2"}"#.into(),
+                args: vec![Value::Query("user".into()), Value::Call(CallFact::ApiName)],
+            },
+            Step::SetStatus { value: text("201") },
+            set("x-mocked", text("1")),
+            Step::Respond,
+            set("x-never", text("1")),
+        ],
+        otherwise: vec![],
+    };
+    let mut world = mediated(Mediation {
+        request: vec![set("x-before", text("1")), mock],
+        response: vec![set("x-out", text("1"))],
+        ..Mediation::default()
+    });
+    let bearer = world.bearer("app-1");
+    let client = [
+        ("authorization", bearer.as_str()),
+        ("x-mock", "yes"),
+        ("origin", "http://site"),
+    ];
+    let path = "/dev/v1/devs/alice/repos?user=a%22b";
+    let response = world.call("GET", path, &client);
+    assert!(
+        world.host.sent.borrow().is_empty(),
+        "the backend is not called"
+    );
+    assert_eq!(response.status, 201);
+    assert_eq!(
+        header(&response.headers, "content-type"),
+        Some("application/json")
+    );
+    assert_eq!(header(&response.headers, "x-mocked"), Some("1"));
+    assert_eq!(header(&response.headers, "x-before"), Some("1"));
+    assert_eq!(
+        header(&response.headers, "x-never"),
+        None,
+        "respond ends the flow"
+    );
+    assert_eq!(
+        header(&response.headers, "x-out"),
+        None,
+        "nor does the out flow run"
+    );
+    assert_eq!(header(&response.headers, "authorization"), None);
+    assert_eq!(
+        header(&response.headers, "access-control-allow-origin"),
+        Some("*")
+    );
+    let body: serde_json::Value = serde_json::from_slice(&response.body).unwrap();
+    assert_eq!(body, json!({"user": "a\"b", "api": "Dev"}));
+
+    let head = request("GET", path, &client, b"");
+    let verdict = world.gateway.decide(&world.host, &head);
+    assert!(!verdict.limits.is_empty(), "the answer still counts");
+    let Decision::Respond(answer) = verdict.decision else {
+        panic!("answered");
+    };
+    assert_eq!((answer.status, answer.body), (201, response.body));
+
+    // Without the header the filter reads, the call goes to the backend.
+    let response = world.call("GET", path, &client[..1]);
+    assert_eq!(response.status, 200);
+    assert_eq!(world.host.sent.borrow().len(), 1);
+}
