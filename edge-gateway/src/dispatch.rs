@@ -385,13 +385,9 @@ impl Gateway {
         // With every endpoint suspended, none could be reached.
         outcome.backend_failed = Some(failed.unwrap_or(BackendFailure::Unreachable));
         let timed_out = failed == Some(BackendFailure::TimedOut);
-        let fault_headers = plan.fault_headers;
-        let answer = async move {
-            let answer = self
-                .runtime
-                .backend_failed(head, timed_out, failed.is_none());
-            Ok(proxy::with_headers(answer.await?, fault_headers))
-        };
+        let answer = self
+            .runtime
+            .backend_failed(head, timed_out, failed.is_none());
         let fallback = StatusCode::BAD_GATEWAY;
         Box::pin(self.answer(answer, "a backend failure", fallback, outcome)).await
     }

@@ -180,21 +180,6 @@ fn header_list(headers: &HeaderMap) -> apim_http::Headers {
         .collect()
 }
 
-/// The component's answer with `extra` headers set on it, replacing any of the same
-/// names (an API's fault flow on the answer to a failed backend).
-pub fn with_headers(
-    mut answer: policy::Response,
-    extra: Vec<(String, Vec<u8>)>,
-) -> policy::Response {
-    for (name, value) in extra {
-        answer
-            .headers
-            .retain(|(n, _)| !n.eq_ignore_ascii_case(&name));
-        answer.headers.push((name, value));
-    }
-    answer
-}
-
 /// A response of the component's own.
 pub fn response(answer: policy::Response) -> Response<ResponseBody> {
     let body = http_body_util::Full::new(bytes::Bytes::from(answer.body))

@@ -212,4 +212,23 @@ async fn sequences_apply_at_the_gateway(database: Backend, settings: &[(&'static
         None,
         "the out flow is not the fault's"
     );
+
+    // WSO2's global json_fault instead: the fault as JSON, status 500.
+    let json_fault = json!([
+        {"name": "add_header", "type": "in"},
+        {"name": "json_fault", "type": "fault"},
+    ]);
+    with_sequences(mgmt, admin, &api, json_fault)
+        .await
+        .expect(200);
+    let failed = harness::eventually(gw, reqwest::Method::GET, path, &token, |reply| {
+        reply.status == 500
+    })
+    .await;
+    assert_eq!(
+        failed.body,
+        json!({"fault": {"code": 101503, "type": "Status report", "message": "Runtime Error",
+                         "description": "Error connecting to the back end"}})
+    );
+    assert_eq!(failed.header("content-type"), Some("application/json"));
 }

@@ -73,6 +73,12 @@ impl Fault {
         }
     }
 
+    /// Whether the backend failed it (could not be reached, timed out, every endpoint
+    /// suspended): what an API's fault flow runs on.
+    pub fn is_backend_failure(&self) -> bool {
+        matches!(self.code, 101503 | 101504)
+    }
+
     /// The same fault, its answer carrying `headers` too (replacing any it carried of
     /// the same names).
     pub fn with_headers(mut self, headers: crate::host::Headers) -> Self {

@@ -22,7 +22,7 @@ pub use crate::call::Call;
 use crate::faults::Fault;
 use crate::forward::{BackendRequest, ForwardSettings};
 use crate::host::{Headers, Host, MAX_BODY_BYTES, Request, Response, content_length, header};
-use crate::mediate::{self, Facts, Rewrite};
+use crate::mediate::{self, Facts, FaultOutcome, Rewrite};
 use crate::relay::{token_relay, token_service, token_service_path};
 use crate::state;
 use crate::sync::{self, settings};
@@ -84,8 +84,6 @@ pub struct Forwarding {
     pub response_headers: Headers,
     /// Headers taken off the backend's answer (an API's out flow).
     pub response_removed: Vec<String>,
-    /// Headers set on the gateway's answer when the backend fails (its fault flow).
-    pub fault_headers: Headers,
     /// The answer an API's in flow gave (`respond`), instead of the backend's, once the
     /// call has counted against its limits.
     pub answer: Option<Box<Response>>,
@@ -175,7 +173,8 @@ impl Gateway {
                 .plan(host, &request, &target, call, false)
                 .and_then(|plan| match plan {
                     Plan::Respond(response) => Ok(response),
-                    Plan::Forward(forwarding) => forward_and_cache(host, &request, forwarding),
+                    Plan::Forward(forwarding) => forward_and_cache(host, &request, forwarding)
+                        .or_else(|fault| self.fault_flow(host, &request, fault)),
                     Plan::Mcp(api) => self.serve_mcp(host, &request, &target, api, call),
                 })
                 .unwrap_or_else(|fault| {
@@ -213,7 +212,6 @@ impl Gateway {
                     backend,
                     response_headers: Headers::new(),
                     response_removed: Vec::new(),
-                    fault_headers: Headers::new(),
                     answer: None,
                     cache: None,
                     limits: Vec::new(),
@@ -262,6 +260,63 @@ impl Gateway {
             limits,
             decision,
             call,
+        }
+    }
+
+    /// The answer to a forwarded request whose backend failed (`timed_out`, or every
+    /// endpoint `suspended`, or unreachable), and the failure's code: the gateway's fault,
+    /// or what the API's fault flow makes of it.
+    pub fn backend_failed(
+        &mut self,
+        host: &dyn Host,
+        request: &Request,
+        timed_out: bool,
+        suspended: bool,
+    ) -> (Response, u32) {
+        let fault = crate::relay::forwarding_failed(request, timed_out, suspended);
+        let code = fault.code;
+        match self.fault_flow(host, request, fault) {
+            Ok(answer) => (answer, code),
+            Err(fault) => (fault.render(&request.headers), code),
+        }
+    }
+
+    /// What the API's fault flow makes of a backend's failure: its own answer, or the
+    /// fault with the headers it sets; any other fault as it is.
+    fn fault_flow(
+        &mut self,
+        host: &dyn Host,
+        request: &Request,
+        fault: Fault,
+    ) -> Result<Response, Fault> {
+        if !fault.is_backend_failure() {
+            return Err(fault);
+        }
+        let Ok(target) = Target::parse(&request.path_with_query) else {
+            return Err(fault);
+        };
+        let Ok((api, _)) = self.route(host, &target.path) else {
+            return Err(fault);
+        };
+        let Some(plan) = api.mediation.as_ref().filter(|plan| !plan.fault.is_empty()) else {
+            return Err(fault);
+        };
+        let settings = self
+            .forwarding
+            .get_or_insert_with(|| Rc::new(ForwardSettings::read(host)))
+            .clone();
+        let facts = Facts {
+            api: &api,
+            method: &request.method,
+            query: target.query.as_deref(),
+            user: "",
+            application: "",
+            now_ms: host.now_millis(),
+            error: Some((fault.code, &fault.description)),
+        };
+        match mediate::fault(plan, &request.headers, &facts, &settings.patterns) {
+            FaultOutcome::Answer(answer) => Ok(answer),
+            FaultOutcome::Headers(headers) => Err(fault.with_headers(headers)),
         }
     }
 
@@ -601,6 +656,7 @@ impl Gateway {
                 user: &call.user,
                 application: &call.application,
                 now_ms,
+                error: None,
             };
             rewrite = mediate::run(plan, &request.headers, &facts, &settings.patterns);
             if let Some(answer) = &mut rewrite.answer {
@@ -617,7 +673,6 @@ impl Gateway {
             backend,
             response_headers,
             response_removed: rewrite.response_removed,
-            fault_headers: rewrite.fault_set,
             answer: rewrite.answer.map(Box::new),
             cache,
             limits,
@@ -712,7 +767,6 @@ fn forward_and_cache(
         backend,
         response_headers,
         response_removed,
-        fault_headers,
         answer,
         cache,
         limits,
@@ -729,8 +783,7 @@ fn forward_and_cache(
     let mut response = match cached {
         Some(hit) => hit,
         None => {
-            let response = balance::send(host, &backend, request)
-                .map_err(|fault| fault.with_headers(fault_headers))?;
+            let response = balance::send(host, &backend, request)?;
             if let Some((key, ttl)) = &cache {
                 cache::store(host, key, &response, *ttl, now_ms, &request.headers);
             }

@@ -3,9 +3,10 @@
 //! forwarding paths apply (the host's, through `apim:gateway/policy`'s `forward`, and the
 //! component's own).
 //!
-//! Every flow runs when the call is decided: the in flow on the request's headers, the
-//! out and fault flows on the properties it left (the control plane refuses steps of
-//! those flows that would read the backend's answer).
+//! The in and out flows run when the call is decided: the in flow on the request's
+//! headers, the out flow on the properties it left (the control plane refuses steps that
+//! would read the backend's answer). The fault flow runs when the backend fails
+//! ([`fault`]), on the properties the in flow leaves and the failure.
 
 use std::cell::RefCell;
 
@@ -67,8 +68,6 @@ pub struct Rewrite {
     pub response_removed: Vec<String>,
     /// Headers the backend's answer gets, replacing any of the same names.
     pub response_set: Headers,
-    /// Headers the gateway's answer gets when the backend fails.
-    pub fault_set: Headers,
     /// The answer the in flow gave (`respond`): the call goes no further.
     pub answer: Option<Response>,
 }
@@ -84,6 +83,8 @@ pub struct Facts<'a> {
     /// The calling application's id (empty when none).
     pub application: &'a str,
     pub now_ms: i64,
+    /// The failure's WSO2 code and message, in the fault flow.
+    pub error: Option<(u32, &'a str)>,
 }
 
 /// Runs every flow of `plan` for a call whose client headers are `request`.
@@ -100,10 +101,38 @@ pub fn run(plan: &Mediation, request: &Headers, facts: &Facts, patterns: &Patter
     let mut outgoing = Message::new(None);
     outgoing.run(&plan.response, facts, &mut properties, patterns);
     (rewrite.response_removed, rewrite.response_set) = outgoing.into_changes();
+    rewrite
+}
+
+/// What the fault flow makes of a failed call.
+#[derive(Debug, PartialEq)]
+pub enum FaultOutcome {
+    /// Its own answer (`respond`).
+    Answer(Response),
+    /// Headers for the gateway's own answer.
+    Headers(Headers),
+}
+
+/// Runs the fault flow of `plan` for a call whose client headers are `request`, once
+/// the in flow has left its properties again (without its log lines, written already);
+/// `facts` name the failure.
+pub fn fault(
+    plan: &Mediation,
+    request: &Headers,
+    facts: &Facts,
+    patterns: &Patterns,
+) -> FaultOutcome {
+    let mut properties = Properties::default();
+    let mut incoming = Message::new(Some(request));
+    incoming.quiet = true;
+    incoming.run(&plan.request, facts, &mut properties, patterns);
     let mut fault = Message::new(None);
     fault.run(&plan.fault, facts, &mut properties, patterns);
-    rewrite.fault_set = fault.into_changes().1;
-    rewrite
+    if fault.responded {
+        FaultOutcome::Answer(fault.into_answer())
+    } else {
+        FaultOutcome::Headers(fault.into_changes().1)
+    }
 }
 
 /// Message properties, by name, in the order first set.
@@ -142,6 +171,8 @@ struct Message<'r> {
     status: Option<u16>,
     /// Whether a `respond` ended the flow.
     responded: bool,
+    /// Whether its log lines are left out (a flow run again).
+    quiet: bool,
 }
 
 impl<'r> Message<'r> {
@@ -152,6 +183,7 @@ impl<'r> Message<'r> {
             payload: None,
             status: None,
             responded: false,
+            quiet: false,
         }
     }
 
@@ -251,7 +283,11 @@ impl<'r> Message<'r> {
                 Step::Log {
                     category,
                     properties: logged,
-                } => eprintln!("{}", self.log_line(category, logged, facts, properties)),
+                } => {
+                    if !self.quiet {
+                        eprintln!("{}", self.log_line(category, logged, facts, properties));
+                    }
+                }
                 Step::Filter {
                     source,
                     regex,
@@ -390,6 +426,8 @@ fn fact_of(fact: CallFact, facts: &Facts) -> Option<String> {
         CallFact::ApplicationId => known(facts.application),
         CallFact::HttpMethod => Some(facts.method.to_string()),
         CallFact::SystemTime => Some(facts.now_ms.to_string()),
+        CallFact::ErrorCode => facts.error.map(|(code, _)| code.to_string()),
+        CallFact::ErrorMessage => facts.error.map(|(_, message)| message.to_string()),
     }
 }
 
@@ -433,6 +471,7 @@ mod tests {
             user: "",
             application: "",
             now_ms: 7,
+            error: None,
         };
         let headers: Headers = vec![
             ("authorization".into(), b"Bearer secret".to_vec()),

@@ -123,7 +123,6 @@ impl policy::Guest for Component {
                     added_headers: backend.added_headers,
                     response_removed: forwarding.response_removed,
                     response_headers: forwarding.response_headers,
-                    fault_headers: forwarding.fault_headers,
                     cache: forwarding
                         .cache
                         .map(|(key, ttl_secs)| policy::CacheStore { key, ttl_secs }),
@@ -184,8 +183,10 @@ impl policy::Guest for Component {
     ) -> policy::Response {
         match request_of(request) {
             Ok(request) => {
-                let fault = crate::relay::forwarding_failed(&request, timed_out, suspended);
-                policy_response(fault.render(&request.headers), fault.code)
+                let (answer, code) = GATEWAY.with(|gateway| {
+                    (gateway.borrow_mut()).backend_failed(&WasiHost, &request, timed_out, suspended)
+                });
+                policy_response(answer, code)
             }
             Err(fault) => policy_response(fault.render(&Headers::new()), fault.code),
         }

@@ -1,7 +1,8 @@
 //! An API's mediation as gateways run it: the steps the control plane compiled once from
 //! its Synapse sequences (WSO2's `in`, `out` and `fault` flows), so that the request path
 //! never reads XML. Each flow is a list of [`Step`]s run in order; a step reads [`Value`]s
-//! the request already holds, so the whole of it is decided with the request's head.
+//! the request's head holds (and, in the fault flow, the failure), so the `in` and `out`
+//! flows are decided with the request's head and the fault flow when the backend fails.
 
 use serde::{Deserialize, Serialize};
 
@@ -21,7 +22,9 @@ pub struct Mediation {
     /// Run on the backend's answer before it goes to the client (`out`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub response: Vec<Step>,
-    /// Run on the gateway's answer when the backend fails (`fault`).
+    /// Run when the backend cannot be reached or times out (`fault`), on the properties
+    /// the `in` flow leaves: the answer it makes (`respond`), or the headers it sets on
+    /// the gateway's own.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fault: Vec<Step>,
 }
@@ -158,6 +161,10 @@ pub enum CallFact {
     HttpMethod,
     /// `SYSTEM_TIME`: milliseconds since the Unix epoch.
     SystemTime,
+    /// `ERROR_CODE`: in the fault flow, the failure's WSO2 code (101503, 101504).
+    ErrorCode,
+    /// `ERROR_MESSAGE`: in the fault flow, what failed.
+    ErrorMessage,
 }
 
 impl CallFact {
@@ -171,6 +178,8 @@ impl CallFact {
             "api.ut.application.id" => Self::ApplicationId,
             "api.ut.HTTP_METHOD" => Self::HttpMethod,
             "SYSTEM_TIME" => Self::SystemTime,
+            "ERROR_CODE" => Self::ErrorCode,
+            "ERROR_MESSAGE" => Self::ErrorMessage,
             _ => return None,
         })
     }
@@ -184,7 +193,14 @@ impl CallFact {
         "api.ut.application.id",
         "api.ut.HTTP_METHOD",
         "SYSTEM_TIME",
+        "ERROR_CODE",
+        "ERROR_MESSAGE",
     ];
+
+    /// Whether only the fault flow knows it.
+    pub fn is_failures(self) -> bool {
+        matches!(self, Self::ErrorCode | Self::ErrorMessage)
+    }
 }
 
 /// How many steps a flow holds, its filters' branches included, and its deepest nesting.

@@ -24,6 +24,30 @@ const PRESERVE_ACCEPT_HEADER: &str = r#"<sequence xmlns="http://ws.apache.org/ns
   <property name="Accept" scope="transport" action="remove"/>
 </sequence>"#;
 
+/// WSO2's `json_fault`: on a backend failure, its log line, and the fault as JSON with
+/// status 500 (or `CUSTOM_HTTP_SC`, when an earlier sequence set it), instead of the
+/// gateway's own answer (WSO2's replaces the default fault sequence, CORS handler
+/// included).
+const JSON_FAULT: &str = r#"<sequence xmlns="http://ws.apache.org/ns/synapse" name="json_fault">
+  <log level="custom">
+    <property name="STATUS" value="Executing custom 'fault' sequence"/>
+    <property name="ERROR_CODE" expression="get-property('ERROR_CODE')"/>
+    <property name="ERROR_MESSAGE" expression="get-property('ERROR_MESSAGE')"/>
+  </log>
+  <payloadFactory media-type="json">
+    <format>{"fault":{"code":$1,"type":"Status report","message":"Runtime Error","description":"$2"}}</format>
+    <args>
+      <arg expression="$ctx:ERROR_CODE"/>
+      <arg expression="$ctx:ERROR_MESSAGE"/>
+    </args>
+  </payloadFactory>
+  <filter source="$ctx:CUSTOM_HTTP_SC" regex="[1-5][0-9][0-9]">
+    <then><property name="HTTP_SC" expression="$ctx:CUSTOM_HTTP_SC" scope="axis2"/></then>
+    <else><property name="HTTP_SC" value="500" scope="axis2"/></else>
+  </filter>
+  <respond/>
+</sequence>"#;
+
 const fn listed(id: &'static str, name: &'static str, flow: &'static str) -> GlobalPolicy {
     GlobalPolicy {
         id,
@@ -35,11 +59,12 @@ const fn listed(id: &'static str, name: &'static str, flow: &'static str) -> Glo
 
 /// The global policies, by flow and name.
 pub const GLOBAL_POLICIES: &[GlobalPolicy] = &[
-    listed(
-        "f9c36f4d-a2b6-41e7-b311-d358a47916be",
-        "json_fault",
-        "fault",
-    ),
+    GlobalPolicy {
+        id: "f9c36f4d-a2b6-41e7-b311-d358a47916be",
+        name: "json_fault",
+        flow: "fault",
+        sequence: Some(JSON_FAULT),
+    },
     listed(
         "f59d0d71-80df-422c-bee8-ba5fcb0602fe",
         "debug_json_fault",

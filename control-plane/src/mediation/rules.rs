@@ -86,7 +86,7 @@ mod tests {
             ("h", "in", "<definitions/>"),
             ("h", "in", "<!DOCTYPE s><sequence/>"),
             ("h", "in", "<sequence><send/></sequence>"),
-            ("h", "fault", "<sequence><log/></sequence>"),
+            ("h", "out", "<sequence><log/></sequence>"),
         ] {
             assert!(
                 matches!(check(body(name, flow, config)), Err(Error::Invalid(_))),

@@ -222,7 +222,7 @@ fn mediators(elements: &[Element], flow: Flow) -> Result<Vec<Step>, Refusal> {
             "payloadFactory" => steps.push(payload(element, flow)?),
             "respond" => {
                 element.only(&["description"])?;
-                in_flow_only("respond", flow)?;
+                answering_flow_only("respond", flow)?;
                 steps.push(Step::Respond);
             }
             other => {
@@ -267,7 +267,7 @@ fn property(element: &Element, flow: Flow) -> Result<Step, Refusal> {
     match element.attribute("scope").unwrap_or("default") {
         "transport" => header_step(element, name, remove, flow),
         "axis2" if name == "HTTP_SC" && !remove => {
-            in_flow_only("The property HTTP_SC", flow)?;
+            answering_flow_only("The property HTTP_SC", flow)?;
             Ok(Step::SetStatus {
                 value: value(element, flow)?,
             })
@@ -337,9 +337,7 @@ fn header_name(name: &str) -> Result<String, Refusal> {
 /// `log` of level `custom` or `simple`: its properties, as a line in the gateway's log.
 fn log(element: &Element, flow: Flow) -> Result<Step, Refusal> {
     element.only(&["level", "category", "separator", "description"])?;
-    if flow != Flow::In {
-        return Err("The log mediator is supported in the in flow only".into());
-    }
+    answering_flow_only("The log mediator", flow)?;
     match element.attribute("level").unwrap_or("simple") {
         "custom" | "simple" => {}
         "headers" | "full" => {
@@ -419,7 +417,7 @@ fn filter(element: &Element, flow: Flow) -> Result<Step, Refusal> {
 /// `payloadFactory` with an inline `format` and arguments the request's head holds.
 fn payload(element: &Element, flow: Flow) -> Result<Step, Refusal> {
     element.only(&["media-type", "description", "template-type"])?;
-    in_flow_only("payloadFactory", flow)?;
+    answering_flow_only("payloadFactory", flow)?;
     let media = match element.attribute("media-type").unwrap_or("xml") {
         "xml" => Media::Xml,
         "json" => Media::Json,
@@ -537,11 +535,14 @@ fn check_payloads_answer(steps: &[Step], responds_after: bool) -> Result<(), Ref
     Ok(())
 }
 
-fn in_flow_only(what: &str, flow: Flow) -> Result<(), Refusal> {
-    if flow == Flow::In {
-        Ok(())
+/// Refuses what only a flow that can answer the call (`in`, `fault`) may hold.
+fn answering_flow_only(what: &str, flow: Flow) -> Result<(), Refusal> {
+    if flow == Flow::Out {
+        Err(format!(
+            "{what} is supported in the in and fault flows only"
+        ))
     } else {
-        Err(format!("{what} is supported in the in flow only"))
+        Ok(())
     }
 }
 
@@ -604,6 +605,9 @@ fn expression(text: &str, flow: Flow) -> Result<Value, Refusal> {
             "In the out and fault flows an expression may read properties and the call's facts, not headers or the query (set a property in the in flow)"
                 .into(),
         );
+    }
+    if flow != Flow::Fault && matches!(value, Value::Call(fact) if fact.is_failures()) {
+        return Err("ERROR_CODE and ERROR_MESSAGE are known in the fault flow only".into());
     }
     match &value {
         Value::Header(name) | Value::Property(name) | Value::Query(name) if name.is_empty() => Err(
@@ -783,11 +787,16 @@ mod tests {
                 Flow::In,
                 "expression '$.a'",
             ),
-            (r#"<respond/>"#, Flow::Out, "in flow only"),
+            (r#"<respond/>"#, Flow::Out, "in and fault flows only"),
             (
                 r#"<property name="HTTP_SC" value="404" scope="axis2"/>"#,
                 Flow::Out,
-                "in flow only",
+                "in and fault flows only",
+            ),
+            (
+                r#"<property name="c" expression="$ctx:ERROR_CODE"/>"#,
+                Flow::In,
+                "fault flow only",
             ),
             (
                 r#"<property name="a" value="b" scope="axis2"/>"#,
@@ -851,7 +860,11 @@ mod tests {
                 "not headers",
             ),
             (r#"<log level="full"/>"#, Flow::In, "credentials"),
-            (r#"<log level="custom"/>"#, Flow::Out, "in flow only"),
+            (
+                r#"<log level="custom"/>"#,
+                Flow::Out,
+                "in and fault flows only",
+            ),
             (r#"<filter xpath="//a"/>"#, Flow::In, "xpath"),
             (
                 r#"<filter source="$trp:a" regex="(?=x)"/>"#,

@@ -203,7 +203,65 @@ fn the_out_flow_changes_what_the_client_gets_and_reads_the_in_flows_properties()
 #[test]
 fn the_fault_flow_marks_the_answer_to_a_failed_backend() {
     let plan = Mediation {
-        fault: vec![set("x-fault-by", Value::Call(CallFact::ApiName))],
+        request: vec![Step::SetProperty {
+            name: "agent".into(),
+            value: Value::Header("user-agent".into()),
+        }],
+        fault: vec![
+            set("x-fault-by", Value::Call(CallFact::ApiName)),
+            set("x-agent", Value::Property("agent".into())),
+        ],
+        ..Mediation::default()
+    };
+    let mut world = mediated(plan);
+    world.host.backend = Box::new(|_| Err(SendError::Unreachable("refused".into())));
+    let bearer = world.bearer("app-1");
+    let client = [("authorization", bearer.as_str()), ("user-agent", "curl/8")];
+    let response = world.call("GET", "/dev/v1/devs/alice/repos", &client);
+    assert_eq!(code(&response), "101503");
+    assert_eq!(header(&response.headers, "x-fault-by"), Some("Dev"));
+    assert_eq!(header(&response.headers, "x-agent"), Some("curl/8"));
+
+    // A host that forwards asks the component for the answer, which runs the same flow.
+    let head = request("GET", "/dev/v1/devs/alice/repos", &client, b"");
+    let (answer, fault_code) = world
+        .gateway
+        .backend_failed(&world.host, &head, true, false);
+    assert_eq!((answer.status, fault_code), (504, 101504));
+    assert_eq!(header(&answer.headers, "x-fault-by"), Some("Dev"));
+
+    // A refusal before the backend is not a fault of the flow's.
+    let refused = world.call("GET", "/dev/v1/devs/alice/repos", &[]);
+    assert_eq!(refused.status, 401);
+    assert_eq!(header(&refused.headers, "x-fault-by"), None);
+}
+
+#[test]
+fn a_fault_flow_answers_with_the_failure_as_wso2s_json_fault_does() {
+    let plan = Mediation {
+        request: vec![Step::SetProperty {
+            name: "CUSTOM_HTTP_SC".into(),
+            value: Value::Header("x-status".into()),
+        }],
+        fault: vec![
+            Step::Payload {
+                media: apim_manifest::mediation::Media::Json,
+                format: r#"{"fault":{"code":$1,"description":"$2"}}"#.into(),
+                args: vec![
+                    Value::Call(CallFact::ErrorCode),
+                    Value::Call(CallFact::ErrorMessage),
+                ],
+            },
+            Step::Filter {
+                source: Value::Property("CUSTOM_HTTP_SC".into()),
+                regex: "^(?:[1-5][0-9][0-9])$".into(),
+                then: vec![Step::SetStatus {
+                    value: Value::Property("CUSTOM_HTTP_SC".into()),
+                }],
+                otherwise: vec![Step::SetStatus { value: text("500") }],
+            },
+            Step::Respond,
+        ],
         ..Mediation::default()
     };
     let mut world = mediated(plan);
@@ -211,18 +269,22 @@ fn the_fault_flow_marks_the_answer_to_a_failed_backend() {
     let bearer = world.bearer("app-1");
     let client = [("authorization", bearer.as_str())];
     let response = world.call("GET", "/dev/v1/devs/alice/repos", &client);
-    assert_eq!(code(&response), "101503");
-    assert_eq!(header(&response.headers, "x-fault-by"), Some("Dev"));
-    let head = request("GET", "/dev/v1/devs/alice/repos", &client, b"");
-    let Decision::Forward(forwarding) = world.gateway.decide(&world.host, &head).decision else {
-        panic!("forwarded");
-    };
-    assert_eq!(header(&forwarding.fault_headers, "x-fault-by"), Some("Dev"));
-
-    // A refusal before the backend is not a fault of the flow's.
-    let refused = world.call("GET", "/dev/v1/devs/alice/repos", &[]);
-    assert_eq!(refused.status, 401);
-    assert_eq!(header(&refused.headers, "x-fault-by"), None);
+    assert_eq!(response.status, 500);
+    assert_eq!(
+        header(&response.headers, "content-type"),
+        Some("application/json")
+    );
+    let body: serde_json::Value = serde_json::from_slice(&response.body).unwrap();
+    assert_eq!(
+        body,
+        json!({"fault": {"code": 101503, "description": "Error connecting to the back end"}})
+    );
+    let with_status = [("authorization", bearer.as_str()), ("x-status", "418")];
+    let head = request("GET", "/dev/v1/devs/alice/repos", &with_status, b"");
+    let (answer, fault_code) = world
+        .gateway
+        .backend_failed(&world.host, &head, false, false);
+    assert_eq!((answer.status, fault_code), (418, 101503));
 }
 
 #[test]
@@ -240,7 +302,7 @@ fn an_api_without_sequences_is_forwarded_as_before() {
     };
     assert!(forwarding.backend.removed_headers.is_empty());
     assert!(forwarding.response_removed.is_empty());
-    assert!(forwarding.fault_headers.is_empty());
+    assert!(forwarding.answer.is_none());
 }
 
 #[test]
