@@ -356,6 +356,18 @@ impl Fault {
         )
     }
 
+    /// 500 101500: an API's payload factory made a body past
+    /// [`apim_manifest::mediation::MAX_PAYLOAD_BYTES`].
+    pub fn payload_past_its_bound() -> Self {
+        Self::new(
+            500,
+            101500,
+            "Runtime Error",
+            "The API's mediation made a payload larger than the gateway sends".into(),
+            Family::General,
+        )
+    }
+
     /// 503: the token service could not be reached.
     pub fn token_service_unavailable() -> Self {
         Self::new(
@@ -474,7 +486,12 @@ impl Fault {
             response = response.with_header("retry-after", secs.to_string());
         }
         if let Some(extra) = &self.extra_headers {
-            response.headers.extend(extra.iter().cloned());
+            for (name, value) in extra.iter() {
+                response
+                    .headers
+                    .retain(|(n, _)| !n.eq_ignore_ascii_case(name));
+                response.headers.push((name.clone(), value.clone()));
+            }
         }
         response
     }

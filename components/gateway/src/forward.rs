@@ -330,6 +330,19 @@ pub fn backend_request(
 }
 
 impl BackendRequest {
+    /// No request: the call is answered before it would go anywhere.
+    pub fn unsent() -> Self {
+        Self {
+            targets: Vec::new(),
+            balance: Balance::Single,
+            list: String::new(),
+            replaced: Replaced::ApiCall,
+            removed_headers: Vec::new(),
+            added_headers: Headers::new(),
+            upgrade: false,
+        }
+    }
+
     /// Takes what an API's mediation does to the request: the client headers it removed
     /// or set do not pass on, nor do the gateway's own of those names; its values do.
     pub fn mediate(&mut self, removed: Vec<String>, added: Headers) {

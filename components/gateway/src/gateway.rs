@@ -623,25 +623,19 @@ impl Gateway {
         } else {
             target.with_query(resource)
         };
-        let cache = (request.method == "GET" && !websocket)
+        // An in flow may make the backend's request differ per call (a header, the
+        // user, the time) where the cache's key does not: such an API is not cached.
+        let mediated_request = api
+            .mediation
+            .as_ref()
+            .is_some_and(|p| !p.request.is_empty());
+        let cache = (request.method == "GET" && !websocket && !mediated_request)
             .then_some(api.cache_timeout_secs)
             .flatten()
             .map(|ttl| {
                 let key = cache::key(api, environment, caller.as_ref(), &resource_with_query, ttl);
                 (key, ttl)
             });
-        let mut backend =
-            forward::backend_request(&settings, api, environment, &resource_with_query, request)?;
-        if let (Some(assertions), Some(caller), Some(config)) = (
-            &settings.backend_jwt,
-            &caller,
-            &view.meta().meta.backend_jwt,
-        ) && let Some(assertion) = assertions.for_call(config, api, caller, now_ms / 1000)?
-        {
-            backend
-                .added_headers
-                .push((backend_jwt::HEADER.into(), assertion.to_vec()));
-        }
         let mut response_headers = api
             .cors
             .as_ref()
@@ -659,9 +653,34 @@ impl Gateway {
                 error: None,
             };
             rewrite = mediate::run(plan, &request.headers, &facts, &settings.patterns);
-            if let Some(answer) = &mut rewrite.answer {
-                set_named(&mut answer.headers, response_headers.clone());
-            }
+        }
+        if let Some(mut answer) = rewrite.answer.take() {
+            // Answered by the in flow: no backend, whether or not it has one.
+            set_named(&mut answer.headers, response_headers);
+            return Ok(Plan::Forward(Forwarding {
+                backend: BackendRequest::unsent(),
+                response_headers: Headers::new(),
+                response_removed: Vec::new(),
+                answer: Some(Box::new(answer)),
+                cache: None,
+                limits,
+                counting: settings.counting,
+                now_ms,
+            }));
+        }
+        let mut backend =
+            forward::backend_request(&settings, api, environment, &resource_with_query, request)?;
+        if let (Some(assertions), Some(caller), Some(config)) = (
+            &settings.backend_jwt,
+            &caller,
+            &view.meta().meta.backend_jwt,
+        ) && let Some(assertion) = assertions.for_call(config, api, caller, now_ms / 1000)?
+        {
+            backend
+                .added_headers
+                .push((backend_jwt::HEADER.into(), assertion.to_vec()));
+        }
+        if api.mediation.is_some() {
             backend.mediate(
                 std::mem::take(&mut rewrite.removed),
                 std::mem::take(&mut rewrite.added),
@@ -673,7 +692,7 @@ impl Gateway {
             backend,
             response_headers,
             response_removed: rewrite.response_removed,
-            answer: rewrite.answer.map(Box::new),
+            answer: None,
             cache,
             limits,
             counting: settings.counting,

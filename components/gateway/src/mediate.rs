@@ -11,7 +11,9 @@
 use std::cell::RefCell;
 
 use apim_manifest::ApiRoute;
-use apim_manifest::mediation::{CallFact, Media, Mediation, Step, Value};
+use apim_manifest::mediation::{
+    CallFact, MAX_PATTERN_BYTES, MAX_PAYLOAD_BYTES, Media, Mediation, Step, Value,
+};
 use regex::Regex;
 
 use apim_http::text;
@@ -29,8 +31,11 @@ const CREDENTIALS: &[&str] = &[
     "cookie",
     "set-cookie",
     "apikey",
+    "x-api-key",
     "x-jwt-assertion",
 ];
+/// Query parameters whose values a log never shows.
+const CREDENTIAL_PARAMETERS: &[&str] = &["access_token", "apikey", "api_key", "token"];
 
 /// Filters' patterns, compiled once per instance.
 #[derive(Debug, Clone, Default)]
@@ -48,7 +53,8 @@ impl Patterns {
             known.clear();
         }
         let regex = regex::RegexBuilder::new(pattern)
-            .size_limit(1 << 20)
+            .size_limit(MAX_PATTERN_BYTES)
+            .dfa_size_limit(MAX_PATTERN_BYTES)
             .build()
             .ok();
         let matched = regex.as_ref().is_some_and(|r| r.is_match(text));
@@ -135,27 +141,45 @@ pub fn fault(
     }
 }
 
-/// Message properties, by name, in the order first set.
+/// Message properties, by name, in the order first set; each with whether it holds a
+/// credential (read from one), which a log never shows.
 #[derive(Default)]
-struct Properties(Vec<(String, String)>);
+struct Properties(Vec<(String, String, bool)>);
 
 impl Properties {
     fn get(&self, name: &str) -> Option<&str> {
         self.0
             .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
+            .find(|(n, _, _)| n == name)
+            .map(|(_, v, _)| v.as_str())
     }
 
-    fn set(&mut self, name: &str, value: String) {
-        match self.0.iter_mut().find(|(n, _)| n == name) {
-            Some((_, old)) => *old = value,
-            None => self.0.push((name.to_string(), value)),
+    fn is_secret(&self, name: &str) -> bool {
+        self.0.iter().any(|(n, _, secret)| n == name && *secret)
+    }
+
+    fn set(&mut self, name: &str, value: String, secret: bool) {
+        match self.0.iter_mut().find(|(n, _, _)| n == name) {
+            Some((_, old, was_secret)) => (*old, *was_secret) = (value, secret),
+            None => self.0.push((name.to_string(), value, secret)),
         }
     }
 
     fn remove(&mut self, name: &str) {
-        self.0.retain(|(n, _)| n != name);
+        self.0.retain(|(n, _, _)| n != name);
+    }
+
+    /// Whether a value reads a credential: a credential's header or query parameter, or
+    /// a property read from one.
+    fn reads_a_secret(&self, value: &Value) -> bool {
+        match value {
+            Value::Header(name) => CREDENTIALS.contains(&name.as_str()),
+            Value::Query(name) => {
+                CREDENTIAL_PARAMETERS.contains(&name.to_ascii_lowercase().as_str())
+            }
+            Value::Property(name) => self.is_secret(name),
+            Value::Text(_) | Value::Call(_) => false,
+        }
     }
 }
 
@@ -165,8 +189,8 @@ struct Message<'r> {
     original: Option<&'r Headers>,
     /// Lower-case name and its new value; `None` removed.
     changes: Vec<(String, Option<Vec<u8>>)>,
-    /// The body a payload factory made, and its media type.
-    payload: Option<(Media, Vec<u8>)>,
+    /// The body a payload factory made, and its media type; `Err` past its bound.
+    payload: Option<Result<(Media, Vec<u8>), ()>>,
     /// The status set (`HTTP_SC`).
     status: Option<u16>,
     /// Whether a `respond` ended the flow.
@@ -220,7 +244,10 @@ impl<'r> Message<'r> {
     fn into_answer(self) -> Response {
         let status = self.status.unwrap_or(200);
         let mut answer = match &self.payload {
-            Some((media, body)) => Response::new(status, media.content_type(), body.clone()),
+            Some(Ok((media, body))) => Response::new(status, media.content_type(), body.clone()),
+            Some(Err(())) => {
+                return crate::faults::Fault::payload_past_its_bound().render(&Headers::new());
+            }
             None => Response {
                 status,
                 headers: Headers::new(),
@@ -247,17 +274,21 @@ impl<'r> Message<'r> {
             }
             match step {
                 Step::SetHeader { name, value } => {
-                    if let Some(value) = self.value(value, facts, properties)
-                        && fits_a_header(&value)
-                    {
-                        self.change(name, Some(value.into_bytes()));
-                    }
+                    // A value that cannot be set still takes the client's away: a header
+                    // a sequence sets is never the client's own.
+                    let value = self
+                        .value(value, facts, properties)
+                        .filter(|value| fits_a_header(value));
+                    self.change(name, value.map(String::into_bytes));
                 }
                 Step::RemoveHeader { name } => self.change(name, None),
-                Step::SetProperty { name, value } => match self.value(value, facts, properties) {
-                    Some(value) => properties.set(name, value),
-                    None => properties.remove(name),
-                },
+                Step::SetProperty { name, value: read } => {
+                    let secret = properties.reads_a_secret(read);
+                    match self.value(read, facts, properties) {
+                        Some(value) => properties.set(name, value, secret),
+                        None => properties.remove(name),
+                    }
+                }
                 Step::RemoveProperty { name } => properties.remove(name),
                 Step::Payload {
                     media,
@@ -268,13 +299,14 @@ impl<'r> Message<'r> {
                         .iter()
                         .map(|arg| self.value(arg, facts, properties))
                         .collect();
-                    self.payload = Some((*media, fill(*media, format, &values).into_bytes()));
+                    self.payload =
+                        Some(fill(*media, format, &values).map(|body| (*media, body.into_bytes())));
                 }
                 Step::SetStatus { value } => {
                     if let Some(status) = self
                         .value(value, facts, properties)
                         .and_then(|v| v.trim().parse::<u16>().ok())
-                        .filter(|s| (100..=599).contains(s))
+                        .filter(|s| (200..=599).contains(s))
                     {
                         self.status = Some(status);
                     }
@@ -331,9 +363,7 @@ impl<'r> Message<'r> {
         );
         for (name, value) in logged {
             let shown = match value {
-                Value::Header(header) if CREDENTIALS.contains(&header.as_str()) => {
-                    "****".to_string()
-                }
+                value if properties.reads_a_secret(value) => "****".to_string(),
                 _ => self
                     .value(value, facts, properties)
                     .map_or_else(|| "null".to_string(), |v| printable(&v)),
@@ -345,11 +375,15 @@ impl<'r> Message<'r> {
 }
 
 /// A payload's format with each `$n` replaced by the n-th value, escaped for `media`
-/// (an unset value, or a number past the values, as empty text).
-fn fill(media: Media, format: &str, values: &[Option<String>]) -> String {
+/// (an unset value, or a number past the values, as empty text); `Err` once past
+/// [`MAX_PAYLOAD_BYTES`].
+fn fill(media: Media, format: &str, values: &[Option<String>]) -> Result<String, ()> {
     let mut body = String::with_capacity(format.len());
     let mut rest = format;
     while let Some(at) = rest.find('$') {
+        if body.len() > MAX_PAYLOAD_BYTES {
+            return Err(());
+        }
         body.push_str(&rest[..at]);
         let after = &rest[at + 1..];
         let digits = after.chars().take_while(char::is_ascii_digit).count();
@@ -366,7 +400,10 @@ fn fill(media: Media, format: &str, values: &[Option<String>]) -> String {
         }
     }
     body.push_str(rest);
-    body
+    if body.len() > MAX_PAYLOAD_BYTES {
+        return Err(());
+    }
+    Ok(body)
 }
 
 /// Appends `value` escaped for `media`: inside a JSON string, or as XML text.
@@ -381,6 +418,8 @@ fn escape_into(body: &mut String, media: Media, value: &str) {
             (Media::Xml, '>') => body.push_str("&gt;"),
             (Media::Xml, '"') => body.push_str("&quot;"),
             (Media::Xml, '\'') => body.push_str("&apos;"),
+            // XML 1.0 has no character reference for them either.
+            (Media::Xml, c) if c.is_control() && !matches!(c, '\t' | '\n' | '\r') => {}
             (_, c) => body.push(c),
         }
     }
@@ -451,12 +490,21 @@ mod tests {
     fn payloads_escape_their_arguments_for_their_media_type() {
         let values = [Some("<a & 'b'>".to_string()), None];
         assert_eq!(
-            fill(Media::Xml, "<v>$1</v><w>$2</w><x>$3 $ $x $0</x>", &values),
+            fill(Media::Xml, "<v>$1</v><w>$2</w><x>$3 $ $x $0</x>", &values).unwrap(),
             "<v>&lt;a &amp; &apos;b&apos;&gt;</v><w></w><x> $ $x $0</x>"
         );
+        let controls = [Some("a\u{1}b\u{7f}c".to_string())];
+        assert_eq!(
+            fill(Media::Xml, "<v>$1</v>", &controls).unwrap(),
+            "<v>abc</v>"
+        );
+        let big = [Some("x".repeat(64 * 1024))];
+        let format = "$1".repeat(16);
+        assert_eq!(fill(Media::Json, &format, &big).unwrap().len(), 1024 * 1024);
+        assert!(fill(Media::Json, &format!("{format}$1"), &big).is_err());
         let values = [Some("say \"hi\"\\\n".to_string())];
         assert_eq!(
-            fill(Media::Json, r#"{"a": "$1", "cost": "$12"}"#, &values),
+            fill(Media::Json, r#"{"a": "$1", "cost": "$12"}"#, &values).unwrap(),
             r#"{"a": "say \"hi\"\\\u000a", "cost": ""}"#
         );
     }
@@ -484,8 +532,14 @@ mod tests {
             ("who".to_string(), Value::Call(CallFact::UserName)),
             ("at".to_string(), Value::Call(CallFact::SystemTime)),
             ("long".to_string(), Value::Header("x-long".into())),
+            ("copied".to_string(), Value::Property("copied".into())),
+            ("token".to_string(), Value::Query("access_token".into())),
         ];
-        let line = message.log_line("INFO", &logged, &facts, &Properties::default());
+        let mut properties = Properties::default();
+        properties.set("copied", "Bearer secret".into(), true);
+        let line = message.log_line("INFO", &logged, &facts, &properties);
+        assert!(line.ends_with("copied = ****, token = ****"), "{line}");
+        let line = message.log_line("INFO", &logged[..5], &facts, &properties);
         assert!(
             line.starts_with(
                 "mediation INFO API Pets:v1, auth = ****, q = a?b, who = null, at = 7, long = é"

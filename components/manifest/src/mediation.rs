@@ -12,6 +12,11 @@ pub const MAX_STEPS: usize = 256;
 pub const MAX_DEPTH: usize = 8;
 /// Longest name, literal or pattern a step holds, bytes.
 pub const MAX_TEXT_BYTES: usize = 4096;
+/// Largest a filter's pattern may compile to, bytes (`regex`'s `size_limit`, and its lazy
+/// DFA's cache): a pattern the control plane takes compiles at every gateway.
+pub const MAX_PATTERN_BYTES: usize = 256 * 1024;
+/// Largest body a payload factory makes, bytes.
+pub const MAX_PAYLOAD_BYTES: usize = 1024 * 1024;
 
 /// The steps of an API's flows.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -203,12 +208,16 @@ impl CallFact {
     }
 }
 
-/// How many steps a flow holds, its filters' branches included, and its deepest nesting.
+/// How many steps a flow holds (a log's properties each one too), its filters' branches
+/// included, and its deepest nesting.
 pub fn size(steps: &[Step]) -> (usize, usize) {
     let mut count = 0;
     let mut depth = 0;
     for step in steps {
         count += 1;
+        if let Step::Log { properties, .. } = step {
+            count += properties.len();
+        }
         if let Step::Filter {
             then, otherwise, ..
         } = step

@@ -9,6 +9,6 @@ pub mod queries;
 pub mod records;
 mod rules;
 pub mod sequences;
-mod synapse;
+pub mod synapse;
 
 pub use queries::copy_mediation_policies_to_version;

@@ -5,7 +5,8 @@
 //! accepted and ignored.
 
 use apim_manifest::mediation::{
-    CallFact, MAX_DEPTH, MAX_STEPS, MAX_TEXT_BYTES, Media, Mediation, Step, Value, size,
+    CallFact, MAX_DEPTH, MAX_PATTERN_BYTES, MAX_STEPS, MAX_TEXT_BYTES, Media, Mediation, Step,
+    Value, size,
 };
 use quick_xml::Reader;
 use quick_xml::events::{BytesStart, Event};
@@ -24,6 +25,12 @@ pub const SUPPORTED: &[&str] = &[
 const MAX_FORMAT_BYTES: usize = 64 * 1024;
 /// Most arguments a payload factory takes.
 const MAX_ARGS: usize = 64;
+/// Most placeholders a payload format holds.
+const MAX_PLACEHOLDERS: usize = 256;
+
+/// Headers the gateway writes for what it checked, which no sequence changes: `Via`
+/// finds loops, `X-Forwarded-For` names the client, `X-JWT-Assertion` the caller.
+const GATEWAYS_OWN: &[&str] = &["via", "x-forwarded-for", "x-jwt-assertion"];
 
 /// Headers no sequence sets or removes: they frame the message or name its hop, which
 /// the gateway and its host own.
@@ -331,6 +338,11 @@ fn header_name(name: &str) -> Result<String, Refusal> {
             "The header '{name}' frames the message and cannot be changed by a sequence"
         ));
     }
+    if GATEWAYS_OWN.contains(&lower.as_str()) {
+        return Err(format!(
+            "The header '{name}' is the gateway's own and cannot be changed by a sequence"
+        ));
+    }
     Ok(lower)
 }
 
@@ -381,11 +393,15 @@ fn filter(element: &Element, flow: Flow) -> Result<Step, Refusal> {
     element.only(&["source", "regex", "description"])?;
     let source = expression(required(element, "source")?, flow)?;
     let regex = required(element, "regex")?;
+    // Checked alone first: a pattern like `a)|(?:b` must not escape the anchors.
     let anchored = format!("^(?:{regex})$");
-    regex::RegexBuilder::new(&anchored)
-        .size_limit(1 << 20)
-        .build()
-        .map_err(|e| format!("The filter's regex is not supported: {e}"))?;
+    for pattern in [regex, anchored.as_str()] {
+        regex::RegexBuilder::new(pattern)
+            .size_limit(MAX_PATTERN_BYTES)
+            .dfa_size_limit(MAX_PATTERN_BYTES)
+            .build()
+            .map_err(|e| format!("The filter's regex is not supported: {e}"))?;
+    }
     let branch = |name: &str| element.children.iter().find(|c| c.name == name);
     let (then, otherwise) = match (branch("then"), branch("else")) {
         (None, None) => (mediators(&element.children, flow)?, Vec::new()),
@@ -467,6 +483,11 @@ fn payload(element: &Element, flow: Flow) -> Result<Step, Refusal> {
         return Err(format!(
             "'payloadFactory' holds format and args, not '{}'",
             stray.name
+        ));
+    }
+    if placeholders(&format).count() > MAX_PLACEHOLDERS {
+        return Err(format!(
+            "A payload format holds at most {MAX_PLACEHOLDERS} placeholders"
         ));
     }
     if let Some(index) = placeholders(&format).find(|&n| n == 0 || n > args.len()) {
@@ -845,6 +866,21 @@ mod tests {
                 "frames",
             ),
             (
+                r#"<header name="Via" scope="transport" action="remove"/>"#,
+                Flow::In,
+                "gateway's own",
+            ),
+            (
+                r#"<property name="X-JWT-Assertion" value="x" scope="transport"/>"#,
+                Flow::In,
+                "gateway's own",
+            ),
+            (
+                r#"<filter source="$trp:a" regex="a)|(?:b"/>"#,
+                Flow::In,
+                "regex",
+            ),
+            (
                 r#"<header name="a b" value="v" scope="transport"/>"#,
                 Flow::In,
                 "not a header name",
@@ -953,6 +989,56 @@ mod tests {
         )
         .unwrap();
         assert!(matches!(&cdata[0], Step::Payload { format, .. } if format == r#"{"a": "<b>"}"#));
+    }
+
+    /// Valid sequences cut and spliced at pseudo-random places, with characters XML and
+    /// the expressions treat specially: each is refused or compiled, never a panic.
+    #[test]
+    fn mangled_sequences_are_refused_or_compiled_never_a_panic() {
+        let mut seeds: Vec<&str> = super::super::defaults::GLOBAL_POLICIES
+            .iter()
+            .filter_map(|policy| policy.sequence)
+            .collect();
+        seeds.push(
+            r#"<sequence><filter source="$trp:a" regex="b"><then><payloadFactory media-type="json"><format>{"a":"$1"}</format><args><arg expression="$url:x"/></args></payloadFactory><respond/></then></filter></sequence>"#,
+        );
+        let specials = [
+            "<",
+            ">",
+            "&",
+            "&#0;",
+            "$",
+            "$9",
+            "'",
+            "\"",
+            "é",
+            "]]>",
+            "<![CDATA[",
+            "\u{0}",
+            "get-property(",
+            ")",
+            ",",
+        ];
+        let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = |bound: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % bound.max(1) as u64) as usize
+        };
+        for round in 0..3000 {
+            let seed = seeds[round % seeds.len()];
+            let text: String = seed.chars().collect();
+            let chars: Vec<char> = text.chars().collect();
+            let (a, b) = (next(chars.len()), next(chars.len()));
+            let (from, to) = (a.min(b), a.max(b));
+            let mut mangled: String = chars[..from].iter().collect();
+            mangled.push_str(specials[next(specials.len())]);
+            mangled.extend(&chars[to..]);
+            for flow in [Flow::In, Flow::Out, Flow::Fault] {
+                let _ = compile(&mangled, flow);
+            }
+        }
     }
 
     #[test]
