@@ -113,11 +113,14 @@ async fn create_policy(
     let mut after = own_policies(&state, &api).await?;
     after.push(row.clone());
     let named = named_in_sequences(&api, &[&row], &after)?;
-    queries::insert(&state.db, &row).await?;
+    let mut tx = state.db.begin().await?;
+    queries::insert(&mut tx, &row).await?;
+    let touches = recompiled(&mut tx, &api, named).await?;
+    tx.commit().await?;
     tracing::info!(api = %api.id, policy = %row.id, name = %row.name, "mediation policy created");
     let location = format!("{PUBLISHER}/apis/{}/policies/mediation/{}", api.id, row.id);
     Ok((
-        recompiled(&state, &api, named).await?,
+        touches,
         [(header::LOCATION, location)],
         Json(Mediation::from(row)),
     )
@@ -155,10 +158,13 @@ async fn update_policy(
     };
     let before = std::mem::replace(&mut after[before], row.clone());
     let named = named_in_sequences(&api, &[&before, &row], &after)?;
-    if !queries::update(&state.db, &row).await? {
+    let mut tx = state.db.begin().await?;
+    if !queries::update(&mut tx, &row).await? {
         return Err(Error::NotFound("Mediation Policy", policy_id));
     }
-    Ok((recompiled(&state, &api, named).await?, Json(row.into())))
+    let touches = recompiled(&mut tx, &api, named).await?;
+    tx.commit().await?;
+    Ok((touches, Json(row.into())))
 }
 
 /// `DELETE /apis/{apiId}/policies/mediation/{mediationPolicyId}`: 200 with no body.
@@ -174,7 +180,8 @@ async fn delete_policy(
         let before = after.remove(at);
         named_in_sequences(&api, &[&before], &after)?;
     }
-    if !queries::delete(&state.db, &api.id, &policy_id).await? {
+    let mut db = state.db.acquire().await?;
+    if !queries::delete(&mut db, &api.id, &policy_id).await? {
         return Err(Error::NotFound("Mediation Policy", policy_id));
     }
     tracing::info!(api = %api.id, policy = %policy_id, "mediation policy deleted");
@@ -213,11 +220,12 @@ fn named_in_sequences(
     Ok(true)
 }
 
-/// What a write compiles for gateways: the API again when its sequences name the policy.
-async fn recompiled(state: &AppState, api: &StoredApi, named: bool) -> Result<Touches> {
+/// What a write compiles for gateways: the API again, in a new revision written with the
+/// write, when its sequences name the policy.
+async fn recompiled(db: &mut sqlx::AnyConnection, api: &StoredApi, named: bool) -> Result<Touches> {
     if !named {
         return Ok(Touches::nothing());
     }
-    queries::touch_api(&state.db, &api.id).await?;
+    queries::touch_api(db, &api.id).await?;
     Ok(Touches::one(Touched::Api(api.id.clone())))
 }

@@ -1,7 +1,7 @@
 //! The `api_mediation_policies` table: every query on it (WSO2's API-specific mediation
 //! policy operations). Rows go with their API by ON DELETE CASCADE.
 
-use sqlx::{Any, AnyPool, Transaction};
+use sqlx::{Any, AnyConnection, AnyPool, Transaction};
 
 use super::records::{MEDIATION_COLUMNS, MediationRow};
 use crate::db::now;
@@ -46,8 +46,9 @@ pub async fn find(db: &AnyPool, api_id: &str, id: &str) -> Result<Option<Mediati
         .await?)
 }
 
-/// Inserts a policy; 409 when the API has one of that name and flow.
-pub async fn insert(db: &AnyPool, row: &MediationRow) -> Result<()> {
+/// Inserts a policy; 409 when the API has one of that name and flow. The writes take a
+/// connection, so that a write and its API's new revision commit together.
+pub async fn insert(db: &mut AnyConnection, row: &MediationRow) -> Result<()> {
     // language=SQL
     sqlx::query(
         "INSERT INTO api_mediation_policies (id, api_id, name, flow, config, created_at, updated_at) \
@@ -59,7 +60,7 @@ pub async fn insert(db: &AnyPool, row: &MediationRow) -> Result<()> {
     .bind(&row.flow)
     .bind(&row.config)
     .bind(now())
-    .execute(db)
+    .execute(&mut *db)
     .await
     .on_api_constraint(&row.api_id, || duplicate(row))?;
     Ok(())
@@ -67,7 +68,7 @@ pub async fn insert(db: &AnyPool, row: &MediationRow) -> Result<()> {
 
 /// Replaces a policy's name, flow and config; whether there was one. 409 when that
 /// name and flow are another policy's.
-pub async fn update(db: &AnyPool, row: &MediationRow) -> Result<bool> {
+pub async fn update(db: &mut AnyConnection, row: &MediationRow) -> Result<bool> {
     // language=SQL
     let updated = sqlx::query(
         "UPDATE api_mediation_policies SET name = $1, flow = $2, config = $3, updated_at = $4 \
@@ -79,19 +80,19 @@ pub async fn update(db: &AnyPool, row: &MediationRow) -> Result<bool> {
     .bind(now())
     .bind(&row.api_id)
     .bind(&row.id)
-    .execute(db)
+    .execute(&mut *db)
     .await
     .on_api_constraint(&row.api_id, || duplicate(row))?;
     Ok(updated.rows_affected() > 0)
 }
 
 /// Deletes a policy; whether there was one.
-pub async fn delete(db: &AnyPool, api_id: &str, id: &str) -> Result<bool> {
+pub async fn delete(db: &mut AnyConnection, api_id: &str, id: &str) -> Result<bool> {
     // language=SQL
     let deleted = sqlx::query("DELETE FROM api_mediation_policies WHERE api_id = $1 AND id = $2")
         .bind(api_id)
         .bind(id)
-        .execute(db)
+        .execute(&mut *db)
         .await?;
     Ok(deleted.rows_affected() > 0)
 }
@@ -125,12 +126,12 @@ pub async fn all(db: &AnyPool) -> sqlx::Result<Vec<MediationRow>> {
 
 /// A new revision of API `api_id`, whose sequences name a policy that changed: the
 /// compiler reads it again.
-pub async fn touch_api(db: &AnyPool, api_id: &str) -> Result<()> {
+pub async fn touch_api(db: &mut AnyConnection, api_id: &str) -> Result<()> {
     // language=SQL
     sqlx::query("UPDATE apis SET updated_at = $1, revision = revision + 1 WHERE id = $2")
         .bind(now())
         .bind(api_id)
-        .execute(db)
+        .execute(&mut *db)
         .await?;
     Ok(())
 }
