@@ -296,7 +296,9 @@ impl ApiCache {
             .collect();
         if stale.len() > BULK_FETCH {
             let rows = apis::all_rows(db).await?;
-            let policies = policies_by_api(mediation::queries::all(db).await?);
+            // Only the stale APIs' policies: the others' are not compiled here.
+            let ids: Vec<&str> = stale.iter().map(String::as_str).collect();
+            let policies = policies_by_api(mediation::queries::of_apis(db, &ids).await?);
             for row in rows.into_iter().filter(|row| stale.contains(&row.id)) {
                 self.compile(row, &policies)?;
             }

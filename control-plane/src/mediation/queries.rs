@@ -114,16 +114,6 @@ pub async fn of_apis(db: &AnyPool, api_ids: &[&str]) -> sqlx::Result<Vec<Mediati
     crate::db::rows_in(db, &select, api_ids).await
 }
 
-/// Every API's policies (for a compile of every API).
-pub async fn all(db: &AnyPool) -> sqlx::Result<Vec<MediationRow>> {
-    // language=SQL
-    sqlx::query_as(&format!(
-        "SELECT {MEDIATION_COLUMNS} FROM api_mediation_policies"
-    ))
-    .fetch_all(db)
-    .await
-}
-
 /// A new revision of API `api_id`, whose sequences name a policy that changed: the
 /// compiler reads it again.
 pub async fn touch_api(db: &mut AnyConnection, api_id: &str) -> Result<()> {
