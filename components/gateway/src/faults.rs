@@ -86,10 +86,7 @@ impl Fault {
             return self;
         }
         let extra = self.extra_headers.get_or_insert_with(Box::default);
-        for (name, value) in headers {
-            extra.retain(|(n, _)| !n.eq_ignore_ascii_case(&name));
-            extra.push((name, value));
-        }
+        apim_http::set_headers(extra, headers);
         self
     }
 
@@ -486,12 +483,7 @@ impl Fault {
             response = response.with_header("retry-after", secs.to_string());
         }
         if let Some(extra) = &self.extra_headers {
-            for (name, value) in extra.iter() {
-                response
-                    .headers
-                    .retain(|(n, _)| !n.eq_ignore_ascii_case(name));
-                response.headers.push((name.clone(), value.clone()));
-            }
+            apim_http::set_headers(&mut response.headers, extra.iter().cloned());
         }
         response
     }

@@ -656,7 +656,7 @@ impl Gateway {
         }
         if let Some(mut answer) = rewrite.answer.take() {
             // Answered by the in flow: no backend, whether or not it has one.
-            set_named(&mut answer.headers, response_headers);
+            apim_http::set_headers(&mut answer.headers, response_headers);
             return Ok(Plan::Forward(Forwarding {
                 backend: BackendRequest::unsent(),
                 response_headers: Headers::new(),
@@ -686,7 +686,7 @@ impl Gateway {
                 std::mem::take(&mut rewrite.added),
             );
             response_headers.retain(|(name, _)| !rewrite.response_removed.contains(name));
-            set_named(&mut response_headers, rewrite.response_set);
+            apim_http::set_headers(&mut response_headers, rewrite.response_set);
         }
         Ok(Plan::Forward(Forwarding {
             backend,
@@ -816,15 +816,7 @@ fn forward_and_cache(
 
 /// Sets headers on a response, replacing any of the same names.
 fn set_headers(response: &mut Response, headers: Headers) {
-    set_named(&mut response.headers, headers);
-}
-
-/// Sets `headers` in `list`, replacing any of the same names.
-fn set_named(list: &mut Headers, headers: Headers) {
-    for (name, value) in headers {
-        list.retain(|(n, _)| !n.eq_ignore_ascii_case(&name));
-        list.push((name, value));
-    }
+    apim_http::set_headers(&mut response.headers, headers);
 }
 
 /// Takes headers of these (lower-case) names off a response.

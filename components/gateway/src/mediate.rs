@@ -254,10 +254,7 @@ impl<'r> Message<'r> {
                 body: Vec::new(),
             },
         };
-        for (name, value) in self.into_changes().1 {
-            answer.headers.retain(|(n, _)| *n != name);
-            answer.headers.push((name, value));
-        }
+        apim_http::set_headers(&mut answer.headers, self.into_changes().1);
         answer
     }
 

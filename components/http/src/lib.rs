@@ -256,6 +256,14 @@ pub fn header<'a>(headers: &'a Headers, name: &str) -> Option<&'a str> {
         .and_then(|(_, v)| text(v))
 }
 
+/// Sets `headers` in `list`, each replacing any of the same name (ASCII case ignored).
+pub fn set_headers(list: &mut Headers, headers: impl IntoIterator<Item = (String, Vec<u8>)>) {
+    for (name, value) in headers {
+        list.retain(|(n, _)| !n.eq_ignore_ascii_case(&name));
+        list.push((name, value));
+    }
+}
+
 /// `bytes` as text, if they are UTF-8.
 ///
 /// Header values, names and path segments are nearly always ASCII, and a bearer token's
