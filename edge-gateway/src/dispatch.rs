@@ -32,7 +32,7 @@ use bytes::Bytes;
 use http::header::HOST;
 use http::{HeaderName, HeaderValue, Request, Response, StatusCode};
 use http_body::{Body, Frame, SizeHint};
-use http_body_util::{BodyExt as _, Empty};
+use http_body_util::{BodyExt as _, Empty, Full};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use wasmtime_wasi_http::WasiBody;
 
@@ -208,14 +208,23 @@ impl Gateway {
         let deciding = Instant::now();
         let decided = self.decide(head).await;
         outcome.timeline.decide = Some((deciding, deciding.elapsed()));
+        let mut verdict = match decided {
+            Ok(verdict) => verdict,
+            Err(failed) => return (failed, unrouted(), outcome),
+        };
+        let mut request = request;
+        if let Decision::ReadBody(limit) = verdict.decision {
+            let read = Box::pin(self.decide_with_body(request, head, limit, &mut outcome));
+            match read.await {
+                Ok((held, again)) => (request, verdict) = (held, again),
+                Err(answer) => return (answer, verdict.call, outcome),
+            }
+        }
         let Verdict {
             limits,
             decision,
             call,
-        } = match decided {
-            Ok(verdict) => verdict,
-            Err(failed) => return (failed, unrouted(), outcome),
-        };
+        } = verdict;
         if let Err(refused) = self.counters.admit(&limits).await {
             outcome.throttled = Some(refused.kind);
             let response = Box::pin(self.throttled(head, refused, &mut outcome)).await;
@@ -233,8 +242,84 @@ impl Gateway {
                 proxy::response(answer)
             }
             Decision::Handle => Box::pin(self.dispatch(request)).await,
+            // The component never asks twice.
+            Decision::ReadBody(_) => empty(StatusCode::INTERNAL_SERVER_ERROR),
         };
         (response, call, outcome)
+    }
+
+    /// Reads a request's body whole, at most `limit` bytes (a longer one gets the
+    /// component's 413), and has the component decide again with it: the request, its
+    /// body now held, and the verdict.
+    async fn decide_with_body(
+        &self,
+        request: Request<WasiBody>,
+        head: &RequestHead,
+        limit: u64,
+        outcome: &mut Outcome,
+    ) -> Result<(Request<WasiBody>, Verdict), Response<ResponseBody>> {
+        let (parts, body) = request.into_parts();
+        let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+        let bytes = match whole(body, limit).await {
+            Whole::Read(bytes) => bytes,
+            Whole::TooLong => {
+                let answer = self.runtime.body_too_large(head);
+                let fallback = StatusCode::PAYLOAD_TOO_LARGE;
+                return Err(self
+                    .answer(answer, "a body over the limit", fallback, outcome)
+                    .await);
+            }
+            Whole::BrokeOff(why) => {
+                tracing::debug!("the client's body broke off: {why}");
+                return Err(empty(StatusCode::BAD_REQUEST));
+            }
+        };
+        let Some(_permit) = self.permit().await else {
+            return Err(empty(StatusCode::SERVICE_UNAVAILABLE));
+        };
+        let started = Instant::now();
+        let verdict = self
+            .runtime
+            .decide_with_body(head, &bytes)
+            .await
+            .map_err(|err| {
+                let status = failure_status(&err, started.elapsed() >= self.request_timeout);
+                tracing::error!(%status, "component failed to decide: {err:?}");
+                empty(status)
+            })?;
+        Ok((Request::from_parts(parts, held(bytes)), verdict))
+    }
+
+    /// What the client gets of a backend's `answer` that the API's out flow needs: the
+    /// answer read whole (at most what a component holds) and made by the component.
+    async fn mediated_answer(
+        &self,
+        head: &RequestHead,
+        answer: Response<ResponseBody>,
+        outcome: &mut Outcome,
+    ) -> Response<ResponseBody> {
+        let (parts, body) = answer.into_parts();
+        let read = match whole(body, apim_http::MAX_BODY_BYTES).await {
+            Whole::Read(bytes) => Some(PolicyResponse {
+                status: parts.status.as_u16(),
+                headers: proxy::header_list(&parts.headers),
+                body: bytes.to_vec(),
+                fault_code: 0,
+            }),
+            Whole::TooLong => None,
+            Whole::BrokeOff(why) => {
+                tracing::debug!("the backend's answer broke off: {why}");
+                return empty(StatusCode::BAD_GATEWAY);
+            }
+        };
+        let answer = self.runtime.mediate_answer(head, read);
+        self.answer(
+            answer,
+            "a mediated answer",
+            StatusCode::BAD_GATEWAY,
+            outcome,
+        )
+        .await
     }
 
     /// Counts an answered request, exports its spans and writes its access-log line.
@@ -323,7 +408,9 @@ impl Gateway {
             )
         };
         let (parts, body) = request.into_parts();
-        let resendable = body.is_end_stream();
+        // A body the API's in flow made is sent whole, to each endpoint tried.
+        let made = plan.body.as_ref().map(|made| Bytes::copy_from_slice(made));
+        let resendable = body.is_end_stream() || made.is_some();
         let (body, overflow) = capped(body, self.body_limit);
         let mut body = Some(body);
         let mut failed = None;
@@ -333,8 +420,12 @@ impl Gateway {
             let Some(target) = plan.targets.get(index) else {
                 break;
             };
-            let Some(this_body) = body.take().or_else(|| resendable.then(no_body)) else {
-                break;
+            let this_body = match &made {
+                Some(made) => held(made.clone()),
+                None => match body.take().or_else(|| resendable.then(no_body)) {
+                    Some(body) => body,
+                    None => break,
+                },
             };
             let sending = proxy::send(
                 outbound,
@@ -350,6 +441,9 @@ impl Gateway {
                 Ok(response) => {
                     if !lone {
                         self.endpoints.succeeded(&target.key);
+                    }
+                    if plan.mediate_answer {
+                        return Box::pin(self.mediated_answer(head, response, outcome)).await;
                     }
                     return response;
                 }
@@ -673,6 +767,45 @@ fn unrouted() -> Call {
         texts: Vec::new(),
         cached: false,
     }
+}
+
+/// A body read whole.
+enum Whole {
+    Read(Bytes),
+    /// It was longer than the limit.
+    TooLong,
+    /// It ended in an error: why.
+    BrokeOff(String),
+}
+
+/// Reads `body` whole, at most `limit` bytes.
+async fn whole<B>(mut body: B, limit: usize) -> Whole
+where
+    B: Body<Data = Bytes> + Unpin,
+    B::Error: std::fmt::Display,
+{
+    let mut read = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let data = match frame {
+            Ok(frame) => match frame.into_data() {
+                Ok(data) => data,
+                Err(_trailers) => continue,
+            },
+            Err(err) => return Whole::BrokeOff(err.to_string()),
+        };
+        if read.len() + data.len() > limit {
+            return Whole::TooLong;
+        }
+        read.extend_from_slice(&data);
+    }
+    Whole::Read(Bytes::from(read))
+}
+
+/// A request body held whole.
+fn held(bytes: Bytes) -> WasiBody {
+    Full::new(bytes)
+        .map_err(|never| match never {})
+        .boxed_unsync()
 }
 
 /// An empty request body, for a call sent on to another endpoint.

@@ -173,7 +173,7 @@ async fn keep(
 }
 
 /// Headers as the component's types list them.
-fn header_list(headers: &HeaderMap) -> apim_http::Headers {
+pub fn header_list(headers: &HeaderMap) -> apim_http::Headers {
     headers
         .iter()
         .map(|(name, value)| (name.as_str().to_string(), value.as_bytes().to_vec()))

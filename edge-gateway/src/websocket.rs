@@ -156,7 +156,7 @@ impl Recheck {
         match self.runtime.decide(&self.head).await {
             Ok(verdict) => match verdict.decision {
                 Decision::Respond(answer) => Err(refusal(answer.status)),
-                Decision::Forward(_) | Decision::Handle => Ok(()),
+                Decision::Forward(_) | Decision::Handle | Decision::ReadBody(_) => Ok(()),
             },
             Err(err) => {
                 tracing::warn!("could not decide an open WebSocket's handshake again: {err:?}");

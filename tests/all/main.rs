@@ -329,6 +329,14 @@ on_sqlite!(
     run_stack, mediation_component_sqlite;
     mediation::sequences_on_the_component_path,
 );
+on_both!(
+    run_stack, mediation_bodies_sqlite, mediation_bodies_postgres;
+    mediation::bodies_on_the_host_path,
+);
+on_sqlite!(
+    run_stack, mediation_bodies_component_sqlite;
+    mediation::bodies_on_the_component_path,
+);
 
 on_both!(
     run_stack, devportal_sqlite, devportal_postgres;

@@ -232,3 +232,140 @@ async fn sequences_apply_at_the_gateway(database: Backend, settings: &[(&'static
     );
     assert_eq!(failed.header("content-type"), Some("application/json"));
 }
+
+pub async fn bodies_on_the_host_path(database: Backend) {
+    bodies_are_made_and_converted(database, &[]).await;
+}
+
+pub async fn bodies_on_the_component_path(database: Backend) {
+    let component = [("APIM_HOST_FORWARDING", "false".into())];
+    bodies_are_made_and_converted(database, &component).await;
+}
+
+/// In the shape of WSO2 2.6's tutorial "Convert a JSON Message to SOAP and SOAP to
+/// JSON": the client's JSON made into a SOAP 1.2 call by a payload factory reading it,
+/// with its `SOAPAction`; and a `drop` for the calls that ask for it.
+const JSON_TO_SOAP: &str = r#"<sequence xmlns="http://ws.apache.org/ns/synapse" name="JSONtoSOAP">
+    <filter source="json-eval($.mode)" regex="drop"><then><drop/></then></filter>
+    <payloadFactory media-type="xml">
+        <format>
+            <soap12:Envelope xmlns:soap12="http://www.w3.org/2003/05/soap-envelope">
+                <soap12:Body>
+                    <CheckPhoneNumber xmlns="http://ws.cdyne.com/PhoneVerify/query">
+                        <PhoneNumber>$1</PhoneNumber>
+                        <LicenseKey>$2</LicenseKey>
+                    </CheckPhoneNumber>
+                </soap12:Body>
+            </soap12:Envelope>
+        </format>
+        <args>
+            <arg evaluator="json" expression="$.phoneNumber"/>
+            <arg evaluator="json" expression="$.licenseKey"/>
+        </args>
+    </payloadFactory>
+    <property name="SOAPAction" scope="transport" value="http://ws.cdyne.com/PhoneVerify/query/CheckPhoneNumber"/>
+    <property name="messageType" scope="axis2" value="application/soap+xml"/>
+</sequence>"#;
+
+/// The text of the first `<name>` element in `xml`, entities as written.
+fn element_text<'x>(xml: &'x str, name: &str) -> Option<&'x str> {
+    let open = format!("<{name}>");
+    let start = xml.find(&open)? + open.len();
+    let end = xml[start..].find(&format!("</{name}>"))?;
+    Some(&xml[start..start + end])
+}
+
+async fn bodies_are_made_and_converted(database: Backend, settings: &[(&'static str, String)]) {
+    let stack = Stack::start_on(&database, harness::temp_dir(), &[], settings, &[]).await;
+    let (mgmt, gw, admin) = (&stack.mgmt, &stack.gw, stack.admin.as_str());
+    let api = stack.api("Soapish", json!({}), &[]).await;
+    let policies = format!("{PUBLISHER}/apis/{api}/policies/mediation");
+    mgmt.post_json(&policies, admin, &policy("JSONtoSOAP", "in", JSON_TO_SOAP))
+        .await
+        .expect(200);
+    // The echo backend answers JSON; WSO2's global policy gives the client XML.
+    let named = json!([
+        {"name": "JSONtoSOAP", "type": "in"},
+        {"name": "json_to_xml_out_message", "type": "out"},
+    ]);
+    with_sequences(mgmt, admin, &api, named).await.expect(200);
+    stack.lifecycle(&api, "Publish").await;
+    let (_, key, secret, _) = stack.application("Converter", "Unlimited", &[&api]).await;
+    let token = stack.app_token(&key, &secret, &[]).await;
+    let path = "/soapish/v1.0.0/devs";
+    let post = |body: &str| {
+        gw.request(reqwest::Method::POST, path, &token)
+            .header("content-type", "application/json")
+            .body(body.to_string())
+    };
+
+    let reply = gw
+        .send(post(
+            r#"{"phoneNumber": "+1 (555) <0100>", "licenseKey": "k&1"}"#,
+        ))
+        .await
+        .expect(200);
+    assert_eq!(reply.header("content-type"), Some("application/xml"));
+    let xml = reply.body.as_str().expect("an XML answer").to_string();
+    assert!(xml.starts_with("<jsonObject>"), "{xml}");
+    assert_eq!(element_text(&xml, "method"), Some("POST"));
+    let sent_type = element_text(&xml, "content-type").expect("the backend's content type");
+    assert_eq!(sent_type, "application/soap+xml");
+    assert_eq!(
+        element_text(&xml, "soapaction"),
+        Some("http://ws.cdyne.com/PhoneVerify/query/CheckPhoneNumber")
+    );
+    // The envelope the backend got, escaped once more as the echo's XML text.
+    let sent = element_text(&xml, "body").expect("the body the backend got");
+    assert!(
+        sent.contains("&lt;PhoneNumber&gt;+1 (555) &amp;lt;0100&amp;gt;&lt;/PhoneNumber&gt;"),
+        "{sent}"
+    );
+    assert!(
+        sent.contains("&lt;LicenseKey&gt;k&amp;amp;1&lt;/LicenseKey&gt;"),
+        "{sent}"
+    );
+
+    // A drop answers 202 and the backend is not called.
+    let hits = stack.backend.hits.load(std::sync::atomic::Ordering::SeqCst);
+    let dropped = gw.send(post(r#"{"mode": "drop"}"#)).await.expect(202);
+    assert_eq!(dropped.body, Value::Null);
+    assert_eq!(
+        stack.backend.hits.load(std::sync::atomic::Ordering::SeqCst),
+        hits
+    );
+
+    // WSO2's global json_to_xml_in_message on a body that is not the JSON it says it is:
+    // the client's fault, and the backend is not called.
+    let named = json!([{"name": "json_to_xml_in_message", "type": "in"}]);
+    with_sequences(mgmt, admin, &api, named).await.expect(200);
+    // Applied once a GET's answer is the backend's JSON again (no out flow).
+    harness::eventually(
+        gw,
+        reqwest::Method::GET,
+        &format!("{path}/x"),
+        &token,
+        |reply| reply.status == 200 && reply.body["method"] == "GET",
+    )
+    .await;
+    let hits = stack.backend.hits.load(std::sync::atomic::Ordering::SeqCst);
+    let refused = gw.send(post(r#"{"phoneNumber": "#)).await.expect(400);
+    assert!(
+        refused.body.to_string().contains("could not be read"),
+        "{:?}",
+        refused.body
+    );
+    assert_eq!(
+        stack.backend.hits.load(std::sync::atomic::Ordering::SeqCst),
+        hits
+    );
+    let reply = gw
+        .send(post(r#"{"a": [1, 2], "b": "x"}"#))
+        .await
+        .expect(200);
+    assert_eq!(
+        reply.body["body"],
+        "<jsonObject><a>1</a><a>2</a><b>x</b></jsonObject>"
+    );
+    assert_eq!(reply.body["headers"]["content-type"], "application/xml");
+}

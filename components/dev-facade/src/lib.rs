@@ -16,7 +16,7 @@ pub mod errors;
 pub mod facade;
 pub mod records;
 pub mod soap;
-pub mod xml;
+pub use apim_http::xml;
 
 #[cfg(target_arch = "wasm32")]
 mod wasi_host;

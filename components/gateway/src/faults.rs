@@ -365,6 +365,17 @@ impl Fault {
         )
     }
 
+    /// 500: an API's mediation could not read or convert the backend's answer.
+    pub fn answer_unconverted() -> Self {
+        Self::new(
+            500,
+            101500,
+            "Runtime Error",
+            "The API's mediation could not read the backend's answer as JSON or XML".into(),
+            Family::General,
+        )
+    }
+
     /// 503: the token service could not be reached.
     pub fn token_service_unavailable() -> Self {
         Self::new(

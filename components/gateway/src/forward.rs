@@ -43,6 +43,8 @@ pub struct BackendRequest {
     /// A WebSocket handshake, for a host that relays the connection once the backend
     /// accepts it.
     pub upgrade: bool,
+    /// The body to send instead of the client's (an API's in flow made or converted it).
+    pub body: Option<Vec<u8>>,
 }
 
 /// One endpoint a call may go to.
@@ -88,6 +90,7 @@ impl BackendRequest {
             removed_headers: Vec::new(),
             added_headers,
             upgrade: false,
+            body: None,
         }
     }
 
@@ -326,6 +329,7 @@ pub fn backend_request(
         removed_headers: Vec::new(),
         added_headers,
         upgrade,
+        body: None,
     })
 }
 
@@ -340,16 +344,19 @@ impl BackendRequest {
             removed_headers: Vec::new(),
             added_headers: Headers::new(),
             upgrade: false,
+            body: None,
         }
     }
 
     /// Takes what an API's mediation does to the request: the client headers it removed
-    /// or set do not pass on, nor do the gateway's own of those names; its values do.
-    pub fn mediate(&mut self, removed: Vec<String>, added: Headers) {
+    /// or set do not pass on, nor do the gateway's own of those names; its values do,
+    /// and its body where it made one.
+    pub fn mediate(&mut self, removed: Vec<String>, added: Headers, body: Option<Vec<u8>>) {
         self.added_headers
             .retain(|(name, _)| !removed.iter().any(|r| name.eq_ignore_ascii_case(r)));
         self.added_headers.extend(added);
         self.removed_headers = removed;
+        self.body = body;
     }
 
     /// The whole request for the endpoint `target`, with the client's headers that pass
@@ -375,7 +382,7 @@ impl BackendRequest {
             authority: target.authority.clone(),
             path_with_query: target.path_with_query.clone(),
             headers,
-            body: request.body.clone(),
+            body: self.body.as_ref().unwrap_or(&request.body).clone(),
             timeout_ms: target.timeout_ms,
         }
     }

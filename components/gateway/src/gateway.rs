@@ -22,7 +22,7 @@ pub use crate::call::Call;
 use crate::faults::Fault;
 use crate::forward::{BackendRequest, ForwardSettings};
 use crate::host::{Headers, Host, MAX_BODY_BYTES, Request, Response, content_length, header};
-use crate::mediate::{self, Facts, FaultOutcome, Rewrite};
+use crate::mediate::{self, Body, Facts, FaultOutcome, Rewrite};
 use crate::relay::{token_relay, token_service, token_service_path};
 use crate::state;
 use crate::sync::{self, settings};
@@ -65,6 +65,27 @@ pub struct Moment {
 /// The API a request is routed to, and the resource path within it.
 type Routed<'p> = (Rc<ApiRoute>, &'p str);
 
+/// How much of a request the gateway has when it plans the call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Arrival {
+    /// All of it, for the component to forward itself (its handler, MCP tool calls).
+    Whole,
+    /// Its head, from a host that forwards (and upgrades connections) itself.
+    Head,
+    /// Its head and its body read whole, from such a host.
+    HeadAndBody,
+}
+
+impl Arrival {
+    /// How its body is carried, for its limit.
+    fn carriage(self) -> Carriage {
+        match self {
+            Arrival::Head => Carriage::Streamed,
+            Arrival::Whole | Arrival::HeadAndBody => Carriage::Held,
+        }
+    }
+}
+
 /// What an admitted API call comes to.
 pub enum Plan {
     /// An answer of the gateway's own (a CORS preflight).
@@ -74,6 +95,9 @@ pub enum Plan {
     /// A message for the API's MCP server, which the component serves itself
     /// ([`Gateway::serve_mcp`]).
     Mcp(Rc<ApiRoute>),
+    /// The API's in flow reads or makes the body, which was not read: read it whole and
+    /// plan again.
+    ReadBody,
 }
 
 /// A request for the backend, and what the answer gets on its way back.
@@ -87,6 +111,9 @@ pub struct Forwarding {
     /// The answer an API's in flow gave (`respond`), instead of the backend's, once the
     /// call has counted against its limits.
     pub answer: Option<Box<Response>>,
+    /// The API's out flow needs the backend's answer: read it whole and have
+    /// [`Gateway::mediate_answer`] make the client's of it.
+    pub mediate_answer: bool,
     /// Cache key and seconds, for a GET of an API that caches responses.
     pub cache: Option<(String, u64)>,
     /// The limits the call counts against before it is forwarded or answered from the
@@ -138,6 +165,10 @@ pub enum Decision {
     Respond(Response),
     /// Give the component the whole request ([`Gateway::handle`]).
     Handle,
+    /// Read the request's body whole, at most this many bytes (a longer one is refused
+    /// with [`Fault::payload_too_large`]), and decide again with it
+    /// ([`Gateway::decide_with_body`]): the API's in flow reads or makes the body.
+    ReadBody(u64),
 }
 
 impl Gateway {
@@ -170,12 +201,14 @@ impl Gateway {
                     fault.render(&request.headers)
                 }),
             _ => self
-                .plan(host, &request, &target, call, false)
+                .plan(host, &request, &target, call, Arrival::Whole)
                 .and_then(|plan| match plan {
                     Plan::Respond(response) => Ok(response),
-                    Plan::Forward(forwarding) => forward_and_cache(host, &request, forwarding)
+                    Plan::Forward(forwarding) => self
+                        .forward_mediated(host, &request, forwarding, call)
                         .or_else(|fault| self.fault_flow(host, &request, fault)),
                     Plan::Mcp(api) => self.serve_mcp(host, &request, &target, api, call),
+                    Plan::ReadBody => Err(Fault::not_found()),
                 })
                 .unwrap_or_else(|fault| {
                     call.fault_code = fault.code;
@@ -192,7 +225,27 @@ impl Gateway {
     /// [`Gateway::handle`]. The host counts an API call against its limits before it
     /// forwards it or answers it from the cache.
     pub fn decide(&mut self, host: &dyn Host, request: &Request) -> Verdict {
-        let target = match admit_target(host, request, Carriage::Streamed) {
+        self.decide_on(host, request, Arrival::Head)
+    }
+
+    /// [`Gateway::decide`] for a request whose body the host has read whole, as
+    /// [`Decision::ReadBody`] asked, at the host's `moment`.
+    pub fn decide_with_body(
+        &mut self,
+        host: &dyn Host,
+        request: &Request,
+        moment: Moment,
+    ) -> Verdict {
+        self.moment = Some(moment);
+        let verdict = self.decide_on(host, request, Arrival::HeadAndBody);
+        self.moment = None;
+        verdict
+    }
+
+    /// [`Gateway::decide`] for a request that `arrival` says how much of the host has
+    /// given.
+    fn decide_on(&mut self, host: &dyn Host, request: &Request, arrival: Arrival) -> Verdict {
+        let target = match admit_target(host, request, arrival.carriage()) {
             Ok(target) => target,
             Err((refusal, fault_code)) => {
                 let call = Call {
@@ -213,6 +266,7 @@ impl Gateway {
                     response_headers: Headers::new(),
                     response_removed: Vec::new(),
                     answer: None,
+                    mediate_answer: false,
                     cache: None,
                     limits: Vec::new(),
                     counting: Counting::Batched,
@@ -229,11 +283,19 @@ impl Gateway {
             };
         }
         let mut call = Call::default();
-        let mut forwarding = match self.plan(host, request, &target, &mut call, true) {
+        let mut forwarding = match self.plan(host, request, &target, &mut call, arrival) {
             Err(fault) => return refused(call, &fault, request),
             Ok(Plan::Respond(response)) => return Verdict::respond(response, call),
             Ok(Plan::Forward(forwarding)) => forwarding,
             Ok(Plan::Mcp(_)) => return Decision::Handle.into(),
+            Ok(Plan::ReadBody) => {
+                let limit = held_body_limit(host, &target) as u64;
+                return Verdict {
+                    limits: Vec::new(),
+                    decision: Decision::ReadBody(limit),
+                    call,
+                };
+            }
         };
         let limits = std::mem::take(&mut forwarding.limits);
         if let Some(answer) = forwarding.answer.take() {
@@ -292,32 +354,82 @@ impl Gateway {
         if !fault.is_backend_failure() {
             return Err(fault);
         }
-        let Ok(target) = Target::parse(&request.path_with_query) else {
-            return Err(fault);
-        };
-        let Ok((api, _)) = self.route(host, &target.path) else {
+        let Some((api, target, settings)) = self.mediated_api(host, request) else {
             return Err(fault);
         };
         let Some(plan) = api.mediation.as_ref().filter(|plan| !plan.fault.is_empty()) else {
             return Err(fault);
         };
-        let settings = self
-            .forwarding
-            .get_or_insert_with(|| Rc::new(ForwardSettings::read(host)))
-            .clone();
         let facts = Facts {
-            api: &api,
-            method: &request.method,
-            query: target.query.as_deref(),
-            user: "",
-            application: "",
-            now_ms: host.now_millis(),
             error: Some((fault.code, &fault.description)),
+            ..Facts::after(&api, request, &target, host.now_millis())
         };
         match mediate::fault(plan, &request.headers, &facts, &settings.patterns) {
             FaultOutcome::Answer(answer) => Ok(answer),
             FaultOutcome::Headers(headers) => Err(fault.with_headers(headers)),
         }
+    }
+
+    /// The answer the client gets of the backend's `answer` to `request`, where its API's
+    /// out flow needs it ([`Forwarding::mediate_answer`]): the flow's, or its fault.
+    /// `user` and `application` are the call's, where known.
+    pub fn mediate_answer(
+        &mut self,
+        host: &dyn Host,
+        request: &Request,
+        answer: Response,
+        (user, application): (&str, &str),
+    ) -> Response {
+        let Some((api, target, settings)) = self.mediated_api(host, request) else {
+            return answer;
+        };
+        let Some(plan) = api.mediation.as_ref() else {
+            return answer;
+        };
+        let facts = Facts {
+            user,
+            application,
+            ..Facts::after(&api, request, &target, host.now_millis())
+        };
+        mediate::answer(plan, &request.headers, &facts, &settings.patterns, answer)
+            .unwrap_or_else(|fault| fault.render(&request.headers))
+    }
+
+    /// The API a forwarded `request` went to, when it has mediation, with its target and
+    /// the forwarding settings: what a flow run after the decision needs.
+    fn mediated_api(
+        &mut self,
+        host: &dyn Host,
+        request: &Request,
+    ) -> Option<(Rc<ApiRoute>, Target, Rc<ForwardSettings>)> {
+        let target = Target::parse(&request.path_with_query).ok()?;
+        let (api, _) = self.route(host, &target.path).ok()?;
+        api.mediation.as_ref()?;
+        let settings = self
+            .forwarding
+            .get_or_insert_with(|| Rc::new(ForwardSettings::read(host)))
+            .clone();
+        Some((api, target, settings))
+    }
+
+    /// Forwards an admitted call through the component's outbound HTTP
+    /// ([`forward_and_cache`]), its answer then through the API's out flow where that
+    /// needs it.
+    fn forward_mediated(
+        &mut self,
+        host: &dyn Host,
+        request: &Request,
+        forwarding: Forwarding,
+        call: &Call,
+    ) -> Result<Response, Fault> {
+        let mediate_answer = forwarding.mediate_answer;
+        let response = forward_and_cache(host, request, forwarding)?;
+        Ok(if mediate_answer {
+            let caller = (call.user.as_str(), call.application.as_str());
+            self.mediate_answer(host, request, response, caller)
+        } else {
+            response
+        })
     }
 
     /// [`Gateway::decide`] at the host's `moment`: its clock, and its number for the
@@ -464,10 +576,10 @@ impl Gateway {
         let operation = mcp::operation_request(tool, &asked.arguments, &base, request);
         let answer = Target::parse(&operation.path_with_query)
             .map_err(|why| Fault::bad_request(why.describe()))
-            .and_then(|target| self.plan(host, &operation, &target, call, false))
+            .and_then(|target| self.plan(host, &operation, &target, call, Arrival::Whole))
             .and_then(|plan| match plan {
                 Plan::Forward(forwarding) if call.resource == tool.template => {
-                    forward_and_cache(host, &operation, forwarding)
+                    self.forward_mediated(host, &operation, forwarding, call)
                 }
                 Plan::Respond(response) => Ok(response),
                 // The arguments made a path of another operation (or of the endpoint).
@@ -501,15 +613,15 @@ impl Gateway {
         auth::admit(view, host, api, addressed, token, &client, now_secs)
     }
 
-    /// Routes and admits an API call to `target`, noting in `call` how far it got; a
-    /// WebSocket handshake only where the host `upgrades` connections.
+    /// Routes and admits an API call to `target`, noting in `call` how far it got, as
+    /// much of it as has `arrival`ed.
     fn plan(
         &mut self,
         host: &dyn Host,
         request: &Request,
         target: &Target,
         call: &mut Call,
-        upgrades: bool,
+        arrival: Arrival,
     ) -> Result<Plan, Fault> {
         let routed = self.route(host, &target.path)?;
         call.api.clone_from(&routed.0.name);
@@ -517,7 +629,7 @@ impl Gateway {
         call.version.clone_from(&routed.0.version);
         let api = routed.0.clone();
         let addressed = Addressed::of(&target.path, routed.1, &api);
-        self.admit(host, request, target, routed, call, upgrades)
+        self.admit(host, request, target, routed, call, arrival)
             .map_err(|fault| {
                 let fault = self.challenged(fault, &api, addressed, request);
                 match &api.cors {
@@ -537,8 +649,10 @@ impl Gateway {
         target: &Target,
         (api, resource): Routed<'_>,
         call: &mut Call,
-        upgrades: bool,
+        arrival: Arrival,
     ) -> Result<Plan, Fault> {
+        // Only a host that forwards itself upgrades connections.
+        let upgrades = arrival != Arrival::Whole;
         let now_ms = match self.moment {
             Some(moment) => moment.now_ms,
             None => host.now_millis(),
@@ -624,12 +738,13 @@ impl Gateway {
             target.with_query(resource)
         };
         // An in flow may make the backend's request differ per call (a header, the
-        // user, the time) where the cache's key does not: such an API is not cached.
-        let mediated_request = api
+        // user, the time) where the cache's key does not, and an out flow that needs
+        // the answer changes what would be kept: such an API is not cached.
+        let mediated = api
             .mediation
             .as_ref()
-            .is_some_and(|p| !p.request.is_empty());
-        let cache = (request.method == "GET" && !websocket && !mediated_request)
+            .is_some_and(|p| !p.request.is_empty() || mediate::needs_answer(&p.response));
+        let cache = (request.method == "GET" && !websocket && !mediated)
             .then_some(api.cache_timeout_secs)
             .flatten()
             .map(|ttl| {
@@ -642,7 +757,17 @@ impl Gateway {
             .map(|cors| cors::headers(cors, &request.headers))
             .unwrap_or_default();
         let mut rewrite = Rewrite::default();
+        let mut mediate_answer = false;
         if let Some(plan) = &api.mediation {
+            let body = if mediate::touches_body(&plan.request) {
+                if arrival == Arrival::Head {
+                    return Ok(Plan::ReadBody);
+                }
+                Some(Body::of(&request.headers, request.body.clone()))
+            } else {
+                None
+            };
+            mediate_answer = mediate::needs_answer(&plan.response);
             let facts = Facts {
                 api,
                 method: &request.method,
@@ -652,7 +777,7 @@ impl Gateway {
                 now_ms,
                 error: None,
             };
-            rewrite = mediate::run(plan, &request.headers, &facts, &settings.patterns);
+            rewrite = mediate::run(plan, &request.headers, body, &facts, &settings.patterns)?;
         }
         if let Some(mut answer) = rewrite.answer.take() {
             // Answered by the in flow: no backend, whether or not it has one.
@@ -662,6 +787,7 @@ impl Gateway {
                 response_headers: Headers::new(),
                 response_removed: Vec::new(),
                 answer: Some(Box::new(answer)),
+                mediate_answer: false,
                 cache: None,
                 limits,
                 counting: settings.counting,
@@ -684,6 +810,7 @@ impl Gateway {
             backend.mediate(
                 std::mem::take(&mut rewrite.removed),
                 std::mem::take(&mut rewrite.added),
+                rewrite.body.take().map(|body| body.bytes),
             );
             response_headers.retain(|(name, _)| !rewrite.response_removed.contains(name));
             apim_http::set_headers(&mut response_headers, rewrite.response_set);
@@ -693,6 +820,7 @@ impl Gateway {
             response_headers,
             response_removed: rewrite.response_removed,
             answer: None,
+            mediate_answer,
             cache,
             limits,
             counting: settings.counting,
@@ -787,6 +915,7 @@ fn forward_and_cache(
         response_headers,
         response_removed,
         answer,
+        mediate_answer: _,
         cache,
         limits,
         counting,

@@ -29,6 +29,7 @@ pub mod introspect;
 pub mod keys;
 pub mod mcp;
 pub mod mediate;
+pub mod payloads;
 pub mod relay;
 pub mod resource;
 pub mod small_blocks;

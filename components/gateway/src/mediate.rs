@@ -1,12 +1,13 @@
-//! An API's mediation ([`apim_manifest::mediation`]) run on an admitted call, from its
-//! head: what the backend's request and the client's answer get, as a [`Rewrite`] both
-//! forwarding paths apply (the host's, through `apim:gateway/policy`'s `forward`, and the
-//! component's own).
+//! An API's mediation ([`apim_manifest::mediation`]) run on an admitted call: what the
+//! backend's request and the client's answer get, as a [`Rewrite`] both forwarding paths
+//! apply (the host's, through `apim:gateway/policy`'s `forward`, and the component's own).
 //!
-//! The in and out flows run when the call is decided: the in flow on the request's
-//! headers, the out flow on the properties it left (the control plane refuses steps that
-//! would read the backend's answer). The fault flow runs when the backend fails
-//! ([`fault`]), on the properties the in flow leaves and the failure.
+//! The in flow runs when the call is decided, on the request's head, and on its body
+//! when the flow reads or makes one ([`touches_body`]: the body is then read whole
+//! first). The out flow runs then too when it only sets headers; when it needs the
+//! backend's answer ([`needs_answer`]), once the answer has been read whole
+//! ([`answer`]). Both see the properties the in flow leaves. The fault flow runs when
+//! the backend fails ([`fault`]), on those properties and the failure.
 
 use std::cell::RefCell;
 
@@ -14,11 +15,14 @@ use apim_manifest::ApiRoute;
 use apim_manifest::mediation::{
     CallFact, MAX_PATTERN_BYTES, MAX_PAYLOAD_BYTES, Media, Mediation, Step, Value,
 };
+pub use apim_manifest::mediation::{needs_answer, touches_body};
 use regex::Regex;
 
 use apim_http::text;
 
-use crate::host::{Headers, Response};
+use crate::faults::Fault;
+use crate::host::{Headers, Response, header};
+use crate::payloads::{self, Unconverted};
 
 /// Patterns an instance keeps compiled at most (cleared when full).
 const MAX_PATTERNS: usize = 256;
@@ -74,8 +78,30 @@ pub struct Rewrite {
     pub response_removed: Vec<String>,
     /// Headers the backend's answer gets, replacing any of the same names.
     pub response_set: Headers,
-    /// The answer the in flow gave (`respond`): the call goes no further.
+    /// The answer the in flow gave (`respond`, `drop`): the call goes no further.
     pub answer: Option<Response>,
+    /// The body the backend gets instead of the client's (the in flow made or
+    /// converted it).
+    pub body: Option<Body>,
+}
+
+/// A message's body and its content type.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Body {
+    pub content_type: String,
+    pub bytes: Vec<u8>,
+}
+
+impl Body {
+    /// The body of a message with these headers.
+    pub fn of(headers: &Headers, bytes: Vec<u8>) -> Self {
+        Self {
+            content_type: header(headers, "content-type")
+                .unwrap_or_default()
+                .to_string(),
+            bytes,
+        }
+    }
 }
 
 /// What the gateway knows of the call.
@@ -93,21 +119,136 @@ pub struct Facts<'a> {
     pub error: Option<(u32, &'a str)>,
 }
 
-/// Runs every flow of `plan` for a call whose client headers are `request`.
-pub fn run(plan: &Mediation, request: &Headers, facts: &Facts, patterns: &Patterns) -> Rewrite {
+impl<'a> Facts<'a> {
+    /// What a flow run after the call was decided knows of it: the API and the request;
+    /// no user, application or failure.
+    pub fn after(
+        api: &'a ApiRoute,
+        request: &'a crate::host::Request,
+        target: &'a apim_manifest::canon::Target,
+        now_ms: i64,
+    ) -> Self {
+        Self {
+            api,
+            method: &request.method,
+            query: target.query.as_deref(),
+            user: "",
+            application: "",
+            now_ms,
+            error: None,
+        }
+    }
+}
+
+/// Runs the in flow of `plan` for a call whose client headers are `request` and whose
+/// body is `body` (read whole where the flow [`touches_body`]), and the out flow unless
+/// it [`needs_answer`]. A body the in flow cannot read or convert is refused: the
+/// client's fault when it is not the JSON or XML it says it is.
+pub fn run(
+    plan: &Mediation,
+    request: &Headers,
+    body: Option<Body>,
+    facts: &Facts,
+    patterns: &Patterns,
+) -> Result<Rewrite, Fault> {
     let mut properties = Properties::default();
     let mut rewrite = Rewrite::default();
-    let mut incoming = Message::new(Some(request));
+    let mut incoming = Message::new(Some(request), body);
     incoming.run(&plan.request, facts, &mut properties, patterns);
-    if incoming.responded {
-        rewrite.answer = Some(incoming.into_answer());
-        return rewrite;
+    if incoming.ended() {
+        rewrite.answer = Some(incoming.into_answer()?);
+        return Ok(rewrite);
     }
+    rewrite.body = incoming.outgoing_body().map_err(refused_request)?;
     (rewrite.removed, rewrite.added) = incoming.into_changes();
-    let mut outgoing = Message::new(None);
+    if let Some(body) = &rewrite.body {
+        rewrite.removed.push("content-type".into());
+        rewrite.added.retain(|(name, _)| name != "content-type");
+        rewrite.added.push((
+            "content-type".into(),
+            body.content_type.clone().into_bytes(),
+        ));
+    }
+    if !needs_answer(&plan.response) {
+        let mut outgoing = Message::new(None, None);
+        outgoing.run(&plan.response, facts, &mut properties, patterns);
+        (rewrite.response_removed, rewrite.response_set) = outgoing.into_changes();
+    }
+    Ok(rewrite)
+}
+
+/// Runs the out flow of `plan` on the backend's `answer`, for a call whose client
+/// headers are `request` (the in flow run again, quietly and on the head alone, for the
+/// properties it leaves): the answer the client gets.
+pub fn answer(
+    plan: &Mediation,
+    request: &Headers,
+    facts: &Facts,
+    patterns: &Patterns,
+    mut answer: Response,
+) -> Result<Response, Fault> {
+    let mut properties = Properties::default();
+    let mut incoming = Message::new(Some(request), None);
+    incoming.quiet = true;
+    incoming.run(&plan.request, facts, &mut properties, patterns);
+    let body = Body::of(&answer.headers, std::mem::take(&mut answer.body));
+    let mut outgoing = Message::new(None, Some(body));
     outgoing.run(&plan.response, facts, &mut properties, patterns);
-    (rewrite.response_removed, rewrite.response_set) = outgoing.into_changes();
-    rewrite
+    if outgoing.dropped {
+        return Ok(dropped());
+    }
+    let status = outgoing.status;
+    let made = outgoing.outgoing_body().map_err(refused_answer)?;
+    let kept = outgoing.body.take();
+    let (removed, set) = outgoing.into_changes();
+    answer
+        .headers
+        .retain(|(name, _)| !removed.iter().any(|r| name.eq_ignore_ascii_case(r)));
+    apim_http::set_headers(&mut answer.headers, set);
+    if let Some(status) = status {
+        answer.status = status;
+    }
+    match made {
+        Some(body) => {
+            answer.headers.retain(|(name, _)| {
+                !name.eq_ignore_ascii_case("content-type")
+                    && !name.eq_ignore_ascii_case("content-length")
+            });
+            answer
+                .headers
+                .push(("content-type".into(), body.content_type.into_bytes()));
+            answer.body = body.bytes;
+        }
+        None => answer.body = kept.map(|body| body.bytes).unwrap_or_default(),
+    }
+    Ok(answer)
+}
+
+/// The answer to a dropped message: accepted, nothing more.
+fn dropped() -> Response {
+    Response {
+        status: 202,
+        headers: Headers::new(),
+        body: Vec::new(),
+    }
+}
+
+/// The refusal of a request whose body its mediation could not read or convert.
+fn refused_request(why: Unconverted) -> Fault {
+    match why {
+        Unconverted::Unreadable(why) => {
+            Fault::bad_request(&format!("The request's body could not be read: {why}."))
+        }
+        Unconverted::TooLarge => Fault::payload_past_its_bound(),
+    }
+}
+
+/// The fault for a backend's answer its mediation could not read or convert.
+fn refused_answer(why: Unconverted) -> Fault {
+    match why {
+        Unconverted::Unreadable(_) => Fault::answer_unconverted(),
+        Unconverted::TooLarge => Fault::payload_past_its_bound(),
+    }
 }
 
 /// What the fault flow makes of a failed call.
@@ -129,13 +270,17 @@ pub fn fault(
     patterns: &Patterns,
 ) -> FaultOutcome {
     let mut properties = Properties::default();
-    let mut incoming = Message::new(Some(request));
+    let mut incoming = Message::new(Some(request), None);
     incoming.quiet = true;
     incoming.run(&plan.request, facts, &mut properties, patterns);
-    let mut fault = Message::new(None);
+    let mut fault = Message::new(None, None);
     fault.run(&plan.fault, facts, &mut properties, patterns);
-    if fault.responded {
-        FaultOutcome::Answer(fault.into_answer())
+    if fault.ended() {
+        FaultOutcome::Answer(
+            fault
+                .into_answer()
+                .unwrap_or_else(|fault| fault.render(&Headers::new())),
+        )
     } else {
         FaultOutcome::Headers(fault.into_changes().1)
     }
@@ -178,37 +323,81 @@ impl Properties {
                 CREDENTIAL_PARAMETERS.contains(&name.to_ascii_lowercase().as_str())
             }
             Value::Property(name) => self.is_secret(name),
-            Value::Text(_) | Value::Call(_) => false,
+            Value::Text(_) | Value::Call(_) | Value::Body(_) => false,
         }
     }
 }
 
-/// One message's headers as a flow changes them: the headers it came with (a request's;
-/// none for an answer, which the flow never reads) and each name's last change.
+/// One message as a flow changes it: the headers it came with (a request's; none for
+/// an answer, whose headers the flow never reads) and each name's last change; its body.
 struct Message<'r> {
     original: Option<&'r Headers>,
     /// Lower-case name and its new value; `None` removed.
     changes: Vec<(String, Option<Vec<u8>>)>,
-    /// The body a payload factory made, and its media type; `Err` past its bound.
-    payload: Option<Result<(Media, Vec<u8>), ()>>,
+    /// Its body: as it came, or as a payload factory made it.
+    body: Option<Body>,
+    /// Whether a payload factory made the body.
+    made: bool,
+    /// Whether a payload factory would have made a body past its bound.
+    overflowed: bool,
+    /// Whether the body made is a SOAP fault (`makefault`), answered 500 unless a
+    /// status is set.
+    soap_fault: bool,
+    /// The format it leaves in (`messageType`).
+    format: Option<String>,
     /// The status set (`HTTP_SC`).
     status: Option<u16>,
     /// Whether a `respond` ended the flow.
     responded: bool,
+    /// Whether a `drop` ended it.
+    dropped: bool,
     /// Whether its log lines are left out (a flow run again).
     quiet: bool,
 }
 
 impl<'r> Message<'r> {
-    fn new(original: Option<&'r Headers>) -> Self {
+    fn new(original: Option<&'r Headers>, body: Option<Body>) -> Self {
         Self {
             original,
             changes: Vec::new(),
-            payload: None,
+            body,
+            made: false,
+            overflowed: false,
+            soap_fault: false,
+            format: None,
             status: None,
             responded: false,
+            dropped: false,
             quiet: false,
         }
+    }
+
+    /// Whether a `respond` or a `drop` ended the flow.
+    fn ended(&self) -> bool {
+        self.responded || self.dropped
+    }
+
+    /// The body the message leaves with, where the flow made or converted one: in the
+    /// format set, else in the one made.
+    fn outgoing_body(&self) -> Result<Option<Body>, Unconverted> {
+        if self.overflowed {
+            return Err(Unconverted::TooLarge);
+        }
+        // A format changes a body there is; it adds none.
+        let Some(body) = self
+            .body
+            .as_ref()
+            .filter(|body| self.made || (self.format.is_some() && !body.bytes.is_empty()))
+        else {
+            return Ok(None);
+        };
+        Ok(Some(match &self.format {
+            Some(format) => Body {
+                bytes: payloads::convert(&body.bytes, &body.content_type, format)?,
+                content_type: format.clone(),
+            },
+            None => body.clone(),
+        }))
     }
 
     fn header(&self, name: &str) -> Option<String> {
@@ -239,15 +428,20 @@ impl<'r> Message<'r> {
         (names, set)
     }
 
-    /// The answer a `respond` gives: the status set (200 otherwise), the payload's
-    /// content type, the headers the flow set (never the client's), the payload.
-    fn into_answer(self) -> Response {
-        let status = self.status.unwrap_or(200);
-        let mut answer = match &self.payload {
-            Some(Ok((media, body))) => Response::new(status, media.content_type(), body.clone()),
-            Some(Err(())) => {
-                return crate::faults::Fault::payload_past_its_bound().render(&Headers::new());
-            }
+    /// The answer a `respond` gives: the status set (200 otherwise, 500 for a SOAP
+    /// fault), the body made (in the format set), the headers the flow set (never the
+    /// client's); or a `drop`'s.
+    fn into_answer(self) -> Result<Response, Fault> {
+        if self.dropped {
+            return Ok(dropped());
+        }
+        let status = (self.status).unwrap_or(if self.soap_fault { 500 } else { 200 });
+        let made = self.outgoing_body().map_err(|why| match why {
+            Unconverted::TooLarge => Fault::payload_past_its_bound(),
+            Unconverted::Unreadable(_) => Fault::answer_unconverted(),
+        })?;
+        let mut answer = match made {
+            Some(body) => Response::new(status, &body.content_type, body.bytes),
             None => Response {
                 status,
                 headers: Headers::new(),
@@ -255,7 +449,7 @@ impl<'r> Message<'r> {
             },
         };
         apim_http::set_headers(&mut answer.headers, self.into_changes().1);
-        answer
+        Ok(answer)
     }
 
     fn run(
@@ -266,7 +460,7 @@ impl<'r> Message<'r> {
         patterns: &Patterns,
     ) {
         for step in steps {
-            if self.responded {
+            if self.ended() {
                 return;
             }
             match step {
@@ -296,9 +490,30 @@ impl<'r> Message<'r> {
                         .iter()
                         .map(|arg| self.value(arg, facts, properties))
                         .collect();
-                    self.payload =
-                        Some(fill(*media, format, &values).map(|body| (*media, body.into_bytes())));
+                    match fill(*media, format, &values) {
+                        Ok(made) => {
+                            self.body = Some(Body {
+                                content_type: media.content_type().to_string(),
+                                bytes: made.into_bytes(),
+                            });
+                            self.made = true;
+                            self.overflowed = false;
+                            self.soap_fault = matches!(media, Media::Soap11 | Media::Soap12);
+                        }
+                        Err(()) => self.overflowed = true,
+                    }
                 }
+                Step::SetFormat { value } => {
+                    // One media type, as a content type can be (an `Accept` kept by
+                    // `preserve_accept_header` may name several, or a range).
+                    if let Some(format) = self
+                        .value(value, facts, properties)
+                        .filter(|f| payloads::is_one_media_type(f) && fits_a_header(f))
+                    {
+                        self.format = Some(format.trim().to_string());
+                    }
+                }
+                Step::Drop => self.dropped = true,
                 Step::SetStatus { value } => {
                     if let Some(status) = self
                         .value(value, facts, properties)
@@ -343,6 +558,10 @@ impl<'r> Message<'r> {
             Value::Property(name) => properties.get(name).map(str::to_string),
             Value::Query(name) => query_parameter(facts.query, name),
             Value::Call(fact) => fact_of(*fact, facts),
+            Value::Body(path) => self
+                .body
+                .as_ref()
+                .and_then(|body| payloads::read(&body.bytes, &body.content_type, path)),
         }
     }
 
@@ -405,6 +624,11 @@ fn fill(media: Media, format: &str, values: &[Option<String>]) -> Result<String,
 
 /// Appends `value` escaped for `media`: inside a JSON string, or as XML text.
 fn escape_into(body: &mut String, media: Media, value: &str) {
+    let media = if media.is_json() {
+        Media::Json
+    } else {
+        Media::Xml
+    };
     for c in value.chars() {
         match (media, c) {
             (Media::Json, '"') => body.push_str("\\\""),
@@ -522,7 +746,7 @@ mod tests {
             ("authorization".into(), b"Bearer secret".to_vec()),
             ("x-long".into(), "é".repeat(600).into_bytes()),
         ];
-        let message = Message::new(Some(&headers));
+        let message = Message::new(Some(&headers), None);
         let logged = vec![
             ("auth".to_string(), Value::Header("authorization".into())),
             ("q".to_string(), Value::Query("q".into())),

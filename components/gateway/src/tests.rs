@@ -1996,6 +1996,7 @@ fn calls_go_round_the_list_and_skip_suspended_endpoints_in_the_store() {
         removed_headers: Vec::new(),
         added_headers: Headers::new(),
         upgrade: false,
+        body: None,
     };
     let request = Request {
         method: "GET".into(),
@@ -2374,7 +2375,7 @@ fn the_head_is_read_again_only_when_the_epoch_moves() {
     let status = |verdict: Verdict| match verdict.decision {
         Decision::Forward(_) => 200,
         Decision::Respond(response) => response.status,
-        Decision::Handle => 0,
+        Decision::Handle | Decision::ReadBody(_) => 0,
     };
     let at = |manifest_epoch| Moment {
         manifest_epoch,

@@ -97,63 +97,49 @@ impl policy::Guest for Component {
             Ok(request) => request,
             Err(fault) => return unreadable(&fault),
         };
-        let moment = Moment {
-            manifest_epoch: moment.manifest_epoch,
-            now_ms: i64::try_from(moment.now_ms).unwrap_or(i64::MAX),
+        let verdict = GATEWAY.with(|gateway| {
+            (gateway.borrow_mut()).decide_at(&WasiHost, &request, moment_of(moment))
+        });
+        policy_verdict(verdict)
+    }
+
+    fn decide_with_body(
+        request: policy::RequestHead,
+        body: Vec<u8>,
+        moment: policy::Moment,
+    ) -> policy::Verdict {
+        let mut request = match request_of(request) {
+            Ok(request) => request,
+            Err(fault) => return unreadable(&fault),
         };
-        let verdict =
-            GATEWAY.with(|gateway| (gateway.borrow_mut()).decide_at(&WasiHost, &request, moment));
-        let decision = match verdict.decision {
-            Decision::Forward(forwarding) => {
-                let backend = forwarding.backend;
-                policy::Decision::Forward(policy::Forward {
-                    targets: backend.targets.into_iter().map(policy_target).collect(),
-                    balance: match backend.balance {
-                        Balance::Single => policy::Balance::Single,
-                        Balance::LoadBalance => policy::Balance::LoadBalance,
-                        Balance::Failover => policy::Balance::Failover,
-                    },
-                    list: backend.list,
-                    replaced: match backend.replaced {
-                        Replaced::ApiCall => policy::ReplacedHeaders::ApiCall,
-                        Replaced::WebSocket => policy::ReplacedHeaders::Websocket,
-                        Replaced::TokenRelay => policy::ReplacedHeaders::TokenRelay,
-                    },
-                    removed_headers: backend.removed_headers,
-                    added_headers: backend.added_headers,
-                    response_removed: forwarding.response_removed,
-                    response_headers: forwarding.response_headers,
-                    cache: forwarding
-                        .cache
-                        .map(|(key, ttl_secs)| policy::CacheStore { key, ttl_secs }),
-                    upgrade: backend.upgrade,
-                })
-            }
-            Decision::Respond(response) => {
-                policy::Decision::Respond(policy_response(response, verdict.call.fault_code))
-            }
-            Decision::Handle => policy::Decision::Handle,
+        request.body = body;
+        let verdict = GATEWAY.with(|gateway| {
+            (gateway.borrow_mut()).decide_with_body(&WasiHost, &request, moment_of(moment))
+        });
+        policy_verdict(verdict)
+    }
+
+    fn mediate_answer(
+        request: policy::RequestHead,
+        answer: Option<policy::Response>,
+    ) -> policy::Response {
+        let request = match request_of(request) {
+            Ok(request) => request,
+            Err(fault) => return policy_response(fault.render(&Headers::new()), fault.code),
         };
-        let limits = verdict
-            .limits
-            .into_iter()
-            .map(|limit| policy::Limit {
-                kind: match limit.kind {
-                    LimitKind::ApiTps => policy::LimitKind::ApiTps,
-                    LimitKind::ResourceTier => policy::LimitKind::ResourceTier,
-                    LimitKind::SubscriptionTier => policy::LimitKind::SubscriptionTier,
-                    LimitKind::ApplicationTier => policy::LimitKind::ApplicationTier,
-                },
-                key: limit.key,
-                allowed: limit.allowed,
-                window_ms: limit.window_ms,
-            })
-            .collect();
-        policy::Verdict {
-            limits,
-            decision,
-            call: policy_call(&verdict.call),
-        }
+        let Some(answer) = answer else {
+            let fault = Fault::payload_past_its_bound();
+            return policy_response(fault.render(&request.headers), fault.code);
+        };
+        let answer = Response {
+            status: answer.status,
+            headers: answer.headers,
+            body: answer.body,
+        };
+        let made = GATEWAY.with(|gateway| {
+            (gateway.borrow_mut()).mediate_answer(&WasiHost, &request, answer, ("", ""))
+        });
+        policy_response(made, 0)
     }
 
     fn throttled(
@@ -190,6 +176,72 @@ impl policy::Guest for Component {
             }
             Err(fault) => policy_response(fault.render(&Headers::new()), fault.code),
         }
+    }
+}
+
+/// The host's moment as the gateway takes it.
+fn moment_of(moment: policy::Moment) -> Moment {
+    Moment {
+        manifest_epoch: moment.manifest_epoch,
+        now_ms: i64::try_from(moment.now_ms).unwrap_or(i64::MAX),
+    }
+}
+
+/// A verdict as the host takes it.
+fn policy_verdict(verdict: gateway::Verdict) -> policy::Verdict {
+    let decision = match verdict.decision {
+        Decision::Forward(forwarding) => {
+            let backend = forwarding.backend;
+            policy::Decision::Forward(policy::Forward {
+                targets: backend.targets.into_iter().map(policy_target).collect(),
+                balance: match backend.balance {
+                    Balance::Single => policy::Balance::Single,
+                    Balance::LoadBalance => policy::Balance::LoadBalance,
+                    Balance::Failover => policy::Balance::Failover,
+                },
+                list: backend.list,
+                replaced: match backend.replaced {
+                    Replaced::ApiCall => policy::ReplacedHeaders::ApiCall,
+                    Replaced::WebSocket => policy::ReplacedHeaders::Websocket,
+                    Replaced::TokenRelay => policy::ReplacedHeaders::TokenRelay,
+                },
+                removed_headers: backend.removed_headers,
+                added_headers: backend.added_headers,
+                response_removed: forwarding.response_removed,
+                response_headers: forwarding.response_headers,
+                cache: forwarding
+                    .cache
+                    .map(|(key, ttl_secs)| policy::CacheStore { key, ttl_secs }),
+                upgrade: backend.upgrade,
+                body: backend.body,
+                mediate_answer: forwarding.mediate_answer,
+            })
+        }
+        Decision::Respond(response) => {
+            policy::Decision::Respond(policy_response(response, verdict.call.fault_code))
+        }
+        Decision::Handle => policy::Decision::Handle,
+        Decision::ReadBody(limit) => policy::Decision::ReadBody(limit),
+    };
+    let limits = verdict
+        .limits
+        .into_iter()
+        .map(|limit| policy::Limit {
+            kind: match limit.kind {
+                LimitKind::ApiTps => policy::LimitKind::ApiTps,
+                LimitKind::ResourceTier => policy::LimitKind::ResourceTier,
+                LimitKind::SubscriptionTier => policy::LimitKind::SubscriptionTier,
+                LimitKind::ApplicationTier => policy::LimitKind::ApplicationTier,
+            },
+            key: limit.key,
+            allowed: limit.allowed,
+            window_ms: limit.window_ms,
+        })
+        .collect();
+    policy::Verdict {
+        limits,
+        decision,
+        call: policy_call(&verdict.call),
     }
 }
 

@@ -19,6 +19,7 @@ pub mod wasi;
 mod wasi_glue;
 #[cfg(all(target_arch = "wasm32", feature = "p3"))]
 pub mod wasi_p3;
+pub mod xml;
 
 /// An HTTP request or response header list (names lower-case).
 pub type Headers = Vec<(String, Vec<u8>)>;

@@ -93,10 +93,21 @@ pub enum Step {
         /// A status code from 100 to 599 once read; another value leaves it unchanged.
         value: Value,
     },
+    /// Sets the format the message leaves in (`property` `messageType`, scope `axis2`):
+    /// its content type, and its body converted between JSON and XML as Synapse's
+    /// builders and formatters do when the value names one and the body is the other.
+    SetFormat {
+        /// A media type once read; an unset or empty value leaves the format unchanged.
+        value: Value,
+    },
     /// Answers the client with the message as the flow made it (`respond`): its status
     /// (200 unless set), the headers the flow set, the body its payload factory made.
     /// The flow ends there; the call still counts against its limits.
     Respond,
+    /// Ends the flow without a message (`drop`): the client gets `202 Accepted` and no
+    /// body (what WSO2 answers with `FORCE_SC_ACCEPTED`; without it, WSO2 leaves the
+    /// client waiting until it gives up, which a gateway should not).
+    Drop,
     /// Runs `then` when the source's whole text matches the pattern (as Java's
     /// `Matcher.matches`, which Synapse's `filter` uses), `otherwise` when not.
     Filter {
@@ -111,7 +122,8 @@ pub enum Step {
     },
 }
 
-/// A payload's media type (`payloadFactory`'s `media-type`).
+/// A payload's media type (`payloadFactory`'s `media-type`, or the SOAP version of a
+/// `makefault`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Media {
@@ -119,6 +131,10 @@ pub enum Media {
     Xml,
     /// `application/json`: arguments escaped as the inside of a JSON string.
     Json,
+    /// A SOAP 1.1 envelope, `text/xml`: arguments escaped as XML text.
+    Soap11,
+    /// A SOAP 1.2 envelope, `application/soap+xml`: arguments escaped as XML text.
+    Soap12,
 }
 
 impl Media {
@@ -127,7 +143,14 @@ impl Media {
         match self {
             Media::Xml => "application/xml",
             Media::Json => "application/json",
+            Media::Soap11 => "text/xml",
+            Media::Soap12 => "application/soap+xml",
         }
+    }
+
+    /// Whether it is JSON (else XML).
+    pub fn is_json(self) -> bool {
+        self == Media::Json
     }
 }
 
@@ -146,6 +169,62 @@ pub enum Value {
     Query(String),
     /// What the gateway knows of the call (`get-property('api.ut.api')`, ...).
     Call(CallFact),
+    /// A value in the message's body (`json-eval(...)`, an argument of evaluator
+    /// `json`, or an XPath): a scalar's text, an object's or array's JSON; unset when the
+    /// body has none there or is neither JSON nor XML.
+    Body(BodyPath),
+}
+
+/// Where in a body a value is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BodyPath {
+    /// A JSONPath of names and indices from the root (`$.order.items[0].id`), read in
+    /// the body as JSON (an XML body as Synapse shows it in JSON).
+    Json(Vec<PathPart>),
+    /// An XPath of element names (`//symbol`, `/Envelope/Body/order/id`, `$body/order`),
+    /// read in the body as XML (a JSON body as Synapse shows it in XML): the text of the
+    /// first element it selects. Names match local names; prefixes are not checked.
+    Xml(XmlPath),
+}
+
+/// One step of a JSONPath.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PathPart {
+    /// An object's member.
+    Key(String),
+    /// An array's element, from 0.
+    Index(usize),
+}
+
+/// An XPath of element names.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct XmlPath {
+    /// Where the first name is looked for.
+    pub from: XmlFrom,
+    /// Local names, each a child of the one before.
+    pub names: Vec<String>,
+}
+
+/// Where an XPath starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum XmlFrom {
+    /// `/`: the first name is the root element's.
+    Root,
+    /// `//`: the first name is any element's.
+    Anywhere,
+    /// `$body/`: the first name is a child of the SOAP body (the root element itself
+    /// when the body is not a SOAP envelope, as Synapse wraps a plain one).
+    Body,
+}
+
+impl Value {
+    /// Whether it reads the message's body.
+    pub fn reads_body(&self) -> bool {
+        matches!(self, Value::Body(_))
+    }
 }
 
 /// What the gateway knows of a call, by the property names WSO2's handlers set.
@@ -206,6 +285,40 @@ impl CallFact {
     pub fn is_failures(self) -> bool {
         matches!(self, Self::ErrorCode | Self::ErrorMessage)
     }
+}
+
+/// Whether any step of a flow, its filters' branches included, is one `is`.
+fn any_step(steps: &[Step], is: &dyn Fn(&Step) -> bool) -> bool {
+    steps.iter().any(|step| {
+        is(step)
+            || matches!(step, Step::Filter { then, otherwise, .. }
+                if any_step(then, is) || any_step(otherwise, is))
+    })
+}
+
+/// Whether a flow reads or makes the message's body: the in flow then runs once the
+/// request's body has been read whole.
+pub fn touches_body(steps: &[Step]) -> bool {
+    any_step(steps, &|step| match step {
+        Step::Payload { .. } | Step::SetFormat { .. } => true,
+        Step::SetStatus { value }
+        | Step::SetHeader { value, .. }
+        | Step::SetProperty { value, .. } => value.reads_body(),
+        Step::Log { properties, .. } => properties.iter().any(|(_, v)| v.reads_body()),
+        Step::Filter { source, .. } => source.reads_body(),
+        Step::RemoveHeader { .. } | Step::RemoveProperty { .. } | Step::Respond | Step::Drop => {
+            false
+        }
+    })
+}
+
+/// Whether an out flow needs the backend's answer: it reads or makes its body, sets
+/// its status or drops it. It then runs once the answer has been read whole.
+pub fn needs_answer(steps: &[Step]) -> bool {
+    touches_body(steps)
+        || any_step(steps, &|step| {
+            matches!(step, Step::SetStatus { .. } | Step::Drop)
+        })
 }
 
 /// How many steps a flow holds (a log's properties each one too), its filters' branches

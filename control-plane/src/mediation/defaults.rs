@@ -2,8 +2,9 @@
 //! ships in `repository/resources/customsequences` (the ids of the five in WSO2's example
 //! answer kept, so that clients comparing them find them). Read-only: they are part of
 //! the product, not of the database. Each says what gateways do with it: the steps of
-//! WSO2's sequence where this gateway's mediators express it; nothing yet where WSO2's
-//! changes the body's format, logs the body or validates it.
+//! WSO2's sequence where this gateway's mediators express it (the message's format
+//! included); nothing yet where WSO2's logs the body, validates it or tunes the
+//! transport.
 
 use super::records::MediationInfo;
 
@@ -48,6 +49,39 @@ const JSON_FAULT: &str = r#"<sequence xmlns="http://ws.apache.org/ns/synapse" na
   <respond/>
 </sequence>"#;
 
+/// WSO2's five format policies: each sets `messageType` (the in flow's the backend's
+/// request, the out flow's the client's answer), `apply_accept_header` to the `Accept`
+/// that `preserve_accept_header` kept.
+const JSON_TO_XML_IN_MESSAGE: &str = r#"<sequence xmlns="http://ws.apache.org/ns/synapse" name="json_to_xml_in_message">
+  <property name="messageType" value="application/xml" scope="axis2"/>
+</sequence>"#;
+const XML_TO_JSON_IN_MESSAGE: &str = r#"<sequence xmlns="http://ws.apache.org/ns/synapse" name="xml_to_json_in_message">
+  <property name="messageType" value="application/json" scope="axis2"/>
+</sequence>"#;
+const JSON_TO_XML_OUT_MESSAGE: &str = r#"<sequence xmlns="http://ws.apache.org/ns/synapse" name="json_to_xml_out_message">
+  <property name="messageType" value="application/xml" scope="axis2"/>
+</sequence>"#;
+const XML_TO_JSON_OUT_MESSAGE: &str = r#"<sequence xmlns="http://ws.apache.org/ns/synapse" name="xml_to_json_out_message">
+  <property name="messageType" value="application/json" scope="axis2"/>
+</sequence>"#;
+const APPLY_ACCEPT_HEADER: &str = r#"<sequence xmlns="http://ws.apache.org/ns/synapse" name="apply_accept_header">
+  <property name="messageType" expression="get-property('default', 'WSO2_AM_API_ACCEPT_MESSAGE_TYPE')" scope="axis2"/>
+</sequence>"#;
+
+const fn applied(
+    id: &'static str,
+    name: &'static str,
+    flow: &'static str,
+    sequence: &'static str,
+) -> GlobalPolicy {
+    GlobalPolicy {
+        id,
+        name,
+        flow,
+        sequence: Some(sequence),
+    }
+}
+
 const fn listed(id: &'static str, name: &'static str, flow: &'static str) -> GlobalPolicy {
     GlobalPolicy {
         id,
@@ -80,10 +114,11 @@ pub const GLOBAL_POLICIES: &[GlobalPolicy] = &[
         "disable_chunking",
         "in",
     ),
-    listed(
+    applied(
         "3921225b-7918-4b95-a851-22c4e4e3e911",
         "json_to_xml_in_message",
         "in",
+        JSON_TO_XML_IN_MESSAGE,
     ),
     listed(
         "58305b90-2a1d-4c85-981b-62b91157a98d",
@@ -102,20 +137,22 @@ pub const GLOBAL_POLICIES: &[GlobalPolicy] = &[
         sequence: Some(PRESERVE_ACCEPT_HEADER),
     },
     listed("a0309961-067c-4f22-b7ab-687780b65339", "regex_policy", "in"),
-    listed(
+    applied(
         "c51e68d5-04d6-4360-a88c-b7739f7823ee",
         "xml_to_json_in_message",
         "in",
+        XML_TO_JSON_IN_MESSAGE,
     ),
     listed(
         "8db06ce0-8569-4d9d-85b2-8c5160c0ce0b",
         "xml_validator",
         "in",
     ),
-    listed(
+    applied(
         "15c17c2f-33e3-4c37-a262-04dfa49983a4",
         "apply_accept_header",
         "out",
+        APPLY_ACCEPT_HEADER,
     ),
     listed(
         "0f614a61-eb09-4564-8b36-0155548eba42",
@@ -127,20 +164,22 @@ pub const GLOBAL_POLICIES: &[GlobalPolicy] = &[
         "disable_chunking",
         "out",
     ),
-    listed(
+    applied(
         "be21dea2-5f42-4a33-87f6-4242c4ae2bc6",
         "json_to_xml_out_message",
         "out",
+        JSON_TO_XML_OUT_MESSAGE,
     ),
     listed(
         "4ae419b0-fd35-41ea-a539-cca3964c3d55",
         "log_out_message",
         "out",
     ),
-    listed(
+    applied(
         "2af75853-ed75-4d25-81aa-0ebbeca691ea",
         "xml_to_json_out_message",
         "out",
+        XML_TO_JSON_OUT_MESSAGE,
     ),
 ];
 

@@ -86,7 +86,12 @@ mod tests {
             ("h", "in", "<definitions/>"),
             ("h", "in", "<!DOCTYPE s><sequence/>"),
             ("h", "in", "<sequence><send/></sequence>"),
-            ("h", "out", "<sequence><log/></sequence>"),
+            ("h", "out", "<sequence><respond/></sequence>"),
+            (
+                "h",
+                "fault",
+                "<sequence><property name=\"a\" expression=\"json-eval($.a)\"/></sequence>",
+            ),
         ] {
             assert!(
                 matches!(check(body(name, flow, config)), Err(Error::Invalid(_))),

@@ -1,12 +1,14 @@
 //! Synapse sequences compiled into the steps gateways run ([`apim_manifest::mediation`]):
-//! the subset of WSO2's mediators a gateway can apply from a request's head (`property`
-//! and `header` on transport headers and message properties, `log`, `filter`), each
-//! checked once here. Anything else is refused naming the mediator and the subset, never
-//! accepted and ignored.
+//! the subset of WSO2's mediators estates write most (`property` and `header` on
+//! transport headers and message properties, the message's format, `log`, `filter`,
+//! `payloadFactory`, `makefault`, `respond`, `drop`), each checked once here, with the
+//! expressions that read the head, the call and the body (JSONPath and XPath subsets).
+//! Anything else is refused naming the mediator and the subset, never accepted and
+//! ignored.
 
 use apim_manifest::mediation::{
-    CallFact, MAX_DEPTH, MAX_PATTERN_BYTES, MAX_STEPS, MAX_TEXT_BYTES, Media, Mediation, Step,
-    Value, size,
+    BodyPath, CallFact, MAX_DEPTH, MAX_PATTERN_BYTES, MAX_STEPS, MAX_TEXT_BYTES, Media, Mediation,
+    PathPart, Step, Value, XmlFrom, XmlPath, size,
 };
 use quick_xml::Reader;
 use quick_xml::events::{BytesStart, Event};
@@ -18,8 +20,13 @@ pub const SUPPORTED: &[&str] = &[
     "log",
     "filter",
     "payloadFactory",
+    "makefault",
     "respond",
+    "drop",
 ];
+
+/// Most steps a JSONPath or an XPath takes.
+const MAX_PATH_PARTS: usize = 32;
 
 /// Longest payload format, bytes.
 const MAX_FORMAT_BYTES: usize = 64 * 1024;
@@ -122,7 +129,9 @@ pub fn compile(config: &str, flow: Flow) -> Result<Vec<Step>, Refusal> {
     let root = parse(config)?;
     root.only(&["name", "trace", "statistics", "description"])?;
     let steps = mediators(&root.children, flow)?;
-    check_payloads_answer(&steps, false)?;
+    if flow == Flow::Fault {
+        check_payloads_answer(&steps, false)?;
+    }
     let (count, depth) = size(&steps);
     if count > MAX_STEPS {
         return Err(format!(
@@ -227,10 +236,16 @@ fn mediators(elements: &[Element], flow: Flow) -> Result<Vec<Step>, Refusal> {
             "log" => steps.push(log(element, flow)?),
             "filter" => steps.push(filter(element, flow)?),
             "payloadFactory" => steps.push(payload(element, flow)?),
+            "makefault" => steps.push(makefault(element, flow)?),
             "respond" => {
                 element.only(&["description"])?;
                 answering_flow_only("respond", flow)?;
                 steps.push(Step::Respond);
+            }
+            "drop" => {
+                element.only(&["description"])?;
+                no_children(element)?;
+                steps.push(Step::Drop);
             }
             other => {
                 return Err(format!(
@@ -273,11 +288,20 @@ fn property(element: &Element, flow: Flow) -> Result<Step, Refusal> {
     let remove = removes(element)?;
     match element.attribute("scope").unwrap_or("default") {
         "transport" => header_step(element, name, remove, flow),
-        "axis2" if name == "HTTP_SC" && !remove => {
-            answering_flow_only("The property HTTP_SC", flow)?;
-            Ok(Step::SetStatus {
-                value: value(element, flow)?,
-            })
+        "axis2" if name == "HTTP_SC" && !remove => Ok(Step::SetStatus {
+            value: value(element, flow)?,
+        }),
+        "axis2" if name == "messageType" && !remove => {
+            let value = value(element, flow)?;
+            if let Value::Text(media) = &value
+                && !is_media_type(media)
+            {
+                return Err(format!(
+                    "The messageType '{}' is not a media type",
+                    media.escape_default()
+                ));
+            }
+            Ok(Step::SetFormat { value })
         }
         "default" | "synapse" => {
             if CallFact::named(name).is_some() {
@@ -295,7 +319,7 @@ fn property(element: &Element, flow: Flow) -> Result<Step, Refusal> {
             })
         }
         other => Err(format!(
-            "The property scope '{other}' is not supported (default, synapse or transport; axis2 for HTTP_SC alone)"
+            "The property scope '{other}' is not supported (default, synapse or transport; axis2 for HTTP_SC and messageType alone)"
         )),
     }
 }
@@ -349,7 +373,6 @@ fn header_name(name: &str) -> Result<String, Refusal> {
 /// `log` of level `custom` or `simple`: its properties, as a line in the gateway's log.
 fn log(element: &Element, flow: Flow) -> Result<Step, Refusal> {
     element.only(&["level", "category", "separator", "description"])?;
-    answering_flow_only("The log mediator", flow)?;
     match element.attribute("level").unwrap_or("simple") {
         "custom" | "simple" => {}
         "headers" | "full" => {
@@ -433,7 +456,6 @@ fn filter(element: &Element, flow: Flow) -> Result<Step, Refusal> {
 /// `payloadFactory` with an inline `format` and arguments the request's head holds.
 fn payload(element: &Element, flow: Flow) -> Result<Step, Refusal> {
     element.only(&["media-type", "description", "template-type"])?;
-    answering_flow_only("payloadFactory", flow)?;
     let media = match element.attribute("media-type").unwrap_or("xml") {
         "xml" => Media::Xml,
         "json" => Media::Json,
@@ -456,9 +478,10 @@ fn payload(element: &Element, flow: Flow) -> Result<Step, Refusal> {
         .ok_or("'payloadFactory' needs a 'format'")?;
     format.only(&[])?;
     let raw = format.raw.as_deref().unwrap_or_default().trim();
-    let format = match media {
-        Media::Xml => raw.to_string(),
-        Media::Json => json_format(raw)?,
+    let format = if media.is_json() {
+        json_format(raw)?
+    } else {
+        raw.to_string()
     };
     let mut args = Vec::new();
     if let Some(list) = element.children.iter().find(|c| c.name == "args") {
@@ -467,7 +490,7 @@ fn payload(element: &Element, flow: Flow) -> Result<Step, Refusal> {
                 return Err(format!("'args' holds 'arg' only, not '{}'", arg.name));
             }
             arg.only(&["value", "expression", "evaluator", "literal"])?;
-            args.push(value(arg, flow)?);
+            args.push(argument(arg, flow)?);
         }
     }
     if args.len() > MAX_ARGS {
@@ -503,6 +526,109 @@ fn payload(element: &Element, flow: Flow) -> Result<Step, Refusal> {
     })
 }
 
+/// `makefault` for SOAP 1.1 or 1.2: the fault envelope as a payload (its reason and
+/// detail as arguments), which a `respond` answers with, status 500 unless `HTTP_SC` is
+/// set.
+fn makefault(element: &Element, flow: Flow) -> Result<Step, Refusal> {
+    element.only(&["version", "response", "description"])?;
+    let soap12 = match element.attribute("version").unwrap_or("soap11") {
+        "soap11" => false,
+        "soap12" => true,
+        other => {
+            return Err(format!(
+                "The makefault version '{other}' is not supported (soap11 or soap12)"
+            ));
+        }
+    };
+    if let Some(stray) = element
+        .children
+        .iter()
+        .find(|c| !matches!(c.name.as_str(), "code" | "reason" | "detail"))
+    {
+        return Err(format!(
+            "'makefault' holds code, reason and detail, not '{}'",
+            stray.name
+        ));
+    }
+    let child = |name: &str| element.children.iter().find(|c| c.name == name);
+    let code = child("code").ok_or("'makefault' needs a 'code'")?;
+    code.only(&["value"])?;
+    let local = required(code, "value")?
+        .rsplit(':')
+        .next()
+        .unwrap_or_default();
+    let known: &[&str] = if soap12 {
+        &[
+            "VersionMismatch",
+            "MustUnderstand",
+            "DataEncodingUnknown",
+            "Sender",
+            "Receiver",
+        ]
+    } else {
+        &["VersionMismatch", "MustUnderstand", "Client", "Server"]
+    };
+    if !known.contains(&local) {
+        return Err(format!(
+            "The fault code '{}' is not a SOAP code (one of {})",
+            local.escape_default(),
+            known.join(", ")
+        ));
+    }
+    let reason = child("reason").ok_or("'makefault' needs a 'reason'")?;
+    reason.only(&["value", "expression"])?;
+    let mut args = vec![value(reason, flow)?];
+    let detail = match child("detail") {
+        Some(detail) => {
+            detail.only(&["value", "expression"])?;
+            no_children(detail)?;
+            args.push(value(detail, flow)?);
+            true
+        }
+        None => false,
+    };
+    let (media, format) = if soap12 {
+        let detail = if detail {
+            "<soap:Detail>$2</soap:Detail>"
+        } else {
+            ""
+        };
+        (
+            Media::Soap12,
+            format!(
+                r#"<soap:Envelope xmlns:soap="http://www.w3.org/2003/05/soap-envelope"><soap:Body><soap:Fault><soap:Code><soap:Value>soap:{local}</soap:Value></soap:Code><soap:Reason><soap:Text xml:lang="en">$1</soap:Text></soap:Reason>{detail}</soap:Fault></soap:Body></soap:Envelope>"#
+            ),
+        )
+    } else {
+        let detail = if detail { "<detail>$2</detail>" } else { "" };
+        (
+            Media::Soap11,
+            format!(
+                r#"<soapenv:Envelope xmlns:soapenv="http://schemas.xmlsoap.org/soap/envelope/"><soapenv:Body><soapenv:Fault><faultcode>soapenv:{local}</faultcode><faultstring>$1</faultstring>{detail}</soapenv:Fault></soapenv:Body></soapenv:Envelope>"#
+            ),
+        )
+    };
+    Ok(Step::Payload {
+        media,
+        format,
+        args,
+    })
+}
+
+/// Whether a `messageType` names a media type (`type/subtype`, parameters aside).
+fn is_media_type(text: &str) -> bool {
+    let token = |part: &str| {
+        !part.is_empty()
+            && part
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "!#$&-^_.+".contains(c))
+    };
+    let essence = text.split(';').next().unwrap_or_default().trim();
+    essence
+        .split_once('/')
+        .is_some_and(|(kind, subtype)| token(kind) && token(subtype))
+}
+
 /// A JSON format as written between `<format>` and `</format>`: text (its entities
 /// read) or a CDATA section.
 fn json_format(raw: &str) -> Result<String, Refusal> {
@@ -531,16 +657,16 @@ pub fn placeholders(format: &str) -> impl Iterator<Item = usize> + '_ {
     })
 }
 
-/// Refuses a payload made for no answer: a payload factory must be followed by a
-/// `respond` (in its list, or after the filter it is in), since a payload for the backend
-/// is not supported yet.
+/// Refuses a fault flow's payload made for no answer: there a payload factory must be
+/// followed by a `respond` (in its list, or after the filter it is in), since the fault
+/// flow has no backend to send it to.
 fn check_payloads_answer(steps: &[Step], responds_after: bool) -> Result<(), Refusal> {
     for (at, step) in steps.iter().enumerate() {
         let later = responds_after || steps[at + 1..].contains(&Step::Respond);
         match step {
             Step::Payload { .. } if !later => {
                 return Err(
-                    "A payloadFactory must be followed by a respond: a payload for the backend is not supported yet"
+                    "In the fault flow a payloadFactory or makefault must be followed by a respond"
                         .into(),
                 );
             }
@@ -603,9 +729,118 @@ fn literal(text: &str) -> Result<Value, Refusal> {
     Ok(Value::Text(text.into()))
 }
 
-/// The supported expressions: `$trp:`, `$ctx:`, `$url:` and `get-property(...)`.
+/// A payload factory's argument: a `value`, or an `expression` as its `evaluator` reads it
+/// (`json`: a JSONPath into the body; `xml`, the default: any supported expression).
+fn argument(element: &Element, flow: Flow) -> Result<Value, Refusal> {
+    match element.attribute("evaluator").unwrap_or("xml") {
+        "json" => match (element.attribute("value"), element.attribute("expression")) {
+            (None, Some(path)) => body_value(BodyPath::Json(json_path(path)?), flow),
+            _ => value(element, flow),
+        },
+        "xml" => value(element, flow),
+        other => Err(format!(
+            "The evaluator '{other}' is not supported (xml or json)"
+        )),
+    }
+}
+
+/// A value read from the body, where the flow has one: the fault flow has none.
+fn body_value(path: BodyPath, flow: Flow) -> Result<Value, Refusal> {
+    if flow == Flow::Fault {
+        return Err(
+            "In the fault flow an expression may not read the body (set a property in the in flow)"
+                .into(),
+        );
+    }
+    Ok(Value::Body(path))
+}
+
+/// A JSONPath of names and indices: `$`, `$.a.b`, `$.a[0]`, `$['a b']`.
+fn json_path(text: &str) -> Result<Vec<PathPart>, Refusal> {
+    let refuse = || {
+        format!(
+            "The JSONPath '{}' is not supported (names and indices from the root: $.a.b[0], $['a b'])",
+            text.escape_default()
+        )
+    };
+    let mut rest = text.trim().strip_prefix('$').ok_or_else(refuse)?;
+    let mut parts = Vec::new();
+    while !rest.is_empty() {
+        if let Some(after) = rest.strip_prefix('.') {
+            let end = after.find(['.', '[']).unwrap_or(after.len());
+            let name = &after[..end];
+            if name.is_empty() || name.contains(['*', '@', '(', ')', '?', '$', '\'', '"', ']']) {
+                return Err(refuse());
+            }
+            parts.push(PathPart::Key(name.into()));
+            rest = &after[end..];
+        } else if let Some(after) = rest.strip_prefix('[') {
+            let end = after.find(']').ok_or_else(refuse)?;
+            let inside = after[..end].trim();
+            let quoted = inside
+                .strip_prefix('\'')
+                .and_then(|i| i.strip_suffix('\''))
+                .or_else(|| inside.strip_prefix('"').and_then(|i| i.strip_suffix('"')));
+            let part = match (quoted, inside.parse::<usize>()) {
+                (Some(name), _) if !name.contains(['\'', '"']) => PathPart::Key(name.into()),
+                (None, Ok(index)) => PathPart::Index(index),
+                _ => return Err(refuse()),
+            };
+            parts.push(part);
+            rest = &after[end + 1..];
+        } else {
+            return Err(refuse());
+        }
+        if parts.len() > MAX_PATH_PARTS {
+            return Err(refuse());
+        }
+    }
+    Ok(parts)
+}
+
+/// An XPath of element names: `//a/b`, `/a/b`, `$body/a/b`, with prefixes (not checked)
+/// and an optional final `/text()`.
+fn xml_path(text: &str) -> Option<XmlPath> {
+    let text = text.trim();
+    let text = text.strip_suffix("/text()").unwrap_or(text);
+    let (from, rest) = if let Some(rest) = text.strip_prefix("$body/") {
+        (XmlFrom::Body, rest)
+    } else if let Some(rest) = text.strip_prefix("//") {
+        (XmlFrom::Anywhere, rest)
+    } else {
+        (XmlFrom::Root, text.strip_prefix('/')?)
+    };
+    let name = |step: &str| {
+        let local = step.rsplit_once(':').map_or(step, |(_, local)| local);
+        let mut chars = local.chars();
+        let first = chars.next()?;
+        ((first.is_alphabetic() || first == '_')
+            && chars.all(|c| c.is_alphanumeric() || "_-.".contains(c)))
+        .then(|| local.to_string())
+    };
+    let names = rest.split('/').map(name).collect::<Option<Vec<_>>>()?;
+    (!names.is_empty() && names.len() <= MAX_PATH_PARTS).then_some(XmlPath { from, names })
+}
+
+/// The supported expressions: `$trp:`, `$ctx:`, `$url:`, `get-property(...)`,
+/// `json-eval(...)` and XPaths of element names.
 fn expression(text: &str, flow: Flow) -> Result<Value, Refusal> {
     let text = text.trim();
+    if let Some(path) = text
+        .strip_prefix("json-eval(")
+        .and_then(|t| t.strip_suffix(')'))
+    {
+        return body_value(BodyPath::Json(json_path(path)?), flow);
+    }
+    if text.starts_with('/') || text.starts_with("$body/") {
+        let path = xml_path(text).ok_or_else(|| {
+            format!(
+                "The XPath '{}' is not supported (element names only: //a/b, /a/b, $body/a/b)",
+                text.escape_default()
+            )
+        })?;
+        return body_value(BodyPath::Xml(path), flow);
+    }
     let value = if let Some(name) = text.strip_prefix("$trp:") {
         Some(Value::Header(name.to_ascii_lowercase()))
     } else if let Some(name) = text.strip_prefix("$ctx:") {
@@ -617,7 +852,7 @@ fn expression(text: &str, flow: Flow) -> Result<Value, Refusal> {
     };
     let Some(value) = value else {
         return Err(format!(
-            "The expression '{}' is not supported (supported: $trp:name, $ctx:name, $url:name, get-property('name'), get-property('transport', 'name'))",
+            "The expression '{}' is not supported (supported: $trp:name, $ctx:name, $url:name, get-property('name'), get-property('transport', 'name'), json-eval($.a.b), //a/b)",
             text.escape_default()
         ));
     };
@@ -790,7 +1025,7 @@ mod tests {
             (r#"<payloadFactory/>"#, Flow::In, "needs a 'format'"),
             (
                 r#"<payloadFactory><format>{}</format></payloadFactory>"#,
-                Flow::In,
+                Flow::Fault,
                 "followed by a respond",
             ),
             (
@@ -804,16 +1039,47 @@ mod tests {
                 "attribute 'key'",
             ),
             (
-                r#"<payloadFactory media-type="json"><format>{}</format><args><arg expression="$.a" evaluator="json"/></args></payloadFactory><respond/>"#,
+                r#"<payloadFactory media-type="json"><format>{}</format><args><arg expression="$..a" evaluator="json"/></args></payloadFactory><respond/>"#,
                 Flow::In,
-                "expression '$.a'",
+                "JSONPath '$..a'",
+            ),
+            (
+                r#"<payloadFactory><format>x</format><args><arg expression="$.a" evaluator="jq"/></args></payloadFactory>"#,
+                Flow::In,
+                "evaluator 'jq'",
             ),
             (r#"<respond/>"#, Flow::Out, "in and fault flows only"),
             (
-                r#"<property name="HTTP_SC" value="404" scope="axis2"/>"#,
-                Flow::Out,
-                "in and fault flows only",
+                r#"<property name="messageType" value="json" scope="axis2"/>"#,
+                Flow::In,
+                "not a media type",
             ),
+            (
+                r#"<makefault version="pox"><code value="Server"/><reason value="r"/></makefault>"#,
+                Flow::In,
+                "version 'pox'",
+            ),
+            (
+                r#"<makefault><code value="soap11Env:Oops"/><reason value="r"/></makefault>"#,
+                Flow::In,
+                "fault code 'Oops'",
+            ),
+            (
+                r#"<makefault><code value="Server"/></makefault>"#,
+                Flow::In,
+                "needs a 'reason'",
+            ),
+            (
+                r#"<makefault><code value="Server"/><reason value="r"/><node value="n"/></makefault>"#,
+                Flow::In,
+                "not 'node'",
+            ),
+            (
+                r#"<makefault><code value="Server"/><reason value="r"/></makefault>"#,
+                Flow::Fault,
+                "followed by a respond",
+            ),
+            (r#"<drop><log/></drop>"#, Flow::In, "inline XML"),
             (
                 r#"<property name="c" expression="$ctx:ERROR_CODE"/>"#,
                 Flow::In,
@@ -830,14 +1096,24 @@ mod tests {
                 "type 'OM'",
             ),
             (
-                r#"<property name="a" expression="//foo"/>"#,
+                r#"<property name="a" expression="//foo[1]"/>"#,
                 Flow::In,
-                "expression '//foo'",
+                "XPath '//foo[1]'",
+            ),
+            (
+                r#"<property name="a" expression="/a/@b"/>"#,
+                Flow::In,
+                "XPath",
             ),
             (
                 r#"<property name="a" expression="json-eval($.a)"/>"#,
+                Flow::Fault,
+                "may not read the body",
+            ),
+            (
+                r#"<property name="a" expression="json-eval($.a[*])"/>"#,
                 Flow::In,
-                "json-eval",
+                "JSONPath",
             ),
             (
                 r#"<property name="a"/>"#,
@@ -896,11 +1172,6 @@ mod tests {
                 "not headers",
             ),
             (r#"<log level="full"/>"#, Flow::In, "credentials"),
-            (
-                r#"<log level="custom"/>"#,
-                Flow::Out,
-                "in and fault flows only",
-            ),
             (r#"<filter xpath="//a"/>"#, Flow::In, "xpath"),
             (
                 r#"<filter source="$trp:a" regex="(?=x)"/>"#,
@@ -1039,6 +1310,108 @@ mod tests {
                 let _ = compile(&mangled, flow);
             }
         }
+    }
+
+    #[test]
+    fn bodies_are_read_by_jsonpath_and_xpath_and_made_or_converted() {
+        let compiled = steps(
+            r#"<property name="id" expression="json-eval($.order['line items'][2].id)"/>
+               <property name="sym" expression="//m:symbol/text()"/>
+               <property name="root" expression="/Envelope/Body/getQuote"/>
+               <property name="first" expression="$body/order"/>
+               <payloadFactory media-type="xml">
+                 <format><q xmlns="urn:q"><s>$1</s></q></format>
+                 <args><arg evaluator="json" expression="$.symbol"/></args>
+               </payloadFactory>
+               <property name="messageType" value="text/xml" scope="axis2"/>
+               <drop/>"#,
+            Flow::In,
+        )
+        .unwrap();
+        let body = |step: &Step| match step {
+            Step::SetProperty {
+                value: Value::Body(path),
+                ..
+            } => path.clone(),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            body(&compiled[0]),
+            BodyPath::Json(vec![
+                PathPart::Key("order".into()),
+                PathPart::Key("line items".into()),
+                PathPart::Index(2),
+                PathPart::Key("id".into()),
+            ])
+        );
+        let xml = |from, names: &[&str]| {
+            BodyPath::Xml(XmlPath {
+                from,
+                names: names.iter().map(|n| n.to_string()).collect(),
+            })
+        };
+        assert_eq!(body(&compiled[1]), xml(XmlFrom::Anywhere, &["symbol"]));
+        assert_eq!(
+            body(&compiled[2]),
+            xml(XmlFrom::Root, &["Envelope", "Body", "getQuote"])
+        );
+        assert_eq!(body(&compiled[3]), xml(XmlFrom::Body, &["order"]));
+        assert!(matches!(&compiled[4], Step::Payload { args, .. }
+            if args == &[Value::Body(BodyPath::Json(vec![PathPart::Key("symbol".into())]))]));
+        assert_eq!(
+            compiled[5],
+            Step::SetFormat {
+                value: Value::Text("text/xml".into())
+            }
+        );
+        assert_eq!(compiled[6], Step::Drop);
+        // The out flow makes and converts the answer too.
+        let out = steps(
+            r#"<property name="HTTP_SC" value="202" scope="axis2"/>
+               <payloadFactory media-type="json"><format>{"s":"$1"}</format><args><arg expression="//s"/></args></payloadFactory>
+               <log level="custom"><property name="s" expression="json-eval($.s)"/></log>"#,
+            Flow::Out,
+        )
+        .unwrap();
+        assert_eq!(out.len(), 3);
+    }
+
+    #[test]
+    fn makefault_answers_a_soap_fault() {
+        let compiled = steps(
+            r#"<makefault version="soap12" response="true">
+                 <code xmlns:soap12Env="http://www.w3.org/2003/05/soap-envelope" value="soap12Env:Receiver"/>
+                 <reason expression="$ctx:ERROR_MESSAGE"/>
+                 <detail value="backend down"/>
+               </makefault>
+               <respond/>"#,
+            Flow::Fault,
+        )
+        .unwrap();
+        let Step::Payload {
+            media,
+            format,
+            args,
+        } = &compiled[0]
+        else {
+            panic!("{compiled:?}")
+        };
+        assert_eq!(*media, Media::Soap12);
+        assert!(
+            format.contains("<soap:Value>soap:Receiver</soap:Value>"),
+            "{format}"
+        );
+        assert!(format.contains("<soap:Detail>$2</soap:Detail>"), "{format}");
+        assert_eq!(args[0], Value::Call(CallFact::ErrorMessage));
+        let soap11 = steps(
+            r#"<makefault><code value="soap11Env:Client"/><reason value="bad"/></makefault><respond/>"#,
+            Flow::In,
+        )
+        .unwrap();
+        assert!(
+            matches!(&soap11[0], Step::Payload { media: Media::Soap11, format, .. }
+            if format.contains("<faultcode>soapenv:Client</faultcode>") && !format.contains("detail"))
+        );
     }
 
     #[test]

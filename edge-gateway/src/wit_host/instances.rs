@@ -219,6 +219,42 @@ impl Runtime {
         .await
     }
 
+    /// The component's decision about a request whose body the host has read whole, as
+    /// its first decision asked.
+    pub async fn decide_with_body(
+        &self,
+        request: &RequestHead,
+        body: &[u8],
+    ) -> Result<Verdict, Failure> {
+        self.with_policy(async |policy, store| {
+            let moment = Moment {
+                manifest_epoch: self.kv().manifest_epoch(),
+                now_ms: apim_http::time::now_ms(),
+            };
+            policy
+                .apim_gateway_policy()
+                .call_decide_with_body(store, request, body, moment)
+                .await
+        })
+        .await
+    }
+
+    /// What the client gets of a backend's answer that the API's out flow needs (none:
+    /// it was longer than the host holds).
+    pub async fn mediate_answer(
+        &self,
+        request: &RequestHead,
+        answer: Option<Response>,
+    ) -> Result<Response, Failure> {
+        self.with_policy(async |policy, store| {
+            policy
+                .apim_gateway_policy()
+                .call_mediate_answer(store, request, answer.as_ref())
+                .await
+        })
+        .await
+    }
+
     /// The component's answer for a request a limit of `kind` refused in the window
     /// ending at `window_end_ms`.
     pub async fn throttled(

@@ -2,7 +2,7 @@
 //! flow what the client gets, the fault flow the answer to a failed backend; the same on
 //! the handler's forwarding and in the decision a forwarding host carries out.
 
-use apim_manifest::mediation::{CallFact, Mediation, Step, Value};
+use apim_manifest::mediation::{BodyPath, CallFact, Media, Mediation, PathPart, Step, Value};
 
 use super::*;
 use crate::gateway::Decision;
@@ -47,6 +47,29 @@ fn sent_headers(world: &World) -> Headers {
         .expect("sent")
         .headers
         .clone()
+}
+
+/// What a forwarding host gets for `head`: once the decision asks for the body, the
+/// decision made with it (the body `head` holds).
+fn decided_with_body(world: &mut World, head: &Request) -> Verdict {
+    let streamed = Request {
+        body: Vec::new(),
+        ..head.clone()
+    };
+    let first = world.gateway.decide(&world.host, &streamed);
+    let Decision::ReadBody(limit) = first.decision else {
+        return first;
+    };
+    assert!(
+        first.limits.is_empty(),
+        "nothing counts before the body is read"
+    );
+    assert!(head.body.len() as u64 <= limit);
+    let moment = Moment {
+        manifest_epoch: 0,
+        now_ms: NOW_SECS * 1000,
+    };
+    world.gateway.decide_with_body(&world.host, head, moment)
 }
 
 fn in_flow() -> Mediation {
@@ -370,7 +393,7 @@ fn a_respond_answers_with_the_payload_after_counting_the_limits() {
     assert_eq!(body, json!({"user": "a\"b", "api": "Dev"}));
 
     let head = request("GET", path, &client, b"");
-    let verdict = world.gateway.decide(&world.host, &head);
+    let verdict = decided_with_body(&mut world, &head);
     assert!(!verdict.limits.is_empty(), "the answer still counts");
     let Decision::Respond(answer) = verdict.decision else {
         panic!("answered");
@@ -381,4 +404,198 @@ fn a_respond_answers_with_the_payload_after_counting_the_limits() {
     let response = world.call("GET", path, &client[..1]);
     assert_eq!(response.status, 200);
     assert_eq!(world.host.sent.borrow().len(), 1);
+}
+
+/// A world whose API takes `POST /devs/{username}` and runs `plan`, its backend
+/// answering with `answer`.
+fn posting(plan: Mediation, answer: Response) -> World {
+    let mut world = mediated(plan);
+    world.host.backend = Box::new(move |_| Ok(answer.clone()));
+    world.manifest.apis[0]
+        .route
+        .operations
+        .push(super::operation(
+            "POST",
+            "/devs/{username}",
+            AuthType::Required,
+            None,
+        ));
+    assert_eq!(world.publish().status, 200);
+    world
+}
+
+fn json_path(names: &[&str]) -> Value {
+    Value::Body(BodyPath::Json(
+        names.iter().map(|n| PathPart::Key(n.to_string())).collect(),
+    ))
+}
+
+/// WSO2's tutorial shape: a JSON request made into a SOAP 1.2 call with a payload
+/// factory reading the JSON, the SOAP answer made into JSON by the out flow.
+fn json_to_soap() -> Mediation {
+    Mediation {
+        request: vec![
+            Step::Payload {
+                media: Media::Xml,
+                format: r#"<soap12:Envelope xmlns:soap12="http://www.w3.org/2003/05/soap-envelope"><soap12:Body><CheckPhoneNumber xmlns="urn:phone"><PhoneNumber>$1</PhoneNumber><LicenseKey>$2</LicenseKey></CheckPhoneNumber></soap12:Body></soap12:Envelope>"#.into(),
+                args: vec![json_path(&["phone"]), json_path(&["key"])],
+            },
+            Step::SetFormat {
+                value: text("application/soap+xml"),
+            },
+            set("soapaction", text("urn:phone/CheckPhoneNumber")),
+        ],
+        response: vec![Step::SetFormat {
+            value: text("application/json"),
+        }],
+        ..Mediation::default()
+    }
+}
+
+fn soap_answer() -> Response {
+    Response::new(
+        200,
+        "application/soap+xml; charset=utf-8",
+        r#"<s:Envelope xmlns:s="http://www.w3.org/2003/05/soap-envelope"><s:Body><CheckPhoneNumberResponse xmlns="urn:phone"><Valid>true</Valid><Carrier>Acme &amp; Co</Carrier></CheckPhoneNumberResponse></s:Body></s:Envelope>"#,
+    )
+}
+
+#[test]
+fn a_json_call_reaches_a_soap_backend_and_its_answer_returns_as_json_on_both_paths() {
+    let mut world = posting(json_to_soap(), soap_answer());
+    let bearer = world.bearer("app-1");
+    let client = [
+        ("authorization", bearer.as_str()),
+        ("content-type", "application/json"),
+    ];
+    let body = br#"{"phone":"+1 555 <0100>","key":"k-1"}"#;
+    let call = request("POST", "/dev/v1/devs/alice", &client, body);
+    let response = world.gateway.handle(&world.host, call.clone());
+    assert_eq!(
+        response.status,
+        200,
+        "{}",
+        String::from_utf8_lossy(&response.body)
+    );
+    let sent = world.host.sent.borrow().last().cloned().expect("sent");
+    let sent_body = String::from_utf8(sent.body.clone()).unwrap();
+    assert!(
+        sent_body
+            .contains("<PhoneNumber>+1 555 &lt;0100&gt;</PhoneNumber><LicenseKey>k-1</LicenseKey>"),
+        "{sent_body}"
+    );
+    assert_eq!(
+        header(&sent.headers, "content-type"),
+        Some("application/soap+xml")
+    );
+    assert_eq!(
+        header(&sent.headers, "soapaction"),
+        Some("urn:phone/CheckPhoneNumber")
+    );
+    assert_eq!(
+        header(&response.headers, "content-type"),
+        Some("application/json")
+    );
+    let answer: serde_json::Value = serde_json::from_slice(&response.body).unwrap();
+    assert_eq!(
+        answer,
+        json!({"CheckPhoneNumberResponse": {"Valid": true, "Carrier": "Acme & Co"}})
+    );
+
+    // The forwarding host reads the body first, then gets the same request to send and
+    // the same answer to give.
+    let verdict = decided_with_body(&mut world, &call);
+    let Decision::Forward(forwarding) = verdict.decision else {
+        panic!("forwarded");
+    };
+    assert!(!verdict.limits.is_empty());
+    assert_eq!(
+        forwarding.backend.body.as_deref(),
+        Some(sent.body.as_slice())
+    );
+    assert!(
+        forwarding
+            .backend
+            .removed_headers
+            .contains(&"content-type".to_string())
+    );
+    assert!(forwarding.mediate_answer);
+    assert!(forwarding.cache.is_none());
+    let answered = world
+        .gateway
+        .mediate_answer(&world.host, &call, soap_answer(), ("", ""));
+    assert_eq!((answered.status, answered.body), (200, response.body));
+}
+
+#[test]
+fn a_body_the_in_flow_cannot_read_is_the_clients_fault_and_drop_answers_202() {
+    let mut world = posting(json_to_soap(), soap_answer());
+    let bearer = world.bearer("app-1");
+    let client = [
+        ("authorization", bearer.as_str()),
+        ("content-type", "application/json"),
+    ];
+    // A payload reads nothing from a body that is not JSON: its arguments are empty.
+    let response = world.gateway.handle(
+        &world.host,
+        request("POST", "/dev/v1/devs/alice", &client, b"{not json"),
+    );
+    assert_eq!(response.status, 200);
+    let sent = world.host.sent.borrow().last().cloned().expect("sent");
+    assert!(String::from_utf8_lossy(&sent.body).contains("<PhoneNumber></PhoneNumber>"));
+
+    // Converting a body that is not the JSON it says it is refuses the call.
+    let convert = Mediation {
+        request: vec![Step::SetFormat {
+            value: text("text/xml"),
+        }],
+        ..Mediation::default()
+    };
+    let mut world = posting(convert, soap_answer());
+    let bearer = world.bearer("app-1");
+    let client = [
+        ("authorization", bearer.as_str()),
+        ("content-type", "application/json"),
+    ];
+    let sent_before = world.host.sent.borrow().len();
+    let refused = world.gateway.handle(
+        &world.host,
+        request("POST", "/dev/v1/devs/alice", &client, b"{\"a\":"),
+    );
+    assert_eq!(
+        refused.status,
+        400,
+        "{}",
+        String::from_utf8_lossy(&refused.body)
+    );
+    assert_eq!(
+        world.host.sent.borrow().len(),
+        sent_before,
+        "nothing is sent"
+    );
+    let converted = world.gateway.handle(
+        &world.host,
+        request("POST", "/dev/v1/devs/alice", &client, br#"{"a":1}"#),
+    );
+    assert_eq!(converted.status, 200);
+    let sent = world.host.sent.borrow().last().cloned().expect("sent");
+    assert!(String::from_utf8_lossy(&sent.body).contains("<jsonObject><a>1</a></jsonObject>"));
+
+    // A drop in the in flow answers 202 without calling the backend.
+    let mut world = posting(
+        Mediation {
+            request: vec![Step::Drop],
+            ..Mediation::default()
+        },
+        soap_answer(),
+    );
+    let bearer = world.bearer("app-1");
+    let sent_before = world.host.sent.borrow().len();
+    let dropped = world.call(
+        "GET",
+        "/dev/v1/devs/alice/repos",
+        &[("authorization", &bearer)],
+    );
+    assert_eq!((dropped.status, dropped.body.len()), (202, 0));
+    assert_eq!(world.host.sent.borrow().len(), sent_before);
 }

@@ -54,7 +54,7 @@ fn outcome(world: &mut World, path: &str, authorization: &str) -> (u16, String) 
     {
         Decision::Forward(_) => (200, String::new()),
         Decision::Respond(response) => (response.status, code(&response)),
-        Decision::Handle => panic!("an API call is never handed over"),
+        Decision::Handle | Decision::ReadBody(_) => panic!("an API call is never handed over"),
     };
     let handled = (handled.status, code(&handled));
     assert_eq!(handled, decided, "{path} {authorization}");

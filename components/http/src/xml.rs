@@ -1,5 +1,6 @@
 //! A small namespace-aware element tree, enough to read SOAP responses whatever prefixes
-//! and namespace declarations the backend chooses.
+//! and namespace declarations the backend chooses, and the bodies an API's mediation
+//! reads and converts.
 
 use quick_xml::NsReader;
 use quick_xml::escape::resolve_predefined_entity;
@@ -7,7 +8,10 @@ use quick_xml::events::{BytesRef, BytesStart, Event};
 use quick_xml::name::ResolveResult;
 
 /// Deepest nesting accepted; SOAP responses here are four or five levels deep.
-const MAX_DEPTH: usize = 64;
+pub const MAX_DEPTH: usize = 64;
+/// Most elements a document may hold: a body of a mebibyte of empty elements would
+/// otherwise take tens of mebibytes as a tree.
+pub const MAX_ELEMENTS: usize = 65_536;
 
 /// An element: namespace, local name, its text and its child elements.
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -16,6 +20,8 @@ pub struct Element {
     pub namespace: String,
     /// Local name.
     pub name: String,
+    /// Attributes by local name and value, namespace declarations left out.
+    pub attributes: Vec<(String, String)>,
     /// Text content directly inside the element, entities and CDATA resolved.
     pub text: String,
     /// Child elements in document order.
@@ -49,11 +55,20 @@ pub fn parse(xml: &[u8]) -> Result<Element, String> {
     let mut reader = NsReader::from_str(text);
     reader.config_mut().check_end_names = true;
     let mut open: Vec<Element> = Vec::new();
+    let mut elements = 0;
     loop {
         let position = reader.buffer_position();
         let (namespace, event) = reader
             .read_resolved_event()
             .map_err(|e| format!("malformed XML after byte {position}: {e}"))?;
+        if matches!(event, Event::Start(_) | Event::Empty(_)) {
+            elements += 1;
+            if elements > MAX_ELEMENTS {
+                return Err(format!(
+                    "the document has more than {MAX_ELEMENTS} elements"
+                ));
+            }
+        }
         match event {
             Event::Start(start) => {
                 if open.len() >= MAX_DEPTH {
@@ -93,9 +108,21 @@ fn element(namespace: ResolveResult<'_>, start: &BytesStart<'_>) -> Result<Eleme
             ));
         }
     };
+    let mut attributes = Vec::new();
+    for attribute in start.attributes() {
+        let attribute = attribute.map_err(|e| e.to_string())?;
+        let key = attribute.key;
+        if key.as_namespace_binding().is_some() {
+            continue;
+        }
+        let value = attribute.unescape_value().map_err(|e| e.to_string())?;
+        let name = String::from_utf8_lossy(key.local_name().as_ref()).into_owned();
+        attributes.push((name, value.into_owned()));
+    }
     Ok(Element {
         namespace,
         name: String::from_utf8_lossy(start.local_name().as_ref()).into_owned(),
+        attributes,
         ..Element::default()
     })
 }
@@ -163,8 +190,27 @@ mod tests {
     }
 
     #[test]
-    fn deep_nesting_is_refused() {
+    fn deep_nesting_and_too_many_elements_are_refused() {
         let doc = "<a>".repeat(100) + &"</a>".repeat(100);
         assert!(parse(doc.as_bytes()).is_err());
+        let wide = format!("<a>{}</a>", "<b/>".repeat(MAX_ELEMENTS));
+        assert!(parse(wide.as_bytes()).unwrap_err().contains("elements"));
+        let fits = format!("<a>{}</a>", "<b/>".repeat(MAX_ELEMENTS - 1));
+        assert_eq!(
+            parse(fits.as_bytes()).unwrap().children.len(),
+            MAX_ELEMENTS - 1
+        );
+    }
+
+    #[test]
+    fn attributes_are_kept_without_namespace_declarations() {
+        let root = parse(br#"<a xmlns="urn:a" xmlns:p="urn:p" id="1" p:k="x &amp; y"/>"#).unwrap();
+        assert_eq!(
+            root.attributes,
+            vec![
+                ("id".to_string(), "1".to_string()),
+                ("k".into(), "x & y".into())
+            ]
+        );
     }
 }
