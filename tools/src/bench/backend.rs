@@ -54,16 +54,43 @@ pub fn asserted() -> u64 {
     ASSERTED.load(Ordering::Relaxed)
 }
 
-/// The backend's routes: [`body`] for any request.
+/// The request header that asks for [`large_body`] instead of [`body`].
+pub const LARGE_HEADER: &str = "x-bench-body";
+
+/// The backend's routes: [`body`] for any request ([`large_body`] for one with
+/// [`LARGE_HEADER`]).
 pub fn app() -> axum::Router {
     axum::Router::new().fallback(|headers: axum::http::HeaderMap| async move {
         if headers.contains_key("x-jwt-assertion") {
             ASSERTED.fetch_add(1, Ordering::Relaxed);
         }
+        let answer = if headers.contains_key(LARGE_HEADER) {
+            large_body()
+        } else {
+            body()
+        };
         (
             [(axum::http::header::CONTENT_TYPE, "application/json")],
-            body(),
+            answer,
         )
+    })
+}
+
+/// A JSON document of about 10 KiB shaped as APIs answer: a page of records, each with
+/// text, numbers, a boolean and a short array.
+pub fn large_body() -> &'static str {
+    static BODY: OnceLock<String> = OnceLock::new();
+    BODY.get_or_init(|| {
+        let items: Vec<String> = (0..120)
+            .map(|n| {
+                format!(
+                    r#"{{"id":{n},"name":"item-{n:03}","price":{n}.25,"stock":{},"active":{},"tags":["a","b"]}}"#,
+                    n * 7,
+                    n % 2 == 0
+                )
+            })
+            .collect();
+        format!(r#"{{"page":1,"total":120,"items":[{}]}}"#, items.join(","))
     })
 }
 
