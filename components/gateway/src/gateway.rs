@@ -794,6 +794,10 @@ impl Gateway {
                 now_ms,
             }));
         }
+        let resource_with_query = match rewrite.path.take() {
+            Some(path) => mediated_path(&path)?,
+            None => resource_with_query,
+        };
         let mut backend =
             forward::backend_request(&settings, api, environment, &resource_with_query, request)?;
         if let (Some(assertions), Some(caller), Some(config)) = (
@@ -827,6 +831,28 @@ impl Gateway {
             now_ms,
         }))
     }
+}
+
+/// The path and query an in flow set (`REST_URL_POSTFIX`), as the backend gets it after
+/// the endpoint's: empty, or canonical as a request's target must be (it may come from
+/// the client: a header, the query, the body), else refused.
+fn mediated_path(path: &str) -> Result<String, Fault> {
+    if path.is_empty() {
+        return Ok(String::new());
+    }
+    let refused =
+        || Fault::bad_request("The API's mediation made a backend path that is not canonical.");
+    let (rooted, query_only) = match path.strip_prefix('?') {
+        Some(query) => (apim_http::joined(["/?", query]), true),
+        None if path.starts_with('/') => (path.to_string(), false),
+        None => return Err(refused()),
+    };
+    let target = Target::parse(&rooted).map_err(|_| refused())?;
+    Ok(match (query_only, &target.query) {
+        (true, Some(query)) => apim_http::joined(["?", query.as_str()]),
+        (true, None) => String::new(),
+        (false, _) => target.with_query(&target.path),
+    })
 }
 
 /// A fault's message and description, as one sentence for a JSON-RPC error.

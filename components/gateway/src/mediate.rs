@@ -83,6 +83,9 @@ pub struct Rewrite {
     /// The body the backend gets instead of the client's (the in flow made or
     /// converted it).
     pub body: Option<Body>,
+    /// The path and query the backend gets after the endpoint's instead of the client's
+    /// (`REST_URL_POSTFIX`), as the flow set it: not checked yet.
+    pub path: Option<String>,
 }
 
 /// A message's body and its content type.
@@ -160,6 +163,7 @@ pub fn run(
         return Ok(rewrite);
     }
     rewrite.body = incoming.outgoing_body().map_err(refused_request)?;
+    rewrite.path = incoming.path.take();
     (rewrite.removed, rewrite.added) = incoming.into_changes();
     if let Some(body) = &rewrite.body {
         rewrite.removed.push("content-type".into());
@@ -345,6 +349,8 @@ struct Message<'r> {
     soap_fault: bool,
     /// The format it leaves in (`messageType`).
     format: Option<String>,
+    /// The path and query after the endpoint's (`REST_URL_POSTFIX`).
+    path: Option<String>,
     /// The status set (`HTTP_SC`).
     status: Option<u16>,
     /// Whether a `respond` ended the flow.
@@ -365,6 +371,7 @@ impl<'r> Message<'r> {
             overflowed: false,
             soap_fault: false,
             format: None,
+            path: None,
             status: None,
             responded: false,
             dropped: false,
@@ -514,6 +521,9 @@ impl<'r> Message<'r> {
                     }
                 }
                 Step::Drop => self.dropped = true,
+                Step::SetPath { value } => {
+                    self.path = Some(self.value(value, facts, properties).unwrap_or_default());
+                }
                 Step::SetStatus { value } => {
                     if let Some(status) = self
                         .value(value, facts, properties)

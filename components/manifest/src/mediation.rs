@@ -100,6 +100,13 @@ pub enum Step {
         /// A media type once read; an unset or empty value leaves the format unchanged.
         value: Value,
     },
+    /// Sets what the backend's URL has after the endpoint's (`property`
+    /// `REST_URL_POSTFIX`, scope `axis2`, in the in flow): the resource path and query it
+    /// is sent to instead of the client's; removed (or unset), nothing.
+    SetPath {
+        /// A path and query once read, `/` or `?` first, or empty.
+        value: Value,
+    },
     /// Answers the client with the message as the flow made it (`respond`): its status
     /// (200 unless set), the headers the flow set, the body its payload factory made.
     /// The flow ends there; the call still counts against its limits.
@@ -302,6 +309,7 @@ pub fn touches_body(steps: &[Step]) -> bool {
     any_step(steps, &|step| match step {
         Step::Payload { .. } | Step::SetFormat { .. } => true,
         Step::SetStatus { value }
+        | Step::SetPath { value }
         | Step::SetHeader { value, .. }
         | Step::SetProperty { value, .. } => value.reads_body(),
         Step::Log { properties, .. } => properties.iter().any(|(_, v)| v.reads_body()),

@@ -291,6 +291,25 @@ fn property(element: &Element, flow: Flow) -> Result<Step, Refusal> {
         "axis2" if name == "HTTP_SC" && !remove => Ok(Step::SetStatus {
             value: value(element, flow)?,
         }),
+        "axis2" if name == "REST_URL_POSTFIX" => {
+            if flow != Flow::In {
+                return Err("REST_URL_POSTFIX is supported in the in flow only".into());
+            }
+            let value = if remove {
+                Value::Text(String::new())
+            } else {
+                value(element, flow)?
+            };
+            if let Value::Text(path) = &value
+                && !(path.is_empty() || path.starts_with(['/', '?']))
+            {
+                return Err(format!(
+                    "The REST_URL_POSTFIX '{}' is neither empty nor a path or query ('/' or '?' first)",
+                    path.escape_default()
+                ));
+            }
+            Ok(Step::SetPath { value })
+        }
         "axis2" if name == "messageType" && !remove => {
             let value = value(element, flow)?;
             if let Value::Text(media) = &value
@@ -319,7 +338,7 @@ fn property(element: &Element, flow: Flow) -> Result<Step, Refusal> {
             })
         }
         other => Err(format!(
-            "The property scope '{other}' is not supported (default, synapse or transport; axis2 for HTTP_SC and messageType alone)"
+            "The property scope '{other}' is not supported (default, synapse or transport; axis2 for HTTP_SC, messageType and REST_URL_POSTFIX alone)"
         )),
     }
 }
@@ -1081,6 +1100,16 @@ mod tests {
             ),
             (r#"<drop><log/></drop>"#, Flow::In, "inline XML"),
             (
+                r#"<property name="REST_URL_POSTFIX" value="/a" scope="axis2"/>"#,
+                Flow::Out,
+                "in flow only",
+            ),
+            (
+                r#"<property name="REST_URL_POSTFIX" value="a/b" scope="axis2"/>"#,
+                Flow::In,
+                "neither empty nor a path",
+            ),
+            (
                 r#"<property name="c" expression="$ctx:ERROR_CODE"/>"#,
                 Flow::In,
                 "fault flow only",
@@ -1324,7 +1353,9 @@ mod tests {
                  <args><arg evaluator="json" expression="$.symbol"/></args>
                </payloadFactory>
                <property name="messageType" value="text/xml" scope="axis2"/>
-               <drop/>"#,
+               <drop/>
+               <property name="REST_URL_POSTFIX" expression="$ctx:id" scope="axis2"/>
+               <property name="REST_URL_POSTFIX" scope="axis2" action="remove"/>"#,
             Flow::In,
         )
         .unwrap();
@@ -1365,6 +1396,17 @@ mod tests {
             }
         );
         assert_eq!(compiled[6], Step::Drop);
+        assert_eq!(
+            compiled[7..],
+            [
+                Step::SetPath {
+                    value: Value::Property("id".into())
+                },
+                Step::SetPath {
+                    value: Value::Text(String::new())
+                },
+            ]
+        );
         // The out flow makes and converts the answer too.
         let out = steps(
             r#"<property name="HTTP_SC" value="202" scope="axis2"/>

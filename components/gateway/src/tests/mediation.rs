@@ -599,3 +599,54 @@ fn a_body_the_in_flow_cannot_read_is_the_clients_fault_and_drop_answers_202() {
     assert_eq!((dropped.status, dropped.body.len()), (202, 0));
     assert_eq!(world.host.sent.borrow().len(), sent_before);
 }
+
+#[test]
+fn rest_url_postfix_sends_the_call_to_another_path_only_when_canonical() {
+    let mut world = mediated(Mediation {
+        request: vec![Step::SetPath {
+            value: Value::Header("x-path".into()),
+        }],
+        ..Mediation::default()
+    });
+    let bearer = world.bearer("app-1");
+    let path = "/dev/v1/devs/alice/repos?page=2";
+    let sent_path = |world: &World| {
+        let sent = world.host.sent.borrow();
+        sent.last().expect("sent").path_with_query.clone()
+    };
+    let plain = world.call("GET", path, &[("authorization", &bearer)]);
+    assert_eq!(plain.status, 200);
+    let endpoint_alone = sent_path(&world);
+    assert!(!endpoint_alone.contains("repos"), "{endpoint_alone}");
+    for (asked, ends_with) in [
+        ("/v2/people/ann?x=1", "/v2/people/ann?x=1"),
+        ("?only=query", "?only=query"),
+        // Made canonical as a client's target would be: no way out of the endpoint.
+        ("/a b", "/a%20b"),
+        ("//evil.example/x", "/evil.example/x"),
+    ] {
+        let response = world.call(
+            "GET",
+            path,
+            &[("authorization", &bearer), ("x-path", asked)],
+        );
+        assert_eq!(response.status, 200);
+        let sent = sent_path(&world);
+        assert!(sent.ends_with(ends_with), "{asked}: {sent}");
+        assert!(!sent.contains("//"), "{asked}: {sent}");
+    }
+    let sent_before = world.host.sent.borrow().len();
+    for hostile in ["/a/../../admin", "/a/%2e%2e/admin", "a/b", "/a\\..\\b"] {
+        let response = world.call(
+            "GET",
+            path,
+            &[("authorization", &bearer), ("x-path", hostile)],
+        );
+        assert_eq!(response.status, 400, "{hostile}");
+    }
+    assert_eq!(
+        world.host.sent.borrow().len(),
+        sent_before,
+        "nothing is sent"
+    );
+}
