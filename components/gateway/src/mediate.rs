@@ -196,7 +196,8 @@ pub fn answer(
     incoming.quiet = true;
     incoming.run(&plan.request, facts, &mut properties, patterns);
     let body = Body::of(&answer.headers, std::mem::take(&mut answer.body));
-    let mut outgoing = Message::new(None, Some(body));
+    let answered = answer.headers.clone();
+    let mut outgoing = Message::new(Some(&answered), Some(body));
     outgoing.run(&plan.response, facts, &mut properties, patterns);
     if outgoing.dropped {
         return Ok(dropped());
@@ -332,8 +333,8 @@ impl Properties {
     }
 }
 
-/// One message as a flow changes it: the headers it came with (a request's; none for
-/// an answer, whose headers the flow never reads) and each name's last change; its body.
+/// One message as a flow changes it: the headers it came with (a request's, or the
+/// backend's answer's once it is at hand) and each name's last change; its body.
 struct Message<'r> {
     original: Option<&'r Headers>,
     /// Lower-case name and its new value; `None` removed.

@@ -320,12 +320,22 @@ pub fn touches_body(steps: &[Step]) -> bool {
     })
 }
 
-/// Whether an out flow needs the backend's answer: it reads or makes its body, sets
-/// its status or drops it. It then runs once the answer has been read whole.
+/// Whether an out flow needs the backend's answer: it reads its headers, reads or
+/// makes its body, sets its status or drops it. It then runs once the answer has been
+/// read whole.
 pub fn needs_answer(steps: &[Step]) -> bool {
+    let reads_header = |value: &Value| matches!(value, Value::Header(_));
     touches_body(steps)
-        || any_step(steps, &|step| {
-            matches!(step, Step::SetStatus { .. } | Step::Drop)
+        || any_step(steps, &|step| match step {
+            Step::SetStatus { .. } | Step::Drop => true,
+            Step::SetHeader { value, .. }
+            | Step::SetProperty { value, .. }
+            | Step::SetFormat { value }
+            | Step::SetPath { value } => reads_header(value),
+            Step::Log { properties, .. } => properties.iter().any(|(_, v)| reads_header(v)),
+            Step::Filter { source, .. } => reads_header(source),
+            Step::Payload { args, .. } => args.iter().any(reads_header),
+            Step::RemoveHeader { .. } | Step::RemoveProperty { .. } | Step::Respond => false,
         })
 }
 

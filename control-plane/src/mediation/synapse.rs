@@ -875,9 +875,15 @@ fn expression(text: &str, flow: Flow) -> Result<Value, Refusal> {
             text.escape_default()
         ));
     };
-    if flow != Flow::In && matches!(value, Value::Header(_) | Value::Query(_)) {
+    // The out flow's headers are the backend's answer's; the fault flow has none.
+    let reads_request = match value {
+        Value::Query(_) => flow != Flow::In,
+        Value::Header(_) => flow == Flow::Fault,
+        _ => false,
+    };
+    if reads_request {
         return Err(
-            "In the out and fault flows an expression may read properties and the call's facts, not headers or the query (set a property in the in flow)"
+            "In the out and fault flows an expression may read properties and the call's facts, not the query, nor in the fault flow headers (set a property in the in flow)"
                 .into(),
         );
     }
@@ -1197,8 +1203,13 @@ mod tests {
             ),
             (
                 r#"<header name="h" expression="$trp:x" scope="transport"/>"#,
+                Flow::Fault,
+                "nor in the fault flow headers",
+            ),
+            (
+                r#"<header name="h" expression="$url:x" scope="transport"/>"#,
                 Flow::Out,
-                "not headers",
+                "not the query",
             ),
             (r#"<log level="full"/>"#, Flow::In, "credentials"),
             (r#"<filter xpath="//a"/>"#, Flow::In, "xpath"),

@@ -22,19 +22,22 @@ fn text(value: &str) -> Value {
 /// `server` headers.
 fn mediated(plan: Mediation) -> World {
     let mut world = World::new();
-    world.host.backend = Box::new(|_| {
-        let mut answer = Response::new(200, "application/json", "{}");
-        answer
-            .headers
-            .push(("x-internal".into(), b"secret-host".to_vec()));
-        answer
-            .headers
-            .push(("server".into(), b"legacy/1.0".to_vec()));
-        Ok(answer)
-    });
+    world.host.backend = Box::new(|_| Ok(backend_answer()));
     world.manifest.apis[0].route.mediation = Some(plan);
     assert_eq!(world.publish().status, 200);
     world
+}
+
+/// The backend's answer in [`mediated`] worlds.
+fn backend_answer() -> Response {
+    let mut answer = Response::new(200, "application/json", "{}");
+    answer
+        .headers
+        .push(("x-internal".into(), b"secret-host".to_vec()));
+    answer
+        .headers
+        .push(("server".into(), b"legacy/1.0".to_vec()));
+    answer
 }
 
 /// The headers the backend got with the last call.
@@ -648,5 +651,53 @@ fn rest_url_postfix_sends_the_call_to_another_path_only_when_canonical() {
         world.host.sent.borrow().len(),
         sent_before,
         "nothing is sent"
+    );
+}
+
+#[test]
+fn the_out_flow_reads_the_backends_answer_headers_on_both_paths() {
+    let mut world = mediated(Mediation {
+        response: vec![
+            set("x-served-by", Value::Header("server".into())),
+            Step::RemoveHeader {
+                name: "server".into(),
+            },
+            Step::Filter {
+                source: Value::Header("x-internal".into()),
+                regex: "^(?:secret-.*)$".into(),
+                then: vec![
+                    Step::RemoveHeader {
+                        name: "x-internal".into(),
+                    },
+                    Step::SetStatus { value: text("203") },
+                ],
+                otherwise: vec![],
+            },
+        ],
+        ..Mediation::default()
+    });
+    let bearer = world.bearer("app-1");
+    let path = "/dev/v1/devs/alice/repos";
+    let response = world.call("GET", path, &[("authorization", &bearer)]);
+    assert_eq!(response.status, 203);
+    assert_eq!(header(&response.headers, "x-served-by"), Some("legacy/1.0"));
+    assert_eq!(header(&response.headers, "server"), None);
+    assert_eq!(header(&response.headers, "x-internal"), None);
+    assert_eq!(response.body, b"{}");
+
+    let head = request("GET", path, &[("authorization", &bearer)], b"");
+    let Decision::Forward(forwarding) = world.gateway.decide(&world.host, &head).decision else {
+        panic!("forwarded");
+    };
+    assert!(forwarding.mediate_answer, "the host reads the answer first");
+    let made = world
+        .gateway
+        .mediate_answer(&world.host, &head, backend_answer(), ("", ""));
+    // The host sets the CORS headers the verdict names; the rest is the component's.
+    let mut expected = response.headers.clone();
+    expected.retain(|(name, _)| !forwarding.response_headers.iter().any(|(n, _)| n == name));
+    assert_eq!(
+        (made.status, made.headers, made.body),
+        (response.status, expected, response.body)
     );
 }
