@@ -368,4 +368,50 @@ async fn bodies_are_made_and_converted(database: Backend, settings: &[(&'static 
         "<jsonObject><a>1</a><a>2</a><b>x</b></jsonObject>"
     );
     assert_eq!(reply.body["headers"]["content-type"], "application/xml");
+
+    // REST_URL_POSTFIX from a header sends the call to another backend path, made
+    // canonical or refused; the out flow reads the backend's answer's headers.
+    let reroute = r#"<sequence xmlns="http://ws.apache.org/ns/synapse" name="reroute">
+        <property name="REST_URL_POSTFIX" expression="$trp:X-To" scope="axis2"/>
+    </sequence>"#;
+    let served = r#"<sequence xmlns="http://ws.apache.org/ns/synapse" name="served">
+        <header name="X-Backend-Type" expression="$trp:Content-Type" scope="transport"/>
+    </sequence>"#;
+    for (name, flow, config) in [("reroute", "in", reroute), ("served", "out", served)] {
+        mgmt.post_json(&policies, admin, &policy(name, flow, config))
+            .await
+            .expect(200);
+    }
+    let named = json!([
+        {"name": "reroute", "type": "in"},
+        {"name": "served", "type": "out"},
+    ]);
+    with_sequences(mgmt, admin, &api, named).await.expect(200);
+    let rerouted = |to: &str| {
+        gw.request(
+            reqwest::Method::GET,
+            &format!("{path}/x?from=client"),
+            &token,
+        )
+        .header("x-to", to)
+    };
+    // Within 30 seconds the gateways apply the change.
+    let mut reply = gw.send(rerouted("/people/ann?y=1")).await;
+    for _ in 0..150 {
+        if reply.header("x-backend-type").is_some() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        reply = gw.send(rerouted("/people/ann?y=1")).await;
+    }
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.body["path"], "/people/ann");
+    assert_eq!(reply.body["query"], "y=1");
+    assert_eq!(reply.header("x-backend-type"), Some("application/json"));
+    let hits = stack.backend.hits.load(std::sync::atomic::Ordering::SeqCst);
+    gw.send(rerouted("/people/../admin")).await.expect(400);
+    assert_eq!(
+        stack.backend.hits.load(std::sync::atomic::Ordering::SeqCst),
+        hits
+    );
 }

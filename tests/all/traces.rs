@@ -75,9 +75,11 @@ impl Receiver {
         self.spans.lock().unwrap().clone()
     }
 
-    /// Waits for the first span `matches` accepts.
+    /// Waits for the first span `matches` accepts. Spans come in batches every few
+    /// seconds, after the work they describe (a compile waits for its debounce), which
+    /// a CI machine running every test at once may take well beyond 20 seconds to do.
     async fn span(&self, what: &str, matches: impl Fn(&Received) -> bool) -> Received {
-        wait_until(what, Duration::from_secs(20), async || {
+        wait_until(what, Duration::from_secs(60), async || {
             self.spans().iter().any(&matches)
         })
         .await;
