@@ -414,4 +414,31 @@ async fn bodies_are_made_and_converted(database: Backend, settings: &[(&'static 
         stack.backend.hits.load(std::sync::atomic::Ordering::SeqCst),
         hits
     );
+
+    // WSO2's pair: the client's Accept kept from the backend, then the answer in it.
+    let named = json!([
+        {"name": "preserve_accept_header", "type": "in"},
+        {"name": "apply_accept_header", "type": "out"},
+    ]);
+    with_sequences(mgmt, admin, &api, named).await.expect(200);
+    let asking = |accept: &str| {
+        gw.request(reqwest::Method::GET, &format!("{path}/x"), &token)
+            .header("accept", accept)
+    };
+    let mut reply = gw.send(asking("application/xml")).await;
+    for _ in 0..150 {
+        if reply.header("content-type") == Some("application/xml") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        reply = gw.send(asking("application/xml")).await;
+    }
+    assert_eq!(reply.header("content-type"), Some("application/xml"));
+    let xml = reply.body.as_str().expect("an XML answer");
+    assert!(xml.contains("<path>/devs/x</path>"), "{xml}");
+    assert!(!xml.contains("<accept>"), "the backend never saw it: {xml}");
+    // A range names no format: the answer stays as the backend gave it.
+    let reply = gw.send(asking("*/*")).await.expect(200);
+    assert_eq!(reply.body["path"], "/devs/x");
+    assert_eq!(reply.body["headers"]["accept"], Value::Null);
 }
