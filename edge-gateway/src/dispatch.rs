@@ -213,10 +213,14 @@ impl Gateway {
             Err(failed) => return (failed, unrouted(), outcome),
         };
         let mut request = request;
+        // A body read whole can be sent again to the next endpoint a list tries.
+        let mut held = None;
         if let Decision::ReadBody(limit) = verdict.decision {
             let read = Box::pin(self.decide_with_body(request, head, limit, &mut outcome));
             match read.await {
-                Ok((held, again)) => (request, verdict) = (held, again),
+                Ok((with_body, bytes, again)) => {
+                    (request, held, verdict) = (with_body, Some(bytes), again);
+                }
                 Err(answer) => return (answer, verdict.call, outcome),
             }
         }
@@ -236,7 +240,14 @@ impl Gateway {
                 Box::pin(self.open_websocket(request, head, plan, limits, drain, &mut outcome))
                     .await
             }
-            Decision::Forward(plan) => self.forward(request, head, plan, &mut outcome).await,
+            Decision::Forward(plan) => {
+                let sending = Sending {
+                    head,
+                    call: &call,
+                    held,
+                };
+                self.forward(request, sending, plan, &mut outcome).await
+            }
             Decision::Respond(answer) => {
                 outcome.fault_code = answer.fault_code;
                 proxy::response(answer)
@@ -250,14 +261,14 @@ impl Gateway {
 
     /// Reads a request's body whole, at most `limit` bytes (a longer one gets the
     /// component's 413), and has the component decide again with it: the request, its
-    /// body now held, and the verdict.
+    /// body now held (and its bytes), and the verdict.
     async fn decide_with_body(
         &self,
         request: Request<WasiBody>,
         head: &RequestHead,
         limit: u64,
         outcome: &mut Outcome,
-    ) -> Result<(Request<WasiBody>, Verdict), Response<ResponseBody>> {
+    ) -> Result<(Request<WasiBody>, Bytes, Verdict), Response<ResponseBody>> {
         let (parts, body) = request.into_parts();
         let limit = usize::try_from(limit).unwrap_or(usize::MAX);
         let bytes = match whole(body, limit).await {
@@ -287,19 +298,24 @@ impl Gateway {
                 tracing::error!(%status, "component failed to decide: {err:?}");
                 empty(status)
             })?;
-        Ok((Request::from_parts(parts, held(bytes)), verdict))
+        Ok((
+            Request::from_parts(parts, held(bytes.clone())),
+            bytes,
+            verdict,
+        ))
     }
 
     /// What the client gets of a backend's `answer` that the API's out flow needs: the
-    /// answer read whole (at most what a component holds) and made by the component.
+    /// answer read whole (at most [`apim_http::bodies::MAX_MEDIATED_BYTES`]) and made by
+    /// the component.
     async fn mediated_answer(
         &self,
-        head: &RequestHead,
+        sending: &Sending<'_>,
         answer: Response<ResponseBody>,
         outcome: &mut Outcome,
     ) -> Response<ResponseBody> {
         let (parts, body) = answer.into_parts();
-        let read = match whole(body, apim_http::MAX_BODY_BYTES).await {
+        let read = match whole(body, apim_http::bodies::MAX_MEDIATED_BYTES).await {
             Whole::Read(bytes) => Some(PolicyResponse {
                 status: parts.status.as_u16(),
                 headers: proxy::header_list(&parts.headers),
@@ -312,7 +328,9 @@ impl Gateway {
                 return empty(StatusCode::BAD_GATEWAY);
             }
         };
-        let answer = self.runtime.mediate_answer(head, read);
+        let answer = self
+            .runtime
+            .mediate_answer(sending.head, sending.call, read);
         self.answer(
             answer,
             "a mediated answer",
@@ -389,10 +407,11 @@ impl Gateway {
     async fn forward(
         &self,
         request: Request<WasiBody>,
-        head: &RequestHead,
-        plan: Forward,
+        sending: Sending<'_>,
+        mut plan: Forward,
         outcome: &mut Outcome,
     ) -> Response<ResponseBody> {
+        let head = sending.head;
         let outbound = self.runtime.outbound();
         let suspensions = plan.targets.iter().map(|t| t.settings.suspend_ms);
         let lone = !endpoints::needs_book(balance(plan.balance), suspensions);
@@ -408,8 +427,8 @@ impl Gateway {
             )
         };
         let (parts, body) = request.into_parts();
-        // A body the API's in flow made is sent whole, to each endpoint tried.
-        let made = plan.body.as_ref().map(|made| Bytes::copy_from_slice(made));
+        // A body the API's in flow made, or one read whole, is sent to each endpoint tried.
+        let made = plan.body.take().map(Bytes::from).or(sending.held.clone());
         let resendable = body.is_end_stream() || made.is_some();
         let (body, overflow) = capped(body, self.body_limit);
         let mut body = Some(body);
@@ -427,7 +446,7 @@ impl Gateway {
                     None => break,
                 },
             };
-            let sending = proxy::send(
+            let attempt = proxy::send(
                 outbound,
                 self.runtime.kv(),
                 &parts,
@@ -437,13 +456,14 @@ impl Gateway {
             )
             .await;
             outcome.backend = Some(sent.elapsed());
-            let failure = match sending {
+            let failure = match attempt {
                 Ok(response) => {
                     if !lone {
                         self.endpoints.succeeded(&target.key);
                     }
                     if plan.mediate_answer {
-                        return Box::pin(self.mediated_answer(head, response, outcome)).await;
+                        let answering = self.mediated_answer(&sending, response, outcome);
+                        return Box::pin(answering).await;
                     }
                     return response;
                 }
@@ -501,7 +521,13 @@ impl Gateway {
         outcome: &mut Outcome,
     ) -> Response<ResponseBody> {
         let client = hyper::upgrade::on(&mut request);
-        let mut answer = self.forward(request, head, plan, outcome).await;
+        let call = unrouted();
+        let sending = Sending {
+            head,
+            call: &call,
+            held: None,
+        };
+        let mut answer = self.forward(request, sending, plan, outcome).await;
         if answer.status() != StatusCode::SWITCHING_PROTOCOLS {
             return answer;
         }
@@ -767,6 +793,15 @@ fn unrouted() -> Call {
         texts: Vec::new(),
         cached: false,
     }
+}
+
+/// What forwarding a request needs besides its plan.
+struct Sending<'a> {
+    head: &'a RequestHead,
+    /// What the component said the request came to.
+    call: &'a Call,
+    /// Its body, where the host read it whole.
+    held: Option<Bytes>,
 }
 
 /// A body read whole.

@@ -289,7 +289,7 @@ impl Gateway {
             Ok(Plan::Forward(forwarding)) => forwarding,
             Ok(Plan::Mcp(_)) => return Decision::Handle.into(),
             Ok(Plan::ReadBody) => {
-                let limit = held_body_limit(host, &target) as u64;
+                let limit = held_body_limit(host, &target).min(bodies::MAX_MEDIATED_BYTES) as u64;
                 return Verdict {
                     limits: Vec::new(),
                     decision: Decision::ReadBody(limit),
@@ -372,27 +372,29 @@ impl Gateway {
 
     /// The answer the client gets of the backend's `answer` to `request`, where its API's
     /// out flow needs it ([`Forwarding::mediate_answer`]): the flow's, or its fault.
-    /// `user` and `application` are the call's, where known.
+    /// `user` and `application` are the call's. With the code of the fault it is, if one.
     pub fn mediate_answer(
         &mut self,
         host: &dyn Host,
         request: &Request,
         answer: Response,
         (user, application): (&str, &str),
-    ) -> Response {
+    ) -> (Response, u32) {
         let Some((api, target, settings)) = self.mediated_api(host, request) else {
-            return answer;
+            return (answer, 0);
         };
         let Some(plan) = api.mediation.as_ref() else {
-            return answer;
+            return (answer, 0);
         };
         let facts = Facts {
             user,
             application,
             ..Facts::after(&api, request, &target, host.now_millis())
         };
-        mediate::answer(plan, &request.headers, &facts, &settings.patterns, answer)
-            .unwrap_or_else(|fault| fault.render(&request.headers))
+        match mediate::answer(plan, &request.headers, &facts, &settings.patterns, answer) {
+            Ok(made) => (made, 0),
+            Err(fault) => (fault.render(&request.headers), fault.code),
+        }
     }
 
     /// The API a forwarded `request` went to, when it has mediation, with its target and
@@ -426,7 +428,7 @@ impl Gateway {
         let response = forward_and_cache(host, request, forwarding)?;
         Ok(if mediate_answer {
             let caller = (call.user.as_str(), call.application.as_str());
-            self.mediate_answer(host, request, response, caller)
+            self.mediate_answer(host, request, response, caller).0
         } else {
             response
         })
@@ -759,15 +761,20 @@ impl Gateway {
         let mut rewrite = Rewrite::default();
         let mut mediate_answer = false;
         if let Some(plan) = &api.mediation {
-            let body = if mediate::touches_body(&plan.request) {
+            // A WebSocket handshake has no body, and its answer is the connection: its
+            // flows run on the heads alone.
+            let body = if mediate::touches_body(&plan.request) && !websocket {
                 if arrival == Arrival::Head {
                     return Ok(Plan::ReadBody);
+                }
+                if request.body.len() > bodies::MAX_MEDIATED_BYTES {
+                    return Err(Fault::payload_too_large());
                 }
                 Some(Body::of(&request.headers, request.body.clone()))
             } else {
                 None
             };
-            mediate_answer = mediate::needs_answer(&plan.response);
+            mediate_answer = mediate::needs_answer(&plan.response) && !websocket;
             let facts = Facts {
                 api,
                 method: &request.method,
@@ -778,6 +785,9 @@ impl Gateway {
                 error: None,
             };
             rewrite = mediate::run(plan, &request.headers, body, &facts, &settings.patterns)?;
+            if websocket {
+                rewrite.body = None;
+            }
         }
         if let Some(mut answer) = rewrite.answer.take() {
             // Answered by the in flow: no backend, whether or not it has one.

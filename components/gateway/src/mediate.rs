@@ -13,7 +13,8 @@ use std::cell::RefCell;
 
 use apim_manifest::ApiRoute;
 use apim_manifest::mediation::{
-    CallFact, MAX_PATTERN_BYTES, MAX_PAYLOAD_BYTES, Media, Mediation, Step, Value,
+    BodyPath, CallFact, MAX_PATTERN_BYTES, MAX_PAYLOAD_BYTES, Media, Mediation, PathPart, Step,
+    Value,
 };
 pub use apim_manifest::mediation::{needs_answer, touches_body};
 use regex::Regex;
@@ -22,7 +23,7 @@ use apim_http::text;
 
 use crate::faults::Fault;
 use crate::host::{Headers, Response, header};
-use crate::payloads::{self, Unconverted};
+use crate::payloads::{self, BodyValue, Parsed, Unconverted};
 
 /// Patterns an instance keeps compiled at most (cleared when full).
 const MAX_PATTERNS: usize = 256;
@@ -40,6 +41,32 @@ const CREDENTIALS: &[&str] = &[
 ];
 /// Query parameters whose values a log never shows.
 const CREDENTIAL_PARAMETERS: &[&str] = &["access_token", "apikey", "api_key", "token"];
+/// Body members and elements whose values a log never shows.
+const CREDENTIAL_FIELDS: &[&str] = &[
+    "password",
+    "passwd",
+    "secret",
+    "client_secret",
+    "access_token",
+    "refresh_token",
+    "id_token",
+    "token",
+    "apikey",
+    "api_key",
+    "authorization",
+];
+
+/// Whether a body path ends at a member or element named as a credential.
+fn reads_a_credential_field(path: &BodyPath) -> bool {
+    let last = match path {
+        BodyPath::Json(parts) => match parts.last() {
+            Some(PathPart::Key(key)) => key.as_str(),
+            _ => return false,
+        },
+        BodyPath::Xml(path) => path.names.last().map_or("", String::as_str),
+    };
+    CREDENTIAL_FIELDS.contains(&last.to_ascii_lowercase().as_str())
+}
 
 /// Filters' patterns, compiled once per instance.
 #[derive(Debug, Clone, Default)]
@@ -159,13 +186,21 @@ pub fn run(
     let mut incoming = Message::new(Some(request), body);
     incoming.run(&plan.request, facts, &mut properties, patterns);
     if incoming.ended() {
-        rewrite.answer = Some(incoming.into_answer()?);
+        rewrite.answer = Some(incoming.into_answer(refused_request)?);
         return Ok(rewrite);
     }
     rewrite.body = incoming.outgoing_body().map_err(refused_request)?;
     rewrite.path = incoming.path.take();
     (rewrite.removed, rewrite.added) = incoming.into_changes();
+    if needs_answer(&plan.response) {
+        // The out flow reads the answer as it is sent, not compressed.
+        rewrite.removed.push("accept-encoding".into());
+    }
     if let Some(body) = &rewrite.body {
+        // What described the client's body does not describe this one.
+        rewrite
+            .removed
+            .extend(BODY_DESCRIPTIONS.iter().map(|name| name.to_string()));
         rewrite.removed.push("content-type".into());
         rewrite.added.retain(|(name, _)| name != "content-type");
         rewrite.added.push((
@@ -191,6 +226,9 @@ pub fn answer(
     patterns: &Patterns,
     mut answer: Response,
 ) -> Result<Response, Fault> {
+    if answer.body.len() > apim_http::bodies::MAX_MEDIATED_BYTES {
+        return Err(Fault::payload_past_its_bound());
+    }
     let mut properties = Properties::default();
     let mut incoming = Message::new(Some(request), None);
     incoming.quiet = true;
@@ -218,6 +256,9 @@ pub fn answer(
             answer.headers.retain(|(name, _)| {
                 !name.eq_ignore_ascii_case("content-type")
                     && !name.eq_ignore_ascii_case("content-length")
+                    && !BODY_DESCRIPTIONS
+                        .iter()
+                        .any(|d| name.eq_ignore_ascii_case(d))
             });
             answer
                 .headers
@@ -229,6 +270,9 @@ pub fn answer(
     Ok(answer)
 }
 
+/// Headers that describe a body's bytes, which a body made anew leaves behind.
+const BODY_DESCRIPTIONS: &[&str] = &["content-encoding", "content-md5", "digest", "etag"];
+
 /// The answer to a dropped message: accepted, nothing more.
 fn dropped() -> Response {
     Response {
@@ -238,13 +282,14 @@ fn dropped() -> Response {
     }
 }
 
-/// The refusal of a request whose body its mediation could not read or convert.
+/// The refusal of a request whose body its mediation could not read or convert: the
+/// client's fault, as is a body made from it past the bound.
 fn refused_request(why: Unconverted) -> Fault {
     match why {
         Unconverted::Unreadable(why) => {
             Fault::bad_request(&format!("The request's body could not be read: {why}."))
         }
-        Unconverted::TooLarge => Fault::payload_past_its_bound(),
+        Unconverted::TooLarge => Fault::payload_too_large(),
     }
 }
 
@@ -283,7 +328,7 @@ pub fn fault(
     if fault.ended() {
         FaultOutcome::Answer(
             fault
-                .into_answer()
+                .into_answer(refused_answer)
                 .unwrap_or_else(|fault| fault.render(&Headers::new())),
         )
     } else {
@@ -328,7 +373,8 @@ impl Properties {
                 CREDENTIAL_PARAMETERS.contains(&name.to_ascii_lowercase().as_str())
             }
             Value::Property(name) => self.is_secret(name),
-            Value::Text(_) | Value::Call(_) | Value::Body(_) => false,
+            Value::Body(path) => reads_a_credential_field(path),
+            Value::Text(_) | Value::Call(_) => false,
         }
     }
 }
@@ -341,6 +387,8 @@ struct Message<'r> {
     changes: Vec<(String, Option<Vec<u8>>)>,
     /// Its body: as it came, or as a payload factory made it.
     body: Option<Body>,
+    /// The body parsed, once per form, for the values read of it.
+    parsed: Parsed,
     /// Whether a payload factory made the body.
     made: bool,
     /// Whether a payload factory would have made a body past its bound.
@@ -368,6 +416,7 @@ impl<'r> Message<'r> {
             original,
             changes: Vec::new(),
             body,
+            parsed: Parsed::default(),
             made: false,
             overflowed: false,
             soap_fault: false,
@@ -439,15 +488,13 @@ impl<'r> Message<'r> {
     /// The answer a `respond` gives: the status set (200 otherwise, 500 for a SOAP
     /// fault), the body made (in the format set), the headers the flow set (never the
     /// client's); or a `drop`'s.
-    fn into_answer(self) -> Result<Response, Fault> {
+    /// `refused` says whose fault a body that cannot be made is.
+    fn into_answer(self, refused: fn(Unconverted) -> Fault) -> Result<Response, Fault> {
         if self.dropped {
             return Ok(dropped());
         }
         let status = (self.status).unwrap_or(if self.soap_fault { 500 } else { 200 });
-        let made = self.outgoing_body().map_err(|why| match why {
-            Unconverted::TooLarge => Fault::payload_past_its_bound(),
-            Unconverted::Unreadable(_) => Fault::answer_unconverted(),
-        })?;
+        let made = self.outgoing_body().map_err(refused)?;
         let mut answer = match made {
             Some(body) => Response::new(status, &body.content_type, body.bytes),
             None => Response {
@@ -494,9 +541,15 @@ impl<'r> Message<'r> {
                     format,
                     args,
                 } => {
-                    let values: Vec<Option<String>> = args
+                    let values: Vec<Option<Arg>> = args
                         .iter()
-                        .map(|arg| self.value(arg, facts, properties))
+                        .map(|arg| match arg {
+                            Value::Body(path) => self.body_value(path).map(|v| Arg {
+                                text: v.text,
+                                structured: v.structured,
+                            }),
+                            other => self.value(other, facts, properties).map(Arg::text),
+                        })
                         .collect();
                     match fill(*media, format, &values) {
                         Ok(made) => {
@@ -504,6 +557,7 @@ impl<'r> Message<'r> {
                                 content_type: media.content_type().to_string(),
                                 bytes: made.into_bytes(),
                             });
+                            self.parsed = Parsed::default();
                             self.made = true;
                             self.overflowed = false;
                             self.soap_fault = matches!(media, Media::Soap11 | Media::Soap12);
@@ -569,11 +623,14 @@ impl<'r> Message<'r> {
             Value::Property(name) => properties.get(name).map(str::to_string),
             Value::Query(name) => query_parameter(facts.query, name),
             Value::Call(fact) => fact_of(*fact, facts),
-            Value::Body(path) => self
-                .body
-                .as_ref()
-                .and_then(|body| payloads::read(&body.bytes, &body.content_type, path)),
+            Value::Body(path) => self.body_value(path).map(|value| value.text),
         }
+    }
+
+    /// What `path` reads in the body now.
+    fn body_value(&self, path: &BodyPath) -> Option<BodyValue> {
+        let body = self.body.as_ref()?;
+        self.parsed.read(&body.bytes, &body.content_type, path)
     }
 
     /// A line for the gateway's log: the API and each property, credentials masked.
@@ -604,20 +661,24 @@ impl<'r> Message<'r> {
 /// A payload's format with each `$n` replaced by the n-th value, escaped for `media`
 /// (an unset value, or a number past the values, as empty text); `Err` once past
 /// [`MAX_PAYLOAD_BYTES`].
-fn fill(media: Media, format: &str, values: &[Option<String>]) -> Result<String, ()> {
+fn fill(media: Media, format: &str, values: &[Option<Arg>]) -> Result<String, ()> {
     let mut body = String::with_capacity(format.len());
     let mut rest = format;
     while let Some(at) = rest.find('$') {
-        if body.len() > MAX_PAYLOAD_BYTES {
-            return Err(());
-        }
         body.push_str(&rest[..at]);
         let after = &rest[at + 1..];
         let digits = after.chars().take_while(char::is_ascii_digit).count();
         match after[..digits].parse::<usize>() {
             Ok(n) if n >= 1 => {
-                let value = values.get(n - 1).and_then(Option::as_deref).unwrap_or("");
-                escape_into(&mut body, media, value);
+                match values.get(n - 1).and_then(Option::as_ref) {
+                    // A JSON object or array read from a body goes into JSON as it is.
+                    Some(arg) if arg.structured && media.is_json() => body.push_str(&arg.text),
+                    Some(arg) => escape_into(&mut body, media, &arg.text),
+                    None => {}
+                }
+                if body.len() > MAX_PAYLOAD_BYTES {
+                    return Err(());
+                }
                 rest = &after[digits..];
             }
             _ => {
@@ -631,6 +692,23 @@ fn fill(media: Media, format: &str, values: &[Option<String>]) -> Result<String,
         return Err(());
     }
     Ok(body)
+}
+
+/// A payload's argument as read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Arg {
+    text: String,
+    /// A JSON object or array (its JSON).
+    structured: bool,
+}
+
+impl Arg {
+    fn text(text: String) -> Self {
+        Self {
+            text,
+            structured: false,
+        }
+    }
 }
 
 /// Appends `value` escaped for `media`: inside a JSON string, or as XML text.
@@ -718,26 +796,51 @@ mod tests {
         .unwrap()
     }
 
+    fn args(values: &[Option<&str>]) -> Vec<Option<Arg>> {
+        values
+            .iter()
+            .map(|v| v.map(|text| Arg::text(text.to_string())))
+            .collect()
+    }
+
     #[test]
     fn payloads_escape_their_arguments_for_their_media_type() {
-        let values = [Some("<a & 'b'>".to_string()), None];
+        let values = args(&[Some("<a & 'b'>"), None]);
         assert_eq!(
             fill(Media::Xml, "<v>$1</v><w>$2</w><x>$3 $ $x $0</x>", &values).unwrap(),
             "<v>&lt;a &amp; &apos;b&apos;&gt;</v><w></w><x> $ $x $0</x>"
         );
-        let controls = [Some("a\u{1}b\u{7f}c".to_string())];
+        let controls = args(&[Some("a\u{1}b\u{7f}c")]);
         assert_eq!(
             fill(Media::Xml, "<v>$1</v>", &controls).unwrap(),
             "<v>abc</v>"
         );
-        let big = [Some("x".repeat(64 * 1024))];
+        let big_value = "x".repeat(64 * 1024);
+        let big = args(&[Some(&big_value)]);
         let format = "$1".repeat(16);
         assert_eq!(fill(Media::Json, &format, &big).unwrap().len(), 1024 * 1024);
         assert!(fill(Media::Json, &format!("{format}$1"), &big).is_err());
-        let values = [Some("say \"hi\"\\\n".to_string())];
+        // A single value past the bound is refused as it is written in.
+        let huge_value = "x".repeat(MAX_PAYLOAD_BYTES + 1);
+        assert!(fill(Media::Json, "$1", &args(&[Some(&huge_value)])).is_err());
+        let values = args(&[Some("say \"hi\"\\\n")]);
         assert_eq!(
             fill(Media::Json, r#"{"a": "$1", "cost": "$12"}"#, &values).unwrap(),
             r#"{"a": "say \"hi\"\\\u000a", "cost": ""}"#
+        );
+        // A JSON object or array read from a body goes into a JSON payload as it is,
+        // into an XML one as text.
+        let object = [Some(Arg {
+            text: r#"{"b":1}"#.into(),
+            structured: true,
+        })];
+        assert_eq!(
+            fill(Media::Json, r#"{"a": $1}"#, &object).unwrap(),
+            r#"{"a": {"b":1}}"#
+        );
+        assert_eq!(
+            fill(Media::Xml, "<a>$1</a>", &object).unwrap(),
+            "<a>{&quot;b&quot;:1}</a>"
         );
     }
 
@@ -766,11 +869,21 @@ mod tests {
             ("long".to_string(), Value::Header("x-long".into())),
             ("copied".to_string(), Value::Property("copied".into())),
             ("token".to_string(), Value::Query("access_token".into())),
+            (
+                "password".to_string(),
+                Value::Body(BodyPath::Json(vec![
+                    PathPart::Key("user".into()),
+                    PathPart::Key("Password".into()),
+                ])),
+            ),
         ];
         let mut properties = Properties::default();
         properties.set("copied", "Bearer secret".into(), true);
         let line = message.log_line("INFO", &logged, &facts, &properties);
-        assert!(line.ends_with("copied = ****, token = ****"), "{line}");
+        assert!(
+            line.ends_with("copied = ****, token = ****, password = ****"),
+            "{line}"
+        );
         let line = message.log_line("INFO", &logged[..5], &facts, &properties);
         assert!(
             line.starts_with(

@@ -5,6 +5,7 @@
 //! as Synapse's formatters do for a `messageType`, and the values JSONPath and XPath
 //! subsets select ([`BodyPath`]).
 
+use std::cell::OnceCell;
 use std::fmt::Write as _;
 
 use apim_http::xml::{self, Element};
@@ -79,6 +80,10 @@ fn read_kind(content_type: &str, body: &[u8]) -> Read {
     if essence.ends_with("/xml") || essence.ends_with("+xml") {
         return Read::Xml;
     }
+    // A type that says something else (an HTML error page) is not read as either.
+    if !essence.is_empty() {
+        return Read::Other;
+    }
     match body.iter().find(|b| !b.is_ascii_whitespace()) {
         Some(b'{' | b'[') => Read::Json,
         Some(b'<') => Read::Xml,
@@ -118,8 +123,9 @@ pub fn convert(
                 (Write::Soap11 | Write::Soap12, true) | (Write::Pox, false) => {
                     return Ok(body.to_vec());
                 }
-                (Write::Soap11, false) => enveloped(&serialize(&root), SOAP11),
-                (Write::Soap12, false) => enveloped(&serialize(&root), SOAP12),
+                // The document as it came, its declaration left off.
+                (Write::Soap11, false) => enveloped(text_of_body(body)?, SOAP11),
+                (Write::Soap12, false) => enveloped(text_of_body(body)?, SOAP12),
                 (Write::AsIs, _) => unreachable!("matched above"),
             }
         }
@@ -134,35 +140,92 @@ pub fn convert(
 /// string's without quotes), an object's or array's JSON; an element's text; none when
 /// nothing is there or the body cannot be read so.
 pub fn read(body: &[u8], content_type: &str, path: &BodyPath) -> Option<String> {
-    let kind = read_kind(content_type, body);
-    match path {
-        BodyPath::Json(parts) => {
-            let json: Json = match kind {
-                Read::Json => serde_json::from_slice(body).ok()?,
-                Read::Xml => {
-                    let root = parse_xml(body).ok()?;
-                    serde_json::from_str(&xml_to_json(payload_of(&root))).ok()?
-                }
-                Read::Other => return None,
-            };
-            let found = parts.iter().try_fold(&json, |at, part| match part {
-                PathPart::Key(key) => at.get(key.as_str()),
-                PathPart::Index(index) => at.get(*index),
-            })?;
-            Some(match found {
-                Json::String(text) => text.clone(),
-                other => other.to_string(),
-            })
-        }
-        BodyPath::Xml(path) => {
-            let root = match kind {
-                Read::Xml => parse_xml(body).ok()?,
-                Read::Json => parse_xml(json_to_xml(body).ok()?.as_bytes()).ok()?,
-                Read::Other => return None,
-            };
-            select(&root, path).map(text_of)
+    Parsed::default()
+        .read(body, content_type, path)
+        .map(|value| value.text)
+}
+
+/// A value read from a body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BodyValue {
+    pub text: String,
+    /// It is a JSON object or array (its JSON), which a JSON payload takes as it is.
+    pub structured: bool,
+}
+
+/// A body parsed at most once in each form, however many values a flow reads of it.
+#[derive(Debug, Default)]
+pub struct Parsed {
+    json: OnceCell<Option<Json>>,
+    xml: OnceCell<Option<Element>>,
+}
+
+impl Parsed {
+    /// [`read`], parsing the body (of `content_type`) the first time a form is asked.
+    pub fn read(&self, body: &[u8], content_type: &str, path: &BodyPath) -> Option<BodyValue> {
+        let kind = read_kind(content_type, body);
+        match path {
+            BodyPath::Json(parts) => {
+                let json = self.json.get_or_init(|| as_json(body, kind)).as_ref()?;
+                let found = parts.iter().try_fold(json, |at, part| match part {
+                    PathPart::Key(key) => at.get(key.as_str()),
+                    PathPart::Index(index) => at.get(*index),
+                })?;
+                Some(match found {
+                    Json::String(text) => BodyValue {
+                        text: text.clone(),
+                        structured: false,
+                    },
+                    other => BodyValue {
+                        text: other.to_string(),
+                        structured: other.is_object() || other.is_array(),
+                    },
+                })
+            }
+            BodyPath::Xml(path) => {
+                let root = self.xml.get_or_init(|| as_xml(body, kind)).as_ref()?;
+                select(root, path).map(|element| BodyValue {
+                    text: text_of(element),
+                    structured: false,
+                })
+            }
         }
     }
+}
+
+/// A body as JSON: an XML one as Synapse shows it in JSON.
+fn as_json(body: &[u8], kind: Read) -> Option<Json> {
+    match kind {
+        Read::Json => serde_json::from_slice(body).ok(),
+        Read::Xml => {
+            let root = parse_xml(body).ok()?;
+            let json = xml_to_json(payload_of(&root));
+            (json.len() <= MAX_CONVERTED_BYTES)
+                .then(|| serde_json::from_str(&json).ok())
+                .flatten()
+        }
+        Read::Other => None,
+    }
+}
+
+/// A body as XML: a JSON one as Synapse holds it.
+fn as_xml(body: &[u8], kind: Read) -> Option<Element> {
+    match kind {
+        Read::Xml => parse_xml(body).ok(),
+        Read::Json => parse_xml(json_to_xml(body).ok()?.as_bytes()).ok(),
+        Read::Other => None,
+    }
+}
+
+fn text_of_body(body: &[u8]) -> Result<&str, Unconverted> {
+    let text = std::str::from_utf8(body)
+        .map_err(|_| Unconverted::Unreadable("the body is not UTF-8".into()))?;
+    if text.contains("<!DOCTYPE") {
+        return Err(Unconverted::Unreadable(
+            "a document type declaration cannot go into an envelope".into(),
+        ));
+    }
+    Ok(text)
 }
 
 fn parse_xml(body: &[u8]) -> Result<Element, Unconverted> {
@@ -381,16 +444,28 @@ impl<'de> Visitor<'de> for ToXml<'_> {
 /// hold as `_`.
 fn xml_name(key: &str) -> String {
     let mut name = String::with_capacity(key.len() + 16);
-    match key.chars().next() {
-        None => return "_".into(),
-        Some(c) if c.is_ascii_digit() => name.push_str("_JsonReader_PD_"),
-        Some(_) => {}
+    if key.starts_with(|c: char| c.is_ascii_digit()) {
+        name.push_str(DIGIT_PREFIX);
     }
     for (at, c) in key.chars().enumerate() {
-        let fits = c.is_alphanumeric() || c == '_' || (at > 0 && matches!(c, '-' | '.'));
+        let fits = c.is_alphabetic()
+            || c == '_'
+            || ((at > 0 || !name.is_empty()) && (c.is_ascii_digit() || matches!(c, '-' | '.')));
         name.push(if fits { c } else { '_' });
     }
+    if name.is_empty() {
+        name.push('_');
+    }
     name
+}
+
+/// What Synapse puts before a member name that begins with a digit.
+const DIGIT_PREFIX: &str = "_JsonReader_PD_";
+
+/// An element's name as a JSON member's: as it is, but for the prefix a leading digit
+/// got ([`xml_name`]).
+fn json_name(name: &str) -> &str {
+    name.strip_prefix(DIGIT_PREFIX).unwrap_or(name)
 }
 
 /// An XML payload as JSON: `jsonObject` and `jsonArray` back to what they were made
@@ -418,7 +493,7 @@ pub fn xml_to_json(payload: Option<&Element>) -> String {
         }
         Some(root) => {
             out.push('{');
-            push_string(&root.name, &mut out);
+            push_string(json_name(&root.name), &mut out);
             out.push(':');
             element_json(root, &mut out);
             out.push('}');
@@ -453,21 +528,15 @@ fn element_json(element: &Element, out: &mut String) {
         out.push(':');
         push_string(value, out);
     }
-    let mut seen: Vec<&str> = Vec::new();
-    for child in &element.children {
-        if seen.contains(&child.name.as_str()) {
-            continue;
+    for (name, same) in grouped(&element.children) {
+        if out.len() > MAX_CONVERTED_BYTES {
+            // Past its bound: the caller refuses the whole.
+            return;
         }
-        seen.push(&child.name);
         comma(out);
-        push_string(&child.name, out);
+        push_string(json_name(name), out);
         out.push(':');
-        let same: Vec<&Element> = element
-            .children
-            .iter()
-            .filter(|c| c.name == child.name)
-            .collect();
-        if same.len() == 1 {
+        if let [child] = same.as_slice() {
             element_json(child, out);
         } else {
             out.push('[');
@@ -486,6 +555,22 @@ fn element_json(element: &Element, out: &mut String) {
         primitive(text, out);
     }
     out.push('}');
+}
+
+/// Elements grouped by name, in the order each name first comes, in one pass.
+fn grouped(elements: &[Element]) -> Vec<(&str, Vec<&Element>)> {
+    let mut groups: Vec<(&str, Vec<&Element>)> = Vec::new();
+    let mut at: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for element in elements {
+        match at.get(element.name.as_str()) {
+            Some(&index) => groups[index].1.push(element),
+            None => {
+                at.insert(&element.name, groups.len());
+                groups.push((&element.name, vec![element]));
+            }
+        }
+    }
+    groups
 }
 
 /// Text as a JSON number or boolean when it is written as one, else as a string.
@@ -623,6 +708,10 @@ mod tests {
              <r><v>1</v></r></soapenv:Body></soapenv:Envelope>"
         );
         assert_eq!(to("plain", "text/plain", "application/json"), "plain");
+        // A type that says neither is not read as either, whatever it starts with.
+        let page = "<html><body>Bad Gateway</body></html>";
+        assert_eq!(to(page, "text/html", "application/json"), page);
+        assert_eq!(to("<a>1</a>", "", "application/json"), r#"{"a":1}"#);
         assert_eq!(
             to("{\"a\":1}", "application/json", "text/plain"),
             "{\"a\":1}"
@@ -656,6 +745,37 @@ mod tests {
         assert_eq!(
             convert(wide.as_bytes(), "application/json", "application/xml"),
             Err(Unconverted::TooLarge)
+        );
+    }
+
+    #[test]
+    fn wide_documents_convert_in_one_pass_over_their_children() {
+        // Distinct names, each its own member, in the order they come.
+        let names: String = (0..5_000).map(|n| format!("<b{n}>{n}</b{n}>")).collect();
+        let json = to(
+            &format!("<a>{names}</a>"),
+            "application/xml",
+            "application/json",
+        );
+        assert!(
+            json.starts_with(r#"{"a":{"b0":0,"b1":1,"#),
+            "{}",
+            &json[..40]
+        );
+        assert!(json.ends_with(r#""b4999":4999}}"#));
+        // Names that are no XML names, and back.
+        let xml = to(
+            r#"{"1st":1,"²":2,"a-b":3}"#,
+            "application/json",
+            "application/xml",
+        );
+        assert_eq!(
+            xml,
+            "<jsonObject><_JsonReader_PD_1st>1</_JsonReader_PD_1st><_>2</_><a-b>3</a-b></jsonObject>"
+        );
+        assert_eq!(
+            to(&xml, "application/xml", "application/json"),
+            r#"{"1st":1,"_":2,"a-b":3}"#
         );
     }
 

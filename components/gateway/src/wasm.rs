@@ -121,6 +121,7 @@ impl policy::Guest for Component {
 
     fn mediate_answer(
         request: policy::RequestHead,
+        call: policy::Call,
         answer: Option<policy::Response>,
     ) -> policy::Response {
         let request = match request_of(request) {
@@ -136,10 +137,13 @@ impl policy::Guest for Component {
             headers: answer.headers,
             body: answer.body,
         };
-        let made = GATEWAY.with(|gateway| {
-            (gateway.borrow_mut()).mediate_answer(&WasiHost, &request, answer, ("", ""))
+        // The caller as the verdict named it: the application's id and the end user.
+        let [_, _, _, _, application, _, user] =
+            packed::unpack_texts::<7>(&call.texts).unwrap_or_default();
+        let (made, code) = GATEWAY.with(|gateway| {
+            (gateway.borrow_mut()).mediate_answer(&WasiHost, &request, answer, (user, application))
         });
-        policy_response(made, 0)
+        policy_response(made, code)
     }
 
     fn throttled(

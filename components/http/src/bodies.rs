@@ -10,6 +10,12 @@ use crate::MAX_BODY_BYTES;
 /// `APIM_MAX_REQUEST_BODY_BYTES`, a variable on Spin); unset or empty: see [`limit`].
 pub const SETTING: &str = "max_request_body_bytes";
 
+/// Largest body an API's mediation reads whole, bytes: a request's its in flow reads
+/// or makes (a longer one is 413), a backend's answer its out flow needs (a longer one
+/// is 500). Parsed, converted and copied into a component's memory, a body takes a few
+/// times its size there.
+pub const MAX_MEDIATED_BYTES: usize = 4 * 1024 * 1024;
+
 /// How a host carries a request's body to the backend.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Carriage {

@@ -12,6 +12,8 @@ pub const MAX_DEPTH: usize = 64;
 /// Most elements a document may hold: a body of a mebibyte of empty elements would
 /// otherwise take tens of mebibytes as a tree.
 pub const MAX_ELEMENTS: usize = 65_536;
+/// Most attributes an element may carry (namespace declarations included).
+pub const MAX_ATTRIBUTES: usize = 64;
 
 /// An element: namespace, local name, its text and its child elements.
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -109,7 +111,14 @@ fn element(namespace: ResolveResult<'_>, start: &BytesStart<'_>) -> Result<Eleme
         }
     };
     let mut attributes = Vec::new();
-    for attribute in start.attributes() {
+    // Checked for duplicates by quick-xml, each against all before it: quadratic in a
+    // hostile element's count, which is bounded instead.
+    for (count, attribute) in start.attributes().with_checks(false).enumerate() {
+        if count >= MAX_ATTRIBUTES {
+            return Err(format!(
+                "an element has more than {MAX_ATTRIBUTES} attributes"
+            ));
+        }
         let attribute = attribute.map_err(|e| e.to_string())?;
         let key = attribute.key;
         if key.as_namespace_binding().is_some() {
@@ -204,6 +213,14 @@ mod tests {
 
     #[test]
     fn attributes_are_kept_without_namespace_declarations() {
+        let many = format!(
+            "<a {}/>",
+            (0..=MAX_ATTRIBUTES)
+                .map(|n| format!("a{n}=\"\""))
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+        assert!(parse(many.as_bytes()).unwrap_err().contains("attributes"));
         let root = parse(br#"<a xmlns="urn:a" xmlns:p="urn:p" id="1" p:k="x &amp; y"/>"#).unwrap();
         assert_eq!(
             root.attributes,

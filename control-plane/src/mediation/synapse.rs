@@ -245,6 +245,12 @@ fn mediators(elements: &[Element], flow: Flow) -> Result<Vec<Step>, Refusal> {
             "drop" => {
                 element.only(&["description"])?;
                 no_children(element)?;
+                // A failed backend's client is owed an answer, not an acceptance.
+                if flow == Flow::Fault {
+                    return Err(
+                        "The mediator 'drop' is supported in the in and out flows only".into(),
+                    );
+                }
                 steps.push(Step::Drop);
             }
             other => {
@@ -1105,6 +1111,7 @@ mod tests {
                 "followed by a respond",
             ),
             (r#"<drop><log/></drop>"#, Flow::In, "inline XML"),
+            (r#"<drop/>"#, Flow::Fault, "in and out flows only"),
             (
                 r#"<property name="REST_URL_POSTFIX" value="/a" scope="axis2"/>"#,
                 Flow::Out,

@@ -36,7 +36,7 @@ use crate::failure::{Failure, Kind};
 use crate::kv::KvStore;
 use crate::outbound::OutboundClient;
 use crate::wit_host::bindings::exports::apim::gateway::policy::{
-    LimitKind, Moment, RequestHead, Response, Verdict,
+    Call, LimitKind, Moment, RequestHead, Response, Verdict,
 };
 use crate::wit_host::bindings::{Gateway as PolicyExport, GatewayIndices as PolicyIndices};
 use crate::wit_host::instance_state::{
@@ -244,12 +244,13 @@ impl Runtime {
     pub async fn mediate_answer(
         &self,
         request: &RequestHead,
+        call: &Call,
         answer: Option<Response>,
     ) -> Result<Response, Failure> {
         self.with_policy(async |policy, store| {
             policy
                 .apim_gateway_policy()
-                .call_mediate_answer(store, request, answer.as_ref())
+                .call_mediate_answer(store, request, call, answer.as_ref())
                 .await
         })
         .await

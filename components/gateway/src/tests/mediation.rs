@@ -470,6 +470,8 @@ fn a_json_call_reaches_a_soap_backend_and_its_answer_returns_as_json_on_both_pat
     let client = [
         ("authorization", bearer.as_str()),
         ("content-type", "application/json"),
+        ("content-encoding", "identity"),
+        ("accept-encoding", "gzip"),
     ];
     let body = br#"{"phone":"+1 555 <0100>","key":"k-1"}"#;
     let call = request("POST", "/dev/v1/devs/alice", &client, body);
@@ -495,6 +497,9 @@ fn a_json_call_reaches_a_soap_backend_and_its_answer_returns_as_json_on_both_pat
         header(&sent.headers, "soapaction"),
         Some("urn:phone/CheckPhoneNumber")
     );
+    // The client's body described no longer, and the answer asked for uncompressed.
+    assert_eq!(header(&sent.headers, "content-encoding"), None);
+    assert_eq!(header(&sent.headers, "accept-encoding"), None);
     assert_eq!(
         header(&response.headers, "content-type"),
         Some("application/json")
@@ -526,7 +531,8 @@ fn a_json_call_reaches_a_soap_backend_and_its_answer_returns_as_json_on_both_pat
     assert!(forwarding.cache.is_none());
     let answered = world
         .gateway
-        .mediate_answer(&world.host, &call, soap_answer(), ("", ""));
+        .mediate_answer(&world.host, &call, soap_answer(), ("", ""))
+        .0;
     assert_eq!((answered.status, answered.body), (200, response.body));
 }
 
@@ -692,7 +698,8 @@ fn the_out_flow_reads_the_backends_answer_headers_on_both_paths() {
     assert!(forwarding.mediate_answer, "the host reads the answer first");
     let made = world
         .gateway
-        .mediate_answer(&world.host, &head, backend_answer(), ("", ""));
+        .mediate_answer(&world.host, &head, backend_answer(), ("", ""))
+        .0;
     // The host sets the CORS headers the verdict names; the rest is the component's.
     let mut expected = response.headers.clone();
     expected.retain(|(name, _)| !forwarding.response_headers.iter().any(|(n, _)| n == name));
