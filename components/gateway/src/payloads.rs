@@ -298,6 +298,16 @@ fn write_element(element: &Element, parent_namespace: &str, out: &mut String) {
 }
 
 fn escape_into(text: &str, out: &mut String) {
+    // Most text needs nothing: one scan, one copy.
+    let plain = |b: &u8| {
+        !matches!(b, b'&' | b'<' | b'>' | b'"')
+            && (*b >= 0x20 || b"\t\n\r".contains(b))
+            && b.is_ascii()
+    };
+    if text.as_bytes().iter().all(plain) {
+        out.push_str(text);
+        return;
+    }
     for c in text.chars() {
         match c {
             '&' => out.push_str("&amp;"),
@@ -357,9 +367,9 @@ struct ToXml<'a> {
 impl ToXml<'_> {
     fn scalar<E: serde::de::Error>(self, text: &str) -> Result<(), E> {
         self.check()?;
-        let _ = write!(self.out, "<{}>", self.name);
+        open_tag(self.name, self.out);
         escape_into(text, self.out);
-        let _ = write!(self.out, "</{}>", self.name);
+        close_tag(self.name, self.out);
         Ok(())
     }
 
@@ -409,7 +419,9 @@ impl<'de> Visitor<'de> for ToXml<'_> {
 
     fn visit_unit<E: serde::de::Error>(self) -> Result<(), E> {
         self.check()?;
-        let _ = write!(self.out, "<{}/>", self.name);
+        self.out.push('<');
+        self.out.push_str(self.name);
+        self.out.push_str("/>");
         Ok(())
     }
 
@@ -426,23 +438,43 @@ impl<'de> Visitor<'de> for ToXml<'_> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         self.check()?;
-        let _ = write!(self.out, "<{}>", self.name);
-        while let Some(key) = map.next_key::<String>()? {
+        open_tag(self.name, self.out);
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
             let name = xml_name(&key);
             map.next_value_seed(ToXml {
                 name: &name,
                 out: &mut *self.out,
             })?;
         }
-        let _ = write!(self.out, "</{}>", self.name);
+        close_tag(self.name, self.out);
         Ok(())
     }
+}
+
+fn open_tag(name: &str, out: &mut String) {
+    out.push('<');
+    out.push_str(name);
+    out.push('>');
+}
+
+fn close_tag(name: &str, out: &mut String) {
+    out.push_str("</");
+    out.push_str(name);
+    out.push('>');
 }
 
 /// A JSON member's name as an XML name: as it is when it is one; a leading digit
 /// prefixed as Synapse does (`_JsonReader_PD_`); other characters an XML name cannot
 /// hold as `_`.
-fn xml_name(key: &str) -> String {
+fn xml_name(key: &str) -> std::borrow::Cow<'_, str> {
+    let plain = key.bytes().enumerate().all(|(at, b)| {
+        b.is_ascii_alphabetic()
+            || b == b'_'
+            || (at > 0 && (b.is_ascii_digit() || b == b'-' || b == b'.'))
+    });
+    if plain && !key.is_empty() {
+        return std::borrow::Cow::Borrowed(key);
+    }
     let mut name = String::with_capacity(key.len() + 16);
     if key.starts_with(|c: char| c.is_ascii_digit()) {
         name.push_str(DIGIT_PREFIX);
@@ -456,7 +488,7 @@ fn xml_name(key: &str) -> String {
     if name.is_empty() {
         name.push('_');
     }
-    name
+    std::borrow::Cow::Owned(name)
 }
 
 /// What Synapse puts before a member name that begins with a digit.
