@@ -206,7 +206,7 @@ impl Gateway {
     ) -> (Response<ResponseBody>, Call, Outcome) {
         let mut outcome = Outcome::default();
         let deciding = Instant::now();
-        let decided = self.decide(head).await;
+        let decided = self.decide(head, None).await;
         outcome.timeline.decide = Some((deciding, deciding.elapsed()));
         let mut verdict = match decided {
             Ok(verdict) => verdict,
@@ -285,19 +285,7 @@ impl Gateway {
                 return Err(empty(StatusCode::BAD_REQUEST));
             }
         };
-        let Some(_permit) = self.permit().await else {
-            return Err(empty(StatusCode::SERVICE_UNAVAILABLE));
-        };
-        let started = Instant::now();
-        let verdict = self
-            .runtime
-            .decide_with_body(head, &bytes)
-            .await
-            .map_err(|err| {
-                let status = failure_status(&err, started.elapsed() >= self.request_timeout);
-                tracing::error!(%status, "component failed to decide: {err:?}");
-                empty(status)
-            })?;
+        let verdict = self.decide(head, Some(&bytes)).await?;
         Ok((
             Request::from_parts(parts, held(bytes.clone())),
             bytes,
@@ -385,14 +373,19 @@ impl Gateway {
         log.write(entry, now);
     }
 
-    /// The component's decision about a request; a failed decision is answered.
-    async fn decide(&self, head: &RequestHead) -> Result<Verdict, Response<ResponseBody>> {
+    /// The component's decision about a request (with its body, where the host read it
+    /// whole); a failed decision is answered.
+    async fn decide(
+        &self,
+        head: &RequestHead,
+        body: Option<&[u8]>,
+    ) -> Result<Verdict, Response<ResponseBody>> {
         let Some(_permit) = self.permit().await else {
             tracing::warn!("no free instance; answering 503");
             return Err(empty(StatusCode::SERVICE_UNAVAILABLE));
         };
         let started = Instant::now();
-        self.runtime.decide(head).await.map_err(|err| {
+        self.runtime.decide(head, body).await.map_err(|err| {
             let status = failure_status(&err, started.elapsed() >= self.request_timeout);
             tracing::error!(%status, "component failed to decide: {err:?}");
             empty(status)

@@ -153,7 +153,7 @@ impl Recheck {
         else {
             return Ok(());
         };
-        match self.runtime.decide(&self.head).await {
+        match self.runtime.decide(&self.head, None).await {
             Ok(verdict) => match verdict.decision {
                 Decision::Respond(answer) => Err(refusal(answer.status)),
                 Decision::Forward(_) | Decision::Handle | Decision::ReadBody(_) => Ok(()),

@@ -352,8 +352,7 @@ impl BackendRequest {
     /// or set do not pass on, nor do the gateway's own of those names; its values do,
     /// and its body where it made one.
     pub fn mediate(&mut self, removed: Vec<String>, added: Headers, body: Option<Vec<u8>>) {
-        self.added_headers
-            .retain(|(name, _)| !removed.iter().any(|r| name.eq_ignore_ascii_case(r)));
+        apim_http::remove_headers(&mut self.added_headers, &removed);
         self.added_headers.extend(added);
         self.removed_headers = removed;
         self.body = body;

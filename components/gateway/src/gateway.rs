@@ -236,8 +236,19 @@ impl Gateway {
         request: &Request,
         moment: Moment,
     ) -> Verdict {
+        self.decide_on_at(host, request, Arrival::HeadAndBody, moment)
+    }
+
+    /// [`Gateway::decide_on`] at the host's `moment` (see [`Gateway::decide_at`]).
+    fn decide_on_at(
+        &mut self,
+        host: &dyn Host,
+        request: &Request,
+        arrival: Arrival,
+        moment: Moment,
+    ) -> Verdict {
         self.moment = Some(moment);
-        let verdict = self.decide_on(host, request, Arrival::HeadAndBody);
+        let verdict = self.decide_on(host, request, arrival);
         self.moment = None;
         verdict
     }
@@ -439,10 +450,7 @@ impl Gateway {
     /// when the number moved since this instance last read it (which spares a reused
     /// instance a store read per request).
     pub fn decide_at(&mut self, host: &dyn Host, request: &Request, moment: Moment) -> Verdict {
-        self.moment = Some(moment);
-        let verdict = self.decide(host, request);
-        self.moment = None;
-        verdict
+        self.decide_on_at(host, request, Arrival::Head, moment)
     }
 
     /// The view of the manifest the store holds now; when the store holds none yet, the
@@ -984,11 +992,9 @@ fn set_headers(response: &mut Response, headers: Headers) {
     apim_http::set_headers(&mut response.headers, headers);
 }
 
-/// Takes headers of these (lower-case) names off a response.
+/// Takes headers of these names off a response.
 fn remove_headers(response: &mut Response, names: &[String]) {
-    response
-        .headers
-        .retain(|(n, _)| !names.iter().any(|name| n.eq_ignore_ascii_case(name)));
+    apim_http::remove_headers(&mut response.headers, names);
 }
 
 /// The head once the first manifest is in the store: pulled by this request, or by

@@ -244,25 +244,17 @@ pub fn answer(
     let made = outgoing.outgoing_body().map_err(refused_answer)?;
     let kept = outgoing.body.take();
     let (removed, set) = outgoing.into_changes();
-    answer
-        .headers
-        .retain(|(name, _)| !removed.iter().any(|r| name.eq_ignore_ascii_case(r)));
+    apim_http::remove_headers(&mut answer.headers, &removed);
     apim_http::set_headers(&mut answer.headers, set);
     if let Some(status) = status {
         answer.status = status;
     }
     match made {
         Some(body) => {
-            answer.headers.retain(|(name, _)| {
-                !name.eq_ignore_ascii_case("content-type")
-                    && !name.eq_ignore_ascii_case("content-length")
-                    && !BODY_DESCRIPTIONS
-                        .iter()
-                        .any(|d| name.eq_ignore_ascii_case(d))
-            });
-            answer
-                .headers
-                .push(("content-type".into(), body.content_type.into_bytes()));
+            apim_http::remove_headers(&mut answer.headers, &["content-length"]);
+            apim_http::remove_headers(&mut answer.headers, BODY_DESCRIPTIONS);
+            let content_type = ("content-type".to_string(), body.content_type.into_bytes());
+            apim_http::set_headers(&mut answer.headers, [content_type]);
             answer.body = body.bytes;
         }
         None => answer.body = kept.map(|body| body.bytes).unwrap_or_default(),

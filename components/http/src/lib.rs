@@ -265,6 +265,15 @@ pub fn set_headers(list: &mut Headers, headers: impl IntoIterator<Item = (String
     }
 }
 
+/// Takes headers of these names, in any case, off a list.
+pub fn remove_headers<N: AsRef<str>>(list: &mut Headers, names: &[N]) {
+    list.retain(|(n, _)| {
+        !names
+            .iter()
+            .any(|name| n.eq_ignore_ascii_case(name.as_ref()))
+    });
+}
+
 /// `bytes` as text, if they are UTF-8.
 ///
 /// Header values, names and path segments are nearly always ASCII, and a bearer token's

@@ -202,39 +202,25 @@ impl Runtime {
         &self.shared.kv
     }
 
-    /// Asks the component what to do with a request (it must have the policy export).
+    /// Asks the component what to do with a request (it must have the policy export):
+    /// from its head, or with its `body` read whole where a first decision asked for it.
     /// The instance goes back to the pool as soon as it has answered.
-    pub async fn decide(&self, request: &RequestHead) -> Result<Verdict, Failure> {
+    pub async fn decide(
+        &self,
+        request: &RequestHead,
+        body: Option<&[u8]>,
+    ) -> Result<Verdict, Failure> {
         self.with_policy(async |policy, store| {
             // Taken once the instance is in hand, after any write it must see.
             let moment = Moment {
                 manifest_epoch: self.kv().manifest_epoch(),
                 now_ms: apim_http::time::now_ms(),
             };
-            policy
-                .apim_gateway_policy()
-                .call_decide(store, request, moment)
-                .await
-        })
-        .await
-    }
-
-    /// The component's decision about a request whose body the host has read whole, as
-    /// its first decision asked.
-    pub async fn decide_with_body(
-        &self,
-        request: &RequestHead,
-        body: &[u8],
-    ) -> Result<Verdict, Failure> {
-        self.with_policy(async |policy, store| {
-            let moment = Moment {
-                manifest_epoch: self.kv().manifest_epoch(),
-                now_ms: apim_http::time::now_ms(),
-            };
-            policy
-                .apim_gateway_policy()
-                .call_decide_with_body(store, request, body, moment)
-                .await
+            let policy = policy.apim_gateway_policy();
+            match body {
+                None => policy.call_decide(store, request, moment).await,
+                Some(body) => (policy.call_decide_with_body(store, request, body, moment)).await,
+            }
         })
         .await
     }
