@@ -299,6 +299,15 @@ async fn bodies_are_made_and_converted(database: Backend, settings: &[(&'static 
             .body(body.to_string())
     };
 
+    // A body the in flow reads is read whole only up to 4 MiB; a longer one is 413 and
+    // reaches no backend.
+    let hits = stack.backend.hits.load(std::sync::atomic::Ordering::SeqCst);
+    let long = format!(r#"{{"phoneNumber": "{}"}}"#, "1".repeat(4 * 1024 * 1024));
+    gw.send(post(&long)).await.expect(413);
+    assert_eq!(
+        stack.backend.hits.load(std::sync::atomic::Ordering::SeqCst),
+        hits
+    );
     let reply = gw
         .send(post(
             r#"{"phoneNumber": "+1 (555) <0100>", "licenseKey": "k&1"}"#,

@@ -510,8 +510,16 @@ fn a_json_call_reaches_a_soap_backend_and_its_answer_returns_as_json_on_both_pat
         json!({"CheckPhoneNumberResponse": {"Valid": true, "Carrier": "Acme & Co"}})
     );
 
-    // The forwarding host reads the body first, then gets the same request to send and
-    // the same answer to give.
+    // The forwarding host reads the body first (at most the mediated bound), then gets
+    // the same request to send and the same answer to give.
+    let streamed = Request {
+        body: Vec::new(),
+        ..call.clone()
+    };
+    let asked = world.gateway.decide(&world.host, &streamed).decision;
+    assert!(
+        matches!(asked, Decision::ReadBody(limit) if limit == apim_http::bodies::MAX_MEDIATED_BYTES as u64)
+    );
     let verdict = decided_with_body(&mut world, &call);
     let Decision::Forward(forwarding) = verdict.decision else {
         panic!("forwarded");
@@ -534,6 +542,20 @@ fn a_json_call_reaches_a_soap_backend_and_its_answer_returns_as_json_on_both_pat
         .mediate_answer(&world.host, &call, soap_answer(), ("", ""))
         .0;
     assert_eq!((answered.status, answered.body), (200, response.body));
+    // An answer past the bound is the gateway's fault, not converted.
+    let mut long = soap_answer();
+    long.body = vec![b' '; apim_http::bodies::MAX_MEDIATED_BYTES + 1];
+    let (refused, code) = world
+        .gateway
+        .mediate_answer(&world.host, &call, long, ("", ""));
+    assert_eq!((refused.status, code), (500, 101500));
+
+    // Held by the component, a body past the bound is 413 and nothing is sent.
+    let sent_before = world.host.sent.borrow().len();
+    let mut long = call.clone();
+    long.body = vec![b' '; apim_http::bodies::MAX_MEDIATED_BYTES + 1];
+    assert_eq!(world.gateway.handle(&world.host, long).status, 413);
+    assert_eq!(world.host.sent.borrow().len(), sent_before);
 }
 
 #[test]
