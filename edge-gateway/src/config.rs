@@ -381,6 +381,21 @@ pub struct Config {
     /// closes it (4001, 4002 or 1008) within this time.
     #[arg(long, env = "APIM_WS_RECHECK_MS", default_value_t = 30_000)]
     pub ws_recheck_ms: u64,
+
+    /// CPU budget of one call of a tenant's WebAssembly policy, in fuel (about one unit
+    /// per WebAssembly instruction). A call past it is answered 500 101500.
+    #[arg(long, env = "APIM_POLICY_FUEL", default_value_t = 10_000_000)]
+    pub policy_fuel: u64,
+
+    /// Linear memory limit of one instance of a tenant's WebAssembly policy, in MiB. A
+    /// call that tries to grow past it is answered 500 101500.
+    #[arg(long, env = "APIM_POLICY_MEMORY_MB", default_value_t = 32)]
+    pub policy_memory_mb: u64,
+
+    /// Wall-clock budget of one call of a tenant's WebAssembly policy, in milliseconds,
+    /// host calls included. A call past it is answered 500 101500.
+    #[arg(long, env = "APIM_POLICY_TIMEOUT_MS", default_value_t = 100)]
+    pub policy_timeout_ms: u64,
 }
 
 /// Where compiled components are cached, if anywhere.

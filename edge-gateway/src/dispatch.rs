@@ -48,9 +48,15 @@ use crate::responses::{BoxError, ResponseBody, empty};
 use crate::telemetry::access_log::Entry;
 use crate::telemetry::spans::{Finished, RequestTrace};
 use crate::telemetry::{Called, Outcome, Telemetry};
+use crate::tenant_policies::changes;
+use crate::tenant_policies::{
+    Changes, Decision as PolicyDecision, Failed, Failure as PolicyRunFailure, Policies, PolicyCall,
+    PolicyRequest,
+};
 use crate::websocket::{self, WebSocketSettings};
 use crate::wit_host::bindings::exports::apim::gateway::policy::{
-    self, Call, Decision, Forward, Limit, RequestHead, Response as PolicyResponse, Verdict,
+    self, Call, Decision, Forward, Limit, PolicyFailure, RequestHead, Response as PolicyResponse,
+    TenantPolicy, Verdict,
 };
 use crate::wit_host::instance_state::RequestMeta;
 use crate::wit_host::instances::Runtime;
@@ -81,6 +87,8 @@ pub struct Gateway {
     body_limit: Option<u64>,
     /// How WebSocket APIs' connections are relayed.
     websocket: WebSocketSettings,
+    /// Tenants' WebAssembly policies; none: calls naming one are refused.
+    policies: Option<Arc<Policies>>,
 }
 
 impl Gateway {
@@ -101,7 +109,14 @@ impl Gateway {
             telemetry: Arc::default(),
             body_limit: None,
             websocket: WebSocketSettings::default(),
+            policies: None,
         }
+    }
+
+    /// Runs the tenants' policies calls name with `policies`.
+    pub fn with_policies(mut self, policies: Arc<Policies>) -> Self {
+        self.policies = Some(policies);
+        self
     }
 
     /// Cuts off request bodies forwarded here once they grow past `limit` bytes (the
@@ -235,6 +250,39 @@ impl Gateway {
             return (response, call, outcome);
         }
         let response = match decision {
+            Decision::Forward(plan) if plan.upgrade && plan.tenant_policy.is_some() => {
+                // The relay runs no policy; a call is never let through without it.
+                let failure = PolicyFailure::Unavailable;
+                Box::pin(self.policy_failed(head, failure, &mut outcome)).await
+            }
+            Decision::Forward(mut plan) if plan.tenant_policy.is_some() => {
+                let policy = plan.tenant_policy.take();
+                let policy = policy.as_ref().expect("matched with a policy");
+                let headers = proxy::header_list(request.headers());
+                let decided = self.run_policy(headers, held.as_ref(), head, &call, policy);
+                match Box::pin(decided).await {
+                    Ok(changes) => {
+                        let applied = changes::apply(&mut plan, &policy.resource, changes);
+                        match applied {
+                            Ok(()) => {
+                                let sending = Sending {
+                                    head,
+                                    call: &call,
+                                    held,
+                                };
+                                Box::pin(self.forward(request, sending, plan, &mut outcome)).await
+                            }
+                            Err(failure) => {
+                                Box::pin(self.policy_failed(head, failure, &mut outcome)).await
+                            }
+                        }
+                    }
+                    Err(Ok(answer)) => proxy::response(answer),
+                    Err(Err(failure)) => {
+                        Box::pin(self.policy_failed(head, failure, &mut outcome)).await
+                    }
+                }
+            }
             Decision::Forward(plan) if plan.upgrade => {
                 let drain = addresses.drain.as_ref();
                 Box::pin(self.open_websocket(request, head, plan, limits, drain, &mut outcome))
@@ -257,6 +305,65 @@ impl Gateway {
             Decision::ReadBody(_) => empty(StatusCode::INTERNAL_SERVER_ERROR),
         };
         (response, call, outcome)
+    }
+
+    /// Runs the API's WebAssembly `policy` on the call with the client's `headers` (and
+    /// its body, where the policy is given it): the changes it makes to the backend's
+    /// request; or its own answer; or why it failed.
+    async fn run_policy(
+        &self,
+        headers: apim_http::Headers,
+        held: Option<&Bytes>,
+        head: &RequestHead,
+        call: &Call,
+        policy: &TenantPolicy,
+    ) -> Result<Changes, Result<PolicyResponse, PolicyFailure>> {
+        let Some(policies) = &self.policies else {
+            return Err(Err(PolicyFailure::Unavailable));
+        };
+        let [api, _, version, _, application, _, user] =
+            apim_http::packed::unpack_texts::<7>(&call.texts).unwrap_or_default();
+        let asked = PolicyRequest {
+            method: head.method.clone(),
+            path_with_query: policy.resource.clone(),
+            headers,
+            body: policy
+                .with_body
+                .then(|| held.map(|body| body.to_vec()).unwrap_or_default()),
+            call: PolicyCall {
+                api: api.to_string(),
+                api_version: version.to_string(),
+                application_id: application.to_string(),
+                end_user: user.to_string(),
+            },
+        };
+        let ran = policies.run(&policy.digest, policy.size, &asked).await;
+        (self.telemetry.metrics).policy_call(&policy.digest, ran.outcome(), ran.fuel, ran.elapsed);
+        match ran.decided {
+            Ok(PolicyDecision::Proceed(changes)) => Ok(changes),
+            Ok(PolicyDecision::Respond(answer)) => Err(changes::answer(answer)),
+            Err(PolicyRunFailure::Ran(failed)) => Err(Err(match failed {
+                Failed::Trapped => PolicyFailure::Trapped,
+                Failed::Cpu => PolicyFailure::CpuBudget,
+                Failed::Memory => PolicyFailure::MemoryBudget,
+                Failed::Time => PolicyFailure::TimeBudget,
+            })),
+            Err(PolicyRunFailure::Unavailable) => Err(Err(PolicyFailure::Unavailable)),
+            Err(PolicyRunFailure::Suspended) => Err(Err(PolicyFailure::Suspended)),
+        }
+    }
+
+    /// The component's answer for a call whose API's policy failed.
+    async fn policy_failed(
+        &self,
+        head: &RequestHead,
+        failure: PolicyFailure,
+        outcome: &mut Outcome,
+    ) -> Response<ResponseBody> {
+        let answer = self.runtime.policy_failed(head, failure);
+        let fallback = StatusCode::INTERNAL_SERVER_ERROR;
+        self.answer(answer, "a policy's failure", fallback, outcome)
+            .await
     }
 
     /// Reads a request's body whole, at most `limit` bytes (a longer one gets the

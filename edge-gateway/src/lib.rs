@@ -23,6 +23,7 @@ pub mod responses;
 pub mod scheme;
 pub mod server;
 pub mod telemetry;
+pub mod tenant_policies;
 pub mod websocket;
 pub mod wit_host;
 
@@ -108,10 +109,13 @@ pub async fn run(config: Config, mut inherited: server::Inherited) -> anyhow::Re
     let roots = backend_tls::roots(config.backend_ca_file.as_deref())?;
     let to_control_plane = backend_tls::control_plane_connector(roots.clone())?;
     let shared = shared(&config, guard.clone(), roots).await?;
+    let policies = Arc::new(policies(&config, watch.as_ref(), &to_control_plane)?);
+    let _policy_ticker = EpochTicker::start(policies.engine().clone())?;
     let mut hosted = Vec::new();
     for ((listener, socket), p3) in listeners.iter().zip(sockets).zip(p3) {
-        let gateway =
-            host(&config, &engine, listener, p3, &shared)?.with_telemetry(telemetry.clone());
+        let gateway = host(&config, &engine, listener, p3, &shared)?
+            .with_telemetry(telemetry.clone())
+            .with_policies(policies.clone());
         hosted.push((socket, Arc::new(gateway)));
     }
     telemetry.compiled();
@@ -333,6 +337,30 @@ async fn shared(
         vars: Arc::new(vars),
         outbound,
     })
+}
+
+/// Tenants' WebAssembly policies, run within the configured budgets and fetched from the
+/// control plane the gateway watches (none: calls naming a policy fail as unavailable).
+fn policies(
+    config: &Config,
+    watch: Option<&manifest_watch::Watch>,
+    connector: &backend_tls::ControlPlaneConnector,
+) -> anyhow::Result<tenant_policies::Policies> {
+    let source = watch.map(|watch| {
+        tenant_policies::Source::new(
+            watch.control_plane.clone(),
+            watch.authorization.clone(),
+            connector.clone(),
+        )
+    });
+    let budgets = tenant_policies::Budgets {
+        fuel: config.policy_fuel.max(1),
+        memory_bytes: usize::try_from(config.policy_memory_mb.saturating_mul(1024 * 1024))
+            .unwrap_or(usize::MAX),
+        time: Duration::from_millis(config.policy_timeout_ms.max(1)),
+        epoch_tick: wit_host::engine::EPOCH_TICK,
+    };
+    tenant_policies::Policies::new(budgets, source)
 }
 
 /// Where the gateway asks the control plane for changes: its URL and the gateway secret

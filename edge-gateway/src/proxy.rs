@@ -75,12 +75,7 @@ pub async fn send(
     *backend.method_mut() = client.method.clone();
     *backend.version_mut() = http::Version::HTTP_11;
     let headers = backend.headers_mut();
-    // The pool sets the backend's `Host`; the client's does not pass on.
-    *headers = passing_on(&client.headers, replaced(plan.replaced).names());
-    for name in &plan.removed_headers {
-        headers.remove(name.as_str());
-    }
-    set_headers(headers, &plan.added_headers, false);
+    *headers = backend_headers(&client.headers, plan);
     let offered = plan.upgrade.then(|| websocket::offer(headers));
     let timeout = Some(Duration::from_millis(target.timeout_ms));
     let options = RequestOptions {
@@ -111,6 +106,17 @@ pub async fn send(
     }
     set_headers(&mut parts.headers, &plan.response_headers, true);
     Ok(Response::from_parts(parts, body))
+}
+
+/// The headers the backend gets of the client's `headers` as `plan` says. The pool sets
+/// the backend's `Host`; the client's does not pass on.
+pub fn backend_headers(headers: &HeaderMap, plan: &Forward) -> HeaderMap {
+    let mut passing = passing_on(headers, replaced(plan.replaced).names());
+    for name in &plan.removed_headers {
+        passing.remove(name.as_str());
+    }
+    set_headers(&mut passing, &plan.added_headers, false);
+    passing
 }
 
 /// An endpoint's settings as the shared decision reads them.

@@ -636,6 +636,32 @@ fn built_p3_components() -> PathBuf {
         .clone()
 }
 
+/// A tenant's policy component built from `policies/<name>` (`add-header`, `hostile`,
+/// `outbound`); builds them all once per process.
+pub fn policy_component(name: &str) -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    let dir = BUILT.get_or_init(|| {
+        ensure_wasm_target();
+        run_cargo(&POLICIES_BUILD);
+        target_dir().join("wasm32-wasip2/release")
+    });
+    dir.join(format!("{}_policy.wasm", name.replace('-', "_")))
+}
+
+/// The build of the policies under `policies/` for `wasm32-wasip2`.
+const POLICIES_BUILD: [&str; 10] = [
+    "build",
+    "-p",
+    "add-header-policy",
+    "-p",
+    "hostile-policy",
+    "-p",
+    "outbound-policy",
+    "--target",
+    "wasm32-wasip2",
+    "--release",
+];
+
 /// The build of both components for `wasm32-wasip2` (the alias in `.cargo/config.toml`).
 const COMPONENTS_BUILD: [&str; 1] = ["build-components"];
 

@@ -53,6 +53,7 @@ mod token_types;
 mod tokens;
 mod traces;
 mod transports;
+mod wasm_policies;
 mod websocket;
 mod workflows;
 
@@ -336,6 +337,14 @@ on_both!(
 on_sqlite!(
     run_stack, mediation_bodies_component_sqlite;
     mediation::bodies_on_the_component_path,
+);
+on_both!(
+    run_stack, wasm_policies_sqlite, wasm_policies_postgres;
+    wasm_policies::wasm_policies_on_the_host_path,
+);
+on_sqlite!(
+    run_stack, wasm_policies_component_sqlite;
+    wasm_policies::wasm_policies_on_the_component_path,
 );
 
 on_both!(

@@ -365,6 +365,37 @@ impl Fault {
         )
     }
 
+    /// 500 101500 (503 when it cannot run here or is suspended): an API's WebAssembly
+    /// policy gave no decision; 400 when the path it set is not canonical.
+    pub fn policy_failed(failure: PolicyFailure) -> Self {
+        let why = match failure {
+            PolicyFailure::Trapped => "failed",
+            PolicyFailure::CpuBudget => "ran past its CPU budget",
+            PolicyFailure::MemoryBudget => "ran past its memory budget",
+            PolicyFailure::TimeBudget => "ran past its time budget",
+            PolicyFailure::BadPath => {
+                return Self::bad_request(
+                    "The API's policy made a backend path that is not canonical.",
+                );
+            }
+            PolicyFailure::BadChange => "set headers the gateway does not send",
+            PolicyFailure::Unavailable => "cannot run on this gateway",
+            PolicyFailure::Suspended => "is suspended for running past its budgets",
+        };
+        let unavailable = matches!(
+            failure,
+            PolicyFailure::Unavailable | PolicyFailure::Suspended
+        );
+        let status = if unavailable { 503 } else { 500 };
+        Self::new(
+            status,
+            101500,
+            "Runtime Error",
+            apim_http::joined(["The API's policy ", why]),
+            Family::General,
+        )
+    }
+
     /// 500: an API's mediation could not read or convert the backend's answer.
     pub fn answer_unconverted() -> Self {
         Self::new(
@@ -582,4 +613,17 @@ mod tests {
             "2023-Nov-14 22:13:20+0000 UTC"
         );
     }
+}
+
+/// Why an API's WebAssembly policy gave no decision (the host's `policy-failure`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PolicyFailure {
+    Trapped,
+    CpuBudget,
+    MemoryBudget,
+    TimeBudget,
+    BadPath,
+    BadChange,
+    Unavailable,
+    Suspended,
 }

@@ -45,6 +45,23 @@ pub struct BackendRequest {
     pub upgrade: bool,
     /// The body to send instead of the client's (an API's in flow made or converted it).
     pub body: Option<Vec<u8>>,
+    /// The API's WebAssembly policy, which the host runs before it sends the request
+    /// (boxed: few calls have one).
+    pub policy: Option<Box<TenantPolicy>>,
+}
+
+/// An API's WebAssembly policy as a call runs it (the host's `tenant-policy`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TenantPolicy {
+    /// Its digest, lower-case hex.
+    pub digest: String,
+    /// Its size, bytes.
+    pub size: u64,
+    /// It is given the client's body.
+    pub with_body: bool,
+    /// The resource's path and query after the endpoint's URL, which every target's path
+    /// ends with.
+    pub resource: String,
 }
 
 /// One endpoint a call may go to.
@@ -91,6 +108,7 @@ impl BackendRequest {
             added_headers,
             upgrade: false,
             body: None,
+            policy: None,
         }
     }
 
@@ -330,6 +348,7 @@ pub fn backend_request(
         added_headers,
         upgrade,
         body: None,
+        policy: None,
     })
 }
 
@@ -345,6 +364,7 @@ impl BackendRequest {
             added_headers: Headers::new(),
             upgrade: false,
             body: None,
+            policy: None,
         }
     }
 

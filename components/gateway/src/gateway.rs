@@ -12,15 +12,15 @@
 use std::rc::Rc;
 
 use apim_http::bodies::{self, Carriage};
-use apim_manifest::canon::Target;
+use apim_manifest::canon::{self, Target};
 use apim_manifest::{ApiRoute, ApiState, ApiType, AuthType, Operation, paths};
 
 use crate::audience::Addressed;
 use crate::auth::{self, Admitted, Environment};
 use crate::balance;
 pub use crate::call::Call;
-use crate::faults::Fault;
-use crate::forward::{BackendRequest, ForwardSettings};
+use crate::faults::{Fault, PolicyFailure};
+use crate::forward::{BackendRequest, ForwardSettings, TenantPolicy};
 use crate::host::{Headers, Host, MAX_BODY_BYTES, Request, Response, content_length, header};
 use crate::mediate::{self, Body, Facts, FaultOutcome, Rewrite};
 use crate::relay::{token_relay, token_service, token_service_path};
@@ -87,6 +87,11 @@ impl Arrival {
 }
 
 /// What an admitted API call comes to.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "made and taken apart once per call; boxing the forwarding would cost every \
+              forwarded call an allocation to spare the others a few bytes (64-bit only)"
+)]
 pub enum Plan {
     /// An answer of the gateway's own (a CORS preflight).
     Respond(Response),
@@ -158,6 +163,11 @@ impl From<Decision> for Verdict {
 }
 
 /// What a host that forwards by itself is to do with a request.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "made and taken apart once per call; boxing the forwarding would cost every \
+              forwarded call an allocation to spare the others a few bytes (64-bit only)"
+)]
 pub enum Decision {
     /// Forward it (and keep the answer where `cache` says).
     Forward(Forwarding),
@@ -435,6 +445,10 @@ impl Gateway {
         forwarding: Forwarding,
         call: &Call,
     ) -> Result<Response, Fault> {
+        if forwarding.backend.policy.is_some() {
+            // Run only by a host that forwards by itself; never skipped.
+            return Err(Fault::policy_failed(PolicyFailure::Unavailable));
+        }
         let mediate_answer = forwarding.mediate_answer;
         let response = forward_and_cache(host, request, forwarding)?;
         Ok(if mediate_answer {
@@ -750,10 +764,9 @@ impl Gateway {
         // An in flow may make the backend's request differ per call (a header, the
         // user, the time) where the cache's key does not, and an out flow that needs
         // the answer changes what would be kept: such an API is not cached.
-        let mediated = api
-            .mediation
-            .as_ref()
-            .is_some_and(|p| !p.request.is_empty() || mediate::needs_answer(&p.response));
+        let mediated = api.mediation.as_ref().is_some_and(|p| {
+            !p.request.is_empty() || p.wasm.is_some() || mediate::needs_answer(&p.response)
+        });
         let cache = (request.method == "GET" && !websocket && !mediated)
             .then_some(api.cache_timeout_secs)
             .flatten()
@@ -816,8 +829,24 @@ impl Gateway {
             Some(path) => mediated_path(&path)?,
             None => resource_with_query,
         };
+        let wasm = api.mediation.as_ref().and_then(|plan| plan.wasm.as_ref());
+        let with_body = wasm.is_some_and(|policy| policy.body_bytes > 0) && !websocket;
+        if with_body && arrival == Arrival::Head {
+            return Ok(Plan::ReadBody);
+        }
+        if with_body && wasm.is_some_and(|policy| request.body.len() as u64 > policy.body_bytes) {
+            return Err(Fault::payload_too_large());
+        }
         let mut backend =
             forward::backend_request(&settings, api, environment, &resource_with_query, request)?;
+        backend.policy = wasm.map(|policy| {
+            Box::new(TenantPolicy {
+                digest: policy.digest.clone(),
+                size: policy.size,
+                with_body,
+                resource: resource_with_query.clone(),
+            })
+        });
         if let (Some(assertions), Some(caller), Some(config)) = (
             &settings.backend_jwt,
             &caller,
@@ -852,24 +881,10 @@ impl Gateway {
 }
 
 /// The path and query an in flow set (`REST_URL_POSTFIX`), as the backend gets it after
-/// the endpoint's: empty, or canonical as a request's target must be (it may come from
-/// the client: a header, the query, the body), else refused.
+/// the endpoint's ([`canon::backend_postfix`]), else refused.
 fn mediated_path(path: &str) -> Result<String, Fault> {
-    if path.is_empty() {
-        return Ok(String::new());
-    }
-    let refused =
-        || Fault::bad_request("The API's mediation made a backend path that is not canonical.");
-    let (rooted, query_only) = match path.strip_prefix('?') {
-        Some(query) => (apim_http::joined(["/?", query]), true),
-        None if path.starts_with('/') => (path.to_string(), false),
-        None => return Err(refused()),
-    };
-    let target = Target::parse(&rooted).map_err(|_| refused())?;
-    Ok(match (query_only, &target.query) {
-        (true, Some(query)) => apim_http::joined(["?", query.as_str()]),
-        (true, None) => String::new(),
-        (false, _) => target.with_query(&target.path),
+    canon::backend_postfix(path).ok_or_else(|| {
+        Fault::bad_request("The API's mediation made a backend path that is not canonical.")
     })
 }
 

@@ -1997,6 +1997,7 @@ fn calls_go_round_the_list_and_skip_suspended_endpoints_in_the_store() {
         added_headers: Headers::new(),
         upgrade: false,
         body: None,
+        policy: None,
     };
     let request = Request {
         method: "GET".into(),

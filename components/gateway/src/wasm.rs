@@ -10,7 +10,7 @@ use wasip2::http::types::{IncomingRequest, ResponseOutparam};
 
 use crate::access::{self, Logged};
 use crate::call::Call;
-use crate::faults::Fault;
+use crate::faults::{Fault, PolicyFailure};
 use crate::forward::BackendTarget;
 use crate::gateway::{self, Decision, Moment};
 use crate::host::{Host, Request, Response};
@@ -162,6 +162,23 @@ impl policy::Guest for Component {
         rendered_for(request, &fault)
     }
 
+    fn policy_failed(
+        request: policy::RequestHead,
+        failure: policy::PolicyFailure,
+    ) -> policy::Response {
+        let failure = match failure {
+            policy::PolicyFailure::Trapped => PolicyFailure::Trapped,
+            policy::PolicyFailure::CpuBudget => PolicyFailure::CpuBudget,
+            policy::PolicyFailure::MemoryBudget => PolicyFailure::MemoryBudget,
+            policy::PolicyFailure::TimeBudget => PolicyFailure::TimeBudget,
+            policy::PolicyFailure::BadPath => PolicyFailure::BadPath,
+            policy::PolicyFailure::BadChange => PolicyFailure::BadChange,
+            policy::PolicyFailure::Unavailable => PolicyFailure::Unavailable,
+            policy::PolicyFailure::Suspended => PolicyFailure::Suspended,
+        };
+        rendered_for(request, &Fault::policy_failed(failure))
+    }
+
     fn body_too_large(request: policy::RequestHead) -> policy::Response {
         rendered_for(request, &Fault::payload_too_large())
     }
@@ -219,6 +236,15 @@ fn policy_verdict(verdict: gateway::Verdict) -> policy::Verdict {
                 upgrade: backend.upgrade,
                 body: backend.body,
                 mediate_answer: forwarding.mediate_answer,
+                tenant_policy: backend.policy.map(|policy| {
+                    let policy = *policy;
+                    policy::TenantPolicy {
+                        digest: policy.digest,
+                        size: policy.size,
+                        with_body: policy.with_body,
+                        resource: policy.resource,
+                    }
+                }),
             })
         }
         Decision::Respond(response) => {

@@ -110,6 +110,27 @@ impl Target {
     }
 }
 
+/// The path and query a mediation set for after the endpoint's URL (`REST_URL_POSTFIX`,
+/// or a tenant's policy), as the backend gets it: empty, or `/` or `?` first and made
+/// canonical; `None` when it has no canonical form (it may come from the client: a
+/// header, the query, the body).
+pub fn backend_postfix(path: &str) -> Option<String> {
+    if path.is_empty() {
+        return Some(String::new());
+    }
+    let (rooted, query_only) = match path.strip_prefix('?') {
+        Some(query) => (apim_http::joined(["/?", query]), true),
+        None if path.starts_with('/') => (path.to_string(), false),
+        None => return None,
+    };
+    let target = Target::parse(&rooted).ok()?;
+    Some(match (query_only, &target.query) {
+        (true, Some(query)) => apim_http::joined(["?", query.as_str()]),
+        (true, None) => String::new(),
+        (false, _) => target.with_query(&target.path),
+    })
+}
+
 /// The canonical form of a path (see the module's documentation).
 pub fn canonical_path(path: &str) -> Result<String, Rejection> {
     if is_canonical(path) {

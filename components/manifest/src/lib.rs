@@ -567,6 +567,10 @@ pub mod paths {
     /// Control plane: POST an [`AnalyticsReport`](crate::analytics::AnalyticsReport)
     /// here, with the gateway secret as bearer token; 204 once stored.
     pub const CONTROL_PLANE_ANALYTICS: &str = "/internal/gateway/analytics";
+    /// Control plane: GET `<this><digest>`, with the gateway secret as bearer token: the
+    /// bytes of the WebAssembly policy of that digest
+    /// ([`WasmPolicy`](crate::mediation::WasmPolicy)), `application/wasm`.
+    pub const CONTROL_PLANE_POLICIES: &str = "/internal/gateway/policies/";
 }
 
 #[cfg(test)]

@@ -32,13 +32,39 @@ pub struct Mediation {
     /// the gateway's own.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fault: Vec<Step>,
+    /// The tenant's own WebAssembly policy run as the `in` flow (then `request` is
+    /// empty), by the host that forwards the call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wasm: Option<WasmPolicy>,
 }
 
 impl Mediation {
-    /// Whether no flow has a step.
+    /// Whether nothing runs: no flow has a step and there is no Wasm policy.
     pub fn is_empty(&self) -> bool {
-        self.request.is_empty() && self.response.is_empty() && self.fault.is_empty()
+        self.request.is_empty()
+            && self.response.is_empty()
+            && self.fault.is_empty()
+            && self.wasm.is_none()
     }
+}
+
+/// A tenant's WebAssembly policy (the world of `wit/policy/world.wit`), named by its
+/// content: gateways fetch its bytes from the control plane by digest, check them
+/// against it, and keep them, so the manifest never carries them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WasmPolicy {
+    /// The SHA-256 of its bytes, lower-case hex.
+    pub digest: String,
+    /// Its size, bytes.
+    pub size: u64,
+    /// The most body bytes it is given (the client's body is read whole first, a longer
+    /// one refused with 413); 0: it sees the request's head only.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub body_bytes: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// One step of a flow.

@@ -36,7 +36,8 @@ pub fn router() -> Routes {
 }
 
 /// The paths only gateways may call (the manifest key is public); introspection is the
-/// token service's, but only for gateways.
+/// token service's, but only for gateways. So is every path under
+/// `CONTROL_PLANE_POLICIES` (tenants' policies, by digest).
 const GATEWAY_ONLY: [&str; 5] = [
     apim_manifest::paths::CONTROL_PLANE_MANIFEST,
     apim_manifest::paths::CONTROL_PLANE_CHANGES,
@@ -53,7 +54,9 @@ pub async fn require_gateway_secret(
     request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
-    let gateway_only = GATEWAY_ONLY.contains(&request.uri().path());
+    let path = request.uri().path();
+    let gateway_only = GATEWAY_ONLY.contains(&path)
+        || path.starts_with(apim_manifest::paths::CONTROL_PLANE_POLICIES);
     if gateway_only && !proves_secret(request.headers(), &state.gateway_secret) {
         return closing(Error::Unauthenticated.into_response());
     }

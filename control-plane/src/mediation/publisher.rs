@@ -3,23 +3,28 @@
 //! in the caller's tenant) and the global ones at `/policies/mediation`
 //! (`apim:mediation_policy_view`). A change to a policy the API's `sequences` name is
 //! checked as they would run and compiled for gateways; any other is stored only.
+//!
+//! A policy is WSO2's JSON `Mediation` (a Synapse sequence), or, our extension, a
+//! tenant's WebAssembly policy: the component's bytes with `Content-Type:
+//! application/wasm`, its name, `type` (`in`) and `bodyBytes` in the query.
 
 use axum::Json;
-use axum::extract::{Path, State};
-use axum::http::{StatusCode, header};
+use axum::body::Bytes;
+use axum::extract::{FromRequest, FromRequestParts, Path, Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
 use super::defaults::GLOBAL_POLICIES;
 use super::queries;
 use super::records::{Mediation, MediationInfo, MediationRow};
-use super::rules::{self, CheckedPolicy};
+use super::rules::{self, CheckedPolicy, WasmUpload};
 use super::sequences;
 use crate::apis::records::StoredApi;
 use crate::apis::{check_deployable_with, tenant_api};
 use crate::error::{Error, Result};
 use crate::http::PUBLISHER;
-use crate::http::extract::{JsonBody, QueryParams};
+use crate::http::extract::{JsonBody, QueryParams, read_body};
 use crate::http::pagination::{ListEnvelope, Page};
 use crate::http::routes::{Routes, get};
 use crate::manifest::{Touched, Touches};
@@ -88,13 +93,89 @@ async fn list_global_policies(
     Ok(Json(ListEnvelope::new(page.slice(all), total, page, link)))
 }
 
-fn row(id: String, api_id: String, policy: CheckedPolicy) -> MediationRow {
-    MediationRow {
+/// A policy as sent, not checked yet (the caller's scope is checked first).
+enum Upload {
+    /// WSO2's `Mediation`.
+    Sequence(Mediation),
+    /// A WebAssembly component and its query.
+    Wasm(WasmQuery, Bytes),
+}
+
+/// The query of a WebAssembly policy's upload.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct WasmQuery {
+    name: Option<String>,
+    #[serde(rename = "type")]
+    flow: Option<String>,
+    /// The most body bytes the policy is given; absent: none.
+    body_bytes: Option<u64>,
+}
+
+impl FromRequest<AppState> for Upload {
+    type Rejection = Error;
+
+    async fn from_request(request: Request, state: &AppState) -> Result<Self> {
+        if !is_wasm(request.headers().get(header::CONTENT_TYPE)) {
+            let JsonBody(body) = JsonBody::from_request(request, state).await?;
+            return Ok(Self::Sequence(body));
+        }
+        let (mut parts, body) = request.into_parts();
+        let QueryParams(query) = QueryParams::from_request_parts(&mut parts, state).await?;
+        let bytes = read_body(Request::from_parts(parts, body), state).await?;
+        Ok(Self::Wasm(query, bytes))
+    }
+}
+
+fn is_wasm(content_type: Option<&HeaderValue>) -> bool {
+    content_type
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.split(';').next())
+        .is_some_and(|media| media.trim().eq_ignore_ascii_case("application/wasm"))
+}
+
+impl Upload {
+    /// The policy, checked.
+    fn check(self) -> Result<CheckedPolicy> {
+        match self {
+            Self::Sequence(body) => rules::check(body),
+            Self::Wasm(query, bytes) => {
+                crate::error::require_present(&[
+                    ("name", query.name.is_none()),
+                    ("type", query.flow.is_none()),
+                ])?;
+                rules::check_wasm(
+                    query.name.as_deref().unwrap_or_default(),
+                    query.flow.as_deref().unwrap_or_default(),
+                    query.body_bytes.unwrap_or(0),
+                    bytes.to_vec(),
+                )
+            }
+        }
+    }
+}
+
+/// The row of a checked policy, and the WebAssembly it keeps, if any.
+fn row(id: String, api_id: String, policy: CheckedPolicy) -> (MediationRow, Option<WasmUpload>) {
+    let wasm = policy.wasm;
+    let row = MediationRow {
         id,
         api_id,
         name: policy.name,
         flow: policy.flow,
         config: policy.config,
+        wasm_digest: wasm.as_ref().map(|w| w.digest.clone()),
+        wasm_size: wasm.as_ref().map(|w| w.bytes.len() as i64),
+        body_bytes: wasm.as_ref().map(|w| w.body_bytes as i64),
+    };
+    (row, wasm)
+}
+
+/// Keeps a policy's WebAssembly, in the write's transaction.
+async fn keep(db: &mut sqlx::AnyConnection, wasm: Option<&WasmUpload>) -> Result<()> {
+    match wasm {
+        Some(wasm) => queries::keep_wasm(db, &wasm.digest, &wasm.bytes).await,
+        None => Ok(()),
     }
 }
 
@@ -104,16 +185,17 @@ async fn create_policy(
     State(state): State<AppState>,
     caller: Caller,
     Path(api_id): Path<String>,
-    JsonBody(body): JsonBody<Mediation>,
+    upload: Upload,
 ) -> Result<Response> {
     caller.require(&state, Scope::ApiCreate)?;
     let api = tenant_api(&state, &caller, &api_id).await?;
-    let policy = rules::check(body)?;
-    let row = row(uuid::Uuid::new_v4().to_string(), api.id.clone(), policy);
+    let policy = upload.check()?;
+    let (row, wasm) = row(uuid::Uuid::new_v4().to_string(), api.id.clone(), policy);
     let mut after = own_policies(&state, &api).await?;
     after.push(row.clone());
     let named = named_in_sequences(&api, &[&row], &after)?;
     let mut tx = state.db.begin().await?;
+    keep(&mut tx, wasm.as_ref()).await?;
     queries::insert(&mut tx, &row).await?;
     let touches = recompiled(&mut tx, &api, named).await?;
     tx.commit().await?;
@@ -146,12 +228,12 @@ async fn update_policy(
     State(state): State<AppState>,
     caller: Caller,
     Path((api_id, policy_id)): Path<(String, String)>,
-    JsonBody(body): JsonBody<Mediation>,
+    upload: Upload,
 ) -> Result<(Touches, Json<Mediation>)> {
     caller.require(&state, Scope::ApiCreate)?;
     let api = tenant_api(&state, &caller, &api_id).await?;
-    let policy = rules::check(body)?;
-    let row = row(policy_id.clone(), api.id.clone(), policy);
+    let policy = upload.check()?;
+    let (row, wasm) = row(policy_id.clone(), api.id.clone(), policy);
     let mut after = own_policies(&state, &api).await?;
     let Some(before) = after.iter().position(|p| p.id == policy_id) else {
         return Err(Error::NotFound("Mediation Policy", policy_id));
@@ -159,6 +241,7 @@ async fn update_policy(
     let before = std::mem::replace(&mut after[before], row.clone());
     let named = named_in_sequences(&api, &[&before, &row], &after)?;
     let mut tx = state.db.begin().await?;
+    keep(&mut tx, wasm.as_ref()).await?;
     if !queries::update(&mut tx, &row).await? {
         return Err(Error::NotFound("Mediation Policy", policy_id));
     }

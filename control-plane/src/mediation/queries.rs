@@ -51,14 +51,18 @@ pub async fn find(db: &AnyPool, api_id: &str, id: &str) -> Result<Option<Mediati
 pub async fn insert(db: &mut AnyConnection, row: &MediationRow) -> Result<()> {
     // language=SQL
     sqlx::query(
-        "INSERT INTO api_mediation_policies (id, api_id, name, flow, config, created_at, updated_at) \
-         VALUES ($1, $2, $3, $4, $5, $6, $6)",
+        "INSERT INTO api_mediation_policies (id, api_id, name, flow, config, wasm_digest, \
+         wasm_size, body_bytes, created_at, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)",
     )
     .bind(&row.id)
     .bind(&row.api_id)
     .bind(&row.name)
     .bind(&row.flow)
     .bind(&row.config)
+    .bind(&row.wasm_digest)
+    .bind(row.wasm_size)
+    .bind(row.body_bytes)
     .bind(now())
     .execute(&mut *db)
     .await
@@ -66,17 +70,20 @@ pub async fn insert(db: &mut AnyConnection, row: &MediationRow) -> Result<()> {
     Ok(())
 }
 
-/// Replaces a policy's name, flow and config; whether there was one. 409 when that
+/// Replaces a policy's name, flow and content; whether there was one. 409 when that
 /// name and flow are another policy's.
 pub async fn update(db: &mut AnyConnection, row: &MediationRow) -> Result<bool> {
     // language=SQL
     let updated = sqlx::query(
-        "UPDATE api_mediation_policies SET name = $1, flow = $2, config = $3, updated_at = $4 \
-         WHERE api_id = $5 AND id = $6",
+        "UPDATE api_mediation_policies SET name = $1, flow = $2, config = $3, wasm_digest = $4, \
+         wasm_size = $5, body_bytes = $6, updated_at = $7 WHERE api_id = $8 AND id = $9",
     )
     .bind(&row.name)
     .bind(&row.flow)
     .bind(&row.config)
+    .bind(&row.wasm_digest)
+    .bind(row.wasm_size)
+    .bind(row.body_bytes)
     .bind(now())
     .bind(&row.api_id)
     .bind(&row.id)
@@ -103,7 +110,7 @@ pub async fn copy_mediation_policies_to_version(
     from: &str,
     to: &str,
 ) -> sqlx::Result<()> {
-    let columns = "name, flow, config, created_at, updated_at";
+    let columns = "name, flow, config, wasm_digest, wasm_size, body_bytes, created_at, updated_at";
     crate::db::copy_api_rows(tx, "api_mediation_policies", columns, from, to, true).await
 }
 
@@ -124,4 +131,42 @@ pub async fn touch_api(db: &mut AnyConnection, api_id: &str) -> Result<()> {
         .execute(&mut *db)
         .await?;
     Ok(())
+}
+
+/// Keeps a WebAssembly policy's bytes under their digest (once: the same bytes uploaded
+/// again, by any API, are the same policy).
+pub async fn keep_wasm(db: &mut AnyConnection, digest: &str, bytes: &[u8]) -> Result<()> {
+    use base64::Engine as _;
+    let encoded = base64::engine::general_purpose::STANDARD.encode(bytes);
+    // language=SQL
+    sqlx::query(
+        "INSERT INTO wasm_policies (digest, size, bytes, created_at) VALUES ($1, $2, $3, $4) \
+         ON CONFLICT (digest) DO NOTHING",
+    )
+    .bind(digest)
+    .bind(bytes.len() as i64)
+    .bind(encoded)
+    .bind(now())
+    .execute(&mut *db)
+    .await?;
+    Ok(())
+}
+
+/// The bytes of the WebAssembly policy `digest`, if one is kept.
+pub async fn wasm_bytes(db: &AnyPool, digest: &str) -> Result<Option<Vec<u8>>> {
+    use base64::Engine as _;
+    // language=SQL
+    let row: Option<(String,)> =
+        sqlx::query_as("SELECT bytes FROM wasm_policies WHERE digest = $1")
+            .bind(digest)
+            .fetch_optional(db)
+            .await?;
+    row.map(|(encoded,)| {
+        base64::engine::general_purpose::STANDARD
+            .decode(encoded)
+            .map_err(|_| {
+                crate::error::Error::Internal(anyhow::anyhow!("policy {digest} is not base64"))
+            })
+    })
+    .transpose()
 }

@@ -1,8 +1,9 @@
 //! An API's `sequences` (each a name and a flow) resolved into what gateways run: each
 //! names one of the API's own policies of that flow, or else a global one; one per flow,
-//! as WSO2 deploys one in, out and fault sequence per API.
+//! as WSO2 deploys one in, out and fault sequence per API. An `in` policy may be a
+//! tenant's WebAssembly policy, which the plan names by digest.
 
-use apim_manifest::mediation::{MAX_STEPS, Mediation, size};
+use apim_manifest::mediation::{MAX_STEPS, Mediation, WasmPolicy, size};
 
 use super::defaults::global;
 use super::records::MediationRow;
@@ -33,7 +34,16 @@ pub fn plan(
             ));
         }
         seen.push(flow_name);
-        let config = match own.iter().find(|p| p.name == *name && p.flow == *flow_name) {
+        let mine = own.iter().find(|p| p.name == *name && p.flow == *flow_name);
+        if let Some(wasm) = mine.and_then(MediationRow::wasm) {
+            plan.wasm = Some(WasmPolicy {
+                digest: wasm.digest,
+                size: u64::try_from(wasm.size).unwrap_or_default(),
+                body_bytes: u64::try_from(wasm.body_bytes).unwrap_or_default(),
+            });
+            continue;
+        }
+        let config = match mine {
             Some(policy) => Some(policy.config.as_str()),
             None => {
                 global(name, flow_name)
@@ -82,6 +92,9 @@ mod tests {
             config: format!(
                 r#"<sequence xmlns="http://ws.apache.org/ns/synapse" name="{name}">{body}</sequence>"#
             ),
+            wasm_digest: None,
+            wasm_size: None,
+            body_bytes: None,
         }
     }
 

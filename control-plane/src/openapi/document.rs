@@ -89,6 +89,7 @@ fn ours() -> utoipa::openapi::OpenApi {
         crate::backend_jwt::oauth::Api::openapi(),
         crate::fleet::gateway_api::Api::openapi(),
         crate::analytics::gateway_api::Api::openapi(),
+        crate::mediation::gateway_api::Api::openapi(),
         crate::analytics::admin::Api::openapi(),
         crate::analytics::store_api::Api::openapi(),
         crate::wsdl::publisher::Api::openapi(),

@@ -13,6 +13,11 @@
 //! - `apim_gateway_throttled_total{limit}`: `api_tps`, `resource_tier`,
 //!   `subscription_tier`, `application_tier`.
 //! - `apim_gateway_backend_errors_total{kind}`: `timeout`, `unreachable`.
+//! - `apim_gateway_policy_calls_total{policy, outcome}`, `apim_gateway_policy_fuel_total`
+//!   and `apim_gateway_policy_seconds_total{policy}`: tenants' WebAssembly policies, by
+//!   the first 12 hex digits of their digest; `outcome` is `proceeded`, `answered`,
+//!   `trapped`, `cpu_budget`, `memory_budget`, `time_budget` or `unavailable`. Past
+//!   [`MAX_POLICY_SERIES`] policies, new ones count under `policy="_other"`.
 //! - `apim_gateway_instances_in_use`, `apim_gateway_instantiations_total`,
 //!   `apim_gateway_manifest_version`, `apim_gateway_manifest_lag` (versions behind the
 //!   newest the control plane announced), `apim_gateway_manifest_synced_timestamp_seconds`
@@ -24,8 +29,9 @@
 
 use apim_metrics_exposition::Format;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasher as _, BuildHasherDefault, Hash, Hasher};
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, LazyLock, Mutex, OnceLock, RwLock};
 use std::time::Duration;
 
@@ -43,6 +49,8 @@ use crate::wit_host::bindings::exports::apim::gateway::policy::LimitKind;
 
 /// Most label sets of `apim_gateway_requests_total` kept apart.
 pub const MAX_SERIES: usize = 10_000;
+/// Most policies the policy metrics keep apart.
+pub const MAX_POLICY_SERIES: usize = 1_000;
 
 /// Latency bucket bounds, seconds: from a refusal answered in tens of microseconds to a
 /// backend taking the longest timeout.
@@ -84,6 +92,17 @@ struct FaultLabels {
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct LimitLabels {
     limit: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PolicyLabels {
+    policy: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PolicyCallLabels {
+    policy: String,
+    outcome: &'static str,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -164,6 +183,11 @@ pub struct Metrics {
     manifest_version: Gauge,
     manifest_lag: Gauge,
     synced_at: Gauge,
+    policy_calls: Family<PolicyCallLabels, Counter>,
+    policy_fuel: Family<PolicyLabels, Counter>,
+    policy_seconds: Family<PolicyLabels, Counter<f64, AtomicU64>>,
+    /// The policies counted apart so far.
+    policies_seen: Mutex<HashSet<String>>,
     series: RwLock<SeriesMap>,
     /// The instance permits of each hosted component, and how many each has.
     pools: Mutex<Vec<(Arc<Semaphore>, usize)>>,
@@ -265,9 +289,32 @@ impl Metrics {
             Unit::Seconds,
             synced_at.clone(),
         );
+        let policy_calls = Family::<PolicyCallLabels, Counter>::default();
+        registry.register(
+            "policy_calls",
+            "Calls of tenants' WebAssembly policies, by policy and outcome",
+            policy_calls.clone(),
+        );
+        let policy_fuel = Family::<PolicyLabels, Counter>::default();
+        registry.register(
+            "policy_fuel",
+            "Fuel (about one per WebAssembly instruction) tenants' policies burnt, by policy",
+            policy_fuel.clone(),
+        );
+        let policy_seconds = Family::<PolicyLabels, Counter<f64, AtomicU64>>::default();
+        registry.register_with_unit(
+            "policy",
+            "Time spent in tenants' policies, loading included, by policy",
+            Unit::Seconds,
+            policy_seconds.clone(),
+        );
         Self {
             registry,
             requests,
+            policy_calls,
+            policy_fuel,
+            policy_seconds,
+            policies_seen: Mutex::new(HashSet::new()),
             duration,
             backend,
             cache_hits,
@@ -290,6 +337,31 @@ impl Metrics {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .push((permits, size));
+    }
+
+    /// Counts one call of the policy `digest`.
+    pub fn policy_call(&self, digest: &str, outcome: &'static str, fuel: u64, elapsed: Duration) {
+        let short = digest.get(..12).unwrap_or(digest);
+        let policy = {
+            let mut seen = self.policies_seen.lock().unwrap_or_else(|p| p.into_inner());
+            if seen.contains(short) || seen.len() < MAX_POLICY_SERIES {
+                seen.insert(short.to_string());
+                short.to_string()
+            } else {
+                "_other".to_string()
+            }
+        };
+        self.policy_calls
+            .get_or_create(&PolicyCallLabels {
+                policy: policy.clone(),
+                outcome,
+            })
+            .inc();
+        let labels = PolicyLabels { policy };
+        self.policy_fuel.get_or_create(&labels).inc_by(fuel);
+        self.policy_seconds
+            .get_or_create(&labels)
+            .inc_by(elapsed.as_secs_f64());
     }
 
     /// The manifest version held.

@@ -36,7 +36,7 @@ use crate::failure::{Failure, Kind};
 use crate::kv::KvStore;
 use crate::outbound::OutboundClient;
 use crate::wit_host::bindings::exports::apim::gateway::policy::{
-    Call, LimitKind, Moment, RequestHead, Response, Verdict,
+    Call, LimitKind, Moment, PolicyFailure, RequestHead, Response, Verdict,
 };
 use crate::wit_host::bindings::{Gateway as PolicyExport, GatewayIndices as PolicyIndices};
 use crate::wit_host::instance_state::{
@@ -283,6 +283,22 @@ impl Runtime {
             policy
                 .apim_gateway_policy()
                 .call_body_too_large(store, request)
+                .await
+        })
+        .await
+    }
+
+    /// The component's answer for a forwarded request whose API's WebAssembly policy
+    /// failed (`failure`).
+    pub async fn policy_failed(
+        &self,
+        request: &RequestHead,
+        failure: PolicyFailure,
+    ) -> Result<Response, Failure> {
+        self.with_policy(async |policy, store| {
+            policy
+                .apim_gateway_policy()
+                .call_policy_failed(store, request, failure)
                 .await
         })
         .await
