@@ -116,6 +116,7 @@ fn assemble() -> Value {
         merge_operations(&mut paths, contract.paths);
         merge_new(&mut schemas, contract.schemas);
     }
+    document_wasm_policies(&mut paths);
     for item in paths.values_mut() {
         add_error_responses(item);
     }
@@ -137,6 +138,59 @@ fn assemble() -> Value {
     document["components"]["schemas"] = Value::Object(schemas);
     document["components"]["securitySchemes"] = security_schemes();
     document
+}
+
+/// Our extension of WSO2's mediation uploads: a tenant's WebAssembly policy as the body,
+/// its name, type and body bound in the query.
+fn document_wasm_policies(paths: &mut serde_json::Map<String, Value>) {
+    let uploads = [
+        (
+            "/api/am/publisher/v0.14/apis/{apiId}/policies/mediation",
+            "post",
+        ),
+        (
+            "/api/am/publisher/v0.14/apis/{apiId}/policies/mediation/{mediationPolicyId}",
+            "put",
+        ),
+    ];
+    let query = |name: &str, description: &str, schema: Value| {
+        json!({"in": "query", "name": name, "required": false, "schema": schema,
+               "description": description})
+    };
+    for (path, method) in uploads {
+        let Some(operation) = paths.get_mut(path).and_then(|item| item.get_mut(method)) else {
+            continue;
+        };
+        operation["requestBody"]["content"]["application/wasm"] = json!({
+            "schema": {"type": "string", "contentMediaType": "application/wasm"}
+        });
+        operation["requestBody"]["description"] = json!(
+            "The mediation policy: WSO2's `Mediation` (a Synapse sequence), or, our \
+             extension, a tenant's WebAssembly policy (a component of the world \
+             `apim:policy/request-policy`, at most 4 MiB, importing no network), its name, \
+             `type` (`in`) and `bodyBytes` in the query"
+        );
+        if let Some(parameters) = operation["parameters"].as_array_mut() {
+            let only = "With `application/wasm` only: ";
+            parameters.extend([
+                query(
+                    "name",
+                    &format!("{only}the policy's name"),
+                    json!({"type": "string"}),
+                ),
+                query(
+                    "type",
+                    &format!("{only}its flow, `in`"),
+                    json!({"type": "string"}),
+                ),
+                query(
+                    "bodyBytes",
+                    &format!("{only}the most bytes of the client's body it is given (0: none)"),
+                    json!({"type": "integer", "minimum": 0}),
+                ),
+            ]);
+        }
+    }
 }
 
 fn info() -> Value {
@@ -307,6 +361,23 @@ mod tests {
                 document().pointer(pointer).is_some(),
                 "{reference} resolves"
             );
+        }
+    }
+
+    #[test]
+    fn mediation_uploads_take_webassembly_policies() {
+        let paths = &document()["paths"];
+        let base = "/api/am/publisher/v0.14/apis/{apiId}/policies/mediation";
+        for (path, method) in [
+            (base.to_string(), "post"),
+            (format!("{base}/{{mediationPolicyId}}"), "put"),
+        ] {
+            let operation = &paths[path.as_str()][method];
+            let content = &operation["requestBody"]["content"];
+            assert!(content["application/wasm"].is_object(), "{path} {method}");
+            assert!(content["application/json"].is_object(), "{path} {method}");
+            let parameters = operation["parameters"].as_array().unwrap();
+            assert!(parameters.iter().any(|p| p["name"] == "bodyBytes"));
         }
     }
 }
