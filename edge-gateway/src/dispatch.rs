@@ -258,7 +258,8 @@ impl Gateway {
             Decision::Forward(mut plan) if plan.tenant_policy.is_some() => {
                 let policy = plan.tenant_policy.take();
                 let policy = policy.as_ref().expect("matched with a policy");
-                let headers = proxy::header_list(request.headers());
+                // What the backend would get: never the client's credentials.
+                let headers = proxy::header_list(&proxy::backend_headers(request.headers(), &plan));
                 let decided = self.run_policy(headers, held.as_ref(), head, &call, policy);
                 match Box::pin(decided).await {
                     Ok(changes) => {
@@ -307,9 +308,9 @@ impl Gateway {
         (response, call, outcome)
     }
 
-    /// Runs the API's WebAssembly `policy` on the call with the client's `headers` (and
-    /// its body, where the policy is given it): the changes it makes to the backend's
-    /// request; or its own answer; or why it failed.
+    /// Runs the API's WebAssembly `policy` on the call whose backend request would carry
+    /// `headers` (and the client's body, where the policy is given it): the changes it
+    /// makes to the backend's request; or its own answer; or why it failed.
     async fn run_policy(
         &self,
         headers: apim_http::Headers,

@@ -59,6 +59,12 @@ pub async fn wasm_policies_on_the_host_path(database: Backend) {
     assert_eq!(sent_header(&reply, "x-policy"), Some("add-header"));
     assert!(sent_header(&reply, "x-end-user").is_some());
     assert_eq!(sent_header(&reply, "x-debug"), None);
+    // The policy sees what the backend would get: never the caller's token.
+    let call = gw
+        .request(Method::GET, "/hostile/v1.0.0/devs/alice", &token)
+        .header("x-hostile", "credentials");
+    let reply = gw.send(call).await.expect(200);
+    assert_eq!(sent_header(&reply, "x-seen-authorization"), Some("none"));
     let hits = stack.backend.hits.load(std::sync::atomic::Ordering::SeqCst);
     let refused = gw
         .send(gw.request(Method::GET, "/guarded/v1.0.0/devs/alice?debug=1", &token))

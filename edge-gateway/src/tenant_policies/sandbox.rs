@@ -156,7 +156,9 @@ impl Loaded {
             },
         };
         let store = &mut instance.store;
-        store.data_mut().limits.bytes = budgets.memory_bytes;
+        let limits = &mut store.data_mut().limits;
+        limits.bytes = budgets.memory_bytes;
+        limits.refused = false;
         if store.set_fuel(budgets.fuel).is_err() {
             return (Err(Failed::Trapped), 0);
         }

@@ -2,7 +2,8 @@
 //! containment tests and the benchmark (tests only): `loop` spins forever, `memory`
 //! allocates until it cannot, `panic` panics, `headers` answers with enormous headers,
 //! `sleep` blocks in a host call for a minute, `body` echoes the body it was given in a
-//! header; `set` sets one header. Without the header it changes nothing (the
+//! header; `set` sets one header; `credentials` says whether it was shown the caller's
+//! bearer token. Without the header it changes nothing (the
 //! benchmark's no-op policy).
 
 #![cfg(target_arch = "wasm32")]
@@ -70,6 +71,14 @@ impl Guest for Policy {
                     vec![("x-body-bytes".into(), body.len().to_string().into_bytes())];
             }
             Some(b"set") => changes.set_headers = vec![("x-policy".into(), b"set".to_vec())],
+            Some(b"credentials") => {
+                let bearer = request
+                    .headers
+                    .iter()
+                    .any(|(name, value)| name == "authorization" && value.starts_with(b"Bearer "));
+                let seen: &[u8] = if bearer { b"bearer" } else { b"none" };
+                changes.set_headers = vec![("x-seen-authorization".into(), seen.to_vec())];
+            }
             Some(_) => {}
         }
         Decision::Proceed(changes)
