@@ -5,6 +5,7 @@ pub mod analytics;
 pub mod apis;
 pub mod app;
 pub mod applications;
+pub mod archives;
 pub mod authorizations;
 pub mod backend_jwt;
 pub mod certificates;

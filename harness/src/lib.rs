@@ -991,18 +991,24 @@ impl Client {
     /// the headers as they came, a redirect answered rather than followed. Not checked
     /// against the contracts (a file is no JSON).
     pub async fn download(&self, path: &str, token: &str) -> Download {
-        let direct = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .expect("HTTP client");
-        let mut request = direct.get(self.url(path));
+        let mut request = reqwest::Client::new().get(self.url(path));
         if !token.is_empty() {
             request = request.bearer_auth(token);
         }
+        self.download_request(request).await
+    }
+
+    /// The answer to `request` as bytes, redirects not followed (built with
+    /// [`Client::request`] or any client: it is sent as built).
+    pub async fn download_request(&self, request: reqwest::RequestBuilder) -> Download {
         let request = request.build().expect("request builds");
         if let Some(app) = &self.app {
             return answer_in_process(app, request).await;
         }
+        let direct = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .expect("HTTP client");
         let response = direct.execute(request).await.expect("request failed");
         Download {
             status: response.status().as_u16(),

@@ -12,6 +12,7 @@ use harness::{Backend, Client, ControlPlane};
 
 mod access;
 mod analytics;
+mod archives;
 mod authz;
 mod backend_jwt;
 mod backends;
@@ -280,6 +281,7 @@ on_both_at_once!(
     workflows::approvals_per_tenant,
     contract::every_operation_of_wso2s_contracts_is_served,
     mcp::mcp_settings_are_checked_and_stored,
+    archives::api_projects_export_as_wso2_lays_them_out,
 );
 
 /// Declares each scenario as a test on SQLite only (in module `$sqlite`), run by `$runner`.

@@ -12,4 +12,5 @@ pub(crate) mod store_api;
 pub use content::untrusted;
 pub use records::DOCUMENT_TYPES;
 
-pub use queries::{apis_with_documents_like, copy_documents_to_version};
+pub use queries::{all_with_content, apis_with_documents_like, copy_documents_to_version};
+pub use records::DocumentRow;

@@ -53,6 +53,25 @@ pub async fn page(
     Ok((total, select.fetch_all(db).await?))
 }
 
+/// Every document of an API with its content (inline text, or a file's bytes in base64),
+/// by name.
+pub async fn all_with_content(
+    db: &AnyPool,
+    api_id: &str,
+) -> Result<Vec<(DocumentRow, Option<String>)>> {
+    let every = Page {
+        limit: i64::MAX,
+        offset: 0,
+    };
+    let (_, rows) = page(db, api_id, Shown::All, every).await?;
+    let mut documents = Vec::with_capacity(rows.len());
+    for row in rows {
+        let stored = content(db, api_id, &row.id).await?;
+        documents.push((row, stored));
+    }
+    Ok(documents)
+}
+
 /// Document `id` of API `api_id`, if any.
 pub async fn find(db: &AnyPool, api_id: &str, id: &str) -> Result<Option<DocumentRow>> {
     // language=SQL

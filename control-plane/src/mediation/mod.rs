@@ -13,4 +13,5 @@ mod rules;
 pub mod sequences;
 pub mod synapse;
 
+pub use defaults::global;
 pub use queries::copy_mediation_policies_to_version;

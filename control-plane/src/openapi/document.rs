@@ -90,6 +90,7 @@ fn ours() -> utoipa::openapi::OpenApi {
         crate::fleet::gateway_api::Api::openapi(),
         crate::analytics::gateway_api::Api::openapi(),
         crate::mediation::gateway_api::Api::openapi(),
+        crate::archives::import_export::Api::openapi(),
         crate::analytics::admin::Api::openapi(),
         crate::analytics::store_api::Api::openapi(),
         crate::wsdl::publisher::Api::openapi(),

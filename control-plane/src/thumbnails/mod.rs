@@ -8,4 +8,4 @@ pub(crate) mod publisher;
 mod queries;
 pub(crate) mod store_api;
 
-pub use queries::copy_thumbnail_to_version;
+pub use queries::{ThumbnailRow, copy_thumbnail_to_version, find as find_thumbnail};

@@ -4,4 +4,4 @@
 pub(crate) mod publisher;
 mod queries;
 
-pub use queries::copy_wsdl_to_version;
+pub use queries::{WsdlRow, copy_wsdl_to_version, find as find_wsdl};

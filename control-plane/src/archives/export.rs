@@ -1,0 +1,133 @@
+//! An API made into a WSO2 2.6 project: `Meta-information/api.json` and `swagger.json`,
+//! its documents (`Docs/docs.json`, inline contents and files), thumbnail
+//! (`Image/icon.<ext>`), WSDL (`WSDL/<Name>-<Version>.wsdl`) and the sequences it names
+//! (its own under `Sequences/<flow>-sequence/Custom/`, WSO2's global ones beside), as
+//! WSO2's export lays them out.
+
+use base64::Engine as _;
+
+use super::project::Project;
+use super::records::{ApiJson, DocJson};
+use crate::apis::records::StoredApi;
+use crate::error::Result;
+use crate::state::AppState;
+
+/// The project of `api`.
+pub async fn project_of(state: &AppState, api: &StoredApi) -> Result<Project> {
+    let record = api.full_record().masked();
+    let root = format!("{}-{}", api.name, api.version);
+    let mut project = Project::new(&root);
+    let meta = ApiJson::of_record(&record);
+    project.add("Meta-information/api.json", pretty(&meta)?);
+    if let Some(swagger) = &record.api_definition {
+        let parsed: serde_json::Value =
+            serde_json::from_str(swagger).map_err(anyhow::Error::from)?;
+        project.add("Meta-information/swagger.json", pretty(&parsed)?);
+    }
+    add_documents(state, api, &mut project).await?;
+    if let Some(icon) = crate::thumbnails::find_thumbnail(&state.db, &api.id).await? {
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(&icon.image)
+            .map_err(anyhow::Error::from)?;
+        project.add(
+            &format!("Image/icon.{}", extension_of(&icon.media_type)),
+            bytes,
+        );
+    }
+    if let Some(wsdl) = crate::wsdl::find_wsdl(&state.db, &api.id).await? {
+        project.add(&format!("WSDL/{root}.wsdl"), wsdl.definition.into_bytes());
+    }
+    add_sequences(state, api, &record, &mut project).await?;
+    Ok(project)
+}
+
+/// `Docs/docs.json` and the contents it names.
+async fn add_documents(state: &AppState, api: &StoredApi, project: &mut Project) -> Result<()> {
+    let documents = crate::documents::all_with_content(&state.db, &api.id).await?;
+    if documents.is_empty() {
+        return Ok(());
+    }
+    let mut listed = Vec::with_capacity(documents.len());
+    for (row, content) in documents {
+        let mut doc = DocJson {
+            id: Some(row.id.clone()),
+            doc_type: row.doc_type.clone(),
+            name: row.name.clone(),
+            summary: row.summary.clone(),
+            source_type: row.source_type.clone(),
+            source_url: row.source_url.clone(),
+            visibility: Some(row.visibility.clone()),
+            file_path: None,
+            other_type_name: row.other_type_name.clone(),
+        };
+        match (row.source_type.as_str(), content) {
+            ("INLINE" | "MARKDOWN", Some(text)) => {
+                project.add(
+                    &format!("Docs/InlineContents/{}", row.name),
+                    text.into_bytes(),
+                );
+            }
+            ("FILE", Some(encoded)) => {
+                let file = row.file_name.clone().unwrap_or_else(|| row.name.clone());
+                let bytes = base64::engine::general_purpose::STANDARD
+                    .decode(encoded)
+                    .map_err(anyhow::Error::from)?;
+                project.add(&format!("Docs/FileContents/{file}"), bytes);
+                doc.file_path = Some(file);
+            }
+            _ => {}
+        }
+        listed.push(doc);
+    }
+    project.add("Docs/docs.json", pretty(&listed)?);
+    Ok(())
+}
+
+/// The sequences the API names: its own policies under `Custom/`, WSO2's global ones
+/// that have a sequence beside (the others travel by name only, as every WSO2 has them).
+async fn add_sequences(
+    state: &AppState,
+    api: &StoredApi,
+    record: &crate::apis::records::ApiRecord,
+    project: &mut Project,
+) -> Result<()> {
+    let own = crate::mediation::queries::of_apis(&state.db, &[&api.id]).await?;
+    for (name, flow) in record.sequence_names() {
+        let folder = format!("Sequences/{flow}-sequence");
+        match own.iter().find(|p| p.name == name && p.flow == flow) {
+            Some(policy) if policy.wasm().is_none() => {
+                let path = format!("{folder}/Custom/{name}.xml");
+                project.add(&path, policy.config.clone().into_bytes());
+            }
+            // A WebAssembly policy has no place in WSO2's layout: the name travels alone.
+            Some(_) => {}
+            None => {
+                if let Some(sequence) =
+                    crate::mediation::global(&name, &flow).and_then(|g| g.sequence)
+                {
+                    project.add(
+                        &format!("{folder}/{name}.xml"),
+                        sequence.as_bytes().to_vec(),
+                    );
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The file extension WSO2 gives a thumbnail of `media_type`.
+fn extension_of(media_type: &str) -> &'static str {
+    match media_type {
+        "image/jpeg" => "jpg",
+        "image/gif" => "gif",
+        "image/bmp" => "bmp",
+        "image/svg+xml" => "svg",
+        _ => "png",
+    }
+}
+
+/// JSON as Gson's pretty printer writes it (two spaces).
+fn pretty(value: &impl serde::Serialize) -> Result<Vec<u8>> {
+    Ok(serde_json::to_vec_pretty(value).map_err(anyhow::Error::from)?)
+}

@@ -1,0 +1,12 @@
+//! API archives as WSO2 API Manager 2.6's import/export service writes and reads them
+//! (its `api-import-export` web application, which `apimcli` 2.x speaks to): each API a
+//! project, `<Name>-<Version>/` with `Meta-information/api.json` (WSO2's API model, not
+//! the REST API's), `swagger.json`, `Docs/`, `Image/`, `Sequences/` and `WSDL/`, zipped.
+//! The project in memory and its zip, bounded both ways (`project`); WSO2's model of an
+//! API (`records`); an API made into a project (`export`); the service's handlers
+//! (`import_export`).
+
+pub(crate) mod export;
+pub(crate) mod import_export;
+pub mod project;
+pub mod records;
