@@ -178,6 +178,8 @@ pub async fn api_projects_export_as_wso2_lays_them_out(env: InProcess) {
     assert_eq!(meta["endpointUTUsername"], "svc");
     assert_eq!(meta["endpointUTPassword"], "");
     assert_eq!(meta["status"], "CREATED");
+    assert_eq!(meta["accessControl"], "all");
+    assert_eq!(meta["visibility"], "public");
     assert!(meta["endpointConfig"].is_string());
     assert!(meta["availableTiers"][0]["name"].is_string());
     for (path, bytes) in &project.files {

@@ -136,6 +136,16 @@ pub fn provider_in_project(provider: &str) -> String {
     provider.replace('@', "-AT-")
 }
 
+/// The REST API's `accessControl` (`NONE`, `RESTRICTED`) as WSO2's model has it (`all`,
+/// `restricted`).
+fn access_control_in_model(rest: &str) -> String {
+    if rest.eq_ignore_ascii_case("NONE") {
+        "all".into()
+    } else {
+        rest.to_lowercase()
+    }
+}
+
 /// A list as WSO2's model keeps it: comma-separated, none when empty.
 fn joined(list: Option<&Vec<String>>) -> Option<String> {
     list.filter(|l| !l.is_empty()).map(|l| l.join(","))
@@ -258,7 +268,10 @@ impl ApiJson {
                 })
                 .unwrap_or_default(),
             additional_properties: record.additional_properties.clone().unwrap_or_default(),
-            access_control: record.access_control.as_deref().map(str::to_lowercase),
+            access_control: record
+                .access_control
+                .as_deref()
+                .map(access_control_in_model),
             access_control_roles: joined(record.access_control_roles.as_ref()),
             other: Map::new(),
         }
