@@ -278,6 +278,186 @@ impl ApiJson {
     }
 }
 
+/// Members of WSO2's model that say nothing this platform keeps, or that it derives
+/// elsewhere (`uriTemplates` from `swagger.json`): never reported as not taken.
+const DERIVED_OR_WSO2_OWN: &[&str] = &[
+    "uuid",
+    "lastUpdated",
+    "createdTime",
+    "rating",
+    "isLatest",
+    "uriTemplates",
+    "documents",
+    "environmentList",
+    "availableSubscriptionLevelPolicies",
+    "apiHeaderChanged",
+    "apiResourcePatternsChanged",
+    "scopes",
+    "advertiseOnly",
+];
+
+impl ApiJson {
+    /// The REST API's record (v0.14 `API`, as `POST /apis` takes it) of this model and
+    /// its `swagger` definition; and the members it carries that the record cannot, by
+    /// name (a backend password, which exports never carry, among them).
+    pub fn to_record(&self, swagger: Option<&str>) -> (Value, Vec<String>) {
+        let mut not_taken: Vec<String> = self
+            .other
+            .keys()
+            .filter(|k| !DERIVED_OR_WSO2_OWN.contains(&k.as_str()))
+            .cloned()
+            .collect();
+        let id = self.id.clone().unwrap_or(ApiIdentifier {
+            provider_name: String::new(),
+            api_name: String::new(),
+            version: String::new(),
+        });
+        let template = self
+            .context_template
+            .clone()
+            .or_else(|| self.context.clone())
+            .unwrap_or_default();
+        let context = template
+            .strip_suffix("/{version}")
+            .map_or(template.clone(), str::to_string);
+        let split = |list: &Option<String>| -> Option<Vec<String>> {
+            list.as_ref().map(|l| {
+                l.split(',')
+                    .map(str::trim)
+                    .filter(|v| !v.is_empty())
+                    .map(str::to_string)
+                    .collect()
+            })
+        };
+        let mut record = serde_json::json!({
+            "name": id.api_name,
+            "version": id.version,
+            "provider": id.provider_name.replace("-AT-", "@"),
+            "context": context,
+            "type": self.api_type.clone().unwrap_or_else(|| "HTTP".into()),
+            "tags": self.tags,
+            "tiers": self.available_tiers.iter().map(|t| t.name.clone()).collect::<Vec<_>>(),
+            "isDefaultVersion": self.is_default_version,
+            "responseCaching": self.response_cache.clone().unwrap_or_else(|| "Disabled".into()),
+        });
+        let mut set = |member: &str, value: Option<Value>| {
+            if let Some(value) = value {
+                record[member] = value;
+            }
+        };
+        set("description", self.description.clone().map(Value::from));
+        set("apiDefinition", swagger.map(Value::from));
+        set(
+            "endpointConfig",
+            self.endpoint_config.clone().map(Value::from),
+        );
+        set("cacheTimeout", self.cache_timeout.map(Value::from));
+        set(
+            "apiLevelPolicy",
+            self.api_level_policy.clone().map(Value::from),
+        );
+        set(
+            "authorizationHeader",
+            self.authorization_header.clone().map(Value::from),
+        );
+        set(
+            "visibility",
+            self.visibility
+                .as_deref()
+                .map(|v| Value::from(v.to_uppercase())),
+        );
+        set("visibleRoles", split(&self.visible_roles).map(Value::from));
+        set(
+            "visibleTenants",
+            split(&self.visible_tenants).map(Value::from),
+        );
+        set("transport", split(&self.transports).map(Value::from));
+        set(
+            "subscriptionAvailability",
+            self.subscription_availability.clone().map(Value::from),
+        );
+        set(
+            "subscriptionAvailableTenants",
+            split(&self.subscription_available_tenants).map(Value::from),
+        );
+        set("corsConfiguration", self.cors_configuration.clone());
+        set(
+            "accessControl",
+            self.access_control.as_deref().map(|a| {
+                Value::from(if a.eq_ignore_ascii_case("all") {
+                    "NONE".into()
+                } else {
+                    a.to_uppercase()
+                })
+            }),
+        );
+        set(
+            "accessControlRoles",
+            split(&self.access_control_roles).map(Value::from),
+        );
+        if !self.environments.is_empty() {
+            set(
+                "gatewayEnvironments",
+                Some(Value::from(self.environments.join(","))),
+            );
+        }
+        if !self.additional_properties.is_empty() {
+            set(
+                "additionalProperties",
+                Some(Value::Object(self.additional_properties.clone())),
+            );
+        }
+        let owners = [
+            ("businessOwner", &self.business_owner),
+            ("businessOwnerEmail", &self.business_owner_email),
+            ("technicalOwner", &self.technical_owner),
+            ("technicalOwnerEmail", &self.technical_owner_email),
+        ];
+        if owners.iter().any(|(_, v)| v.is_some()) {
+            let mut business = Map::new();
+            for (name, value) in owners {
+                if let Some(value) = value {
+                    business.insert(name.into(), Value::from(value.clone()));
+                }
+            }
+            set("businessInformation", Some(Value::Object(business)));
+        }
+        let tps = |n: &Option<String>| n.as_deref().and_then(|n| n.trim().parse::<i64>().ok());
+        let (production, sandbox) = (tps(&self.production_max_tps), tps(&self.sandbox_max_tps));
+        if production.is_some() || sandbox.is_some() {
+            set(
+                "maxTps",
+                Some(serde_json::json!({"production": production, "sandbox": sandbox})),
+            );
+        }
+        let sequences: Vec<Value> = [
+            ("in", &self.in_sequence),
+            ("out", &self.out_sequence),
+            ("fault", &self.fault_sequence),
+        ]
+        .into_iter()
+        .filter_map(|(flow, name)| {
+            name.as_ref()
+                .map(|name| serde_json::json!({"name": name, "type": flow}))
+        })
+        .collect();
+        set("sequences", Some(Value::from(sequences)));
+        if self.endpoint_secured {
+            // WSO2's exports never carry the password: the credentials are set anew.
+            not_taken.push("endpointUTPassword".into());
+        }
+        if self
+            .implementation
+            .as_deref()
+            .is_some_and(|i| !i.eq_ignore_ascii_case("ENDPOINT"))
+        {
+            not_taken.push("implementation".into());
+        }
+        not_taken.sort();
+        (record, not_taken)
+    }
+}
+
 /// A document in `Docs/docs.json`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -303,4 +483,78 @@ pub struct DocJson {
     pub file_path: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub other_type_name: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record() -> ApiRecord {
+        serde_json::from_value(serde_json::json!({
+            "name": "Pets", "version": "1.0.0", "provider": "ann@acme.com",
+            "context": "/t/acme.com/pets", "type": "HTTP", "tags": ["pets"],
+            "tiers": ["Gold", "Unlimited"], "visibility": "RESTRICTED",
+            "visibleRoles": ["a", "b"], "transport": ["http", "https"],
+            "endpointConfig": "{\"endpoint_type\":\"http\"}", "responseCaching": "Enabled",
+            "cacheTimeout": 60, "isDefaultVersion": true, "accessControl": "NONE",
+            "gatewayEnvironments": "Production and Sandbox",
+            "sequences": [{"name": "add_header", "type": "in"}],
+            "maxTps": {"production": 100, "sandbox": 10},
+            "businessInformation": {"businessOwner": "Jane"},
+            "endpointSecurity": {"type": "basic", "username": "svc", "password": "pw"}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn wso2s_model_says_what_the_record_says() {
+        let model = ApiJson::of_record(&record());
+        let json = serde_json::to_value(&model).unwrap();
+        assert_eq!(json["id"]["providerName"], "ann-AT-acme.com");
+        assert_eq!(json["context"], "/t/acme.com/pets/1.0.0");
+        assert_eq!(json["contextTemplate"], "/t/acme.com/pets/{version}");
+        assert_eq!(json["visibleRoles"], "a,b");
+        assert_eq!(json["productionMaxTps"], "100");
+        assert_eq!(json["responseCache"], "Enabled");
+        assert_eq!(json["endpointUTPassword"], "");
+        assert!(!json.to_string().contains("\"pw\""));
+    }
+
+    #[test]
+    fn the_record_comes_back_from_wso2s_model() {
+        let model = ApiJson::of_record(&record());
+        let (back, not_taken) = model.to_record(Some("{\"swagger\":\"2.0\"}"));
+        assert_eq!(back["provider"], "ann@acme.com");
+        assert_eq!(back["context"], "/t/acme.com/pets");
+        assert_eq!(back["visibility"], "RESTRICTED");
+        assert_eq!(back["visibleRoles"], serde_json::json!(["a", "b"]));
+        assert_eq!(
+            back["maxTps"],
+            serde_json::json!({"production": 100, "sandbox": 10})
+        );
+        assert_eq!(back["accessControl"], "NONE");
+        assert_eq!(
+            back["sequences"],
+            serde_json::json!([{"name": "add_header", "type": "in"}])
+        );
+        assert_eq!(back["apiDefinition"], "{\"swagger\":\"2.0\"}");
+        assert_eq!(not_taken, vec!["endpointUTPassword".to_string()]);
+    }
+
+    #[test]
+    fn what_a_wso2_export_carries_beyond_the_record_is_named() {
+        let exported = serde_json::json!({
+            "id": {"providerName": "admin", "apiName": "PizzaShackAPI", "version": "1.0.0"},
+            "context": "/pizzashack/1.0.0", "contextTemplate": "/pizzashack/{version}",
+            "uriTemplates": [], "isLatest": true, "rating": 0.0,
+            "wsdlArchivePath": "x", "gatewayLabels": [], "implementation": "INLINE"
+        });
+        let model: ApiJson = serde_json::from_value(exported).unwrap();
+        let (record, not_taken) = model.to_record(None);
+        assert_eq!(record["context"], "/pizzashack");
+        assert_eq!(
+            not_taken,
+            vec!["gatewayLabels", "implementation", "wsdlArchivePath"]
+        );
+    }
 }
