@@ -387,8 +387,8 @@ pub struct Config {
     #[arg(long, env = "APIM_POLICY_FUEL", default_value_t = 10_000_000)]
     pub policy_fuel: u64,
 
-    /// Linear memory limit of one instance of a tenant's WebAssembly policy, in MiB. A
-    /// call that tries to grow past it is answered 500 101500.
+    /// Linear memory limit of one instance of a tenant's WebAssembly policy, its memories
+    /// together, in MiB. A call that tries to grow past it is answered 500 101500.
     #[arg(long, env = "APIM_POLICY_MEMORY_MB", default_value_t = 32)]
     pub policy_memory_mb: u64,
 

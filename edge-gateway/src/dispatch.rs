@@ -258,8 +258,10 @@ impl Gateway {
             Decision::Forward(mut plan) if plan.tenant_policy.is_some() => {
                 let policy = plan.tenant_policy.take();
                 let policy = policy.as_ref().expect("matched with a policy");
-                // What the backend would get: never the client's credentials.
-                let headers = proxy::header_list(&proxy::backend_headers(request.headers(), &plan));
+                // The client's headers that pass on: never its credentials, nor the
+                // endpoint's or the backend JWT the gateway adds.
+                let passing = proxy::client_headers_passing_on(request.headers(), &plan);
+                let headers = proxy::header_list(&passing);
                 let decided = self.run_policy(headers, held.as_ref(), head, &call, policy);
                 match Box::pin(decided).await {
                     Ok(changes) => {
@@ -278,7 +280,11 @@ impl Gateway {
                             }
                         }
                     }
-                    Err(Ok(answer)) => proxy::response(answer),
+                    Err(Ok(mut answer)) => {
+                        // CORS and the out flow's headers, as on the backend's answer.
+                        apim_http::set_headers(&mut answer.headers, plan.response_headers);
+                        proxy::response(answer)
+                    }
                     Err(Err(failure)) => {
                         Box::pin(self.policy_failed(head, failure, &mut outcome)).await
                     }
@@ -308,9 +314,9 @@ impl Gateway {
         (response, call, outcome)
     }
 
-    /// Runs the API's WebAssembly `policy` on the call whose backend request would carry
-    /// `headers` (and the client's body, where the policy is given it): the changes it
-    /// makes to the backend's request; or its own answer; or why it failed.
+    /// Runs the API's WebAssembly `policy` on the call whose client headers that pass on
+    /// are `headers` (and the client's body, where the policy is given it): the changes
+    /// it makes to the backend's request; or its own answer; or why it failed.
     async fn run_policy(
         &self,
         headers: apim_http::Headers,
@@ -322,11 +328,11 @@ impl Gateway {
         let Some(policies) = &self.policies else {
             return Err(Err(PolicyFailure::Unavailable));
         };
-        let [api, _, version, _, application, _, user] =
+        let [api, api_id, version, _, application, _, user] =
             apim_http::packed::unpack_texts::<7>(&call.texts).unwrap_or_default();
         let asked = PolicyRequest {
             method: head.method.clone(),
-            path_with_query: policy.resource.clone(),
+            path_with_query: changes::shown_path(&policy.resource),
             headers,
             body: policy
                 .with_body
@@ -338,7 +344,9 @@ impl Gateway {
                 end_user: user.to_string(),
             },
         };
-        let ran = policies.run(&policy.digest, policy.size, &asked).await;
+        let ran = policies
+            .run(api_id, &policy.digest, policy.size, &asked)
+            .await;
         (self.telemetry.metrics).policy_call(&policy.digest, ran.outcome(), ran.fuel, ran.elapsed);
         match ran.decided {
             Ok(PolicyDecision::Proceed(changes)) => Ok(changes),

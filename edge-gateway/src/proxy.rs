@@ -110,12 +110,19 @@ pub async fn send(
 
 /// The headers the backend gets of the client's `headers` as `plan` says. The pool sets
 /// the backend's `Host`; the client's does not pass on.
-pub fn backend_headers(headers: &HeaderMap, plan: &Forward) -> HeaderMap {
+fn backend_headers(headers: &HeaderMap, plan: &Forward) -> HeaderMap {
+    let mut passing = client_headers_passing_on(headers, plan);
+    set_headers(&mut passing, &plan.added_headers, false);
+    passing
+}
+
+/// The client's `headers` that pass on to the backend as `plan` says, without those the
+/// gateway adds (the endpoint's credentials, the backend JWT among them).
+pub fn client_headers_passing_on(headers: &HeaderMap, plan: &Forward) -> HeaderMap {
     let mut passing = passing_on(headers, replaced(plan.replaced).names());
     for name in &plan.removed_headers {
         passing.remove(name.as_str());
     }
-    set_headers(&mut passing, &plan.added_headers, false);
     passing
 }
 

@@ -97,6 +97,10 @@ pub async fn wasm_policies_on_the_host_path(database: Backend) {
         gw.send(gw.request(Method::GET, "/quiet/v1.0.0/devs/alice", &token))
             .await
             .expect(200);
+        // A call it decides clears its record (three failures in a row suspend it).
+        gw.send(gw.request(Method::GET, "/hostile/v1.0.0/devs/alice", &token))
+            .await
+            .expect(200);
     }
     // The same policy still serves calls that do not ask it to misbehave, with the body
     // it was given, within its bound.
@@ -113,8 +117,8 @@ pub async fn wasm_policies_on_the_host_path(database: Backend) {
         .body(vec![b' '; 2048]);
     assert_eq!(gw.send(call).await.status, 413);
 
-    // A policy whose calls run past their budgets three times in a row is suspended: its
-    // calls are refused at once for a second, then it runs again.
+    // A policy whose calls fail three times in a row is suspended on its API: its calls
+    // are refused at once for a second, then it runs again.
     for _ in 0..3 {
         let call = gw
             .request(Method::GET, "/hostile/v1.0.0/devs/alice", &token)

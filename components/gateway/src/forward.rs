@@ -305,7 +305,7 @@ pub fn backend_request(
         targets.push(BackendTarget {
             scheme: upgrade::handshake_scheme(scheme).to_string(),
             authority: authority.to_string(),
-            path_with_query: join_path(base_path, resource_with_query),
+            path_with_query: endpoints::join_path(base_path, resource_with_query),
             // The endpoint's own timeout, within the gateway's.
             timeout_ms: endpoint
                 .config
@@ -460,22 +460,6 @@ fn via(own: &str, headers: &Headers) -> String {
     value
 }
 
-/// The endpoint's path followed by the resource path and query.
-fn join_path(base: &str, resource_with_query: &str) -> String {
-    let base = base.trim_end_matches('/');
-    match resource_with_query {
-        "" => {
-            if base.is_empty() {
-                "/".to_string()
-            } else {
-                base.to_string()
-            }
-        }
-        r if r.starts_with('?') => apim_http::joined([base, "/", r]),
-        r => apim_http::joined([base, r]),
-    }
-}
-
 /// A backend's answer, or the fault for its failure.
 pub fn backend_response(result: Result<Response, SendError>) -> Result<Response, Fault> {
     match result {
@@ -501,11 +485,11 @@ mod tests {
 
     #[test]
     fn paths_join_without_double_slashes() {
-        assert_eq!(join_path("/", "/devs/a?x=1"), "/devs/a?x=1");
-        assert_eq!(join_path("/api/", "/devs"), "/api/devs");
-        assert_eq!(join_path("", ""), "/");
-        assert_eq!(join_path("/api", ""), "/api");
-        assert_eq!(join_path("/api", "?q=1"), "/api/?q=1");
+        assert_eq!(endpoints::join_path("/", "/devs/a?x=1"), "/devs/a?x=1");
+        assert_eq!(endpoints::join_path("/api/", "/devs"), "/api/devs");
+        assert_eq!(endpoints::join_path("", ""), "/");
+        assert_eq!(endpoints::join_path("/api", ""), "/api");
+        assert_eq!(endpoints::join_path("/api", "?q=1"), "/api/?q=1");
     }
 
     #[test]

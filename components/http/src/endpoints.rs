@@ -448,6 +448,37 @@ impl HealthBook for MemoryBook {
     }
 }
 
+/// The endpoint's path followed by the resource path and query (after the API's context
+/// and version): `/` when both are empty, and `/` between a path and a bare query.
+pub fn join_path(base: &str, resource_with_query: &str) -> String {
+    let base = base.trim_end_matches('/');
+    match resource_with_query {
+        "" => {
+            if base.is_empty() {
+                "/".to_string()
+            } else {
+                base.to_string()
+            }
+        }
+        r if r.starts_with('?') => crate::joined([base, "/", r]),
+        r => crate::joined([base, r]),
+    }
+}
+
+/// The endpoint's path of a target path [`join_path`] made of it and
+/// `resource_with_query` (its trailing `/` gone); `None` when it was not so made.
+pub fn endpoint_base<'p>(path_with_query: &'p str, resource_with_query: &str) -> Option<&'p str> {
+    match resource_with_query {
+        "" => Some(if path_with_query == "/" {
+            ""
+        } else {
+            path_with_query
+        }),
+        r if r.starts_with('?') => path_with_query.strip_suffix(r)?.strip_suffix('/'),
+        r => path_with_query.strip_suffix(r),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -605,5 +636,22 @@ mod tests {
             &discard,
             codes::CONNECTION_FAILED
         ));
+    }
+
+    #[test]
+    fn an_endpoints_path_comes_back_from_a_target_path() {
+        for (base, resource, joined) in [
+            ("/api/", "/pets/1?x=1", "/api/pets/1?x=1"),
+            ("/api", "", "/api"),
+            ("/", "", "/"),
+            ("", "?q=1", "/?q=1"),
+            ("/api", "?q=1", "/api/?q=1"),
+        ] {
+            assert_eq!(join_path(base, resource), joined);
+            let back = endpoint_base(joined, resource).unwrap();
+            assert_eq!(back, base.trim_end_matches('/'), "{joined}");
+            assert_eq!(join_path(back, resource), joined);
+        }
+        assert_eq!(endpoint_base("/api/pets", "/dogs"), None);
     }
 }

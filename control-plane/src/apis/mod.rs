@@ -7,6 +7,7 @@
 
 mod checks;
 mod claim;
+pub mod create;
 pub mod lifecycle;
 pub(crate) mod publisher;
 pub(crate) mod publisher_copy;

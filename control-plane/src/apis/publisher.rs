@@ -7,17 +7,18 @@ use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 
 use super::checks::{
-    check_deployable, check_endpoints, check_tiers_exist, tenant_api, touches_apis, unique_name,
+    check_deployable, check_endpoints, check_tiers_exist, tenant_api, touches_apis,
 };
-use super::claim::{self, RouteClaim};
+use super::claim::RouteClaim;
+use super::create::{self, Creator};
 use super::lifecycle;
-use super::queries::{self, NewApi};
+use super::queries;
 use super::records::{ApiRecord, StoredApi};
 use super::routes;
-use super::rules::{check_tenant_context, normalise_context, validate_swagger};
+use super::rules::validate_swagger;
 use super::search;
 use super::swagger_json;
-use crate::error::{Error, OnDuplicate, Result};
+use crate::error::{Error, Result};
 use crate::http::PUBLISHER;
 use crate::http::extract::{JsonBody, QueryParams, parse_json, read_body};
 use crate::http::pagination::{ListEnvelope, Page};
@@ -27,7 +28,6 @@ use crate::manifest::Touches;
 use crate::scopes::Scope;
 use crate::state::AppState;
 use crate::tokens::Caller;
-use crate::users::{self, tenant_of};
 
 pub fn router() -> Routes {
     Routes::new()
@@ -117,57 +117,17 @@ async fn list_apis(
 async fn create_api(
     State(state): State<AppState>,
     caller: Caller,
-    JsonBody(mut record): JsonBody<ApiRecord>,
+    JsonBody(record): JsonBody<ApiRecord>,
 ) -> Result<Response> {
     caller.require(&state, Scope::ApiCreate)?;
-    record.read_as_wso2_does();
-    record.validate()?;
-    check_endpoints(&state, &record)?;
-    let provider = checked_provider(&state, &caller, record.provider.as_deref()).await?;
-    let tenant = caller.tenant().to_string();
-    let name = record.name.clone().unwrap_or_default();
-    let version = record.version.clone().unwrap_or_default();
-    let raw_context = record.context.as_deref().unwrap_or_default();
-    check_tenant_context(raw_context, &tenant).map_err(Error::Invalid)?;
-    let context = normalise_context(raw_context, &tenant);
-    let status = "CREATED";
-    let id = uuid::Uuid::new_v4().to_string();
-    record.id = Some(id.clone());
-    record.provider = Some(provider.clone());
-    record.context = Some(context.clone());
-    record.status = Some(status.to_string());
-    record.seal_backend_password(&state.data_keys, &id, None)?;
-    check_deployable(&state, &record, None, None).await?;
-    check_tiers_exist(&state, &tenant, &record).await?;
-
+    let creator = Creator {
+        username: caller.username(),
+        tenant: caller.tenant(),
+    };
+    let record = create::prepared(&state, creator, record, &[]).await?;
     let mut tx = state.db.begin().await?;
-    claim::check_unique(&mut tx, &tenant, &name, &version, &context).await?;
-    let routes = RouteClaim {
-        api_id: &id,
-        tenant: &tenant,
-        name: &name,
-        context: &context,
-        version: &version,
-    };
-    let demoted = routes
-        .claim(&mut tx, record.is_default_version.unwrap_or(false))
-        .await?;
-    let new = NewApi {
-        id: &id,
-        tenant: &tenant,
-        provider: &provider,
-        name: &name,
-        version: &version,
-        context: &context,
-        status,
-        unique_name: unique_name(&provider, &name, &version),
-        record: serde_json::to_string(&record).map_err(anyhow::Error::from)?,
-    };
-    queries::insert(&mut tx, new)
-        .await
-        .on_duplicate(|| format!("A duplicate API already exists for {name}-{version}"))?;
+    let (id, demoted) = create::insert(&mut tx, creator.tenant, &record).await?;
     tx.commit().await?;
-    tracing::info!(api = %id, %name, %version, %provider, "API created");
     let location = format!("{PUBLISHER}/apis/{id}");
     Ok((
         StatusCode::CREATED,
@@ -176,41 +136,6 @@ async fn create_api(
         Json(record.masked()),
     )
         .into_response())
-}
-
-/// The provider of a new API: the caller unless the body names another user of the
-/// caller's tenant, which only an administrator may do (as in WSO2).
-async fn checked_provider(
-    state: &AppState,
-    caller: &Caller,
-    named: Option<&str>,
-) -> Result<String> {
-    let Some(provider) = named.filter(|p| !p.is_empty() && *p != caller.username()) else {
-        return Ok(caller.username().to_string());
-    };
-    let is_admin = users::find(&state.db, caller.username())
-        .await?
-        .is_some_and(|user| user.has_role("admin"));
-    if !is_admin {
-        // WSO2 2.6: without the admin role the provider is the caller, whatever is named.
-        tracing::debug!(
-            caller = caller.username(),
-            named = provider,
-            "provider overridden with the caller"
-        );
-        return Ok(caller.username().to_string());
-    }
-    if tenant_of(provider) != caller.tenant() {
-        return Err(Error::Invalid(format!(
-            "Provider '{provider}' is not in the tenant of the logged in user"
-        )));
-    }
-    if users::find(&state.db, provider).await?.is_none() {
-        return Err(Error::Invalid(format!(
-            "Specified provider {provider} not exist."
-        )));
-    }
-    Ok(provider.to_string())
 }
 
 /// `GET /apis/{apiId}`: the backend password masked.

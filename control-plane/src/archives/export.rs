@@ -62,13 +62,11 @@ async fn add_documents(state: &AppState, api: &StoredApi, project: &mut Project)
         };
         match (row.source_type.as_str(), content) {
             ("INLINE" | "MARKDOWN", Some(text)) => {
-                project.add(
-                    &format!("Docs/InlineContents/{}", row.name),
-                    text.into_bytes(),
-                );
+                let file = file_name_of(&row.name);
+                project.add(&format!("Docs/InlineContents/{file}"), text.into_bytes());
             }
             ("FILE", Some(encoded)) => {
-                let file = row.file_name.clone().unwrap_or_else(|| row.name.clone());
+                let file = file_name_of(row.file_name.as_deref().unwrap_or(&row.name));
                 let bytes = base64::engine::general_purpose::STANDARD
                     .decode(encoded)
                     .map_err(anyhow::Error::from)?;
@@ -116,6 +114,27 @@ async fn add_sequences(
     Ok(())
 }
 
+/// A document's name as one file name of a project: what could leave its folder in
+/// whoever unzips it (`/`, `\\`, `:`, a name of dots alone, control characters) made
+/// `_`. WSO2 writes a document's name as it is; a name so changed no longer finds its
+/// content on WSO2's import, which is better than a file written elsewhere.
+fn file_name_of(name: &str) -> String {
+    let plain: String = name
+        .chars()
+        .map(|c| {
+            if matches!(c, '/' | '\\' | ':') || c.is_control() {
+                '_'
+            } else {
+                c
+            }
+        })
+        .collect();
+    if plain.is_empty() || plain.chars().all(|c| c == '.') {
+        return apim_http::joined(["_", plain.as_str()]);
+    }
+    plain
+}
+
 /// The file extension WSO2 gives a thumbnail of `media_type`.
 fn extension_of(media_type: &str) -> &'static str {
     match media_type {
@@ -130,4 +149,18 @@ fn extension_of(media_type: &str) -> &'static str {
 /// JSON as Gson's pretty printer writes it (two spaces).
 fn pretty(value: &impl serde::Serialize) -> Result<Vec<u8>> {
     Ok(serde_json::to_vec_pretty(value).map_err(anyhow::Error::from)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn document_names_stay_in_their_folder() {
+        assert_eq!(file_name_of("How to"), "How to");
+        assert_eq!(file_name_of("../../.bashrc"), ".._.._.bashrc");
+        assert_eq!(file_name_of(".."), "_..");
+        assert_eq!(file_name_of("a\\b:c\n"), "a_b_c_");
+        assert_eq!(file_name_of(""), "_");
+    }
 }

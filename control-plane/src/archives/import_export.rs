@@ -10,6 +10,8 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
 use super::export::project_of;
+use super::project::MAX_ARCHIVE_BYTES;
+use crate::error::Error;
 use crate::http::auth::basic_credentials;
 use crate::http::extract::QueryParams;
 use crate::http::routes::{Routes, get};
@@ -48,7 +50,13 @@ impl FromRequestParts<AppState> for ServiceUser {
         }
         let BasicUser(user) = BasicUser::from_request_parts(parts, state)
             .await
-            .map_err(|_| text(StatusCode::UNAUTHORIZED, "User Authentication Failed"))?;
+            .map_err(|err| match err {
+                Error::Unauthenticated => {
+                    text(StatusCode::UNAUTHORIZED, "User Authentication Failed")
+                }
+                // Throttled logins and failures of ours keep their own answers.
+                other => other.into_response(),
+            })?;
         if !(user.has_role("admin") || user.has_role("creator")) {
             return Err(text(StatusCode::FORBIDDEN, "User Authorization Failed"));
         }
@@ -118,9 +126,16 @@ async fn export_api(
         Ok(project) => project,
         Err(err) => return err.into_response(),
     };
-    let zip = match project.to_zip() {
-        Ok(zip) => zip,
-        Err(err) => return crate::error::Error::Internal(err.into()).into_response(),
+    let size: usize = project.files.values().map(Vec::len).sum();
+    if size > MAX_ARCHIVE_BYTES {
+        return Error::PayloadTooLarge.into_response();
+    }
+    // Deflating megabytes is work for a blocking thread, not the server's.
+    let zipped = tokio::task::spawn_blocking(move || project.to_zip()).await;
+    let zip = match zipped {
+        Ok(Ok(zip)) => zip,
+        Ok(Err(err)) => return Error::Internal(err.into()).into_response(),
+        Err(err) => return Error::Internal(err.into()).into_response(),
     };
     tracing::info!(api = %api.id, user = %user.username, "API exported");
     let plain: String = format!("{}-{}", api.name, api.version)

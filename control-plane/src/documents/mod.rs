@@ -12,5 +12,8 @@ pub(crate) mod store_api;
 pub use content::untrusted;
 pub use records::DOCUMENT_TYPES;
 
-pub use queries::{all_with_content, apis_with_documents_like, copy_documents_to_version};
+pub use queries::{
+    Content, all_with_content, apis_with_documents_like, copy_documents_to_version,
+    insert as insert_document, set_content,
+};
 pub use records::DocumentRow;

@@ -97,7 +97,10 @@ pub async fn name_taken(db: &AnyPool, api_id: &str, name: &str) -> Result<bool> 
 }
 
 /// Inserts a document without content; a unique violation when its name raced in.
-pub async fn insert(db: &AnyPool, row: &DocumentRow) -> sqlx::Result<()> {
+pub async fn insert(
+    db: impl sqlx::Executor<'_, Database = sqlx::Any>,
+    row: &DocumentRow,
+) -> sqlx::Result<()> {
     // language=SQL
     sqlx::query(
         "INSERT INTO api_documents (id, api_id, name, doc_type, other_type_name, summary, \
@@ -159,7 +162,7 @@ pub struct Content<'a> {
 /// Stores a document's content, if its source type is still `source_type` (a concurrent
 /// update may have changed it); whether it was stored.
 pub async fn set_content(
-    db: &AnyPool,
+    db: impl sqlx::Executor<'_, Database = sqlx::Any>,
     api_id: &str,
     id: &str,
     source_type: &str,

@@ -15,3 +15,4 @@ pub mod synapse;
 
 pub use defaults::global;
 pub use queries::copy_mediation_policies_to_version;
+pub use rules::check as check_policy;

@@ -246,6 +246,7 @@ async fn update_policy(
         return Err(Error::NotFound("Mediation Policy", policy_id));
     }
     let touches = recompiled(&mut tx, &api, named).await?;
+    queries::forget_unused_wasm(&mut tx).await?;
     tx.commit().await?;
     Ok((touches, Json(row.into())))
 }
@@ -267,6 +268,7 @@ async fn delete_policy(
     if !queries::delete(&mut db, &api.id, &policy_id).await? {
         return Err(Error::NotFound("Mediation Policy", policy_id));
     }
+    queries::forget_unused_wasm(&mut db).await?;
     tracing::info!(api = %api.id, policy = %policy_id, "mediation policy deleted");
     Ok((Touches::nothing(), StatusCode::OK))
 }

@@ -134,14 +134,14 @@ pub async fn touch_api(db: &mut AnyConnection, api_id: &str) -> Result<()> {
 }
 
 /// Keeps a WebAssembly policy's bytes under their digest (once: the same bytes uploaded
-/// again, by any API, are the same policy).
+/// again, by any API, are the same policy), as kept now (see [`forget_unused_wasm`]).
 pub async fn keep_wasm(db: &mut AnyConnection, digest: &str, bytes: &[u8]) -> Result<()> {
     use base64::Engine as _;
     let encoded = base64::engine::general_purpose::STANDARD.encode(bytes);
     // language=SQL
     sqlx::query(
         "INSERT INTO wasm_policies (digest, size, bytes, created_at) VALUES ($1, $2, $3, $4) \
-         ON CONFLICT (digest) DO NOTHING",
+         ON CONFLICT (digest) DO UPDATE SET created_at = $4",
     )
     .bind(digest)
     .bind(bytes.len() as i64)
@@ -150,6 +150,24 @@ pub async fn keep_wasm(db: &mut AnyConnection, digest: &str, bytes: &[u8]) -> Re
     .execute(&mut *db)
     .await?;
     Ok(())
+}
+
+/// Policies kept for this long after their last upload are kept even when no policy
+/// names them: an upload of the same bytes under way is not robbed of them.
+const UNUSED_WASM_GRACE_SECS: i64 = 10 * 60;
+
+/// Deletes the WebAssembly policies no mediation policy names any more (replaced,
+/// deleted, or gone with their API), but those uploaded within the grace period.
+pub async fn forget_unused_wasm(db: &mut AnyConnection) -> Result<u64> {
+    // language=SQL
+    let deleted = sqlx::query(
+        "DELETE FROM wasm_policies WHERE created_at < $1 AND digest NOT IN \
+         (SELECT wasm_digest FROM api_mediation_policies WHERE wasm_digest IS NOT NULL)",
+    )
+    .bind(now() - UNUSED_WASM_GRACE_SECS)
+    .execute(&mut *db)
+    .await?;
+    Ok(deleted.rows_affected())
 }
 
 /// The bytes of the WebAssembly policy `digest`, if one is kept.

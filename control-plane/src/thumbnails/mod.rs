@@ -8,4 +8,7 @@ pub(crate) mod publisher;
 mod queries;
 pub(crate) mod store_api;
 
-pub use queries::{ThumbnailRow, copy_thumbnail_to_version, find as find_thumbnail};
+pub use image::image_type;
+pub use queries::{
+    ThumbnailRow, copy_thumbnail_to_version, find as find_thumbnail, put as put_thumbnail,
+};

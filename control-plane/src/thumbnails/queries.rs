@@ -25,7 +25,11 @@ pub async fn find(db: &AnyPool, api_id: &str) -> Result<Option<ThumbnailRow>> {
 }
 
 /// Stores the API's thumbnail, replacing any earlier one.
-pub async fn put(db: &AnyPool, api_id: &str, row: &ThumbnailRow) -> Result<()> {
+pub async fn put(
+    db: impl sqlx::Executor<'_, Database = sqlx::Any>,
+    api_id: &str,
+    row: &ThumbnailRow,
+) -> Result<()> {
     // language=SQL
     sqlx::query(
         "INSERT INTO api_thumbnails (api_id, media_type, image, updated_at) VALUES ($1, $2, $3, $4)

@@ -9,20 +9,17 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 
-use super::queries::{self, WsdlRow};
+use super::queries;
+use super::rules::check;
 use crate::apis::tenant_api;
 use crate::error::{Error, Result};
 use crate::http::PUBLISHER;
 use crate::http::extract::JsonBody;
-use crate::http::multipart::check_file_name;
 use crate::http::routes::{Routes, get};
 use crate::manifest::Touches;
 use crate::scopes::Scope;
 use crate::state::AppState;
 use crate::tokens::Caller;
-
-/// Largest WSDL, bytes.
-const MAX_WSDL_BYTES: usize = 1024 * 1024;
 
 pub fn router() -> Routes {
     Routes::new().route(
@@ -77,32 +74,10 @@ async fn put_wsdl(
 ) -> Result<(Touches, StatusCode)> {
     caller.require(&state, Scope::ApiCreate)?;
     let api = tenant_api(&state, &caller, &api_id).await?;
-    let row = check(body)?;
+    let row = check(body.name, body.wsdl_definition)?;
     queries::put(&state.db, &api.id, &row).await?;
     tracing::info!(api = %api.id, name = %row.name, "WSDL stored");
     Ok((Touches::nothing(), StatusCode::OK))
-}
-
-/// A `Wsdl` body as stored: a plain file name and a WSDL 1.1 definition.
-fn check(body: Wsdl) -> Result<WsdlRow> {
-    crate::error::require_present(&[
-        ("name", body.name.is_none()),
-        ("wsdlDefinition", body.wsdl_definition.is_none()),
-    ])?;
-    let name = body.name.unwrap_or_default();
-    check_file_name(&name)?;
-    let definition = body.wsdl_definition.unwrap_or_default();
-    if definition.len() > MAX_WSDL_BYTES {
-        return Err(Error::PayloadTooLarge);
-    }
-    if definition.contains('\0') {
-        return Err(Error::Invalid(
-            "The WSDL must not contain NUL characters".into(),
-        ));
-    }
-    crate::xml::check_document(&definition, "definitions")
-        .map_err(|problem| Error::Invalid(format!("Invalid WSDL: {problem}")))?;
-    Ok(WsdlRow { name, definition })
 }
 
 /// This operation in the control plane's OpenAPI document (`PUT`, beside WSO2's `GET` and

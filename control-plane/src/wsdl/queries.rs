@@ -25,7 +25,11 @@ pub async fn find(db: &AnyPool, api_id: &str) -> Result<Option<WsdlRow>> {
 }
 
 /// Stores the API's WSDL, replacing any earlier one.
-pub async fn put(db: &AnyPool, api_id: &str, row: &WsdlRow) -> Result<()> {
+pub async fn put(
+    db: impl sqlx::Executor<'_, Database = sqlx::Any>,
+    api_id: &str,
+    row: &WsdlRow,
+) -> Result<()> {
     // language=SQL
     sqlx::query(
         "INSERT INTO api_wsdls (api_id, name, definition, updated_at) VALUES ($1, $2, $3, $4)

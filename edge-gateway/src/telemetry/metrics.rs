@@ -16,7 +16,8 @@
 //! - `apim_gateway_policy_calls_total{policy, outcome}`, `apim_gateway_policy_fuel_total`
 //!   and `apim_gateway_policy_seconds_total{policy}`: tenants' WebAssembly policies, by
 //!   the first 12 hex digits of their digest; `outcome` is `proceeded`, `answered`,
-//!   `trapped`, `cpu_budget`, `memory_budget`, `time_budget` or `unavailable`. Past
+//!   `trapped`, `cpu_budget`, `memory_budget`, `time_budget`, `unavailable` or
+//!   `suspended`. Past
 //!   [`MAX_POLICY_SERIES`] policies, new ones count under `policy="_other"`.
 //! - `apim_gateway_instances_in_use`, `apim_gateway_instantiations_total`,
 //!   `apim_gateway_manifest_version`, `apim_gateway_manifest_lag` (versions behind the

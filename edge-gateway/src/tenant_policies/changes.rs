@@ -3,6 +3,7 @@
 //! a path it sets canonical, a body or answer no larger than the gateway mediates.
 
 use apim_http::bodies::MAX_MEDIATED_BYTES;
+use apim_http::endpoints;
 use http::{HeaderName, HeaderValue};
 
 use super::{Answer, Changes};
@@ -15,7 +16,8 @@ const MAX_HEADER_BYTES: usize = 64 * 1024;
 /// Most headers a policy removes.
 const MAX_REMOVED: usize = 256;
 
-/// Applies `changes` to `plan`, whose targets' paths each end with `resource`.
+/// Applies `changes` to `plan`, whose targets' paths are each an endpoint's path joined
+/// with `resource` (`apim_http::endpoints::join_path`).
 pub fn apply(plan: &mut Forward, resource: &str, changes: Changes) -> Result<(), PolicyFailure> {
     let set = checked_headers(changes.set_headers)?;
     if changes.remove_headers.len() > MAX_REMOVED {
@@ -29,11 +31,9 @@ pub fn apply(plan: &mut Forward, resource: &str, changes: Changes) -> Result<(),
     if let Some(path) = changes.path_with_query {
         let postfix = apim_manifest::canon::backend_postfix(&path).ok_or(PolicyFailure::BadPath)?;
         for target in &mut plan.targets {
-            let base = target
-                .path_with_query
-                .strip_suffix(resource)
+            let base = endpoints::endpoint_base(&target.path_with_query, resource)
                 .ok_or(PolicyFailure::BadChange)?;
-            target.path_with_query = apim_http::joined([base, postfix.as_str()]);
+            target.path_with_query = endpoints::join_path(base, &postfix);
         }
     }
     let mut removed: Vec<String> = changes
@@ -86,4 +86,14 @@ fn checked_headers(
             }
         })
         .collect()
+}
+
+/// The path and query a policy is shown: `resource` as the backend's path after the
+/// endpoint's, `/` first.
+pub fn shown_path(resource: &str) -> String {
+    if resource.starts_with('/') {
+        resource.to_string()
+    } else {
+        apim_http::joined(["/", resource])
+    }
 }

@@ -14,6 +14,15 @@ use crate::backend_tls::ControlPlaneConnector;
 /// Longest a fetch may take.
 const FETCH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// Why a policy's bytes are not had.
+#[derive(Debug)]
+pub enum Fetched {
+    /// They are not a policy of the world: they never will be.
+    NotAPolicy(String),
+    /// They could not be fetched, or are not what the manifest names.
+    Failed(String),
+}
+
 /// Where policies come from.
 pub struct Source {
     /// The control plane's base URL, without a trailing `/`.
@@ -38,7 +47,17 @@ impl Source {
     }
 
     /// The bytes of the policy `digest`, checked.
-    pub async fn fetch(&self, digest: &str, size: u64) -> anyhow::Result<Vec<u8>> {
+    pub async fn fetch(&self, digest: &str, size: u64) -> Result<Vec<u8>, Fetched> {
+        let bytes = self
+            .fetch_bytes(digest, size)
+            .await
+            .map_err(|err| Fetched::Failed(format!("{err:#}")))?;
+        apim_policy_world::check(&bytes).map_err(|why| Fetched::NotAPolicy(why.to_string()))?;
+        Ok(bytes)
+    }
+
+    /// The bytes of the policy `digest`, as the manifest names them.
+    async fn fetch_bytes(&self, digest: &str, size: u64) -> anyhow::Result<Vec<u8>> {
         if !apim_policy_world::is_digest(digest) {
             bail!("not a policy's digest");
         }
@@ -78,7 +97,6 @@ impl Source {
         if apim_policy_world::digest(&body) != digest {
             bail!("the bytes do not hash to the digest");
         }
-        apim_policy_world::check(&body).map_err(|why| anyhow::anyhow!("{why}"))?;
         Ok(body.to_vec())
     }
 }

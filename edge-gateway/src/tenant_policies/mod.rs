@@ -2,11 +2,12 @@
 //! the calls whose verdict names one (`forward.tenant-policy`), after their limits admit
 //! them and before their backend is called.
 //!
-//! A policy is named by its digest: fetched once from the control plane behind the
-//! gateway secret ([`fetch`]), checked against its digest and size and against the
-//! policy world (`apim-policy-world`), compiled (wasmtime's compilation cache keeps it
-//! across restarts) and kept ([`sandbox::Loaded`]); a manifest that names another digest
-//! swaps it with the next call. Each call runs within [`sandbox::Budgets`]; a policy that
+//! A policy is named by its digest: fetched from the control plane behind the gateway
+//! secret ([`fetch`]), checked against its digest and size and against the policy world
+//! (`apim-policy-world`), compiled (one compile at a time; bytes that are not a policy,
+//! or do not compile, are not fetched again) and kept per API ([`sandbox::Loaded`]: an
+//! API's instances are its own); a manifest that names another digest swaps it with the
+//! next call. At most [`MAX_RUNNING`] calls run at once. Each call runs within [`sandbox::Budgets`]; a policy that
 //! traps or runs past one fails that call alone, and the caller counts it ([`Ran`]). A
 //! policy whose calls run past their budgets [`STRIKES`] times in a row is suspended, its
 //! calls refused at once, for a second, then twice as long each time it does so again.
@@ -17,11 +18,11 @@ mod fetch;
 mod sandbox;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tokio::sync::OnceCell;
+use tokio::sync::{OnceCell, Semaphore};
 use wasmtime::Engine;
 use wasmtime::component::{Component, Linker};
 
@@ -32,8 +33,12 @@ pub use fetch::Source;
 pub use sandbox::{Budgets, Failed};
 use sandbox::{Loaded, PolicyState};
 
-/// Policies kept compiled at most; the least recently used goes first.
+/// Policies kept compiled at most (one per API and digest); the least recently used goes
+/// first.
 const MAX_LOADED: usize = 64;
+/// Policy calls running at once, on every API together; a call that waits past its time
+/// budget for one fails as unavailable.
+const MAX_RUNNING: usize = 64;
 /// How long a policy that could not be loaded is not tried again.
 const RETRY_AFTER: Duration = Duration::from_secs(1);
 /// Consecutive calls past a budget after which a policy is suspended.
@@ -61,8 +66,29 @@ pub struct Policies {
     linker: Linker<PolicyState>,
     budgets: Budgets,
     source: Option<Source>,
+    /// By API and digest: an API's instances, strikes and suspension are its own.
     loaded: Mutex<HashMap<String, Arc<Slot>>>,
+    /// One compile at a time: compiling is the costliest thing a tenant can ask for.
+    compiling: Semaphore,
+    running: Semaphore,
     clock: Instant,
+}
+
+/// Why a policy could not be loaded.
+#[derive(Debug)]
+enum Load {
+    /// Its bytes are not a policy, or do not compile or link: they never will.
+    NotAPolicy(String),
+    /// It could not be fetched now.
+    Failed(String),
+}
+
+impl std::fmt::Display for Load {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::NotAPolicy(why) | Self::Failed(why) => f.write_str(why),
+        }
+    }
 }
 
 /// A policy being loaded, loaded, or recently failed to load.
@@ -73,6 +99,9 @@ struct Slot {
     used_ms: AtomicU64,
     /// When loading it last failed (the same clock, plus one; 0: never).
     failed_ms: AtomicU64,
+    /// Loading it failed in a way that will not change: its bytes are not a policy, or
+    /// do not compile or link (the same bytes give the same result).
+    failed_for_good: AtomicBool,
     /// Consecutive calls past a budget.
     strikes: AtomicU32,
     /// Suspensions since a call was last decided.
@@ -120,6 +149,8 @@ impl Policies {
             budgets,
             source,
             loaded: Mutex::new(HashMap::new()),
+            compiling: Semaphore::new(1),
+            running: Semaphore::new(MAX_RUNNING),
             clock: Instant::now(),
         })
     }
@@ -129,9 +160,9 @@ impl Policies {
         &self.engine
     }
 
-    /// Runs the policy `digest` (of `size` bytes) on `request`.
-    pub async fn run(&self, digest: &str, size: u64, request: &PolicyRequest) -> Ran {
-        let slot = self.slot(digest);
+    /// Runs API `api`'s policy `digest` (of `size` bytes) on `request`.
+    pub async fn run(&self, api: &str, digest: &str, size: u64, request: &PolicyRequest) -> Ran {
+        let slot = self.slot(&apim_http::joined([api, "/", digest]));
         let started = Instant::now();
         if slot.suspended_until_ms.load(Ordering::Relaxed) > self.now_ms() {
             return Ran {
@@ -147,6 +178,14 @@ impl Policies {
                 elapsed: started.elapsed(),
             };
         };
+        let waiting = tokio::time::timeout(self.budgets.time, self.running.acquire());
+        let Ok(Ok(_running)) = waiting.await else {
+            return Ran {
+                decided: Err(Failure::Unavailable),
+                fuel: 0,
+                elapsed: started.elapsed(),
+            };
+        };
         let (decided, fuel) = loaded.call(request, self.budgets).await;
         self.strike_or_clear(&slot, digest, decided.as_ref().err());
         Ran {
@@ -156,8 +195,8 @@ impl Policies {
         }
     }
 
-    /// Counts a call past a budget against the policy (suspending it at [`STRIKES`]), or
-    /// clears its record when the call decided.
+    /// Counts a failed call (a trap or a budget) against the policy, suspending it at
+    /// [`STRIKES`] in a row; or clears its record when the call decided.
     fn strike_or_clear(&self, slot: &Slot, digest: &str, failed: Option<&Failed>) {
         let Some(failed) = failed else {
             slot.strikes.store(0, Ordering::Relaxed);
@@ -165,9 +204,6 @@ impl Policies {
             return;
         };
         tracing::warn!(policy = digest, ?failed, "a tenant's policy failed a call");
-        if *failed == Failed::Trapped {
-            return;
-        }
         if slot.strikes.fetch_add(1, Ordering::Relaxed) + 1 < STRIKES {
             return;
         }
@@ -183,13 +219,14 @@ impl Policies {
         );
     }
 
-    /// The slot of `digest`, made (and the least recently used one dropped) if new.
-    fn slot(&self, digest: &str) -> Arc<Slot> {
+    /// The slot of `key` (API and digest), made (and the least recently used one dropped)
+    /// if new.
+    fn slot(&self, key: &str) -> Arc<Slot> {
         let now = self.now_ms();
         let Ok(mut loaded) = self.loaded.lock() else {
             return Arc::default();
         };
-        if let Some(slot) = loaded.get(digest) {
+        if let Some(slot) = loaded.get(key) {
             slot.used_ms.store(now, Ordering::Relaxed);
             return slot.clone();
         }
@@ -204,49 +241,67 @@ impl Policies {
         }
         let slot = Arc::new(Slot::default());
         slot.used_ms.store(now, Ordering::Relaxed);
-        loaded.insert(digest.to_string(), slot.clone());
+        loaded.insert(key.to_string(), slot.clone());
         slot
     }
 
     /// The policy loaded (once, whoever asks meanwhile waits for it); `None` when it
-    /// cannot be, or could not be within [`RETRY_AFTER`].
+    /// cannot be: for good, or within [`RETRY_AFTER`] of a failed fetch.
     async fn load(&self, slot: &Slot, digest: &str, size: u64) -> Option<Arc<Loaded>> {
         if let Some(loaded) = slot.cell.get() {
             return Some(loaded.clone());
         }
-        let failed = slot.failed_ms.load(Ordering::Relaxed);
-        let retry_ms = u64::try_from(RETRY_AFTER.as_millis()).unwrap_or(u64::MAX);
-        if failed != 0 && self.now_ms() + 1 < failed.saturating_add(retry_ms) {
+        if self.failed_lately(slot) {
             return None;
         }
-        let loading = slot
-            .cell
-            .get_or_try_init(|| self.fetch_and_compile(digest, size));
+        let loading = slot.cell.get_or_try_init(|| async {
+            // Whoever waited behind a failed load sees its failure, not a load of its own.
+            if self.failed_lately(slot) {
+                return Err(Load::Failed("it failed a moment ago".into()));
+            }
+            self.fetch_and_compile(digest, size).await
+        });
         match loading.await {
             Ok(loaded) => Some(loaded.clone()),
             Err(err) => {
-                tracing::error!(
-                    policy = digest,
-                    "a tenant's policy cannot be loaded: {err:#}"
-                );
+                tracing::error!(policy = digest, "a tenant's policy cannot be loaded: {err}");
+                if matches!(err, Load::NotAPolicy(_)) {
+                    slot.failed_for_good.store(true, Ordering::Relaxed);
+                }
                 slot.failed_ms.store(self.now_ms() + 1, Ordering::Relaxed);
                 None
             }
         }
     }
 
-    async fn fetch_and_compile(&self, digest: &str, size: u64) -> anyhow::Result<Arc<Loaded>> {
+    /// Whether loading the slot's policy failed for good, or less than [`RETRY_AFTER`] ago.
+    fn failed_lately(&self, slot: &Slot) -> bool {
+        if slot.failed_for_good.load(Ordering::Relaxed) {
+            return true;
+        }
+        let failed = slot.failed_ms.load(Ordering::Relaxed);
+        let retry_ms = u64::try_from(RETRY_AFTER.as_millis()).unwrap_or(u64::MAX);
+        failed != 0 && self.now_ms() + 1 < failed.saturating_add(retry_ms)
+    }
+
+    async fn fetch_and_compile(&self, digest: &str, size: u64) -> Result<Arc<Loaded>, Load> {
         let source = self
             .source
             .as_ref()
-            .ok_or_else(|| anyhow::anyhow!("no control plane to fetch policies from"))?;
-        let bytes = source.fetch(digest, size).await?;
+            .ok_or_else(|| Load::Failed("no control plane to fetch policies from".into()))?;
+        let bytes = source.fetch(digest, size).await.map_err(|err| match err {
+            fetch::Fetched::NotAPolicy(why) => Load::NotAPolicy(why),
+            fetch::Fetched::Failed(why) => Load::Failed(why),
+        })?;
+        let _compiling = self.compiling.acquire().await;
         let engine = self.engine.clone();
         let started = Instant::now();
         let component = tokio::task::spawn_blocking(move || Component::new(&engine, &bytes))
-            .await?
-            .map_err(|err| anyhow::anyhow!("the policy does not compile: {err:#}"))?;
-        let loaded = Loaded::new(&self.linker, &component)?;
+            .await
+            .map_err(|err| Load::Failed(err.to_string()))?
+            .map_err(|err| Load::NotAPolicy(format!("it does not compile: {err:#}")))?;
+        let loaded = Loaded::new(&self.linker, &component)
+            .map_err(|err| Load::NotAPolicy(format!("{err:#}")))?;
         tracing::info!(
             policy = digest,
             size,

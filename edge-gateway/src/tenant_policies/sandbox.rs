@@ -2,10 +2,11 @@
 //! and is interrupted by its epoch (the wall-clock budget), stores whose memory is capped
 //! (the memory budget), WASI with nothing to reach (no environment, directory, standard
 //! input or network; output dropped), and each policy's idle instances, reused until one
-//! fails.
+//! fails. A store's memories together, its instances, memories, tables and resources
+//! are bounded; an instance that grew large is not kept.
 
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use wasmtime::component::{Component, Linker, ResourceTable};
 use wasmtime::error::Context as _;
@@ -19,7 +20,15 @@ use super::bindings::{RequestPolicy, RequestPolicyPre};
 /// without end).
 const CALLS_PER_INSTANCE: u32 = 4096;
 /// Idle instances kept per policy.
-const IDLE_PER_POLICY: usize = 8;
+const IDLE_PER_POLICY: usize = 2;
+/// An instance whose memories grew past this is not kept idle (its memory goes with it).
+const KEEP_MEMORY_BYTES: usize = 8 * 1024 * 1024;
+/// Most core instances, memories and tables one policy's store may make (a Rust, Go or
+/// JavaScript component needs a few of each), and resources its table may hold.
+const MAX_CORE_INSTANCES: usize = 32;
+const MAX_MEMORIES: usize = 8;
+const MAX_TABLES: usize = 16;
+const MAX_RESOURCES: usize = 4096;
 /// Fuel a policy burns between yields to the host's other work.
 const FUEL_BETWEEN_YIELDS: u64 = 1_000_000;
 /// Most table elements a policy may grow to.
@@ -77,20 +86,27 @@ impl WasiView for PolicyState {
     }
 }
 
-/// Refuses growth past the budget, and remembers that it did.
+/// Refuses growth of the store's memories, all together, past the budget (and remembers
+/// that it did), and more instances, memories and tables than a policy needs.
 struct MemoryCap {
     bytes: usize,
+    /// What the store's memories hold together.
+    used: usize,
     refused: bool,
 }
 
 impl ResourceLimiter for MemoryCap {
     fn memory_growing(
         &mut self,
-        _current: usize,
+        current: usize,
         desired: usize,
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        let fits = desired <= self.bytes;
+        let grown = self.used.saturating_add(desired.saturating_sub(current));
+        let fits = grown <= self.bytes;
+        if fits {
+            self.used = grown;
+        }
         self.refused |= !fits;
         Ok(fits)
     }
@@ -102,6 +118,18 @@ impl ResourceLimiter for MemoryCap {
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
         Ok(desired <= MAX_TABLE_ELEMENTS)
+    }
+
+    fn instances(&self) -> usize {
+        MAX_CORE_INSTANCES
+    }
+
+    fn memories(&self) -> usize {
+        MAX_MEMORIES
+    }
+
+    fn tables(&self) -> usize {
+        MAX_TABLES
     }
 }
 
@@ -140,31 +168,37 @@ impl Loaded {
         })
     }
 
-    /// Runs the policy on `request` within `budgets`: its decision, and the fuel it
-    /// burnt.
+    /// Runs the policy on `request` within `budgets` (a new instance's making counted in
+    /// them): its decision, and the fuel it burnt.
     pub async fn call(
         &self,
         request: &Request,
         budgets: Budgets,
     ) -> (Result<Decision, Failed>, u64) {
+        let started = Instant::now();
         let idle = self.idle.lock().ok().and_then(|mut idle| idle.pop());
         let mut instance = match idle {
-            Some(instance) => instance,
+            Some(mut instance) => {
+                let store = &mut instance.store;
+                let limits = &mut store.data_mut().limits;
+                limits.bytes = budgets.memory_bytes;
+                limits.refused = false;
+                if store.set_fuel(budgets.fuel).is_err() {
+                    return (Err(Failed::Trapped), 0);
+                }
+                store.set_epoch_deadline(ticks(budgets));
+                instance
+            }
             None => match self.instantiate(budgets).await {
                 Ok(instance) => instance,
-                Err(failed) => return (Err(failed), 0),
+                Err(failed) => return (Err(failed), budgets.fuel),
             },
         };
-        let store = &mut instance.store;
-        let limits = &mut store.data_mut().limits;
-        limits.bytes = budgets.memory_bytes;
-        limits.refused = false;
-        if store.set_fuel(budgets.fuel).is_err() {
-            return (Err(Failed::Trapped), 0);
-        }
-        store.set_epoch_deadline(ticks(budgets));
-        let called = instance.policy.call_on_request(&mut *store, request);
-        let outcome = tokio::time::timeout(budgets.time, called).await;
+        let left = budgets.time.saturating_sub(started.elapsed());
+        let called = instance
+            .policy
+            .call_on_request(&mut instance.store, request);
+        let outcome = tokio::time::timeout(left, called).await;
         let burnt = budgets
             .fuel
             .saturating_sub(instance.store.get_fuel().unwrap_or(0));
@@ -185,17 +219,20 @@ impl Loaded {
             .allow_udp(false)
             .allow_ip_name_lookup(false)
             .build();
+        let mut table = ResourceTable::new();
+        table.set_max_capacity(MAX_RESOURCES);
         let state = PolicyState {
             wasi,
-            table: ResourceTable::new(),
+            table,
             limits: MemoryCap {
                 bytes: budgets.memory_bytes,
+                used: 0,
                 refused: false,
             },
         };
         let mut store = Store::new(self.pre.engine(), state);
         store.limiter(|state| &mut state.limits);
-        // Instantiation runs the policy's start code: under the same budgets.
+        // Instantiation runs the policy's start code: within the call's budgets.
         store.set_fuel(budgets.fuel).map_err(|_| Failed::Trapped)?;
         store
             .fuel_async_yield_interval(Some(FUEL_BETWEEN_YIELDS))
@@ -214,11 +251,12 @@ impl Loaded {
         }
     }
 
-    /// Keeps an instance that decided for the next call, unless it has served enough or
-    /// enough are idle.
+    /// Keeps an instance that decided for the next call, unless it has served enough,
+    /// holds much memory, or enough are idle.
     fn keep(&self, mut instance: Instance) {
         instance.calls += 1;
-        if instance.calls >= CALLS_PER_INSTANCE {
+        let big = instance.store.data().limits.used > KEEP_MEMORY_BYTES;
+        if instance.calls >= CALLS_PER_INSTANCE || big {
             return;
         }
         if let Ok(mut idle) = self.idle.lock()
