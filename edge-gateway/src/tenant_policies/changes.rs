@@ -97,3 +97,143 @@ pub fn shown_path(resource: &str) -> String {
         apim_http::joined(["/", resource])
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wit_host::bindings::exports::apim::gateway::policy::{
+        Balance, EndpointSettings, ReplacedHeaders, Target,
+    };
+
+    fn target(path_with_query: &str) -> Target {
+        Target {
+            scheme: "http".into(),
+            authority: "backend:80".into(),
+            path_with_query: path_with_query.into(),
+            timeout_ms: 1,
+            key: String::new(),
+            settings: EndpointSettings {
+                discard_on_timeout: false,
+                suspend_codes: vec![],
+                suspend_ms: 0,
+                suspend_max_ms: 0,
+                factor: 1.0,
+                retry_codes: vec![],
+                retries: 0,
+                retry_delay_ms: 0,
+            },
+        }
+    }
+
+    fn plan(paths: &[&str]) -> Forward {
+        Forward {
+            targets: paths.iter().map(|p| target(p)).collect(),
+            balance: Balance::LoadBalance,
+            list: String::new(),
+            replaced: ReplacedHeaders::ApiCall,
+            removed_headers: vec![],
+            added_headers: vec![("authorization".into(), b"Basic x".to_vec())],
+            response_removed: vec![],
+            response_headers: vec![],
+            cache: None,
+            upgrade: false,
+            body: None,
+            mediate_answer: false,
+            tenant_policy: None,
+        }
+    }
+
+    fn changes(set: &[(&str, &[u8])], path: Option<&str>) -> Changes {
+        Changes {
+            set_headers: set
+                .iter()
+                .map(|(n, v)| (n.to_string(), v.to_vec()))
+                .collect(),
+            remove_headers: vec![],
+            path_with_query: path.map(str::to_string),
+            body: None,
+        }
+    }
+
+    #[test]
+    fn a_path_replaces_the_resource_of_every_endpoint() {
+        let mut forward = plan(&["/a/pets/1?x=1", "/b/v2/pets/1?x=1"]);
+        apply(&mut forward, "/pets/1?x=1", changes(&[], Some("/dogs?y=2"))).unwrap();
+        let paths: Vec<&str> = forward
+            .targets
+            .iter()
+            .map(|t| t.path_with_query.as_str())
+            .collect();
+        assert_eq!(paths, ["/a/dogs?y=2", "/b/v2/dogs?y=2"]);
+        // At the API's root, as REST_URL_POSTFIX joins.
+        for (path, resource, set, joined) in [
+            ("/api", "", "/x", "/api/x"),
+            ("/", "", "/x", "/x"),
+            ("/api/?q=1", "?q=1", "?z=1", "/api/?z=1"),
+        ] {
+            let mut forward = plan(&[path]);
+            apply(&mut forward, resource, changes(&[], Some(set))).unwrap();
+            assert_eq!(forward.targets[0].path_with_query, joined, "{path} {set}");
+        }
+        let mut forward = plan(&["/a/pets"]);
+        let refused = apply(&mut forward, "/pets", changes(&[], Some("/../etc")));
+        assert_eq!(refused, Err(PolicyFailure::BadPath));
+        assert_eq!(forward.targets[0].path_with_query, "/a/pets");
+    }
+
+    #[test]
+    fn headers_set_replace_the_gateways_and_the_clients() {
+        let mut forward = plan(&["/a"]);
+        apply(
+            &mut forward,
+            "",
+            changes(&[("X-Tag", b"1"), ("authorization", b"Bearer y")], None),
+        )
+        .unwrap();
+        assert_eq!(
+            forward.added_headers,
+            vec![
+                ("x-tag".to_string(), b"1".to_vec()),
+                ("authorization".to_string(), b"Bearer y".to_vec())
+            ]
+        );
+        assert!(forward.removed_headers.contains(&"x-tag".to_string()));
+        for refused in [
+            changes(&[("host", b"evil")], None),
+            changes(&[("content-length", b"1")], None),
+            changes(&[("bad name", b"1")], None),
+            changes(&[("x-a", b"line\nbreak")], None),
+        ] {
+            let mut forward = plan(&["/a"]);
+            assert_eq!(
+                apply(&mut forward, "", refused),
+                Err(PolicyFailure::BadChange)
+            );
+        }
+        let many: Vec<(String, Vec<u8>)> = (0..65).map(|i| (format!("x-{i}"), vec![])).collect();
+        let too_many = Changes {
+            set_headers: many,
+            ..changes(&[], None)
+        };
+        assert_eq!(
+            apply(&mut plan(&["/a"]), "", too_many),
+            Err(PolicyFailure::BadChange)
+        );
+    }
+
+    #[test]
+    fn answers_are_checked_like_changes() {
+        let answer = |status| Answer {
+            status,
+            headers: vec![("content-type".into(), b"text/plain".to_vec())],
+            body: b"no".to_vec(),
+        };
+        assert_eq!(super::answer(answer(403)).unwrap().status, 403);
+        for status in [101, 199, 600, 0] {
+            assert_eq!(
+                super::answer(answer(status)).unwrap_err(),
+                PolicyFailure::BadChange
+            );
+        }
+    }
+}
