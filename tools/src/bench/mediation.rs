@@ -71,17 +71,18 @@ pub struct MediationRuns {
 
 /// Publishes the mediated copies, then runs the rounds.
 pub async fn measure(options: &Options) -> MediationRuns {
+    // Built before the platform starts: a build's minute would idle its connections.
+    let noop = std::fs::read(harness::policy_component("hostile")).expect("no-op policy");
+    let example = std::fs::read(harness::policy_component("add-header")).expect("example");
     let backend = FastBackend::start();
     let platform = Platform::start(&backend.url).await;
     let header = Policy::Sequence(SEQUENCE);
     publish_copy(&platform, "v2.0.0", header, "in", "add_header").await;
     let out = "json_to_xml_out_message";
     publish_copy(&platform, "v3.0.0", Policy::Global, "out", out).await;
-    let noop = std::fs::read(harness::policy_component("hostile")).expect("no-op policy");
     let looping = with_custom_section(noop.clone(), "apim-bench", b"hostile");
     publish_copy(&platform, "v4.0.0", Policy::Wasm(noop), "in", "noop").await;
     publish_copy(&platform, "v6.0.0", Policy::Wasm(looping), "in", "hostile").await;
-    let example = std::fs::read(harness::policy_component("add-header")).expect("example");
     publish_copy(
         &platform,
         "v5.0.0",
