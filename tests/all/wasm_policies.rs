@@ -13,7 +13,27 @@ use serde_json::{Value, json};
 
 const PUBLISHER: &str = "/api/am/publisher/v0.14";
 
+/// The policies the tests upload, built (a minute's cargo on a fresh clone) before any
+/// stack starts: the control plane would close a client's connection idle that long.
+struct Built {
+    example: Vec<u8>,
+    hostile: Vec<u8>,
+    outbound: Vec<u8>,
+}
+
+impl Built {
+    fn read() -> Self {
+        let read = |name| std::fs::read(harness::policy_component(name)).unwrap();
+        Built {
+            example: read("add-header"),
+            hostile: read("hostile"),
+            outbound: read("outbound"),
+        }
+    }
+}
+
 pub async fn wasm_policies_on_the_host_path(database: Backend) {
+    let built = Built::read();
     let ops = [("APIM_OPS_ADDR", "127.0.0.1:0".to_string())];
     let stack = Stack::start_on(&database, harness::temp_dir(), &[], &ops, &[]).await;
     let (mgmt, admin) = (&stack.mgmt, stack.admin.as_str());
@@ -21,9 +41,9 @@ pub async fn wasm_policies_on_the_host_path(database: Backend) {
     let hostile = stack.api("Hostile", json!({}), &[]).await;
     let quiet = stack.api("Quiet", json!({}), &["Publish"]).await;
 
-    refusals_change_nothing(mgmt, admin, &guarded).await;
+    refusals_change_nothing(mgmt, admin, &guarded, &built).await;
 
-    let example = std::fs::read(harness::policy_component("add-header")).unwrap();
+    let example = built.example.clone();
     let uploaded = upload(mgmt, admin, &guarded, "add-header", "", example.clone()).await;
     let info = &uploaded.expect(200).body;
     assert_eq!(info["type"], "in");
@@ -32,7 +52,7 @@ pub async fn wasm_policies_on_the_host_path(database: Backend) {
     assert_eq!(info["wasm"]["digest"].as_str().unwrap().len(), 64);
     let example_id = info["id"].as_str().unwrap().to_string();
     name_in_sequences(mgmt, admin, &guarded, "add-header").await;
-    let hostile_bytes = std::fs::read(harness::policy_component("hostile")).unwrap();
+    let hostile_bytes = built.hostile.clone();
     upload(
         mgmt,
         admin,
@@ -188,12 +208,12 @@ pub async fn wasm_policies_on_the_host_path(database: Backend) {
 /// Where the gateway cannot run a policy (the component forwards by itself, as on Spin),
 /// a call whose API has one is refused, never let through without it.
 pub async fn wasm_policies_on_the_component_path(database: Backend) {
+    let built = Built::read();
     let component = [("APIM_HOST_FORWARDING", "false".to_string())];
     let stack = Stack::start_on(&database, harness::temp_dir(), &[], &component, &[]).await;
     let (mgmt, admin) = (&stack.mgmt, stack.admin.as_str());
     let api = stack.api("Guarded", json!({}), &[]).await;
-    let example = std::fs::read(harness::policy_component("add-header")).unwrap();
-    upload(mgmt, admin, &api, "add-header", "", example)
+    upload(mgmt, admin, &api, "add-header", "", built.example)
         .await
         .expect(200);
     name_in_sequences(mgmt, admin, &api, "add-header").await;
@@ -215,9 +235,8 @@ pub async fn wasm_policies_on_the_component_path(database: Backend) {
 
 /// Bytes that are not a policy of the world, or a policy for another flow, are refused
 /// with a 400 saying why; the API's policies are as before.
-async fn refusals_change_nothing(mgmt: &Client, admin: &str, api: &str) {
-    let outbound = std::fs::read(harness::policy_component("outbound")).unwrap();
-    upload(mgmt, admin, api, "outbound", "", outbound)
+async fn refusals_change_nothing(mgmt: &Client, admin: &str, api: &str, built: &Built) {
+    upload(mgmt, admin, api, "outbound", "", built.outbound.clone())
         .await
         .expect_error(400, "imports 'wasi:sockets/");
     let core_module = b"\0asm\x01\0\0\0".to_vec();
@@ -227,7 +246,7 @@ async fn refusals_change_nothing(mgmt: &Client, admin: &str, api: &str) {
     upload(mgmt, admin, api, "junk", "", b"<sequence/>".to_vec())
         .await
         .expect_error(400, "Invalid WebAssembly policy");
-    let example = std::fs::read(harness::policy_component("add-header")).unwrap();
+    let example = built.example.clone();
     let url = format!("{PUBLISHER}/apis/{api}/policies/mediation?name=x&type=out");
     let out = mgmt
         .send(
