@@ -3,7 +3,7 @@
 
 use harness::stack::ALL_SCOPES;
 use harness::steps::Steps;
-use harness::{ADMIN_PASSWORD, PUBLISHER, spec_api_record};
+use harness::{ADMIN_PASSWORD, Backend, Client, PUBLISHER, spec_api_record};
 use reqwest::Method;
 use reqwest::multipart::{Form, Part};
 use serde_json::{Value, json};
@@ -49,6 +49,10 @@ impl Project {
 
 const EXPORT: &str = "/api-import-export-2.6.0-v0/export-api";
 const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0";
+const PDF: &[u8] = b"%PDF-1.4\n%guide\n";
+const WSDL: &str = r#"<?xml version="1.0"?>
+<wsdl:definitions xmlns:wsdl="http://schemas.xmlsoap.org/wsdl/" name="Pets"
+    targetNamespace="urn:pets"><wsdl:message name="Get"/></wsdl:definitions>"#;
 const IN_SEQUENCE: &str = r#"<sequence xmlns="http://ws.apache.org/ns/synapse" name="add_header"><header name="X-A" scope="transport" value="1"/></sequence>"#;
 
 /// An export as apimcli sends it (`Accept: application/zip`, Basic credentials).
@@ -67,38 +71,37 @@ fn export_request(
     }
 }
 
-pub async fn api_projects_export_as_wso2_lays_them_out(env: InProcess) {
-    let api = &env.api;
-    api.add_user("sam", "sam-pw", &["subscriber"]).await;
-    api.add_user("tina@acme.com", "tina-pw", &["creator"]).await;
-    let admin = api.login("admin", ADMIN_PASSWORD, ALL_SCOPES).await;
+/// An API with everything a project carries: a backend password, its own in-sequence
+/// and WSO2's fault one, an inline and a file document, a thumbnail, a WSDL and an
+/// endpoint certificate; its id.
+async fn populated_api(api: &Client, admin: &str) -> String {
     let mut record = spec_api_record();
     record["name"] = json!("Pets");
     record["context"] = json!("/pets");
     record["endpointSecurity"] =
         json!({"type": "basic", "username": "svc", "password": "s3cret-pw"});
-    let id = Steps::new(api, &admin).create_api(&record).await.unwrap();
+    let id = Steps::new(api, admin).create_api(&record).await.unwrap();
     let policies = format!("{PUBLISHER}/apis/{id}/policies/mediation");
     let policy = json!({"name": "add_header", "type": "in", "config": IN_SEQUENCE});
-    api.post_json(&policies, &admin, &policy).await.expect(200);
+    api.post_json(&policies, admin, &policy).await.expect(200);
     let path = format!("{PUBLISHER}/apis/{id}");
-    let mut stored: Value = api.get(&path, &admin).await.expect(200).body;
+    let mut stored: Value = api.get(&path, admin).await.expect(200).body;
     stored["sequences"] = json!([
         {"name": "add_header", "type": "in"},
         {"name": "json_fault", "type": "fault"}
     ]);
-    api.put_json(&path, &admin, &stored).await.expect(200);
+    api.put_json(&path, admin, &stored).await.expect(200);
     let docs = format!("{path}/documents");
     let doc = json!({"name": "How to", "type": "HOWTO", "sourceType": "INLINE",
                      "visibility": "API_LEVEL", "summary": "Start here"});
     let doc_id = api
-        .post_json(&docs, &admin, &doc)
+        .post_json(&docs, admin, &doc)
         .await
         .expect(201)
         .str("documentId");
     let inline = Form::new().text("inlineContent", "Call GET /devs.");
     let content = api
-        .request(Method::POST, &format!("{docs}/{doc_id}/content"), &admin)
+        .request(Method::POST, &format!("{docs}/{doc_id}/content"), admin)
         .multipart(inline);
     api.send(content).await.expect(200);
     let png = Part::bytes(PNG.to_vec())
@@ -106,9 +109,52 @@ pub async fn api_projects_export_as_wso2_lays_them_out(env: InProcess) {
         .mime_str("image/png")
         .unwrap();
     let thumbnail = api
-        .request(Method::POST, &format!("{path}/thumbnail"), &admin)
+        .request(Method::POST, &format!("{path}/thumbnail"), admin)
         .multipart(Form::new().part("file", png));
     api.send(thumbnail).await.expect(200);
+    let file_doc = json!({"name": "Guide", "type": "HOWTO", "sourceType": "FILE",
+                          "visibility": "API_LEVEL"});
+    let file_id = api
+        .post_json(&docs, admin, &file_doc)
+        .await
+        .expect(201)
+        .str("documentId");
+    let pdf = Part::bytes(PDF.to_vec()).file_name("guide.pdf");
+    let file_content = api
+        .request(Method::POST, &format!("{docs}/{file_id}/content"), admin)
+        .multipart(Form::new().part("file", pdf));
+    api.send(file_content).await.expect(200);
+    let wsdl = json!({"name": "pets.wsdl", "wsdlDefinition": WSDL});
+    api.post_json(&format!("{path}/wsdl"), admin, &wsdl)
+        .await
+        .expect(200);
+    let certificate = Form::new()
+        .part(
+            "certificate",
+            Part::bytes(backend_certificate().into_bytes()).file_name("backend.pem"),
+        )
+        .text("alias", "pets-backend")
+        .text("endpoint", "https://127.0.0.1:8080");
+    let upload = api
+        .request(Method::POST, &format!("{PUBLISHER}/certificates"), admin)
+        .multipart(certificate);
+    api.send(upload).await.expect(200);
+    id
+}
+
+/// The backend's certificate, the same for every run of a test.
+fn backend_certificate() -> String {
+    static PEM: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    PEM.get_or_init(|| harness::tls::Authority::new("Pets backend").ca_pem)
+        .clone()
+}
+
+pub async fn api_projects_export_as_wso2_lays_them_out(env: InProcess) {
+    let api = &env.api;
+    api.add_user("sam", "sam-pw", &["subscriber"]).await;
+    api.add_user("tina@acme.com", "tina-pw", &["creator"]).await;
+    let admin = api.login("admin", ADMIN_PASSWORD, ALL_SCOPES).await;
+    let id = populated_api(api, &admin).await;
 
     // Refusals, as the service words them.
     let query = "name=Pets&version=v1.0.0&provider=admin";
@@ -190,8 +236,13 @@ pub async fn api_projects_export_as_wso2_lays_them_out(env: InProcess) {
         serde_json::from_slice(project.file("Meta-information/swagger.json").unwrap()).unwrap();
     assert_eq!(swagger["swagger"], "2.0");
     let listed: Value = serde_json::from_slice(project.file("Docs/docs.json").unwrap()).unwrap();
-    assert_eq!(listed[0]["name"], "How to");
-    assert_eq!(listed[0]["sourceType"], "INLINE");
+    let how_to = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|doc| doc["name"] == "How to")
+        .unwrap();
+    assert_eq!(how_to["sourceType"], "INLINE");
     assert_eq!(
         project.file("Docs/InlineContents/How to"),
         Some(&b"Call GET /devs."[..])
@@ -219,4 +270,367 @@ pub async fn api_projects_export_as_wso2_lays_them_out(env: InProcess) {
             serde_json::from_slice(project.file("Meta-information/api.json").unwrap()).unwrap();
         assert_eq!(meta["status"], status, "{extra}");
     }
+}
+
+const IMPORT: &str = "/api-import-export-2.6.0-v0/import-api";
+
+/// An import as apimcli 2.x sends it: product-apim-tooling `import-export-cli/cmd/
+/// importAPI.go` (`ImportAPI`: `POST <endpoint>import-api?preserveProvider=<bool>`;
+/// `NewFileUploadRequest`: the zip as the multipart part `file` named after its file,
+/// Basic credentials, `Accept: */*`); it takes 201 or 200 as success.
+fn import_request(
+    client: &Client,
+    query: &str,
+    zip: Vec<u8>,
+    (user, password): (&str, &str),
+) -> reqwest::RequestBuilder {
+    let part = Part::bytes(zip)
+        .file_name("Pets-v1.0.0.zip")
+        .mime_str("application/octet-stream")
+        .unwrap();
+    client
+        .request(Method::POST, &format!("{IMPORT}?{query}"), "")
+        .header("accept", "*/*")
+        .basic_auth(user, Some(password))
+        .multipart(Form::new().part("file", part))
+}
+
+/// A zip of `files` under `root`, as apimcli zips a project folder.
+fn zip_of(root: &str, files: &std::collections::BTreeMap<String, Vec<u8>>) -> Vec<u8> {
+    use std::io::Write as _;
+    let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    let options = zip::write::SimpleFileOptions::default();
+    for (path, bytes) in files {
+        zip.start_file(format!("{root}/{path}"), options).unwrap();
+        zip.write_all(bytes).unwrap();
+    }
+    zip.finish().unwrap().into_inner()
+}
+
+/// The APIs of `name` a publisher sees.
+async fn count_named(client: &Client, token: &str, name: &str) -> u64 {
+    let query = format!("{PUBLISHER}/apis?query=name:{name}");
+    let listed = client.get(&query, token).await.expect(200);
+    listed.body["count"].as_u64().unwrap()
+}
+
+pub async fn api_projects_import_as_wso2_takes_them(env: InProcess) {
+    let api = &env.api;
+    let admin = api.login("admin", ADMIN_PASSWORD, ALL_SCOPES).await;
+    let id = populated_api(api, &admin).await;
+    Steps::new(api, &admin)
+        .lifecycle(&id, "Publish")
+        .await
+        .unwrap();
+    let admin_login = ("admin", ADMIN_PASSWORD);
+    let query = "name=Pets&version=v1.0.0&provider=admin";
+    let exported = env
+        .api
+        .download_request(export_request(&env, query, Some(admin_login)))
+        .await
+        .bytes;
+
+    // Into another control plane (SQLite): the API and all it carries come across.
+    let dir = harness::temp_dir();
+    let other = harness::in_process_control_plane(&Backend::Sqlite, &dir).await;
+    let imported = other
+        .send(import_request(
+            &other,
+            "preserveProvider=true",
+            exported.clone(),
+            admin_login,
+        ))
+        .await;
+    assert_eq!(imported.status, 201, "{}", imported.body);
+    let said = imported.body.to_string();
+    assert!(said.contains("API imported successfully."), "{said}");
+    assert!(said.contains("endpointUTPassword"), "{said}");
+    let location = imported.header("location").unwrap().to_string();
+    let other_admin = other.login("admin", ADMIN_PASSWORD, ALL_SCOPES).await;
+    let original: Value = api
+        .get(&format!("{PUBLISHER}/apis/{id}"), &admin)
+        .await
+        .expect(200)
+        .body;
+    let copy: Value = other.get(&location, &other_admin).await.expect(200).body;
+    for field in [
+        "name",
+        "version",
+        "context",
+        "provider",
+        "status",
+        "tiers",
+        "sequences",
+        "endpointConfig",
+        "maxTps",
+        "businessInformation",
+        "transport",
+        "tags",
+        "visibility",
+        "corsConfiguration",
+        "isDefaultVersion",
+    ] {
+        assert_eq!(copy[field], original[field], "{field}");
+    }
+    assert_eq!(copy["status"], "PUBLISHED");
+    let definition = |record: &Value| -> Value {
+        serde_json::from_str(record["apiDefinition"].as_str().unwrap()).unwrap()
+    };
+    assert_eq!(definition(&copy), definition(&original));
+    assert_eq!(copy["endpointSecurity"]["username"], "svc");
+    assert!(
+        !copy.to_string().contains("s3cret-pw"),
+        "no password came across"
+    );
+
+    // Exported again, the copy is the same project but for its ids.
+    let new_id = location.rsplit('/').next().unwrap();
+    let again = other
+        .download_request(
+            other
+                .request(Method::GET, &format!("{EXPORT}?{query}"), "")
+                .basic_auth("admin", Some(ADMIN_PASSWORD)),
+        )
+        .await;
+    let (before, after) = (
+        Project::from_zip(&exported).unwrap(),
+        Project::from_zip(&again.bytes).unwrap(),
+    );
+    assert_eq!(
+        before.files.keys().collect::<Vec<_>>(),
+        after.files.keys().collect::<Vec<_>>()
+    );
+    for (path, bytes) in &before.files {
+        if path == "Meta-information/api.json" || path == "Docs/docs.json" {
+            let ids = |bytes: &[u8]| -> Value {
+                let mut doc: Value = serde_json::from_slice(bytes).unwrap();
+                strip_ids(&mut doc);
+                doc
+            };
+            assert_eq!(ids(bytes), ids(after.file(path).unwrap()), "{path}");
+        } else {
+            assert_eq!(Some(bytes.as_slice()), after.file(path), "{path}");
+        }
+    }
+    let file_docs = other
+        .get(
+            &format!("{PUBLISHER}/apis/{new_id}/documents"),
+            &other_admin,
+        )
+        .await
+        .expect(200);
+    assert_eq!(file_docs.body["count"], 2);
+    let cert = other
+        .download(
+            &format!("{PUBLISHER}/certificates/pets-backend/content"),
+            &other_admin,
+        )
+        .await;
+    assert_eq!(
+        String::from_utf8_lossy(&cert.bytes)
+            .split_whitespace()
+            .collect::<String>(),
+        backend_certificate().split_whitespace().collect::<String>()
+    );
+
+    // The same project again is a duplicate: refused, nothing changed.
+    let duplicate = other
+        .send(import_request(&other, "", exported.clone(), admin_login))
+        .await;
+    assert_eq!(duplicate.status, 409, "{}", duplicate.body);
+    assert_eq!(count_named(&other, &other_admin, "Pets").await, 1);
+
+    // Another tenant's creator: refused unless the provider is not kept.
+    other
+        .add_user("tina@acme.com", "tina-pw", &["creator"])
+        .await;
+    let tina = ("tina@acme.com", "tina-pw");
+    let mismatch = other
+        .send(import_request(
+            &other,
+            "preserveProvider=true",
+            exported.clone(),
+            tina,
+        ))
+        .await;
+    assert_eq!(mismatch.status, 403);
+    assert!(mismatch.body.to_string().contains("Tenant mismatch"));
+    let theirs = other
+        .send(import_request(
+            &other,
+            "preserveProvider=false",
+            exported.clone(),
+            tina,
+        ))
+        .await;
+    assert_eq!(theirs.status, 201, "{}", theirs.body);
+    let tina_token = other.login("tina@acme.com", "tina-pw", ALL_SCOPES).await;
+    let moved = other
+        .get(theirs.header("location").unwrap(), &tina_token)
+        .await
+        .expect(200);
+    assert_eq!(moved.body["provider"], "tina@acme.com");
+    assert_eq!(moved.body["context"], "/t/acme.com/pets");
+
+    bad_projects_are_refused_whole(&other, &other_admin, &before).await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `uuid` and documents' `id`, which differ from stack to stack.
+fn strip_ids(doc: &mut Value) {
+    match doc {
+        Value::Object(members) => {
+            members.remove("uuid");
+            if members.get("id").is_some_and(Value::is_string) {
+                members.remove("id");
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(strip_ids),
+        _ => {}
+    }
+}
+
+/// Each bad archive or project refused with why, and none of it kept.
+async fn bad_projects_are_refused_whole(client: &Client, token: &str, good: &Project) {
+    let admin_login = ("admin", ADMIN_PASSWORD);
+    let send = |zip: Vec<u8>| client.send(import_request(client, "", zip, admin_login));
+    let renamed = |name: &str| {
+        let mut files = good.files.clone();
+        let mut meta: Value = serde_json::from_slice(&files["Meta-information/api.json"]).unwrap();
+        meta["id"]["apiName"] = json!(name);
+        meta["context"] = json!(format!("/{}/v1.0.0", name.to_lowercase()));
+        meta["contextTemplate"] = json!(format!("/{}/{{version}}", name.to_lowercase()));
+        files.insert(
+            "Meta-information/api.json".into(),
+            serde_json::to_vec(&meta).unwrap(),
+        );
+        files
+    };
+
+    let mut cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        ("not a zip", b"PK not really".to_vec(), "not a zip"),
+        (
+            "a path outside its folder",
+            zip_of(
+                "Bad1-1",
+                &[("../../etc/passwd".to_string(), b"x".to_vec())].into(),
+            ),
+            "outside its folder",
+        ),
+        (
+            "no model",
+            zip_of(
+                "Bad2-1",
+                &[("Docs/docs.json".to_string(), b"[]".to_vec())].into(),
+            ),
+            "no Meta-information/api.yaml or api.json",
+        ),
+    ];
+    let mut symlink = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    symlink
+        .add_symlink(
+            "Bad3-1/link",
+            "/etc/passwd",
+            zip::write::SimpleFileOptions::default(),
+        )
+        .unwrap();
+    cases.push((
+        "a symbolic link",
+        symlink.finish().unwrap().into_inner(),
+        "symbolic link",
+    ));
+    let mut deep = renamed("Bad4");
+    deep.insert("a/b/c/d/e/f/g/h/i".into(), b"x".to_vec());
+    cases.push(("a deep path", zip_of("Bad4-v1.0.0", &deep), "nested deeper"));
+    // Refused after the API's row is written: the transaction takes it back.
+    let mut bad_wsdl = renamed("Bad5");
+    bad_wsdl.insert(
+        "WSDL/Pets-v1.0.0.wsdl".into(),
+        b"<!DOCTYPE x [<!ENTITY e SYSTEM \"file:///etc/passwd\">]><definitions/>".to_vec(),
+    );
+    cases.push((
+        "a WSDL with a DOCTYPE",
+        zip_of("Bad5-v1.0.0", &bad_wsdl),
+        "WSDL/Pets-v1.0.0.wsdl",
+    ));
+    let mut unknown_sequence = renamed("Bad6");
+    unknown_sequence.remove("Sequences/in-sequence/Custom/add_header.xml");
+    cases.push((
+        "a sequence it does not carry",
+        zip_of("Bad6-v1.0.0", &unknown_sequence),
+        "add_header",
+    ));
+    let mut bad_doc = renamed("Bad7");
+    bad_doc.insert(
+        "Docs/docs.json".into(),
+        br#"[{"name":"x","type":"NOPE","sourceType":"INLINE"}]"#.to_vec(),
+    );
+    cases.push((
+        "a document of no type",
+        zip_of("Bad7-v1.0.0", &bad_doc),
+        "Docs/docs.json",
+    ));
+    let mut bad_cert = renamed("Bad8");
+    bad_cert.insert(
+        "Meta-information/endpoint_certificates.json".into(),
+        br#"[{"hostName":"https://127.0.0.1:8080","alias":"evil","certificate":"LS0tLS1CRUdJTiBQUklWQVRFIEtFWS0tLS0t"}]"#.to_vec(),
+    );
+    cases.push((
+        "a private key as a certificate",
+        zip_of("Bad8-v1.0.0", &bad_cert),
+        "private key",
+    ));
+    for (what, zip, says) in cases {
+        let refused = send(zip).await;
+        assert_eq!(refused.status, 400, "{what}: {}", refused.body);
+        assert!(
+            refused.body.to_string().contains(says),
+            "{what}: {}",
+            refused.body
+        );
+    }
+    for name in ["Bad4", "Bad5", "Bad6", "Bad7", "Bad8"] {
+        assert_eq!(
+            count_named(client, token, name).await,
+            0,
+            "{name} half-imported"
+        );
+    }
+    let evil = client
+        .get(&format!("{PUBLISHER}/certificates/evil"), token)
+        .await;
+    assert_eq!(evil.status, 404);
+
+    // The same project, renamed, is taken: the refusals were the bad parts alone.
+    let fine = send(zip_of("Fine-v1.0.0", &renamed("Fine"))).await;
+    assert_eq!(fine.status, 201, "{}", fine.body);
+
+    // Without credentials, or as a subscriber, or without the file.
+    let anonymous = client
+        .send(
+            client
+                .request(Method::POST, IMPORT, "")
+                .multipart(Form::new().text("file", "x")),
+        )
+        .await;
+    assert_eq!(anonymous.status, 401);
+    client.add_user("sam", "sam-pw", &["subscriber"]).await;
+    let subscriber = client
+        .send(import_request(
+            client,
+            "",
+            zip_of("S-1", &good.files),
+            ("sam", "sam-pw"),
+        ))
+        .await;
+    assert_eq!(subscriber.status, 403);
+    let no_file = client
+        .send(
+            client
+                .request(Method::POST, IMPORT, "")
+                .basic_auth("admin", Some(ADMIN_PASSWORD))
+                .multipart(Form::new().text("other", "x")),
+        )
+        .await;
+    assert_eq!(no_file.status, 400);
 }

@@ -46,6 +46,7 @@ struct TestBackend {
     accepted: Arc<AtomicUsize>,
     hits: Arc<AtomicUsize>,
     task: Option<JoinHandle<()>>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
 impl TestBackend {
@@ -57,6 +58,7 @@ impl TestBackend {
             accepted: Arc::default(),
             hits: Arc::default(),
             task: None,
+            stop: None,
         };
         backend.serve(listener);
         backend
@@ -76,20 +78,33 @@ impl TestBackend {
 
     fn serve(&mut self, listener: TcpListener) {
         let (accepted, hits, hang) = (self.accepted.clone(), self.hits.clone(), self.hang);
+        let (stop, mut stopped) = tokio::sync::oneshot::channel();
+        self.stop = Some(stop);
         self.task = Some(tokio::spawn(async move {
-            // Dropped with the task: every connection ends with it.
             let mut connections = JoinSet::new();
-            while let Ok((stream, _)) = listener.accept().await {
-                accepted.fetch_add(1, Ordering::SeqCst);
-                connections.spawn(answer(stream, hits.clone(), hang));
+            loop {
+                tokio::select! {
+                    _ = &mut stopped => break,
+                    accept = listener.accept() => {
+                        let Ok((stream, _)) = accept else { break };
+                        accepted.fetch_add(1, Ordering::SeqCst);
+                        connections.spawn(answer(stream, hits.clone(), hang));
+                    }
+                }
             }
+            // Every connection closed before `kill` returns: a kept-alive one must not
+            // answer once more after the test has "killed" the backend.
+            connections.shutdown().await;
         }));
     }
 
-    /// Stops listening and cuts every connection.
-    fn kill(&mut self) {
+    /// Stops listening and cuts every connection, both done when it returns.
+    async fn kill(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
         if let Some(task) = self.task.take() {
-            task.abort();
+            let _ = task.await;
         }
     }
 
@@ -110,7 +125,9 @@ impl TestBackend {
 
 impl Drop for TestBackend {
     fn drop(&mut self) {
-        self.kill();
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
     }
 }
 
@@ -209,7 +226,7 @@ async fn load_balance_and_failover(database: Backend, settings: &[(&'static str,
         .collect();
     assert_eq!(spread, [10, 10, 10], "round robin over three backends");
 
-    three[1].kill();
+    three[1].kill().await;
     calls(&stack, path, &token, 20, 200).await;
     let dead = three[1].hits();
     calls(&stack, path, &token, 20, 200).await;
@@ -236,7 +253,7 @@ async fn load_balance_and_failover(database: Backend, settings: &[(&'static str,
     .await;
     calls(&stack, path, &token, 5, 200).await;
     assert_eq!(failover.hits(), 0, "the primary answers while it lives");
-    primary.kill();
+    primary.kill().await;
     calls(&stack, path, &token, 5, 200).await;
     assert_eq!(
         failover.hits(),

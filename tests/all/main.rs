@@ -282,6 +282,7 @@ on_both_at_once!(
     contract::every_operation_of_wso2s_contracts_is_served,
     mcp::mcp_settings_are_checked_and_stored,
     archives::api_projects_export_as_wso2_lays_them_out,
+    archives::api_projects_import_as_wso2_takes_them,
 );
 
 /// Declares each scenario as a test on SQLite only (in module `$sqlite`), run by `$runner`.

@@ -122,3 +122,26 @@ async fn checked_provider(
     }
     Ok(provider.to_string())
 }
+
+/// Puts an API just [`insert`]ed (CREATED) into lifecycle state `status`, as an import
+/// restores what its project says; a state WSO2's lifecycle does not have is refused.
+pub async fn restore_status(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    id: &str,
+    status: &str,
+) -> Result<()> {
+    let Some(state) = super::lifecycle::STATES
+        .iter()
+        .find(|s| s.eq_ignore_ascii_case(status))
+    else {
+        return Err(Error::Invalid(format!(
+            "Invalid status '{}': one of {}",
+            status.escape_default(),
+            super::lifecycle::STATES.join(", ")
+        )));
+    };
+    if *state != "CREATED" {
+        queries::change_status(&mut **tx, id, "CREATED", state).await?;
+    }
+    Ok(())
+}

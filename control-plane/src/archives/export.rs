@@ -38,7 +38,41 @@ pub async fn project_of(state: &AppState, api: &StoredApi) -> Result<Project> {
         project.add(&format!("WSDL/{root}.wsdl"), wsdl.definition.into_bytes());
     }
     add_sequences(state, api, &record, &mut project).await?;
+    let urls = endpoint_urls(record.endpoint_config.as_deref().unwrap_or_default());
+    let certificates = crate::certificates::carried_for(state, &api.tenant, &urls).await?;
+    if !certificates.is_empty() {
+        project.add(
+            "Meta-information/endpoint_certificates.json",
+            pretty(&certificates)?,
+        );
+    }
     Ok(project)
+}
+
+/// Every endpoint URL of an `endpointConfig`: production and sandbox, with failovers.
+pub fn endpoint_urls(config: &str) -> Vec<String> {
+    let Ok(doc) = serde_json::from_str::<serde_json::Value>(config) else {
+        return Vec::new();
+    };
+    let mut urls = Vec::new();
+    for key in [
+        "production_endpoints",
+        "sandbox_endpoints",
+        "production_failovers",
+        "sandbox_failovers",
+    ] {
+        let endpoints = match doc.get(key) {
+            Some(serde_json::Value::Array(list)) => list.iter().collect(),
+            Some(endpoint) => vec![endpoint],
+            None => Vec::new(),
+        };
+        urls.extend(
+            endpoints
+                .into_iter()
+                .filter_map(|e| e.get("url")?.as_str().map(str::to_string)),
+        );
+    }
+    urls
 }
 
 /// `Docs/docs.json` and the contents it names.

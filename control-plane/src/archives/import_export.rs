@@ -1,7 +1,7 @@
 //! WSO2 2.6's import/export service (its `api-import-export` web application, where
 //! `apimcli` 2.x points by default: `/api-import-export-2.6.0-v0`): HTTP Basic
 //! authentication and plain-text answers, as it has them. `GET export-api` gives an API's
-//! project as a zip.
+//! project as a zip; `POST import-api` takes one (multipart `file`).
 
 use axum::extract::{FromRequestParts, State};
 use axum::http::request::Parts;
@@ -10,11 +10,12 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
 use super::export::project_of;
-use super::project::MAX_ARCHIVE_BYTES;
+use super::import::import_project;
+use super::project::{MAX_ARCHIVE_BYTES, Project};
 use crate::error::Error;
 use crate::http::auth::basic_credentials;
 use crate::http::extract::QueryParams;
-use crate::http::routes::{Routes, get};
+use crate::http::routes::{Routes, get, post};
 use crate::state::AppState;
 use crate::users::{BasicUser, User};
 
@@ -22,7 +23,9 @@ use crate::users::{BasicUser, User};
 pub const IMPORT_EXPORT: &str = "/api-import-export-2.6.0-v0";
 
 pub fn router() -> Routes {
-    Routes::new().route(&format!("{IMPORT_EXPORT}/export-api"), get(export_api))
+    Routes::new()
+        .route(&format!("{IMPORT_EXPORT}/export-api"), get(export_api))
+        .route(&format!("{IMPORT_EXPORT}/import-api"), post(import_api))
 }
 
 /// A plain-text answer, as the service gives them.
@@ -154,7 +157,113 @@ async fn export_api(
         .into_response()
 }
 
+/// `import-api`'s query.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ImportQuery {
+    /// `false`: the importer provides the API; otherwise the project's provider, who must
+    /// be of the importer's tenant.
+    preserve_provider: Option<String>,
+}
+
+/// `POST import-api[?preserveProvider]` with the project's zip as the multipart part
+/// `file`: 201 `API imported successfully.` (and a line naming what the project holds
+/// that was not taken), with the new API's `Location` in the publisher API (ours). The
+/// refusals are plain text and 4xx, each saying why (WSO2 answers 500 for most); nothing
+/// of a refused project is kept.
+#[utoipa::path(
+    post,
+    path = "/api-import-export-2.6.0-v0/import-api",
+    tag = "Import and export",
+    params(
+        ("preserveProvider" = Option<bool>, Query, description = "`false`: the importer becomes the provider (default `true`)")
+    ),
+    request_body(content_type = "multipart/form-data", description = "`file`: the project's zip, `<Name>-<Version>/` as WSO2 2.6 exports it, at most the management body limit"),
+    responses(
+        (status = 201, description = "`API imported successfully.`, then what was not taken, if anything", content_type = "text/plain", body = String),
+        (status = 400, description = "The archive or the project is refused; why", content_type = "text/plain", body = String),
+        (status = 401, description = "No credentials, or wrong ones", content_type = "text/plain", body = String),
+        (status = 403, description = "The user may not create APIs, or the provider is of another tenant", content_type = "text/plain", body = String),
+        (status = 409, description = "The API, or its context, exists already", content_type = "text/plain", body = String)
+    ),
+    security(("basic" = []))
+)]
+async fn import_api(
+    State(state): State<AppState>,
+    ServiceUser(user): ServiceUser,
+    QueryParams(query): QueryParams<ImportQuery>,
+    request: axum::extract::Request,
+) -> Response {
+    let preserve_provider = !query
+        .preserve_provider
+        .is_some_and(|keep| keep.eq_ignore_ascii_case("false"));
+    let fields = match crate::http::multipart::read_form(
+        request,
+        &state,
+        &["file"],
+        MAX_ARCHIVE_BYTES,
+    )
+    .await
+    {
+        Ok(fields) => fields,
+        Err(err) => return error_text(err),
+    };
+    let Some(file) = fields.into_iter().find(|f| f.name == "file") else {
+        return text(
+            StatusCode::BAD_REQUEST,
+            "The form field 'file' with the project's zip is required",
+        );
+    };
+    // Inflating is work for a blocking thread, not the server's.
+    let read = tokio::task::spawn_blocking(move || Project::from_zip(&file.bytes)).await;
+    let project = match read {
+        Ok(Ok(project)) => project,
+        Ok(Err(refusal)) => return text(StatusCode::BAD_REQUEST, &refusal.0),
+        Err(err) => return Error::Internal(err.into()).into_response(),
+    };
+    match import_project(&state, &user, &project, preserve_provider).await {
+        Ok(imported) => {
+            let mut answer = String::from("API imported successfully.\n");
+            if !imported.not_taken.is_empty() {
+                answer.push_str(&format!(
+                    "Not imported (not supported here): {}\n",
+                    imported.not_taken.join(", ")
+                ));
+            }
+            let location = format!("{}/apis/{}", crate::http::PUBLISHER, imported.id);
+            (
+                imported.touches,
+                [(header::LOCATION, location)],
+                text(StatusCode::CREATED, &answer),
+            )
+                .into_response()
+        }
+        Err(err) => error_text(err),
+    }
+}
+
+/// A refusal as the service's plain text; failures of ours keep their own answers.
+fn error_text(err: Error) -> Response {
+    match err {
+        Error::Invalid(why) => text(StatusCode::BAD_REQUEST, &why),
+        Error::InvalidFields(fields) => {
+            let problems: Vec<String> = fields
+                .iter()
+                .map(|(field, problem)| format!("{field} {problem}"))
+                .collect();
+            text(StatusCode::BAD_REQUEST, &problems.join(", "))
+        }
+        Error::Forbidden(why) => text(StatusCode::FORBIDDEN, &why),
+        Error::AlreadyExists(why) | Error::Conflict(why) => text(StatusCode::CONFLICT, &why),
+        Error::PayloadTooLarge => text(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "The archive is larger than the control plane takes",
+        ),
+        other => other.into_response(),
+    }
+}
+
 /// These operations in the control plane's OpenAPI document.
 #[derive(utoipa::OpenApi)]
-#[openapi(paths(export_api))]
+#[openapi(paths(export_api, import_api))]
 pub struct Api;

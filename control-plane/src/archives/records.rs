@@ -232,10 +232,14 @@ impl ApiJson {
             in_sequence: sequence("in"),
             out_sequence: sequence("out"),
             fault_sequence: sequence("fault"),
-            subscription_availability: record
-                .subscription_availability
-                .as_deref()
-                .map(str::to_lowercase),
+            // WSO2's model always says it; an API that does not is its tenant's alone.
+            subscription_availability: Some(
+                record
+                    .subscription_availability
+                    .as_deref()
+                    .unwrap_or("current_tenant")
+                    .to_lowercase(),
+            ),
             subscription_available_tenants: joined(record.subscription_available_tenants.as_ref()),
             cors_configuration: record.cors_configuration.clone(),
             endpoint_config: record.endpoint_config.clone(),
@@ -443,7 +447,18 @@ impl ApiJson {
         .collect();
         set("sequences", Some(Value::from(sequences)));
         if self.endpoint_secured {
-            // WSO2's exports never carry the password: the credentials are set anew.
+            // WSO2's exports never carry the password: the username comes across, and the
+            // password is set anew.
+            let kind = if self.endpoint_auth_digest {
+                "digest"
+            } else {
+                "basic"
+            };
+            let mut security = serde_json::json!({"type": kind});
+            if let Some(username) = &self.endpoint_ut_username {
+                security["username"] = Value::from(username.clone());
+            }
+            set("endpointSecurity", Some(security));
             not_taken.push("endpointUTPassword".into());
         }
         if self
@@ -538,6 +553,10 @@ mod tests {
             serde_json::json!([{"name": "add_header", "type": "in"}])
         );
         assert_eq!(back["apiDefinition"], "{\"swagger\":\"2.0\"}");
+        assert_eq!(
+            back["endpointSecurity"],
+            serde_json::json!({"type": "basic", "username": "svc"})
+        );
         assert_eq!(not_taken, vec!["endpointUTPassword".to_string()]);
     }
 

@@ -59,6 +59,33 @@ pub fn parse_certificate(upload: &[u8], now: i64) -> Result<ParsedCertificate, S
     Ok(certificate)
 }
 
+/// A certificate as a WSO2 project carries it: base64 of its DER (as WSO2 exports it) or
+/// of its PEM (as WSO2 also takes it), read as [`parse_certificate`] reads an upload.
+pub fn parse_carried(base64: &str, now: i64) -> Result<ParsedCertificate, String> {
+    let bytes = STANDARD
+        .decode(base64.trim())
+        .map_err(|_| "The certificate is not base64".to_string())?;
+    if bytes.starts_with(b"-----") {
+        return parse_certificate(&bytes, now);
+    }
+    if bytes.len() > MAX_CERTIFICATE_BYTES {
+        return Err(format!(
+            "The certificate must be at most {MAX_CERTIFICATE_BYTES} bytes"
+        ));
+    }
+    let certificate = read_der(&bytes)?;
+    if certificate.not_after < now {
+        return Err("The certificate has expired".into());
+    }
+    Ok(certificate)
+}
+
+/// The DER of a stored certificate's PEM, base64-encoded, as a WSO2 project carries it.
+pub fn carried_form(pem: &str) -> Option<String> {
+    let block = Pem::iter_from_buffer(pem.as_bytes()).next()?.ok()?;
+    Some(STANDARD.encode(&block.contents))
+}
+
 /// An endpoint certificate is trusted when the endpoint presents it as its own.
 pub const AS_ENDPOINT_CERTIFICATE: &str = "endpoint certificate";
 /// An authority's is trusted, besides, when the endpoint's chain verifies to it.
@@ -135,6 +162,19 @@ mod tests {
     /// A self-signed certificate valid until 2125 (openssl req -x509 -days 36500).
     const FIXTURE_CERT: &str = include_str!("fixture.crt");
     const FIXTURE_KEY: &str = "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIB4PmVhB0u1Z6Zk1bJj0b1U6vOqzZZ0n5Q6lq0y1bq9g\n-----END PRIVATE KEY-----\n";
+
+    #[test]
+    fn a_carried_certificate_is_read_as_der_or_pem() {
+        let parsed = parse_certificate(FIXTURE_CERT.as_bytes(), 0).unwrap();
+        let der = carried_form(&parsed.pem).unwrap();
+        assert_eq!(parse_carried(&der, 0).unwrap(), parsed);
+        let pem = STANDARD.encode(FIXTURE_CERT);
+        assert_eq!(parse_carried(&pem, 0).unwrap(), parsed);
+        let key = STANDARD.encode(FIXTURE_KEY);
+        assert!(parse_carried(&key, 0).unwrap_err().contains("private key"));
+        assert!(parse_carried("not base64!", 0).is_err());
+        assert!(parse_carried(&STANDARD.encode(b"junk"), 0).is_err());
+    }
 
     #[test]
     fn one_certificate_is_taken_and_anything_else_refused() {

@@ -12,6 +12,7 @@ use serde::Deserialize;
 use super::parse::{MAX_CERTIFICATE_BYTES, ParsedCertificate, parse_certificate};
 use super::queries;
 use super::records::{CertMetadata, CertificateInfo, CertificateRow, Certificates, Pagination};
+use super::rules::{check_alias, check_endpoint, check_room, row_of};
 use crate::error::{Error, OnDuplicate, Result};
 use crate::http::extract::QueryParams;
 use crate::http::pagination::Page;
@@ -23,10 +24,6 @@ use crate::state::AppState;
 use crate::tokens::Caller;
 
 const BASE: &str = "/api/am/publisher/v0.14/certificates";
-/// Longest alias and endpoint taken.
-const MAX_ALIAS_CHARS: usize = 100;
-const MAX_ENDPOINT_CHARS: usize = 2048;
-
 pub fn router() -> Routes {
     Routes::new()
         .route(BASE, get(list).post(upload))
@@ -145,37 +142,6 @@ fn missing(field: &str) -> Error {
     Error::InvalidFields(vec![(field.to_string(), "may not be null".into())])
 }
 
-/// An alias is a path segment: letters, digits and `.`, `_`, `-`, `@`, at most 100.
-fn check_alias(alias: &str) -> Result<()> {
-    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '@');
-    if alias.is_empty() || alias.chars().count() > MAX_ALIAS_CHARS || !alias.chars().all(allowed) {
-        return Err(Error::Invalid(format!(
-            "The alias must be 1 to {MAX_ALIAS_CHARS} letters, digits, '.', '_', '-' or '@'"
-        )));
-    }
-    Ok(())
-}
-
-/// The endpoint a certificate is for: an `http(s)://` URL, or a WebSocket API's `wss://`,
-/// without spaces.
-fn check_endpoint(endpoint: &str) -> Result<()> {
-    let url = ["https://", "http://", "wss://"]
-        .iter()
-        .find_map(|scheme| endpoint.strip_prefix(scheme));
-    let fine = url.is_some_and(|rest| !rest.is_empty())
-        && trust::endpoint_of(endpoint).is_some()
-        && endpoint.chars().count() <= MAX_ENDPOINT_CHARS
-        && !endpoint
-            .chars()
-            .any(|c| c.is_whitespace() || c.is_control());
-    if !fine {
-        return Err(Error::Invalid(format!(
-            "The endpoint must be an http://, https:// or wss:// URL of at most {MAX_ENDPOINT_CHARS} characters"
-        )));
-    }
-    Ok(())
-}
-
 /// `POST /certificates`: 200 with `Location` and `CertMetadata`, as WSO2's contract has
 /// it; 400 for anything but one
 /// valid certificate with an alias and an endpoint, 409 when the alias is taken.
@@ -207,46 +173,11 @@ async fn upload(
         .into_response())
 }
 
-/// Refuses a certificate gateways could not trust beside those bound to the same host and
-/// port already (by any tenant: a gateway trusts them together), past the manifest's
-/// bounds.
-async fn check_room(state: &AppState, endpoint: &str, parsed: &ParsedCertificate) -> Result<()> {
-    let bound_here = trust::endpoint_of(endpoint);
-    let bindings = queries::bindings(&state.db).await?;
-    let mut pems: Vec<&str> = bindings
-        .iter()
-        .filter(|(other, _)| trust::endpoint_of(other) == bound_here)
-        .map(|(_, pem)| pem.as_str())
-        .collect();
-    pems.push(&parsed.pem);
-    trust::check(&pems).map_err(Error::Invalid)
-}
-
 /// What a change to a certificate of `endpoint` makes gateways look at again.
-fn touched(endpoint: &str) -> Touches {
+pub(super) fn touched(endpoint: &str) -> Touches {
     match trust::endpoint_of(endpoint) {
         Some((host, port)) => Touches::one(Touched::Trust { host, port }),
         None => Touches::nothing(),
-    }
-}
-
-fn row_of(
-    tenant: &str,
-    alias: &str,
-    endpoint: &str,
-    parsed: ParsedCertificate,
-    now: i64,
-) -> CertificateRow {
-    CertificateRow {
-        tenant: tenant.to_string(),
-        alias: alias.to_string(),
-        endpoint: endpoint.to_string(),
-        pem: parsed.pem,
-        subject: parsed.subject,
-        version: parsed.version,
-        not_before: parsed.not_before,
-        not_after: parsed.not_after,
-        created_at: now,
     }
 }
 
@@ -330,22 +261,4 @@ async fn remove(
     }
     tracing::info!(tenant = caller.tenant(), %alias, "certificate deleted");
     Ok((touched(&existing.endpoint), StatusCode::OK))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn aliases_and_endpoints_are_checked() {
-        assert!(check_alias("wso2carbon").is_ok());
-        assert!(check_alias("backend-1.example_x@acme").is_ok());
-        for bad in ["", "a/b", "a b", "../x", &"a".repeat(101), "é"] {
-            assert!(check_alias(bad).is_err(), "{bad}");
-        }
-        assert!(check_endpoint("https://www.abc.com").is_ok());
-        for bad in ["www.abc.com", "https://", "https://a b", "ftp://x"] {
-            assert!(check_endpoint(bad).is_err(), "{bad}");
-        }
-    }
 }

@@ -5,7 +5,10 @@ use sqlx::AnyPool;
 use super::records::{CERTIFICATE_COLUMNS, CertificateRow};
 
 /// Inserts a certificate; a unique violation when the alias is taken in the tenant.
-pub async fn insert(db: &AnyPool, row: &CertificateRow) -> sqlx::Result<()> {
+pub async fn insert(
+    db: impl sqlx::Executor<'_, Database = sqlx::Any>,
+    row: &CertificateRow,
+) -> sqlx::Result<()> {
     // language=SQL
     sqlx::query(&format!(
         "INSERT INTO certificates ({CERTIFICATE_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
