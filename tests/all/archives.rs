@@ -8,7 +8,11 @@ use reqwest::Method;
 use reqwest::multipart::{Form, Part};
 use serde_json::{Value, json};
 
+use tools::dev_api::{self, Target};
+use tools::legacy::Framing;
+
 use crate::InProcess;
+use crate::dev_facade::{Facade, exercise, wait_for_route};
 
 /// An exported project: its root folder and its files by path under it.
 struct Project {
@@ -633,4 +637,208 @@ async fn bad_projects_are_refused_whole(client: &Client, token: &str, good: &Pro
         )
         .await;
     assert_eq!(no_file.status, 400);
+}
+
+/// A stack of the tests': a control plane on `backend`, pushing to an edge gateway that
+/// hosts the developer-management facade in front of a SOAP stand-in of its own.
+struct Estate {
+    backend: Backend,
+    data_dir: std::path::PathBuf,
+    control_plane: harness::ControlPlane,
+    facade: Facade,
+}
+
+impl Estate {
+    async fn start(backend: Backend) -> Self {
+        let data_dir = harness::temp_dir();
+        let soap_dir = data_dir.join("soap");
+        std::fs::create_dir_all(&soap_dir).unwrap();
+        let gateway_addr = format!("127.0.0.1:{}", harness::free_port());
+        let push = [("APIM_GATEWAYS", format!("http://{gateway_addr}"))];
+        let control_plane = harness::start_control_plane(&backend, &data_dir, &push).await;
+        let facade = Facade::start(
+            &control_plane,
+            &data_dir,
+            &soap_dir,
+            None,
+            &gateway_addr,
+            Framing::Strict,
+            false,
+        )
+        .await;
+        Self {
+            backend,
+            data_dir,
+            control_plane,
+            facade,
+        }
+    }
+
+    fn api(&self) -> Client {
+        Client::new(&self.control_plane.url)
+    }
+
+    async fn stop(self) {
+        self.facade.stop().await;
+        self.control_plane.stop().await;
+        self.backend.cleanup().await;
+        let _ = std::fs::remove_dir_all(&self.data_dir);
+    }
+}
+
+/// Every API of `estate`, exported: each project's zip.
+async fn export_every_api(estate: &Estate, token: &str) -> Vec<Vec<u8>> {
+    let api = estate.api();
+    let listed = api
+        .get(&format!("{PUBLISHER}/apis?limit=100"), token)
+        .await
+        .expect(200);
+    let mut zips = Vec::new();
+    for item in listed.body["list"].as_array().unwrap() {
+        let query = format!(
+            "name={}&version={}&provider={}",
+            item["name"].as_str().unwrap(),
+            item["version"].as_str().unwrap(),
+            item["provider"].as_str().unwrap()
+        );
+        let request = api
+            .request(Method::GET, &format!("{EXPORT}?{query}"), "")
+            .basic_auth("admin", Some(ADMIN_PASSWORD));
+        let download = api.download_request(request).await;
+        assert_eq!(download.status, 200, "{query}");
+        zips.push(download.bytes);
+    }
+    zips
+}
+
+/// `zip` with every endpoint URL `from` made `to`, as apimcli 2.x gives a project the
+/// endpoints of the environment it goes to (`--inject`: `mergeAPI` in
+/// import-export-cli/cmd/importAPI.go rewrites api.json's `endpointConfig` before it
+/// zips the project).
+fn with_endpoints(zip: &[u8], from: &str, to: &str) -> Vec<u8> {
+    let mut project = Project::from_zip(zip).unwrap();
+    let path = "Meta-information/api.json";
+    let mut meta: Value = serde_json::from_slice(project.file(path).unwrap()).unwrap();
+    if let Some(config) = meta["endpointConfig"].as_str() {
+        meta["endpointConfig"] = json!(config.replace(from, to));
+    }
+    project
+        .files
+        .insert(path.into(), serde_json::to_vec_pretty(&meta).unwrap());
+    zip_of(&project.root, &project.files)
+}
+
+/// The Done-when of estates moving: every API of a populated stack on SQLite, exported
+/// and imported into a fresh stack on PostgreSQL, serves there: the seed's flow on the
+/// imported DevManagement API (application, subscription, keys, token, every facade
+/// operation through the gateway), and the other API's documents, thumbnail,
+/// sequences, WSDL and certificate came across.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn estates_move_from_sqlite_to_postgres() {
+    if !harness::services::available(
+        harness::services::Service::Postgres,
+        "estates_move_from_sqlite_to_postgres",
+    ) {
+        return;
+    }
+    let source = Estate::start(Backend::Sqlite).await;
+    let target_database = Backend::fresh_postgres().await;
+    let source_token = source
+        .api()
+        .login("admin", ADMIN_PASSWORD, ALL_SCOPES)
+        .await;
+    let published = dev_api::publish(&Target {
+        management_url: source.control_plane.url.clone(),
+        gateway_url: source.facade.gateway.url.clone(),
+        user: "admin".into(),
+        password: ADMIN_PASSWORD.into(),
+        facade_url: source.facade.url.clone(),
+    })
+    .await
+    .expect("publish DevManagement");
+    let pets = populated_api(&source.api(), &source_token).await;
+    Steps::new(&source.api(), &source_token)
+        .lifecycle(&pets, "Publish")
+        .await
+        .unwrap();
+    let zips = export_every_api(&source, &source_token).await;
+    assert_eq!(zips.len(), 2);
+    let source_facade = source.facade.url.clone();
+    source.stop().await;
+
+    let target = Estate::start(target_database).await;
+    let target_facade_url = target.facade.url.clone();
+    let mgmt = target.api();
+    for zip in &zips {
+        let moved = with_endpoints(zip, &source_facade, &target_facade_url);
+        let imported = mgmt
+            .send(import_request(
+                &mgmt,
+                "preserveProvider=true",
+                moved,
+                ("admin", ADMIN_PASSWORD),
+            ))
+            .await;
+        assert_eq!(imported.status, 201, "{}", imported.body);
+    }
+    let token = mgmt.login("admin", ADMIN_PASSWORD, ALL_SCOPES).await;
+    let find = |name: &'static str| {
+        let mgmt = &mgmt;
+        let token = &token;
+        async move {
+            let listed = mgmt
+                .get(&format!("{PUBLISHER}/apis?query=name:{name}"), token)
+                .await
+                .expect(200);
+            let id = listed.body["list"][0]["id"].as_str();
+            id.unwrap_or_else(|| panic!("{name}: {}", listed.body))
+                .to_string()
+        }
+    };
+    let dev_management = find("DevManagement").await;
+    assert_ne!(
+        dev_management, published.api_id,
+        "a new id on the new stack"
+    );
+    let steps = Steps::new(&mgmt, &token);
+    let application = steps
+        .subscribed_application("Moved", "Unlimited", &[&dev_management])
+        .await
+        .unwrap();
+    let gateway = Client::new(&target.facade.gateway.url);
+    let access_token =
+        harness::steps::client_credentials_token(&mgmt, "/oauth2/token", &application.keys)
+            .await
+            .unwrap();
+    let through = Client::new(&format!("{}/dev-management/v1.0.0", gateway.url("")));
+    wait_for_route(&through, &access_token).await;
+    exercise(
+        &through,
+        &access_token,
+        "moved",
+        &target.facade.soap_endpoint,
+    )
+    .await;
+
+    // What the other API carries came across to PostgreSQL.
+    let pets = find("Pets").await;
+    let path = format!("{PUBLISHER}/apis/{pets}");
+    let documents = mgmt
+        .get(&format!("{path}/documents"), &token)
+        .await
+        .expect(200);
+    assert_eq!(documents.body["count"], 2);
+    let thumbnail = mgmt.download(&format!("{path}/thumbnail"), &token).await;
+    assert_eq!(thumbnail.bytes, PNG);
+    let wsdl = mgmt.get(&format!("{path}/wsdl"), &token).await.expect(200);
+    assert_eq!(wsdl.body["wsdlDefinition"], WSDL);
+    let policies = mgmt
+        .get(&format!("{path}/policies/mediation"), &token)
+        .await
+        .expect(200);
+    assert_eq!(policies.body["list"][0]["name"], "add_header");
+    mgmt.get(&format!("{PUBLISHER}/certificates/pets-backend"), &token)
+        .await
+        .expect(200);
+    target.stop().await;
 }

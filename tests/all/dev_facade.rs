@@ -17,17 +17,17 @@ use tools::legacy::{
 use crate::Env;
 
 /// A facade (hosted by an edge gateway) in front of a stand-in SOAP service.
-struct Facade {
+pub(crate) struct Facade {
     soap: ServerProcess,
-    gateway: ServerProcess,
+    pub(crate) gateway: ServerProcess,
     /// `{dev_backend_url}`.
-    url: String,
+    pub(crate) url: String,
     /// The stand-in's SOAP endpoint.
-    soap_endpoint: String,
+    pub(crate) soap_endpoint: String,
 }
 
 impl Facade {
-    async fn start(
+    pub(crate) async fn start(
         control_plane: &harness::ControlPlane,
         data_dir: &Path,
         soap_dir: &Path,
@@ -70,7 +70,7 @@ impl Facade {
         }
     }
 
-    async fn stop(self) {
+    pub(crate) async fn stop(self) {
         self.gateway.stop().await;
         self.soap.stop().await;
     }
@@ -148,7 +148,7 @@ async fn found(client: &Client, path: &str, token: &str) -> Value {
 /// Every operation and error case, against `client` (the facade, or the gateway with a
 /// token) in front of the SOAP service at `soap`; `name` keeps the records of separate
 /// runs apart.
-async fn exercise(client: &Client, token: &str, name: &str, soap: &str) {
+pub(crate) async fn exercise(client: &Client, token: &str, name: &str, soap: &str) {
     let seeded = client.get("/devs/athiththan11", token).await.expect(200);
     assert_eq!(
         seeded.body,
@@ -542,7 +542,7 @@ async fn soap_calls_per_rest_call(client: &Client, record_dir: &Path) {
 }
 
 /// The gateway learns of the publication from a pushed manifest, moments later.
-async fn wait_for_route(client: &Client, token: &str) {
+pub(crate) async fn wait_for_route(client: &Client, token: &str) {
     for _ in 0..100 {
         let reply = client.get("/devs/athiththan11", token).await;
         if reply.status == 200 {
