@@ -59,7 +59,9 @@ const WSDL: &str = r#"<?xml version="1.0"?>
     targetNamespace="urn:pets"><wsdl:message name="Get"/></wsdl:definitions>"#;
 const IN_SEQUENCE: &str = r#"<sequence xmlns="http://ws.apache.org/ns/synapse" name="add_header"><header name="X-A" scope="transport" value="1"/></sequence>"#;
 
-/// An export as apimcli sends it (`Accept: application/zip`, Basic credentials).
+/// An export as apimcli 2.x sends it: product-apim-tooling `import-export-cli/cmd/
+/// exportAPI.go` (`ExportAPI`: `GET <endpoint>/export-api?name&version&provider`,
+/// `Authorization: Basic`, `Accept: application/zip`); it takes only 200 as success.
 fn export_request(
     env: &InProcess,
     query: &str,
@@ -841,4 +843,247 @@ async fn estates_move_from_sqlite_to_postgres() {
         .await
         .expect(200);
     target.stop().await;
+}
+
+/// A project as WSO2 2.6 exports one (its documented layout: `Meta-information/` with
+/// WSO2's model of the API (Gson, absent members left out) or its YAML, `swagger.json`
+/// and `endpoint_certificates.json`; `Docs/`; `Image/icon.<ext>`; `Sequences/` with the
+/// API's own under `Custom/` and WSO2's global ones beside), holding besides what this
+/// platform does not take.
+fn wso2_project(certificate_der_base64: &str) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let model = json!({
+        "id": {"providerName": "admin", "apiName": "PizzaShackAPI", "version": "1.0.0"},
+        "uuid": "0b3c1e2d-4f5a-4b6c-8d7e-9f0a1b2c3d4e",
+        "description": "Pizzas, ordered online.",
+        "type": "HTTP",
+        "context": "/pizzashack/1.0.0",
+        "contextTemplate": "/pizzashack/{version}",
+        "tags": ["pizza"],
+        "documents": [],
+        "lastUpdated": "Mar 26, 2019 10:34:16 AM",
+        "availableTiers": [{
+            "name": "Unlimited", "displayName": "Unlimited",
+            "description": "Allows unlimited requests", "requestsPerMin": 2147483647,
+            "requestCount": 2147483647, "unitTime": 0, "timeUnit": "ms",
+            "tierPlan": "FREE", "stopOnQuotaReached": true
+        }],
+        "availableSubscriptionLevelPolicies": [],
+        "uriTemplates": [{"uriTemplate": "/menu", "httpVerb": "GET", "authType": "Any"}],
+        "apiHeaderChanged": false,
+        "apiResourcePatternsChanged": false
+    });
+    let rest = json!({
+        "status": "PUBLISHED",
+        "technicalOwner": "Ann", "technicalOwnerEmail": "ann@pizza.example",
+        "businessOwner": "Bob", "businessOwnerEmail": "bob@pizza.example",
+        "visibility": "public",
+        "endpointSecured": false,
+        "endpointAuthDigest": false,
+        "transports": "http,https",
+        "inSequence": "pizza_in",
+        "outSequence": "log_out_message",
+        "advertiseOnly": false,
+        "corsConfiguration": {
+            "corsConfigurationEnabled": false, "accessControlAllowOrigins": ["*"],
+            "accessControlAllowCredentials": false,
+            "accessControlAllowHeaders": ["authorization", "Content-Type"],
+            "accessControlAllowMethods": ["GET", "POST"]
+        },
+        "endpointConfig": "{\"production_endpoints\":{\"url\":\"https://127.0.0.1:9443/pizzashack/\",\"config\":null},\"endpoint_type\":\"http\"}",
+        "responseCache": "Disabled",
+        "cacheTimeout": 300,
+        "implementation": "ENDPOINT",
+        "scopes": [],
+        "isDefaultVersion": false,
+        "isPublishedDefaultVersion": false,
+        "environments": ["Production and Sandbox"],
+        "createdTime": "1552985189708",
+        "additionalProperties": {},
+        "environmentList": ["SANDBOX", "PRODUCTION"],
+        "accessControl": "all",
+        "rating": 0.0,
+        "isLatest": true,
+        "gatewayLabels": []
+    });
+    let mut model = model;
+    for (member, value) in rest.as_object().unwrap() {
+        model[member] = value.clone();
+    }
+    let swagger = json!({
+        "swagger": "2.0",
+        "info": {"title": "PizzaShackAPI", "version": "1.0.0"},
+        "paths": {"/menu": {"get": {
+            "responses": {"200": {"description": "The menu"}},
+            "x-auth-type": "Application & Application User",
+            "x-throttling-tier": "Unlimited"
+        }}}
+    });
+    let docs = json!([
+        {"id": "7", "type": "HOWTO", "name": "Ordering", "summary": "How to order",
+         "sourceType": "INLINE", "visibility": "API_LEVEL"},
+        {"id": "8", "type": "PUBLIC_FORUM", "name": "Forum", "sourceType": "URL",
+         "sourceUrl": "https://forum.pizza.example/", "visibility": "API_LEVEL"}
+    ]);
+    let certificates = json!([{"hostName": "https://127.0.0.1:9443", "alias": "pizzashack",
+                               "certificate": certificate_der_base64}]);
+    let in_sequence = r#"<sequence xmlns="http://ws.apache.org/ns/synapse" name="pizza_in"><header name="X-Pizza" scope="transport" value="hot"/></sequence>"#;
+    let log_out = r#"<sequence xmlns="http://ws.apache.org/ns/synapse" name="log_out_message"><log level="full"/></sequence>"#;
+    let pretty = |value: &Value| serde_json::to_vec_pretty(value).unwrap();
+    [
+        ("Meta-information/api.json", pretty(&model)),
+        ("Meta-information/swagger.json", pretty(&swagger)),
+        (
+            "Meta-information/endpoint_certificates.json",
+            pretty(&certificates),
+        ),
+        ("Meta-information/client_certificates.json", b"[]".to_vec()),
+        ("Docs/docs.json", pretty(&docs)),
+        (
+            "Docs/InlineContents/Ordering",
+            b"Call GET /menu first.".to_vec(),
+        ),
+        ("Image/icon.jpg", b"\xff\xd8\xff\xe0\0\x10JFIF\0".to_vec()),
+        (
+            "Sequences/in-sequence/Custom/pizza_in.xml",
+            in_sequence.as_bytes().to_vec(),
+        ),
+        (
+            "Sequences/out-sequence/log_out_message.xml",
+            log_out.as_bytes().to_vec(),
+        ),
+    ]
+    .into_iter()
+    .map(|(path, bytes)| (path.to_string(), bytes))
+    .collect()
+}
+
+/// The same project with its model in YAML, as apimcli may keep it.
+fn as_yaml(
+    files: &std::collections::BTreeMap<String, Vec<u8>>,
+) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let mut yaml = files.clone();
+    let json = yaml.remove("Meta-information/api.json").unwrap();
+    let model: Value = serde_json::from_slice(&json).unwrap();
+    yaml.insert(
+        "Meta-information/api.yaml".into(),
+        serde_norway::to_string(&model).unwrap().into_bytes(),
+    );
+    yaml
+}
+
+pub async fn wso2_projects_import_with_what_they_carry(env: InProcess) {
+    use base64::Engine as _;
+    let api = &env.api;
+    let admin = api.login("admin", ADMIN_PASSWORD, ALL_SCOPES).await;
+    let pem = harness::tls::Authority::new("Pizza backend").ca_pem;
+    let der = pem
+        .lines()
+        .filter(|line| !line.starts_with("-----"))
+        .collect::<String>();
+    let der = base64::engine::general_purpose::STANDARD.encode(
+        base64::engine::general_purpose::STANDARD
+            .decode(der)
+            .unwrap(),
+    );
+    let project = wso2_project(&der);
+
+    let imported = api
+        .send(import_request(
+            api,
+            "preserveProvider=true",
+            zip_of("PizzaShackAPI-1.0.0", &project),
+            ("admin", ADMIN_PASSWORD),
+        ))
+        .await;
+    assert_eq!(imported.status, 201, "{}", imported.body);
+    let said = imported.body.to_string();
+    for reported in ["gatewayLabels", "Meta-information/client_certificates.json"] {
+        assert!(said.contains(reported), "{reported} not reported: {said}");
+    }
+    for taken in [
+        "uriTemplates",
+        "lastUpdated",
+        "rating",
+        "Ordering",
+        "icon.jpg",
+    ] {
+        assert!(!said.contains(taken), "{taken} reported: {said}");
+    }
+    let location = imported.header("location").unwrap().to_string();
+    let record = api.get(&location, &admin).await.expect(200).body;
+    assert_eq!(record["name"], "PizzaShackAPI");
+    assert_eq!(record["context"], "/pizzashack");
+    assert_eq!(record["status"], "PUBLISHED");
+    assert_eq!(record["tiers"], json!(["Unlimited"]));
+    assert_eq!(record["visibility"], "PUBLIC");
+    assert_eq!(record["businessInformation"]["businessOwner"], "Bob");
+    assert_eq!(
+        record["sequences"],
+        json!([{"name": "pizza_in", "type": "in"}, {"name": "log_out_message", "type": "out"}])
+    );
+    let policies = api
+        .get(&format!("{location}/policies/mediation"), &admin)
+        .await
+        .expect(200);
+    assert_eq!(
+        policies.body["count"], 1,
+        "WSO2's global sequence stays global"
+    );
+    assert_eq!(policies.body["list"][0]["name"], "pizza_in");
+    let docs = api
+        .get(&format!("{location}/documents"), &admin)
+        .await
+        .expect(200);
+    assert_eq!(docs.body["count"], 2);
+    let ordering = docs.body["list"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|doc| doc["name"] == "Ordering")
+        .unwrap();
+    let content = api
+        .download(
+            &format!(
+                "{location}/documents/{}/content",
+                ordering["documentId"].as_str().unwrap()
+            ),
+            &admin,
+        )
+        .await;
+    assert_eq!(content.bytes, b"Call GET /menu first.");
+    let icon = api.download(&format!("{location}/thumbnail"), &admin).await;
+    assert_eq!(icon.header("content-type"), "image/jpeg");
+    let certificate = api
+        .get(&format!("{PUBLISHER}/certificates/pizzashack"), &admin)
+        .await
+        .expect(200);
+    assert!(
+        certificate.body["subject"]
+            .as_str()
+            .unwrap()
+            .contains("Pizza backend")
+    );
+
+    // Its model in YAML imports the same (after the JSON one is gone).
+    let id = location.rsplit('/').next().unwrap();
+    let deleted = api
+        .send(api.request(Method::DELETE, &format!("{PUBLISHER}/apis/{id}"), &admin))
+        .await;
+    assert_eq!(deleted.status, 200, "{}", deleted.body);
+    let yaml = api
+        .send(import_request(
+            api,
+            "",
+            zip_of("PizzaShackAPI-1.0.0", &as_yaml(&project)),
+            ("admin", ADMIN_PASSWORD),
+        ))
+        .await;
+    assert_eq!(yaml.status, 201, "{}", yaml.body);
+    let record = api
+        .get(yaml.header("location").unwrap(), &admin)
+        .await
+        .expect(200)
+        .body;
+    assert_eq!(record["name"], "PizzaShackAPI");
+    assert_eq!(record["status"], "PUBLISHED");
 }

@@ -283,6 +283,7 @@ on_both_at_once!(
     mcp::mcp_settings_are_checked_and_stored,
     archives::api_projects_export_as_wso2_lays_them_out,
     archives::api_projects_import_as_wso2_takes_them,
+    archives::wso2_projects_import_with_what_they_carry,
 );
 
 /// Declares each scenario as a test on SQLite only (in module `$sqlite`), run by `$runner`.
