@@ -139,7 +139,6 @@ fn redact(url: &str) -> String {
     }
 }
 
-/// Seconds since the Unix epoch.
 /// Copies the rows of `table` that belong to API `from` (its `api_id`) to API `to`, the
 /// `columns` as they are; rows keyed by an `id` of their own (`with_new_ids`) each get a
 /// new one. For the content a new version of an API takes along.
@@ -184,6 +183,20 @@ pub async fn copy_api_rows(
     Ok(())
 }
 
+/// Deletes the rows of `table` that belong to API `api_id` (its `api_id`): the content an
+/// import replaces.
+pub async fn delete_api_rows(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    table: &str,
+    api_id: &str,
+) -> sqlx::Result<()> {
+    // language=SQL
+    let delete = format!("DELETE FROM {table} WHERE api_id = $1");
+    sqlx::query(&delete).bind(api_id).execute(&mut **tx).await?;
+    Ok(())
+}
+
+/// Seconds since the Unix epoch.
 pub fn now() -> i64 {
     now_ms() / 1000
 }

@@ -288,6 +288,23 @@ fn import_request(
     client: &Client,
     query: &str,
     zip: Vec<u8>,
+    credentials: (&str, &str),
+) -> reqwest::RequestBuilder {
+    project_upload(
+        client,
+        Method::POST,
+        &format!("{IMPORT}?{query}"),
+        zip,
+        credentials,
+    )
+}
+
+/// A project's zip sent as apimcli's `NewFileUploadRequest` sends it.
+fn project_upload(
+    client: &Client,
+    method: Method,
+    path: &str,
+    zip: Vec<u8>,
     (user, password): (&str, &str),
 ) -> reqwest::RequestBuilder {
     let part = Part::bytes(zip)
@@ -295,7 +312,7 @@ fn import_request(
         .mime_str("application/octet-stream")
         .unwrap();
     client
-        .request(Method::POST, &format!("{IMPORT}?{query}"), "")
+        .request(method, path, "")
         .header("accept", "*/*")
         .basic_auth(user, Some(password))
         .multipart(Form::new().part("file", part))
@@ -478,6 +495,7 @@ pub async fn api_projects_import_as_wso2_takes_them(env: InProcess) {
     assert_eq!(moved.body["provider"], "tina@acme.com");
     assert_eq!(moved.body["context"], "/t/acme.com/pets");
 
+    updates_replace_what_the_project_carries(&other, &other_admin, &before).await;
     bad_projects_are_refused_whole(&other, &other_admin, &before).await;
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -494,6 +512,104 @@ fn strip_ids(doc: &mut Value) {
         Value::Array(items) => items.iter_mut().for_each(strip_ids),
         _ => {}
     }
+}
+
+/// An update as apimcli 2.x's `--update` makes it (import-export-cli/cmd/importAPI.go:
+/// `getApiID` finds the API with the publisher's list, `query=name:N version:V
+/// provider:P`, then `ImportAPI` sends the project as for an import, but `PUT
+/// <endpoint><apiId>?preserveProvider=<bool>`).
+fn update_request(
+    client: &Client,
+    api_id: &str,
+    zip: Vec<u8>,
+    credentials: (&str, &str),
+) -> reqwest::RequestBuilder {
+    let path = format!("/api-import-export-2.6.0-v0/{api_id}?preserveProvider=true");
+    project_upload(client, Method::PUT, &path, zip, credentials)
+}
+
+/// The project, edited, over the API it came from: the record and what it carries are
+/// the project's, its lifecycle state stays; a project of another API, or an API the
+/// tenant does not have, is refused.
+async fn updates_replace_what_the_project_carries(client: &Client, token: &str, good: &Project) {
+    let admin_login = ("admin", ADMIN_PASSWORD);
+    let search = format!("{PUBLISHER}/apis?query=name:Pets%20version:v1.0.0%20provider:admin");
+    let found = client.get(&search, token).await.expect(200);
+    assert_eq!(found.body["count"], 1, "{}", found.body);
+    let id = found.body["list"][0]["id"].as_str().unwrap().to_string();
+    let mut edited = good.files.clone();
+    let mut meta: Value = serde_json::from_slice(&edited["Meta-information/api.json"]).unwrap();
+    meta["description"] = json!("Pets, updated");
+    meta["status"] = json!("CREATED");
+    edited.insert(
+        "Meta-information/api.json".into(),
+        serde_json::to_vec(&meta).unwrap(),
+    );
+    edited.remove("Image/icon.png");
+    let docs: Vec<Value> = serde_json::from_slice(&edited["Docs/docs.json"]).unwrap();
+    let kept: Vec<&Value> = docs.iter().filter(|doc| doc["name"] == "How to").collect();
+    edited.insert("Docs/docs.json".into(), serde_json::to_vec(&kept).unwrap());
+    edited.remove("Docs/FileContents/guide.pdf");
+    let updated = client
+        .send(update_request(
+            client,
+            &id,
+            zip_of(&good.root, &edited),
+            admin_login,
+        ))
+        .await;
+    assert_eq!(updated.status, 201, "{}", updated.body);
+    assert!(
+        updated
+            .body
+            .to_string()
+            .contains("API updated successfully.")
+    );
+    let path = format!("{PUBLISHER}/apis/{id}");
+    let record = client.get(&path, token).await.expect(200).body;
+    assert_eq!(record["description"], "Pets, updated");
+    assert_eq!(
+        record["status"], "PUBLISHED",
+        "an update keeps the lifecycle state"
+    );
+    let documents = client
+        .get(&format!("{path}/documents"), token)
+        .await
+        .expect(200);
+    assert_eq!(documents.body["count"], 1);
+    let thumbnail = client.get(&format!("{path}/thumbnail"), token).await;
+    assert_eq!(thumbnail.status, 404, "the project has none now");
+
+    let mut other = edited.clone();
+    meta["id"]["apiName"] = json!("Cats");
+    other.insert(
+        "Meta-information/api.json".into(),
+        serde_json::to_vec(&meta).unwrap(),
+    );
+    let wrong = client
+        .send(update_request(
+            client,
+            &id,
+            zip_of(&good.root, &other),
+            admin_login,
+        ))
+        .await;
+    assert_eq!(wrong.status, 400);
+    assert!(
+        wrong
+            .body
+            .to_string()
+            .contains("The project is of API Cats")
+    );
+    let unknown = client
+        .send(update_request(
+            client,
+            "0b3c1e2d-0000-4b6c-8d7e-9f0a1b2c3d4e",
+            zip_of(&good.root, &edited),
+            admin_login,
+        ))
+        .await;
+    assert_eq!(unknown.status, 404);
 }
 
 /// Each bad archive or project refused with why, and none of it kept.

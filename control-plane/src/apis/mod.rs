@@ -20,6 +20,7 @@ pub(crate) mod store_api;
 pub(crate) mod store_api_swagger;
 pub(crate) mod store_api_tags;
 mod swagger_json;
+pub mod update;
 mod visibility;
 
 pub use checks::{check_deployable, check_deployable_with, tenant_api};

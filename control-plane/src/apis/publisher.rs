@@ -6,10 +6,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 
-use super::checks::{
-    check_deployable, check_endpoints, check_tiers_exist, tenant_api, touches_apis,
-};
-use super::claim::RouteClaim;
+use super::checks::{check_deployable, check_tiers_exist, tenant_api, touches_apis};
 use super::create::{self, Creator};
 use super::lifecycle;
 use super::queries;
@@ -18,6 +15,7 @@ use super::routes;
 use super::rules::validate_swagger;
 use super::search;
 use super::swagger_json;
+use super::update;
 use crate::error::{Error, Result};
 use crate::http::PUBLISHER;
 use crate::http::extract::{JsonBody, QueryParams, parse_json, read_body};
@@ -160,68 +158,19 @@ async fn update_api(
     State(state): State<AppState>,
     caller: Caller,
     Path(api_id): Path<String>,
-    JsonBody(mut record): JsonBody<ApiRecord>,
+    JsonBody(record): JsonBody<ApiRecord>,
 ) -> Result<(Touches, Json<ApiRecord>)> {
     caller.require(&state, Scope::ApiCreate)?;
     let api = tenant_api(&state, &caller, &api_id).await?;
-    keep_identity(&mut record, &api);
-    record.read_as_wso2_does();
-    record.validate()?;
-    check_endpoints(&state, &record)?;
-    record.seal_backend_password(&state.data_keys, &api.id, Some(&api.record))?;
-    check_deployable(&state, &record, api.mcp.as_deref(), Some(&api.id)).await?;
-    check_tiers_exist(&state, &api.tenant, &record).await?;
-    let routes = RouteClaim {
-        api_id: &api.id,
-        tenant: &api.tenant,
-        name: &api.name,
-        context: &api.context,
-        version: &api.version,
-    };
-    let was_default = api.record.is_default_version.unwrap_or(false);
-    let is_default = record.is_default_version.unwrap_or(false);
+    let own = crate::mediation::queries::of_apis(&state.db, &[&api.id]).await?;
+    let record = update::prepared(&state, &api, record, &own).await?;
     let mut tx = state.db.begin().await?;
-    let demoted = match (was_default, is_default) {
-        (false, true) => routes.claim_default(&mut tx).await?,
-        (true, false) => {
-            routes.release_default(&mut tx).await?;
-            Vec::new()
-        }
-        _ => Vec::new(),
-    };
-    queries::save_record(&mut *tx, &api.id, &record).await?;
+    let demoted = update::save(&mut tx, &api, &record).await?;
     tx.commit().await?;
-    tracing::info!(api = %api.id, "API updated");
     Ok((
         touches_apis(std::iter::once(api.id).chain(demoted)),
         Json(record.masked()),
     ))
-}
-
-/// Puts the stored API's id, name, version, context, provider and status into `record`,
-/// whatever it said of them.
-fn keep_identity(record: &mut ApiRecord, api: &StoredApi) {
-    let ignored = [
-        ("name", record.name.as_deref(), api.name.as_str()),
-        ("version", record.version.as_deref(), api.version.as_str()),
-        ("context", record.context.as_deref(), api.context.as_str()),
-        (
-            "provider",
-            record.provider.as_deref(),
-            api.provider.as_str(),
-        ),
-    ];
-    for (property, given, stored) in ignored {
-        if given.is_some_and(|given| given != stored) {
-            tracing::debug!(api = %api.id, property, "identity change in an update ignored");
-        }
-    }
-    record.id = Some(api.id.clone());
-    record.name = Some(api.name.clone());
-    record.version = Some(api.version.clone());
-    record.context = Some(api.context.clone());
-    record.provider = Some(api.provider.clone());
-    record.status = Some(api.status.clone());
 }
 
 /// `DELETE /apis/{apiId}`: 200 with no body; 409 while any application is subscribed.

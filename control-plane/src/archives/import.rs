@@ -2,8 +2,10 @@
 //! `import-api` does: `Meta-information/api.yaml` (read first, as WSO2 does) or
 //! `api.json` with `swagger.json`, the sequences it names, `Docs/`, the thumbnail
 //! (`Image/`, the first file named `icon...`), the WSDL and the endpoint certificates,
-//! written in one transaction: a project refused anywhere leaves nothing behind. What a
-//! project holds that this platform does not take is named, never dropped silently.
+//! written in one transaction: a project refused anywhere leaves nothing behind. A
+//! project imported over an existing API (apimcli's `--update`) replaces its record and
+//! what it carries. What a project holds that this platform does not take is named,
+//! never dropped silently.
 
 use std::collections::BTreeSet;
 
@@ -14,6 +16,7 @@ use super::project::Project;
 use super::records::{ApiJson, DocJson};
 use crate::apis::ApiRecord;
 use crate::apis::create::{self, Creator};
+use crate::apis::update;
 use crate::certificates::{CarriedCertificate, Checked};
 use crate::documents::{Content, Document};
 use crate::error::{Error, Result};
@@ -207,52 +210,147 @@ fn in_file(path: &str, err: Error) -> Error {
     }
 }
 
-/// Imports `project` as a new API of `user`'s.
+/// A project read and checked, before anything is written.
+struct Read<'a> {
+    reading: Reading<'a>,
+    record: ApiRecord,
+    /// Its lifecycle state, as the project says.
+    status: String,
+    /// The sequences it carries, checked; their `api_id` still empty.
+    own: Vec<MediationRow>,
+    /// The endpoint certificates new to the tenant, checked.
+    certificates: Vec<crate::certificates::CertificateRow>,
+    not_taken: Vec<String>,
+}
+
+/// Reads `project` for `user`: its model and definition, who provides it, its own
+/// sequences and its endpoint certificates, each checked.
+async fn read<'a>(
+    state: &AppState,
+    user: &User,
+    project: &'a Project,
+    preserve_provider: bool,
+) -> Result<Read<'a>> {
+    let mut reading = Reading::new(project);
+    let (mut record, status, mut not_taken) = record_of(&mut reading)?;
+    provide_as(&mut record, user, preserve_provider)?;
+    let own = own_sequences(&mut reading, &record)?;
+    let (certificates, mut refused) =
+        checked_certificates(state, &mut reading, &user.tenant).await?;
+    not_taken.append(&mut refused);
+    Ok(Read {
+        reading,
+        record,
+        status,
+        own,
+        certificates,
+        not_taken,
+    })
+}
+
+/// Writes what `read` carries for API `api_id` in `tx`: its own sequences, documents,
+/// thumbnail, WSDL and the certificates new to the tenant; what gateways must learn of
+/// the certificates.
+async fn write_carried(
+    read: &mut Read<'_>,
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    api_id: &str,
+) -> Result<Vec<Touched>> {
+    for row in &mut read.own {
+        row.api_id = api_id.to_string();
+        crate::mediation::queries::insert(tx, row).await?;
+    }
+    add_documents(&mut read.reading, tx, api_id).await?;
+    add_thumbnail(&mut read.reading, tx, api_id).await?;
+    add_wsdl(&mut read.reading, tx, api_id).await?;
+    let mut touched = Vec::new();
+    for row in &read.certificates {
+        if let Some((host, port)) = crate::certificates::add_carried(tx, row).await? {
+            touched.push(Touched::Trust { host, port });
+        }
+    }
+    Ok(touched)
+}
+
+/// Imports `project` as a new API of `user`'s, in the lifecycle state it says.
 pub async fn import_project(
     state: &AppState,
     user: &User,
     project: &Project,
     preserve_provider: bool,
 ) -> Result<Imported> {
-    let mut reading = Reading::new(project);
-    let (mut record, status, mut not_taken) = record_of(&mut reading)?;
-    provide_as(&mut record, user, preserve_provider)?;
-    let mut own = own_sequences(&mut reading, &record)?;
-    let (certificates, mut refused) =
-        checked_certificates(state, &mut reading, &user.tenant).await?;
-    not_taken.append(&mut refused);
+    let mut read = read(state, user, project, preserve_provider).await?;
     let creator = Creator {
         username: &user.username,
         tenant: &user.tenant,
     };
-    let record = create::prepared(state, creator, record, &own).await?;
+    let record = create::prepared(state, creator, read.record.clone(), &read.own).await?;
     let mut tx = state.db.begin().await?;
     let (id, demoted) = create::insert(&mut tx, &user.tenant, &record).await?;
-    for row in &mut own {
-        row.api_id = id.clone();
-        crate::mediation::queries::insert(&mut tx, row).await?;
+    let trusted = write_carried(&mut read, &mut tx, &id).await?;
+    create::restore_status(&mut tx, &id, &read.status).await?;
+    tx.commit().await?;
+    Ok(imported(user, id, demoted, trusted, read))
+}
+
+/// Imports `project` over API `api_id` of `user`'s tenant (apimcli's `--update`): its
+/// record replaced (name, version, context, provider and lifecycle state stay), and its
+/// own sequences, documents, thumbnail and WSDL replaced by the project's.
+pub async fn import_over(
+    state: &AppState,
+    user: &User,
+    project: &Project,
+    preserve_provider: bool,
+    api_id: &str,
+) -> Result<Imported> {
+    let api = crate::apis::find(&state.db, api_id)
+        .await?
+        .filter(|api| api.id == api_id && api.tenant == user.tenant)
+        .ok_or_else(|| Error::NotFoundWhy(format!("Unable to find the API {api_id}")))?;
+    let mut read = read(state, user, project, preserve_provider).await?;
+    let named = (read.record.name.as_deref(), read.record.version.as_deref());
+    if named != (Some(api.name.as_str()), Some(api.version.as_str())) {
+        return Err(Error::Invalid(format!(
+            "The project is of API {} {}, not of {} {}",
+            named.0.unwrap_or_default(),
+            named.1.unwrap_or_default(),
+            api.name,
+            api.version
+        )));
     }
-    add_documents(&mut reading, &mut tx, &id).await?;
-    add_thumbnail(&mut reading, &mut tx, &id).await?;
-    add_wsdl(&mut reading, &mut tx, &id).await?;
+    let record = update::prepared(state, &api, read.record.clone(), &read.own).await?;
+    let mut tx = state.db.begin().await?;
+    let demoted = update::save(&mut tx, &api, &record).await?;
+    crate::mediation::queries::delete_all_of(&mut tx, &api.id).await?;
+    crate::documents::delete_documents(&mut tx, &api.id).await?;
+    crate::thumbnails::delete_thumbnail(&mut tx, &api.id).await?;
+    crate::wsdl::delete_wsdl(&mut tx, &api.id).await?;
+    let trusted = write_carried(&mut read, &mut tx, &api.id).await?;
+    tx.commit().await?;
+    Ok(imported(user, api.id, demoted, trusted, read))
+}
+
+/// What an import did: the API, what gateways must learn, what was not taken.
+fn imported(
+    user: &User,
+    id: String,
+    demoted: Vec<String>,
+    trusted: Vec<Touched>,
+    read: Read<'_>,
+) -> Imported {
+    let mut not_taken = read.not_taken;
+    not_taken.extend(read.reading.left());
     let mut touched: Vec<Touched> = std::iter::once(id.clone())
         .chain(demoted)
         .map(Touched::Api)
         .collect();
-    for row in &certificates {
-        if let Some((host, port)) = crate::certificates::add_carried(&mut tx, row).await? {
-            touched.push(Touched::Trust { host, port });
-        }
-    }
-    create::restore_status(&mut tx, &id, &status).await?;
-    tx.commit().await?;
-    not_taken.extend(reading.left());
+    touched.extend(trusted);
     tracing::info!(api = %id, user = %user.username, not_taken = not_taken.len(), "API imported");
-    Ok(Imported {
+    Imported {
         id,
         not_taken,
         touches: Touches(touched),
-    })
+    }
 }
 
 /// `Docs/docs.json` and the contents it names: `InlineContents/<name>` for an inline or

@@ -1,21 +1,22 @@
 //! WSO2 2.6's import/export service (its `api-import-export` web application, where
 //! `apimcli` 2.x points by default: `/api-import-export-2.6.0-v0`): HTTP Basic
 //! authentication and plain-text answers, as it has them. `GET export-api` gives an API's
-//! project as a zip; `POST import-api` takes one (multipart `file`).
+//! project as a zip; `POST import-api` takes one (multipart `file`) as a new API, and
+//! `PUT /{apiId}` over an existing one.
 
-use axum::extract::{FromRequestParts, State};
+use axum::extract::{FromRequestParts, Path, State};
 use axum::http::request::Parts;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
 use super::export::project_of;
-use super::import::import_project;
+use super::import::{import_over, import_project};
 use super::project::{MAX_ARCHIVE_BYTES, Project};
 use crate::error::Error;
 use crate::http::auth::basic_credentials;
 use crate::http::extract::QueryParams;
-use crate::http::routes::{Routes, get, post};
+use crate::http::routes::{Routes, get, post, put};
 use crate::state::AppState;
 use crate::users::{BasicUser, User};
 
@@ -26,6 +27,7 @@ pub fn router() -> Routes {
     Routes::new()
         .route(&format!("{IMPORT_EXPORT}/export-api"), get(export_api))
         .route(&format!("{IMPORT_EXPORT}/import-api"), post(import_api))
+        .route(&format!("{IMPORT_EXPORT}/{{api_id}}"), put(update_api))
 }
 
 /// A plain-text answer, as the service gives them.
@@ -194,52 +196,103 @@ async fn import_api(
     QueryParams(query): QueryParams<ImportQuery>,
     request: axum::extract::Request,
 ) -> Response {
-    let preserve_provider = !query
-        .preserve_provider
-        .is_some_and(|keep| keep.eq_ignore_ascii_case("false"));
-    let fields = match crate::http::multipart::read_form(
-        request,
-        &state,
-        &["file"],
-        MAX_ARCHIVE_BYTES,
-    )
-    .await
-    {
-        Ok(fields) => fields,
-        Err(err) => return error_text(err),
+    let project = match uploaded_project(&state, request).await {
+        Ok(project) => project,
+        Err(refusal) => return refusal,
     };
+    let imported = import_project(&state, &user, &project, query.preserves_provider()).await;
+    answer(imported, "API imported successfully.")
+}
+
+/// `PUT /{apiId}[?preserveProvider]`, apimcli's `--update`: the project's zip (as for
+/// `import-api`) over the API of that id, in the user's tenant; its name and version must
+/// be the project's. 201 `API updated successfully.`; 404 for an API the tenant does not
+/// have.
+#[utoipa::path(
+    put,
+    path = "/api-import-export-2.6.0-v0/{apiId}",
+    tag = "Import and export",
+    params(
+        ("apiId" = String, Path, description = "The API's id"),
+        ("preserveProvider" = Option<bool>, Query, description = "`false`: the importer becomes the provider (default `true`)")
+    ),
+    request_body(content_type = "multipart/form-data", description = "`file`: the project's zip"),
+    responses(
+        (status = 201, description = "`API updated successfully.`, then what was not taken, if anything", content_type = "text/plain", body = String),
+        (status = 400, description = "The archive or the project is refused, or is of another API; why", content_type = "text/plain", body = String),
+        (status = 401, description = "No credentials, or wrong ones", content_type = "text/plain", body = String),
+        (status = 403, description = "The user may not create APIs, or the provider is of another tenant", content_type = "text/plain", body = String),
+        (status = 404, description = "No API of that id in the user's tenant", content_type = "text/plain", body = String)
+    ),
+    security(("basic" = []))
+)]
+async fn update_api(
+    State(state): State<AppState>,
+    ServiceUser(user): ServiceUser,
+    Path(api_id): Path<String>,
+    QueryParams(query): QueryParams<ImportQuery>,
+    request: axum::extract::Request,
+) -> Response {
+    let project = match uploaded_project(&state, request).await {
+        Ok(project) => project,
+        Err(refusal) => return refusal,
+    };
+    let preserve = query.preserves_provider();
+    let imported = import_over(&state, &user, &project, preserve, &api_id).await;
+    answer(imported, "API updated successfully.")
+}
+
+impl ImportQuery {
+    fn preserves_provider(&self) -> bool {
+        !self
+            .preserve_provider
+            .as_ref()
+            .is_some_and(|keep| keep.eq_ignore_ascii_case("false"))
+    }
+}
+
+/// The project of the multipart part `file`, unzipped off the server's threads; the
+/// refusal otherwise.
+async fn uploaded_project(
+    state: &AppState,
+    request: axum::extract::Request,
+) -> Result<Project, Response> {
+    let fields = crate::http::multipart::read_form(request, state, &["file"], MAX_ARCHIVE_BYTES)
+        .await
+        .map_err(error_text)?;
     let Some(file) = fields.into_iter().find(|f| f.name == "file") else {
-        return text(
+        return Err(text(
             StatusCode::BAD_REQUEST,
             "The form field 'file' with the project's zip is required",
-        );
+        ));
     };
-    // Inflating is work for a blocking thread, not the server's.
-    let read = tokio::task::spawn_blocking(move || Project::from_zip(&file.bytes)).await;
-    let project = match read {
-        Ok(Ok(project)) => project,
-        Ok(Err(refusal)) => return text(StatusCode::BAD_REQUEST, &refusal.0),
-        Err(err) => return Error::Internal(err.into()).into_response(),
-    };
-    match import_project(&state, &user, &project, preserve_provider).await {
-        Ok(imported) => {
-            let mut answer = String::from("API imported successfully.\n");
-            if !imported.not_taken.is_empty() {
-                answer.push_str(&format!(
-                    "Not imported (not supported here): {}\n",
-                    imported.not_taken.join(", ")
-                ));
-            }
-            let location = format!("{}/apis/{}", crate::http::PUBLISHER, imported.id);
-            (
-                imported.touches,
-                [(header::LOCATION, location)],
-                text(StatusCode::CREATED, &answer),
-            )
-                .into_response()
-        }
-        Err(err) => error_text(err),
+    match tokio::task::spawn_blocking(move || Project::from_zip(&file.bytes)).await {
+        Ok(Ok(project)) => Ok(project),
+        Ok(Err(refusal)) => Err(text(StatusCode::BAD_REQUEST, &refusal.0)),
+        Err(err) => Err(Error::Internal(err.into()).into_response()),
     }
+}
+
+/// 201 with `said` and what was not taken, and the API's `Location`; the refusal as text.
+fn answer(imported: crate::error::Result<super::import::Imported>, said: &str) -> Response {
+    let imported = match imported {
+        Ok(imported) => imported,
+        Err(err) => return error_text(err),
+    };
+    let mut body = format!("{said}\n");
+    if !imported.not_taken.is_empty() {
+        body.push_str(&format!(
+            "Not imported (not supported here): {}\n",
+            imported.not_taken.join(", ")
+        ));
+    }
+    let location = format!("{}/apis/{}", crate::http::PUBLISHER, imported.id);
+    (
+        imported.touches,
+        [(header::LOCATION, location)],
+        text(StatusCode::CREATED, &body),
+    )
+        .into_response()
 }
 
 /// A refusal as the service's plain text; failures of ours keep their own answers.
@@ -254,6 +307,7 @@ fn error_text(err: Error) -> Response {
             text(StatusCode::BAD_REQUEST, &problems.join(", "))
         }
         Error::Forbidden(why) => text(StatusCode::FORBIDDEN, &why),
+        Error::NotFoundWhy(why) => text(StatusCode::NOT_FOUND, &why),
         Error::AlreadyExists(why) | Error::Conflict(why) => text(StatusCode::CONFLICT, &why),
         Error::PayloadTooLarge => text(
             StatusCode::PAYLOAD_TOO_LARGE,
@@ -265,5 +319,5 @@ fn error_text(err: Error) -> Response {
 
 /// These operations in the control plane's OpenAPI document.
 #[derive(utoipa::OpenApi)]
-#[openapi(paths(export_api, import_api))]
+#[openapi(paths(export_api, import_api, update_api))]
 pub struct Api;

@@ -14,7 +14,7 @@ pub use records::DOCUMENT_TYPES;
 
 pub use queries::{
     Content, all_with_content, apis_with_documents_like, copy_documents_to_version,
-    insert as insert_document, set_content,
+    delete_all_of as delete_documents, insert as insert_document, set_content,
 };
 pub use records::{Document, DocumentRow};
 pub use rules::{MAX_FILE_BYTES, MAX_INLINE_BYTES, check as check_document, check_text};

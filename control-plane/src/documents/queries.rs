@@ -208,6 +208,11 @@ pub async fn delete(db: &AnyPool, api_id: &str, id: &str) -> Result<bool> {
     Ok(deleted.rows_affected() > 0)
 }
 
+/// Deletes every document of API `api_id`, in `tx`.
+pub async fn delete_all_of(tx: &mut Transaction<'_, Any>, api_id: &str) -> sqlx::Result<()> {
+    crate::db::delete_api_rows(tx, "api_documents", api_id).await
+}
+
 /// Copies API `from`'s documents and their content to API `to` (a new version of it),
 /// each under a new id.
 pub async fn copy_documents_to_version(

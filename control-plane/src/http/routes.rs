@@ -56,7 +56,7 @@ macro_rules! chained_method {
 }
 
 // Every route of ours starts with GET or POST.
-first_method!(get => "GET", post => "POST");
+first_method!(get => "GET", post => "POST", put => "PUT");
 chained_method!(get => "GET", post => "POST", put => "PUT", delete => "DELETE");
 
 /// Routes and the table of what they serve.

@@ -104,6 +104,11 @@ pub async fn delete(db: &mut AnyConnection, api_id: &str, id: &str) -> Result<bo
     Ok(deleted.rows_affected() > 0)
 }
 
+/// Deletes every policy of API `api_id`, in `tx`.
+pub async fn delete_all_of(tx: &mut Transaction<'_, Any>, api_id: &str) -> sqlx::Result<()> {
+    crate::db::delete_api_rows(tx, "api_mediation_policies", api_id).await
+}
+
 /// Copies API `from`'s mediation policies to API `to` (a new version of it), each under a new id.
 pub async fn copy_mediation_policies_to_version(
     tx: &mut Transaction<'_, Any>,

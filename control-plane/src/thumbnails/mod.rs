@@ -10,5 +10,6 @@ pub(crate) mod store_api;
 
 pub use image::image_type;
 pub use queries::{
-    ThumbnailRow, copy_thumbnail_to_version, find as find_thumbnail, put as put_thumbnail,
+    ThumbnailRow, copy_thumbnail_to_version, delete_of as delete_thumbnail, find as find_thumbnail,
+    put as put_thumbnail,
 };

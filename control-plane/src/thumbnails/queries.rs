@@ -54,3 +54,8 @@ pub async fn copy_thumbnail_to_version(
     let columns = "media_type, image, updated_at";
     crate::db::copy_api_rows(tx, "api_thumbnails", columns, from, to, false).await
 }
+
+/// Deletes API `api_id`'s thumbnail, if it has one, in `tx`.
+pub async fn delete_of(tx: &mut Transaction<'_, Any>, api_id: &str) -> sqlx::Result<()> {
+    crate::db::delete_api_rows(tx, "api_thumbnails", api_id).await
+}

@@ -5,5 +5,7 @@ pub(crate) mod publisher;
 mod queries;
 mod rules;
 
-pub use queries::{WsdlRow, copy_wsdl_to_version, find as find_wsdl, put as put_wsdl};
+pub use queries::{
+    WsdlRow, copy_wsdl_to_version, delete_of as delete_wsdl, find as find_wsdl, put as put_wsdl,
+};
 pub use rules::check as check_wsdl;

@@ -54,3 +54,8 @@ pub async fn copy_wsdl_to_version(
     let columns = "name, definition, updated_at";
     crate::db::copy_api_rows(tx, "api_wsdls", columns, from, to, false).await
 }
+
+/// Deletes API `api_id`'s WSDL, if it has one, in `tx`.
+pub async fn delete_of(tx: &mut Transaction<'_, Any>, api_id: &str) -> sqlx::Result<()> {
+    crate::db::delete_api_rows(tx, "api_wsdls", api_id).await
+}
