@@ -6,8 +6,9 @@
 
 use base64::Engine as _;
 
-use super::project::Project;
-use super::records::{ApiJson, DocJson};
+use apim_archive::{DocJson, Project};
+
+use super::records::model_of;
 use crate::apis::records::StoredApi;
 use crate::error::Result;
 use crate::state::AppState;
@@ -17,7 +18,7 @@ pub async fn project_of(state: &AppState, api: &StoredApi) -> Result<Project> {
     let record = api.full_record().masked();
     let root = format!("{}-{}", api.name, api.version);
     let mut project = Project::new(&root);
-    let meta = ApiJson::of_record(&record);
+    let meta = model_of(&record);
     project.add("Meta-information/api.json", pretty(&meta)?);
     if let Some(swagger) = &record.api_definition {
         let parsed: serde_json::Value =

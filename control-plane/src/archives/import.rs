@@ -9,11 +9,10 @@
 
 use std::collections::BTreeSet;
 
+use apim_archive::{ApiJson, DocJson, Project};
 use base64::Engine as _;
 use serde_json::Value;
 
-use super::project::Project;
-use super::records::{ApiJson, DocJson};
 use crate::apis::ApiRecord;
 use crate::apis::create::{self, Creator};
 use crate::apis::update;

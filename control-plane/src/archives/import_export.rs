@@ -4,6 +4,7 @@
 //! project as a zip; `POST import-api` takes one (multipart `file`) as a new API, and
 //! `PUT /{apiId}` over an existing one.
 
+use apim_archive::{MAX_ARCHIVE_BYTES, Project};
 use axum::extract::{FromRequestParts, Path, State};
 use axum::http::request::Parts;
 use axum::http::{StatusCode, header};
@@ -12,7 +13,6 @@ use serde::Deserialize;
 
 use super::export::project_of;
 use super::import::{import_over, import_project};
-use super::project::{MAX_ARCHIVE_BYTES, Project};
 use crate::error::Error;
 use crate::http::auth::basic_credentials;
 use crate::http::extract::QueryParams;
@@ -42,13 +42,25 @@ fn text(status: StatusCode, body: &str) -> Response {
 
 /// A user of the service: authenticated by HTTP Basic, and allowed to create APIs (an
 /// administrator or a creator; WSO2 asks for its admin role or the API-creation
-/// permission). Refusals are the service's texts.
+/// permission). Refusals are the service's texts. A bearer token with the scope to
+/// create APIs is taken too (ours: `apimctl` keeps tokens, never passwords).
 struct ServiceUser(User);
 
 impl FromRequestParts<AppState> for ServiceUser {
     type Rejection = Response;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
+        if crate::http::auth::bearer_token(&parts.headers).is_some() {
+            return token_user(parts, state)
+                .await
+                .map(Self)
+                .map_err(|err| match err {
+                    Error::Unauthenticated => {
+                        text(StatusCode::UNAUTHORIZED, "User Authentication Failed")
+                    }
+                    other => other.into_response(),
+                });
+        }
         if basic_credentials(&parts.headers).is_none() {
             let missing = "No username or password is provided for authentication";
             return Err(text(StatusCode::UNAUTHORIZED, missing));
@@ -67,6 +79,15 @@ impl FromRequestParts<AppState> for ServiceUser {
         }
         Ok(Self(user))
     }
+}
+
+/// The user a bearer token acts for, when it may create APIs.
+async fn token_user(parts: &mut Parts, state: &AppState) -> crate::error::Result<User> {
+    let caller = crate::tokens::Caller::from_request_parts(parts, state).await?;
+    caller.require(state, crate::scopes::Scope::ApiCreate)?;
+    crate::users::find(&state.db, caller.username())
+        .await?
+        .ok_or(Error::Unauthenticated)
 }
 
 /// `export-api`'s query; other parameters apimcli sends (`format`, `ignoreSwagger`) are
@@ -101,7 +122,7 @@ struct ExportQuery {
         (status = 403, description = "The user may not create APIs", content_type = "text/plain", body = String),
         (status = 404, description = "`Unable to retrieve API`", content_type = "text/plain", body = String)
     ),
-    security(("basic" = []))
+    security(("basic" = []), ("bearer" = []))
 )]
 async fn export_api(
     State(state): State<AppState>,
@@ -188,7 +209,7 @@ struct ImportQuery {
         (status = 403, description = "The user may not create APIs, or the provider is of another tenant", content_type = "text/plain", body = String),
         (status = 409, description = "The API, or its context, exists already", content_type = "text/plain", body = String)
     ),
-    security(("basic" = []))
+    security(("basic" = []), ("bearer" = []))
 )]
 async fn import_api(
     State(state): State<AppState>,
@@ -224,7 +245,7 @@ async fn import_api(
         (status = 403, description = "The user may not create APIs, or the provider is of another tenant", content_type = "text/plain", body = String),
         (status = 404, description = "No API of that id in the user's tenant", content_type = "text/plain", body = String)
     ),
-    security(("basic" = []))
+    security(("basic" = []), ("bearer" = []))
 )]
 async fn update_api(
     State(state): State<AppState>,

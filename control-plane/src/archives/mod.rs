@@ -2,12 +2,11 @@
 //! (its `api-import-export` web application, which `apimcli` 2.x speaks to): each API a
 //! project, `<Name>-<Version>/` with `Meta-information/api.json` (WSO2's API model, not
 //! the REST API's), `swagger.json`, `Docs/`, `Image/`, `Sequences/` and `WSDL/`, zipped.
-//! The project in memory and its zip, bounded both ways (`project`); WSO2's model of an
-//! API (`records`); an API made into a project (`export`) and a project into an API
-//! (`import`); the service's handlers (`import_export`).
+//! The project and WSO2's model are `apim_archive`'s; here, WSO2's model made from our
+//! records (`records`), an API made into a project (`export`) and a project into an API
+//! (`import`), and the service's handlers (`import_export`).
 
 pub(crate) mod export;
 pub(crate) mod import;
 pub(crate) mod import_export;
-pub mod project;
 pub mod records;

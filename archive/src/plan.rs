@@ -1,0 +1,266 @@
+//! What importing a project would change in an API as it is: two projects of one API
+//! (one kept in git, one exported from the estate) compared field by field, as the REST
+//! API's record each comes to, with WSO2's defaults filled in where a model leaves a
+//! member out, so that a default is never reported as a change. Lifecycle state and ids
+//! are not compared (an import over an API keeps its state; ids are each stack's own).
+
+use std::collections::BTreeSet;
+
+use serde_json::{Map, Value};
+
+use crate::model::{ApiJson, DocJson};
+use crate::project::Project;
+
+/// One difference: a member of the record (`endpointConfig.production_endpoints.url`)
+/// or a file of the project (`file:Docs/InlineContents/How to`), as it is and as the
+/// project would make it (`None`: absent).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Change {
+    pub path: String,
+    pub from: Option<Value>,
+    pub to: Option<Value>,
+}
+
+/// WSO2 2.6's defaults of the record's members, as the publisher fills them in.
+fn defaults() -> Map<String, Value> {
+    let defaults = serde_json::json!({
+        "description": "",
+        "cacheTimeout": 300,
+        "responseCaching": "Disabled",
+        "visibility": "PUBLIC",
+        "visibleRoles": [],
+        "visibleTenants": [],
+        "transport": ["http", "https"],
+        "subscriptionAvailability": "current_tenant",
+        "subscriptionAvailableTenants": [],
+        "accessControl": "NONE",
+        "accessControlRoles": [],
+        "additionalProperties": {},
+        "gatewayEnvironments": "Production and Sandbox",
+        "isDefaultVersion": false,
+        "tags": [],
+        "sequences": [],
+        "type": "HTTP",
+    });
+    match defaults {
+        Value::Object(members) => members,
+        _ => Map::new(),
+    }
+}
+
+/// A project's model and definition, JSON or YAML (YAML first, as WSO2 reads them).
+pub fn model_of(project: &Project) -> Result<(ApiJson, Option<Value>), String> {
+    let model = read_either(project, "Meta-information/api")?
+        .ok_or("the project has no Meta-information/api.yaml or api.json")?;
+    let swagger = read_either(project, "Meta-information/swagger")?;
+    Ok((model, swagger))
+}
+
+fn read_either<T: serde::de::DeserializeOwned>(
+    project: &Project,
+    stem: &str,
+) -> Result<Option<T>, String> {
+    if let Some(bytes) = project.file(&format!("{stem}.yaml")) {
+        let parsed = serde_norway::from_slice(bytes).map_err(|e| format!("{stem}.yaml: {e}"))?;
+        return Ok(Some(parsed));
+    }
+    match project.file(&format!("{stem}.json")) {
+        Some(bytes) => serde_json::from_slice(bytes)
+            .map(Some)
+            .map_err(|e| format!("{stem}.json: {e}")),
+        None => Ok(None),
+    }
+}
+
+/// The record a project's API comes to: WSO2's defaults where the model says nothing,
+/// the definition and endpoint configuration as JSON rather than text.
+pub fn normalised_record(project: &Project) -> Result<Map<String, Value>, String> {
+    let (model, swagger) = model_of(project)?;
+    let swagger = swagger.map(|s| s.to_string());
+    let (record, _) = model.to_record(swagger.as_deref());
+    let Value::Object(mut record) = record else {
+        return Err("the model is not an object".into());
+    };
+    for (member, value) in defaults() {
+        let absent = record.get(&member).is_none_or(Value::is_null);
+        if absent {
+            record.insert(member, value);
+        }
+    }
+    for member in ["apiDefinition", "endpointConfig"] {
+        let parsed = record
+            .get(member)
+            .and_then(Value::as_str)
+            .and_then(|text| serde_json::from_str::<Value>(text).ok());
+        if let Some(parsed) = parsed {
+            record.insert(member.into(), parsed);
+        }
+    }
+    record.remove("status");
+    Ok(record)
+}
+
+/// What importing `local` over the API `remote` was exported from would change.
+pub fn changes(local: &Project, remote: &Project) -> Result<Vec<Change>, String> {
+    let mut found = Vec::new();
+    let (ours, theirs) = (normalised_record(local)?, normalised_record(remote)?);
+    diff("", &Value::Object(theirs), &Value::Object(ours), &mut found);
+    file_changes(local, remote, &mut found)?;
+    Ok(found)
+}
+
+/// Differences between `from` and `to` under `path`: objects member by member, anything
+/// else whole.
+fn diff(path: &str, from: &Value, to: &Value, found: &mut Vec<Change>) {
+    match (from, to) {
+        (Value::Object(a), Value::Object(b)) => {
+            let members: BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+            for member in members {
+                let inner = if path.is_empty() {
+                    member.clone()
+                } else {
+                    format!("{path}.{member}")
+                };
+                match (a.get(member), b.get(member)) {
+                    (Some(x), Some(y)) => diff(&inner, x, y, found),
+                    (x, y) => found.push(Change {
+                        path: inner,
+                        from: x.cloned(),
+                        to: y.cloned(),
+                    }),
+                }
+            }
+        }
+        (a, b) if a != b => found.push(Change {
+            path: path.to_string(),
+            from: Some(a.clone()),
+            to: Some(b.clone()),
+        }),
+        _ => {}
+    }
+}
+
+/// The files an import takes besides the model and definition, compared: `Docs/docs.json`
+/// as its documents without their ids, the rest byte for byte.
+fn file_changes(local: &Project, remote: &Project, found: &mut Vec<Change>) -> Result<(), String> {
+    let compared = |path: &&String| {
+        !path.starts_with("Meta-information/api.") && !path.starts_with("Meta-information/swagger.")
+    };
+    let paths: BTreeSet<&String> = local
+        .files
+        .keys()
+        .chain(remote.files.keys())
+        .filter(compared)
+        .collect();
+    for path in paths {
+        let (ours, theirs) = (local.file(path), remote.file(path));
+        let same = match (ours, theirs) {
+            (Some(a), Some(b)) if path.starts_with("Docs/docs.") => {
+                documents(path, a)? == documents(path, b)?
+            }
+            (a, b) => a == b,
+        };
+        if !same {
+            found.push(Change {
+                path: format!("file:{path}"),
+                from: theirs.map(summary),
+                to: ours.map(summary),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// A project's documents without the ids each stack gives them, in name order.
+fn documents(path: &str, bytes: &[u8]) -> Result<Vec<Value>, String> {
+    let parsed: Vec<DocJson> = if path.ends_with(".yaml") {
+        serde_norway::from_slice(bytes).map_err(|e| format!("{path}: {e}"))?
+    } else {
+        serde_json::from_slice(bytes).map_err(|e| format!("{path}: {e}"))?
+    };
+    let mut listed: Vec<Value> = parsed
+        .into_iter()
+        .map(|mut doc| {
+            doc.id = None;
+            serde_json::to_value(doc).unwrap_or_default()
+        })
+        .collect();
+    listed.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
+    Ok(listed)
+}
+
+/// A file as a change shows it: its size, never its content (it may be large, or binary).
+fn summary(bytes: &[u8]) -> Value {
+    Value::from(format!("{} bytes", bytes.len()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn project(model: Value) -> Project {
+        let mut project = Project::new("Pets-1.0.0");
+        project.add(
+            "Meta-information/api.json",
+            serde_json::to_vec(&model).unwrap(),
+        );
+        project
+    }
+
+    fn model() -> Value {
+        serde_json::json!({
+            "id": {"providerName": "admin", "apiName": "Pets", "version": "1.0.0"},
+            "context": "/pets/1.0.0", "contextTemplate": "/pets/{version}",
+            "availableTiers": [{"name": "Gold"}], "status": "PUBLISHED",
+            "endpointConfig": "{\"production_endpoints\":{\"url\":\"http://a/\"}}"
+        })
+    }
+
+    #[test]
+    fn a_default_said_or_left_out_is_no_change() {
+        let mut said = model();
+        said["visibility"] = "public".into();
+        said["transports"] = "http,https".into();
+        said["cacheTimeout"] = 300.into();
+        said["subscriptionAvailability"] = "current_tenant".into();
+        said["status"] = "CREATED".into();
+        said["uuid"] = "x".into();
+        let found = changes(&project(model()), &project(said)).unwrap();
+        assert_eq!(found, []);
+    }
+
+    #[test]
+    fn one_edited_field_is_that_field() {
+        let mut edited = model();
+        edited["endpointConfig"] = "{\"production_endpoints\":{\"url\":\"http://b/\"}}".into();
+        let found = changes(&project(edited), &project(model())).unwrap();
+        assert_eq!(
+            found,
+            [Change {
+                path: "endpointConfig.production_endpoints.url".into(),
+                from: Some("http://a/".into()),
+                to: Some("http://b/".into()),
+            }]
+        );
+    }
+
+    #[test]
+    fn files_are_compared_and_documents_without_their_ids() {
+        let (mut ours, mut theirs) = (project(model()), project(model()));
+        ours.add(
+            "Docs/docs.json",
+            br#"[{"id":"1","type":"HOWTO","name":"A","sourceType":"INLINE"}]"#.to_vec(),
+        );
+        theirs.add(
+            "Docs/docs.json",
+            br#"[{"id":"9","type":"HOWTO","name":"A","sourceType":"INLINE"}]"#.to_vec(),
+        );
+        ours.add("Docs/InlineContents/A", b"new".to_vec());
+        theirs.add("Docs/InlineContents/A", b"old".to_vec());
+        ours.add("Image/icon.png", b"png".to_vec());
+        let found = changes(&ours, &theirs).unwrap();
+        let paths: Vec<&str> = found.iter().map(|c| c.path.as_str()).collect();
+        assert_eq!(paths, ["file:Docs/InlineContents/A", "file:Image/icon.png"]);
+        assert_eq!(found[1].from, None);
+    }
+}
