@@ -109,6 +109,29 @@ pub fn changes(local: &Project, remote: &Project) -> Result<Vec<Change>, String>
     Ok(found)
 }
 
+/// A digest of what [`changes`] compares of `project`: equal digests, no change between
+/// them. An apply checks that the estate is still what its plan saw.
+pub fn fingerprint(project: &Project) -> Result<String, String> {
+    use sha2::Digest as _;
+    let mut hash = sha2::Sha256::new();
+    hash.update(Value::Object(normalised_record(project)?).to_string());
+    for (path, bytes) in &project.files {
+        if is_compared_file(path) {
+            hash.update(path.as_bytes());
+            hash.update([0]);
+            hash.update((bytes.len() as u64).to_be_bytes());
+            hash.update(bytes);
+        }
+    }
+    Ok(format!("{:x}", hash.finalize()))
+}
+
+/// Whether a file is compared as a file (the model and definition are compared as the
+/// record).
+fn is_compared_file(path: &str) -> bool {
+    !path.starts_with("Meta-information/api.") && !path.starts_with("Meta-information/swagger.")
+}
+
 /// Differences between `from` and `to` under `path`: objects member by member, anything
 /// else whole.
 fn diff(path: &str, from: &Value, to: &Value, found: &mut Vec<Change>) {
@@ -143,14 +166,11 @@ fn diff(path: &str, from: &Value, to: &Value, found: &mut Vec<Change>) {
 /// The files an import takes besides the model and definition, compared: `Docs/docs.json`
 /// as its documents without their ids, the rest byte for byte.
 fn file_changes(local: &Project, remote: &Project, found: &mut Vec<Change>) -> Result<(), String> {
-    let compared = |path: &&String| {
-        !path.starts_with("Meta-information/api.") && !path.starts_with("Meta-information/swagger.")
-    };
     let paths: BTreeSet<&String> = local
         .files
         .keys()
         .chain(remote.files.keys())
-        .filter(compared)
+        .filter(|path| is_compared_file(path))
         .collect();
     for path in paths {
         let (ours, theirs) = (local.file(path), remote.file(path));

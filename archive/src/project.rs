@@ -152,6 +152,69 @@ impl Project {
     }
 }
 
+impl Project {
+    /// The project a folder holds (its name the root), within the bounds a zip is read
+    /// with; a symbolic link anywhere in it is refused.
+    pub fn from_dir(folder: &std::path::Path) -> Result<Self, Refusal> {
+        let root = folder
+            .file_name()
+            .and_then(|n| n.to_str())
+            .ok_or_else(|| refused(format!("{} is not a project folder", folder.display())))?;
+        let mut project = Project::new(root);
+        let mut total = 0u64;
+        let mut pending = vec![(folder.to_path_buf(), String::new())];
+        while let Some((dir, prefix)) = pending.pop() {
+            let entries = std::fs::read_dir(&dir)
+                .map_err(|err| refused(format!("{} cannot be read: {err}", dir.display())))?;
+            for entry in entries {
+                let entry = entry.map_err(|err| refused(format!("{}: {err}", dir.display())))?;
+                let name = entry.file_name().to_string_lossy().into_owned();
+                let path = format!("{prefix}{name}");
+                split_path(&format!("{root}/{path}"))?;
+                let kind = entry
+                    .file_type()
+                    .map_err(|err| refused(format!("{path}: {err}")))?;
+                if kind.is_symlink() {
+                    return Err(refused(format!("'{path}' is a symbolic link")));
+                }
+                if kind.is_dir() {
+                    pending.push((entry.path(), format!("{path}/")));
+                    continue;
+                }
+                let size = entry.metadata().map(|m| m.len()).unwrap_or(u64::MAX);
+                total = total.saturating_add(size);
+                if size > MAX_ENTRY_BYTES || total > MAX_TOTAL_BYTES {
+                    return Err(refused(format!(
+                        "The project holds more than {MAX_TOTAL_BYTES} bytes, or a file past {MAX_ENTRY_BYTES}"
+                    )));
+                }
+                if project.files.len() >= MAX_ENTRIES {
+                    return Err(refused(format!(
+                        "The project holds more than {MAX_ENTRIES} files"
+                    )));
+                }
+                let bytes = std::fs::read(entry.path())
+                    .map_err(|err| refused(format!("{path} cannot be read: {err}")))?;
+                project.files.insert(path, bytes);
+            }
+        }
+        Ok(project)
+    }
+
+    /// Writes the project's files under `folder/<root>/`, the folder made if need be.
+    pub fn write_to(&self, folder: &std::path::Path) -> std::io::Result<std::path::PathBuf> {
+        let base = folder.join(&self.root);
+        for (path, bytes) in &self.files {
+            let target = base.join(path);
+            if let Some(parent) = target.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            std::fs::write(target, bytes)?;
+        }
+        Ok(base)
+    }
+}
+
 /// An entry's name as its root folder and the path under it; refused unless every part
 /// is a plain name (no `..`, `.`, empty part, backslash, drive or control character)
 /// within the depth and length bounds.
@@ -273,6 +336,21 @@ mod tests {
         assert!(bomb.len() < 64 * 1024, "deflated to {} bytes", bomb.len());
         let refusal = Project::from_zip(&bomb).unwrap_err();
         assert!(refusal.0.contains("expands past"), "{refusal}");
+    }
+
+    #[test]
+    fn a_folder_is_read_as_its_zip_would_be_and_links_are_refused() {
+        let dir = std::env::temp_dir().join(format!("apim-archive-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut project = Project::new("Pets-1.0.0");
+        project.add("Meta-information/api.json", b"{}".to_vec());
+        project.add("Docs/InlineContents/How to", b"text".to_vec());
+        let folder = project.write_to(&dir).unwrap();
+        assert_eq!(Project::from_dir(&folder).unwrap(), project);
+        std::os::unix::fs::symlink("/etc/passwd", folder.join("Docs/link")).unwrap();
+        let refusal = Project::from_dir(&folder).unwrap_err();
+        assert!(refusal.0.contains("symbolic link"), "{refusal}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -80,7 +80,7 @@ fn export_request(
 /// An API with everything a project carries: a backend password, its own in-sequence
 /// and WSO2's fault one, an inline and a file document, a thumbnail, a WSDL and an
 /// endpoint certificate; its id.
-async fn populated_api(api: &Client, admin: &str) -> String {
+pub(crate) async fn populated_api(api: &Client, admin: &str) -> String {
     let mut record = spec_api_record();
     record["name"] = json!("Pets");
     record["context"] = json!("/pets");

@@ -12,6 +12,7 @@ use harness::{Backend, Client, ControlPlane};
 
 mod access;
 mod analytics;
+mod apimctl;
 mod archives;
 mod authz;
 mod backend_jwt;
@@ -303,6 +304,11 @@ macro_rules! on_sqlite {
 // The seed flow and the gateway's scenarios with the components' WASIp3 artefacts, hosted
 // with instance reuse as on Spin 4.1 (and `gateway::spec_flow_with_the_p3_artefact`); on
 // SQLite, their subject being the component rather than the database.
+// apimctl against a control plane: its subject is the command line, not the database.
+on_sqlite!(
+    run, apimctl_sqlite;
+    apimctl::gitops_plans_and_applies_exactly,
+);
 on_sqlite!(
     run, p3_sqlite;
     dev_facade::facade_serves_every_operation_on_the_p3_artefacts,

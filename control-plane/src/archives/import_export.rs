@@ -81,6 +81,20 @@ impl FromRequestParts<AppState> for ServiceUser {
     }
 }
 
+/// The service's query, refused in its plain text.
+struct ServiceQuery<T>(T);
+
+impl<T: serde::de::DeserializeOwned> FromRequestParts<AppState> for ServiceQuery<T> {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
+        QueryParams::<T>::from_request_parts(parts, state)
+            .await
+            .map(|QueryParams(query)| Self(query))
+            .map_err(error_text)
+    }
+}
+
 /// The user a bearer token acts for, when it may create APIs.
 async fn token_user(parts: &mut Parts, state: &AppState) -> crate::error::Result<User> {
     let caller = crate::tokens::Caller::from_request_parts(parts, state).await?;
@@ -127,7 +141,7 @@ struct ExportQuery {
 async fn export_api(
     State(state): State<AppState>,
     ServiceUser(user): ServiceUser,
-    QueryParams(query): QueryParams<ExportQuery>,
+    ServiceQuery(query): ServiceQuery<ExportQuery>,
 ) -> Response {
     let (Some(name), Some(version), Some(provider)) = (query.name, query.version, query.provider)
     else {
@@ -214,7 +228,7 @@ struct ImportQuery {
 async fn import_api(
     State(state): State<AppState>,
     ServiceUser(user): ServiceUser,
-    QueryParams(query): QueryParams<ImportQuery>,
+    ServiceQuery(query): ServiceQuery<ImportQuery>,
     request: axum::extract::Request,
 ) -> Response {
     let project = match uploaded_project(&state, request).await {
@@ -251,7 +265,7 @@ async fn update_api(
     State(state): State<AppState>,
     ServiceUser(user): ServiceUser,
     Path(api_id): Path<String>,
-    QueryParams(query): QueryParams<ImportQuery>,
+    ServiceQuery(query): ServiceQuery<ImportQuery>,
     request: axum::extract::Request,
 ) -> Response {
     let project = match uploaded_project(&state, request).await {
