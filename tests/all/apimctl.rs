@@ -212,6 +212,10 @@ pub async fn gitops_plans_and_applies_exactly(env: Env) {
         record["status"], "PUBLISHED",
         "an apply keeps the lifecycle state"
     );
+    assert_eq!(
+        record["endpointSecurity"]["password"], "********",
+        "the backend password, never in a project, stays"
+    );
     let again = cli.expect(0, &["apply", "--env", "local", dir]).await;
     assert!(again.stdout.contains("No changes."), "{}", again.stdout);
     cli.expect(0, &["plan", "--env", "local", dir]).await;
@@ -257,6 +261,35 @@ pub async fn gitops_plans_and_applies_exactly(env: Env) {
         !in_git.contains("9999"),
         "parameters are never written into the project"
     );
+    std::fs::write(
+        &params,
+        "[local.\"Pets-v1.0.0\"]\nendpoint = \"http://127.0.0.1:9999/pets/\"\n\
+         backend_password_env = \"PETS_BACKEND_PASSWORD\"\n",
+    )
+    .unwrap();
+    let params_arg = [
+        "apply",
+        "--env",
+        "local",
+        dir,
+        "--params",
+        params.to_str().unwrap(),
+    ];
+    let unset = cli.expect(1, &params_arg).await;
+    assert!(
+        unset.stderr.contains("PETS_BACKEND_PASSWORD"),
+        "{}",
+        unset.stderr
+    );
+    let set = cli
+        .run(&params_arg, &[("PETS_BACKEND_PASSWORD", "prod-secret")])
+        .await;
+    assert_eq!(set.code, 0, "{}", set.stderr);
+    let record: Value = api.get(&path, &admin).await.expect(200).body;
+    let config = record["endpointConfig"].as_str().unwrap();
+    assert_eq!(config.matches("9999").count(), 2, "{config}");
+    assert_eq!(record["endpointSecurity"]["password"], "********");
+    assert!(!set.stdout.contains("prod-secret") && !set.stderr.contains("prod-secret"));
 
     // A new project is created; a managed API no project is goes only with --prune, and
     // an API the directory does not manage stays.

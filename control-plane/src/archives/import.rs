@@ -317,7 +317,9 @@ pub async fn import_over(
             api.version
         )));
     }
-    let record = update::prepared(state, &api, read.record.clone(), &read.own).await?;
+    let mut record = read.record.clone();
+    keep_stored_password(&mut record, &api.record);
+    let record = update::prepared(state, &api, record, &read.own).await?;
     let mut tx = state.db.begin().await?;
     let demoted = update::save(&mut tx, &api, &record).await?;
     crate::mediation::queries::delete_all_of(&mut tx, &api.id).await?;
@@ -327,6 +329,14 @@ pub async fn import_over(
     let trusted = write_carried(&mut read, &mut tx, &api.id).await?;
     tx.commit().await?;
     Ok(imported(user, api.id, demoted, trusted, read))
+}
+
+/// A project never carries the backend password: over an API that has one, the stored
+/// password stays (as the publisher keeps it for a masked one) rather than being lost.
+fn keep_stored_password(record: &mut ApiRecord, stored: &ApiRecord) {
+    if record.stored_backend_password().is_none() && stored.stored_backend_password().is_some() {
+        record.set_backend_password(crate::apis::MASKED_PASSWORD.to_string());
+    }
 }
 
 /// What an import did: the API, what gateways must learn, what was not taken.
