@@ -172,6 +172,7 @@ pub fn rooms() -> Routes {
         .merge(crate::mediation::publisher::router())
         .merge(crate::mediation::gateway_api::router())
         .merge(crate::archives::import_export::router())
+        .merge(crate::archives::admin::router())
         .merge(crate::users::admin::router())
         .merge(crate::signing::admin::router())
         .merge(crate::fleet::admin::router())

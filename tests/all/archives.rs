@@ -3,7 +3,7 @@
 
 use harness::stack::ALL_SCOPES;
 use harness::steps::Steps;
-use harness::{ADMIN_PASSWORD, Backend, Client, PUBLISHER, spec_api_record};
+use harness::{ADMIN_PASSWORD, Backend, Client, PUBLISHER, STORE, spec_api_record};
 use reqwest::Method;
 use reqwest::multipart::{Form, Part};
 use serde_json::{Value, json};
@@ -1202,4 +1202,183 @@ pub async fn wso2_projects_import_with_what_they_carry(env: InProcess) {
         .body;
     assert_eq!(record["name"], "PizzaShackAPI");
     assert_eq!(record["status"], "PUBLISHED");
+}
+
+/// An export of applications as WSO2 2.6's admin API answers it
+/// (`GET /export/applications?appName&appOwner`, Basic credentials).
+fn app_export(client: &Client, query: &str) -> reqwest::RequestBuilder {
+    client
+        .request(
+            Method::GET,
+            &format!("/api/am/admin/v0.14/export/applications?{query}"),
+            "",
+        )
+        .basic_auth("admin", Some(ADMIN_PASSWORD))
+}
+
+/// An import of an application's zip (`POST /import/applications`, multipart `file`).
+fn app_import(client: &Client, query: &str, zip: Vec<u8>) -> reqwest::RequestBuilder {
+    let part = Part::bytes(zip).file_name("exported-application.zip");
+    client
+        .request(
+            Method::POST,
+            &format!("/api/am/admin/v0.14/import/applications?{query}"),
+            "",
+        )
+        .basic_auth("admin", Some(ADMIN_PASSWORD))
+        .multipart(Form::new().part("file", part))
+}
+
+pub async fn applications_export_and_import_as_wso2s_admin_api(env: InProcess) {
+    let api = &env.api;
+    let admin = api.login("admin", ADMIN_PASSWORD, ALL_SCOPES).await;
+    let pets = populated_api(api, &admin).await;
+    let steps = Steps::new(api, &admin);
+    steps.lifecycle(&pets, "Publish").await.unwrap();
+    steps
+        .subscribed_application("Mobile", "Unlimited", &[&pets])
+        .await
+        .unwrap();
+
+    // Refusals, then the zip as WSO2 lays it out: the model, its subscription, no keys.
+    let missing = api.send(app_export(api, "appName=Mobile")).await;
+    assert_eq!(missing.status, 400);
+    let unknown = api
+        .send(app_export(api, "appName=Nope&appOwner=admin"))
+        .await;
+    assert_eq!(unknown.status, 404);
+    assert!(
+        unknown
+            .body
+            .to_string()
+            .contains("No application found with name Nope")
+    );
+    let across = api
+        .send(app_export(api, "appName=Mobile&appOwner=tina@acme.com"))
+        .await;
+    assert_eq!(across.status, 403);
+    let download = api
+        .download_request(app_export(api, "appName=Mobile&appOwner=admin"))
+        .await;
+    assert_eq!(download.status, 200);
+    assert!(
+        download
+            .header("content-disposition")
+            .contains("exported-application.zip")
+    );
+    let project = Project::from_zip(&download.bytes).unwrap();
+    assert_eq!(project.root, "Mobile");
+    let model: Value = serde_json::from_slice(project.file("Mobile.json").unwrap()).unwrap();
+    assert_eq!(model["owner"], "admin");
+    assert_eq!(model["tier"], "Unlimited");
+    assert_eq!(model["keys"], json!([]));
+    assert_eq!(
+        model["subscribedAPIs"][0]["apiId"],
+        json!({"providerName": "admin", "apiName": "Pets", "version": "v1.0.0"})
+    );
+
+    // Into another control plane that has the API: the application and its subscription.
+    let dir = harness::temp_dir();
+    let other = harness::in_process_control_plane(&Backend::Sqlite, &dir).await;
+    let query = "name=Pets&version=v1.0.0&provider=admin";
+    let api_zip = api
+        .download_request(export_request(&env, query, Some(("admin", ADMIN_PASSWORD))))
+        .await
+        .bytes;
+    let admin_login = ("admin", ADMIN_PASSWORD);
+    other
+        .send(import_request(&other, "", api_zip, admin_login))
+        .await
+        .expect(201);
+    let imported = other
+        .send(app_import(
+            &other,
+            "preserveOwner=true",
+            download.bytes.clone(),
+        ))
+        .await;
+    assert_eq!(imported.status, 201, "{}", imported.body);
+    assert_eq!(imported.body["name"], "Mobile");
+    assert_eq!(imported.body["subscriber"], "admin");
+    let app_id = imported.str("applicationId");
+    assert_eq!(
+        imported.header("location"),
+        Some(format!("/applications/{app_id}").as_str())
+    );
+    let other_admin = other.login("admin", ADMIN_PASSWORD, ALL_SCOPES).await;
+    let subscriptions = other
+        .get(
+            &format!("{STORE}/subscriptions?applicationId={app_id}"),
+            &other_admin,
+        )
+        .await
+        .expect(200);
+    assert_eq!(subscriptions.body["count"], 1, "{}", subscriptions.body);
+    assert_eq!(subscriptions.body["list"][0]["tier"], "Unlimited");
+    let again = other
+        .send(app_import(
+            &other,
+            "preserveOwner=true",
+            download.bytes.clone(),
+        ))
+        .await;
+    assert_eq!(again.status, 409, "{}", again.body);
+
+    // For another owner, the subscription skipped when the API is not published there.
+    other.add_user("sam", "sam-pw", &["subscriber"]).await;
+    let listed = other
+        .get(&format!("{PUBLISHER}/apis?query=name:Pets"), &other_admin)
+        .await
+        .expect(200);
+    let other_pets = listed.body["list"][0]["id"].as_str().unwrap().to_string();
+    Steps::new(&other, &other_admin)
+        .lifecycle(&other_pets, "Block")
+        .await
+        .unwrap();
+    let partial = other
+        .send(app_import(&other, "appOwner=sam", download.bytes.clone()))
+        .await;
+    assert_eq!(partial.status, 207, "{}", partial.body);
+    assert_eq!(
+        partial.body["list"],
+        json!([{"name": "Pets", "version": "v1.0.0", "provider": "admin"}])
+    );
+
+    // Refused: another tenant's owner, an owner who is no user, no file, junk, a subscriber.
+    let across = other
+        .send(app_import(
+            &other,
+            "appOwner=tina@acme.com",
+            download.bytes.clone(),
+        ))
+        .await;
+    assert_eq!(across.status, 403);
+    assert!(
+        across
+            .body
+            .to_string()
+            .contains("Cross Tenant Imports are not allowed")
+    );
+    let nobody = other
+        .send(app_import(
+            &other,
+            "appOwner=nobody",
+            download.bytes.clone(),
+        ))
+        .await;
+    assert_eq!(nobody.status, 400);
+    let junk = other
+        .send(app_import(&other, "", b"not a zip".to_vec()))
+        .await;
+    assert_eq!(junk.status, 400);
+    let sam = other
+        .send(
+            other
+                .request(Method::POST, "/api/am/admin/v0.14/import/applications", "")
+                .basic_auth("sam", Some("sam-pw"))
+                .multipart(Form::new().part("file", Part::bytes(download.bytes.clone()))),
+        )
+        .await;
+    assert!(matches!(sam.status, 401 | 403), "{}", sam.status);
+    let _ = std::fs::remove_dir_all(&dir);
 }

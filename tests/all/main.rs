@@ -285,6 +285,7 @@ on_both_at_once!(
     archives::api_projects_export_as_wso2_lays_them_out,
     archives::api_projects_import_as_wso2_takes_them,
     archives::wso2_projects_import_with_what_they_carry,
+    archives::applications_export_and_import_as_wso2s_admin_api,
 );
 
 /// Declares each scenario as a test on SQLite only (in module `$sqlite`), run by `$runner`.

@@ -10,5 +10,7 @@ pub(crate) mod store_api;
 pub(crate) mod store_api_scopes;
 
 pub use access::{StoreUser, owned_application, require_approved};
-pub use queries::{find, owners_on_tier, set_status};
+pub use queries::{
+    NewApplication, find, insert as insert_application, owned_by, owners_on_tier, set_status,
+};
 pub use records::{APPROVED, CREATED, REJECTED, StoredApplication};

@@ -39,7 +39,7 @@ pub async fn find(db: &AnyPool, id: &str) -> sqlx::Result<Option<StoredApplicati
 }
 
 /// A user's applications, by name.
-pub(super) async fn owned_by(db: &AnyPool, owner: &str) -> sqlx::Result<Vec<StoredApplication>> {
+pub async fn owned_by(db: &AnyPool, owner: &str) -> sqlx::Result<Vec<StoredApplication>> {
     // language=SQL
     sqlx::query_as(&format!(
         "SELECT {APP_COLUMNS} FROM applications WHERE owner = $1 ORDER BY name"
@@ -50,7 +50,7 @@ pub(super) async fn owned_by(db: &AnyPool, owner: &str) -> sqlx::Result<Vec<Stor
 }
 
 /// A new application's columns.
-pub(super) struct NewApplication<'a> {
+pub struct NewApplication<'a> {
     pub id: &'a str,
     pub owner: &'a str,
     pub name: &'a str,
@@ -65,7 +65,7 @@ pub(super) struct NewApplication<'a> {
 }
 
 /// Inserts an application; a unique violation when the owner has one of that name.
-pub(super) async fn insert<'e>(
+pub async fn insert<'e>(
     db: impl Executor<'e, Database = Any>,
     app: NewApplication<'_>,
 ) -> sqlx::Result<()> {

@@ -4,8 +4,11 @@
 //! the REST API's), `swagger.json`, `Docs/`, `Image/`, `Sequences/` and `WSDL/`, zipped.
 //! The project and WSO2's model are `apim_archive`'s; here, WSO2's model made from our
 //! records (`records`), an API made into a project (`export`) and a project into an API
-//! (`import`), and the service's handlers (`import_export`).
+//! (`import`), and the service's handlers (`import_export`); applications' export and
+//! import as WSO2 2.6's admin API has them (`applications`, handlers in `admin`).
 
+pub(crate) mod admin;
+pub(crate) mod applications;
 pub(crate) mod export;
 pub(crate) mod import;
 pub(crate) mod import_export;

@@ -8,6 +8,7 @@ pub(crate) mod store_api;
 
 pub use queries::{
     Grant, all_grants, apis_on_tier, count_for_api, delete_unsubscribed_of_api, find,
-    forward_to_version, grants, grants_of, set_status, subscribed_api_scopes, subscribed_records,
+    forward_to_version, grants, grants_of, insert as insert_subscription, of_application,
+    set_status, subscribed_api_scopes, subscribed_records,
 };
 pub use records::{ON_HOLD, REJECTED, Subscription, UNBLOCKED};

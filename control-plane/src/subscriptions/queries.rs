@@ -7,7 +7,7 @@ use crate::db::{KEYS_PER_QUERY, now, rows_in};
 use crate::http::pagination::Page;
 
 /// Subscribes an application to an API; a unique violation when it already is.
-pub(super) async fn insert<'e>(
+pub async fn insert<'e>(
     db: impl Executor<'e, Database = Any>,
     id: &str,
     application_id: &str,
@@ -44,10 +44,7 @@ async fn insert_with<'e>(
 }
 
 /// An application's subscriptions, oldest first (not those deleted while blocked).
-pub(super) async fn of_application(
-    db: &AnyPool,
-    application_id: &str,
-) -> sqlx::Result<Vec<Subscription>> {
+pub async fn of_application(db: &AnyPool, application_id: &str) -> sqlx::Result<Vec<Subscription>> {
     // language=SQL
     sqlx::query_as(&format!(
         "SELECT {SUBSCRIPTION_COLUMNS} FROM subscriptions s
