@@ -149,10 +149,11 @@ async fn add_sequences(
     Ok(())
 }
 
-/// A name (a document's, an application's) as one file name of a project: what could leave its folder in
-/// whoever unzips it (`/`, `\\`, `:`, a name of dots alone, control characters) made
-/// `_`. WSO2 writes a document's name as it is; a name so changed no longer finds its
-/// content on WSO2's import, which is better than a file written elsewhere.
+/// A name (a document's, an application's) as one file name of a project: what could
+/// leave its folder in whoever unzips it (`/`, `\\`, `:`, a name of dots alone, control
+/// characters) made `_`. WSO2 writes a document's name as it is; a name so changed no
+/// longer finds its content on WSO2's import, which is better than a file written
+/// elsewhere.
 pub(super) fn file_name_of(name: &str) -> String {
     let plain: String = name
         .chars()
