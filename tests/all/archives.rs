@@ -11,8 +11,8 @@ use serde_json::{Value, json};
 use tools::dev_api::{self, Target};
 use tools::legacy::Framing;
 
-use crate::InProcess;
 use crate::dev_facade::{Facade, exercise, wait_for_route};
+use crate::{Env, InProcess};
 
 /// An exported project: its root folder and its files by path under it.
 struct Project {
@@ -1381,4 +1381,112 @@ pub async fn applications_export_and_import_as_wso2s_admin_api(env: InProcess) {
         .await;
     assert!(matches!(sam.status, 401 | 403), "{}", sam.status);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// apimcli 2.x against a control plane with WSO2's scope names (`APIM_SCOPE_PREFIX=apim`,
+/// as the README says WSO2's clients need), each request as its source builds it:
+/// login (`utils/tokenManagement.go`: `GetClientIDSecret`'s registration body and
+/// `GetOAuthTokens`' password grant), `export-api` (`cmd/exportAPI.go`: `ExportAPI`),
+/// `import-api` (`cmd/importAPI.go`: `ImportAPI`, `NewFileUploadRequest`) and `--update`
+/// (`getApiID`'s list query, `url.QueryEscape`d, with the bearer token; then `PUT
+/// <endpoint><apiId>`); each gets the status apimcli takes as success.
+pub async fn apimcli_2x_requests_replayed(mut env: Env) {
+    env.restart_with(&[("APIM_SCOPE_PREFIX", "apim".to_string())])
+        .await;
+    let api = &env.api;
+    let http = harness::http_client();
+    let registration = "{\"clientName\": \"rest_api_import_export\",\n\
+        \t\"callbackUrl\": \"www.google.lk\",\n\
+        \t\"grantType\":\"password refresh_token\",\n\
+        \t\"saasApp\": true,\n\
+        \t\"owner\": \"admin\",\n\
+        \t\"tokenScope\": \"Production\"\n\
+        }";
+    let registered = http
+        .post(api.url("/client-registration/v0.14/register"))
+        .header("content-type", "application/json")
+        .basic_auth("admin", Some(ADMIN_PASSWORD))
+        .body(registration)
+        .send()
+        .await
+        .unwrap();
+    assert!(matches!(registered.status().as_u16(), 200 | 201));
+    let client: Value = registered.json().await.unwrap();
+    let (id, secret) = (
+        client["clientId"].as_str().unwrap(),
+        client["clientSecret"].as_str().unwrap(),
+    );
+    let form = format!(
+        "grant_type=password&username=admin&password={ADMIN_PASSWORD}\
+         &scope=apim:api_view+apim:app_import_export+apim:app_owner_change+apim:subscribe\
+         +apim:api_publish+apim:api_import_export"
+    );
+    let granted = http
+        .post(api.url("/oauth2/token"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .header("accept", "application/json")
+        .basic_auth(id, Some(secret))
+        .body(form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(granted.status(), 200);
+    let token: Value = granted.json().await.unwrap();
+    let token = token["access_token"].as_str().unwrap().to_string();
+    assert!(
+        harness::jwt_claims(&token)["scope"]
+            .as_str()
+            .unwrap()
+            .contains("apim:api_view")
+    );
+
+    // An API to move, then export, import (409: it is there), update as apimcli does.
+    let publisher = api
+        .login(
+            "admin",
+            ADMIN_PASSWORD,
+            "apim:api_view apim:api_create apim:api_publish",
+        )
+        .await;
+    let mut record = spec_api_record();
+    record["name"] = json!("Pets");
+    record["context"] = json!("/pets");
+    Steps::new(api, &publisher)
+        .create_api(&record)
+        .await
+        .unwrap();
+    let exported = http
+        .get(api.url(&format!("{EXPORT}?name=Pets&version=v1.0.0&provider=admin")))
+        .basic_auth("admin", Some(ADMIN_PASSWORD))
+        .header("accept", "application/zip")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(exported.status(), 200);
+    let zip = exported.bytes().await.unwrap().to_vec();
+    let credentials = ("admin", ADMIN_PASSWORD);
+    let again = api
+        .send(import_request(
+            api,
+            "preserveProvider=true",
+            zip.clone(),
+            credentials,
+        ))
+        .await;
+    assert_eq!(again.status, 409, "{}", again.body);
+    let query = "name%3APets+version%3Av1.0.0+provider%3Aadmin";
+    let found = http
+        .get(api.url(&format!("{PUBLISHER}/apis?query={query}")))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(found.status(), 200);
+    let found: Value = found.json().await.unwrap();
+    assert_eq!(found["count"], 1, "{found}");
+    let api_id = found["list"][0]["id"].as_str().unwrap();
+    let updated = api
+        .send(update_request(api, api_id, zip, credentials))
+        .await;
+    assert_eq!(updated.status, 201, "{}", updated.body);
 }

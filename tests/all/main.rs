@@ -305,10 +305,12 @@ macro_rules! on_sqlite {
 // The seed flow and the gateway's scenarios with the components' WASIp3 artefacts, hosted
 // with instance reuse as on Spin 4.1 (and `gateway::spec_flow_with_the_p3_artefact`); on
 // SQLite, their subject being the component rather than the database.
-// apimctl against a control plane: its subject is the command line, not the database.
+// apimctl and apimcli against a control plane: their subject is the client, not the
+// database.
 on_sqlite!(
     run, apimctl_sqlite;
     apimctl::gitops_plans_and_applies_exactly,
+    archives::apimcli_2x_requests_replayed,
 );
 on_sqlite!(
     run, p3_sqlite;
