@@ -37,7 +37,8 @@ pub enum Command {
         /// The environment.
         env: String,
     },
-    /// Exports APIs as projects (`<Name>-<Version>/` folders).
+    /// Exports APIs as projects (`<Name>-<Version>/` folders), and with `--applications`
+    /// the tenant's applications: the whole tenant.
     Export(Export),
     /// Imports projects (folders or zips) into an environment.
     Import(Import),
@@ -107,6 +108,9 @@ pub struct Export {
     /// Where the projects are written.
     #[arg(long, short, default_value = ".")]
     pub dir: PathBuf,
+    /// The tenant's applications too, under `applications/<owner>/` (administrators).
+    #[arg(long)]
+    pub applications: bool,
 }
 
 #[derive(Debug, Args)]
@@ -114,13 +118,16 @@ pub struct Import {
     /// The environment.
     #[arg(long, short)]
     pub env: String,
-    /// Projects: folders or zips.
+    /// Projects: folders or zips of APIs or applications, or directories of them (a
+    /// whole tenant as `export --applications` writes it: APIs first, then
+    /// `applications/<owner>/<Name>/`).
     #[arg(required = true)]
     pub projects: Vec<PathBuf>,
     /// The importer provides the APIs instead of the projects' providers.
     #[arg(long)]
     pub no_preserve_provider: bool,
-    /// A project of an existing API updates it (created otherwise).
+    /// A project of an existing API updates it (created otherwise); an application the
+    /// owner has already is left as it is.
     #[arg(long)]
     pub update: bool,
     /// Endpoints and secrets per environment (see `docs/apimctl.md`).

@@ -13,6 +13,7 @@ use crate::config::{Folder, Token};
 use crate::output::Output;
 
 const PUBLISHER: &str = "/api/am/publisher/v0.14";
+const ADMIN: &str = "/api/am/admin/v0.14";
 const IMPORT_EXPORT: &str = "/api-import-export-2.6.0-v0";
 /// Tokens are refreshed this long before they expire, seconds.
 const REFRESH_MARGIN: u64 = 60;
@@ -271,6 +272,68 @@ impl Api {
         let said = expect("import", answer, &[200, 201]).await?;
         let id = location.rsplit('/').next().unwrap_or_default().to_string();
         Ok((id, String::from_utf8_lossy(&said).trim().to_string()))
+    }
+
+    /// The tenant's applications, as `(owner, name)` (administrators only).
+    pub async fn list_applications(&self) -> anyhow::Result<Vec<(String, String)>> {
+        let mut listed = Vec::new();
+        loop {
+            let path = format!("{ADMIN}/applications?limit=100&offset={}", listed.len());
+            let answer = self.request(reqwest::Method::GET, &path).send().await?;
+            let what = "list applications (administrators only: log in as one)";
+            let page: Value = serde_json::from_slice(&expect(what, answer, &[200]).await?)?;
+            let items = page["list"].as_array().cloned().unwrap_or_default();
+            let text = |item: &Value, key: &str| item[key].as_str().unwrap_or_default().to_string();
+            listed.extend(
+                items
+                    .iter()
+                    .map(|item| (text(item, "subscriber"), text(item, "name"))),
+            );
+            let total = page["pagination"]["total"].as_u64().unwrap_or_default() as usize;
+            if items.is_empty() || listed.len() >= total {
+                return Ok(listed);
+            }
+        }
+    }
+
+    /// An application's zip, as the admin API exports it.
+    pub async fn export_application(&self, owner: &str, name: &str) -> anyhow::Result<Vec<u8>> {
+        let answer = self
+            .request(
+                reqwest::Method::GET,
+                &format!("{ADMIN}/export/applications"),
+            )
+            .query(&[("appName", name), ("appOwner", owner)])
+            .send()
+            .await?;
+        expect(
+            &format!("export application {name} of {owner}"),
+            answer,
+            &[200],
+        )
+        .await
+    }
+
+    /// Imports an application's zip for the owner it names: what the admin API said
+    /// (207: the APIs whose subscriptions were skipped); none when the owner has an
+    /// application of that name already.
+    pub async fn import_application(&self, zip: Vec<u8>) -> anyhow::Result<Option<Value>> {
+        let part = reqwest::multipart::Part::bytes(zip)
+            .file_name("exported-application.zip")
+            .mime_str("application/zip")?;
+        let answer = self
+            .request(
+                reqwest::Method::POST,
+                &format!("{ADMIN}/import/applications?preserveOwner=true"),
+            )
+            .multipart(reqwest::multipart::Form::new().part("file", part))
+            .send()
+            .await?;
+        if answer.status() == reqwest::StatusCode::CONFLICT {
+            return Ok(None);
+        }
+        let said = expect("import the application", answer, &[201, 207]).await?;
+        Ok(Some(serde_json::from_slice(&said)?))
     }
 
     /// Deletes API `id`.

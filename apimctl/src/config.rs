@@ -24,7 +24,8 @@ pub struct Environment {
 }
 
 impl Environment {
-    /// The scopes apimctl asks for: the publisher's reads and writes, under the
+    /// The scopes apimctl asks for: the publisher's reads and writes, and the
+    /// administrators' (applications; granted to administrators only), under the
     /// environment's prefix, or under both WSO2's `apim` and our default `mgr` (the token
     /// endpoint grants those it has).
     pub fn scopes(&self) -> String {
@@ -35,7 +36,8 @@ impl Environment {
         prefixes
             .iter()
             .flat_map(|prefix| {
-                ["api_view", "api_create", "api_publish"].map(|scope| format!("{prefix}:{scope}"))
+                ["api_view", "api_create", "api_publish", "admin"]
+                    .map(|scope| format!("{prefix}:{scope}"))
             })
             .collect::<Vec<_>>()
             .join(" ")

@@ -36,10 +36,15 @@ pub async fn export(
         .filter(|l| export.name.as_ref().is_none_or(|n| *n == l.name))
         .filter(|l| export.version.as_ref().is_none_or(|v| *v == l.version))
         .collect();
-    if wanted.is_empty() {
+    if wanted.is_empty() && !export.applications {
         bail!("No API to export");
     }
-    let bar = output.progress(wanted.len());
+    let applications = if export.applications {
+        api.list_applications().await?
+    } else {
+        Vec::new()
+    };
+    let bar = output.progress(wanted.len() + applications.len());
     let mut written = Vec::new();
     for listed in &wanted {
         bar.set_message(format!("{} {}", listed.name, listed.version));
@@ -49,6 +54,20 @@ pub async fn export(
             .write_to(&export.dir)
             .with_context(|| format!("write {}", project.root))?;
         written.push(json!({"name": listed.name, "version": listed.version, "path": path}));
+        bar.inc(1);
+    }
+    for (owner, name) in &applications {
+        bar.set_message(format!("{name} of {owner}"));
+        let project = Project::from_zip(&api.export_application(owner, name).await?)
+            .map_err(|refusal| anyhow::anyhow!("{name}: {refusal}"))?;
+        let folder = export
+            .dir
+            .join("applications")
+            .join(owner.replace('@', "-AT-"));
+        let path = project
+            .write_to(&folder)
+            .with_context(|| format!("write {}", project.root))?;
+        written.push(json!({"application": name, "owner": owner, "path": path}));
         bar.inc(1);
     }
     bar.finish_and_clear();
@@ -95,7 +114,72 @@ fn zip_of(project: &Project) -> anyhow::Result<Vec<u8>> {
     Ok(project.to_zip()?)
 }
 
-/// `import`: each project created (or, with `--update`, imported over its API).
+/// What a path given to `import` holds.
+enum Importable {
+    Api(Project),
+    Application(Project),
+}
+
+/// Whether a project is an application's (`<Name>.json` at its root, no model of an API).
+fn is_application(project: &Project) -> bool {
+    project.file(&format!("{}.json", project.root)).is_some()
+        && !project
+            .files
+            .keys()
+            .any(|p| p.starts_with("Meta-information/"))
+}
+
+/// The projects `path` holds: one project (a folder or a zip), or a directory of them as
+/// `export --applications` writes a tenant (its API folders, then
+/// `applications/<owner>/<Name>/`).
+fn importables(path: &Path) -> anyhow::Result<Vec<Importable>> {
+    let single = !path.is_dir()
+        || path.join("Meta-information").is_dir()
+        || path
+            .file_name()
+            .is_some_and(|name| path.join(name).with_extension("json").is_file());
+    if single {
+        let project = read_project(path)?;
+        return Ok(vec![if is_application(&project) {
+            Importable::Application(project)
+        } else {
+            Importable::Api(project)
+        }]);
+    }
+    let mut found = Vec::new();
+    for folder in sorted_folders(path)? {
+        if folder.join("Meta-information").is_dir() {
+            found.push(Importable::Api(read_project(&folder)?));
+        }
+    }
+    let applications = path.join("applications");
+    if applications.is_dir() {
+        for owner in sorted_folders(&applications)? {
+            for folder in sorted_folders(&owner)? {
+                found.push(Importable::Application(read_project(&folder)?));
+            }
+        }
+    }
+    if found.is_empty() {
+        bail!("{} holds no project", path.display());
+    }
+    Ok(found)
+}
+
+/// The folders in `dir`, by name.
+fn sorted_folders(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let mut folders: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("{}", dir.display()))?
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|path| path.is_dir() && !path.is_symlink())
+        .collect();
+    folders.sort();
+    Ok(folders)
+}
+
+/// `import`: each project created (or, with `--update`, imported over its API); an
+/// application for the owner it names.
 pub async fn import(
     folder: &Folder,
     import: cli::Import,
@@ -109,10 +193,33 @@ pub async fn import(
         Vec::new()
     };
     let preserve = !import.no_preserve_provider;
-    let bar = output.progress(import.projects.len());
-    let mut done = Vec::new();
+    let mut projects = Vec::new();
     for path in &import.projects {
-        let mut project = read_project(path)?;
+        projects.extend(importables(path)?);
+    }
+    let bar = output.progress(projects.len());
+    let mut done = Vec::new();
+    for importable in projects {
+        let mut project = match importable {
+            Importable::Api(project) => project,
+            Importable::Application(project) => {
+                let note = match api.import_application(zip_of(&project)?).await? {
+                    Some(said) if said["list"].is_array() => {
+                        format!("imported; subscriptions skipped: {}", said["list"])
+                    }
+                    Some(_) => "imported".to_string(),
+                    // Applications are not updated: one of that name and owner stays.
+                    None if import.update => "there already; left as it is".to_string(),
+                    None => bail!(
+                        "{}: the owner has an application of that name (--update leaves it)",
+                        project.root
+                    ),
+                };
+                done.push(json!({"project": project.root, "application": true, "said": note}));
+                bar.inc(1);
+                continue;
+            }
+        };
         let given = params.get(&project.root).cloned().unwrap_or_default();
         params::apply(&mut project, &given)?;
         let existing = find(&listed, &identity(&project)?).map(|l| l.id.clone());

@@ -157,6 +157,7 @@ pub fn rooms() -> Routes {
         .merge(crate::applications::store_api::router())
         .merge(crate::applications::store_api_scopes::router())
         .merge(crate::applications::publisher::router())
+        .merge(crate::applications::admin::router())
         .merge(crate::keys::store_api::router())
         .merge(crate::subscriptions::store_api::router())
         .merge(crate::subscriptions::publisher::router())

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use harness::stack::ALL_SCOPES;
 use harness::steps::Steps;
-use harness::{ADMIN_PASSWORD, PUBLISHER};
+use harness::{ADMIN_PASSWORD, PUBLISHER, STORE};
 use serde_json::{Value, json};
 
 use crate::Env;
@@ -346,6 +346,58 @@ pub async fn gitops_plans_and_applies_exactly(env: Env) {
     let linked = cli.expect(1, &["apply", "--env", "local", dir]).await;
     assert!(linked.stderr.contains("symbolic link"), "{}", linked.stderr);
     std::fs::remove_file(project.join("Docs/passwd")).unwrap();
+
+    // A whole tenant: its APIs and applications exported, then imported back.
+    let mobile = Steps::new(api, &admin)
+        .subscribed_application("Mobile", "Unlimited", &[&pets])
+        .await
+        .unwrap();
+    let tenant = work.join("tenant");
+    let tenant_dir = tenant.to_str().unwrap();
+    cli.expect(
+        0,
+        &[
+            "export",
+            "--env",
+            "local",
+            "--dir",
+            tenant_dir,
+            "--applications",
+        ],
+    )
+    .await;
+    let app_file = tenant.join("applications/admin/Mobile/Mobile.json");
+    let model: Value = serde_json::from_slice(&std::fs::read(&app_file).unwrap()).unwrap();
+    assert_eq!(model["subscribedAPIs"][0]["apiId"]["apiName"], "Pets");
+    assert!(
+        tenant
+            .join("Dogs-v1.0.0/Meta-information/api.json")
+            .is_file()
+    );
+    api.delete(&format!("{STORE}/applications/{}", mobile.id), &admin)
+        .await
+        .expect(200);
+    let whole = cli
+        .expect(0, &["import", "--env", "local", tenant_dir, "--update"])
+        .await;
+    assert!(
+        whole.stdout.contains("Mobile: imported"),
+        "{}",
+        whole.stdout
+    );
+    let apps = api
+        .get(&format!("{STORE}/applications?query=Mobile"), &admin)
+        .await
+        .expect(200);
+    let again = apps.body["list"][0]["applicationId"].as_str().unwrap();
+    let subscriptions = api
+        .get(
+            &format!("{STORE}/subscriptions?applicationId={again}"),
+            &admin,
+        )
+        .await
+        .expect(200);
+    assert_eq!(subscriptions.body["count"], 1);
 
     let completions = cli.expect(0, &["completions", "bash"]).await;
     assert!(completions.stdout.contains("apimctl"));

@@ -3,6 +3,7 @@
 //! APIs it subscribes to) and the publisher's read of one (`publisher`).
 
 mod access;
+pub(crate) mod admin;
 pub(crate) mod publisher;
 pub(crate) mod queries;
 mod records;
@@ -13,4 +14,4 @@ pub use access::{StoreUser, owned_application, require_approved};
 pub use queries::{
     NewApplication, find, insert as insert_application, owned_by, owners_on_tier, set_status,
 };
-pub use records::{APPROVED, CREATED, REJECTED, StoredApplication};
+pub use records::{APPROVED, AdminApplicationInfo, CREATED, REJECTED, StoredApplication};

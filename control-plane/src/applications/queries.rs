@@ -49,6 +49,28 @@ pub async fn owned_by(db: &AnyPool, owner: &str) -> sqlx::Result<Vec<StoredAppli
     .await
 }
 
+/// The applications of a tenant's users, by owner and name.
+pub async fn of_tenant(db: &AnyPool, tenant: &str) -> sqlx::Result<Vec<StoredApplication>> {
+    // The super tenant's users have no domain; a tenant's end with `@<domain>`. The
+    // pattern narrows, the tenant of each owner decides (`_` in a domain is a wildcard).
+    let (sql, pattern) = if tenant == crate::users::SUPER_TENANT {
+        ("owner NOT LIKE $1", "%@%".to_string())
+    } else {
+        ("owner LIKE $1", format!("%@{tenant}"))
+    };
+    // language=SQL
+    let rows: Vec<StoredApplication> = sqlx::query_as(&format!(
+        "SELECT {APP_COLUMNS} FROM applications WHERE {sql} ORDER BY owner, name"
+    ))
+    .bind(pattern)
+    .fetch_all(db)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .filter(|app| crate::users::tenant_of(&app.owner) == tenant)
+        .collect())
+}
+
 /// A new application's columns.
 pub struct NewApplication<'a> {
     pub id: &'a str,

@@ -24,3 +24,30 @@ pub const APPROVED: &str = "APPROVED";
 pub const CREATED: &str = "CREATED";
 /// Status of an application whose creation was rejected.
 pub const REJECTED: &str = "REJECTED";
+
+/// WSO2's `ApplicationInfo` as the admin API answers it.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AdminApplicationInfo {
+    pub application_id: String,
+    pub name: String,
+    pub subscriber: String,
+    pub throttling_tier: String,
+    pub description: String,
+    pub life_cycle_status: String,
+    pub group_id: String,
+}
+
+impl From<StoredApplication> for AdminApplicationInfo {
+    fn from(app: StoredApplication) -> Self {
+        Self {
+            application_id: app.id,
+            name: app.name,
+            subscriber: app.owner,
+            throttling_tier: app.throttling_tier,
+            description: app.description,
+            life_cycle_status: app.status,
+            group_id: app.group_id,
+        }
+    }
+}

@@ -117,19 +117,6 @@ struct ImportQuery {
     app_owner: Option<String>,
 }
 
-/// WSO2's `ApplicationInfo`, the imported application.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
-struct ApplicationInfo {
-    application_id: String,
-    name: String,
-    subscriber: String,
-    throttling_tier: String,
-    description: String,
-    life_cycle_status: String,
-    group_id: String,
-}
-
 /// An API whose subscription was skipped, as WSO2's `APIInfo` names it.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 struct SkippedApi {
@@ -161,7 +148,7 @@ struct SkippedApis {
     ),
     request_body(content_type = "multipart/form-data", description = "`file`: the application's zip"),
     responses(
-        (status = 201, description = "The application, with all its subscriptions", body = ApplicationInfo),
+        (status = 201, description = "The application, with all its subscriptions", body = crate::applications::AdminApplicationInfo),
         (status = 207, description = "The application; these APIs' subscriptions were skipped", body = SkippedApis),
         (status = 400, description = "The archive or the application is refused"),
         (status = 401, description = "Not an administrator's credentials"),
@@ -218,15 +205,7 @@ async fn import_applications(
         let answer = (partial, [(header::LOCATION, location)], axum::Json(body));
         return Ok((imported.touches, answer).into_response());
     }
-    let info = ApplicationInfo {
-        application_id: app.id,
-        name: app.name,
-        subscriber: app.owner,
-        throttling_tier: app.throttling_tier,
-        description: app.description,
-        life_cycle_status: app.status,
-        group_id: app.group_id,
-    };
+    let info = crate::applications::AdminApplicationInfo::from(app);
     let answer = (
         StatusCode::CREATED,
         [(header::LOCATION, location)],

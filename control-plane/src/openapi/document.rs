@@ -92,6 +92,7 @@ fn ours() -> utoipa::openapi::OpenApi {
         crate::mediation::gateway_api::Api::openapi(),
         crate::archives::import_export::Api::openapi(),
         crate::archives::admin::Api::openapi(),
+        crate::applications::admin::Api::openapi(),
         crate::analytics::admin::Api::openapi(),
         crate::analytics::store_api::Api::openapi(),
         crate::wsdl::publisher::Api::openapi(),
