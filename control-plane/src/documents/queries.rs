@@ -53,23 +53,26 @@ pub async fn page(
     Ok((total, select.fetch_all(db).await?))
 }
 
+/// A document's row with its content, read together.
+#[derive(sqlx::FromRow)]
+struct WithContent {
+    #[sqlx(flatten)]
+    row: DocumentRow,
+    content: Option<String>,
+}
+
 /// Every document of an API with its content (inline text, or a file's bytes in base64),
-/// by name.
+/// by name, in one query.
 pub async fn all_with_content(
     db: &AnyPool,
     api_id: &str,
 ) -> Result<Vec<(DocumentRow, Option<String>)>> {
-    let every = Page {
-        limit: i64::MAX,
-        offset: 0,
-    };
-    let (_, rows) = page(db, api_id, Shown::All, every).await?;
-    let mut documents = Vec::with_capacity(rows.len());
-    for row in rows {
-        let stored = content(db, api_id, &row.id).await?;
-        documents.push((row, stored));
-    }
-    Ok(documents)
+    // language=SQL
+    let select = format!(
+        "SELECT {DOCUMENT_COLUMNS}, content FROM api_documents WHERE api_id = $1 ORDER BY name"
+    );
+    let rows: Vec<WithContent> = sqlx::query_as(&select).bind(api_id).fetch_all(db).await?;
+    Ok(rows.into_iter().map(|d| (d.row, d.content)).collect())
 }
 
 /// Document `id` of API `api_id`, if any.
