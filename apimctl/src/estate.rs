@@ -50,9 +50,7 @@ pub async fn export(
         bar.set_message(format!("{} {}", listed.name, listed.version));
         let project = Project::from_zip(&api.export(listed).await?)
             .map_err(|refusal| anyhow::anyhow!("{}: {refusal}", listed.name))?;
-        let path = project
-            .write_to(&export.dir)
-            .with_context(|| format!("write {}", project.root))?;
+        let path = replace_project(&project, &export.dir)?;
         written.push(json!({"name": listed.name, "version": listed.version, "path": path}));
         bar.inc(1);
     }
@@ -64,9 +62,7 @@ pub async fn export(
             .dir
             .join("applications")
             .join(owner.replace('@', "-AT-"));
-        let path = project
-            .write_to(&folder)
-            .with_context(|| format!("write {}", project.root))?;
+        let path = replace_project(&project, &folder)?;
         written.push(json!({"application": name, "owner": owner, "path": path}));
         bar.inc(1);
     }
@@ -75,6 +71,21 @@ pub async fn export(
         format!("Exported {}", item["path"].as_str().unwrap_or_default())
     });
     Ok(ExitCode::SUCCESS)
+}
+
+/// Writes `project` under `dir`, in place of the folder an earlier export wrote there (a
+/// file it no longer has must not stay behind); a folder that is no project is never
+/// removed.
+fn replace_project(project: &Project, dir: &Path) -> anyhow::Result<PathBuf> {
+    let target = dir.join(&project.root);
+    let earlier = target.join("Meta-information").is_dir()
+        || target.join(format!("{}.json", project.root)).is_file();
+    if earlier {
+        std::fs::remove_dir_all(&target).with_context(|| format!("{}", target.display()))?;
+    }
+    project
+        .write_to(dir)
+        .with_context(|| format!("write {}", project.root))
 }
 
 /// A project from a folder or a zip.
@@ -101,13 +112,15 @@ fn identity(project: &Project) -> anyhow::Result<(String, String, String)> {
     ))
 }
 
+/// The API of the estate a project is: by name and version, which are unique in a
+/// tenant (the provider may differ: a creator's import is provided by the creator).
 fn find<'a>(
     listed: &'a [Listed],
-    (name, version, provider): &(String, String, String),
+    (name, version, _): &(String, String, String),
 ) -> Option<&'a Listed> {
     listed
         .iter()
-        .find(|l| l.name == *name && l.version == *version && l.provider == *provider)
+        .find(|l| l.name == *name && l.version == *version)
 }
 
 fn zip_of(project: &Project) -> anyhow::Result<Vec<u8>> {
@@ -323,6 +336,9 @@ struct Step {
     project: Option<String>,
     #[serde(default)]
     changes: Vec<ChangeRecord>,
+    /// The lifecycle state a creation gives the API (the project's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    status: Option<String>,
     /// What the plan saw: the estate's API and the directory's project.
     seen_remote: Option<String>,
     seen_local: Option<String>,
@@ -372,6 +388,7 @@ async fn make_plan(api: &Api, dir: &Directory, prune: bool) -> anyhow::Result<Ve
             id: None,
             project: Some(project.root.clone()),
             changes: Vec::new(),
+            status: model_of(project).ok().and_then(|(model, _)| model.status),
             seen_remote: None,
             seen_local: Some(local),
         };
@@ -382,6 +399,7 @@ async fn make_plan(api: &Api, dir: &Directory, prune: bool) -> anyhow::Result<Ve
                 .map_err(|why| anyhow::anyhow!("{}: {why}", project.root))?;
             step.id = Some(remote.id.clone());
             step.seen_remote = Some(fingerprint(&exported).map_err(|why| anyhow::anyhow!(why))?);
+            step.status = None;
             step.action = if found.is_empty() {
                 Action::Unchanged
             } else {
@@ -402,7 +420,10 @@ async fn make_plan(api: &Api, dir: &Directory, prune: bool) -> anyhow::Result<Ve
                 .managed
                 .iter()
                 .any(|pattern| matches(pattern, &remote.name));
-            if !managed || ours.contains(&who) {
+            let is_ours = ours
+                .iter()
+                .any(|(name, version, _)| *name == who.0 && *version == who.1);
+            if !managed || is_ours {
                 continue;
             }
             let exported = Project::from_zip(&api.export(remote).await?)
@@ -415,6 +436,7 @@ async fn make_plan(api: &Api, dir: &Directory, prune: bool) -> anyhow::Result<Ve
                 id: Some(remote.id.clone()),
                 project: None,
                 changes: Vec::new(),
+                status: None,
                 seen_remote: Some(fingerprint(&exported).map_err(|why| anyhow::anyhow!(why))?),
                 seen_local: None,
             });
@@ -456,8 +478,13 @@ fn plan_text(steps: &[Step]) -> String {
             Action::Delete => ("-", "delete"),
             Action::Unchanged => continue,
         };
+        let state = step
+            .status
+            .as_ref()
+            .map(|status| format!(", {status}"))
+            .unwrap_or_default();
         text.push_str(&format!(
-            "{mark} {verb} {} {} ({})\n",
+            "{mark} {verb} {} {} ({}{state})\n",
             step.name, step.version, step.provider
         ));
         for change in &step.changes {

@@ -9,5 +9,7 @@ pub mod model;
 pub mod plan;
 pub mod project;
 
-pub use model::{ApiIdentifier, ApiJson, DocJson, TierName, provider_in_project};
+pub use model::{
+    ApiIdentifier, ApiJson, DocJson, TierName, check_plain_yaml, from_yaml, provider_in_project,
+};
 pub use project::{MAX_ARCHIVE_BYTES, Project, Refusal};

@@ -129,6 +129,57 @@ pub struct ApiJson {
     pub other: Map<String, Value>,
 }
 
+/// Refuses YAML with anchors or aliases (`&name`, `*name`): each alias replays its
+/// anchor, so a megabyte of them can expand to gigabytes. WSO2's exports write none; a
+/// model that needs them can be given as JSON. Quoted text and comments are skipped.
+pub fn check_plain_yaml(text: &str) -> Result<(), String> {
+    let refused =
+        || "YAML anchors and aliases (&name, *name) are not taken; give the file as JSON".into();
+    // Only where a node starts (a line's first token, after `- `, `: `, `? `, `[`, `{` or
+    // `,`) does `&` or `*` begin an anchor or an alias; inside a scalar they are text.
+    let (mut quote, mut node_starts, mut previous) = (None, true, '\n');
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        let next_is_space = chars.peek().is_none_or(|n| n.is_whitespace());
+        match quote {
+            Some(q) if c == q => {
+                quote = None;
+                node_starts = false;
+            }
+            Some(_) => {}
+            None if c == '\n' => node_starts = true,
+            None if c.is_whitespace() => {}
+            None if c == '#' && previous.is_whitespace() => {
+                for rest in chars.by_ref() {
+                    if rest == '\n' {
+                        break;
+                    }
+                }
+                node_starts = true;
+                previous = '\n';
+                continue;
+            }
+            None if matches!(c, ':' | '-' | '?') && next_is_space => node_starts = true,
+            None if matches!(c, '[' | '{' | ',') => node_starts = true,
+            None if node_starts && (c == '"' || c == '\'') => quote = Some(c),
+            None if node_starts && (c == '&' || c == '*') && !next_is_space => {
+                return Err(refused());
+            }
+            None => node_starts = false,
+        }
+        previous = c;
+    }
+    Ok(())
+}
+
+/// A YAML document read as `T`, refused when it has anchors or aliases
+/// ([`check_plain_yaml`]).
+pub fn from_yaml<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, String> {
+    let text = std::str::from_utf8(bytes).map_err(|_| "not UTF-8 text".to_string())?;
+    check_plain_yaml(text)?;
+    serde_norway::from_str(text).map_err(|e| e.to_string())
+}
+
 /// WSO2's form of a provider's name in a project: a tenant's `@` as `-AT-`.
 pub fn provider_in_project(provider: &str) -> String {
     provider.replace('@', "-AT-")
@@ -355,6 +406,22 @@ pub struct DocJson {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn yaml_aliases_are_refused_and_plain_yaml_taken() {
+        let bomb = "a: &x [0, 0, 0]\nb: [*x, *x, *x]\n";
+        assert!(check_plain_yaml(bomb).is_err());
+        assert!(check_plain_yaml("- &first one\n- *first\n").is_err());
+        for plain in [
+            "description: R&D *and* more\n",
+            "name: 'a *quoted* &thing'\n",
+            "text: \"*x\"\n",
+            "# a comment with *x and &y\nname: Pets\n",
+            "glob: a*b\n",
+        ] {
+            assert_eq!(check_plain_yaml(plain), Ok(()), "{plain}");
+        }
+    }
 
     #[test]
     fn what_a_wso2_export_carries_beyond_the_record_is_named() {

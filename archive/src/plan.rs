@@ -61,7 +61,7 @@ fn read_either<T: serde::de::DeserializeOwned>(
     stem: &str,
 ) -> Result<Option<T>, String> {
     if let Some(bytes) = project.file(&format!("{stem}.yaml")) {
-        let parsed = serde_norway::from_slice(bytes).map_err(|e| format!("{stem}.yaml: {e}"))?;
+        let parsed = crate::model::from_yaml(bytes).map_err(|e| format!("{stem}.yaml: {e}"))?;
         return Ok(Some(parsed));
     }
     match project.file(&format!("{stem}.json")) {
@@ -96,7 +96,11 @@ pub fn normalised_record(project: &Project) -> Result<Map<String, Value>, String
             record.insert(member.into(), parsed);
         }
     }
-    record.remove("status");
+    // An import over an API keeps its lifecycle state, context and provider (as WSO2's
+    // update does): they are no change an apply could make.
+    for kept in ["status", "context", "provider"] {
+        record.remove(kept);
+    }
     Ok(record)
 }
 
@@ -109,27 +113,92 @@ pub fn changes(local: &Project, remote: &Project) -> Result<Vec<Change>, String>
     Ok(found)
 }
 
-/// A digest of what [`changes`] compares of `project`: equal digests, no change between
-/// them. An apply checks that the estate is still what its plan saw.
+/// A digest of what [`changes`] compares of `project`, and of its lifecycle state (which
+/// a creation takes): equal digests, no change between them. An apply checks that the
+/// estate and the directory are still what its plan saw.
 pub fn fingerprint(project: &Project) -> Result<String, String> {
     use sha2::Digest as _;
+    let (model, _) = model_of(project)?;
     let mut hash = sha2::Sha256::new();
     hash.update(Value::Object(normalised_record(project)?).to_string());
-    for (path, bytes) in &project.files {
-        if is_compared_file(path) {
-            hash.update(path.as_bytes());
-            hash.update([0]);
-            hash.update((bytes.len() as u64).to_be_bytes());
-            hash.update(bytes);
-        }
+    hash.update([0]);
+    hash.update(model.status.unwrap_or_default());
+    for (key, bytes) in taken_files(project)? {
+        hash.update([0]);
+        hash.update(key.as_bytes());
+        hash.update([0]);
+        hash.update((bytes.len() as u64).to_be_bytes());
+        hash.update(bytes);
     }
     Ok(format!("{:x}", hash.finalize()))
 }
 
-/// Whether a file is compared as a file (the model and definition are compared as the
-/// record).
-fn is_compared_file(path: &str) -> bool {
-    !path.starts_with("Meta-information/api.") && !path.starts_with("Meta-information/swagger.")
+/// The files an import takes, under names that say what they are rather than where the
+/// project put them (`Image/icon`, `WSDL/definition`, `Sequences/<flow>/<name>`,
+/// `Docs/documents` as its documents without ids), and the endpoint certificates by
+/// alias (`certificates/<alias>`). Anything else a project holds is not taken, so not
+/// compared; nor are WSO2's global sequences written beside an API's own (every gateway
+/// has them).
+fn taken_files(project: &Project) -> Result<std::collections::BTreeMap<String, Vec<u8>>, String> {
+    let mut taken = std::collections::BTreeMap::new();
+    let files = &project.files;
+    if let Some((_, icon)) = files.iter().find(|(path, _)| {
+        path.strip_prefix("Image/")
+            .is_some_and(|name| !name.contains('/') && name.contains("icon"))
+    }) {
+        taken.insert("Image/icon".to_string(), icon.clone());
+    }
+    if let Some((_, wsdl)) = files
+        .iter()
+        .find(|(path, _)| path.starts_with("WSDL/") && path.ends_with(".wsdl"))
+    {
+        taken.insert("WSDL/definition".to_string(), wsdl.clone());
+    }
+    for (path, bytes) in files {
+        if let Some((flow, name)) = path
+            .strip_prefix("Sequences/")
+            .and_then(|rest| rest.split_once("-sequence/Custom/"))
+        {
+            let name = name.strip_suffix(".xml").unwrap_or(name);
+            taken.insert(format!("Sequences/{flow}/{name}"), bytes.clone());
+        }
+        let content = path
+            .strip_prefix("Docs/InlineContents/")
+            .or_else(|| path.strip_prefix("Docs/FileContents/"));
+        if let Some(name) = content {
+            taken.insert(format!("Docs/{name}"), bytes.clone());
+        }
+    }
+    for stem in ["Docs/docs.yaml", "Docs/docs.json"] {
+        if let Some(bytes) = project.file(stem) {
+            let listed = serde_json::to_vec(&documents(stem, bytes)?).unwrap_or_default();
+            taken.insert("Docs/documents".to_string(), listed);
+            break;
+        }
+    }
+    for certificate in certificates(project)? {
+        let key = format!("certificates/{}", certificate.0);
+        taken.insert(key, certificate.1.into_bytes());
+    }
+    Ok(taken)
+}
+
+/// A project's endpoint certificates: alias, and endpoint with certificate.
+fn certificates(project: &Project) -> Result<Vec<(String, String)>, String> {
+    let stem = "Meta-information/endpoint_certificates";
+    let Some(listed) = read_either::<Vec<Value>>(project, stem)? else {
+        return Ok(Vec::new());
+    };
+    Ok(listed
+        .iter()
+        .map(|c| {
+            let text = |key: &str| c[key].as_str().unwrap_or_default().to_string();
+            (
+                text("alias"),
+                format!("{} {}", text("hostName"), text("certificate")),
+            )
+        })
+        .collect())
 }
 
 /// Differences between `from` and `to` under `path`: objects member by member, anything
@@ -163,28 +232,26 @@ fn diff(path: &str, from: &Value, to: &Value, found: &mut Vec<Change>) {
     }
 }
 
-/// The files an import takes besides the model and definition, compared: `Docs/docs.json`
-/// as its documents without their ids, the rest byte for byte.
+/// The files an import takes compared as [`taken_files`] names them; an endpoint
+/// certificate only when the project brings it (an export also carries the tenant's
+/// others bound to the API's endpoints, which an import leaves as they are).
 fn file_changes(local: &Project, remote: &Project, found: &mut Vec<Change>) -> Result<(), String> {
-    let paths: BTreeSet<&String> = local
-        .files
+    let (ours, theirs) = (taken_files(local)?, taken_files(remote)?);
+    let keys: BTreeSet<&String> = ours
         .keys()
-        .chain(remote.files.keys())
-        .filter(|path| is_compared_file(path))
+        .chain(
+            theirs
+                .keys()
+                .filter(|key| !key.starts_with("certificates/")),
+        )
         .collect();
-    for path in paths {
-        let (ours, theirs) = (local.file(path), remote.file(path));
-        let same = match (ours, theirs) {
-            (Some(a), Some(b)) if path.starts_with("Docs/docs.") => {
-                documents(path, a)? == documents(path, b)?
-            }
-            (a, b) => a == b,
-        };
-        if !same {
+    for key in keys {
+        let (a, b) = (ours.get(key), theirs.get(key));
+        if a != b {
             found.push(Change {
-                path: format!("file:{path}"),
-                from: theirs.map(summary),
-                to: ours.map(summary),
+                path: format!("file:{key}"),
+                from: b.map(|bytes| summary(bytes)),
+                to: a.map(|bytes| summary(bytes)),
             });
         }
     }
@@ -194,7 +261,7 @@ fn file_changes(local: &Project, remote: &Project, found: &mut Vec<Change>) -> R
 /// A project's documents without the ids each stack gives them, in name order.
 fn documents(path: &str, bytes: &[u8]) -> Result<Vec<Value>, String> {
     let parsed: Vec<DocJson> = if path.ends_with(".yaml") {
-        serde_norway::from_slice(bytes).map_err(|e| format!("{path}: {e}"))?
+        crate::model::from_yaml(bytes).map_err(|e| format!("{path}: {e}"))?
     } else {
         serde_json::from_slice(bytes).map_err(|e| format!("{path}: {e}"))?
     };
@@ -202,6 +269,8 @@ fn documents(path: &str, bytes: &[u8]) -> Result<Vec<Value>, String> {
         .into_iter()
         .map(|mut doc| {
             doc.id = None;
+            // What the import gives a document that says none.
+            doc.visibility.get_or_insert_with(|| "API_LEVEL".into());
             serde_json::to_value(doc).unwrap_or_default()
         })
         .collect();
@@ -280,7 +349,62 @@ mod tests {
         ours.add("Image/icon.png", b"png".to_vec());
         let found = changes(&ours, &theirs).unwrap();
         let paths: Vec<&str> = found.iter().map(|c| c.path.as_str()).collect();
-        assert_eq!(paths, ["file:Docs/InlineContents/A", "file:Image/icon.png"]);
+        assert_eq!(paths, ["file:Docs/A", "file:Image/icon"]);
         assert_eq!(found[1].from, None);
+    }
+
+    #[test]
+    fn what_an_export_writes_its_own_way_is_no_change() {
+        let (mut ours, mut theirs) = (project(model()), project(model()));
+        ours.add("Image/icon.jpeg", b"jpg".to_vec());
+        theirs.add("Image/icon.jpg", b"jpg".to_vec());
+        ours.add("WSDL/pets.wsdl", b"<definitions/>".to_vec());
+        theirs.add("WSDL/Pets-1.0.0.wsdl", b"<definitions/>".to_vec());
+        ours.add("Sequences/in-sequence/Custom/a", b"<sequence/>".to_vec());
+        theirs.add(
+            "Sequences/in-sequence/Custom/a.xml",
+            b"<sequence/>".to_vec(),
+        );
+        theirs.add(
+            "Sequences/fault-sequence/json_fault.xml",
+            b"<global/>".to_vec(),
+        );
+        ours.add("Meta-information/client_certificates.json", b"[]".to_vec());
+        ours.add(
+            "Docs/docs.json",
+            br#"[{"type":"HOWTO","name":"A","sourceType":"INLINE"}]"#.to_vec(),
+        );
+        theirs.add(
+            "Docs/docs.json",
+            br#"[{"id":"9","type":"HOWTO","name":"A","sourceType":"INLINE","visibility":"API_LEVEL"}]"#.to_vec(),
+        );
+        theirs.add(
+            "Meta-information/endpoint_certificates.json",
+            br#"[{"hostName":"https://a","alias":"other","certificate":"AAAA"}]"#.to_vec(),
+        );
+        let mut moved = model();
+        moved["context"] = "/elsewhere/1.0.0".into();
+        moved["contextTemplate"] = "/elsewhere/{version}".into();
+        ours.add(
+            "Meta-information/api.json",
+            serde_json::to_vec(&moved).unwrap(),
+        );
+        assert_eq!(changes(&ours, &theirs).unwrap(), []);
+    }
+
+    #[test]
+    fn a_fingerprint_sees_the_lifecycle_state() {
+        let mut published = model();
+        published["status"] = "PUBLISHED".into();
+        let mut created = model();
+        created["status"] = "CREATED".into();
+        assert_ne!(
+            fingerprint(&project(published)).unwrap(),
+            fingerprint(&project(created.clone())).unwrap()
+        );
+        assert_eq!(
+            fingerprint(&project(created.clone())).unwrap(),
+            fingerprint(&project(created)).unwrap()
+        );
     }
 }

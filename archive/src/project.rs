@@ -168,7 +168,12 @@ impl Project {
                 .map_err(|err| refused(format!("{} cannot be read: {err}", dir.display())))?;
             for entry in entries {
                 let entry = entry.map_err(|err| refused(format!("{}: {err}", dir.display())))?;
-                let name = entry.file_name().to_string_lossy().into_owned();
+                let Some(name) = entry.file_name().to_str().map(str::to_string) else {
+                    return Err(refused(format!(
+                        "{} has a file name that is not UTF-8",
+                        dir.display()
+                    )));
+                };
                 let path = format!("{prefix}{name}");
                 split_path(&format!("{root}/{path}"))?;
                 let kind = entry
@@ -180,6 +185,9 @@ impl Project {
                 if kind.is_dir() {
                     pending.push((entry.path(), format!("{path}/")));
                     continue;
+                }
+                if !kind.is_file() {
+                    return Err(refused(format!("'{path}' is not a regular file")));
                 }
                 let size = entry.metadata().map(|m| m.len()).unwrap_or(u64::MAX);
                 total = total.saturating_add(size);

@@ -494,6 +494,11 @@ pub async fn api_projects_import_as_wso2_takes_them(env: InProcess) {
         .expect(200);
     assert_eq!(moved.body["provider"], "tina@acme.com");
     assert_eq!(moved.body["context"], "/t/acme.com/pets");
+    assert_eq!(
+        moved.body["status"], "CREATED",
+        "a creator may not publish by importing"
+    );
+    assert!(theirs.body.to_string().contains("status PUBLISHED"));
 
     updates_replace_what_the_project_carries(&other, &other_admin, &before).await;
     bad_projects_are_refused_whole(&other, &other_admin, &before).await;
@@ -648,6 +653,15 @@ async fn bad_projects_are_refused_whole(client: &Client, token: &str, good: &Pro
             "no Meta-information/api.yaml or api.json",
         ),
     ];
+    let yaml_bomb = [(
+        "Meta-information/api.yaml".to_string(),
+        b"a: &x [0, 0, 0, 0]\nb: [*x, *x, *x, *x]\n".to_vec(),
+    )];
+    cases.push((
+        "a YAML model with aliases",
+        zip_of("Bomb-1", &yaml_bomb.into()),
+        "aliases",
+    ));
     let mut symlink = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
     symlink
         .add_symlink(

@@ -7,6 +7,7 @@ pub(crate) mod admin;
 pub(crate) mod publisher;
 pub(crate) mod queries;
 mod records;
+mod rules;
 pub(crate) mod store_api;
 pub(crate) mod store_api_scopes;
 
@@ -15,3 +16,4 @@ pub use queries::{
     NewApplication, find, insert as insert_application, owned_by, owners_on_tier, set_status,
 };
 pub use records::{APPROVED, AdminApplicationInfo, CREATED, REJECTED, StoredApplication};
+pub use rules::{check_name, check_token_type};

@@ -144,22 +144,9 @@ impl ApplicationBody {
         }
         let name = self.name.clone().unwrap_or_default();
         let tier = self.throttling_tier.clone().unwrap_or_default();
-        if name.trim() != name {
-            return Err(Error::Invalid(
-                "Application name cannot contain leading or trailing white spaces".into(),
-            ));
-        }
-        if name.chars().count() > 70 || name.chars().any(char::is_control) {
-            return Err(Error::Invalid(
-                "Application name must have at most 70 printable characters".into(),
-            ));
-        }
-        if let Some(token_type) = &self.token_type
-            && !matches!(token_type.as_str(), "OAUTH" | "JWT" | "DEFAULT")
-        {
-            return Err(Error::Invalid(format!(
-                "Invalid tokenType '{token_type}'; allowed values are OAUTH, JWT"
-            )));
+        super::rules::check_name(&name)?;
+        if let Some(token_type) = &self.token_type {
+            super::rules::check_token_type(token_type)?;
         }
         Ok((name, tier))
     }

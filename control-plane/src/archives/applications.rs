@@ -15,7 +15,7 @@ use crate::applications::{APPROVED, CREATED, NewApplication, StoredApplication};
 use crate::error::{Error, OnDuplicate, Result};
 use crate::manifest::{Touched, Touches};
 use crate::state::AppState;
-use crate::subscriptions::{ON_HOLD, UNBLOCKED};
+use crate::subscriptions::{BLOCKED, ON_HOLD, PROD_ONLY_BLOCKED, UNBLOCKED};
 use crate::tiers::TierLevel;
 use crate::users::{User, provider_key, tenant_of};
 use crate::workflows::Kind;
@@ -210,12 +210,13 @@ pub async fn import_application(
     if !unknown.is_empty() {
         return Err(Error::Invalid(format!("Specified tier {tier} is invalid")));
     }
-    let name = model.name.trim().to_string();
-    if name.is_empty() || name.chars().any(char::is_control) || name.chars().count() > 100 {
-        return Err(Error::Invalid(
-            "The application's name must be 1 to 100 characters without control characters".into(),
-        ));
+    let name = model.name.clone();
+    if name.is_empty() {
+        return Err(Error::Invalid("The application has no name".into()));
     }
+    crate::applications::check_name(&name)?;
+    let token_type = model.token_type.clone().unwrap_or_else(|| "OAUTH".into());
+    crate::applications::check_token_type(&token_type)?;
     let app_waits =
         crate::workflows::required(&state.db, &tenant, Kind::ApplicationCreation).await?;
     let subscription_waits =
@@ -223,14 +224,15 @@ pub async fn import_application(
     let id = uuid::Uuid::new_v4().to_string();
     let attributes = Value::Object(model.application_attributes.clone()).to_string();
     let status = if app_waits { CREATED } else { APPROVED };
-    // Read before the transaction, which holds the one writer SQLite has.
+    // Read before the transaction, which holds the one writer SQLite has. An application
+    // waiting for its approval may not subscribe yet (as in the store): all are skipped.
     let mut taken = Vec::new();
     let mut skipped = Vec::new();
     if !options.skip_subscriptions {
         for subscribed in &model.subscribed_apis {
-            match subscribable(state, subscribed).await? {
-                Some(pair) => taken.push(pair),
-                None => skipped.push(subscribed.api_id.clone()),
+            match subscribable(state, &tenant, subscribed).await? {
+                Some(found) if !app_waits => taken.push(found),
+                _ => skipped.push(subscribed.api_id.clone()),
             }
         }
     }
@@ -245,7 +247,7 @@ pub async fn import_application(
             description: model.description.clone().unwrap_or_default(),
             callback_url: model.callback_url.clone().unwrap_or_default(),
             group_id: model.group_id.clone().unwrap_or_default(),
-            token_type: model.token_type.clone().unwrap_or_else(|| "OAUTH".into()),
+            token_type,
             attributes,
             status,
         },
@@ -256,12 +258,12 @@ pub async fn import_application(
         crate::workflows::open(&mut *tx, &tenant, Kind::ApplicationCreation, &id, "{}").await?;
     }
     let mut touched = vec![Touched::Application(id.clone())];
-    for (api_id, tier) in taken {
+    for (api_id, tier, blocked) in taken {
         let subscription = uuid::Uuid::new_v4().to_string();
-        let status = if subscription_waits {
-            ON_HOLD
-        } else {
-            UNBLOCKED
+        let status = match blocked {
+            Some(block) => block,
+            None if subscription_waits => ON_HOLD,
+            None => UNBLOCKED,
         };
         crate::subscriptions::insert_subscription(
             &mut *tx,
@@ -273,7 +275,7 @@ pub async fn import_application(
         )
         .await
         .on_duplicate(|| "The application lists one API twice".to_string())?;
-        if subscription_waits {
+        if subscription_waits && blocked.is_none() {
             let kind = Kind::SubscriptionCreation;
             crate::workflows::open(&mut *tx, &tenant, kind, &subscription, "{}").await?;
         }
@@ -294,12 +296,14 @@ pub async fn import_application(
     })
 }
 
-/// The API a subscription of the model is to and its tier, when it may be taken as WSO2
-/// takes it: the API is here, PUBLISHED, and offers the tier.
+/// The API a subscription of the model is to, its tier and the publisher's block it
+/// carries, when it may be taken as WSO2 takes it: the API is here, of the owner's
+/// tenant, PUBLISHED, and offers the tier.
 async fn subscribable(
     state: &AppState,
+    tenant: &str,
     subscribed: &SubscribedApiJson,
-) -> Result<Option<(String, String)>> {
+) -> Result<Option<(String, String, Option<&'static str>)>> {
     let id = &subscribed.api_id;
     let provider = id.provider_name.replace("-AT-", "@");
     let unique = format!("{}-{}-{}", provider_key(&provider), id.api_name, id.version);
@@ -310,10 +314,16 @@ async fn subscribable(
         return Ok(None);
     };
     let offered = api.record.tiers.clone().unwrap_or_default();
-    if api.status != "PUBLISHED" || !offered.contains(&tier) {
+    if api.tenant != tenant || api.status != "PUBLISHED" || !offered.contains(&tier) {
         return Ok(None);
     }
-    Ok(Some((api.id, tier)))
+    // A block the publisher set holds on the copy.
+    let blocked = match subscribed.sub_status.as_deref() {
+        Some(BLOCKED) => Some(BLOCKED),
+        Some(PROD_ONLY_BLOCKED) => Some(PROD_ONLY_BLOCKED),
+        _ => None,
+    };
+    Ok(Some((api.id, tier, blocked)))
 }
 
 #[cfg(test)]

@@ -87,7 +87,7 @@ impl<'a> Reading<'a> {
 /// A file of WSO2's as JSON, or YAML when its path says so.
 fn parse_model<T: serde::de::DeserializeOwned>(path: &str, bytes: &[u8]) -> Result<T> {
     let parsed = if path.ends_with(".yaml") || path.ends_with(".yml") {
-        serde_norway::from_slice(bytes).map_err(|e| e.to_string())
+        apim_archive::from_yaml(bytes)
     } else {
         serde_json::from_slice(bytes).map_err(|e| e.to_string())
     };
@@ -287,9 +287,24 @@ pub async fn import_project(
     let mut tx = state.db.begin().await?;
     let (id, demoted) = create::insert(&mut tx, &user.tenant, &record).await?;
     let trusted = write_carried(&mut read, &mut tx, &id).await?;
-    create::restore_status(&mut tx, &id, &read.status).await?;
+    let status = status_for(user, &mut read);
+    create::restore_status(&mut tx, &id, &status).await?;
     tx.commit().await?;
     Ok(imported(user, id, demoted, trusted, read))
+}
+
+/// The lifecycle state an import restores: the project's, when the importer may change
+/// lifecycle states (as `change-lifecycle` asks); CREATED otherwise, and said.
+fn status_for(user: &User, read: &mut Read<'_>) -> String {
+    let may_publish = user.has_role("admin") || user.has_role("publisher");
+    if may_publish || read.status.eq_ignore_ascii_case("CREATED") {
+        return read.status.clone();
+    }
+    read.not_taken.push(format!(
+        "status {} (the importer may not change lifecycle states: imported as CREATED)",
+        read.status
+    ));
+    "CREATED".into()
 }
 
 /// Imports `project` over API `api_id` of `user`'s tenant (apimcli's `--update`): its
@@ -531,14 +546,14 @@ async fn checked_certificates(
     let carried: Vec<CarriedCertificate> = parse_model(path, bytes)?;
     let (mut new, mut refused) = (Vec::new(), Vec::new());
     for certificate in &carried {
-        match crate::certificates::check_carried(state, tenant, certificate)
+        match crate::certificates::check_carried(state, tenant, certificate, &new)
             .await
             .map_err(|err| in_file(path, err))?
         {
             Checked::New(row) => new.push(row),
             Checked::Kept => {}
             Checked::AliasTaken => refused.push(format!(
-                "endpoint certificate '{}' (the alias is another certificate's here)",
+                "endpoint certificate '{}' (the alias is another certificate's here, or bound to another endpoint)",
                 certificate.alias
             )),
         }

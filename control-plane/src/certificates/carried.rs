@@ -54,17 +54,18 @@ pub enum Checked {
     New(CertificateRow),
     /// The tenant has it already, under that alias.
     Kept,
-    /// The alias is another certificate's in the tenant: left as it is (WSO2 leaves it
-    /// too).
+    /// The alias is another certificate's in the tenant, or the same bound to another
+    /// endpoint: left as it is (WSO2 leaves it too).
     AliasTaken,
 }
 
 /// Checks `carried` as an upload is checked: alias, endpoint, one valid certificate, room
-/// at its endpoint.
+/// at its endpoint beside the tenant's and those `pending` from the same project.
 pub async fn check_carried(
     state: &AppState,
     tenant: &str,
     carried: &CarriedCertificate,
+    pending: &[CertificateRow],
 ) -> Result<Checked> {
     check_alias(&carried.alias)?;
     check_endpoint(&carried.host_name)?;
@@ -73,13 +74,17 @@ pub async fn check_carried(
         Error::Invalid(format!("Endpoint certificate '{}': {why}", carried.alias))
     })?;
     if let Some(existing) = queries::find(&state.db, tenant, &carried.alias).await? {
-        return Ok(if existing.pem == parsed.pem {
+        let same = existing.pem == parsed.pem && existing.endpoint == carried.host_name;
+        return Ok(if same {
             Checked::Kept
         } else {
             Checked::AliasTaken
         });
     }
-    check_room(state, &carried.host_name, &parsed).await?;
+    if pending.iter().any(|row| row.alias == carried.alias) {
+        return Ok(Checked::AliasTaken);
+    }
+    check_room(state, &carried.host_name, &parsed, pending).await?;
     Ok(Checked::New(row_of(
         tenant,
         &carried.alias,

@@ -158,7 +158,7 @@ async fn upload(
     check_endpoint(&endpoint)?;
     let now = crate::db::now();
     let parsed = checked_certificate(&upload, now)?;
-    check_room(&state, &endpoint, &parsed).await?;
+    check_room(&state, &endpoint, &parsed, &[]).await?;
     let row = row_of(caller.tenant(), &alias, &endpoint, parsed, now);
     queries::insert(&state.db, &row)
         .await

@@ -45,16 +45,21 @@ pub(super) fn check_endpoint(endpoint: &str) -> Result<()> {
 }
 
 /// Refuses a certificate gateways could not trust beside those bound to the same host and
-/// port already (by any tenant: a gateway trusts them together), past the manifest's
-/// bounds.
+/// port already (by any tenant: a gateway trusts them together) and those `pending` with
+/// it (an import's), past the manifest's bounds.
 pub(super) async fn check_room(
     state: &AppState,
     endpoint: &str,
     parsed: &ParsedCertificate,
+    pending: &[CertificateRow],
 ) -> Result<()> {
     let bound_here = trust::endpoint_of(endpoint);
     let bindings = queries::bindings(&state.db).await?;
-    let mut pems: Vec<&str> = bindings
+    let pending = pending
+        .iter()
+        .map(|row| (row.endpoint.clone(), row.pem.clone()));
+    let all: Vec<(String, String)> = bindings.into_iter().chain(pending).collect();
+    let mut pems: Vec<&str> = all
         .iter()
         .filter(|(other, _)| trust::endpoint_of(other) == bound_here)
         .map(|(_, pem)| pem.as_str())

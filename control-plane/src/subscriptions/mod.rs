@@ -11,4 +11,4 @@ pub use queries::{
     forward_to_version, grants, grants_of, insert as insert_subscription, of_application,
     set_status, subscribed_api_scopes, subscribed_records,
 };
-pub use records::{ON_HOLD, REJECTED, Subscription, UNBLOCKED};
+pub use records::{BLOCKED, ON_HOLD, PROD_ONLY_BLOCKED, REJECTED, Subscription, UNBLOCKED};
