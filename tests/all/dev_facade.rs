@@ -36,6 +36,9 @@ impl Facade {
         framing: Framing,
         p3: bool,
     ) -> Self {
+        // The workspace's binaries (`legacy-soap` among them) are built with the components,
+        // the first time a test asks for them.
+        harness::gateway_component();
         let soap_addr = format!("127.0.0.1:{}", harness::free_port());
         let soap = start_legacy_soap_framed(&soap_addr, soap_dir, record_dir, framing).await;
         let setup = FacadeSetup {
