@@ -168,7 +168,7 @@ async fn owner_of(
     importer: &User,
     model: &ApplicationJson,
     options: &ImportOptions,
-) -> Result<String> {
+) -> Result<User> {
     let named = model
         .owner
         .clone()
@@ -183,12 +183,9 @@ async fn owner_of(
             "Cross Tenant Imports are not allowed".into(),
         ));
     }
-    if crate::users::find(&state.db, &owner).await?.is_none() {
-        return Err(Error::Invalid(
-            "Provided Application Owner is Invalid".into(),
-        ));
-    }
-    Ok(owner)
+    crate::users::find(&state.db, &owner)
+        .await?
+        .ok_or_else(|| Error::Invalid("Provided Application Owner is Invalid".into()))
 }
 
 /// Imports the application of `project` for the owner `options` say.
@@ -199,7 +196,8 @@ pub async fn import_application(
     options: &ImportOptions,
 ) -> Result<ImportedApplication> {
     let model = model_in(project)?;
-    let owner = owner_of(state, importer, &model, options).await?;
+    let owner_user = owner_of(state, importer, &model, options).await?;
+    let owner = owner_user.username.clone();
     let tier = model
         .tier
         .clone()
@@ -207,7 +205,10 @@ pub async fn import_application(
     let tenant = tenant_of(&owner).to_string();
     let unknown =
         crate::tiers::unknown(&state.db, &tenant, TierLevel::Application, [tier.as_str()]).await?;
-    if !unknown.is_empty() {
+    let permitted = crate::tiers::Permissions::of(&state.db, &tenant, TierLevel::Application)
+        .await?
+        .allows(&tier, Some(&owner_user.roles));
+    if !unknown.is_empty() || !permitted {
         return Err(Error::Invalid(format!("Specified tier {tier} is invalid")));
     }
     let name = model.name.clone();
@@ -229,9 +230,14 @@ pub async fn import_application(
     let mut taken = Vec::new();
     let mut skipped = Vec::new();
     if !options.skip_subscriptions {
+        let tiers =
+            crate::tiers::Permissions::of(&state.db, &tenant, TierLevel::Subscription).await?;
         for subscribed in &model.subscribed_apis {
             match subscribable(state, &tenant, subscribed).await? {
-                Some(found) if !app_waits => taken.push(found),
+                // The owner's roles must allow the tier, as the store asks of them.
+                Some(found) if !app_waits && tiers.allows(&found.1, Some(&owner_user.roles)) => {
+                    taken.push(found)
+                }
                 _ => skipped.push(subscribed.api_id.clone()),
             }
         }
