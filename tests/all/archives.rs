@@ -1338,6 +1338,28 @@ pub async fn applications_export_and_import_as_wso2s_admin_api(env: InProcess) {
         .await;
     assert_eq!(again.status, 409, "{}", again.body);
 
+    // For an owner whose roles may not use the tier, the subscription is skipped, as the
+    // store refuses it.
+    other.add_user("sue", "sue-pw", &["subscriber"]).await;
+    let tier_admin = other
+        .login("admin", ADMIN_PASSWORD, harness::stack::TIER_SCOPES)
+        .await;
+    let permission =
+        format!("{PUBLISHER}/tiers/update-permission?tierName=Unlimited&tierLevel=api");
+    let deny = |roles: &[&str]| json!({"permissionType": "deny", "roles": roles});
+    other
+        .post_json(&permission, &tier_admin, &deny(&["subscriber"]))
+        .await
+        .expect(200);
+    let not_permitted = other
+        .send(app_import(&other, "appOwner=sue", download.bytes.clone()))
+        .await;
+    assert_eq!(not_permitted.status, 207, "{}", not_permitted.body);
+    other
+        .post_json(&permission, &tier_admin, &deny(&["creator"]))
+        .await
+        .expect(200);
+
     // For another owner, the subscription skipped when the API is not published there.
     other.add_user("sam", "sam-pw", &["subscriber"]).await;
     let listed = other
