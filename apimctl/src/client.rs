@@ -132,6 +132,11 @@ async fn token(
     })
 }
 
+/// A member of a listed item as text (empty when it is not).
+fn text(item: &Value, key: &str) -> String {
+    item[key].as_str().unwrap_or_default().to_string()
+}
+
 /// An API as the publisher lists it.
 #[derive(Debug, Clone)]
 pub struct Listed {
@@ -186,26 +191,37 @@ impl Api {
             .bearer_auth(&self.token)
     }
 
+    /// Every item of a list the REST API pages (`limit`, `offset`, `pagination.total`).
+    async fn every_item(&self, list: &str, what: &str) -> anyhow::Result<Vec<Value>> {
+        let mut items: Vec<Value> = Vec::new();
+        loop {
+            let path = format!("{list}?limit=100&offset={}", items.len());
+            let answer = self.request(reqwest::Method::GET, &path).send().await?;
+            let page: Value = serde_json::from_slice(&expect(what, answer, &[200]).await?)?;
+            let found = page["list"].as_array().cloned().unwrap_or_default();
+            let total = page["pagination"]["total"].as_u64().unwrap_or_default() as usize;
+            let last = found.is_empty();
+            items.extend(found);
+            if last || items.len() >= total {
+                return Ok(items);
+            }
+        }
+    }
+
     /// Every API of the tenant.
     pub async fn list(&self) -> anyhow::Result<Vec<Listed>> {
-        let mut listed = Vec::new();
-        loop {
-            let path = format!("{PUBLISHER}/apis?limit=100&offset={}", listed.len());
-            let answer = self.request(reqwest::Method::GET, &path).send().await?;
-            let page: Value = serde_json::from_slice(&expect("list APIs", answer, &[200]).await?)?;
-            let items = page["list"].as_array().cloned().unwrap_or_default();
-            let text = |item: &Value, key: &str| item[key].as_str().unwrap_or_default().to_string();
-            listed.extend(items.iter().map(|item| Listed {
+        let items = self
+            .every_item(&format!("{PUBLISHER}/apis"), "list APIs")
+            .await?;
+        Ok(items
+            .iter()
+            .map(|item| Listed {
                 id: text(item, "id"),
                 name: text(item, "name"),
                 version: text(item, "version"),
                 provider: text(item, "provider"),
-            }));
-            let total = page["pagination"]["total"].as_u64().unwrap_or_default() as usize;
-            if items.is_empty() || listed.len() >= total {
-                return Ok(listed);
-            }
-        }
+            })
+            .collect())
     }
 
     /// The project of an API, zipped.
@@ -276,24 +292,14 @@ impl Api {
 
     /// The tenant's applications, as `(owner, name)` (administrators only).
     pub async fn list_applications(&self) -> anyhow::Result<Vec<(String, String)>> {
-        let mut listed = Vec::new();
-        loop {
-            let path = format!("{ADMIN}/applications?limit=100&offset={}", listed.len());
-            let answer = self.request(reqwest::Method::GET, &path).send().await?;
-            let what = "list applications (administrators only: log in as one)";
-            let page: Value = serde_json::from_slice(&expect(what, answer, &[200]).await?)?;
-            let items = page["list"].as_array().cloned().unwrap_or_default();
-            let text = |item: &Value, key: &str| item[key].as_str().unwrap_or_default().to_string();
-            listed.extend(
-                items
-                    .iter()
-                    .map(|item| (text(item, "subscriber"), text(item, "name"))),
-            );
-            let total = page["pagination"]["total"].as_u64().unwrap_or_default() as usize;
-            if items.is_empty() || listed.len() >= total {
-                return Ok(listed);
-            }
-        }
+        let what = "list applications (administrators only: log in as one)";
+        let items = self
+            .every_item(&format!("{ADMIN}/applications"), what)
+            .await?;
+        Ok(items
+            .iter()
+            .map(|item| (text(item, "subscriber"), text(item, "name")))
+            .collect())
     }
 
     /// An application's zip, as the admin API exports it.

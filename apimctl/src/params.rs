@@ -49,11 +49,7 @@ pub fn apply(project: &mut Project, params: &Params) -> anyhow::Result<()> {
         None => ("Meta-information/api.json", false),
     };
     let bytes = project.file(path).context("the project has no model")?;
-    let mut model: Value = if yaml {
-        apim_archive::from_yaml(bytes).map_err(|why| anyhow::anyhow!("{path}: {why}"))?
-    } else {
-        serde_json::from_slice(bytes)?
-    };
+    let mut model: Value = apim_archive::from_file(path, bytes).map_err(anyhow::Error::msg)?;
     let root = project.root.clone();
     let Some(members) = model.as_object_mut() else {
         bail!("{root}: {path} is not an object");

@@ -10,6 +10,7 @@ pub mod plan;
 pub mod project;
 
 pub use model::{
-    ApiIdentifier, ApiJson, DocJson, TierName, check_plain_yaml, from_yaml, provider_in_project,
+    ApiIdentifier, ApiJson, DocJson, TierName, check_plain_yaml, from_file, from_yaml,
+    provider_in_project,
 };
 pub use project::{MAX_ARCHIVE_BYTES, Project, Refusal};

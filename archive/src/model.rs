@@ -180,6 +180,17 @@ pub fn from_yaml<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, Stri
     serde_norway::from_str(text).map_err(|e| e.to_string())
 }
 
+/// A file of a project read as `T`: YAML when its path says so ([`from_yaml`]), JSON
+/// otherwise; what is wrong names the path.
+pub fn from_file<T: serde::de::DeserializeOwned>(path: &str, bytes: &[u8]) -> Result<T, String> {
+    let parsed = if path.ends_with(".yaml") || path.ends_with(".yml") {
+        from_yaml(bytes)
+    } else {
+        serde_json::from_slice(bytes).map_err(|e| e.to_string())
+    };
+    parsed.map_err(|why| format!("{path} cannot be read: {why}"))
+}
+
 /// WSO2's form of a provider's name in a project: a tenant's `@` as `-AT-`.
 pub fn provider_in_project(provider: &str) -> String {
     provider.replace('@', "-AT-")

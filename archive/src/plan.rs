@@ -60,16 +60,12 @@ fn read_either<T: serde::de::DeserializeOwned>(
     project: &Project,
     stem: &str,
 ) -> Result<Option<T>, String> {
-    if let Some(bytes) = project.file(&format!("{stem}.yaml")) {
-        let parsed = crate::model::from_yaml(bytes).map_err(|e| format!("{stem}.yaml: {e}"))?;
-        return Ok(Some(parsed));
+    for path in [format!("{stem}.yaml"), format!("{stem}.json")] {
+        if let Some(bytes) = project.file(&path) {
+            return crate::model::from_file(&path, bytes).map(Some);
+        }
     }
-    match project.file(&format!("{stem}.json")) {
-        Some(bytes) => serde_json::from_slice(bytes)
-            .map(Some)
-            .map_err(|e| format!("{stem}.json: {e}")),
-        None => Ok(None),
-    }
+    Ok(None)
 }
 
 /// The record a project's API comes to: WSO2's defaults where the model says nothing,
@@ -260,11 +256,7 @@ fn file_changes(local: &Project, remote: &Project, found: &mut Vec<Change>) -> R
 
 /// A project's documents without the ids each stack gives them, in name order.
 fn documents(path: &str, bytes: &[u8]) -> Result<Vec<Value>, String> {
-    let parsed: Vec<DocJson> = if path.ends_with(".yaml") {
-        crate::model::from_yaml(bytes).map_err(|e| format!("{path}: {e}"))?
-    } else {
-        serde_json::from_slice(bytes).map_err(|e| format!("{path}: {e}"))?
-    };
+    let parsed: Vec<DocJson> = crate::model::from_file(path, bytes)?;
     let mut listed: Vec<Value> = parsed
         .into_iter()
         .map(|mut doc| {

@@ -2,13 +2,14 @@
 //! them (`ExportApiServiceImpl`, `ImportApiServiceImpl`): administrators of the tenant,
 //! by HTTP Basic or a token with the admin scope.
 
-use apim_archive::{MAX_ARCHIVE_BYTES, Project};
 use axum::extract::{Request, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 
 use super::applications::{ImportOptions, import_application, project_of};
+use super::import::uploaded_project;
+use super::import_export::text;
 use crate::error::{Error, Result};
 use crate::http::ADMIN;
 use crate::http::extract::QueryParams;
@@ -26,16 +27,6 @@ pub fn router() -> Routes {
             &format!("{ADMIN}/import/applications"),
             post(import_applications),
         )
-}
-
-/// A refusal WSO2's service words as plain text.
-fn text(status: StatusCode, body: String) -> Response {
-    (
-        status,
-        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
-        body,
-    )
-        .into_response()
 }
 
 #[derive(Debug, Deserialize)]
@@ -81,7 +72,7 @@ async fn export_applications(
     };
     if crate::users::tenant_of(&owner) != user.tenant {
         let refused = "Cross Tenant Exports are not allowed".to_string();
-        return Ok(text(StatusCode::FORBIDDEN, refused));
+        return Ok(text(StatusCode::FORBIDDEN, &refused));
     }
     let found = crate::applications::owned_by(&state.db, &owner)
         .await?
@@ -89,7 +80,7 @@ async fn export_applications(
         .find(|app| app.name == name);
     let Some(app) = found else {
         let missing = format!("No application found with name {name} owned by {owner}");
-        return Ok(text(StatusCode::NOT_FOUND, missing));
+        return Ok(text(StatusCode::NOT_FOUND, &missing));
     };
     let zip = project_of(&state, &app)
         .await?
@@ -164,25 +155,19 @@ async fn import_applications(
     request: Request,
 ) -> Result<Response> {
     user.require_admin()?;
-    let fields =
-        crate::http::multipart::read_form(request, &state, &["file"], MAX_ARCHIVE_BYTES).await?;
-    let Some(file) = fields.into_iter().find(|f| f.name == "file") else {
+    let Some(project) = uploaded_project(&state, request).await? else {
         return Err(Error::InvalidFields(vec![(
             "file".into(),
             "may not be null".into(),
         )]));
     };
-    let project = tokio::task::spawn_blocking(move || Project::from_zip(&file.bytes))
-        .await
-        .map_err(|err| Error::Internal(err.into()))?
-        .map_err(|refusal| Error::Invalid(refusal.0))?;
     let options = ImportOptions {
         preserve_owner: query.preserve_owner.unwrap_or(false),
         skip_subscriptions: query.skip_subscriptions.unwrap_or(false),
         app_owner: query.app_owner,
     };
     let imported = match import_application(&state, &user, &project, &options).await {
-        Err(Error::Forbidden(why)) => return Ok(text(StatusCode::FORBIDDEN, why)),
+        Err(Error::Forbidden(why)) => return Ok(text(StatusCode::FORBIDDEN, &why)),
         other => other?,
     };
     let app = imported.application;

@@ -84,14 +84,26 @@ impl<'a> Reading<'a> {
     }
 }
 
+/// The project uploaded as the multipart part `file`, unzipped off the server's threads
+/// (both services take a project so); none when the form has no such part.
+pub async fn uploaded_project(
+    state: &AppState,
+    request: axum::extract::Request,
+) -> Result<Option<Project>> {
+    let max = apim_archive::MAX_ARCHIVE_BYTES;
+    let fields = crate::http::multipart::read_form(request, state, &["file"], max).await?;
+    let Some(file) = fields.into_iter().find(|f| f.name == "file") else {
+        return Ok(None);
+    };
+    let read = tokio::task::spawn_blocking(move || Project::from_zip(&file.bytes))
+        .await
+        .map_err(|err| Error::Internal(err.into()))?;
+    read.map(Some).map_err(|refusal| Error::Invalid(refusal.0))
+}
+
 /// A file of WSO2's as JSON, or YAML when its path says so.
 fn parse_model<T: serde::de::DeserializeOwned>(path: &str, bytes: &[u8]) -> Result<T> {
-    let parsed = if path.ends_with(".yaml") || path.ends_with(".yml") {
-        apim_archive::from_yaml(bytes)
-    } else {
-        serde_json::from_slice(bytes).map_err(|e| e.to_string())
-    };
-    parsed.map_err(|why| Error::Invalid(format!("{path} cannot be read: {why}")))
+    apim_archive::from_file(path, bytes).map_err(Error::Invalid)
 }
 
 /// The project's API as the record `POST /apis` takes, its own policies, and the

@@ -30,8 +30,8 @@ pub fn router() -> Routes {
         .route(&format!("{IMPORT_EXPORT}/{{api_id}}"), put(update_api))
 }
 
-/// A plain-text answer, as the service gives them.
-fn text(status: StatusCode, body: &str) -> Response {
+/// A plain-text answer, as WSO2's import/export services give them.
+pub(super) fn text(status: StatusCode, body: &str) -> Response {
     (
         status,
         [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
@@ -286,25 +286,18 @@ impl ImportQuery {
     }
 }
 
-/// The project of the multipart part `file`, unzipped off the server's threads; the
-/// refusal otherwise.
+/// The uploaded project; the refusal, in the service's text, otherwise.
 async fn uploaded_project(
     state: &AppState,
     request: axum::extract::Request,
 ) -> Result<Project, Response> {
-    let fields = crate::http::multipart::read_form(request, state, &["file"], MAX_ARCHIVE_BYTES)
-        .await
-        .map_err(error_text)?;
-    let Some(file) = fields.into_iter().find(|f| f.name == "file") else {
-        return Err(text(
+    match super::import::uploaded_project(state, request).await {
+        Ok(Some(project)) => Ok(project),
+        Ok(None) => Err(text(
             StatusCode::BAD_REQUEST,
             "The form field 'file' with the project's zip is required",
-        ));
-    };
-    match tokio::task::spawn_blocking(move || Project::from_zip(&file.bytes)).await {
-        Ok(Ok(project)) => Ok(project),
-        Ok(Err(refusal)) => Err(text(StatusCode::BAD_REQUEST, &refusal.0)),
-        Err(err) => Err(Error::Internal(err.into()).into_response()),
+        )),
+        Err(err) => Err(error_text(err)),
     }
 }
 
