@@ -9,7 +9,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
 use apim_archive::Project;
-use apim_archive::plan::{Change, changes, fingerprint, model_of};
+use apim_archive::plan::{Change, Compared, fingerprint, model_of};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -377,8 +377,8 @@ async fn make_plan(api: &Api, dir: &Directory, prune: bool) -> anyhow::Result<Ve
     for project in &dir.projects {
         let who = identity(project)?;
         ours.push(who.clone());
-        let local =
-            fingerprint(project).map_err(|why| anyhow::anyhow!("{}: {why}", project.root))?;
+        let ours_compared =
+            Compared::of(project).map_err(|why| anyhow::anyhow!("{}: {why}", project.root))?;
         let (name, version, provider) = who.clone();
         let mut step = Step {
             name,
@@ -388,17 +388,18 @@ async fn make_plan(api: &Api, dir: &Directory, prune: bool) -> anyhow::Result<Ve
             id: None,
             project: Some(project.root.clone()),
             changes: Vec::new(),
-            status: model_of(project).ok().and_then(|(model, _)| model.status),
+            status: Some(ours_compared.status().to_string()).filter(|s| !s.is_empty()),
             seen_remote: None,
-            seen_local: Some(local),
+            seen_local: Some(ours_compared.fingerprint()),
         };
         if let Some(remote) = find(&listed, &who) {
             let exported = Project::from_zip(&api.export(remote).await?)
                 .map_err(|refusal| anyhow::anyhow!("{}: {refusal}", remote.name))?;
-            let found = changes(project, &exported)
-                .map_err(|why| anyhow::anyhow!("{}: {why}", project.root))?;
+            let theirs =
+                Compared::of(&exported).map_err(|why| anyhow::anyhow!("{}: {why}", remote.name))?;
+            let found = ours_compared.changes_from(&theirs);
             step.id = Some(remote.id.clone());
-            step.seen_remote = Some(fingerprint(&exported).map_err(|why| anyhow::anyhow!(why))?);
+            step.seen_remote = Some(theirs.fingerprint());
             step.status = None;
             step.action = if found.is_empty() {
                 Action::Unchanged

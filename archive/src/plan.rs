@@ -72,6 +72,11 @@ fn read_either<T: serde::de::DeserializeOwned>(
 /// the definition and endpoint configuration as JSON rather than text.
 pub fn normalised_record(project: &Project) -> Result<Map<String, Value>, String> {
     let (model, swagger) = model_of(project)?;
+    record_of(&model, swagger)
+}
+
+/// [`normalised_record`] of a model and its definition.
+fn record_of(model: &ApiJson, swagger: Option<Value>) -> Result<Map<String, Value>, String> {
     let swagger = swagger.map(|s| s.to_string());
     let (record, _) = model.to_record(swagger.as_deref());
     let Value::Object(mut record) = record else {
@@ -102,31 +107,63 @@ pub fn normalised_record(project: &Project) -> Result<Map<String, Value>, String
 
 /// What importing `local` over the API `remote` was exported from would change.
 pub fn changes(local: &Project, remote: &Project) -> Result<Vec<Change>, String> {
-    let mut found = Vec::new();
-    let (ours, theirs) = (normalised_record(local)?, normalised_record(remote)?);
-    diff("", &Value::Object(theirs), &Value::Object(ours), &mut found);
-    file_changes(local, remote, &mut found)?;
-    Ok(found)
+    Ok(Compared::of(local)?.changes_from(&Compared::of(remote)?))
 }
 
 /// A digest of what [`changes`] compares of `project`, and of its lifecycle state (which
 /// a creation takes): equal digests, no change between them. An apply checks that the
 /// estate and the directory are still what its plan saw.
 pub fn fingerprint(project: &Project) -> Result<String, String> {
-    use sha2::Digest as _;
-    let (model, _) = model_of(project)?;
-    let mut hash = sha2::Sha256::new();
-    hash.update(Value::Object(normalised_record(project)?).to_string());
-    hash.update([0]);
-    hash.update(model.status.unwrap_or_default());
-    for (key, bytes) in taken_files(project)? {
-        hash.update([0]);
-        hash.update(key.as_bytes());
-        hash.update([0]);
-        hash.update((bytes.len() as u64).to_be_bytes());
-        hash.update(bytes);
+    Ok(Compared::of(project)?.fingerprint())
+}
+
+/// What a plan compares of a project, read once: the record it comes to, its lifecycle
+/// state and the files an import takes.
+pub struct Compared {
+    record: Map<String, Value>,
+    status: String,
+    files: std::collections::BTreeMap<String, Vec<u8>>,
+}
+
+impl Compared {
+    pub fn of(project: &Project) -> Result<Self, String> {
+        let (model, swagger) = model_of(project)?;
+        Ok(Self {
+            record: record_of(&model, swagger)?,
+            status: model.status.unwrap_or_default(),
+            files: taken_files(project)?,
+        })
     }
-    Ok(format!("{:x}", hash.finalize()))
+
+    /// What importing this project over the API `remote` is would change.
+    pub fn changes_from(&self, remote: &Compared) -> Vec<Change> {
+        let mut found = Vec::new();
+        diff_members("", &remote.record, &self.record, &mut found);
+        file_changes(&self.files, &remote.files, &mut found);
+        found
+    }
+
+    /// The lifecycle state the project says (empty when it says none).
+    pub fn status(&self) -> &str {
+        &self.status
+    }
+
+    /// See [`fingerprint`].
+    pub fn fingerprint(&self) -> String {
+        use sha2::Digest as _;
+        let mut hash = sha2::Sha256::new();
+        hash.update(serde_json::to_string(&self.record).unwrap_or_default());
+        hash.update([0]);
+        hash.update(&self.status);
+        for (key, bytes) in &self.files {
+            hash.update([0]);
+            hash.update(key.as_bytes());
+            hash.update([0]);
+            hash.update((bytes.len() as u64).to_be_bytes());
+            hash.update(bytes);
+        }
+        format!("{:x}", hash.finalize())
+    }
 }
 
 /// The files an import takes, under names that say what they are rather than where the
@@ -201,24 +238,7 @@ fn certificates(project: &Project) -> Result<Vec<(String, String)>, String> {
 /// else whole.
 fn diff(path: &str, from: &Value, to: &Value, found: &mut Vec<Change>) {
     match (from, to) {
-        (Value::Object(a), Value::Object(b)) => {
-            let members: BTreeSet<&String> = a.keys().chain(b.keys()).collect();
-            for member in members {
-                let inner = if path.is_empty() {
-                    member.clone()
-                } else {
-                    format!("{path}.{member}")
-                };
-                match (a.get(member), b.get(member)) {
-                    (Some(x), Some(y)) => diff(&inner, x, y, found),
-                    (x, y) => found.push(Change {
-                        path: inner,
-                        from: x.cloned(),
-                        to: y.cloned(),
-                    }),
-                }
-            }
-        }
+        (Value::Object(a), Value::Object(b)) => diff_members(path, a, b, found),
         (a, b) if a != b => found.push(Change {
             path: path.to_string(),
             from: Some(a.clone()),
@@ -228,11 +248,39 @@ fn diff(path: &str, from: &Value, to: &Value, found: &mut Vec<Change>) {
     }
 }
 
+/// [`diff`] of two objects, member by member.
+fn diff_members(
+    path: &str,
+    a: &Map<String, Value>,
+    b: &Map<String, Value>,
+    found: &mut Vec<Change>,
+) {
+    let members: BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+    for member in members {
+        let inner = if path.is_empty() {
+            member.clone()
+        } else {
+            format!("{path}.{member}")
+        };
+        match (a.get(member), b.get(member)) {
+            (Some(x), Some(y)) => diff(&inner, x, y, found),
+            (x, y) => found.push(Change {
+                path: inner,
+                from: x.cloned(),
+                to: y.cloned(),
+            }),
+        }
+    }
+}
+
 /// The files an import takes compared as [`taken_files`] names them; an endpoint
 /// certificate only when the project brings it (an export also carries the tenant's
 /// others bound to the API's endpoints, which an import leaves as they are).
-fn file_changes(local: &Project, remote: &Project, found: &mut Vec<Change>) -> Result<(), String> {
-    let (ours, theirs) = (taken_files(local)?, taken_files(remote)?);
+fn file_changes(
+    ours: &std::collections::BTreeMap<String, Vec<u8>>,
+    theirs: &std::collections::BTreeMap<String, Vec<u8>>,
+    found: &mut Vec<Change>,
+) {
     let keys: BTreeSet<&String> = ours
         .keys()
         .chain(
@@ -251,7 +299,6 @@ fn file_changes(local: &Project, remote: &Project, found: &mut Vec<Change>) -> R
             });
         }
     }
-    Ok(())
 }
 
 /// A project's documents without the ids each stack gives them, in name order.
