@@ -35,6 +35,7 @@ pub mod portal;
 pub mod profile;
 pub mod propagation;
 pub mod proxies;
+pub mod real_spin;
 pub mod redis_server;
 pub mod report;
 pub mod spin_like;
@@ -106,8 +107,8 @@ pub struct Options {
     /// The throttling case's load, as a multiple of each limit.
     #[arg(long, default_value_t = 2.0)]
     pub overload: f64,
-    /// Measure the Spin-like section without waiting for a quiet machine (its report gives
-    /// the load average before each round instead).
+    /// Measure the Spin-like and real Spin sections without waiting for a quiet machine
+    /// (their reports give the load average before each round instead).
     #[arg(long)]
     pub busy_ok: bool,
     /// Kept-alive connections the idle case holds (the machine's open-file cap, 20,000 a
@@ -177,6 +178,9 @@ pub enum Part {
     Mcp,
     /// A call through an API with a header-setting sequence beside one without.
     Mediation,
+    /// Real Spin running the project's `spin.toml` and `spin-p3.toml` beside nginx, Envoy
+    /// and edge-gateway (a `spin` binary: `SPIN_BIN`, else `PATH`).
+    Spin,
 }
 
 impl Options {
@@ -299,6 +303,18 @@ async fn run_parts(options: &Options) {
         let runs = mediation::measure(options).await;
         let markdown = mediation::section(options, &runs);
         report::write_section(options, Part::Mediation, &markdown);
+    }
+    if options.runs(Part::Spin) {
+        match real_spin::spin_binary() {
+            Some(_) => {
+                let runs = real_spin::measure(options).await;
+                report::write_section(options, Part::Spin, &real_spin::section(options, &runs));
+            }
+            None if options.only.contains(&Part::Spin) => {
+                panic!("--only spin: no spin binary (set SPIN_BIN, or put spin on PATH)")
+            }
+            None => eprintln!("bench: real Spin skipped: no spin binary (SPIN_BIN, PATH)"),
+        }
     }
     if options.runs(Part::TokenFlood) {
         let rounds = token_flood::measure(options).await;

@@ -778,6 +778,7 @@ fn section_markers(part: Part) -> (String, String) {
         Part::Portal => "portal",
         Part::Mcp => "mcp",
         Part::Mediation => "mediation",
+        Part::Spin => "spin",
     };
     (
         format!(
