@@ -324,6 +324,17 @@ impl<S: AsyncRead + Unpin> AsyncRead for Preface<S> {
             let count = (read - replayed).min(buf.remaining());
             buf.put_slice(&this.first[replayed..replayed + count]);
             this.replayed = (replayed + count) as u8;
+            // The bytes that followed come in the same read: given the first bytes alone,
+            // hyper would parse a partial head and reserve its whole read buffer again
+            // past them (16 KiB where a request takes 8 KiB), and read once more.
+            if usize::from(this.replayed) == read && buf.remaining() > 0 {
+                let filled = buf.filled().len();
+                if let Poll::Ready(Err(_)) = Pin::new(&mut this.inner).poll_read(cx, buf) {
+                    // The first bytes are delivered now; the next read meets the error
+                    // again (or the end of the stream).
+                    buf.set_filled(filled);
+                }
+            }
             return Poll::Ready(Ok(()));
         }
         Pin::new(&mut this.inner).poll_read(cx, buf)
@@ -570,6 +581,22 @@ mod tests {
             read_after(request).await,
             (Protocol::Http1, request.to_vec())
         );
+    }
+
+    #[tokio::test]
+    async fn the_first_read_after_the_preface_brings_what_followed_it() {
+        // A request longer than the bytes read to tell the protocol: hyper gets it in
+        // one read, so it never parses a partial head and grows its buffer past it.
+        let request = b"GET /a/long/enough/path HTTP/1.1\r\nHost: x\r\n\r\n";
+        let (mut client, server) = tokio::io::duplex(1024);
+        client.write_all(request).await.unwrap();
+        let (protocol, mut preface) = Preface::read(server, Duration::from_millis(200))
+            .await
+            .unwrap();
+        assert_eq!(protocol, Protocol::Http1);
+        let mut buf = [0u8; 256];
+        let got = preface.read(&mut buf).await.unwrap();
+        assert_eq!(&buf[..got], request);
     }
 
     #[tokio::test]
