@@ -197,8 +197,9 @@ impl Options {
 
 /// Runs the whole benchmark.
 pub fn run(options: Options) {
-    // nginx and Envoy are compared with in the data plane's cases and behind TLS.
-    if options.runs(Part::DataPlane) || options.runs(Part::Tls) {
+    // nginx and Envoy are compared with in the data plane's cases, behind TLS and beside
+    // real Spin.
+    if options.runs(Part::DataPlane) || options.runs(Part::Tls) || options.runs(Part::Spin) {
         tools::ensure_all();
     } else {
         tools::ensure_wrk();
