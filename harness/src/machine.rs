@@ -105,13 +105,7 @@ async fn cpu_busy() -> f64 {
 /// CPU time (user + system) used so far by these processes and their children, µs.
 pub fn cpu_us(pids: &[u32]) -> f64 {
     let ticks_per_sec: f64 = output("getconf", &["CLK_TCK"]).parse().unwrap_or(100.0);
-    let children: Vec<u32> = std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| stat_fields(*pid).is_some_and(|f| pids.contains(&f.parent)))
-        .collect();
+    let children = children_of(pids);
     let ticks: u64 = pids
         .iter()
         .chain(&children)
@@ -119,6 +113,17 @@ pub fn cpu_us(pids: &[u32]) -> f64 {
         .map(|f| f.ticks)
         .sum();
     ticks as f64 * 1e6 / ticks_per_sec
+}
+
+/// The processes whose parent is one of `pids`.
+pub fn children_of(pids: &[u32]) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| stat_fields(*pid).is_some_and(|f| pids.contains(&f.parent)))
+        .collect()
 }
 
 /// A process's parent and its CPU ticks (utime + stime), from `/proc/<pid>/stat`.

@@ -82,7 +82,8 @@ pub struct Options {
     /// Where to write the report (the part between its bench markers is replaced).
     #[arg(long, default_value = "BENCHMARKS.md")]
     pub out: PathBuf,
-    /// Start everything, print how to load it, and wait for Ctrl-C instead of measuring.
+    /// Start everything, print how to load it, and wait for Ctrl-C instead of measuring
+    /// (the data plane's cases; with `--only spin`, real Spin's targets).
     #[arg(long)]
     pub hold: bool,
     /// Run only these cases (comma-separated) and rewrite only their sections of the
@@ -309,7 +310,10 @@ async fn run_parts(options: &Options) {
         match real_spin::spin_binary() {
             Some(_) => {
                 let runs = real_spin::measure(options).await;
-                report::write_section(options, Part::Spin, &real_spin::section(options, &runs));
+                if !options.hold {
+                    let markdown = real_spin::section(options, &runs);
+                    report::write_section(options, Part::Spin, &markdown);
+                }
             }
             None if options.only.contains(&Part::Spin) => {
                 panic!("--only spin: no spin binary (set SPIN_BIN, or put spin on PATH)")

@@ -66,6 +66,8 @@ pub struct RealSpinRuns {
 struct SpinApp {
     child: tokio::process::Child,
     url: String,
+    /// The process serving: `spin up` runs its trigger (`spin trigger http`) as a child.
+    trigger: u32,
 }
 
 /// What a Spin gateway needs from the platform, as `SPIN_VARIABLE_*`: the control plane's
@@ -126,8 +128,11 @@ impl SpinApp {
         let mut app = SpinApp {
             child,
             url: format!("http://{addr}"),
+            trigger: 0,
         };
         app.wait_until_listening(&addr, dir).await;
+        let pid = app.child.id().unwrap_or_default();
+        app.trigger = machine::children_of(&[pid]).first().copied().unwrap_or(pid);
         app
     }
 
@@ -144,10 +149,6 @@ impl SpinApp {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         panic!("spin up did not listen on {addr} within a minute");
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.id().unwrap_or_default()
     }
 
     async fn stop(mut self) {
@@ -252,7 +253,7 @@ pub async fn measure(options: &Options) -> RealSpinRuns {
             &spin_02.url,
             &bench_api,
             &bearer,
-            spin_02.pid(),
+            spin_02.trigger,
             true,
         ),
         target(
@@ -260,7 +261,7 @@ pub async fn measure(options: &Options) -> RealSpinRuns {
             &spin_02.url,
             &users_api,
             &as_published,
-            spin_02.pid(),
+            spin_02.trigger,
             true,
         ),
         target(
@@ -268,7 +269,7 @@ pub async fn measure(options: &Options) -> RealSpinRuns {
             &spin_p3.url,
             &bench_api,
             &bearer,
-            spin_p3.pid(),
+            spin_p3.trigger,
             true,
         ),
         target(
@@ -276,14 +277,13 @@ pub async fn measure(options: &Options) -> RealSpinRuns {
             &spin_p3.url,
             &users_api,
             &as_published,
-            spin_p3.pid(),
+            spin_p3.trigger,
             true,
         ),
     ];
     for target in &targets {
         check(target).await;
     }
-    machine::pin_process(platform.control_plane_pid(), "0");
     let mut runs = RealSpinRuns {
         version,
         filesystem: filesystem_of(dir),
@@ -297,6 +297,26 @@ pub async fn measure(options: &Options) -> RealSpinRuns {
             .collect(),
         ..RealSpinRuns::default()
     };
+    machine::pin_process(platform.control_plane_pid(), "0");
+    if options.hold {
+        hold(&targets).await;
+    } else {
+        run_rounds(options, &targets, &mut runs).await;
+        if !options.no_profile {
+            runs.profile = profile_last(options, &platform, &targets).await;
+        }
+    }
+    machine::pin_process(platform.control_plane_pid(), "0,1");
+    spin_02.stop().await;
+    spin_p3.stop().await;
+    nginx.stop().await;
+    envoy.stop().await;
+    platform.stop().await;
+    runs
+}
+
+/// Every target in every round, the order reversed every other round.
+async fn run_rounds(options: &Options, targets: &[Target], runs: &mut RealSpinRuns) {
     for round in 1..=options.rounds {
         if !options.busy_ok {
             machine::wait_for_quiet_cpu().await;
@@ -322,25 +342,41 @@ pub async fn measure(options: &Options) -> RealSpinRuns {
             results.loaded.push(load);
         }
     }
-    if !options.no_profile {
-        let profiled = &targets[targets.len() - 1];
-        eprintln!("bench: profiling {}", profiled.label);
-        let load = Wrk {
-            url: &profiled.url,
-            connections: options.connections,
-            duration: options.run_time(),
-            headers: &profiled.headers,
-            script: None,
-        };
-        runs.profile = profile::record(&platform, profiled.pid, "spin", load).await;
+}
+
+/// `perf` on the last target's server (the WASIp3 Spin as users publish) under load.
+async fn profile_last(
+    options: &Options,
+    platform: &Platform,
+    targets: &[Target],
+) -> Option<Profile> {
+    let profiled = targets.last()?;
+    eprintln!("bench: profiling {}", profiled.label);
+    let load = Wrk {
+        url: &profiled.url,
+        connections: options.connections,
+        duration: options.run_time(),
+        headers: &profiled.headers,
+        script: None,
+    };
+    profile::record(platform, profiled.pid, "spin", load).await
+}
+
+/// `--hold`: prints a wrk command for each target (and the process it counts), and waits
+/// for Ctrl-C.
+async fn hold(targets: &[Target]) {
+    for target in targets {
+        let headers: String = target
+            .headers
+            .iter()
+            .map(|h| format!("-H '{h}' "))
+            .collect();
+        println!(
+            "{} (pid {}):\n  wrk -t1 -c32 -d10s --latency {headers}{}",
+            target.label, target.pid, target.url
+        );
     }
-    machine::pin_process(platform.control_plane_pid(), "0,1");
-    spin_02.stop().await;
-    spin_p3.stop().await;
-    nginx.stop().await;
-    envoy.stop().await;
-    platform.stop().await;
-    runs
+    let _ = tokio::signal::ctrl_c().await;
 }
 
 /// The target answers its token with the backend's 200.
