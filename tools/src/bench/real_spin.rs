@@ -151,7 +151,13 @@ impl SpinApp {
         panic!("spin up did not listen on {addr} within a minute");
     }
 
+    /// Stops the trigger first: killed, `spin up` would leave it running.
     async fn stop(mut self) {
+        if self.trigger != self.child.id().unwrap_or_default() {
+            let _ = std::process::Command::new("kill")
+                .arg(self.trigger.to_string())
+                .status();
+        }
         let _ = self.child.start_kill();
         let _ = self.child.wait().await;
     }
