@@ -209,17 +209,8 @@ pub async fn hold(backend: &FastBackend, platform: &Platform) {
     let cases = Cases::start(backend, platform).await;
     println!("gateway pid {}", platform.gateway_pid());
     for target in &cases.targets {
-        let headers: String = target
-            .headers
-            .iter()
-            .map(|h| format!("-H '{h}' "))
-            .collect();
-        println!(
-            "{}:
-  wrk -t1 -c32 -d10s --latency {headers}{}",
-            target.case.label(),
-            target.url
-        );
+        let command = super::load::wrk_command(&target.url, &target.headers);
+        println!("{}:\n  {command}", target.case.label());
     }
     let _ = tokio::signal::ctrl_c().await;
     cases.stop().await;

@@ -80,6 +80,12 @@ impl Wrk<'_> {
     }
 }
 
+/// The wrk command that loads `url` with `headers` as the runs do, for `--hold`.
+pub fn wrk_command(url: &str, headers: &[String]) -> String {
+    let headers: String = headers.iter().map(|h| format!("-H '{h}' ")).collect();
+    format!("wrk -t1 -c32 -d10s --latency {headers}{url}")
+}
+
 /// A warm-up, then a measured run with the CPU time per request of `pid`.
 pub async fn counted(
     options: &Options,

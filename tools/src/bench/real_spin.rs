@@ -372,15 +372,8 @@ async fn profile_last(
 /// for Ctrl-C.
 async fn hold(targets: &[Target]) {
     for target in targets {
-        let headers: String = target
-            .headers
-            .iter()
-            .map(|h| format!("-H '{h}' "))
-            .collect();
-        println!(
-            "{} (pid {}):\n  wrk -t1 -c32 -d10s --latency {headers}{}",
-            target.label, target.pid, target.url
-        );
+        let command = super::load::wrk_command(&target.url, &target.headers);
+        println!("{} (pid {}):\n  {command}", target.label, target.pid);
     }
     let _ = tokio::signal::ctrl_c().await;
 }
