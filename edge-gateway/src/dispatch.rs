@@ -415,6 +415,7 @@ impl Gateway {
     async fn mediated_answer(
         &self,
         sending: &Sending<'_>,
+        mediation: &[u8],
         answer: Response<ResponseBody>,
         outcome: &mut Outcome,
     ) -> Response<ResponseBody> {
@@ -434,7 +435,7 @@ impl Gateway {
         };
         let answer = self
             .runtime
-            .mediate_answer(sending.head, sending.call, read);
+            .mediate_answer(sending.head, sending.call, mediation, read);
         self.answer(
             answer,
             "a mediated answer",
@@ -570,8 +571,9 @@ impl Gateway {
                     if !lone {
                         self.endpoints.succeeded(&target.key);
                     }
-                    if plan.mediate_answer {
-                        let answering = self.mediated_answer(&sending, response, outcome);
+                    if let Some(mediation) = &plan.mediation {
+                        let answering =
+                            self.mediated_answer(&sending, mediation, response, outcome);
                         return Box::pin(answering).await;
                     }
                     return response;

@@ -407,6 +407,18 @@ impl Fault {
         )
     }
 
+    /// 500: the mediation a host gave back with a backend's answer is not what the
+    /// decision gave it.
+    pub fn mediation_unreadable() -> Self {
+        Self::new(
+            500,
+            101500,
+            "Runtime Error",
+            "The gateway could not read the call's mediation".into(),
+            Family::General,
+        )
+    }
+
     /// 503: the token service could not be reached.
     pub fn token_service_unavailable() -> Self {
         Self::new(

@@ -13,6 +13,7 @@ use std::rc::Rc;
 
 use apim_http::bodies::{self, Carriage};
 use apim_manifest::canon::{self, Target};
+use apim_manifest::mediation::Mediation;
 use apim_manifest::{ApiRoute, ApiState, ApiType, AuthType, Operation, paths};
 
 use crate::audience::Addressed;
@@ -117,8 +118,9 @@ pub struct Forwarding {
     /// call has counted against its limits.
     pub answer: Option<Box<Response>>,
     /// The API's out flow needs the backend's answer: read it whole and have
-    /// [`Gateway::mediate_answer`] make the client's of it.
-    pub mediate_answer: bool,
+    /// [`Gateway::mediate_answer`] make the client's of it with the mediation of this, the
+    /// API as the decision read it (a manifest read meanwhile may have changed it).
+    pub mediate_answer: Option<Rc<ApiRoute>>,
     /// Cache key and seconds, for a GET of an API that caches responses.
     pub cache: Option<(String, u64)>,
     /// The limits the call counts against before it is forwarded or answered from the
@@ -287,7 +289,7 @@ impl Gateway {
                     response_headers: Headers::new(),
                     response_removed: Vec::new(),
                     answer: None,
-                    mediate_answer: false,
+                    mediate_answer: None,
                     cache: None,
                     limits: Vec::new(),
                     counting: Counting::Batched,
@@ -398,13 +400,12 @@ impl Gateway {
         &mut self,
         host: &dyn Host,
         request: &Request,
+        plan: &Mediation,
         answer: Response,
         (user, application): (&str, &str),
     ) -> (Response, u32) {
-        let Some((api, target, settings)) = self.mediated_api(host, request) else {
-            return (answer, 0);
-        };
-        let Some(plan) = api.mediation.as_ref() else {
+        let Some((api, target, settings)) = self.routed_api(host, request) else {
+            // The API went while its backend answered: nothing names the call's facts.
             return (answer, 0);
         };
         let facts = Facts {
@@ -425,9 +426,18 @@ impl Gateway {
         host: &dyn Host,
         request: &Request,
     ) -> Option<(Rc<ApiRoute>, Target, Rc<ForwardSettings>)> {
+        self.routed_api(host, request)
+            .filter(|(api, _, _)| api.mediation.is_some())
+    }
+
+    /// The API a forwarded `request` went to, with its target and the forwarding settings.
+    fn routed_api(
+        &mut self,
+        host: &dyn Host,
+        request: &Request,
+    ) -> Option<(Rc<ApiRoute>, Target, Rc<ForwardSettings>)> {
         let target = Target::parse(&request.path_with_query).ok()?;
         let (api, _) = self.route(host, &target.path).ok()?;
-        api.mediation.as_ref()?;
         let settings = self
             .forwarding
             .get_or_insert_with(|| Rc::new(ForwardSettings::read(host)))
@@ -449,14 +459,17 @@ impl Gateway {
             // Run only by a host that forwards by itself; never skipped.
             return Err(Fault::policy_failed(PolicyFailure::Unavailable));
         }
-        let mediate_answer = forwarding.mediate_answer;
+        let decided = forwarding.mediate_answer.clone();
         let response = forward_and_cache(host, request, forwarding)?;
-        Ok(if mediate_answer {
-            let caller = (call.user.as_str(), call.application.as_str());
-            self.mediate_answer(host, request, response, caller).0
-        } else {
-            response
-        })
+        Ok(
+            match decided.as_ref().and_then(|api| api.mediation.as_ref()) {
+                Some(plan) => {
+                    let caller = (call.user.as_str(), call.application.as_str());
+                    self.mediate_answer(host, request, plan, response, caller).0
+                }
+                None => response,
+            },
+        )
     }
 
     /// [`Gateway::decide`] at the host's `moment`: its clock, and its number for the
@@ -780,7 +793,7 @@ impl Gateway {
             .map(|cors| cors::headers(cors, &request.headers))
             .unwrap_or_default();
         let mut rewrite = Rewrite::default();
-        let mut mediate_answer = false;
+        let mut mediate_answer = None;
         if let Some(plan) = &api.mediation {
             // A WebSocket handshake has no body, and its answer is the connection: its
             // flows run on the heads alone.
@@ -795,7 +808,9 @@ impl Gateway {
             } else {
                 None
             };
-            mediate_answer = mediate::needs_answer(&plan.response) && !websocket;
+            if mediate::needs_answer(&plan.response) && !websocket {
+                mediate_answer = Some(shared.clone());
+            }
             let facts = Facts {
                 api,
                 method: &request.method,
@@ -818,7 +833,7 @@ impl Gateway {
                 response_headers: Headers::new(),
                 response_removed: Vec::new(),
                 answer: Some(Box::new(answer)),
-                mediate_answer: false,
+                mediate_answer: None,
                 cache: None,
                 limits,
                 counting: settings.counting,

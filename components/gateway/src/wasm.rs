@@ -6,6 +6,7 @@ use apim_http::contract::Replaced;
 use apim_http::endpoints::Balance;
 use apim_http::wasi as http;
 use apim_http::{Headers, packed};
+use apim_manifest::mediation::Mediation;
 use wasip2::http::types::{IncomingRequest, ResponseOutparam};
 
 use crate::access::{self, Logged};
@@ -122,11 +123,16 @@ impl policy::Guest for Component {
     fn mediate_answer(
         request: policy::RequestHead,
         call: policy::Call,
+        mediation: Vec<u8>,
         answer: Option<policy::Response>,
     ) -> policy::Response {
         let request = match request_of(request) {
             Ok(request) => request,
             Err(fault) => return policy_response(fault.render(&Headers::new()), fault.code),
+        };
+        let Ok(plan) = serde_json::from_slice::<Mediation>(&mediation) else {
+            let fault = Fault::mediation_unreadable();
+            return policy_response(fault.render(&request.headers), fault.code);
         };
         let Some(answer) = answer else {
             let fault = Fault::payload_past_its_bound();
@@ -141,7 +147,8 @@ impl policy::Guest for Component {
         let [_, _, _, _, application, _, user] =
             packed::unpack_texts::<7>(&call.texts).unwrap_or_default();
         let (made, code) = GATEWAY.with(|gateway| {
-            (gateway.borrow_mut()).mediate_answer(&WasiHost, &request, answer, (user, application))
+            let caller = (user, application);
+            (gateway.borrow_mut()).mediate_answer(&WasiHost, &request, &plan, answer, caller)
         });
         policy_response(made, code)
     }
@@ -235,7 +242,11 @@ fn policy_verdict(verdict: gateway::Verdict) -> policy::Verdict {
                     .map(|(key, ttl_secs)| policy::CacheStore { key, ttl_secs }),
                 upgrade: backend.upgrade,
                 body: backend.body,
-                mediate_answer: forwarding.mediate_answer,
+                mediation: forwarding
+                    .mediate_answer
+                    .as_ref()
+                    .and_then(|api| api.mediation.as_ref())
+                    .and_then(|plan| serde_json::to_vec(plan).ok()),
                 tenant_policy: backend.policy.map(|policy| {
                     let policy = *policy;
                     policy::TenantPolicy {

@@ -138,7 +138,7 @@ mod tests {
             cache: None,
             upgrade: false,
             body: None,
-            mediate_answer: false,
+            mediation: None,
             tenant_policy: None,
         }
     }

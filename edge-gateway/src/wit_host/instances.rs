@@ -226,17 +226,18 @@ impl Runtime {
     }
 
     /// What the client gets of a backend's answer that the API's out flow needs (none:
-    /// it was longer than the host holds).
+    /// it was longer than the host holds), by the `mediation` its verdict gave.
     pub async fn mediate_answer(
         &self,
         request: &RequestHead,
         call: &Call,
+        mediation: &[u8],
         answer: Option<Response>,
     ) -> Result<Response, Failure> {
         self.with_policy(async |policy, store| {
             policy
                 .apim_gateway_policy()
-                .call_mediate_answer(store, request, call, answer.as_ref())
+                .call_mediate_answer(store, request, call, mediation, answer.as_ref())
                 .await
         })
         .await

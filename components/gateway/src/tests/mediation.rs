@@ -5,7 +5,7 @@
 use apim_manifest::mediation::{BodyPath, CallFact, Media, Mediation, PathPart, Step, Value};
 
 use super::*;
-use crate::gateway::Decision;
+use crate::gateway::{Decision, Forwarding};
 
 fn set(name: &str, value: Value) -> Step {
     Step::SetHeader {
@@ -146,9 +146,7 @@ fn the_in_flow_changes_what_the_backend_gets_on_both_paths() {
 
     // The decision says the same for a host that forwards.
     let head = request("GET", path, &client, b"");
-    let Decision::Forward(forwarding) = world.gateway.decide(&world.host, &head).decision else {
-        panic!("forwarded");
-    };
+    let forwarding = forwarded(&mut world, &head);
     let outbound = forwarding
         .backend
         .outbound(&forwarding.backend.targets[0], &head);
@@ -210,9 +208,7 @@ fn the_out_flow_changes_what_the_client_gets_and_reads_the_in_flows_properties()
         "the out flow runs after CORS"
     );
     let head = request("GET", "/dev/v1/devs/alice/repos", &client, b"");
-    let Decision::Forward(forwarding) = world.gateway.decide(&world.host, &head).decision else {
-        panic!("forwarded");
-    };
+    let forwarding = forwarded(&mut world, &head);
     // Every name the flow changed comes off the backend's answer; those it set go back
     // with their new values.
     assert_eq!(
@@ -327,9 +323,7 @@ fn an_api_without_sequences_is_forwarded_as_before() {
         &[("authorization", &bearer)],
         b"",
     );
-    let Decision::Forward(forwarding) = world.gateway.decide(&world.host, &head).decision else {
-        panic!("forwarded");
-    };
+    let forwarding = forwarded(&mut world, &head);
     assert!(forwarding.backend.removed_headers.is_empty());
     assert!(forwarding.response_removed.is_empty());
     assert!(forwarding.answer.is_none());
@@ -535,11 +529,11 @@ fn a_json_call_reaches_a_soap_backend_and_its_answer_returns_as_json_on_both_pat
             .removed_headers
             .contains(&"content-type".to_string())
     );
-    assert!(forwarding.mediate_answer);
+    let plan = decided_mediation(&forwarding);
     assert!(forwarding.cache.is_none());
     let answered = world
         .gateway
-        .mediate_answer(&world.host, &call, soap_answer(), ("", ""))
+        .mediate_answer(&world.host, &call, &plan, soap_answer(), ("", ""))
         .0;
     assert_eq!((answered.status, answered.body), (200, response.body));
     // An answer past the bound is the gateway's fault, not converted.
@@ -547,7 +541,7 @@ fn a_json_call_reaches_a_soap_backend_and_its_answer_returns_as_json_on_both_pat
     long.body = vec![b' '; apim_http::bodies::MAX_MEDIATED_BYTES + 1];
     let (refused, code) = world
         .gateway
-        .mediate_answer(&world.host, &call, long, ("", ""));
+        .mediate_answer(&world.host, &call, &plan, long, ("", ""));
     assert_eq!((refused.status, code), (500, 101500));
 
     // Held by the component, a body past the bound is 413 and nothing is sent.
@@ -714,13 +708,11 @@ fn the_out_flow_reads_the_backends_answer_headers_on_both_paths() {
     assert_eq!(response.body, b"{}");
 
     let head = request("GET", path, &[("authorization", &bearer)], b"");
-    let Decision::Forward(forwarding) = world.gateway.decide(&world.host, &head).decision else {
-        panic!("forwarded");
-    };
-    assert!(forwarding.mediate_answer, "the host reads the answer first");
+    let forwarding = forwarded(&mut world, &head);
+    let plan = decided_mediation(&forwarding);
     let made = world
         .gateway
-        .mediate_answer(&world.host, &head, backend_answer(), ("", ""))
+        .mediate_answer(&world.host, &head, &plan, backend_answer(), ("", ""))
         .0;
     // The host sets the CORS headers the verdict names; the rest is the component's.
     let mut expected = response.headers.clone();
@@ -729,4 +721,55 @@ fn the_out_flow_reads_the_backends_answer_headers_on_both_paths() {
         (made.status, made.headers, made.body),
         (response.status, expected, response.body)
     );
+}
+
+#[test]
+fn an_answer_gets_the_out_flow_its_decision_read_though_the_api_changed_since() {
+    let served_by = |name: &str| Mediation {
+        response: vec![set(name, Value::Header("server".into()))],
+        ..Mediation::default()
+    };
+    let mut world = mediated(served_by("x-before"));
+    let bearer = world.bearer("app-1");
+    let head = request(
+        "GET",
+        "/dev/v1/devs/alice/repos",
+        &[("authorization", &bearer)],
+        b"",
+    );
+    let before = forwarded(&mut world, &head);
+    // The API's flows change while the backend answers, and another call reads them.
+    world.manifest.apis[0].route.mediation = Some(served_by("x-after"));
+    assert_eq!(world.publish().status, 200);
+    let after = forwarded(&mut world, &head);
+    let made = |world: &mut World, forwarding: &Forwarding| {
+        let plan = decided_mediation(forwarding);
+        let answer = backend_answer();
+        (world.gateway)
+            .mediate_answer(&world.host, &head, &plan, answer, ("", ""))
+            .0
+    };
+    let first = made(&mut world, &before);
+    assert_eq!(header(&first.headers, "x-before"), Some("legacy/1.0"));
+    assert_eq!(header(&first.headers, "x-after"), None);
+    let second = made(&mut world, &after);
+    assert_eq!(header(&second.headers, "x-after"), Some("legacy/1.0"));
+    assert_eq!(header(&second.headers, "x-before"), None);
+}
+
+/// The forwarding `world`'s gateway decides for `head`.
+fn forwarded(world: &mut World, head: &Request) -> Forwarding {
+    let Decision::Forward(forwarding) = world.gateway.decide(&world.host, head).decision else {
+        panic!("forwarded");
+    };
+    forwarding
+}
+
+/// The mediation a forwarding decision hands the host for the backend's answer.
+fn decided_mediation(forwarding: &Forwarding) -> Mediation {
+    forwarding
+        .mediate_answer
+        .as_ref()
+        .and_then(|api| api.mediation.clone())
+        .expect("the host reads the answer first")
 }
