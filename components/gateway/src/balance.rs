@@ -9,6 +9,7 @@ use apim_http::expiry;
 use crate::faults::Fault;
 use crate::forward::{BackendRequest, backend_response};
 use crate::host::{Headers, Host, Request, Response, SendError};
+use crate::kept;
 
 /// Sends a call to its endpoints as the list says ([`HealthBook::plan`]): each failure
 /// recorded against its endpoint and, for `load_balance` and `failover`, the call sent
@@ -66,7 +67,8 @@ pub fn discarded_answer() -> Response {
 }
 
 /// Endpoints' health in the host's key-value store: shared by every instance on the
-/// store (and every node, on a shared one). Keys expire: a list's turn an hour after its
+/// store (and every node, on a shared one), and briefly kept by a kept instance
+/// ([`kept::HEALTH_FRESH_MS`]). Keys expire: a list's turn an hour after its
 /// last call, an endpoint's health two days after its last failure (longer than the
 /// longest suspension).
 struct StoreBook<'h> {
@@ -77,18 +79,8 @@ impl StoreBook<'_> {
     fn health_key(endpoint: &str) -> String {
         expiry::key(2 * 86_400, &format!("endpoint:{endpoint}"))
     }
-}
 
-impl HealthBook for StoreBook<'_> {
-    fn turn(&self, list: &str) -> u64 {
-        let key = expiry::key(3_600, &format!("turn:{list}"));
-        self.host
-            .kv_increment(&key, 1)
-            // The counter's new value: the first call's turn is 0, as in memory.
-            .map_or(0, |n| u64::try_from(n.saturating_sub(1)).unwrap_or(0))
-    }
-
-    fn health(&self, endpoint: &str) -> Health {
+    fn stored_health(&self, endpoint: &str) -> Health {
         let Ok(Some(value)) = self.host.kv_get(&Self::health_key(endpoint)) else {
             return Health::default();
         };
@@ -101,8 +93,40 @@ impl HealthBook for StoreBook<'_> {
             last_suspension_ms: next(),
         }
     }
+}
+
+impl HealthBook for StoreBook<'_> {
+    /// Turns come from the list's shared counter, one at a time, or a block at a time
+    /// in a kept instance ([`kept::TURN_BLOCK`]): every turn is taken once either way,
+    /// so the lists' calls stay spread evenly.
+    fn turn(&self, list: &str) -> u64 {
+        if let Some(turn) = kept::next_turn(list) {
+            return turn;
+        }
+        let block = if kept::is_kept() { kept::TURN_BLOCK } else { 1 };
+        let key = expiry::key(3_600, &format!("turn:{list}"));
+        // The counter's new value: the first call's turn is 0, as in memory.
+        let Ok(end) = self.host.kv_increment(&key, block as i64) else {
+            return 0;
+        };
+        let end = u64::try_from(end).unwrap_or(0);
+        let first = end.saturating_sub(block);
+        kept::hold_turns(list, first + 1..end);
+        first
+    }
+
+    fn health(&self, endpoint: &str) -> Health {
+        let now = self.host.now_millis();
+        if let Some(health) = kept::fresh_health(endpoint, now) {
+            return health;
+        }
+        let health = self.stored_health(endpoint);
+        kept::note_health(endpoint, health, now);
+        health
+    }
 
     fn set_health(&self, endpoint: &str, health: Health) {
+        kept::note_health(endpoint, health, self.host.now_millis());
         let key = Self::health_key(endpoint);
         let written = if health == Health::default() {
             self.host.kv_delete(&key)

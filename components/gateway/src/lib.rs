@@ -26,6 +26,7 @@ pub mod host;
 pub mod input_schema;
 pub mod internal;
 pub mod introspect;
+pub mod kept;
 pub mod keys;
 pub mod mcp;
 pub mod mediate;

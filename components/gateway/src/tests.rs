@@ -1957,13 +1957,33 @@ fn a_host_that_makes_spans_has_its_traceparent_passed_on() {
 /// the host's store: round robin, a failed endpoint skipped (the call goes on to the
 /// next) until its suspension ends, and 503 101503 without a send while every endpoint
 /// is suspended.
+/// A call load-balanced over `a:1`, `b:1` and `c:1`, each with `config`.
+fn balanced_over_three(
+    config: &apim_http::endpoints::EndpointConfig,
+) -> crate::forward::BackendRequest {
+    use crate::forward::{BackendRequest, BackendTarget};
+    let target = |authority: &str| BackendTarget {
+        scheme: "http".into(),
+        authority: authority.into(),
+        path_with_query: "/".into(),
+        timeout_ms: 1_000,
+        key: format!("api:production:{authority}"),
+        config: config.clone(),
+    };
+    BackendRequest {
+        targets: vec![target("a:1"), target("b:1"), target("c:1")],
+        balance: apim_http::endpoints::Balance::LoadBalance,
+        list: "api:production".into(),
+        ..BackendRequest::unsent()
+    }
+}
+
 #[test]
 fn calls_go_round_the_list_and_skip_suspended_endpoints_in_the_store() {
     use std::rc::Rc;
 
     use crate::balance;
-    use crate::forward::{BackendRequest, BackendTarget};
-    use apim_http::endpoints::{Balance, EndpointConfig};
+    use apim_http::endpoints::EndpointConfig;
 
     let down = Rc::new(RefCell::new(vec!["b:1".to_string()]));
     let failing = down.clone();
@@ -1980,25 +2000,7 @@ fn calls_go_round_the_list_and_skip_suspended_endpoints_in_the_store() {
         suspend_ms: 1_000,
         ..EndpointConfig::default()
     };
-    let target = |authority: &str| BackendTarget {
-        scheme: "http".into(),
-        authority: authority.into(),
-        path_with_query: "/".into(),
-        timeout_ms: 1_000,
-        key: format!("api:production:{authority}"),
-        config: config.clone(),
-    };
-    let backend = BackendRequest {
-        targets: vec![target("a:1"), target("b:1"), target("c:1")],
-        balance: Balance::LoadBalance,
-        list: "api:production".into(),
-        replaced: Replaced::ApiCall,
-        removed_headers: Vec::new(),
-        added_headers: Headers::new(),
-        upgrade: false,
-        body: None,
-        policy: None,
-    };
+    let backend = balanced_over_three(&config);
     let request = Request {
         method: "GET".into(),
         ..Request::default()
@@ -2507,6 +2509,47 @@ fn far_from_the_limit_calls_are_counted_in_batches_and_the_limit_holds() {
         .filter(|_| admitted_in_batches(&world, &exact, now))
         .count();
     assert_eq!(admitted, 1000);
+}
+
+/// A kept instance takes a list's turns a block at a time: one write for many calls,
+/// and the calls still go round the list in order.
+#[test]
+fn a_kept_instance_takes_a_lists_turns_in_blocks() {
+    use crate::balance;
+    use apim_http::endpoints::EndpointConfig;
+
+    crate::kept::keep();
+    let host = FakeHost::new(
+        HashMap::new(),
+        Box::new(|_: &Outbound| Ok(Response::json(200, &serde_json::json!({})))),
+    );
+    let backend = balanced_over_three(&EndpointConfig::default());
+    let request = Request {
+        method: "GET".into(),
+        ..Request::default()
+    };
+    let calls = 3 * crate::kept::TURN_BLOCK as usize;
+    for _ in 0..calls {
+        balance::send(&host, &backend, &request).unwrap();
+    }
+    let sent: Vec<String> = host
+        .sent
+        .borrow()
+        .iter()
+        .map(|r| r.authority.clone())
+        .collect();
+    let round: Vec<&str> = ["a:1", "b:1", "c:1"]
+        .into_iter()
+        .cycle()
+        .take(calls)
+        .collect();
+    assert_eq!(sent, round);
+    assert_eq!(host.increments.get(), 3, "a write per block of turns");
+    assert!(
+        host.read.borrow().len() <= 2 * 3,
+        "health read once while fresh: {:?}",
+        host.read.borrow()
+    );
 }
 
 /// The calls a window admits when it is counted in batches deviate from its limit as

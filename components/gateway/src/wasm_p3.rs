@@ -20,6 +20,8 @@ http::export_handler!(Component);
 
 impl wasip3::exports::http::handler::Guest for Component {
     async fn handle(request: WasiRequest) -> Result<WasiResponse, ErrorCode> {
+        // Spin from 4.1 and edge-gateway keep a WASIp3 instance for many requests.
+        crate::kept::keep();
         let started = WasiHost.now_millis();
         let mut head = http::request_head(&request);
         let traced = crate::trace::begin(&WasiHost, &mut head.headers);
