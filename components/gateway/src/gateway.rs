@@ -23,6 +23,7 @@ pub use crate::call::Call;
 use crate::faults::{Fault, PolicyFailure};
 use crate::forward::{BackendRequest, ForwardSettings, TenantPolicy};
 use crate::host::{Headers, Host, MAX_BODY_BYTES, Request, Response, content_length, header};
+use crate::kept;
 use crate::mediate::{self, Body, Facts, FaultOutcome, Rewrite};
 use crate::relay::{token_relay, token_service, token_service_path};
 use crate::state;
@@ -50,6 +51,9 @@ pub struct Gateway {
     /// The epoch under which the view last read the head; `None` after any read without
     /// one.
     head_epoch: Option<u64>,
+    /// When a kept instance last read the head without a host's moment (milliseconds
+    /// since the epoch), and the head as stored then ([`kept::HEAD_FRESH_MS`]).
+    head_checked: Option<(i64, Vec<u8>)>,
     /// MCP tools' input schemas, each read once per instance.
     mcp_validators: mcp::Validators,
 }
@@ -200,6 +204,10 @@ impl Gateway {
             Ok(target) => target,
             Err((refusal, _)) => return refusal,
         };
+        if target.path == paths::GATEWAY_PUSH || target.path == paths::GATEWAY_SYNC {
+            // What this instance writes there, its next request sees.
+            self.head_checked = None;
+        }
         match (request.method.as_str(), target.path.as_str()) {
             ("POST", paths::GATEWAY_PUSH) => sync::receive_push(host, &request),
             ("GET", paths::GATEWAY_PUSH) => sync::status(host),
@@ -487,9 +495,22 @@ impl Gateway {
         if epoch.is_some() && self.head_epoch == epoch && self.view.is_some() {
             return self.view.as_mut();
         }
+        let now = host.now_millis();
+        if let Some((checked_at, stored)) = &self.head_checked
+            && epoch.is_none()
+            && self.view.is_some()
+            && now.saturating_sub(*checked_at) < kept::HEAD_FRESH_MS
+        {
+            self.head_read = Some(stored.clone());
+            return self.view.as_mut();
+        }
         self.head_epoch = None;
+        self.head_checked = None;
         let head = match state::read_head_as_stored(host) {
             Ok(Some((head, stored))) => {
+                if epoch.is_none() && kept::is_kept() {
+                    self.head_checked = Some((now, stored.clone()));
+                }
                 self.head_read = Some(stored);
                 self.head_epoch = epoch;
                 head

@@ -1,7 +1,7 @@
 //! What an instance its host keeps for many requests (a WASIp3 host: Spin from 4.1,
 //! edge-gateway) carries from one request to the next, so that a call writes to the
-//! shared store less and reads less of it: a block of each load-balanced list's turns
-//! and endpoints' health for a moment. An instance made for one request keeps nothing:
+//! shared store less and reads less of it: a block of each load-balanced list's turns,
+//! and the manifest's head and endpoints' health for a moment. An instance made for one request keeps nothing:
 //! only the WASIp3 glue calls [`keep`].
 //!
 //! Every store on the component's path (Spin's SQLite file, above all) pays for a write
@@ -21,6 +21,10 @@ pub const TURN_BLOCK: u64 = 32;
 /// another instance records reaches this one at most this much later (its own records
 /// at once).
 pub const HEALTH_FRESH_MS: i64 = 250;
+/// How long the manifest's head, as read from the store, is taken as it is by a kept
+/// instance that no host's moment tells of changes (the WASIp3 handler): what is
+/// published reaches such an instance at most this much later than another.
+pub const HEAD_FRESH_MS: i64 = 20;
 /// Most entries of each kind kept: past it, they are forgotten rather than grow.
 const MAX_ENTRIES: usize = 4096;
 

@@ -1957,6 +1957,37 @@ fn a_host_that_makes_spans_has_its_traceparent_passed_on() {
 /// the host's store: round robin, a failed endpoint skipped (the call goes on to the
 /// next) until its suspension ends, and 503 101503 without a send while every endpoint
 /// is suspended.
+/// A kept instance takes the manifest's head as it read it for a moment: calls within
+/// it read no head, and what another instance applies meanwhile reaches it after it.
+#[test]
+fn a_kept_instance_reads_the_manifests_head_once_in_a_while() {
+    crate::kept::keep();
+    let mut world = World::new();
+    let bearer = world.bearer("app-1");
+    let path = "/dev/v1/devs/alice/repos";
+    let auth = [("authorization", bearer.as_str())];
+    let heads = |world: &World| {
+        let read = world.host.read.borrow();
+        read.iter()
+            .filter(|key| *key == crate::state::HEAD_KEY)
+            .count()
+    };
+    assert_eq!(world.call("GET", path, &auth).status, 200);
+    let read = heads(&world);
+    for _ in 0..3 {
+        assert_eq!(world.call("GET", path, &auth).status, 200);
+    }
+    assert_eq!(heads(&world), read, "no head read while it is fresh");
+
+    world.manifest.apis[0].route.state = ApiState::Blocked;
+    assert_eq!(world.publish().status, 200);
+    let read = heads(&world);
+    assert_eq!(world.call("GET", path, &auth).status, 200);
+    *world.host.now_ms.borrow_mut() += crate::kept::HEAD_FRESH_MS;
+    assert_eq!(world.call("GET", path, &auth).status, 503);
+    assert_eq!(heads(&world), read + 1);
+}
+
 /// A call load-balanced over `a:1`, `b:1` and `c:1`, each with `config`.
 fn balanced_over_three(
     config: &apim_http::endpoints::EndpointConfig,
