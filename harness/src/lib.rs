@@ -636,6 +636,27 @@ fn built_p3_components() -> PathBuf {
         .clone()
 }
 
+/// The manifest that deploys Spin's floor for the benchmark (`tools/spin-floor`: a WASIp3
+/// component that only forwards), once it is built beside the WASIp3 artefacts.
+pub fn spin_floor_manifest() -> PathBuf {
+    static BUILT: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    BUILT.get_or_init(|| {
+        ensure_wasm_target();
+        let dir = target_dir().join("p3").display().to_string();
+        run_cargo(&[
+            "build",
+            "-p",
+            "spin-floor",
+            "--target",
+            "wasm32-wasip2",
+            "--release",
+            "--target-dir",
+            &dir,
+        ]);
+    });
+    workspace_root().join("tools/spin-floor/spin.toml")
+}
+
 /// A tenant's policy component built from `policies/<name>` (`add-header`, `hostile`,
 /// `outbound`); builds them all once per process.
 pub fn policy_component(name: &str) -> PathBuf {

@@ -203,6 +203,13 @@ pub async fn measure(options: &Options) -> RealSpinRuns {
         &dir.join("spin-p3"),
     )
     .await;
+    let floor = SpinApp::start(
+        &spin,
+        &harness::spin_floor_manifest(),
+        &[],
+        &dir.join("spin-floor"),
+    )
+    .await;
     let serving = [
         platform.spin_like_url(),
         spin_02.url.clone(),
@@ -211,6 +218,10 @@ pub async fn measure(options: &Options) -> RealSpinRuns {
     let published =
         publish_as_users_do(&platform, [&backend.url, &second_backend.url], &serving).await;
     let bearer = vec![platform.bearer()];
+    let to_backend = vec![format!(
+        "x-backend: {}",
+        backend.url.trim_start_matches("http://")
+    )];
     let as_published = vec![published];
     let target = |label: &str, base: &str, path: &str, headers: &Vec<String>, pid, writes| Target {
         label: label.to_string(),
@@ -252,6 +263,14 @@ pub async fn measure(options: &Options) -> RealSpinRuns {
             &users_api,
             &as_published,
             platform.spin_like_pid(),
+            true,
+        ),
+        target(
+            "Spin, a WASIp3 component that only forwards (Spin's floor)",
+            &floor.url,
+            &bench_api,
+            &to_backend,
+            floor.trigger,
             true,
         ),
         target(
@@ -315,6 +334,7 @@ pub async fn measure(options: &Options) -> RealSpinRuns {
     machine::pin_process(platform.control_plane_pid(), "0,1");
     spin_02.stop().await;
     spin_p3.stop().await;
+    floor.stop().await;
     nginx.stop().await;
     envoy.stop().await;
     platform.stop().await;
@@ -410,7 +430,8 @@ pub fn section(options: &Options, runs: &RealSpinRuns) -> String {
         "`{version}`, built from Spin's public sources for this measurement (not part of \
          the project). The project's `spin.toml` (the WASI 0.2 components: a fresh instance \
          per request) and `spin-p3.toml` (the WASIp3 artefacts: an instance for up to 128 \
-         requests, 16 at once), with the release components, each `spin up` on CPU 1 \
+         requests, 16 at once), with the release components, and Spin's floor, a WASIp3 \
+         component that only forwards each request (`tools/spin-floor`), each `spin up` on CPU 1 \
          with its variables from the environment and Spin's defaults otherwise (its \
          SQLite key-value store and the components' logs in its state directory, on \
          {fs}); nginx, Envoy and edge-gateway on CPU 1 as in the data-plane cases; wrk \
@@ -449,6 +470,18 @@ pub fn section(options: &Options, runs: &RealSpinRuns) -> String {
             "\nCase 6 (edge-gateway modelling Spin's hosting) against real Spin's WASI 0.2 \
              row on the same API: {:.2}×.",
             spin_like / real
+        );
+    }
+    if let (Some(floor), Some(ours)) = (
+        rate("Spin, a WASIp3 component that only forwards"),
+        rate("Spin, `spin-p3.toml` (WASIp3), as users"),
+    ) && ours > 0.0
+    {
+        let _ = writeln!(
+            md,
+            "\nSpin's floor against the WASIp3 gateway as users publish: {:.1}× its \
+             requests per second.",
+            floor / ours
         );
     }
     md.push('\n');
