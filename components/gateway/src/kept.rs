@@ -1,8 +1,9 @@
 //! What an instance its host keeps for many requests (a WASIp3 host: Spin from 4.1,
 //! edge-gateway) carries from one request to the next, so that a call writes to the
 //! shared store less and reads less of it: a block of each load-balanced list's turns,
-//! and the manifest's head and endpoints' health for a moment. An instance made for one request keeps nothing:
-//! only the WASIp3 glue calls [`keep`].
+//! and the manifest's head, endpoints' health and throttling windows far from their
+//! limits for a moment. An instance made for one request keeps nothing: only the WASIp3
+//! glue calls [`keep`].
 //!
 //! Every store on the component's path (Spin's SQLite file, above all) pays for a write
 //! with a transaction, which on an ordinary disk waits for the disk; turns taken in
@@ -25,6 +26,13 @@ pub const HEALTH_FRESH_MS: i64 = 250;
 /// instance that no host's moment tells of changes (the WASIp3 handler): what is
 /// published reaches such an instance at most this much later than another.
 pub const HEAD_FRESH_MS: i64 = 20;
+/// How long a throttling window's counts, as last read or written, are taken as they
+/// are by a kept instance while the room they leave is at least [`WINDOW_ROOM_KEPT`]: far
+/// from the limit they only size the batches calls are counted in, so what other
+/// instances count meanwhile is unseen for at most this long.
+pub const WINDOW_FRESH_MS: i64 = 20;
+/// Room below which a window is read afresh for every call.
+pub const WINDOW_ROOM_KEPT: u64 = 2 * crate::throttle::BATCH_FROM_ROOM;
 /// Most entries of each kind kept: past it, they are forgotten rather than grow.
 const MAX_ENTRIES: usize = 4096;
 
@@ -55,6 +63,22 @@ struct Kept {
     turns: HashMap<String, Range<u64>>,
     /// Each endpoint's health and when it was read (milliseconds since the epoch).
     health: HashMap<String, (Health, i64)>,
+    /// Each throttling counter's last window as last read or written.
+    windows: HashMap<String, Window>,
+}
+
+/// A throttling window's counts as read or written at `at` (milliseconds since the
+/// epoch).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    /// The window's number (its start over its length).
+    pub number: i64,
+    /// The window's count.
+    pub current: u64,
+    /// The previous window's count.
+    pub previous: u64,
+    /// When they were read.
+    pub at: i64,
 }
 
 /// Inserts into `map`, forgetting everything first when it is full.
@@ -87,6 +111,30 @@ pub fn fresh_health(endpoint: &str, now_ms: i64) -> Option<Health> {
 /// Keeps an endpoint's health as read or written at `now_ms`.
 pub fn note_health(endpoint: &str, health: Health, now_ms: i64) {
     with(|kept| bounded_insert(&mut kept.health, endpoint, (health, now_ms)));
+}
+
+/// The counts of `counter`'s window `number` as read or written less than
+/// [`WINDOW_FRESH_MS`] before `now_ms`, if they left at least [`WINDOW_ROOM_KEPT`] of
+/// `allowed` (`room` gives the room they leave).
+pub fn fresh_window(
+    counter: &str,
+    number: i64,
+    now_ms: i64,
+    room: impl Fn(&Window) -> u64,
+) -> Option<Window> {
+    with(|kept| {
+        let window = kept.windows.get(counter)?;
+        let fresh = window.number == number
+            && now_ms.saturating_sub(window.at) < WINDOW_FRESH_MS
+            && room(window) >= WINDOW_ROOM_KEPT;
+        fresh.then_some(*window)
+    })
+    .flatten()
+}
+
+/// Keeps a throttling window's counts as read or written.
+pub fn note_window(counter: &str, window: Window) {
+    with(|kept| bounded_insert(&mut kept.windows, counter, window));
 }
 
 #[cfg(test)]

@@ -1988,6 +1988,57 @@ fn a_kept_instance_reads_the_manifests_head_once_in_a_while() {
     assert_eq!(heads(&world), read + 1);
 }
 
+/// How often a call's windows of `counter` were read.
+fn window_reads(world: &World, counter: &str) -> usize {
+    let read = world.host.read.borrow();
+    read.iter()
+        .filter(|key| key.contains(":window:") && key.contains(counter))
+        .count()
+}
+
+#[test]
+fn a_kept_instance_reads_a_window_far_from_its_limit_once_in_a_while() {
+    crate::kept::keep();
+    let mut world = World::new();
+    let tiers = &mut world.manifest.meta.tiers.subscription;
+    tiers.insert("Large".into(), Some(1_000_000));
+    let subscription = (String::from("app-1"), String::from("api-1"));
+    world
+        .manifest
+        .subscriptions
+        .get_mut(&subscription)
+        .unwrap()
+        .tier = "Large".into();
+    world.manifest.apis[0].route.max_tps.production = None;
+    assert_eq!(world.publish().status, 200);
+    let bearer = world.bearer("app-1");
+    let auth = [("authorization", bearer.as_str())];
+    let calls = 4 * crate::kept::WINDOW_FRESH_MS;
+    for _ in 0..calls {
+        assert_eq!(world.call("GET", "/dev/v1/devs/alice", &auth).status, 200);
+        world.host.sleep_ms(1);
+    }
+    let reads = window_reads(&world, "thr:sub:app-1");
+    assert!(reads <= 2 * 5, "{reads} reads for {calls} calls");
+
+    // Near its limit a window is read for every call, and the limit holds exactly.
+    world
+        .manifest
+        .subscriptions
+        .get_mut(&subscription)
+        .unwrap()
+        .tier = "Gold".into();
+    assert_eq!(world.publish().status, 200);
+    world.host.sleep_ms(120_000);
+    let before = window_reads(&world, "thr:sub:app-1");
+    for _ in 0..3 {
+        assert_eq!(world.call("GET", "/dev/v1/devs/alice", &auth).status, 200);
+    }
+    let over = world.call("GET", "/dev/v1/devs/alice", &auth);
+    assert_eq!((over.status, code(&over).as_str()), (429, "900804"));
+    assert_eq!(window_reads(&world, "thr:sub:app-1") - before, 2 * 4);
+}
+
 /// A call load-balanced over `a:1`, `b:1` and `c:1`, each with `config`.
 fn balanced_over_three(
     config: &apim_http::endpoints::EndpointConfig,

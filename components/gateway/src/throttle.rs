@@ -11,13 +11,17 @@
 //! counts them here, in the store, where a write can cost a disk commit (Spin's default
 //! store is a SQLite file): so, far from its limit, a window is counted in batches
 //! ([`batch`]), unless the host says its store writes cheaply (`exact_counting`, which
-//! edge-gateway sets on Redis): then every call is written ([`Counting::Exact`]).
+//! edge-gateway sets on Redis): then every call is written ([`Counting::Exact`]). An
+//! instance its host keeps for many requests reads a window far from its limit once in a
+//! while rather than for every call ([`kept::fresh_window`]): there its counts only size
+//! the batches.
 
 use apim_manifest::{ApiRoute, Operation, TierLevel, tenant_of_context};
 
 use crate::auth::{Admitted, Environment};
 use crate::faults::{Fault, access_time};
 use crate::host::Host;
+use crate::kept;
 use crate::sync::settings;
 use apim_http::expiry;
 
@@ -211,13 +215,23 @@ fn count_one(
         host.kv_get(&key_of(number))
             .map(|v| v.map_or(0, |v| stored_count(&v)))
     };
-    let (current, previous) = match (read(number), read(number - 1)) {
-        (Ok(current), Ok(previous)) => (current, previous),
-        (Err(err), _) | (_, Err(err)) => {
-            // Fail open: a store outage must not take every API down with it.
-            eprintln!("throttling counter {key} unavailable: {err}");
-            return Ok(None);
-        }
+    let room_left = |window: &kept::Window| {
+        let counted = weighed(window.previous, window.current, now_ms, number, length_ms);
+        limit.allowed.saturating_sub(counted)
+    };
+    let (current, previous) = match kept::fresh_window(&limit.key, number, now_ms, room_left) {
+        Some(window) => (window.current, window.previous),
+        None => match (read(number), read(number - 1)) {
+            (Ok(current), Ok(previous)) => {
+                note_window(&limit.key, number, current, previous, now_ms);
+                (current, previous)
+            }
+            (Err(err), _) | (_, Err(err)) => {
+                // Fail open: a store outage must not take every API down with it.
+                eprintln!("throttling counter {key} unavailable: {err}");
+                return Ok(None);
+            }
+        },
     };
     let refused = || Err(refusal(limit.kind, (number + 1) * length_ms));
     let room = limit
@@ -241,6 +255,7 @@ fn count_one(
             return Ok(None);
         }
     };
+    note_window(&limit.key, number, count.max(0) as u64, previous, now_ms);
     if count == delta {
         // Hosts whose stores do not expire keys: the first write of a window tidies up
         // the window before the previous one.
@@ -251,6 +266,17 @@ fn count_one(
         return refused();
     }
     Ok(Some((key, delta)))
+}
+
+/// Keeps, in a kept instance, a window's counts as just read or written.
+fn note_window(counter: &str, number: i64, current: u64, previous: u64, at: i64) {
+    let window = kept::Window {
+        number,
+        current,
+        previous,
+        at,
+    };
+    kept::note_window(counter, window);
 }
 
 /// A counter as the store holds it: ASCII decimal (edge-gateway's stores, Redis) or, as
