@@ -66,7 +66,10 @@ pub fn engine() -> anyhow::Result<Engine> {
     config
         .wasm_component_model(true)
         .consume_fuel(true)
-        .epoch_interruption(true);
+        .epoch_interruption(true)
+        // Policies are WASI 0.2 (upload refuses the async ABI): calls take the plain
+        // fiber path, not the concurrent one's task bookkeeping (about 1.5 µs a call).
+        .concurrency_support(false);
     Ok(Engine::new(&config).context("cannot create the policies' wasmtime engine")?)
 }
 
