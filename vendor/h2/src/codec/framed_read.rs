@@ -115,6 +115,11 @@ impl<T> FramedRead<T> {
     pub fn set_header_table_size(&mut self, val: usize) {
         self.decoder.set_header_table_size(val);
     }
+
+    /// Frees the HPACK decoder's buffer (see `hpack::Decoder::release_buffer`).
+    pub(crate) fn release_hpack_buffer(&mut self) {
+        self.decoder.hpack.release_buffer();
+    }
 }
 
 fn calc_max_continuation_frames(header_max: usize, frame_max: usize) -> usize {

@@ -357,6 +357,11 @@ impl<T, B> FramedWrite<T, B> {
         self.encoder.hpack.update_max_size(val);
     }
 
+    /// Frees the HPACK encoder's scratch buffer (see `hpack::Encoder::release_scratch`).
+    pub(crate) fn release_hpack_buffer(&mut self) {
+        self.encoder.hpack.release_scratch();
+    }
+
     /// Retrieve the last data frame that has been sent
     pub fn take_last_data_frame(&mut self) -> Option<frame::Data<B>> {
         self.encoder.last_data_frame.take()

@@ -105,6 +105,14 @@ impl<T, B> Codec<T, B> {
         self.inner.set_max_header_list_size(val);
     }
 
+    /// Frees the HPACK decoder's and encoder's scratch buffers (see
+    /// `hpack::Decoder::release_buffer`, `hpack::Encoder::release_scratch`); they are
+    /// allocated again with the next header block.
+    pub(crate) fn release_hpack_buffers(&mut self) {
+        self.inner.release_hpack_buffer();
+        self.framed_write().release_hpack_buffer();
+    }
+
     /// Get a reference to the inner stream.
     #[cfg(feature = "unstable")]
     pub fn get_ref(&self) -> &T {

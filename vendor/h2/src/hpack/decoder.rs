@@ -167,6 +167,13 @@ impl Decoder {
         }
     }
 
+    /// Frees the buffer Huffman-decoded strings are cut from. It holds nothing between
+    /// strings, but the room left in it keeps alive the whole allocation the last of
+    /// them was cut from, after that string is dropped.
+    pub(crate) fn release_buffer(&mut self) {
+        self.buffer = BytesMut::new();
+    }
+
     /// Queues a potential size update
     #[allow(dead_code)]
     pub fn queue_size_update(&mut self, size: usize) {

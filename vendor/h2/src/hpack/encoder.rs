@@ -62,6 +62,11 @@ impl Encoder {
         self.scratch = scratch;
     }
 
+    /// Frees the buffer kept for the next header block (see `take_scratch`).
+    pub(crate) fn release_scratch(&mut self) {
+        self.scratch = BytesMut::new();
+    }
+
     /// Queues a max size update.
     ///
     /// The next call to `encode` will include a dynamic size update frame.

@@ -33,6 +33,14 @@ impl<T> Buffer<T> {
     pub fn is_empty(&self) -> bool {
         self.slab.is_empty()
     }
+
+    /// Frees the slab's memory if it holds no frame: it keeps the capacity of the most
+    /// frames it ever held otherwise, for as long as the connection lives.
+    pub fn release_if_empty(&mut self) {
+        if self.slab.is_empty() && self.slab.capacity() != 0 {
+            self.slab = Slab::new();
+        }
+    }
 }
 
 impl Deque {

@@ -1095,6 +1095,12 @@ impl Recv {
         }
     }
 
+    /// Frees the memory of the buffer of received frames if it holds none (see
+    /// `Buffer::release_if_empty`).
+    pub fn release_buffer_if_empty(&mut self) {
+        self.buffer.release_if_empty();
+    }
+
     pub fn buffer_pending<T, B>(
         &mut self,
         store: &mut Store,

@@ -86,6 +86,23 @@ impl Store {
         }
     }
 
+    /// Whether no stream is held.
+    pub fn is_empty(&self) -> bool {
+        self.slab.is_empty()
+    }
+
+    /// Frees the memory of the slab and of the map of stream IDs if no stream is held:
+    /// they keep the capacity of the most streams ever held at once otherwise, for as
+    /// long as the connection lives.
+    pub fn release_if_empty(&mut self) {
+        if self.slab.is_empty() && self.slab.capacity() != 0 {
+            self.slab = slab::Slab::new();
+        }
+        if self.ids.is_empty() {
+            self.ids.shrink_to_fit();
+        }
+    }
+
     pub fn find_mut(&mut self, id: &StreamId) -> Option<Ptr<'_>> {
         let index = {
             let key = self.ids.get(id)?;

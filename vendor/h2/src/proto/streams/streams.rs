@@ -224,7 +224,14 @@ where
 
             let reclaimed = {
                 let mut me = self.inner.lock().unwrap();
-                me.reclaim_written_frame(&self.send_buffer, dst)
+                let reclaimed = me.reclaim_written_frame(&self.send_buffer, dst);
+                if !reclaimed && me.store.is_empty() {
+                    // Everything is written and no stream is held: the connection may
+                    // stay idle for long, holding none of what streams used meanwhile.
+                    me.release_stream_storage(&self.send_buffer);
+                    dst.release_hpack_buffers();
+                }
+                reclaimed
             };
 
             if !reclaimed {
@@ -1022,6 +1029,16 @@ impl Inner {
         self.actions
             .send
             .reclaim_written_frame(send_buffer, &mut self.store, dst)
+    }
+
+    /// Frees the memory of the stream store and of the buffers of frames received and
+    /// to send where they hold nothing: each keeps the capacity of the connection's
+    /// busiest moment otherwise, for as long as it lives. They grow again as streams
+    /// come.
+    fn release_stream_storage<B>(&mut self, send_buffer: &SendBuffer<B>) {
+        self.store.release_if_empty();
+        self.actions.recv.release_buffer_if_empty();
+        send_buffer.inner.lock().unwrap().release_if_empty();
     }
 
     fn send_reset<B>(
