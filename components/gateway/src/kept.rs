@@ -83,7 +83,12 @@ pub struct Window {
 
 /// Inserts into `map`, forgetting everything first when it is full.
 fn bounded_insert<V>(map: &mut HashMap<String, V>, key: &str, value: V) {
-    if map.len() >= MAX_ENTRIES && !map.contains_key(key) {
+    // Most calls replace what a key already holds: no new key to allocate then.
+    if let Some(held) = map.get_mut(key) {
+        *held = value;
+        return;
+    }
+    if map.len() >= MAX_ENTRIES {
         map.clear();
     }
     map.insert(key.to_string(), value);
@@ -114,8 +119,8 @@ pub fn note_health(endpoint: &str, health: Health, now_ms: i64) {
 }
 
 /// The counts of `counter`'s window `number` as read or written less than
-/// [`WINDOW_FRESH_MS`] before `now_ms`, if they left at least [`WINDOW_ROOM_KEPT`] of
-/// `allowed` (`room` gives the room they leave).
+/// [`WINDOW_FRESH_MS`] before `now_ms`, if the room they leave (`room` tells it) is at
+/// least [`WINDOW_ROOM_KEPT`].
 pub fn fresh_window(
     counter: &str,
     number: i64,

@@ -215,10 +215,11 @@ fn count_one(
         host.kv_get(&key_of(number))
             .map(|v| v.map_or(0, |v| stored_count(&v)))
     };
-    let room_left = |window: &kept::Window| {
-        let counted = weighed(window.previous, window.current, now_ms, number, length_ms);
+    let room_of = |previous: u64, current: u64| {
+        let counted = weighed(previous, current, now_ms, number, length_ms);
         limit.allowed.saturating_sub(counted)
     };
+    let room_left = |window: &kept::Window| room_of(window.previous, window.current);
     let (current, previous) = match kept::fresh_window(&limit.key, number, now_ms, room_left) {
         Some(window) => (window.current, window.previous),
         None => match (read(number), read(number - 1)) {
@@ -234,9 +235,7 @@ fn count_one(
         },
     };
     let refused = || Err(refusal(limit.kind, (number + 1) * length_ms));
-    let room = limit
-        .allowed
-        .saturating_sub(weighed(previous, current, now_ms, number, length_ms));
+    let room = room_of(previous, current);
     if room == 0 {
         return refused();
     }
