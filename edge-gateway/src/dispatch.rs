@@ -246,7 +246,11 @@ impl Gateway {
         } = verdict;
         if let Err(refused) = self.counters.admit(&limits).await {
             outcome.throttled = Some(refused.kind);
-            let response = Box::pin(self.throttled(head, refused, &mut outcome)).await;
+            let mediation = match &decision {
+                Decision::Forward(plan) => plan.mediation.as_deref(),
+                _ => None,
+            };
+            let response = Box::pin(self.throttled(head, refused, mediation, &mut outcome)).await;
             return (response, call, outcome);
         }
         let response = match decision {
@@ -610,9 +614,12 @@ impl Gateway {
         // With every endpoint suspended, none could be reached.
         outcome.backend_failed = Some(failed.unwrap_or(BackendFailure::Unreachable));
         let timed_out = failed == Some(BackendFailure::TimedOut);
-        let answer = self
-            .runtime
-            .backend_failed(head, timed_out, failed.is_none());
+        let answer = self.runtime.backend_failed(
+            head,
+            timed_out,
+            failed.is_none(),
+            plan.mediation.as_deref(),
+        );
         let fallback = StatusCode::BAD_GATEWAY;
         Box::pin(self.answer(answer, "a backend failure", fallback, outcome)).await
     }
@@ -666,11 +673,12 @@ impl Gateway {
         &self,
         head: &RequestHead,
         refused: Refused,
+        mediation: Option<&[u8]>,
         outcome: &mut Outcome,
     ) -> Response<ResponseBody> {
         let answer = self
             .runtime
-            .throttled(head, refused.kind, refused.window_end_ms);
+            .throttled(head, refused.kind, refused.window_end_ms, mediation);
         let fallback = StatusCode::TOO_MANY_REQUESTS;
         self.answer(answer, "a throttled request", fallback, outcome)
             .await

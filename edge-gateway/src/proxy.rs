@@ -72,7 +72,13 @@ pub async fn send(
         tracing::warn!("the component's backend URL is not valid: {err}");
         Failure::because(Kind::InvalidUrl, "the component's backend URL", err)
     })?;
-    *backend.method_mut() = client.method.clone();
+    *backend.method_mut() = match &plan.method {
+        Some(method) => http::Method::from_bytes(method.as_bytes()).map_err(|err| {
+            tracing::warn!("the component's method is not valid: {err}");
+            Failure::because(Kind::Component, "the component's method", err)
+        })?,
+        None => client.method.clone(),
+    };
     *backend.version_mut() = http::Version::HTTP_11;
     let headers = backend.headers_mut();
     *headers = backend_headers(&client.headers, plan);

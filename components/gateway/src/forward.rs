@@ -22,10 +22,23 @@ use apim_http::egress::{self, EgressPolicy};
 use apim_http::endpoints::{self, Balance, EndpointConfig};
 use apim_http::split_endpoint_url;
 
+/// Headers of an MCP tool call's operation request that the host sets itself on the
+/// backend's request, lower-case: the client's trace context passes on as it came, and
+/// credentials, `X-Forwarded-For` and the body's length are the gateway's.
+const OPERATION_HEADERS_THE_HOST_SETS: [&str; 5] = [
+    "authorization",
+    "traceparent",
+    "tracestate",
+    "x-forwarded-for",
+    "content-length",
+];
+
 /// The request for an API's backend, as it differs from the client's: where it may go,
 /// and the headers added to those of the client's that pass on.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BackendRequest {
+    /// The method to send instead of the client's (an MCP tool call's operation's).
+    pub method: Option<String>,
     /// The endpoints of the list the call goes to, in the list's order (at least one).
     pub targets: Vec<BackendTarget>,
     /// How the list is used.
@@ -100,6 +113,7 @@ impl BackendRequest {
             config: EndpointConfig::never_suspended(),
         };
         Self {
+            method: None,
             targets: vec![target],
             balance: Balance::Single,
             list: String::new(),
@@ -336,6 +350,7 @@ pub fn backend_request(
     ));
     let upgrade = api.api_type == ApiType::Ws;
     Ok(BackendRequest {
+        method: None,
         targets,
         balance,
         list,
@@ -356,6 +371,7 @@ impl BackendRequest {
     /// No request: the call is answered before it would go anywhere.
     pub fn unsent() -> Self {
         Self {
+            method: None,
             targets: Vec::new(),
             balance: Balance::Single,
             list: String::new(),
@@ -366,6 +382,43 @@ impl BackendRequest {
             body: None,
             policy: None,
         }
+    }
+
+    /// Makes this, planned for an MCP tool call's `operation` request, the request for a
+    /// host that sends the client's (the message, whose headers are `client`): the
+    /// operation's method and body, and its headers instead of the client's, but for
+    /// those the host itself carries on or replaces (trace context, credentials,
+    /// `X-Forwarded-For`, the body's length).
+    pub fn take_operation(&mut self, client: &Headers, operation: Request) {
+        let Request {
+            method,
+            headers,
+            body,
+            ..
+        } = operation;
+        let hosts_own = |name: &str| OPERATION_HEADERS_THE_HOST_SETS.contains(&name);
+        let mut removed: Vec<String> = Vec::with_capacity(client.len());
+        for (name, _) in client {
+            let name = name.to_ascii_lowercase();
+            if !hosts_own(&name) && !removed.contains(&name) {
+                removed.push(name);
+            }
+        }
+        let mediated = std::mem::take(&mut self.removed_headers);
+        let mut added: Headers = headers
+            .into_iter()
+            .filter(|(name, _)| !hosts_own(name) && !mediated.contains(name))
+            .collect();
+        added.append(&mut self.added_headers);
+        for name in mediated {
+            if !removed.contains(&name) {
+                removed.push(name);
+            }
+        }
+        self.method = Some(method);
+        self.body.get_or_insert(body);
+        self.removed_headers = removed;
+        self.added_headers = added;
     }
 
     /// Takes what an API's mediation does to the request: the client headers it removed

@@ -11,8 +11,11 @@
 
 use std::rc::Rc;
 
+use serde::{Deserialize, Serialize};
+
 use apim_http::bodies::{self, Carriage};
 use apim_manifest::canon::{self, Target};
+use apim_manifest::mcp::McpTool;
 use apim_manifest::mediation::Mediation;
 use apim_manifest::{ApiRoute, ApiState, ApiType, AuthType, Operation, paths};
 
@@ -125,6 +128,9 @@ pub struct Forwarding {
     /// [`Gateway::mediate_answer`] make the client's of it with the mediation of this, the
     /// API as the decision read it (a manifest read meanwhile may have changed it).
     pub mediate_answer: Option<Rc<ApiRoute>>,
+    /// The call is an MCP tool's, for a host that forwards by itself: what makes the
+    /// tool's result of the backend's answer (boxed: few calls are tools').
+    pub tool: Option<Box<mcp::Answering>>,
     /// Cache key and seconds, for a GET of an API that caches responses.
     pub cache: Option<(String, u64)>,
     /// The limits the call counts against before it is forwarded or answered from the
@@ -166,6 +172,63 @@ impl From<Decision> for Verdict {
             call: Call::default(),
         }
     }
+}
+
+/// What the component needs, once a host that forwards by itself has the backend's
+/// answer, to make the client's of it: the API's out flow as the decision read it, and
+/// for an MCP tool call, how to make its result. The host carries it opaque with the
+/// verdict (`forward`'s `mediation`), so that a manifest change while the backend
+/// answers never splits one call between two versions of its flows.
+#[derive(Debug, Default, Deserialize)]
+pub struct AnswerShape {
+    /// The API's out flow.
+    #[serde(default)]
+    pub plan: Option<Mediation>,
+    /// The tool call's.
+    #[serde(default)]
+    pub tool: Option<mcp::Answering>,
+}
+
+/// [`AnswerShape`] as a forwarding writes it.
+#[derive(Serialize)]
+struct ShapeOf<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    plan: Option<&'a Mediation>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool: Option<&'a mcp::Answering>,
+}
+
+impl AnswerShape {
+    /// The shape a host gave back; `None` when it is not one.
+    pub fn read(bytes: &[u8]) -> Option<Self> {
+        serde_json::from_slice(bytes).ok()
+    }
+
+    /// The tool call a verdict's shape says a call is, if one (and the shape is one).
+    pub fn tool_of(bytes: Option<&[u8]>) -> Option<mcp::Answering> {
+        bytes.and_then(Self::read).and_then(|shape| shape.tool)
+    }
+}
+
+impl Forwarding {
+    /// Its [`AnswerShape`], for the host to carry: none when the backend's answer goes to
+    /// the client as it is.
+    pub fn answer_shape(&self) -> Option<Vec<u8>> {
+        let plan = (self.mediate_answer.as_ref()).and_then(|api| api.mediation.as_ref());
+        let tool = self.tool.as_deref();
+        if plan.is_none() && tool.is_none() {
+            return None;
+        }
+        serde_json::to_vec(&ShapeOf { plan, tool }).ok()
+    }
+}
+
+/// What a message to an API's MCP server asks.
+enum McpTurn {
+    /// The server's own answer.
+    Answer(Response),
+    /// A tool call, and its operation's request (boxed: the answers outnumber the calls).
+    Call(Box<(mcp::Call, Request)>),
 }
 
 /// What a host that forwards by itself is to do with a request.
@@ -298,6 +361,7 @@ impl Gateway {
                     response_removed: Vec::new(),
                     answer: None,
                     mediate_answer: None,
+                    tool: None,
                     cache: None,
                     limits: Vec::new(),
                     counting: Counting::Batched,
@@ -318,7 +382,9 @@ impl Gateway {
             Err(fault) => return refused(call, &fault, request),
             Ok(Plan::Respond(response)) => return Verdict::respond(response, call),
             Ok(Plan::Forward(forwarding)) => forwarding,
-            Ok(Plan::Mcp(_)) => return Decision::Handle.into(),
+            Ok(Plan::Mcp(api)) => {
+                return self.mcp_verdict(host, request, &target, (api, call), arrival);
+            }
             Ok(Plan::ReadBody) => {
                 let limit = held_body_limit(host, &target).min(bodies::MAX_MEDIATED_BYTES) as u64;
                 return Verdict {
@@ -358,16 +424,21 @@ impl Gateway {
 
     /// The answer to a forwarded request whose backend failed (`timed_out`, or every
     /// endpoint `suspended`, or unreachable), and the failure's code: the gateway's fault,
-    /// or what the API's fault flow makes of it.
+    /// or what the API's fault flow makes of it; for an MCP `tool` call, its refusal.
     pub fn backend_failed(
         &mut self,
         host: &dyn Host,
         request: &Request,
         timed_out: bool,
         suspended: bool,
+        tool: Option<&mcp::Answering>,
     ) -> (Response, u32) {
         let fault = crate::relay::forwarding_failed(request, timed_out, suspended);
         let code = fault.code;
+        if let Some(tool) = tool {
+            // As on the component's path: the failure as the call's refusal, no fault flow.
+            return (tool_refusal(&tool.reply, &fault), code);
+        }
         match self.fault_flow(host, request, fault) {
             Ok(answer) => (answer, code),
             Err(fault) => (fault.render(&request.headers), code),
@@ -425,6 +496,49 @@ impl Gateway {
             Ok(made) => (made, 0),
             Err(fault) => (fault.render(&request.headers), fault.code),
         }
+    }
+
+    /// The answer the client gets of the backend's `answer` to `request` as its verdict's
+    /// `shape` says: the API's out flow run on it, then for an MCP tool call the tool's
+    /// result made of that. `answer` is `None` when it was longer than the host holds.
+    /// With the code of the fault it is, if one.
+    pub fn shape_answer(
+        &mut self,
+        host: &dyn Host,
+        request: &Request,
+        shape: &AnswerShape,
+        answer: Option<Response>,
+        caller: (&str, &str),
+    ) -> (Response, u32) {
+        let Some(answer) = answer else {
+            let fault = Fault::payload_past_its_bound();
+            let refusal = match &shape.tool {
+                Some(tool) => tool_refusal(&tool.reply, &fault),
+                None => fault.render(&request.headers),
+            };
+            return (refusal, fault.code);
+        };
+        let Some(tool) = &shape.tool else {
+            return match &shape.plan {
+                Some(plan) => self.mediate_answer(host, request, plan, answer, caller),
+                None => (answer, 0),
+            };
+        };
+        let (made, code) = match &shape.plan {
+            Some(plan) => {
+                // The out flow sees the operation's request, as on the component's path.
+                let operation = Request {
+                    method: tool.method.clone(),
+                    path_with_query: tool.path_with_query.clone(),
+                    headers: request.headers.clone(),
+                    body: Vec::new(),
+                    scheme: request.scheme,
+                };
+                self.mediate_answer(host, &operation, plan, answer, caller)
+            }
+            None => (answer, 0),
+        };
+        (tool.result(&made), code)
     }
 
     /// The API a forwarded `request` went to, when it has mediation, with its target and
@@ -607,16 +721,131 @@ impl Gateway {
         api: Rc<ApiRoute>,
         call: &mut Call,
     ) -> Result<Response, Fault> {
+        let (asked, operation) = match self.take_mcp_message(host, request, target, &api, call)? {
+            McpTurn::Answer(answer) => return Ok(answer),
+            McpTurn::Call(turn) => *turn,
+        };
+        let tool = mcp::tool_at(&api, asked.tool).ok_or_else(Fault::not_found)?;
+        let answer = self
+            .plan_tool_call(host, &operation, tool, call, Arrival::Whole)
+            .and_then(|plan| match plan {
+                Plan::Forward(forwarding) => {
+                    self.forward_mediated(host, &operation, forwarding, call)
+                }
+                Plan::Respond(response) => Ok(response),
+                Plan::Mcp(_) | Plan::ReadBody => Err(Fault::resource_mismatch()),
+            });
+        call.resource = apim_http::joined(["mcp:", tool.name.as_str()]);
+        Ok(match answer {
+            Ok(response) => mcp::tool_result(&asked.reply, tool.output_schema.is_some(), &response),
+            Err(fault) => {
+                call.fault_code = fault.code;
+                tool_refusal(&asked.reply, &fault)
+            }
+        })
+    }
+
+    /// [`Gateway::serve_mcp`] for a host that forwards by itself: the message read whole
+    /// (its body asked for once the caller's token is admitted), a tool call decided as a
+    /// call to its operation whose request the host makes of the client's (the
+    /// operation's method, headers and body instead of the message's) and whose answer it
+    /// has the component make the tool's result of ([`Forwarding::tool`]).
+    fn mcp_verdict(
+        &mut self,
+        host: &dyn Host,
+        request: &Request,
+        target: &Target,
+        (api, mut call): (Rc<ApiRoute>, Call),
+        arrival: Arrival,
+    ) -> Verdict {
+        if arrival == Arrival::Head && request.method == "POST" {
+            // The caller's token first: nobody else has a message read.
+            let addressed = Addressed::of(&target.path, mcp::ENDPOINT, &api);
+            if let Err(fault) = self.admit_caller(host, request, &api, addressed) {
+                let fault = self.challenged(fault, &api, addressed, request);
+                return refused(call, &fault, request);
+            }
+            let limit = held_body_limit(host, target).min(bodies::MAX_MEDIATED_BYTES) as u64;
+            return Decision::ReadBody(limit).into();
+        }
+        let (asked, operation) = match self.take_mcp_message(host, request, target, &api, &mut call)
+        {
+            Err(fault) => return refused(call, &fault, request),
+            Ok(McpTurn::Answer(answer)) => return Verdict::respond(answer, call),
+            Ok(McpTurn::Call(turn)) => *turn,
+        };
+        let Some(tool) = mcp::tool_at(&api, asked.tool) else {
+            return refused(call, &Fault::not_found(), request);
+        };
+        let planned = self.plan_tool_call(host, &operation, tool, &mut call, Arrival::HeadAndBody);
+        call.resource = apim_http::joined(["mcp:", tool.name.as_str()]);
+        let answering = mcp::Answering {
+            reply: asked.reply,
+            structured: tool.output_schema.is_some(),
+            method: operation.method.clone(),
+            path_with_query: operation.path_with_query.clone(),
+        };
+        let refuse = |mut call: Call, fault: Fault| {
+            call.fault_code = fault.code;
+            Verdict::respond(tool_refusal(&answering.reply, &fault), call)
+        };
+        let mut forwarding = match planned {
+            Ok(Plan::Forward(forwarding)) => forwarding,
+            Ok(Plan::Respond(response)) => {
+                return Verdict::respond(answering.result(&response), call);
+            }
+            Ok(Plan::Mcp(_) | Plan::ReadBody) => return refuse(call, Fault::resource_mismatch()),
+            Err(fault) => return refuse(call, fault),
+        };
+        if forwarding.backend.policy.is_some() {
+            // The policy would see the message, not the operation's request.
+            return refuse(call, Fault::policy_failed(PolicyFailure::Unavailable));
+        }
+        let limits = std::mem::take(&mut forwarding.limits);
+        let answered = forwarding.answer.take().map(|answer| *answer).or_else(|| {
+            let (key, _) = forwarding.cache.as_ref()?;
+            let hit = cache::lookup(host, key, forwarding.now_ms, &operation.headers)?;
+            call.cached = true;
+            Some(hit)
+        });
+        let decision = match answered {
+            Some(answer) => Decision::Respond(answering.result(&answer)),
+            None => {
+                forwarding
+                    .backend
+                    .take_operation(&request.headers, operation);
+                forwarding.tool = Some(Box::new(answering));
+                Decision::Forward(forwarding)
+            }
+        };
+        Verdict {
+            limits,
+            decision,
+            call,
+        }
+    }
+
+    /// What a message to `api`'s MCP server asks: the server's own answer, or a tool call
+    /// with the tool and the operation's request it comes to. Its caller is admitted by
+    /// token as for any of the API's operations.
+    fn take_mcp_message(
+        &mut self,
+        host: &dyn Host,
+        request: &Request,
+        target: &Target,
+        api: &Rc<ApiRoute>,
+        call: &mut Call,
+    ) -> Result<McpTurn, Fault> {
         if request.method != "POST" {
-            return Ok(mcp::method_not_allowed());
+            return Ok(McpTurn::Answer(mcp::method_not_allowed()));
         }
         let Some(server) = api.mcp.as_ref() else {
             return Err(Fault::not_found());
         };
-        let addressed = Addressed::of(&target.path, mcp::ENDPOINT, &api);
+        let addressed = Addressed::of(&target.path, mcp::ENDPOINT, api);
         let admitted = self
-            .admit_caller(host, request, &api, addressed)
-            .map_err(|fault| self.challenged(fault, &api, addressed, request))?;
+            .admit_caller(host, request, api, addressed)
+            .map_err(|fault| self.challenged(fault, api, addressed, request))?;
         admitted.describe(call);
         let scopes = &admitted.claims().scope;
         let step = mcp::step(
@@ -626,33 +855,34 @@ impl Gateway {
             &mut self.mcp_validators,
         );
         let asked = match step {
-            mcp::Step::Answer(answer) => return Ok(answer),
+            mcp::Step::Answer(answer) => return Ok(McpTurn::Answer(answer)),
             mcp::Step::Call(asked) => asked,
         };
         let tool = &server.tools[asked.tool];
         let base = apim_http::joined([api.context.as_str(), "/", api.version.as_str()]);
         let operation = mcp::operation_request(tool, &asked.arguments, &base, request);
-        let answer = Target::parse(&operation.path_with_query)
-            .map_err(|why| Fault::bad_request(why.describe()))
-            .and_then(|target| self.plan(host, &operation, &target, call, Arrival::Whole))
-            .and_then(|plan| match plan {
-                Plan::Forward(forwarding) if call.resource == tool.template => {
-                    self.forward_mediated(host, &operation, forwarding, call)
-                }
-                Plan::Respond(response) => Ok(response),
-                // The arguments made a path of another operation (or of the endpoint).
-                _ => Err(Fault::resource_mismatch()),
-            });
-        call.resource = apim_http::joined(["mcp:", tool.name.as_str()]);
-        Ok(match answer {
-            Ok(response) => mcp::tool_result(&asked.reply, tool, &response),
-            Err(fault) => {
-                call.fault_code = fault.code;
-                asked
-                    .reply
-                    .refused(fault.status, fault.code, &fault_text(&fault))
+        Ok(McpTurn::Call(Box::new((asked, operation))))
+    }
+
+    /// Plans a tool's `operation` request as any call to it: refused when its arguments
+    /// made the path of another operation (or of the MCP endpoint).
+    fn plan_tool_call(
+        &mut self,
+        host: &dyn Host,
+        operation: &Request,
+        tool: &McpTool,
+        call: &mut Call,
+        arrival: Arrival,
+    ) -> Result<Plan, Fault> {
+        let target = Target::parse(&operation.path_with_query)
+            .map_err(|why| Fault::bad_request(why.describe()))?;
+        match self.plan(host, operation, &target, call, arrival)? {
+            Plan::Forward(forwarding) if call.resource == tool.template => {
+                Ok(Plan::Forward(forwarding))
             }
-        })
+            Plan::Respond(response) => Ok(Plan::Respond(response)),
+            _ => Err(Fault::resource_mismatch()),
+        }
     }
 
     /// The caller of `api` by its bearer token, admitted as for any of its operations.
@@ -855,6 +1085,7 @@ impl Gateway {
                 response_removed: Vec::new(),
                 answer: Some(Box::new(answer)),
                 mediate_answer: None,
+                tool: None,
                 cache: None,
                 limits,
                 counting: settings.counting,
@@ -908,6 +1139,7 @@ impl Gateway {
             response_removed: rewrite.response_removed,
             answer: None,
             mediate_answer,
+            tool: None,
             cache,
             limits,
             counting: settings.counting,
@@ -922,6 +1154,11 @@ fn mediated_path(path: &str) -> Result<String, Fault> {
     canon::backend_postfix(path).ok_or_else(|| {
         Fault::bad_request("The API's mediation made a backend path that is not canonical.")
     })
+}
+
+/// A tool call refused with `fault`: a JSON-RPC error carrying its WSO2 code.
+pub fn tool_refusal(reply: &mcp::Reply, fault: &Fault) -> Response {
+    reply.refused(fault.status, fault.code, &fault_text(fault))
 }
 
 /// A fault's message and description, as one sentence for a JSON-RPC error.
@@ -1011,6 +1248,7 @@ fn forward_and_cache(
         response_removed,
         answer,
         mediate_answer: _,
+        tool: _,
         cache,
         limits,
         counting,

@@ -14,7 +14,7 @@ use apim_manifest::ApiRoute;
 use apim_manifest::mcp::{ArgumentLocation, McpServer, McpTool};
 use base64::Engine as _;
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use crate::host::{Headers, Request, Response, header};
@@ -96,12 +96,17 @@ impl Validators {
 }
 
 /// Which revision a message speaks, by its `MCP-Protocol-Version` header.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Era {
     /// 2026-07-28 and after: every message stands alone.
     Stateless,
     /// The revisions with `initialize`.
     Handshake,
+}
+
+/// The tool of `api`'s MCP server at `index` (a [`Call`]'s).
+pub fn tool_at(api: &ApiRoute, index: usize) -> Option<&McpTool> {
+    api.mcp.as_ref()?.tools.get(index)
 }
 
 /// A JSON-RPC request or notification.
@@ -135,7 +140,7 @@ pub struct Call {
 }
 
 /// How to answer a message: its era and id.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Reply {
     era: Era,
     id: Value,
@@ -602,10 +607,30 @@ pub fn operation_request(
     }
 }
 
+/// What makes a tool call's answer of its operation's, once a host that forwards by
+/// itself has the backend's answer: the host carries it opaque with the verdict.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Answering {
+    /// The message's era and id.
+    pub reply: Reply,
+    /// The tool has an output schema: its result is structured.
+    pub structured: bool,
+    /// The operation's method and target, which the API's out flow sees.
+    pub method: String,
+    pub path_with_query: String,
+}
+
+impl Answering {
+    /// The tool's result of the backend's `answer`.
+    pub fn result(&self, answer: &Response) -> Response {
+        tool_result(&self.reply, self.structured, answer)
+    }
+}
+
 /// The backend's answer as the tool's result: its JSON as `structuredContent` when the
-/// tool has an output schema (and the answer is an object), its text as content; an
-/// answer of 400 or more as a tool error.
-pub fn tool_result(reply: &Reply, tool: &McpTool, answer: &Response) -> Response {
+/// tool has an output schema (`structured`; the answer must then be an object), its text
+/// as content; an answer of 400 or more as a tool error.
+pub fn tool_result(reply: &Reply, structured: bool, answer: &Response) -> Response {
     let text = String::from_utf8_lossy(&answer.body).into_owned();
     if answer.status >= 400 {
         let mut result = json!({
@@ -618,7 +643,7 @@ pub fn tool_result(reply: &Reply, tool: &McpTool, answer: &Response) -> Response
         return reply.result(result);
     }
     let mut result = json!({"content": [{"type": "text", "text": text}], "isError": false});
-    if tool.output_schema.is_some() {
+    if structured {
         match serde_json::from_slice::<Value>(&answer.body) {
             Ok(structured @ Value::Object(_)) => result["structuredContent"] = structured,
             _ => {

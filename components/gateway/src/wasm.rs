@@ -6,14 +6,13 @@ use apim_http::contract::Replaced;
 use apim_http::endpoints::Balance;
 use apim_http::wasi as http;
 use apim_http::{Headers, packed};
-use apim_manifest::mediation::Mediation;
 use wasip2::http::types::{IncomingRequest, ResponseOutparam};
 
 use crate::access::{self, Logged};
 use crate::call::Call;
 use crate::faults::{Fault, PolicyFailure};
 use crate::forward::BackendTarget;
-use crate::gateway::{self, Decision, Moment};
+use crate::gateway::{self, AnswerShape, Decision, Moment};
 use crate::host::{Host, Request, Response};
 use crate::throttle::{self, LimitKind};
 use crate::wasi_host::{GATEWAY, WasiHost, access_log_on, body_fault};
@@ -130,25 +129,21 @@ impl policy::Guest for Component {
             Ok(request) => request,
             Err(fault) => return policy_response(fault.render(&Headers::new()), fault.code),
         };
-        let Ok(plan) = serde_json::from_slice::<Mediation>(&mediation) else {
+        let Some(shape) = AnswerShape::read(&mediation) else {
             let fault = Fault::mediation_unreadable();
             return policy_response(fault.render(&request.headers), fault.code);
         };
-        let Some(answer) = answer else {
-            let fault = Fault::payload_past_its_bound();
-            return policy_response(fault.render(&request.headers), fault.code);
-        };
-        let answer = Response {
+        let answer = answer.map(|answer| Response {
             status: answer.status,
             headers: answer.headers,
             body: answer.body,
-        };
+        });
         // The caller as the verdict named it: the application's id and the end user.
         let [_, _, _, _, application, _, user] =
             packed::unpack_texts::<7>(&call.texts).unwrap_or_default();
         let (made, code) = GATEWAY.with(|gateway| {
             let caller = (user, application);
-            (gateway.borrow_mut()).mediate_answer(&WasiHost, &request, &plan, answer, caller)
+            (gateway.borrow_mut()).shape_answer(&WasiHost, &request, &shape, answer, caller)
         });
         policy_response(made, code)
     }
@@ -157,6 +152,7 @@ impl policy::Guest for Component {
         request: policy::RequestHead,
         kind: policy::LimitKind,
         window_end_ms: u64,
+        mediation: Option<Vec<u8>>,
     ) -> policy::Response {
         let kind = match kind {
             policy::LimitKind::ApiTps => LimitKind::ApiTps,
@@ -166,7 +162,10 @@ impl policy::Guest for Component {
         };
         let window_end_ms = i64::try_from(window_end_ms).unwrap_or(i64::MAX);
         let fault = throttle::refusal(kind, window_end_ms);
-        rendered_for(request, &fault)
+        match AnswerShape::tool_of(mediation.as_deref()) {
+            Some(tool) => policy_response(gateway::tool_refusal(&tool.reply, &fault), fault.code),
+            None => rendered_for(request, &fault),
+        }
     }
 
     fn policy_failed(
@@ -194,11 +193,14 @@ impl policy::Guest for Component {
         request: policy::RequestHead,
         timed_out: bool,
         suspended: bool,
+        mediation: Option<Vec<u8>>,
     ) -> policy::Response {
+        let tool = AnswerShape::tool_of(mediation.as_deref());
         match request_of(request) {
             Ok(request) => {
                 let (answer, code) = GATEWAY.with(|gateway| {
-                    (gateway.borrow_mut()).backend_failed(&WasiHost, &request, timed_out, suspended)
+                    let gateway = &mut *gateway.borrow_mut();
+                    gateway.backend_failed(&WasiHost, &request, timed_out, suspended, tool.as_ref())
                 });
                 policy_response(answer, code)
             }
@@ -219,8 +221,10 @@ fn moment_of(moment: policy::Moment) -> Moment {
 fn policy_verdict(verdict: gateway::Verdict) -> policy::Verdict {
     let decision = match verdict.decision {
         Decision::Forward(forwarding) => {
+            let mediation = forwarding.answer_shape();
             let backend = forwarding.backend;
             policy::Decision::Forward(policy::Forward {
+                method: backend.method,
                 targets: backend.targets.into_iter().map(policy_target).collect(),
                 balance: match backend.balance {
                     Balance::Single => policy::Balance::Single,
@@ -242,11 +246,7 @@ fn policy_verdict(verdict: gateway::Verdict) -> policy::Verdict {
                     .map(|(key, ttl_secs)| policy::CacheStore { key, ttl_secs }),
                 upgrade: backend.upgrade,
                 body: backend.body,
-                mediation: forwarding
-                    .mediate_answer
-                    .as_ref()
-                    .and_then(|api| api.mediation.as_ref())
-                    .and_then(|plan| serde_json::to_vec(plan).ok()),
+                mediation,
                 tenant_policy: backend.policy.map(|policy| {
                     let policy = *policy;
                     policy::TenantPolicy {

@@ -127,6 +127,7 @@ mod tests {
 
     fn plan(paths: &[&str]) -> Forward {
         Forward {
+            method: None,
             targets: paths.iter().map(|p| target(p)).collect(),
             balance: Balance::LoadBalance,
             list: String::new(),

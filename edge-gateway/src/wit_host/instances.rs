@@ -244,34 +244,36 @@ impl Runtime {
     }
 
     /// The component's answer for a request a limit of `kind` refused in the window
-    /// ending at `window_end_ms`.
+    /// ending at `window_end_ms`; `mediation` is its verdict's forward's.
     pub async fn throttled(
         &self,
         request: &RequestHead,
         kind: LimitKind,
         window_end_ms: u64,
+        mediation: Option<&[u8]>,
     ) -> Result<Response, Failure> {
         self.with_policy(async |policy, store| {
             policy
                 .apim_gateway_policy()
-                .call_throttled(store, request, kind, window_end_ms)
+                .call_throttled(store, request, kind, window_end_ms, mediation)
                 .await
         })
         .await
     }
 
     /// The component's answer for a forwarded request whose backend did not answer (or
-    /// whose every endpoint is `suspended`).
+    /// whose every endpoint is `suspended`); `mediation` is its forward's.
     pub async fn backend_failed(
         &self,
         request: &RequestHead,
         timed_out: bool,
         suspended: bool,
+        mediation: Option<&[u8]>,
     ) -> Result<Response, Failure> {
         self.with_policy(async |policy, store| {
             policy
                 .apim_gateway_policy()
-                .call_backend_failed(store, request, timed_out, suspended)
+                .call_backend_failed(store, request, timed_out, suspended, mediation)
                 .await
         })
         .await

@@ -4,7 +4,9 @@
 use apim_manifest::mcp::{ArgumentLocation, McpServer, McpTool, ToolArgument};
 use serde_json::{Value, json};
 
+use super::mediation::decided_with_body;
 use super::*;
+use crate::gateway::AnswerShape;
 
 const ENDPOINT: &str = "/dev/v1/mcp";
 
@@ -86,7 +88,13 @@ fn bearer_with_scope(world: &World, application: &str, jti: &str, scope: &str) -
 }
 
 /// A 2026-07-28 message: its `_meta` and the headers that say what it says.
-fn modern(world: &mut World, bearer: &str, id: u64, method: &str, mut params: Value) -> Response {
+fn modern(world: &mut World, bearer: &str, id: u64, method: &str, params: Value) -> Response {
+    let message = modern_message(bearer, id, method, params);
+    world.gateway.handle(&world.host, message)
+}
+
+/// The request of a 2026-07-28 message.
+fn modern_message(bearer: &str, id: u64, method: &str, mut params: Value) -> Request {
     params["_meta"] = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {}});
     let name = params["name"].as_str().unwrap_or_default().to_string();
@@ -100,7 +108,7 @@ fn modern(world: &mut World, bearer: &str, id: u64, method: &str, mut params: Va
         headers.push(("mcp-name", &name));
     }
     let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-    post(world, &headers, &body.to_string())
+    request("POST", ENDPOINT, &headers, body.to_string().as_bytes())
 }
 
 fn post(world: &mut World, headers: &[(&str, &str)], body: &str) -> Response {
@@ -486,4 +494,131 @@ fn a_tool_call_is_logged_under_the_tools_name() {
     let line = crate::access::line(&call, &logged, &[b'a'; 32], 200, (1_764_134_485_123, 3));
     let line: Value = serde_json::from_str(&line).unwrap();
     assert_eq!(line["resource"], "mcp:get_developer");
+}
+
+#[test]
+fn a_forwarding_host_sends_the_operations_request_and_gets_the_same_result() {
+    let mut world = world();
+    let bearer = world.bearer("app-1");
+    let call = |id| {
+        let arguments = json!({"name": "get_developer", "arguments": {"username": "al ice"}});
+        modern_message(&bearer, id, "tools/call", arguments)
+    };
+    let served = world.gateway.handle(&world.host, call(7));
+
+    let message = call(7);
+    let verdict = decided_with_body(&mut world, &message);
+    assert!(!verdict.limits.is_empty(), "a tool call counts as a call");
+    assert_eq!(verdict.call.resource, "mcp:get_developer");
+    assert!(!verdict.call.api.is_empty() && !verdict.call.application.is_empty());
+    let Decision::Forward(forwarding) = verdict.decision else {
+        panic!("forwarded");
+    };
+    let backend = &forwarding.backend;
+    assert_eq!(backend.method.as_deref(), Some("GET"));
+    assert_eq!(backend.targets[0].path_with_query, "/base/devs/al%20ice");
+    assert_eq!(backend.body.as_deref(), Some(&b""[..]));
+    for name in [
+        "mcp-method",
+        "mcp-name",
+        "mcp-protocol-version",
+        "content-type",
+    ] {
+        assert!(backend.removed_headers.iter().any(|n| n == name), "{name}");
+    }
+    assert!(!backend.removed_headers.iter().any(|n| n == "authorization"));
+    assert!((backend.added_headers.iter()).any(|(n, v)| n == "accept" && v == b"application/json"));
+    let authorization: Vec<_> = (backend.added_headers.iter())
+        .filter(|(n, _)| n == "authorization")
+        .map(|(_, v)| v.as_slice())
+        .collect();
+    assert_eq!(
+        authorization,
+        [b"Basic dTpw"],
+        "the endpoint's credentials, never the token"
+    );
+
+    let shape = forwarding
+        .answer_shape()
+        .expect("the tool's result is made");
+    let shape = AnswerShape::read(&shape).expect("read back");
+    let answer = Response::new(200, "application/json", "{\"ok\":true}");
+    let (made, code) =
+        (world.gateway).shape_answer(&world.host, &message, &shape, Some(answer), ("", ""));
+    assert_eq!(code, 0);
+    assert_eq!(
+        (made.status, json_of(&made)),
+        (served.status, json_of(&served))
+    );
+
+    let (failed, code) =
+        (world.gateway).backend_failed(&world.host, &message, true, false, shape.tool.as_ref());
+    let failed = json_of(&failed);
+    assert_eq!(
+        (failed["id"].as_u64(), failed["error"]["code"].as_i64()),
+        (Some(7), Some(-32000))
+    );
+    assert_eq!(failed["error"]["data"]["code"], code);
+    let (too_long, _) = (world.gateway).shape_answer(&world.host, &message, &shape, None, ("", ""));
+    assert_eq!(json_of(&too_long)["error"]["code"], -32000);
+}
+
+#[test]
+fn a_forwarding_host_answers_the_servers_own_messages_and_refusals_at_once() {
+    let mut world = world();
+    let bearer = world.bearer("app-1");
+    let listed = decided_with_body(
+        &mut world,
+        &modern_message(&bearer, 1, "tools/list", json!({})),
+    );
+    assert!(listed.limits.is_empty());
+    let Decision::Respond(answer) = listed.decision else {
+        panic!("answered");
+    };
+    assert_eq!(tool_names(&answer), ["get_developer", "add_repo"]);
+
+    // The arguments are checked before anything is forwarded.
+    let bad = json!({"name": "get_developer", "arguments": {"username": 7}});
+    let refused = decided_with_body(&mut world, &modern_message(&bearer, 2, "tools/call", bad));
+    let Decision::Respond(answer) = refused.decision else {
+        panic!("answered");
+    };
+    assert!(json_of(&answer)["error"].is_object() || json_of(&answer)["result"]["isError"] == true);
+
+    // Another method is answered from the head.
+    let head = request("GET", ENDPOINT, &[("authorization", &bearer)], b"");
+    let verdict = world.gateway.decide(&world.host, &head);
+    let Decision::Respond(answer) = verdict.decision else {
+        panic!("answered");
+    };
+    assert_eq!(answer.status, 405);
+
+    // A tool call's refusal by a tier is a JSON-RPC error with WSO2's code.
+    let tool = AnswerShape::tool_of(Some(br#"{"tool":{"reply":{"era":"Stateless","id":3},"structured":false,"method":"GET","path_with_query":"/x"}}"#))
+        .expect("a tool's shape");
+    let fault = crate::throttle::refusal(crate::throttle::LimitKind::ApplicationTier, 0);
+    let refusal = json_of(&crate::gateway::tool_refusal(&tool.reply, &fault));
+    assert_eq!(refusal["error"]["data"]["code"], 900_803);
+    assert_eq!(refusal["id"], 3);
+    assert!(AnswerShape::tool_of(Some(b"not a shape")).is_none());
+}
+
+#[test]
+fn a_forwarding_host_reads_no_message_of_a_caller_without_a_token() {
+    let mut world = world();
+    let head = request(
+        "POST",
+        ENDPOINT,
+        &[("content-type", "application/json")],
+        b"",
+    );
+    let verdict = world.gateway.decide(&world.host, &head);
+    let Decision::Respond(answer) = verdict.decision else {
+        panic!("refused from the head");
+    };
+    assert_eq!(answer.status, 401);
+    assert!(
+        header(&answer.headers, "www-authenticate")
+            .is_some_and(|c| c.contains("resource_metadata"))
+    );
 }

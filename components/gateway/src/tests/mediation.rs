@@ -54,7 +54,7 @@ fn sent_headers(world: &World) -> Headers {
 
 /// What a forwarding host gets for `head`: once the decision asks for the body, the
 /// decision made with it (the body `head` holds).
-fn decided_with_body(world: &mut World, head: &Request) -> Verdict {
+pub(super) fn decided_with_body(world: &mut World, head: &Request) -> Verdict {
     let streamed = Request {
         body: Vec::new(),
         ..head.clone()
@@ -252,7 +252,7 @@ fn the_fault_flow_marks_the_answer_to_a_failed_backend() {
     let head = request("GET", "/dev/v1/devs/alice/repos", &client, b"");
     let (answer, fault_code) = world
         .gateway
-        .backend_failed(&world.host, &head, true, false);
+        .backend_failed(&world.host, &head, true, false, None);
     assert_eq!((answer.status, fault_code), (504, 101504));
     assert_eq!(header(&answer.headers, "x-fault-by"), Some("Dev"));
 
@@ -309,7 +309,7 @@ fn a_fault_flow_answers_with_the_failure_as_wso2s_json_fault_does() {
     let head = request("GET", "/dev/v1/devs/alice/repos", &with_status, b"");
     let (answer, fault_code) = world
         .gateway
-        .backend_failed(&world.host, &head, false, false);
+        .backend_failed(&world.host, &head, false, false, None);
     assert_eq!((answer.status, fault_code), (418, 101503));
 }
 
