@@ -531,7 +531,8 @@ fn plain_text(value: &Value) -> String {
 }
 
 /// The operation's request for a call: its path with the path arguments, the query and
-/// header arguments, the body; the caller's credentials and trace carried on. `base` is
+/// header arguments, the body (JSON, or a form of the form arguments); the caller's
+/// credentials and trace carried on. `base` is
 /// the API's `/<context>/<version>`.
 pub fn operation_request(
     tool: &McpTool,
@@ -551,6 +552,7 @@ pub fn operation_request(
         }
     }
     let mut query = Vec::new();
+    let mut form = Vec::new();
     let mut headers: Headers = Vec::new();
     let mut body = Vec::new();
     for argument in &tool.arguments {
@@ -572,7 +574,17 @@ pub fn operation_request(
                 headers.push((argument.name.to_ascii_lowercase(), text.into_bytes()));
             }
             ArgumentLocation::Body => body = value.to_string().into_bytes(),
+            ArgumentLocation::Form => form.push(format!(
+                "{}={}",
+                utf8_percent_encode(&argument.name, ENCODED),
+                utf8_percent_encode(&plain_text(value), ENCODED)
+            )),
         }
+    }
+    let mut content_type: &[u8] = b"application/json";
+    if !form.is_empty() {
+        body = form.join("&").into_bytes();
+        content_type = b"application/x-www-form-urlencoded";
     }
     if !query.is_empty() {
         path.push('?');
@@ -595,7 +607,7 @@ pub fn operation_request(
     }
     headers.push(("accept".into(), b"application/json".to_vec()));
     if !body.is_empty() {
-        headers.push(("content-type".into(), b"application/json".to_vec()));
+        headers.push(("content-type".into(), content_type.to_vec()));
         headers.push(("content-length".into(), body.len().to_string().into_bytes()));
     }
     Request {

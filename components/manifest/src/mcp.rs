@@ -58,4 +58,6 @@ pub enum ArgumentLocation {
     Header,
     /// The JSON body, whole.
     Body,
+    /// A field of a URL-encoded form body (`application/x-www-form-urlencoded`).
+    Form,
 }

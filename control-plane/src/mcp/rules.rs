@@ -275,6 +275,33 @@ fn default_description(key: &str, operation: &Value) -> String {
     text.chars().take(MAX_DESCRIPTION_CHARS).collect()
 }
 
+/// Whether a `formData` parameter can be an argument: a plain field of a URL-encoded form,
+/// which the gateway writes; files and multipart-only operations are not taken.
+fn form_field(doc: &Value, operation: &Value, parameter: &Value) -> Result<(), String> {
+    if parameter["type"] == "file" {
+        return Err("file parameters of forms are not taken as arguments".into());
+    }
+    // Swagger 2.0: the operation's `consumes` overrides the document's.
+    let consumes = match &operation["consumes"] {
+        Value::Array(types) => types,
+        _ => match &doc["consumes"] {
+            Value::Array(types) => types,
+            _ => return Ok(()),
+        },
+    };
+    let urlencoded = consumes.iter().any(|media| {
+        media.as_str().is_some_and(|media| {
+            let essence = media.split(';').next().unwrap_or_default().trim();
+            essence.eq_ignore_ascii_case("application/x-www-form-urlencoded")
+        })
+    });
+    if consumes.is_empty() || urlencoded {
+        Ok(())
+    } else {
+        Err("form parameters are taken only for URL-encoded forms".into())
+    }
+}
+
 /// The tool an operation makes, or why it makes none.
 fn tool(
     doc: &Value,
@@ -298,7 +325,10 @@ fn tool(
                 ArgumentLocation::Body,
                 converter.schema(&parameter["schema"]),
             ),
-            Some("formData") => return Err("form parameters are not taken as arguments".into()),
+            Some("formData") => {
+                form_field(doc, operation, parameter)?;
+                (ArgumentLocation::Form, converter.parameter(parameter))
+            }
             _ => {
                 return Err(format!(
                     "the parameter '{parameter_name}' has no known place"
@@ -554,6 +584,55 @@ mod tests {
             .unwrap();
         assert_eq!(upload.enabled, Some(false));
         assert!(upload.unsupported.as_deref().unwrap().contains("form"));
+    }
+
+    #[test]
+    fn url_encoded_form_fields_are_arguments_and_files_and_multipart_are_not() {
+        let doc = json!({"swagger": "2.0", "info": {"title": "t", "version": "1"},
+            "consumes": ["application/json"],
+            "paths": {
+                "/login": {"post": {"operationId": "login",
+                    "consumes": ["application/x-www-form-urlencoded; charset=utf-8"],
+                    "parameters": [
+                        {"name": "user", "in": "formData", "type": "string", "required": true},
+                        {"name": "remember", "in": "formData", "type": "boolean"}]}},
+                "/avatar": {"post": {"consumes": ["multipart/form-data"],
+                    "parameters": [{"name": "alt", "in": "formData", "type": "string"}]}},
+                "/photo": {"post": {"consumes": ["application/x-www-form-urlencoded"],
+                    "parameters": [{"name": "f", "in": "formData", "type": "file"}]}}}});
+        let server = server(&doc, &enabled()).unwrap();
+        let names: Vec<&str> = server.tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["login"]);
+        let login = &server.tools[0];
+        let places: Vec<(&str, ArgumentLocation, bool)> = (login.arguments.iter())
+            .map(|a| (a.name.as_str(), a.location, a.required))
+            .collect();
+        assert_eq!(
+            places,
+            [
+                ("user", ArgumentLocation::Form, true),
+                ("remember", ArgumentLocation::Form, false)
+            ]
+        );
+        let input: Value = serde_json::from_str(&login.input_schema).unwrap();
+        assert_eq!(input["properties"]["remember"]["type"], "boolean");
+        assert_eq!(input["required"], json!(["user"]));
+
+        let answered = answer(&doc, &enabled(), None);
+        let why = |operation: &str| {
+            let tool = answered.tools.iter().find(|t| t.operation == operation);
+            tool.and_then(|t| t.unsupported.clone()).unwrap_or_default()
+        };
+        assert!(
+            why("POST /avatar").contains("URL-encoded"),
+            "{}",
+            why("POST /avatar")
+        );
+        assert!(
+            why("POST /photo").contains("file"),
+            "{}",
+            why("POST /photo")
+        );
     }
 
     #[test]

@@ -622,3 +622,33 @@ fn a_forwarding_host_reads_no_message_of_a_caller_without_a_token() {
             .is_some_and(|c| c.contains("resource_metadata"))
     );
 }
+
+#[test]
+fn form_arguments_make_a_url_encoded_body() {
+    let tool = McpTool {
+        name: "login".into(),
+        description: "Signs in".into(),
+        method: "POST".into(),
+        template: "/login".into(),
+        scope: None,
+        arguments: vec![
+            argument("user", ArgumentLocation::Form, true),
+            argument("remember", ArgumentLocation::Form, false),
+            argument("tags", ArgumentLocation::Form, false),
+        ],
+        input_schema: json!({"type": "object"}).to_string(),
+        output_schema: None,
+    };
+    let client = request("POST", ENDPOINT, &[("authorization", "Bearer t")], b"");
+    let arguments = json!({"user": "al ice&x=1", "remember": true, "tags": ["a", "b"]});
+    let operation = crate::mcp::operation_request(&tool, &arguments, "/dev/v1", &client);
+    assert_eq!(operation.path_with_query, "/dev/v1/login");
+    assert_eq!(
+        String::from_utf8(operation.body).unwrap(),
+        "user=al%20ice%26x%3D1&remember=true&tags=a%2Cb"
+    );
+    assert_eq!(
+        header(&operation.headers, "content-type"),
+        Some("application/x-www-form-urlencoded")
+    );
+}
