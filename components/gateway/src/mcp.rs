@@ -36,6 +36,9 @@ const MAX_PLAIN_ARGUMENT_BYTES: usize = 8 * 1024;
 /// cached for that caller only (`cacheScope: private`).
 const LIST_TTL_MS: u64 = 60_000;
 
+/// Most tools on one page of `tools/list`.
+const LIST_PAGE: usize = 50;
+
 /// Compiled input schemas an instance keeps at most (past it, it starts afresh).
 const MAX_KEPT_VALIDATORS: usize = 64;
 
@@ -365,29 +368,56 @@ fn server_info() -> Value {
     json!({"name": "apim-gateway", "version": env!("CARGO_PKG_VERSION")})
 }
 
-/// The tools the caller's token may call, all on one page.
+/// The tools the caller's token may call, at most [`LIST_PAGE`] a page: the next page's
+/// cursor is where the server's list goes on (opaque to the client, and the same for every
+/// instance: nothing is kept between messages).
 fn list(
     server: &McpServer,
     reply: &Reply,
     params: &Value,
     has_scope: &dyn Fn(&str) -> bool,
 ) -> Response {
-    if params.get("cursor").is_some_and(|cursor| !cursor.is_null()) {
-        // Every list is one page: a cursor is none this server gave.
-        return reply.error(code::INVALID_PARAMS, "Invalid cursor", None);
-    }
-    let tools: Vec<Value> = server
-        .tools
-        .iter()
-        .filter(|tool| tool.scope.as_deref().is_none_or(has_scope))
-        .map(described)
+    let start = match params.get("cursor").filter(|cursor| !cursor.is_null()) {
+        None => 0,
+        Some(cursor) => match cursor.as_str().and_then(cursor_position) {
+            Some(start) if start < server.tools.len() => start,
+            _ => return reply.error(code::INVALID_PARAMS, "Invalid cursor", None),
+        },
+    };
+    let mut visible = (server.tools.iter().enumerate().skip(start))
+        .filter(|(_, tool)| tool.scope.as_deref().is_none_or(has_scope));
+    let tools: Vec<Value> = visible
+        .by_ref()
+        .take(LIST_PAGE)
+        .map(|(_, tool)| described(tool))
         .collect();
     let mut result = json!({"tools": tools});
+    if let Some((next, _)) = visible.next() {
+        result["nextCursor"] = json!(cursor_at(next));
+    }
     if reply.era == Era::Stateless {
         result["ttlMs"] = json!(LIST_TTL_MS);
         result["cacheScope"] = json!("private");
     }
     reply.result(result)
+}
+
+/// The cursor of a page that starts at `position` in the server's list.
+fn cursor_at(position: usize) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("tools:{position}"))
+}
+
+/// Where the page a cursor names starts; `None` for a cursor this server gives none of.
+fn cursor_position(cursor: &str) -> Option<usize> {
+    let decoded = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(cursor)
+        .ok()?;
+    let position = std::str::from_utf8(&decoded).ok()?.strip_prefix("tools:")?;
+    position
+        .bytes()
+        .all(|b| b.is_ascii_digit())
+        .then(|| position.parse().ok())
+        .flatten()
 }
 
 /// A tool as `tools/list` shows it.

@@ -652,3 +652,61 @@ fn form_arguments_make_a_url_encoded_body() {
         Some("application/x-www-form-urlencoded")
     );
 }
+
+#[test]
+fn a_long_tool_list_comes_in_pages_whose_cursors_any_instance_takes() {
+    let mut world = World::new();
+    let tool = |n: usize| McpTool {
+        name: format!("tool_{n:03}"),
+        description: "One of many".into(),
+        method: "GET".into(),
+        template: "/devs/{username}".into(),
+        // Every seventh needs a scope the token lacks: pages count what the caller sees.
+        scope: n.is_multiple_of(7).then(|| "repos_read".into()),
+        arguments: vec![argument("username", ArgumentLocation::Path, true)],
+        input_schema: json!({"type": "object"}).to_string(),
+        output_schema: None,
+    };
+    let tools: Vec<McpTool> = (0..130).map(tool).collect();
+    world.manifest.apis[0].route.mcp = Some(McpServer { tools });
+    world.manifest.meta.gateway_urls = vec!["http://gw.example".into()];
+    assert_eq!(world.publish().status, 200);
+    let bearer = world.bearer("app-1");
+    let mut seen = Vec::new();
+    let mut cursor = Value::Null;
+    let mut pages = 0;
+    loop {
+        let params = match &cursor {
+            Value::Null => json!({}),
+            cursor => json!({"cursor": cursor}),
+        };
+        // A fresh instance for every page, as Spin runs them.
+        world.gateway = Default::default();
+        let listed = modern(&mut world, &bearer, pages + 1, "tools/list", params);
+        let result = &json_of(&listed)["result"];
+        let names = tool_names(&listed);
+        assert!(names.len() <= 50);
+        seen.extend(names);
+        pages += 1;
+        cursor = result["nextCursor"].clone();
+        if cursor.is_null() {
+            break;
+        }
+    }
+    let expected: Vec<String> = (0..130)
+        .filter(|n: &usize| !n.is_multiple_of(7))
+        .map(|n| format!("tool_{n:03}"))
+        .collect();
+    assert_eq!((pages, seen), (3, expected));
+
+    for forged in ["x", "dG9vbHM6OTk5", "dG9vbHM6LTE", ""] {
+        let refused = modern(
+            &mut world,
+            &bearer,
+            9,
+            "tools/list",
+            json!({"cursor": forged}),
+        );
+        assert_eq!(json_of(&refused)["error"]["code"], -32602, "{forged}");
+    }
+}
