@@ -15,6 +15,7 @@ use apim_manifest::mcp::{ArgumentLocation, McpServer, McpTool};
 use base64::Engine as _;
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use crate::host::{Headers, Request, Response, header};
@@ -365,8 +366,11 @@ fn initialized(params: &Value) -> Value {
 }
 
 fn server_info() -> Value {
-    json!({"name": "apim-gateway", "version": env!("CARGO_PKG_VERSION")})
+    json!({"name": SERVER_NAME, "version": env!("CARGO_PKG_VERSION")})
 }
+
+/// The server's name in its info.
+const SERVER_NAME: &str = "apim-gateway";
 
 /// The tools the caller's token may call, at most [`LIST_PAGE`] a page: the next page's
 /// cursor is where the server's list goes on (opaque to the client, and the same for every
@@ -673,7 +677,11 @@ impl Answering {
 /// tool has an output schema (`structured`; the answer must then be an object), its text
 /// as content; an answer of 400 or more as a tool error.
 pub fn tool_result(reply: &Reply, structured: bool, answer: &Response) -> Response {
-    let text = String::from_utf8_lossy(&answer.body).into_owned();
+    // Most answers are UTF-8: checked at once, never copied.
+    let text = match std::str::from_utf8(&answer.body) {
+        Ok(text) => std::borrow::Cow::Borrowed(text),
+        Err(_) => String::from_utf8_lossy(&answer.body),
+    };
     if answer.status >= 400 {
         let mut result = json!({
             "content": [{"type": "text", "text": format!("The API answered {}: {text}", answer.status)}],
@@ -684,19 +692,84 @@ pub fn tool_result(reply: &Reply, structured: bool, answer: &Response) -> Respon
         }
         return reply.result(result);
     }
-    let mut result = json!({"content": [{"type": "text", "text": text}], "isError": false});
-    if structured {
-        match serde_json::from_slice::<Value>(&answer.body) {
-            Ok(structured @ Value::Object(_)) => result["structuredContent"] = structured,
+    let structured_content = match structured {
+        false => None,
+        true => match serde_json::from_slice::<&RawValue>(&answer.body) {
+            Ok(raw) if raw.get().starts_with('{') => Some(raw),
             _ => {
                 return tool_error(
                     reply,
                     "The API's answer is not the JSON object its definition describes",
                 );
             }
-        }
+        },
+    };
+    // Written straight from the answer's bytes: no tree of the body is built.
+    let stateless = reply.era == Era::Stateless;
+    let message = Success {
+        jsonrpc: "2.0",
+        id: &reply.id,
+        result: ToolSuccess {
+            content: [TextContent {
+                kind: "text",
+                text: &text,
+            }],
+            is_error: false,
+            structured_content,
+            result_type: stateless.then_some("complete"),
+            meta: stateless.then_some(ServerMeta {
+                server_info: ServerInfo {
+                    name: SERVER_NAME,
+                    version: env!("CARGO_PKG_VERSION"),
+                },
+            }),
+        },
+    };
+    match serde_json::to_vec(&message) {
+        Ok(body) => Response::new(200, "application/json", body),
+        Err(_) => tool_error(reply, "The API's answer could not be written"),
     }
-    reply.result(result)
+}
+
+/// A tool call's successful answer, as [`tool_result`] writes it.
+#[derive(Serialize)]
+struct Success<'a> {
+    jsonrpc: &'static str,
+    id: &'a Value,
+    result: ToolSuccess<'a>,
+}
+
+/// The result of a [`Success`], as [`Reply::result`] would make it.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ToolSuccess<'a> {
+    content: [TextContent<'a>; 1],
+    is_error: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    structured_content: Option<&'a RawValue>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    result_type: Option<&'static str>,
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    meta: Option<ServerMeta>,
+}
+
+#[derive(Serialize)]
+struct TextContent<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    text: &'a str,
+}
+
+#[derive(Serialize)]
+struct ServerMeta {
+    #[serde(rename = "io.modelcontextprotocol/serverInfo")]
+    server_info: ServerInfo,
+}
+
+#[derive(Serialize)]
+struct ServerInfo {
+    name: &'static str,
+    version: &'static str,
 }
 
 /// A tool error with `why` as its text.

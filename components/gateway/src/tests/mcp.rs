@@ -550,6 +550,20 @@ fn a_forwarding_host_sends_the_operations_request_and_gets_the_same_result() {
         (made.status, json_of(&made)),
         (served.status, json_of(&served))
     );
+    let result = &json_of(&made)["result"];
+    assert_eq!(
+        (
+            &result["resultType"],
+            &result["isError"],
+            &result["structuredContent"]
+        ),
+        (&json!("complete"), &json!(false), &json!({"ok": true}))
+    );
+    assert_eq!(
+        result["content"],
+        json!([{"type": "text", "text": "{\"ok\":true}"}])
+    );
+    assert!(result["_meta"]["io.modelcontextprotocol/serverInfo"]["version"].is_string());
 
     let (failed, code) =
         (world.gateway).backend_failed(&world.host, &message, true, false, shape.tool.as_ref());
