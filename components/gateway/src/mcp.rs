@@ -600,6 +600,8 @@ pub fn operation_request(
                 utf8_percent_encode(&argument.name, ENCODED),
                 utf8_percent_encode(&plain_text(value), ENCODED)
             )),
+            // The gateway's own to set, whatever a definition names: never an argument's.
+            ArgumentLocation::Header if apim_http::is_hop_by_hop(&argument.name, &[]) => {}
             ArgumentLocation::Header => {
                 let text: String = plain_text(value)
                     .chars()

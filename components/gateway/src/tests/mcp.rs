@@ -638,7 +638,7 @@ fn a_forwarding_host_reads_no_message_of_a_caller_without_a_token() {
 }
 
 #[test]
-fn form_arguments_make_a_url_encoded_body() {
+fn form_arguments_make_a_url_encoded_body_and_hop_by_hop_headers_are_left_out() {
     let tool = McpTool {
         name: "login".into(),
         description: "Signs in".into(),
@@ -649,12 +649,16 @@ fn form_arguments_make_a_url_encoded_body() {
             argument("user", ArgumentLocation::Form, true),
             argument("remember", ArgumentLocation::Form, false),
             argument("tags", ArgumentLocation::Form, false),
+            argument("Transfer-Encoding", ArgumentLocation::Header, false),
+            argument("host", ArgumentLocation::Header, false),
+            argument("x-trace-me", ArgumentLocation::Header, false),
         ],
         input_schema: json!({"type": "object"}).to_string(),
         output_schema: None,
     };
     let client = request("POST", ENDPOINT, &[("authorization", "Bearer t")], b"");
-    let arguments = json!({"user": "al ice&x=1", "remember": true, "tags": ["a", "b"]});
+    let arguments = json!({"user": "al ice&x=1", "remember": true, "tags": ["a", "b"],
+        "Transfer-Encoding": "chunked", "host": "evil.example", "x-trace-me": "yes"});
     let operation = crate::mcp::operation_request(&tool, &arguments, "/dev/v1", &client);
     assert_eq!(operation.path_with_query, "/dev/v1/login");
     assert_eq!(
@@ -665,6 +669,10 @@ fn form_arguments_make_a_url_encoded_body() {
         header(&operation.headers, "content-type"),
         Some("application/x-www-form-urlencoded")
     );
+    // A header argument the gateway sets itself never goes out as the argument says.
+    assert_eq!(header(&operation.headers, "x-trace-me"), Some("yes"));
+    assert_eq!(header(&operation.headers, "transfer-encoding"), None);
+    assert_eq!(header(&operation.headers, "host"), None);
 }
 
 #[test]
