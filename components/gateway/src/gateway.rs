@@ -211,6 +211,13 @@ impl AnswerShape {
 }
 
 impl Forwarding {
+    /// The answer the response cache holds for the call, where it caches one; `headers`
+    /// are the request's.
+    fn cached(&self, host: &dyn Host, headers: &Headers) -> Option<Response> {
+        let (key, _) = self.cache.as_ref()?;
+        cache::lookup(host, key, self.now_ms, headers)
+    }
+
     /// Its [`AnswerShape`], for the host to carry: none when the backend's answer goes to
     /// the client as it is.
     pub fn answer_shape(&self) -> Option<Vec<u8>> {
@@ -386,7 +393,7 @@ impl Gateway {
                 return self.mcp_verdict(host, request, &target, (api, call), arrival);
             }
             Ok(Plan::ReadBody) => {
-                let limit = held_body_limit(host, &target).min(bodies::MAX_MEDIATED_BYTES) as u64;
+                let limit = read_body_limit(host, &target);
                 return Verdict {
                     limits: Vec::new(),
                     decision: Decision::ReadBody(limit),
@@ -402,11 +409,7 @@ impl Gateway {
                 call,
             };
         }
-        let cached = forwarding
-            .cache
-            .as_ref()
-            .and_then(|(key, _)| cache::lookup(host, key, forwarding.now_ms, &request.headers));
-        let decision = match cached {
+        let decision = match forwarding.cached(host, &request.headers) {
             Some(mut hit) => {
                 remove_headers(&mut hit, &forwarding.response_removed);
                 set_headers(&mut hit, forwarding.response_headers);
@@ -765,7 +768,7 @@ impl Gateway {
                 let fault = self.challenged(fault, &api, addressed, request);
                 return refused(call, &fault, request);
             }
-            let limit = held_body_limit(host, target).min(bodies::MAX_MEDIATED_BYTES) as u64;
+            let limit = read_body_limit(host, target);
             return Decision::ReadBody(limit).into();
         }
         let (asked, operation) = match self.take_mcp_message(host, request, target, &api, &mut call)
@@ -803,8 +806,7 @@ impl Gateway {
         }
         let limits = std::mem::take(&mut forwarding.limits);
         let answered = forwarding.answer.take().map(|answer| *answer).or_else(|| {
-            let (key, _) = forwarding.cache.as_ref()?;
-            let hit = cache::lookup(host, key, forwarding.now_ms, &operation.headers)?;
+            let hit = forwarding.cached(host, &operation.headers)?;
             call.cached = true;
             Some(hit)
         });
@@ -1226,6 +1228,11 @@ pub fn body_limit(host: &dyn Host, target: &Target, carriage: Carriage) -> Optio
     }
     let configured = bodies::configured(host.setting(settings::MAX_REQUEST_BODY_BYTES).as_deref());
     bodies::limit(configured, carriage)
+}
+
+/// The most bytes a host reads of a body the decision asks for whole (`read-body`).
+fn read_body_limit(host: &dyn Host, target: &Target) -> u64 {
+    held_body_limit(host, target).min(bodies::MAX_MEDIATED_BYTES) as u64
 }
 
 /// [`body_limit`] for a body the component reads whole.

@@ -366,11 +366,14 @@ fn initialized(params: &Value) -> Value {
 }
 
 fn server_info() -> Value {
-    json!({"name": SERVER_NAME, "version": env!("CARGO_PKG_VERSION")})
+    serde_json::to_value(SERVER_INFO).unwrap_or_default()
 }
 
-/// The server's name in its info.
-const SERVER_NAME: &str = "apim-gateway";
+/// The server's info, as every answer's `_meta` and `initialize` give it.
+const SERVER_INFO: ServerInfo = ServerInfo {
+    name: "apim-gateway",
+    version: env!("CARGO_PKG_VERSION"),
+};
 
 /// The tools the caller's token may call, at most [`LIST_PAGE`] a page: the next page's
 /// cursor is where the server's list goes on (opaque to the client, and the same for every
@@ -595,11 +598,7 @@ pub fn operation_request(
         };
         match argument.location {
             ArgumentLocation::Path => {}
-            ArgumentLocation::Query => query.push(format!(
-                "{}={}",
-                utf8_percent_encode(&argument.name, ENCODED),
-                utf8_percent_encode(&plain_text(value), ENCODED)
-            )),
+            ArgumentLocation::Query => query.push(encoded_pair(&argument.name, value)),
             // The gateway's own to set, whatever a definition names: never an argument's.
             ArgumentLocation::Header if apim_http::is_hop_by_hop(&argument.name, &[]) => {}
             ArgumentLocation::Header => {
@@ -610,11 +609,7 @@ pub fn operation_request(
                 headers.push((argument.name.to_ascii_lowercase(), text.into_bytes()));
             }
             ArgumentLocation::Body => body = value.to_string().into_bytes(),
-            ArgumentLocation::Form => form.push(format!(
-                "{}={}",
-                utf8_percent_encode(&argument.name, ENCODED),
-                utf8_percent_encode(&plain_text(value), ENCODED)
-            )),
+            ArgumentLocation::Form => form.push(encoded_pair(&argument.name, value)),
         }
     }
     let mut content_type: &[u8] = b"application/json";
@@ -653,6 +648,15 @@ pub fn operation_request(
         body,
         scheme: client.scheme,
     }
+}
+
+/// `name=value`, both percent-encoded, as a query or a URL-encoded form has an argument.
+fn encoded_pair(name: &str, value: &Value) -> String {
+    format!(
+        "{}={}",
+        utf8_percent_encode(name, ENCODED),
+        utf8_percent_encode(&plain_text(value), ENCODED)
+    )
 }
 
 /// What makes a tool call's answer of its operation's, once a host that forwards by
@@ -720,10 +724,7 @@ pub fn tool_result(reply: &Reply, structured: bool, answer: &Response) -> Respon
             structured_content,
             result_type: stateless.then_some("complete"),
             meta: stateless.then_some(ServerMeta {
-                server_info: ServerInfo {
-                    name: SERVER_NAME,
-                    version: env!("CARGO_PKG_VERSION"),
-                },
+                server_info: SERVER_INFO,
             }),
         },
     };
