@@ -5,14 +5,16 @@
 //! case (case 6, a fresh instance per request).
 
 use std::fmt::Write as _;
+use std::path::Path;
 use std::time::Duration;
 
 use serde_json::json;
 
 use super::Options;
 use super::backend::FastBackend;
-use super::load::{Load, counted, cpu_cell, median_cpu_us, median_rate, script};
+use super::load::{Load, Wrk, counted, cpu_cell, median_cpu_us, median_rate, script};
 use super::platform::{BASE, Platform, SECURED};
+use super::profile::{self, Profile};
 use super::stats::median;
 use harness::machine;
 
@@ -26,6 +28,8 @@ pub struct McpRuns {
     pub tool: Vec<Load>,
     pub spin_like_rest: Vec<Load>,
     pub spin_like_tool: Vec<Load>,
+    /// Where edge-gateway's time goes under the tool call.
+    pub profile: Option<Profile>,
 }
 
 /// Switches the benchmark API's MCP server on, then runs the rounds.
@@ -94,12 +98,30 @@ pub async fn measure(options: &Options) -> McpRuns {
             tool_runs.push(tool);
         }
     }
+    if !options.no_profile {
+        runs.profile = profile_tool_call(options, &platform, &lua).await;
+    }
     machine::pin_process(platform.control_plane_pid(), "0,1");
     for (base, _) in &targets {
         answers_the_tool_call(&format!("{base}{BASE}/mcp"), &headers, &message).await;
     }
     platform.stop().await;
     runs
+}
+
+/// `perf` on edge-gateway while the tool call is the load.
+async fn profile_tool_call(options: &Options, platform: &Platform, lua: &Path) -> Option<Profile> {
+    eprintln!("bench: profiling edge-gateway under the tool call");
+    machine::wait_for_quiet_cpu().await;
+    let url = format!("{}{BASE}/mcp", platform.stack.gw.base);
+    let load = Wrk {
+        url: &url,
+        connections: options.connections,
+        duration: Duration::default(),
+        headers: &[],
+        script: Some(lua),
+    };
+    profile::record(platform, platform.gateway_pid(), "edge-gateway", load).await
 }
 
 /// Waits until the tool call answers the backend's answer (its change has reached the
@@ -171,5 +193,11 @@ pub fn section(options: &Options, runs: &McpRuns) -> String {
             );
         }
     }
+    md.push('\n');
+    md.push_str(&super::report::profile(
+        "a tool call's",
+        "edge-gateway under the tool call",
+        runs.profile.as_ref(),
+    ));
     md
 }
