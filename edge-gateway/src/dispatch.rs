@@ -38,6 +38,7 @@ use wasmtime_wasi_http::WasiBody;
 
 use apim_http::contract;
 use apim_http::endpoints::{self, Balance, HealthBook, MemoryBook};
+use apim_http::mcp::{self, Era, Reply};
 use apim_manifest::{Position, paths};
 use apim_tls::connection::Drain;
 
@@ -56,7 +57,7 @@ use crate::tenant_policies::{
 use crate::websocket::{self, WebSocketSettings};
 use crate::wit_host::bindings::exports::apim::gateway::policy::{
     self, Call, Decision, Forward, Limit, PolicyFailure, RequestHead, Response as PolicyResponse,
-    TenantPolicy, Verdict,
+    TenantPolicy, ToolReply, Verdict,
 };
 use crate::wit_host::instance_state::RequestMeta;
 use crate::wit_host::instances::Runtime;
@@ -423,20 +424,16 @@ impl Gateway {
         answer: Response<ResponseBody>,
         outcome: &mut Outcome,
     ) -> Response<ResponseBody> {
-        let (parts, body) = answer.into_parts();
-        let read = match whole(body, apim_http::bodies::MAX_MEDIATED_BYTES).await {
-            Whole::Read(bytes) => Some(PolicyResponse {
-                status: parts.status.as_u16(),
-                headers: proxy::header_list(&parts.headers),
-                body: bytes.to_vec(),
-                fault_code: 0,
-            }),
-            Whole::TooLong => None,
-            Whole::BrokeOff(why) => {
-                tracing::debug!("the backend's answer broke off: {why}");
-                return empty(StatusCode::BAD_GATEWAY);
-            }
+        let (parts, read) = match held_answer(answer).await {
+            Ok(held) => held,
+            Err(broke_off) => return broke_off,
         };
+        let read = read.map(|bytes| PolicyResponse {
+            status: parts.status.as_u16(),
+            headers: proxy::header_list(&parts.headers),
+            body: bytes.to_vec(),
+            fault_code: 0,
+        });
         let answer = self
             .runtime
             .mediate_answer(sending.head, sending.call, mediation, read);
@@ -447,6 +444,47 @@ impl Gateway {
             outcome,
         )
         .await
+    }
+
+    /// An MCP tool call's result, made here of its operation's `answer` read whole as
+    /// [`Gateway::mediated_answer`] reads it (an answer too long to hold gets the
+    /// component's refusal, by `mediation`).
+    async fn tool_result(
+        &self,
+        sending: &Sending<'_>,
+        reply: &ToolReply,
+        mediation: &[u8],
+        answer: Response<ResponseBody>,
+        outcome: &mut Outcome,
+    ) -> Response<ResponseBody> {
+        let (parts, bytes) = match held_answer(answer).await {
+            Ok((parts, Some(bytes))) => (parts, bytes),
+            Ok((_, None)) => {
+                let answer =
+                    (self.runtime).mediate_answer(sending.head, sending.call, mediation, None);
+                let fallback = StatusCode::BAD_GATEWAY;
+                return self
+                    .answer(answer, "a tool's answer", fallback, outcome)
+                    .await;
+            }
+            Err(broke_off) => return broke_off,
+        };
+        let Ok(id) = serde_json::from_str(&reply.id) else {
+            tracing::error!("the component gave a tool call's id that is not JSON");
+            return empty(StatusCode::INTERNAL_SERVER_ERROR);
+        };
+        let era = if reply.stateless {
+            Era::Stateless
+        } else {
+            Era::Handshake
+        };
+        let made = mcp::tool_result(
+            &Reply { era, id },
+            reply.structured,
+            parts.status.as_u16(),
+            &bytes,
+        );
+        proxy::made(made.status, &made.headers, made.body)
     }
 
     /// Counts an answered request, exports its spans and writes its access-log line.
@@ -574,6 +612,12 @@ impl Gateway {
                 Ok(response) => {
                     if !lone {
                         self.endpoints.succeeded(&target.key);
+                    }
+                    if let Some(reply) = &plan.tool_reply {
+                        let mediation = plan.mediation.as_deref().unwrap_or_default();
+                        let answering =
+                            self.tool_result(&sending, reply, mediation, response, outcome);
+                        return Box::pin(answering).await;
                     }
                     if let Some(mediation) = &plan.mediation {
                         let answering =
@@ -953,6 +997,23 @@ where
         read.extend_from_slice(&data);
     }
     Whole::Read(Bytes::from(read))
+}
+
+/// A backend's answer read whole, as the host holds it for an answer to be made of it:
+/// its head, and its body (none: longer than [`apim_http::bodies::MAX_MEDIATED_BYTES`]);
+/// an answer that broke off is a 502.
+async fn held_answer(
+    answer: Response<ResponseBody>,
+) -> Result<(http::response::Parts, Option<Bytes>), Response<ResponseBody>> {
+    let (parts, body) = answer.into_parts();
+    match whole(body, apim_http::bodies::MAX_MEDIATED_BYTES).await {
+        Whole::Read(bytes) => Ok((parts, Some(bytes))),
+        Whole::TooLong => Ok((parts, None)),
+        Whole::BrokeOff(why) => {
+            tracing::debug!("the backend's answer broke off: {why}");
+            Err(empty(StatusCode::BAD_GATEWAY))
+        }
+    }
 }
 
 /// A request body held whole.

@@ -201,13 +201,18 @@ pub fn header_list(headers: &HeaderMap) -> apim_http::Headers {
 
 /// A response of the component's own.
 pub fn response(answer: policy::Response) -> Response<ResponseBody> {
-    let body = http_body_util::Full::new(bytes::Bytes::from(answer.body))
+    made(answer.status, &answer.headers, answer.body)
+}
+
+/// A response made whole, of a status, headers and a body.
+pub fn made(status: u16, headers: &[(String, Vec<u8>)], body: Vec<u8>) -> Response<ResponseBody> {
+    let body = http_body_util::Full::new(bytes::Bytes::from(body))
         .map_err(|never| match never {})
         .boxed_unsync();
     let mut response = Response::new(body);
     *response.status_mut() =
-        http::StatusCode::from_u16(answer.status).unwrap_or(http::StatusCode::BAD_GATEWAY);
-    set_headers(response.headers_mut(), &answer.headers, false);
+        http::StatusCode::from_u16(status).unwrap_or(http::StatusCode::BAD_GATEWAY);
+    set_headers(response.headers_mut(), headers, false);
     response
 }
 

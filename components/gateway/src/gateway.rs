@@ -228,6 +228,13 @@ impl Forwarding {
         }
         serde_json::to_vec(&ShapeOf { plan, tool }).ok()
     }
+
+    /// The tool call whose result the host may make of the backend's answer by itself:
+    /// one whose API has no out flow to run first.
+    pub fn tool_answered_by_host(&self) -> Option<&mcp::Answering> {
+        let plan = (self.mediate_answer.as_ref()).and_then(|api| api.mediation.as_ref());
+        self.tool.as_deref().filter(|_| plan.is_none())
+    }
 }
 
 /// What a message to an API's MCP server asks.
@@ -740,7 +747,10 @@ impl Gateway {
             });
         call.resource = apim_http::joined(["mcp:", tool.name.as_str()]);
         Ok(match answer {
-            Ok(response) => mcp::tool_result(&asked.reply, tool.output_schema.is_some(), &response),
+            Ok(response) => {
+                let structured = tool.output_schema.is_some();
+                mcp::tool_result(&asked.reply, structured, response.status, &response.body)
+            }
             Err(fault) => {
                 call.fault_code = fault.code;
                 tool_refusal(&asked.reply, &fault)

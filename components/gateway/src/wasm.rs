@@ -14,6 +14,7 @@ use crate::faults::{Fault, PolicyFailure};
 use crate::forward::BackendTarget;
 use crate::gateway::{self, AnswerShape, Decision, Moment};
 use crate::host::{Host, Request, Response};
+use crate::mcp;
 use crate::throttle::{self, LimitKind};
 use crate::wasi_host::{GATEWAY, WasiHost, access_log_on, body_fault};
 
@@ -217,11 +218,21 @@ fn moment_of(moment: policy::Moment) -> Moment {
     }
 }
 
+/// How the host answers a tool call with its operation's answer.
+fn policy_tool_reply(tool: &mcp::Answering) -> policy::ToolReply {
+    policy::ToolReply {
+        id: tool.reply.id.to_string(),
+        stateless: tool.reply.era == mcp::Era::Stateless,
+        structured: tool.structured,
+    }
+}
+
 /// A verdict as the host takes it.
 fn policy_verdict(verdict: gateway::Verdict) -> policy::Verdict {
     let decision = match verdict.decision {
         Decision::Forward(forwarding) => {
             let mediation = forwarding.answer_shape();
+            let tool_reply = forwarding.tool_answered_by_host().map(policy_tool_reply);
             let backend = forwarding.backend;
             policy::Decision::Forward(policy::Forward {
                 method: backend.method,
@@ -247,6 +258,7 @@ fn policy_verdict(verdict: gateway::Verdict) -> policy::Verdict {
                 upgrade: backend.upgrade,
                 body: backend.body,
                 mediation,
+                tool_reply,
                 tenant_policy: backend.policy.map(|policy| {
                     let policy = *policy;
                     policy::TenantPolicy {

@@ -10,6 +10,7 @@ pub mod cache;
 pub mod contract;
 pub mod egress;
 pub mod endpoints;
+pub mod mcp;
 pub mod packed;
 pub mod time;
 pub mod trace;

@@ -140,6 +140,7 @@ mod tests {
             upgrade: false,
             body: None,
             mediation: None,
+            tool_reply: None,
             tenant_policy: None,
         }
     }

@@ -565,6 +565,16 @@ fn a_forwarding_host_sends_the_operations_request_and_gets_the_same_result() {
     );
     assert!(result["_meta"]["io.modelcontextprotocol/serverInfo"]["version"].is_string());
 
+    // What the host is given to make the result itself makes the same.
+    let tool = forwarding.tool_answered_by_host().expect("no out flow");
+    let id = serde_json::from_str(&tool.reply.id.to_string()).unwrap();
+    let reply = crate::mcp::Reply {
+        era: tool.reply.era,
+        id,
+    };
+    let by_host = crate::mcp::tool_result(&reply, tool.structured, 200, b"{\"ok\":true}");
+    assert_eq!(by_host, made);
+
     let (failed, code) =
         (world.gateway).backend_failed(&world.host, &message, true, false, shape.tool.as_ref());
     let failed = json_of(&failed);

@@ -757,6 +757,38 @@ fn an_answer_gets_the_out_flow_its_decision_read_though_the_api_changed_since() 
     assert_eq!(header(&second.headers, "x-before"), None);
 }
 
+#[test]
+fn a_tool_calls_result_is_left_to_the_component_only_where_an_out_flow_reads_the_answer() {
+    let answering = crate::mcp::Answering {
+        reply: crate::mcp::Reply {
+            era: crate::mcp::Era::Stateless,
+            id: 7.into(),
+        },
+        structured: false,
+        method: "GET".into(),
+        path_with_query: "/dev/v1/devs/alice/repos".into(),
+    };
+    let reading = Mediation {
+        response: vec![Step::SetFormat {
+            value: text("application/json"),
+        }],
+        ..Mediation::default()
+    };
+    for (plan, host_answers) in [(Mediation::default(), true), (reading, false)] {
+        let mut world = mediated(plan);
+        let bearer = world.bearer("app-1");
+        let client = [("authorization", bearer.as_str())];
+        let head = request("GET", "/dev/v1/devs/alice/repos", &client, b"");
+        let mut forwarding = forwarded(&mut world, &head);
+        forwarding.tool = Some(Box::new(answering.clone()));
+        assert_eq!(forwarding.tool_answered_by_host().is_some(), host_answers);
+        assert!(
+            forwarding.answer_shape().is_some(),
+            "refusals still need it"
+        );
+    }
+}
+
 /// The forwarding `world`'s gateway decides for `head`.
 fn forwarded(world: &mut World, head: &Request) -> Forwarding {
     let Decision::Forward(forwarding) = world.gateway.decide(&world.host, head).decision else {
